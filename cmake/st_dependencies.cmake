@@ -1,0 +1,7 @@
+# Every third-party library comes from Debian's packages (scripts/install-deps.sh).
+# Nothing is downloaded at build time.
+find_package(Threads REQUIRED)
+find_package(RocksDB REQUIRED CONFIG)
+find_package(spdlog REQUIRED CONFIG)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)

@@ -1,0 +1,86 @@
+// Batch: an entity group transaction (EGT) as callers build it.
+//
+// Every write is a Batch; a single operation is a Batch of one. All
+// operations name the same table and PartitionKey and each RowKey at most
+// once; the engine validates that, the limits and the ETag conditions in full
+// before it commits anything, and commits all operations or none.
+//
+// Thread safety: a value type; build it on one thread, then hand it over.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/edm.h"
+
+namespace sidetable {
+
+// Wire and storage values are fixed (docs/change-events.md): never renumber.
+enum class OpKind : uint8_t {
+  kInsert = 1,           // fails with EntityAlreadyExists when present
+  kUpdate = 2,           // replace; needs the entity; If-Match
+  kMerge = 3,            // update the given properties; needs the entity; If-Match
+  kDelete = 4,           // needs the entity; If-Match
+  kInsertOrReplace = 5,  // upsert, no condition
+  kInsertOrMerge = 6,    // upsert, no condition
+};
+
+std::string_view OpKindName(OpKind kind);  // "Insert", "InsertOrMerge", ...
+bool ParseOpKind(std::string_view name, OpKind* kind);
+
+struct Operation {
+  OpKind kind = OpKind::kInsert;
+  // Keys and user properties. timestamp and etag are ignored: the engine sets them.
+  Entity entity;
+  // Update, Merge, Delete: an ETag, or "*" for unconditional. Must be empty
+  // for Insert and the upserts.
+  std::string if_match;
+};
+
+class Batch {
+ public:
+  explicit Batch(std::string table) : table_(std::move(table)) {}
+
+  Batch& Insert(Entity e) { return Add(OpKind::kInsert, std::move(e), ""); }
+  Batch& Update(Entity e, std::string if_match = "*") {
+    return Add(OpKind::kUpdate, std::move(e), std::move(if_match));
+  }
+  Batch& Merge(Entity e, std::string if_match = "*") {
+    return Add(OpKind::kMerge, std::move(e), std::move(if_match));
+  }
+  Batch& Delete(std::string pk, std::string rk, std::string if_match = "*");
+  Batch& InsertOrReplace(Entity e) { return Add(OpKind::kInsertOrReplace, std::move(e), ""); }
+  Batch& InsertOrMerge(Entity e) { return Add(OpKind::kInsertOrMerge, std::move(e), ""); }
+  Batch& Add(OpKind kind, Entity e, std::string if_match);
+
+  // Who asked for the change; recorded in the change log ("" = anonymous).
+  Batch& SetCaller(std::string caller) {
+    caller_ = std::move(caller);
+    return *this;
+  }
+
+  const std::string& table() const { return table_; }
+  const std::string& caller() const { return caller_; }
+  const std::vector<Operation>& operations() const { return ops_; }
+  std::vector<Operation>& mutable_operations() { return ops_; }
+  size_t size() const { return ops_.size(); }
+
+  // Payload size as the 4 MiB EGT limit counts it (keys, names and values).
+  size_t PayloadBytes() const;
+
+ private:
+  std::string table_;
+  std::string caller_;
+  std::vector<Operation> ops_;
+};
+
+// What a committed Batch returns: per operation, in order, the new ETag and
+// version (empty ETag for deletes), and the change log LSN of the commit.
+struct WriteResult {
+  uint64_t lsn = 0;
+  int64_t timestamp = 0;
+  std::vector<std::string> etags;
+};
+
+}  // namespace sidetable

@@ -1,0 +1,76 @@
+// ChangeRecord: one committed EGT (or table event) in the change log.
+//
+// The change log is the transactional outbox: each record is written in the
+// same RocksDB WriteBatch as the rows it describes, keyed by a log sequence
+// number (LSN) that increases by one per commit with no gaps. The Kafka
+// publisher, the audit and replay tools and the pattern workers all read this
+// record; docs/change-events.md is its normative description.
+//
+// Thread safety: value types.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/batch.h"
+#include "engine/edm.h"
+#include "engine/status.h"
+
+namespace sidetable {
+
+enum class ChangeKind : uint8_t {
+  kEntities = 1,      // an EGT on one partition
+  kTableCreated = 2,
+  kTableDeleted = 3,
+};
+
+std::string_view ChangeKindName(ChangeKind kind);
+
+struct ChangeOp {
+  std::string row_key;
+  OpKind kind = OpKind::kInsert;
+  // The entity before and after the operation (keys, timestamp, ETag and
+  // properties filled in). An Insert has no before, a Delete no after.
+  std::optional<Entity> before;
+  std::optional<Entity> after;
+  // The per-entity version this operation produced: the LSN of its commit,
+  // so it only ever increases for a given entity, across delete and re-insert.
+  uint64_t version = 0;
+  std::string etag;  // of `after`; empty for deletes
+};
+
+struct ChangeRecord {
+  uint64_t lsn = 0;
+  ChangeKind kind = ChangeKind::kEntities;
+  int64_t commit_time = 0;  // DateTime ticks
+  std::string table;
+  uint32_t table_id = 0;  // distinguishes a re-created table from its predecessor
+  std::string partition_key;
+  std::string caller;
+  std::vector<ChangeOp> ops;
+};
+
+// Encoding of the change log value (format byte first). Exposed for tests and
+// tools that read raw RocksDB files; everyone else uses Engine::ReadChanges.
+namespace codec {
+inline constexpr uint8_t kChangeFormat = 1;
+// Row images are passed pre-encoded (codec::EncodeRow) so the after image is
+// encoded once for both the row and the log.
+struct ChangeOpImages {
+  std::string_view row_key;
+  OpKind kind;
+  std::string_view before_row;  // empty = none
+  std::string_view after_row;   // empty = none
+};
+void EncodeChangeHeader(uint64_t lsn, ChangeKind kind, int64_t commit_time,
+                        std::string_view table, uint32_t table_id, std::string_view pk,
+                        std::string_view caller, size_t op_count, std::string* dst);
+void EncodeChangeOp(const ChangeOpImages& op, std::string* dst);
+Status DecodeChange(std::string_view value, ChangeRecord* out);
+// Only the header fields (lsn, kind, commit_time, table, pk, caller).
+Status DecodeChangeHeader(std::string_view value, ChangeRecord* out);
+}  // namespace codec
+
+}  // namespace sidetable

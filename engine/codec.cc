@@ -1,0 +1,303 @@
+#include "engine/codec.h"
+
+#include <cstring>
+
+#include "engine/utf8.h"
+
+namespace sidetable::codec {
+namespace {
+
+Status Corrupt(const char* what) {
+  return Status(Code::kInternal, std::string("corrupt row: ") + what);
+}
+
+uint64_t ZigZag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
+int64_t UnZigZag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
+
+void EncodeValue(const Value& v, std::string* dst) {
+  dst->push_back(static_cast<char>(v.type()));
+  switch (v.type()) {
+    case EdmType::kString:
+    case EdmType::kBinary:
+      PutLengthPrefixed(dst, v.bytes());
+      break;
+    case EdmType::kGuid:
+      dst->append(v.bytes());
+      break;
+    case EdmType::kBoolean:
+      dst->push_back(v.as_bool() ? 1 : 0);
+      break;
+    case EdmType::kDateTime:
+      PutFixed64(dst, static_cast<uint64_t>(v.as_ticks()));
+      break;
+    case EdmType::kDouble: {
+      uint64_t bits;
+      double d = v.as_double();
+      std::memcpy(&bits, &d, sizeof bits);
+      PutFixed64(dst, bits);
+      break;
+    }
+    case EdmType::kInt32:
+    case EdmType::kInt64:
+      PutVarint64(dst, ZigZag(v.as_int64()));
+      break;
+  }
+}
+
+// Reads one typed value; `keep` false skips it without allocating.
+bool DecodeValue(Reader* r, bool keep, Value* out) {
+  uint8_t type;
+  if (!r->Byte(&type)) return false;
+  std::string_view s;
+  uint64_t u;
+  switch (static_cast<EdmType>(type)) {
+    case EdmType::kString:
+      if (!r->LengthPrefixed(&s)) return false;
+      if (keep) *out = Value::String(std::string(s));
+      return true;
+    case EdmType::kBinary:
+      if (!r->LengthPrefixed(&s)) return false;
+      if (keep) *out = Value::Binary(std::string(s));
+      return true;
+    case EdmType::kGuid: {
+      if (!r->Bytes(16, &s)) return false;
+      if (keep) {
+        Guid g;
+        std::memcpy(g.data(), s.data(), 16);
+        *out = Value::MakeGuid(g);
+      }
+      return true;
+    }
+    case EdmType::kBoolean: {
+      uint8_t b;
+      if (!r->Byte(&b) || b > 1) return false;
+      if (keep) *out = Value::Boolean(b != 0);
+      return true;
+    }
+    case EdmType::kDateTime:
+      if (!r->Fixed64(&u)) return false;
+      if (keep) *out = Value::DateTime(static_cast<int64_t>(u));
+      return true;
+    case EdmType::kDouble: {
+      if (!r->Fixed64(&u)) return false;
+      double d;
+      std::memcpy(&d, &u, sizeof d);
+      if (keep) *out = Value::Double(d);
+      return true;
+    }
+    case EdmType::kInt32:
+      if (!r->Varint64(&u)) return false;
+      if (keep) *out = Value::Int32(static_cast<int32_t>(UnZigZag(u)));
+      return true;
+    case EdmType::kInt64:
+      if (!r->Varint64(&u)) return false;
+      if (keep) *out = Value::Int64(UnZigZag(u));
+      return true;
+  }
+  return false;
+}
+
+bool Selected(const std::vector<std::string>* select, std::string_view name) {
+  if (select == nullptr) return true;
+  for (const auto& s : *select) {
+    if (s == name) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void PutVarint64(std::string* dst, uint64_t v) {
+  char buf[10];
+  size_t n = 0;
+  while (v >= 0x80) {
+    buf[n++] = static_cast<char>(v | 0x80);
+    v >>= 7;
+  }
+  buf[n++] = static_cast<char>(v);
+  dst->append(buf, n);
+}
+
+void PutFixed64(std::string* dst, uint64_t v) {
+  char buf[8];
+  for (int i = 0; i < 8; i++) buf[i] = static_cast<char>(v >> (8 * i));
+  dst->append(buf, 8);
+}
+
+void PutFixed32BE(std::string* dst, uint32_t v) {
+  char buf[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16),
+                 static_cast<char>(v >> 8), static_cast<char>(v)};
+  dst->append(buf, 4);
+}
+
+void PutFixed64BE(std::string* dst, uint64_t v) {
+  char buf[8];
+  for (int i = 0; i < 8; i++) buf[i] = static_cast<char>(v >> (56 - 8 * i));
+  dst->append(buf, 8);
+}
+
+void PutLengthPrefixed(std::string* dst, std::string_view s) {
+  PutVarint64(dst, s.size());
+  dst->append(s.data(), s.size());
+}
+
+uint32_t DecodeFixed32BE(const char* p) {
+  auto u = reinterpret_cast<const uint8_t*>(p);
+  return uint32_t{u[0]} << 24 | uint32_t{u[1]} << 16 | uint32_t{u[2]} << 8 | u[3];
+}
+
+uint64_t DecodeFixed64BE(const char* p) {
+  auto u = reinterpret_cast<const uint8_t*>(p);
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) v = v << 8 | u[i];
+  return v;
+}
+
+bool Reader::Varint64(uint64_t* v) {
+  uint64_t result = 0;
+  for (int shift = 0; shift <= 63 && p_ < end_; shift += 7) {
+    auto byte = static_cast<uint8_t>(*p_++);
+    result |= uint64_t{byte & 0x7Fu} << shift;
+    if ((byte & 0x80) == 0) {
+      *v = result;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool Reader::Fixed64(uint64_t* v) {
+  if (remaining() < 8) return false;
+  uint64_t r = 0;
+  for (int i = 0; i < 8; i++) r |= uint64_t{static_cast<uint8_t>(p_[i])} << (8 * i);
+  p_ += 8;
+  *v = r;
+  return true;
+}
+
+bool Reader::Byte(uint8_t* v) {
+  if (p_ >= end_) return false;
+  *v = static_cast<uint8_t>(*p_++);
+  return true;
+}
+
+bool Reader::Bytes(size_t n, std::string_view* v) {
+  if (remaining() < n) return false;
+  *v = std::string_view(p_, n);
+  p_ += n;
+  return true;
+}
+
+bool Reader::LengthPrefixed(std::string_view* v) {
+  uint64_t n;
+  return Varint64(&n) && n <= remaining() && Bytes(static_cast<size_t>(n), v);
+}
+
+void EncodeRow(const Entity& e, uint64_t version, int64_t timestamp, std::string* dst) {
+  dst->push_back(static_cast<char>(kRowFormat));
+  PutVarint64(dst, version);
+  PutFixed64(dst, static_cast<uint64_t>(timestamp));
+  PutVarint64(dst, e.properties.size());
+  for (const auto& p : e.properties) {
+    PutLengthPrefixed(dst, p.name);
+    EncodeValue(p.value, dst);
+  }
+}
+
+Status DecodeRowHeader(std::string_view row, uint64_t* version, int64_t* timestamp) {
+  Reader r(row);
+  uint8_t format;
+  uint64_t ts;
+  if (!r.Byte(&format)) return Corrupt("empty");
+  if (format != kRowFormat) return Corrupt("unknown format version");
+  if (!r.Varint64(version) || !r.Fixed64(&ts)) return Corrupt("truncated header");
+  *timestamp = static_cast<int64_t>(ts);
+  return Status::OK();
+}
+
+Status DecodeRow(std::string_view row, Entity* e, const std::vector<std::string>* select) {
+  Reader r(row);
+  uint8_t format;
+  uint64_t version, ts, count;
+  if (!r.Byte(&format)) return Corrupt("empty");
+  if (format != kRowFormat) return Corrupt("unknown format version");
+  if (!r.Varint64(&version) || !r.Fixed64(&ts) || !r.Varint64(&count)) {
+    return Corrupt("truncated header");
+  }
+  if (count > r.remaining()) return Corrupt("bad property count");
+  e->timestamp = static_cast<int64_t>(ts);
+  e->etag = MakeETag(version);
+  e->properties.clear();
+  e->properties.reserve(select ? select->size() : count);
+  for (uint64_t i = 0; i < count; i++) {
+    std::string_view name;
+    if (!r.LengthPrefixed(&name)) return Corrupt("truncated property name");
+    bool keep = Selected(select, name);
+    Value v;
+    if (!DecodeValue(&r, keep, &v)) return Corrupt("bad property value");
+    if (keep) e->properties.push_back({std::string(name), std::move(v)});
+  }
+  if (!r.empty()) return Corrupt("trailing bytes");
+  return Status::OK();
+}
+
+std::string MakeETag(uint64_t version) { return "W/\"" + std::to_string(version) + "\""; }
+
+std::string TablePrefix(uint32_t table_id) {
+  std::string k;
+  PutFixed32BE(&k, table_id);
+  return k;
+}
+
+void AppendOrdinal(std::string* dst, std::string_view s) {
+  size_t start = dst->size();
+  dst->append(s.data(), s.size());
+  for (size_t i = start; i < dst->size(); i++) {
+    (*dst)[i] = static_cast<char>(OrdinalByte(static_cast<uint8_t>((*dst)[i])));
+  }
+}
+
+std::string PartitionPrefix(uint32_t table_id, std::string_view pk) {
+  std::string k;
+  k.reserve(5 + pk.size());
+  PutFixed32BE(&k, table_id);
+  AppendOrdinal(&k, pk);
+  k.push_back('\0');
+  return k;
+}
+
+std::string EntityKey(uint32_t table_id, std::string_view pk, std::string_view rk) {
+  std::string k;
+  k.reserve(5 + pk.size() + rk.size());
+  PutFixed32BE(&k, table_id);
+  AppendOrdinal(&k, pk);
+  k.push_back('\0');
+  AppendOrdinal(&k, rk);
+  return k;
+}
+
+bool DecodeEntityKey(std::string_view key, uint32_t* table_id, std::string* pk, std::string* rk) {
+  if (key.size() < 5) return false;
+  *table_id = DecodeFixed32BE(key.data());
+  key.remove_prefix(4);
+  size_t sep = key.find('\0');
+  if (sep == std::string_view::npos) return false;
+  pk->resize(sep);
+  for (size_t i = 0; i < sep; i++) {
+    (*pk)[i] = static_cast<char>(OrdinalByteInverse(static_cast<uint8_t>(key[i])));
+  }
+  std::string_view r = key.substr(sep + 1);
+  rk->resize(r.size());
+  for (size_t i = 0; i < r.size(); i++) {
+    (*rk)[i] = static_cast<char>(OrdinalByteInverse(static_cast<uint8_t>(r[i])));
+  }
+  return true;
+}
+
+std::string LogKey(uint64_t lsn) {
+  std::string k;
+  PutFixed64BE(&k, lsn);
+  return k;
+}
+
+}  // namespace sidetable::codec

@@ -1,0 +1,70 @@
+// CommitQueue: assigns LSNs in commit order and group-commits batches.
+//
+// Writers that are ready to commit enqueue a CommitWork. The writer at the
+// head becomes the leader: it stamps the next LSNs and commit times on a group
+// of queued works, in queue order, encodes them into one RocksDB WriteBatch,
+// writes it (one fsync for the whole group in Durability::kFsync) and wakes
+// the others. Because LSNs are handed out in the order the WAL receives them,
+// any crash leaves a contiguous prefix of the change log.
+//
+// Thread safety: Commit() may be called from any number of threads.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+
+#include "engine/status.h"
+
+namespace rocksdb {
+class DB;
+class WriteBatch;
+}  // namespace rocksdb
+
+namespace sidetable {
+
+class CommitWork {
+ public:
+  virtual ~CommitWork() = default;
+  // Appends this work's rows and change record, stamped with its LSN and
+  // commit time. Called once, by the leader, outside the queue lock.
+  virtual void Encode(uint64_t lsn, int64_t commit_time, rocksdb::WriteBatch* batch) = 0;
+  // Bytes Encode() will roughly add: bounds the size of one group.
+  virtual size_t ApproximateBytes() const = 0;
+};
+
+class CommitQueue {
+ public:
+  CommitQueue(rocksdb::DB* db, bool sync, uint64_t last_lsn, int64_t last_commit_time,
+              size_t max_group, std::function<int64_t()> clock);
+
+  // Blocks until `work` is durable or failed. On success fills lsn and time.
+  Status Commit(CommitWork* work, uint64_t* lsn, int64_t* commit_time);
+
+  uint64_t last_committed_lsn() const { return last_committed_.load(std::memory_order_acquire); }
+  uint64_t commits() const { return commits_.load(std::memory_order_relaxed); }
+  uint64_t groups() const { return groups_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Waiter;
+
+  rocksdb::DB* const db_;
+  const bool sync_;
+  const size_t max_group_;
+  const std::function<int64_t()> clock_;
+
+  std::mutex mu_;
+  std::deque<Waiter*> queue_;
+  uint64_t next_lsn_;
+  int64_t last_time_;
+  bool failed_ = false;
+
+  std::atomic<uint64_t> last_committed_;
+  std::atomic<uint64_t> commits_{0};
+  std::atomic<uint64_t> groups_{0};
+};
+
+}  // namespace sidetable

@@ -1,0 +1,158 @@
+// Engine: Azure-style tables on an embedded RocksDB.
+//
+// Thread safety: an Engine is safe for concurrent use by many threads.
+// Batches on the same (table, PartitionKey) are serialised; batches on other
+// partitions run their reads and checks in parallel and share group commits.
+// Reads see a consistent snapshot (a point read is atomic; a ReadView pins
+// one for scans).
+//
+// Lifecycle: Open() recovers from the write-ahead log (acknowledged batches
+// survive kill -9 in every durability mode, and power loss in kFsync), then
+// serves until destroyed. After an I/O error on commit the engine refuses
+// further writes with Code::kUnavailable: reopen it.
+//
+// Errors: every call returns Status/Result with an Azure error code; a failed
+// call has changed nothing.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/batch.h"
+#include "engine/change_record.h"
+#include "engine/edm.h"
+#include "engine/status.h"
+
+namespace sidetable {
+
+enum class Durability : uint8_t {
+  // fsync of the write-ahead log before acknowledging, group-committed:
+  // survives power loss.
+  kFsync,
+  // written to the OS before acknowledging: survives a process crash (kill -9),
+  // not power loss.
+  kOs,
+};
+
+struct EngineOptions {
+  Durability durability = Durability::kFsync;
+  bool create_if_missing = true;
+  size_t block_cache_bytes = 256 << 20;
+  size_t write_buffer_bytes = 64 << 20;
+  // Change log retention for ApplyRetention(): records older than this, or
+  // beyond this many bytes (oldest first), may be trimmed. 0 = no bound.
+  int64_t changelog_max_age_seconds = 7 * 24 * 3600;
+  uint64_t changelog_max_bytes = 1ull << 30;
+  // Batches queued for one group commit at most.
+  size_t max_group_commit = 256;
+  // The wall clock in DateTime ticks (tests inject one); null = system clock.
+  std::function<int64_t()> clock;
+};
+
+struct TableInfo {
+  std::string name;      // as created (names compare case-insensitively)
+  uint32_t id = 0;       // never reused, so a re-created table starts empty
+  int64_t created = 0;   // DateTime ticks
+};
+
+struct ChangeBatch {
+  std::vector<ChangeRecord> records;
+  // Records below this LSN have been trimmed and cannot be read any more.
+  uint64_t first_available_lsn = 1;
+  // The LSN of the newest committed record when the read started.
+  uint64_t last_lsn = 0;
+};
+
+// A consistent point-in-time view for scans (a RocksDB snapshot).
+class ReadView {
+ public:
+  virtual ~ReadView() = default;
+};
+
+// Iterates the entities of one table in (PartitionKey, RowKey) order within
+// [start, end) bounds. Not thread-safe; use from one thread.
+class RowCursor {
+ public:
+  virtual ~RowCursor() = default;
+  virtual bool Valid() const = 0;
+  virtual void Next() = 0;
+  // Positions at the first entity >= (pk, rk).
+  virtual void Seek(std::string_view pk, std::string_view rk) = 0;
+  virtual const std::string& partition_key() const = 0;
+  virtual const std::string& row_key() const = 0;
+  // Decodes the current entity (all properties, or only `select`).
+  virtual Status Read(Entity* out, const std::vector<std::string>* select = nullptr) const = 0;
+  // Iteration error (I/O or corruption), OK at a clean end.
+  virtual Status status() const = 0;
+};
+
+// Bounds of a scan: entities with (pk, rk) >= start and < end. An absent
+// bound is open. A partition is [(pk, ""), (pk + U+0001, "")) — use
+// ScanBounds::Partition().
+struct ScanBounds {
+  std::optional<std::pair<std::string, std::string>> start;
+  std::optional<std::pair<std::string, std::string>> end;
+  static ScanBounds Partition(std::string_view pk);
+};
+
+struct EngineStats {
+  uint64_t last_lsn = 0;
+  uint64_t first_available_lsn = 1;
+  uint64_t commits = 0;          // batches committed since open
+  uint64_t group_commits = 0;    // RocksDB writes those took
+};
+
+class Engine {
+ public:
+  static Result<std::unique_ptr<Engine>> Open(const EngineOptions& options,
+                                              const std::string& path);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // ---- tables ----
+  Status CreateTable(std::string_view name, std::string_view caller = "");
+  // Drops every entity of the table in time independent of its size.
+  Status DeleteTable(std::string_view name, std::string_view caller = "");
+  Result<TableInfo> GetTable(std::string_view name) const;
+  // Sorted by name; only names starting with `prefix` (case-insensitive).
+  std::vector<TableInfo> ListTables(std::string_view prefix = "") const;
+
+  // ---- entities ----
+  Result<WriteResult> Execute(const Batch& batch);
+  Result<Entity> Get(std::string_view table, std::string_view pk, std::string_view rk,
+                     const std::vector<std::string>* select = nullptr) const;
+
+  // ---- scans (the query layer builds on these) ----
+  std::unique_ptr<ReadView> NewReadView() const;
+  // `view` may be null (latest state).
+  Result<std::unique_ptr<RowCursor>> Scan(std::string_view table, const ScanBounds& bounds,
+                                          const ReadView* view) const;
+
+  // ---- change log ----
+  // Records with LSN >= from_lsn, oldest first, at most max_records and about
+  // max_bytes (at least one record is returned when any is available).
+  Result<ChangeBatch> ReadChanges(uint64_t from_lsn, size_t max_records,
+                                  size_t max_bytes = 16 << 20) const;
+  // Removes the records with LSN < below_lsn. Returns the new first LSN.
+  Result<uint64_t> TrimChanges(uint64_t below_lsn);
+  // Trims by the age and size bounds of the options, never at or above
+  // `keep_from_lsn` (the publisher passes its watermark). Returns the new
+  // first available LSN.
+  Result<uint64_t> ApplyRetention(uint64_t keep_from_lsn);
+
+  EngineStats Stats() const;
+
+  class Impl;
+
+ private:
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sidetable

@@ -1,0 +1,123 @@
+// Reading and trimming the change log (the transactional outbox).
+#include <rocksdb/write_batch.h>
+
+#include <algorithm>
+
+#include "engine/codec.h"
+#include "engine/engine_impl.h"
+
+namespace sidetable {
+
+Status Engine::Impl::RecoverLogPosition(uint64_t* last_lsn, int64_t* last_time) {
+  uint64_t trimmed_below = 1;
+  std::string v;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), meta_cf_, kMetaLogTrimmedBelow, &v);
+  if (s.ok()) {
+    codec::Reader r(v);
+    if (!r.Varint64(&trimmed_below)) return Status(Code::kInternal, "corrupt trim watermark");
+  } else if (!s.IsNotFound()) {
+    return Status(Code::kInternal, "reading trim watermark: " + s.ToString());
+  }
+  first_available_lsn_ = trimmed_below;
+  *last_lsn = trimmed_below - 1;
+  *last_time = 0;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), log_cf_));
+  it->SeekToLast();
+  if (it->Valid()) {
+    ChangeRecord rec;
+    ST_RETURN_IF_ERROR(codec::DecodeChangeHeader(it->value().ToStringView(), &rec));
+    *last_lsn = std::max(*last_lsn, rec.lsn);
+    *last_time = rec.commit_time;
+  }
+  if (!it->status().ok()) return Status(Code::kInternal, "reading change log: " + it->status().ToString());
+  return Status::OK();
+}
+
+Result<ChangeBatch> Engine::Impl::ReadChanges(uint64_t from_lsn, size_t max_records,
+                                              size_t max_bytes) const {
+  ChangeBatch out;
+  out.first_available_lsn = first_available_lsn_.load();
+  out.last_lsn = commits_->last_committed_lsn();
+  if (max_records == 0) return out;
+  // Never read past the committed LSN: a record is only visible once its whole
+  // group is durable.
+  std::string upper_key = codec::LogKey(out.last_lsn + 1);
+  rocksdb::Slice upper(upper_key);
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, log_cf_));
+  size_t bytes = 0;
+  for (it->Seek(codec::LogKey(std::max(from_lsn, out.first_available_lsn))); it->Valid();
+       it->Next()) {
+    if (out.records.size() >= max_records || (!out.records.empty() && bytes >= max_bytes)) break;
+    ChangeRecord rec;
+    ST_RETURN_IF_ERROR(codec::DecodeChange(it->value().ToStringView(), &rec));
+    bytes += it->value().size();
+    out.records.push_back(std::move(rec));
+  }
+  if (!it->status().ok()) return Status(Code::kInternal, "reading change log: " + it->status().ToString());
+  return out;
+}
+
+Result<uint64_t> Engine::Impl::TrimChanges(uint64_t below_lsn) {
+  std::lock_guard lock(trim_mu_);
+  below_lsn = std::min(below_lsn, commits_->last_committed_lsn() + 1);
+  const uint64_t first = first_available_lsn_.load();
+  if (below_lsn <= first) return first;
+  rocksdb::WriteBatch wb;
+  wb.DeleteRange(log_cf_, codec::LogKey(0), codec::LogKey(below_lsn));
+  std::string v;
+  codec::PutVarint64(&v, below_lsn);
+  wb.Put(meta_cf_, kMetaLogTrimmedBelow, v);
+  rocksdb::WriteOptions wo;
+  wo.sync = options_.durability == Durability::kFsync;
+  rocksdb::Status s = db_->Write(wo, &wb);
+  if (!s.ok()) return Status(Code::kInternal, "trim: " + s.ToString());
+  first_available_lsn_ = below_lsn;
+  return below_lsn;
+}
+
+Result<uint64_t> Engine::Impl::ApplyRetention(uint64_t keep_from_lsn) {
+  const uint64_t first = first_available_lsn_.load();
+  const uint64_t last = commits_->last_committed_lsn();
+  uint64_t cut = first;
+
+  if (options_.changelog_max_age_seconds > 0) {
+    const int64_t cutoff = options_.clock() - options_.changelog_max_age_seconds * kTicksPerSecond;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), log_cf_));
+    for (it->Seek(codec::LogKey(first)); it->Valid(); it->Next()) {
+      ChangeRecord rec;
+      ST_RETURN_IF_ERROR(codec::DecodeChangeHeader(it->value().ToStringView(), &rec));
+      if (rec.commit_time >= cutoff) break;
+      cut = rec.lsn + 1;
+    }
+  }
+
+  if (options_.changelog_max_bytes > 0 && last >= first) {
+    // Smallest cut such that [cut, last] fits the byte bound, by binary search
+    // over RocksDB's size estimates (memtables included).
+    auto size_from = [&](uint64_t lsn) {
+      std::string a = codec::LogKey(lsn), b = codec::LogKey(last + 1);
+      rocksdb::Range r(a, b);
+      uint64_t size = 0;
+      rocksdb::SizeApproximationOptions o;
+      o.include_memtables = true;
+      o.include_files = true;
+      db_->GetApproximateSizes(o, log_cf_, &r, 1, &size).PermitUncheckedError();
+      return size;
+    };
+    if (size_from(first) > options_.changelog_max_bytes) {
+      uint64_t lo = first, hi = last + 1;
+      while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (size_from(mid) > options_.changelog_max_bytes) lo = mid + 1;
+        else hi = mid;
+      }
+      cut = std::max(cut, lo);
+    }
+  }
+  cut = std::min(cut, keep_from_lsn);
+  return TrimChanges(cut);
+}
+
+}  // namespace sidetable

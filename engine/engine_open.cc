@@ -1,0 +1,178 @@
+#include <rocksdb/cache.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/table.h>
+#include <spdlog/spdlog.h>
+
+#include <xxhash.h>
+
+#include "engine/codec.h"
+#include "engine/engine_impl.h"
+
+namespace sidetable {
+namespace {
+
+rocksdb::ColumnFamilyOptions EntityCfOptions(const EngineOptions& o,
+                                             const std::shared_ptr<rocksdb::Cache>& cache) {
+  rocksdb::ColumnFamilyOptions cf;
+  cf.write_buffer_size = o.write_buffer_bytes;
+  rocksdb::BlockBasedTableOptions t;
+  t.block_cache = cache;
+  // Whole-key bloom filters: Insert checks existence of keys that are
+  // usually absent, and point reads are the common query.
+  t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  t.whole_key_filtering = true;
+  t.cache_index_and_filter_blocks = true;
+  t.pin_l0_filter_and_index_blocks_in_cache = true;
+  t.format_version = 5;
+  cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
+  cf.memtable_whole_key_filtering = true;
+  cf.memtable_prefix_bloom_size_ratio = 0.05;
+  cf.level_compaction_dynamic_level_bytes = true;
+  return cf;
+}
+
+rocksdb::ColumnFamilyOptions LogCfOptions(const EngineOptions& o,
+                                          const std::shared_ptr<rocksdb::Cache>& cache) {
+  rocksdb::ColumnFamilyOptions cf;
+  cf.write_buffer_size = o.write_buffer_bytes;
+  rocksdb::BlockBasedTableOptions t;
+  t.block_cache = cache;
+  t.format_version = 5;
+  cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
+  cf.level_compaction_dynamic_level_bytes = true;
+  return cf;
+}
+
+}  // namespace
+
+std::mutex& PartitionLocks::For(uint32_t table_id, std::string_view pk) {
+  uint64_t h = XXH3_64bits_withSeed(pk.data(), pk.size(), table_id);
+  return stripes_[h % stripes_.size()];
+}
+
+std::string ToLower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+Engine::Impl::~Impl() {
+  commits_.reset();
+  if (db_) {
+    for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+    db_->Close().PermitUncheckedError();
+  }
+}
+
+Result<std::unique_ptr<Engine::Impl>> Engine::Impl::Open(const EngineOptions& options,
+                                                         const std::string& path) {
+  auto impl = std::make_unique<Impl>();
+  impl->options_ = options;
+  if (!impl->options_.clock) impl->options_.clock = NowTicks;
+
+  rocksdb::DBOptions db_opts;
+  db_opts.create_if_missing = options.create_if_missing;
+  db_opts.create_missing_column_families = true;
+  db_opts.max_background_jobs = 2;
+  db_opts.bytes_per_sync = 1 << 20;
+  // A torn tail of the WAL after a crash is dropped; everything acknowledged
+  // before it is kept (kPointInTimeRecovery), which keeps the log a prefix.
+  db_opts.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
+
+  auto cache = rocksdb::NewLRUCache(options.block_cache_bytes);
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
+      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
+      {"entities", EntityCfOptions(options, cache)},
+      {"changelog", LogCfOptions(options, cache)},
+  };
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(db_opts, path, cfs, &impl->handles_, &raw);
+  if (!s.ok()) {
+    return Status(Code::kUnavailable, "cannot open database at " + path + ": " + s.ToString());
+  }
+  impl->db_.reset(raw);
+  impl->meta_cf_ = impl->handles_[0];
+  impl->entities_cf_ = impl->handles_[1];
+  impl->log_cf_ = impl->handles_[2];
+
+  ST_RETURN_IF_ERROR(impl->LoadCatalog());
+  uint64_t last_lsn = 0;
+  int64_t last_time = 0;
+  ST_RETURN_IF_ERROR(impl->RecoverLogPosition(&last_lsn, &last_time));
+  impl->commits_ = std::make_unique<CommitQueue>(
+      impl->db_.get(), options.durability == Durability::kFsync, last_lsn, last_time,
+      options.max_group_commit, impl->options_.clock);
+  spdlog::debug("engine: opened {} with {} tables, change log {}..{}", path,
+                impl->tables_.size(), impl->first_available_lsn_.load(), last_lsn);
+  return impl;
+}
+
+EngineStats Engine::Impl::Stats() const {
+  EngineStats st;
+  st.last_lsn = commits_->last_committed_lsn();
+  st.first_available_lsn = first_available_lsn_.load();
+  st.commits = commits_->commits();
+  st.group_commits = commits_->groups();
+  return st;
+}
+
+// ---- the public facade -------------------------------------------------
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::~Engine() = default;
+
+Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options,
+                                             const std::string& path) {
+  auto impl = Impl::Open(options, path);
+  if (!impl.ok()) return impl.status();
+  return std::unique_ptr<Engine>(new Engine(std::move(impl).value()));
+}
+
+Status Engine::CreateTable(std::string_view name, std::string_view caller) {
+  return impl_->CreateTable(name, caller);
+}
+Status Engine::DeleteTable(std::string_view name, std::string_view caller) {
+  return impl_->DeleteTable(name, caller);
+}
+Result<TableInfo> Engine::GetTable(std::string_view name) const {
+  auto t = impl_->FindTable(name);
+  if (!t) return Status(Code::kTableNotFound, "table '" + std::string(name) + "' not found");
+  return t->info;
+}
+std::vector<TableInfo> Engine::ListTables(std::string_view prefix) const {
+  return impl_->ListTables(prefix);
+}
+Result<WriteResult> Engine::Execute(const Batch& batch) { return impl_->Execute(batch); }
+Result<Entity> Engine::Get(std::string_view table, std::string_view pk, std::string_view rk,
+                           const std::vector<std::string>* select) const {
+  return impl_->Get(table, pk, rk, select);
+}
+std::unique_ptr<ReadView> Engine::NewReadView() const { return impl_->NewReadView(); }
+Result<std::unique_ptr<RowCursor>> Engine::Scan(std::string_view table, const ScanBounds& bounds,
+                                                const ReadView* view) const {
+  return impl_->Scan(table, bounds, view);
+}
+Result<ChangeBatch> Engine::ReadChanges(uint64_t from_lsn, size_t max_records,
+                                        size_t max_bytes) const {
+  return impl_->ReadChanges(from_lsn, max_records, max_bytes);
+}
+Result<uint64_t> Engine::TrimChanges(uint64_t below_lsn) { return impl_->TrimChanges(below_lsn); }
+Result<uint64_t> Engine::ApplyRetention(uint64_t keep_from_lsn) {
+  return impl_->ApplyRetention(keep_from_lsn);
+}
+EngineStats Engine::Stats() const { return impl_->Stats(); }
+
+ScanBounds ScanBounds::Partition(std::string_view pk) {
+  ScanBounds b;
+  b.start = std::make_pair(std::string(pk), std::string());
+  std::string next(pk);
+  // Keys never contain control characters, so (pk + U+0001, "") sorts after
+  // every row of pk and before every longer PartitionKey starting with pk.
+  next.push_back('\x01');
+  b.end = std::make_pair(std::move(next), std::string());
+  return b;
+}
+
+}  // namespace sidetable

@@ -1,0 +1,120 @@
+// Point reads and ordered scans.
+#include "engine/codec.h"
+#include "engine/engine_impl.h"
+
+namespace sidetable {
+namespace {
+
+class SnapshotView : public ReadView {
+ public:
+  SnapshotView(rocksdb::DB* db) : db_(db), snap_(db->GetSnapshot()) {}
+  ~SnapshotView() override { db_->ReleaseSnapshot(snap_); }
+  const rocksdb::Snapshot* snapshot() const { return snap_; }
+
+ private:
+  rocksdb::DB* db_;
+  const rocksdb::Snapshot* snap_;
+};
+
+class Cursor : public RowCursor {
+ public:
+  Cursor(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, const rocksdb::Snapshot* snap,
+         uint32_t table_id, std::string lower, std::string upper)
+      : table_id_(table_id), lower_(std::move(lower)), upper_(std::move(upper)),
+        lower_slice_(lower_), upper_slice_(upper_) {
+    rocksdb::ReadOptions ro;
+    ro.snapshot = snap;
+    ro.iterate_lower_bound = &lower_slice_;
+    ro.iterate_upper_bound = &upper_slice_;
+    it_.reset(db->NewIterator(ro, cf));
+    it_->Seek(lower_slice_);
+    Load();
+  }
+
+  bool Valid() const override { return valid_; }
+  void Next() override {
+    it_->Next();
+    Load();
+  }
+  void Seek(std::string_view pk, std::string_view rk) override {
+    std::string key = codec::EntityKey(table_id_, pk, rk);
+    if (key < lower_) key = lower_;
+    it_->Seek(key);
+    Load();
+  }
+  const std::string& partition_key() const override { return pk_; }
+  const std::string& row_key() const override { return rk_; }
+  Status Read(Entity* out, const std::vector<std::string>* select) const override {
+    out->partition_key = pk_;
+    out->row_key = rk_;
+    return codec::DecodeRow(it_->value().ToStringView(), out, select);
+  }
+  Status status() const override {
+    if (!decode_error_.ok()) return decode_error_;
+    if (!it_->status().ok()) return Status(Code::kInternal, "scan: " + it_->status().ToString());
+    return Status::OK();
+  }
+
+ private:
+  void Load() {
+    valid_ = it_->Valid();
+    if (!valid_) return;
+    uint32_t id;
+    if (!codec::DecodeEntityKey(it_->key().ToStringView(), &id, &pk_, &rk_) || id != table_id_) {
+      decode_error_ = Status(Code::kInternal, "corrupt entity key");
+      valid_ = false;
+    }
+  }
+
+  uint32_t table_id_;
+  std::string lower_, upper_;
+  rocksdb::Slice lower_slice_, upper_slice_;
+  std::unique_ptr<rocksdb::Iterator> it_;
+  bool valid_ = false;
+  std::string pk_, rk_;
+  Status decode_error_;
+};
+
+}  // namespace
+
+Result<Entity> Engine::Impl::Get(std::string_view table, std::string_view pk,
+                                 std::string_view rk,
+                                 const std::vector<std::string>* select) const {
+  auto t = FindTable(table);
+  if (!t) return Status(Code::kTableNotFound, "table '" + std::string(table) + "' not found");
+  rocksdb::PinnableSlice value;
+  rocksdb::Status s =
+      db_->Get(rocksdb::ReadOptions(), entities_cf_, codec::EntityKey(t->info.id, pk, rk), &value);
+  if (s.IsNotFound()) {
+    return Status(Code::kResourceNotFound,
+                  "entity (" + std::string(pk) + ", " + std::string(rk) + ") does not exist");
+  }
+  if (!s.ok()) return Status(Code::kInternal, "read: " + s.ToString());
+  Entity e;
+  e.partition_key = std::string(pk);
+  e.row_key = std::string(rk);
+  ST_RETURN_IF_ERROR(codec::DecodeRow(value.ToStringView(), &e, select));
+  return e;
+}
+
+std::unique_ptr<ReadView> Engine::Impl::NewReadView() const {
+  return std::make_unique<SnapshotView>(db_.get());
+}
+
+Result<std::unique_ptr<RowCursor>> Engine::Impl::Scan(std::string_view table,
+                                                      const ScanBounds& bounds,
+                                                      const ReadView* view) const {
+  auto t = FindTable(table);
+  if (!t) return Status(Code::kTableNotFound, "table '" + std::string(table) + "' not found");
+  const uint32_t id = t->info.id;
+  std::string lower = bounds.start ? codec::EntityKey(id, bounds.start->first, bounds.start->second)
+                                   : codec::TablePrefix(id);
+  std::string upper = bounds.end ? codec::EntityKey(id, bounds.end->first, bounds.end->second)
+                                 : codec::TablePrefix(id + 1);
+  const rocksdb::Snapshot* snap =
+      view ? static_cast<const SnapshotView*>(view)->snapshot() : nullptr;
+  return std::unique_ptr<RowCursor>(
+      new Cursor(db_.get(), entities_cf_, snap, id, std::move(lower), std::move(upper)));
+}
+
+}  // namespace sidetable

@@ -1,0 +1,227 @@
+// Entity group transactions: validate in full, check conditions against the
+// current rows under the partition lock, then commit rows and change record
+// as one WriteBatch through the commit queue.
+#include <rocksdb/write_batch.h>
+
+#include <unordered_set>
+
+#include "engine/codec.h"
+#include "engine/engine_impl.h"
+#include "engine/limits.h"
+
+namespace sidetable {
+namespace {
+
+bool TakesCondition(OpKind k) {
+  return k == OpKind::kUpdate || k == OpKind::kMerge || k == OpKind::kDelete;
+}
+
+// Everything that can be checked without reading: limits, keys, kinds, one
+// partition, each RowKey once.
+Status ValidateBatch(const Batch& batch) {
+  const auto& ops = batch.operations();
+  if (ops.empty()) return Status(Code::kInvalidInput, "a batch needs at least one operation");
+  if (ops.size() > Limits::kMaxBatchOperations) {
+    return Status(Code::kInvalidInput, "a batch holds at most 100 operations, got " +
+                                           std::to_string(ops.size()));
+  }
+  if (batch.PayloadBytes() >= Limits::kMaxBatchBytes) {
+    return Status(Code::kRequestBodyTooLarge, "a batch must be smaller than 4 MiB");
+  }
+  if (batch.caller().size() > 1024) {
+    return Status(Code::kInvalidInput, "caller identity longer than 1024 bytes");
+  }
+  std::unordered_set<std::string_view> rows;
+  rows.reserve(ops.size());
+  for (size_t i = 0; i < ops.size(); i++) {
+    const Operation& op = ops[i];
+    const int idx = static_cast<int>(i);
+    if (OpKindName(op.kind).empty()) {
+      return Status(Code::kInvalidInput, "unknown operation kind", idx);
+    }
+    if (op.kind == OpKind::kDelete) {
+      ST_RETURN_IF_ERROR(ValidateKey(op.entity.partition_key, "PartitionKey").WithOpIndex(idx));
+      ST_RETURN_IF_ERROR(ValidateKey(op.entity.row_key, "RowKey").WithOpIndex(idx));
+      if (!op.entity.properties.empty()) {
+        return Status(Code::kInvalidInput, "a Delete carries no properties", idx);
+      }
+    } else {
+      Status s = ValidateEntity(op.entity);
+      if (!s.ok()) return s.WithOpIndex(idx);
+    }
+    if (!TakesCondition(op.kind) && !op.if_match.empty()) {
+      return Status(Code::kInvalidInput,
+                    std::string(OpKindName(op.kind)) + " takes no If-Match condition", idx);
+    }
+    if (op.entity.partition_key != ops[0].entity.partition_key) {
+      return Status(Code::kInvalidInput,
+                    "all operations of a batch must have the same PartitionKey", idx);
+    }
+    if (!rows.insert(op.entity.row_key).second) {
+      return Status(Code::kInvalidDuplicateRow,
+                    "RowKey '" + op.entity.row_key + "' appears twice in the batch", idx);
+    }
+  }
+  return Status::OK();
+}
+
+// One operation after its checks: the row image before and after.
+struct PreparedOp {
+  const Operation* op;
+  std::string key;
+  std::string before_row;  // empty: the entity did not exist
+  const Entity* after;     // null for Delete
+  Entity merged;           // storage for Merge / InsertOrMerge results
+};
+
+class EgtWork : public CommitWork {
+ public:
+  EgtWork(Engine::Impl* e, const TableInfo& table, const Batch& batch,
+          std::vector<PreparedOp>& ops)
+      : e_(e), table_(table), batch_(batch), ops_(ops) {}
+
+  void Encode(uint64_t lsn, int64_t time, rocksdb::WriteBatch* wb) override {
+    std::string record;
+    record.reserve(ApproximateBytes());
+    codec::EncodeChangeHeader(lsn, ChangeKind::kEntities, time, table_.name, table_.id,
+                              batch_.operations()[0].entity.partition_key, batch_.caller(),
+                              ops_.size(), &record);
+    std::string row;
+    for (const PreparedOp& p : ops_) {
+      row.clear();
+      if (p.after != nullptr) {
+        codec::EncodeRow(*p.after, lsn, time, &row);
+        wb->Put(e_->entities_cf_, p.key, row);
+      } else {
+        wb->Delete(e_->entities_cf_, p.key);
+      }
+      codec::EncodeChangeOp({p.op->entity.row_key, p.op->kind, p.before_row, row}, &record);
+    }
+    wb->Put(e_->log_cf_, codec::LogKey(lsn), record);
+  }
+
+  size_t ApproximateBytes() const override {
+    size_t n = 64;
+    for (const PreparedOp& p : ops_) {
+      n += 2 * p.key.size() + p.before_row.size() + 32;
+      if (p.after != nullptr) n += 2 * EntitySize(*p.after);
+    }
+    return n;
+  }
+
+ private:
+  Engine::Impl* e_;
+  const TableInfo& table_;
+  const Batch& batch_;
+  std::vector<PreparedOp>& ops_;
+};
+
+// Applies one operation's semantics to the current row.
+Status Prepare(PreparedOp* p, int idx) {
+  const Operation& op = *p->op;
+  const bool exists = !p->before_row.empty();
+  if (op.kind == OpKind::kInsert && exists) {
+    return Status(Code::kEntityAlreadyExists,
+                  "entity (" + op.entity.partition_key + ", " + op.entity.row_key +
+                      ") already exists",
+                  idx);
+  }
+  if (TakesCondition(op.kind)) {
+    if (!exists) {
+      return Status(Code::kResourceNotFound,
+                    "entity (" + op.entity.partition_key + ", " + op.entity.row_key +
+                        ") does not exist",
+                    idx);
+    }
+    if (!op.if_match.empty() && op.if_match != "*") {
+      uint64_t version;
+      int64_t ts;
+      ST_RETURN_IF_ERROR(codec::DecodeRowHeader(p->before_row, &version, &ts).WithOpIndex(idx));
+      if (op.if_match != codec::MakeETag(version)) {
+        return Status(Code::kUpdateConditionNotSatisfied,
+                      "ETag " + op.if_match + " does not match the entity's " +
+                          codec::MakeETag(version),
+                      idx);
+      }
+    }
+  }
+  switch (op.kind) {
+    case OpKind::kDelete:
+      p->after = nullptr;
+      break;
+    case OpKind::kMerge:
+    case OpKind::kInsertOrMerge:
+      if (exists) {
+        ST_RETURN_IF_ERROR(codec::DecodeRow(p->before_row, &p->merged).WithOpIndex(idx));
+        for (const auto& prop : op.entity.properties) p->merged.Set(prop.name, prop.value);
+        if (p->merged.properties.size() > Limits::kMaxUserProperties) {
+          return Status(Code::kTooManyProperties, "merged entity has more than 252 properties",
+                        idx);
+        }
+        p->merged.partition_key = op.entity.partition_key;
+        p->merged.row_key = op.entity.row_key;
+        if (EntitySize(p->merged) > Limits::kMaxEntityBytes) {
+          return Status(Code::kEntityTooLarge, "merged entity is larger than 1 MiB", idx);
+        }
+        p->after = &p->merged;
+      } else {
+        p->after = &op.entity;
+      }
+      break;
+    default:
+      p->after = &op.entity;
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<WriteResult> Engine::Impl::Execute(const Batch& batch) {
+  ST_RETURN_IF_ERROR(ValidateBatch(batch));
+  auto table = FindTable(batch.table());
+  if (!table) return Status(Code::kTableNotFound, "table '" + batch.table() + "' not found");
+  std::shared_lock table_lock(table->mu);
+  if (table->deleted) return Status(Code::kTableNotFound, "table '" + batch.table() + "' not found");
+
+  const auto& ops = batch.operations();
+  const std::string& pk = ops[0].entity.partition_key;
+  std::lock_guard partition_lock(partition_locks_.For(table->info.id, pk));
+
+  std::vector<PreparedOp> prepared(ops.size());
+  for (size_t i = 0; i < ops.size(); i++) {
+    prepared[i].op = &ops[i];
+    prepared[i].key = codec::EntityKey(table->info.id, pk, ops[i].entity.row_key);
+  }
+  // Current rows. Holding the partition lock, nothing else can change them.
+  rocksdb::ReadOptions ro;
+  if (ops.size() == 1) {
+    rocksdb::Status s = db_->Get(ro, entities_cf_, prepared[0].key, &prepared[0].before_row);
+    if (!s.ok() && !s.IsNotFound()) return Status(Code::kInternal, "read: " + s.ToString(), 0);
+  } else {
+    std::vector<rocksdb::Slice> keys(ops.size());
+    std::vector<rocksdb::PinnableSlice> values(ops.size());
+    std::vector<rocksdb::Status> statuses(ops.size());
+    for (size_t i = 0; i < ops.size(); i++) keys[i] = prepared[i].key;
+    db_->MultiGet(ro, entities_cf_, keys.size(), keys.data(), values.data(), statuses.data());
+    for (size_t i = 0; i < ops.size(); i++) {
+      if (statuses[i].ok()) {
+        prepared[i].before_row.assign(values[i].data(), values[i].size());
+      } else if (!statuses[i].IsNotFound()) {
+        return Status(Code::kInternal, "read: " + statuses[i].ToString(), static_cast<int>(i));
+      }
+    }
+  }
+  for (size_t i = 0; i < prepared.size(); i++) {
+    ST_RETURN_IF_ERROR(Prepare(&prepared[i], static_cast<int>(i)));
+  }
+
+  EgtWork work(this, table->info, batch, prepared);
+  WriteResult result;
+  ST_RETURN_IF_ERROR(commits_->Commit(&work, &result.lsn, &result.timestamp));
+  result.etags.reserve(prepared.size());
+  const std::string etag = codec::MakeETag(result.lsn);
+  for (const PreparedOp& p : prepared) result.etags.push_back(p.after ? etag : std::string());
+  return result;
+}
+
+}  // namespace sidetable

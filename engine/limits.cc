@@ -1,0 +1,173 @@
+#include "engine/limits.h"
+
+#include <cctype>
+#include <string>
+
+#include "engine/utf8.h"
+
+namespace sidetable {
+namespace {
+
+bool IsAsciiAlpha(uint32_t c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool IsAsciiDigit(uint32_t c) { return c >= '0' && c <= '9'; }
+
+size_t ValueSize(const Value& v) {
+  switch (v.type()) {
+    case EdmType::kString: return 4 + 2 * Utf16Length(v.bytes());
+    case EdmType::kBinary: return 4 + v.bytes().size();
+    case EdmType::kBoolean: return 1;
+    case EdmType::kInt32: return 4;
+    case EdmType::kGuid: return 16;
+    default: return 8;  // DateTime, Double, Int64
+  }
+}
+
+}  // namespace
+
+Status ValidateKey(std::string_view key, std::string_view what) {
+  if (!IsValidUtf8(key)) {
+    return Status(Code::kInvalidInput, std::string(what) + " is not valid UTF-8");
+  }
+  if (2 * Utf16Length(key) > Limits::kMaxKeyBytes) {
+    return Status(Code::kKeyValueTooLarge,
+                  std::string(what) + " is larger than 1 KiB (UTF-16)");
+  }
+  uint32_t bad = 0;
+  bool clean = ForEachCodePoint(key, [&](uint32_t c) {
+    if (c == '/' || c == '\\' || c == '#' || c == '?' || c < 0x20 || (c >= 0x7F && c <= 0x9F)) {
+      bad = c;
+      return false;
+    }
+    return true;
+  });
+  if (!clean) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "U+%04X", bad);
+    return Status(Code::kOutOfRangeInput,
+                  std::string(what) + " contains the forbidden character " + buf);
+  }
+  return Status::OK();
+}
+
+Status ValidatePropertyName(std::string_view name) {
+  if (name.empty()) return Status(Code::kPropertyNameInvalid, "empty property name");
+  if (!IsValidUtf8(name)) {
+    return Status(Code::kPropertyNameInvalid, "property name is not valid UTF-8");
+  }
+  if (Utf16Length(name) > Limits::kMaxPropertyNameChars) {
+    return Status(Code::kPropertyNameTooLong,
+                  "property name longer than 255 characters: " + std::string(name.substr(0, 32)) + "...");
+  }
+  bool first = true;
+  bool ok = ForEachCodePoint(name, [&](uint32_t c) {
+    // Non-ASCII code points are accepted as letters: Azure allows Unicode
+    // identifiers and we do not carry a Unicode category table.
+    bool letter = IsAsciiAlpha(c) || c == '_' || c >= 0x80;
+    bool good = first ? letter : (letter || IsAsciiDigit(c));
+    first = false;
+    return good;
+  });
+  if (!ok) {
+    return Status(Code::kPropertyNameInvalid,
+                  "property name '" + std::string(name) + "' is not a valid identifier");
+  }
+  if (name == "PartitionKey" || name == "RowKey" || name == "Timestamp" || name == "ETag" ||
+      name.substr(0, 6) == "odata.") {
+    return Status(Code::kPropertyNameInvalid,
+                  "property name '" + std::string(name) + "' is reserved");
+  }
+  return Status::OK();
+}
+
+Status ValidateValue(std::string_view name, const Value& v) {
+  switch (v.type()) {
+    case EdmType::kString:
+      if (!IsValidUtf8(v.bytes())) {
+        return Status(Code::kInvalidInput,
+                      "property '" + std::string(name) + "' is not valid UTF-8");
+      }
+      if (2 * Utf16Length(v.bytes()) > Limits::kMaxValueBytes) {
+        return Status(Code::kPropertyValueTooLarge,
+                      "property '" + std::string(name) + "' is larger than 64 KiB");
+      }
+      break;
+    case EdmType::kBinary:
+      if (v.bytes().size() > Limits::kMaxValueBytes) {
+        return Status(Code::kPropertyValueTooLarge,
+                      "property '" + std::string(name) + "' is larger than 64 KiB");
+      }
+      break;
+    case EdmType::kDateTime:
+      if (v.as_ticks() < kMinDateTimeTicks || v.as_ticks() > kMaxDateTimeTicks) {
+        return Status(Code::kOutOfRangeInput, "property '" + std::string(name) +
+                                                  "' is outside 1601-01-01..9999-12-31");
+      }
+      break;
+    case EdmType::kGuid:
+      if (v.bytes().size() != 16) {
+        return Status(Code::kInvalidInput, "property '" + std::string(name) + "' is not a Guid");
+      }
+      break;
+    case EdmType::kInt32:
+      if (v.as_int64() != static_cast<int32_t>(v.as_int64())) {
+        return Status(Code::kOutOfRangeInput, "property '" + std::string(name) + "' is out of Int32 range");
+      }
+      break;
+    default:
+      break;
+  }
+  return Status::OK();
+}
+
+size_t EntitySize(const Entity& e) {
+  size_t size = 4 + 2 * (Utf16Length(e.partition_key) + Utf16Length(e.row_key));
+  for (const auto& p : e.properties) size += 8 + 2 * Utf16Length(p.name) + ValueSize(p.value);
+  return size;
+}
+
+Status ValidateEntity(const Entity& e) {
+  ST_RETURN_IF_ERROR(ValidateKey(e.partition_key, "PartitionKey"));
+  ST_RETURN_IF_ERROR(ValidateKey(e.row_key, "RowKey"));
+  if (e.properties.size() > Limits::kMaxUserProperties) {
+    return Status(Code::kTooManyProperties,
+                  "entity has " + std::to_string(e.properties.size()) +
+                      " user properties; at most 252 (255 with the system properties)");
+  }
+  for (size_t i = 0; i < e.properties.size(); i++) {
+    const Property& p = e.properties[i];
+    ST_RETURN_IF_ERROR(ValidatePropertyName(p.name));
+    ST_RETURN_IF_ERROR(ValidateValue(p.name, p.value));
+    for (size_t j = 0; j < i; j++) {
+      if (e.properties[j].name == p.name) {
+        return Status(Code::kInvalidInput, "property '" + p.name + "' appears twice");
+      }
+    }
+  }
+  if (EntitySize(e) > Limits::kMaxEntityBytes) {
+    return Status(Code::kEntityTooLarge, "entity is larger than 1 MiB");
+  }
+  return Status::OK();
+}
+
+Status ValidateTableName(std::string_view name) {
+  if (name.size() < Limits::kMinTableName || name.size() > Limits::kMaxTableName) {
+    return Status(Code::kInvalidInput, "table name must be 3 to 63 characters: '" +
+                                           std::string(name.substr(0, 80)) + "'");
+  }
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) {
+      return Status(Code::kInvalidInput,
+                    "table name must be alphanumeric: '" + std::string(name) + "'");
+    }
+  }
+  if (std::isdigit(static_cast<unsigned char>(name[0]))) {
+    return Status(Code::kInvalidInput,
+                  "table name must not start with a digit: '" + std::string(name) + "'");
+  }
+  std::string lower(name);
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "tables") return Status(Code::kInvalidInput, "table name 'tables' is reserved");
+  return Status::OK();
+}
+
+}  // namespace sidetable

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The whole test suite: install what is missing, build, run every test.
+# This is the README's test command and what CI (.ci/run) runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+
+# 1. Unit, integration and end-to-end tests (GoogleTest through CTest).
+(cd build && ctest -j"$(nproc)" --output-on-failure --timeout 900)
+
+# 2. A short libFuzzer run of each fuzz target (clang build of its own).
+scripts/fuzz.sh 20
+
+# 3. The benchmarks still run (a smoke run; figures come from bench/, not here).
+build/bench/engine_bench --quick >/dev/null
+echo "benchmark smoke run: ok"

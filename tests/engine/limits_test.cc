@@ -1,0 +1,104 @@
+#include "engine/limits.h"
+
+#include <gtest/gtest.h>
+
+namespace sidetable {
+namespace {
+
+TEST(ValidateKey, AcceptsOrdinaryAndUnicodeKeys) {
+  EXPECT_TRUE(ValidateKey("", "RowKey").ok());
+  EXPECT_TRUE(ValidateKey("Sales_000223", "RowKey").ok());
+  EXPECT_TRUE(ValidateKey("\xC3\xA9t\xC3\xA9 \xF0\x9F\x98\x80", "RowKey").ok());
+}
+
+TEST(ValidateKey, RejectsForbiddenCharacters) {
+  for (std::string bad : std::vector<std::string>{"a/b", "a\\b", "a#b", "a?b", std::string("a\0b", 3), "a\tb", "a\x7F",
+                          "a\xC2\x80", "a\xC2\x9F"}) {
+    EXPECT_EQ(ValidateKey(bad, "RowKey").code(), Code::kOutOfRangeInput) << bad;
+  }
+  EXPECT_TRUE(ValidateKey("a\xC2\xA0", "RowKey").ok());  // U+00A0 is allowed
+}
+
+TEST(ValidateKey, SizeIsCountedInUtf16) {
+  EXPECT_TRUE(ValidateKey(std::string(512, 'k'), "PartitionKey").ok());
+  EXPECT_EQ(ValidateKey(std::string(513, 'k'), "PartitionKey").code(), Code::kKeyValueTooLarge);
+  // 256 supplementary characters = 512 UTF-16 units = 1 KiB.
+  std::string emoji;
+  for (int i = 0; i < 256; i++) emoji += "\xF0\x9F\x98\x80";
+  EXPECT_TRUE(ValidateKey(emoji, "RowKey").ok());
+  EXPECT_EQ(ValidateKey(emoji + "a", "RowKey").code(), Code::kKeyValueTooLarge);
+}
+
+TEST(ValidateKey, RejectsInvalidUtf8) {
+  EXPECT_EQ(ValidateKey("\xFF", "RowKey").code(), Code::kInvalidInput);
+}
+
+TEST(ValidatePropertyName, Rules) {
+  EXPECT_TRUE(ValidatePropertyName("Age").ok());
+  EXPECT_TRUE(ValidatePropertyName("_x1").ok());
+  EXPECT_TRUE(ValidatePropertyName("\xC3\xA9l\xC3\xA8ve").ok());
+  for (const char* bad : {"", "1abc", "a-b", "a b", "a.b"}) {
+    EXPECT_EQ(ValidatePropertyName(bad).code(), Code::kPropertyNameInvalid) << bad;
+  }
+  for (const char* reserved : {"PartitionKey", "RowKey", "Timestamp", "odata.etag"}) {
+    EXPECT_EQ(ValidatePropertyName(reserved).code(), Code::kPropertyNameInvalid) << reserved;
+  }
+  EXPECT_TRUE(ValidatePropertyName(std::string(255, 'a')).ok());
+  EXPECT_EQ(ValidatePropertyName(std::string(256, 'a')).code(), Code::kPropertyNameTooLong);
+}
+
+TEST(ValidateValue, StringAndBinaryAt64KiB) {
+  EXPECT_TRUE(ValidateValue("s", Value::String(std::string(32768, 'x'))).ok());
+  EXPECT_EQ(ValidateValue("s", Value::String(std::string(32769, 'x'))).code(),
+            Code::kPropertyValueTooLarge);
+  EXPECT_TRUE(ValidateValue("b", Value::Binary(std::string(65536, 'x'))).ok());
+  EXPECT_EQ(ValidateValue("b", Value::Binary(std::string(65537, 'x'))).code(),
+            Code::kPropertyValueTooLarge);
+  EXPECT_EQ(ValidateValue("s", Value::String("\xC0\xAF")).code(), Code::kInvalidInput);
+}
+
+TEST(ValidateValue, DateTimeRange) {
+  EXPECT_TRUE(ValidateValue("d", Value::DateTime(kMinDateTimeTicks)).ok());
+  EXPECT_TRUE(ValidateValue("d", Value::DateTime(kMaxDateTimeTicks)).ok());
+  EXPECT_EQ(ValidateValue("d", Value::DateTime(kMinDateTimeTicks - 1)).code(),
+            Code::kOutOfRangeInput);
+  EXPECT_EQ(ValidateValue("d", Value::DateTime(kMaxDateTimeTicks + 1)).code(),
+            Code::kOutOfRangeInput);
+}
+
+TEST(ValidateEntity, PropertyCountAndDuplicates) {
+  Entity e;
+  for (int i = 0; i < 252; i++) e.properties.push_back({"p" + std::to_string(i), Value::Int32(i)});
+  EXPECT_TRUE(ValidateEntity(e).ok());
+  e.properties.push_back({"p252", Value::Int32(0)});
+  EXPECT_EQ(ValidateEntity(e).code(), Code::kTooManyProperties);
+  Entity d;
+  d.properties = {{"a", Value::Int32(1)}, {"a", Value::Int32(2)}};
+  EXPECT_EQ(ValidateEntity(d).code(), Code::kInvalidInput);
+}
+
+TEST(ValidateEntity, OneMiBTotal) {
+  Entity e;
+  // Strings of 32,000 UTF-16 units are 64,000 bytes each: 16 fit in 1 MiB, 17 do not.
+  for (int i = 0; i < 15; i++) e.Set("s" + std::to_string(i), Value::String(std::string(32000, 'x')));
+  EXPECT_TRUE(ValidateEntity(e).ok()) << EntitySize(e);
+  e.Set("s15", Value::String(std::string(32000, 'x')));
+  EXPECT_TRUE(ValidateEntity(e).ok()) << EntitySize(e);  // 1,024,000 + overhead
+  e.Set("s16", Value::String(std::string(32000, 'x')));
+  EXPECT_GT(EntitySize(e), Limits::kMaxEntityBytes);
+  EXPECT_EQ(ValidateEntity(e).code(), Code::kEntityTooLarge);
+}
+
+TEST(ValidateTableName, Rules) {
+  for (const std::string& good : std::vector<std::string>{"abc", "Customers", "a12", std::string(63, 'a')}) {
+    EXPECT_TRUE(ValidateTableName(good).ok()) << good;
+  }
+  for (std::string bad : {std::string("ab"), std::string(64, 'a'), std::string("1abc"),
+                          std::string("ab-c"), std::string("ab_c"), std::string("tables"),
+                          std::string("Tables"), std::string("")}) {
+    EXPECT_EQ(ValidateTableName(bad).code(), Code::kInvalidInput) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace sidetable
