@@ -3,7 +3,7 @@
 # One way to declare a library: static, warnings on, the repository root on
 # the include path (headers are included as "engine/edm.h"), and an alias
 # sidetable::<name> that other parts link against.
-set(ST_WARNINGS -Wall -Wextra -Wno-unused-parameter)
+set(ST_WARNINGS -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers)
 
 function(st_library)
   cmake_parse_arguments(ARG "" "NAME" "SOURCES;DEPS;PUBLIC_DEPS" ${ARGN})

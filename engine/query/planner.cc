@@ -1,0 +1,138 @@
+// Key-range planning: intersect the key conditions of the filter's top-level
+// conjunction. Only `and` narrows a range; an `or` (even over RowKeys) and
+// `not` are left to per-entity evaluation, as in Azure.
+#include <optional>
+
+#include "engine/query/query.h"
+#include "engine/utf8.h"
+
+namespace sidetable::query {
+namespace {
+
+// The smallest string above s in key order: keys never contain U+0000.
+std::string After(std::string_view s) {
+  std::string out(s);
+  out.push_back('\0');
+  return out;
+}
+
+// A range over one key: [lo, hi] with open/closed ends.
+struct Interval {
+  std::optional<std::string> lo, hi;
+  bool lo_inclusive = true, hi_inclusive = true;
+  bool empty = false;
+
+  void Apply(CompareOp op, const std::string& v) {
+    switch (op) {
+      case CompareOp::kEq: Lower(v, true); Upper(v, true); break;
+      case CompareOp::kGt: Lower(v, false); break;
+      case CompareOp::kGe: Lower(v, true); break;
+      case CompareOp::kLt: Upper(v, false); break;
+      case CompareOp::kLe: Upper(v, true); break;
+      case CompareOp::kNe: break;  // not a range
+    }
+    if (lo && hi) {
+      int c = CompareOrdinal(*lo, *hi);
+      if (c > 0 || (c == 0 && !(lo_inclusive && hi_inclusive))) empty = true;
+    }
+  }
+  void Lower(const std::string& v, bool inclusive) {
+    int c = lo ? CompareOrdinal(v, *lo) : 1;
+    if (c > 0 || (c == 0 && !inclusive)) {
+      lo = v;
+      lo_inclusive = inclusive;
+    }
+  }
+  void Upper(const std::string& v, bool inclusive) {
+    int c = hi ? CompareOrdinal(v, *hi) : -1;
+    if (c < 0 || (c == 0 && !inclusive)) {
+      hi = v;
+      hi_inclusive = inclusive;
+    }
+  }
+  bool pinned() const { return lo && hi && lo_inclusive && hi_inclusive && *lo == *hi; }
+};
+
+void Collect(const FilterNode& node, Interval* pk, Interval* rk, bool* contradiction) {
+  if (node.kind == FilterNode::Kind::kAnd) {
+    for (const auto& c : node.children) Collect(*c, pk, rk, contradiction);
+    return;
+  }
+  if (node.kind != FilterNode::Kind::kCompare) return;
+  const bool is_pk = node.property == kPartitionKeyName;
+  const bool is_rk = node.property == kRowKeyName;
+  if (!is_pk && !is_rk) return;
+  if (node.literal.type() != EdmType::kString) {
+    // A key compared with a non-string literal matches nothing (Azure typing).
+    *contradiction = true;
+    return;
+  }
+  (is_pk ? pk : rk)->Apply(node.op, node.literal.bytes());
+}
+
+}  // namespace
+
+std::string_view PlanKindName(PlanKind kind) {
+  switch (kind) {
+    case PlanKind::kEmpty: return "empty";
+    case PlanKind::kPoint: return "point";
+    case PlanKind::kPartitionRange: return "partition-range";
+    case PlanKind::kPartitionScan: return "partition-scan";
+    case PlanKind::kKeyRange: return "key-range";
+    case PlanKind::kTableScan: return "table-scan";
+  }
+  return "";
+}
+
+std::string Plan::ToString() const {
+  std::string out(PlanKindName(kind));
+  if (kind == PlanKind::kPoint) {
+    out += " ('" + point_partition_key + "', '" + point_row_key + "')";
+  } else if (kind != PlanKind::kEmpty) {
+    auto show = [](const std::optional<std::pair<std::string, std::string>>& b) {
+      return b ? "('" + b->first + "', '" + b->second + "')" : std::string("open");
+    };
+    out += " from " + show(bounds.start) + " to " + show(bounds.end);
+  }
+  return out;
+}
+
+Plan MakePlan(const FilterNode* filter) {
+  Plan plan;
+  if (filter == nullptr) return plan;
+  Interval pk, rk;
+  bool contradiction = false;
+  Collect(*filter, &pk, &rk, &contradiction);
+  if (contradiction || pk.empty || rk.empty) {
+    plan.kind = PlanKind::kEmpty;
+    return plan;
+  }
+  if (pk.pinned()) {
+    const std::string& p = *pk.lo;
+    if (rk.pinned()) {
+      plan.kind = PlanKind::kPoint;
+      plan.point_partition_key = p;
+      plan.point_row_key = *rk.lo;
+      return plan;
+    }
+    plan.bounds = ScanBounds::Partition(p);
+    if (rk.lo || rk.hi) {
+      plan.kind = PlanKind::kPartitionRange;
+      if (rk.lo) plan.bounds.start = {p, rk.lo_inclusive ? *rk.lo : After(*rk.lo)};
+      if (rk.hi) plan.bounds.end = {p, rk.hi_inclusive ? After(*rk.hi) : *rk.hi};
+    } else {
+      plan.kind = PlanKind::kPartitionScan;
+    }
+    return plan;
+  }
+  if (pk.lo || pk.hi) {
+    // Whole partitions: (v, "") starts partition v; (v + U+0001, "") is past it.
+    plan.kind = PlanKind::kKeyRange;
+    if (pk.lo) plan.bounds.start = {pk.lo_inclusive ? *pk.lo : *pk.lo + '\x01', ""};
+    if (pk.hi) plan.bounds.end = {pk.hi_inclusive ? *pk.hi + '\x01' : *pk.hi, ""};
+    return plan;
+  }
+  return plan;  // table scan
+}
+
+}  // namespace sidetable::query

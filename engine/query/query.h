@@ -1,0 +1,109 @@
+// Queries: $filter, $select, $top and continuation over one table.
+//
+// A query is planned into the narrowest key range its filter allows (a point
+// read, a range inside one partition, a PartitionKey range, or a table scan);
+// the whole filter is then evaluated on each entity in that range. A page
+// holds at most 1,000 entities (or $top) and comes from one consistent
+// snapshot. When more may follow, the page carries a continuation: the keys of
+// the next entity to examine. Resuming from it never skips or repeats an
+// entity that existed throughout, whatever was written in between.
+//
+// A page also stops after examining `max_examined` entities, so a selective
+// filter over a big table returns a short (even empty) page with a
+// continuation rather than scanning without end (Azure bounds a page at 5 s).
+//
+// Thread safety: the functions are stateless; a Query is a value.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/query/filter.h"
+
+namespace sidetable::query {
+
+inline constexpr int kMaxPageSize = 1000;
+
+struct Continuation {
+  std::string next_partition_key;
+  std::string next_row_key;
+  bool operator==(const Continuation& o) const {
+    return next_partition_key == o.next_partition_key && next_row_key == o.next_row_key;
+  }
+};
+
+struct Query {
+  std::string table;
+  std::string filter;               // "" = every entity
+  std::vector<std::string> select;  // empty = every property
+  std::optional<int> top;           // 1..1000 entities per page
+  std::optional<Continuation> continuation;
+  uint64_t max_examined = 100'000;  // work bound of one page
+};
+
+enum class PlanKind : uint8_t {
+  kEmpty,           // the key conditions contradict each other
+  kPoint,           // PartitionKey eq and RowKey eq
+  kPartitionRange,  // PartitionKey eq, RowKey bounds
+  kPartitionScan,   // PartitionKey eq, no RowKey bound
+  kKeyRange,        // PartitionKey bounds
+  kTableScan,       // nothing usable: every partition is read
+};
+
+std::string_view PlanKindName(PlanKind kind);
+
+// One end of a key range: (PartitionKey, RowKey), inclusive or not.
+struct KeyBound {
+  std::string partition_key;
+  std::string row_key;
+};
+
+struct Plan {
+  PlanKind kind = PlanKind::kTableScan;
+  ScanBounds bounds;  // what is scanned (not used for kPoint / kEmpty)
+  std::string point_partition_key, point_row_key;  // kPoint
+  // "partition scan of 'Sales'", for explain output and logs.
+  std::string ToString() const;
+};
+
+// Plans a parsed filter (null = no filter).
+Plan MakePlan(const FilterNode* filter);
+
+struct QueryStats {
+  PlanKind plan = PlanKind::kTableScan;
+  uint64_t examined = 0;  // entities read and tested against the filter
+  uint64_t returned = 0;
+};
+
+struct QueryPage {
+  std::vector<Entity> entities;
+  std::optional<Continuation> continuation;  // absent: the query is complete
+  QueryStats stats;
+};
+
+// Runs one page of the query. Errors: TableNotFound, InvalidInput (filter,
+// select, top, continuation).
+Result<QueryPage> ExecuteQuery(const Engine& engine, const Query& query);
+
+// The plan a query would use, without running it.
+Result<Plan> Explain(const Query& query);
+
+// ---- tables ----------------------------------------------------------------
+// Listing tables with a $filter on TableName (e.g. "TableName ge 'a' and
+// TableName lt 'b'"), a page size and a continuation (the next table name).
+struct TableQuery {
+  std::string filter;
+  std::optional<int> top;
+  std::optional<std::string> next_table_name;
+};
+struct TablePage {
+  std::vector<TableInfo> tables;
+  std::optional<std::string> next_table_name;
+};
+Result<TablePage> QueryTables(const Engine& engine, const TableQuery& query);
+
+}  // namespace sidetable::query

@@ -1,0 +1,177 @@
+// Running one page of a query over a consistent snapshot.
+#include <algorithm>
+
+#include "engine/limits.h"
+#include "engine/query/query.h"
+#include "engine/utf8.h"
+
+namespace sidetable::query {
+namespace {
+
+bool IsSystemName(std::string_view name) {
+  return name == kPartitionKeyName || name == kRowKeyName || name == kTimestampName;
+}
+
+Status ValidateQuery(const Query& q) {
+  if (q.top && (*q.top < 1 || *q.top > kMaxPageSize)) {
+    return Status(Code::kInvalidInput, "$top must be between 1 and 1000, got " + std::to_string(*q.top));
+  }
+  if (q.select.size() > Limits::kMaxUserProperties + 3) {
+    return Status(Code::kInvalidInput, "$select names more than 255 properties");
+  }
+  for (const auto& name : q.select) {
+    if (IsSystemName(name)) continue;
+    Status s = ValidatePropertyName(name);
+    if (!s.ok()) return Status(Code::kInvalidInput, "$select: " + s.message());
+  }
+  if (q.continuation) {
+    Status a = ValidateKey(q.continuation->next_partition_key, "NextPartitionKey");
+    Status b = ValidateKey(q.continuation->next_row_key, "NextRowKey");
+    if (!a.ok() || !b.ok()) {
+      return Status(Code::kInvalidInput,
+                    "invalid continuation: " + (a.ok() ? b.message() : a.message()));
+    }
+  }
+  if (q.max_examined == 0) return Status(Code::kInvalidInput, "max_examined must be positive");
+  return Status::OK();
+}
+
+Result<std::unique_ptr<FilterNode>> ParseOptional(const std::string& text) {
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return std::unique_ptr<FilterNode>();
+  }
+  return ParseFilter(text);
+}
+
+// The user properties to keep: null = all. System names are always returned.
+std::optional<std::vector<std::string>> UserSelect(const std::vector<std::string>& select) {
+  if (select.empty()) return std::nullopt;
+  std::vector<std::string> out;
+  for (const auto& s : select) {
+    if (!IsSystemName(s)) out.push_back(s);
+  }
+  return out;
+}
+
+void Project(Entity* e, const std::vector<std::string>& keep) {
+  auto& props = e->properties;
+  props.erase(std::remove_if(props.begin(), props.end(),
+                             [&](const Property& p) {
+                               return std::find(keep.begin(), keep.end(), p.name) == keep.end();
+                             }),
+              props.end());
+}
+
+Result<QueryPage> RunPoint(const Engine& engine, const Query& q, const Plan& plan,
+                           const FilterNode* filter, const std::vector<std::string>* keep) {
+  QueryPage page;
+  page.stats.plan = plan.kind;
+  if (q.continuation) {
+    // A point read fits one page; a continuation can only be past it.
+    Continuation here{plan.point_partition_key, plan.point_row_key};
+    if (CompareOrdinal(q.continuation->next_partition_key, here.next_partition_key) > 0 ||
+        (q.continuation->next_partition_key == here.next_partition_key &&
+         CompareOrdinal(q.continuation->next_row_key, here.next_row_key) > 0)) {
+      return page;
+    }
+  }
+  auto got = engine.Get(q.table, plan.point_partition_key, plan.point_row_key);
+  if (!got.ok()) {
+    if (got.status().code() == Code::kResourceNotFound) return page;
+    return got.status();
+  }
+  page.stats.examined = 1;
+  if (filter == nullptr || Matches(*filter, *got)) {
+    Entity e = std::move(got).value();
+    if (keep) Project(&e, *keep);
+    page.entities.push_back(std::move(e));
+  }
+  page.stats.returned = page.entities.size();
+  return page;
+}
+
+}  // namespace
+
+Result<Plan> Explain(const Query& query) {
+  ST_RETURN_IF_ERROR(ValidateQuery(query));
+  auto filter = ParseOptional(query.filter);
+  if (!filter.ok()) return filter.status();
+  return MakePlan(filter->get());
+}
+
+Result<QueryPage> ExecuteQuery(const Engine& engine, const Query& q) {
+  ST_RETURN_IF_ERROR(ValidateQuery(q));
+  auto parsed = ParseOptional(q.filter);
+  if (!parsed.ok()) return parsed.status();
+  const FilterNode* filter = parsed->get();
+  const Plan plan = MakePlan(filter);
+  const auto select = UserSelect(q.select);
+  const std::vector<std::string>* keep = select ? &*select : nullptr;
+
+  if (plan.kind == PlanKind::kEmpty) {
+    ST_RETURN_IF_ERROR(engine.GetTable(q.table).status());
+    QueryPage page;
+    page.stats.plan = plan.kind;
+    return page;
+  }
+  if (plan.kind == PlanKind::kPoint) return RunPoint(engine, q, plan, filter, keep);
+
+  auto view = engine.NewReadView();
+  auto cursor = engine.Scan(q.table, plan.bounds, view.get());
+  if (!cursor.ok()) return cursor.status();
+  RowCursor& cur = **cursor;
+  if (q.continuation) cur.Seek(q.continuation->next_partition_key, q.continuation->next_row_key);
+
+  QueryPage page;
+  page.stats.plan = plan.kind;
+  const size_t limit = static_cast<size_t>(q.top.value_or(kMaxPageSize));
+  // The filter may need properties outside $select, so decode them all and
+  // project after the filter ran.
+  Entity e;
+  for (; cur.Valid(); cur.Next()) {
+    if (page.entities.size() >= limit || page.stats.examined >= q.max_examined) {
+      page.continuation = Continuation{cur.partition_key(), cur.row_key()};
+      break;
+    }
+    page.stats.examined++;
+    ST_RETURN_IF_ERROR(cur.Read(&e, filter ? nullptr : keep));
+    if (filter && !Matches(*filter, e)) continue;
+    if (filter && keep) Project(&e, *keep);
+    page.entities.push_back(std::move(e));
+    e = Entity();
+  }
+  ST_RETURN_IF_ERROR(cur.status());
+  page.stats.returned = page.entities.size();
+  return page;
+}
+
+Result<TablePage> QueryTables(const Engine& engine, const TableQuery& q) {
+  if (q.top && (*q.top < 1 || *q.top > kMaxPageSize)) {
+    return Status(Code::kInvalidInput, "$top must be between 1 and 1000");
+  }
+  auto parsed = ParseOptional(q.filter);
+  if (!parsed.ok()) return parsed.status();
+  const FilterNode* filter = parsed->get();
+  const size_t limit = static_cast<size_t>(q.top.value_or(kMaxPageSize));
+  TablePage page;
+  for (TableInfo& t : engine.ListTables()) {
+    // Table names compare case-insensitively, so pages follow the catalog's
+    // lower-case order and the continuation is a lower-case name.
+    std::string lower = t.name;
+    for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (q.next_table_name && lower < *q.next_table_name) continue;
+    if (filter) {
+      Entity row;
+      row.Set("TableName", Value::String(t.name));
+      if (!Matches(*filter, row)) continue;
+    }
+    if (page.tables.size() >= limit) {
+      page.next_table_name = lower;
+      break;
+    }
+    page.tables.push_back(std::move(t));
+  }
+  return page;
+}
+
+}  // namespace sidetable::query
