@@ -1,0 +1,180 @@
+#include "bench/stores.h"
+
+#include <rocksdb/cache.h>
+#include <rocksdb/db.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/table.h>
+#include <rocksdb/write_batch.h>
+
+#include "bench/harness.h"
+#include "engine/codec.h"
+#include "engine/engine.h"
+
+namespace sidetable::bench {
+namespace {
+
+std::string TableName(int table) { return "bench" + std::to_string(table); }
+
+class EngineStore : public Store {
+ public:
+  EngineStore(std::unique_ptr<Engine> engine, const EntityFactory& f)
+      : engine_(std::move(engine)), factory_(f) {
+    for (int t = 0; t < 8; t++) names_.push_back(TableName(t));
+  }
+  const char* name() const override { return "engine"; }
+
+  void CreateTable(int table) override { Check(engine_->CreateTable(names_.at(table))); }
+
+  void Insert(int table, uint64_t partition, uint64_t row) override {
+    Batch b(names_[table]);
+    b.Insert(factory_.Make(EntityFactory::PartitionKey(partition), EntityFactory::RowKey(row),
+                           row));
+    Check(engine_->Execute(b).status());
+  }
+
+  void InsertBatch(int table, uint64_t partition, uint64_t first_row, size_t count) override {
+    Batch b(names_[table]);
+    const std::string pk = EntityFactory::PartitionKey(partition);
+    for (uint64_t r = first_row; r < first_row + count; r++) {
+      b.Insert(factory_.Make(pk, EntityFactory::RowKey(r), r));
+    }
+    Check(engine_->Execute(b).status());
+  }
+
+  bool Get(int table, uint64_t partition, uint64_t row) override {
+    auto r = engine_->Get(names_[table], EntityFactory::PartitionKey(partition),
+                          EntityFactory::RowKey(row));
+    if (r.status() == Code::kResourceNotFound) return false;
+    Check(r.status());
+    return true;
+  }
+
+  void DeleteTable(int table) override { Check(engine_->DeleteTable(names_.at(table))); }
+
+  std::string Note() const override {
+    EngineStats s = engine_->Stats();
+    if (s.group_commits == 0) return "";
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%llu batches in %llu group commits (%.2f per group)",
+                  static_cast<unsigned long long>(s.commits),
+                  static_cast<unsigned long long>(s.group_commits),
+                  static_cast<double>(s.commits) / static_cast<double>(s.group_commits));
+    return buf;
+  }
+
+ private:
+  static void Check(const Status& s) {
+    if (!s.ok()) Die("engine: " + s.ToString());
+  }
+
+  std::unique_ptr<Engine> engine_;
+  const EntityFactory& factory_;
+  std::vector<std::string> names_;
+};
+
+// The options engine/engine_open.cc gives its database and its "entities"
+// column family. Keep in step with it: the comparison is only fair while
+// both sides are configured alike.
+rocksdb::Options RawOptions(const StoreOptions& o) {
+  rocksdb::Options opts;
+  opts.create_if_missing = true;
+  opts.max_background_jobs = 2;
+  opts.bytes_per_sync = 1 << 20;
+  opts.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
+  opts.write_buffer_size = o.write_buffer_bytes;
+  rocksdb::BlockBasedTableOptions t;
+  t.block_cache = rocksdb::NewLRUCache(o.block_cache_bytes);
+  t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  t.whole_key_filtering = true;
+  t.cache_index_and_filter_blocks = true;
+  t.pin_l0_filter_and_index_blocks_in_cache = true;
+  t.format_version = 5;
+  opts.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
+  opts.memtable_whole_key_filtering = true;
+  opts.memtable_prefix_bloom_size_ratio = 0.05;
+  opts.level_compaction_dynamic_level_bytes = true;
+  return opts;
+}
+
+class RawStore : public Store {
+ public:
+  RawStore(std::unique_ptr<rocksdb::DB> db, bool sync, const EntityFactory& f)
+      : db_(std::move(db)), factory_(f) {
+    wo_.sync = sync;
+  }
+  ~RawStore() override { db_->Close().PermitUncheckedError(); }
+  const char* name() const override { return "raw"; }
+
+  // The engine writes a catalog entry; a raw key range needs nothing.
+  void CreateTable(int) override {}
+
+  void Insert(int table, uint64_t partition, uint64_t row) override {
+    std::string key = Key(table, partition, row);
+    std::string value;
+    factory_.RawValue(row, &value);
+    Check(db_->Put(wo_, key, value));
+  }
+
+  void InsertBatch(int table, uint64_t partition, uint64_t first_row, size_t count) override {
+    rocksdb::WriteBatch wb;
+    std::string value;
+    for (uint64_t r = first_row; r < first_row + count; r++) {
+      factory_.RawValue(r, &value);
+      Check(wb.Put(Key(table, partition, r), value));
+    }
+    Check(db_->Write(wo_, &wb));
+  }
+
+  bool Get(int table, uint64_t partition, uint64_t row) override {
+    rocksdb::PinnableSlice value;
+    rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), db_->DefaultColumnFamily(),
+                                 Key(table, partition, row), &value);
+    if (s.IsNotFound()) return false;
+    Check(s);
+    return true;
+  }
+
+  // What the engine's DeleteTable writes for the rows: one range tombstone
+  // over the table's key prefix.
+  void DeleteTable(int table) override {
+    rocksdb::WriteBatch wb;
+    Check(wb.DeleteRange(codec::TablePrefix(table), codec::TablePrefix(table + 1)));
+    Check(db_->Write(wo_, &wb));
+  }
+
+ private:
+  static std::string Key(int table, uint64_t partition, uint64_t row) {
+    return codec::EntityKey(static_cast<uint32_t>(table), EntityFactory::PartitionKey(partition),
+                            EntityFactory::RowKey(row));
+  }
+  static void Check(const rocksdb::Status& s) {
+    if (!s.ok()) Die("rocksdb: " + s.ToString());
+  }
+
+  std::unique_ptr<rocksdb::DB> db_;
+  const EntityFactory& factory_;
+  rocksdb::WriteOptions wo_;
+};
+
+}  // namespace
+
+std::unique_ptr<Store> OpenEngineStore(const std::string& path, const StoreOptions& options,
+                                       const EntityFactory& factory) {
+  EngineOptions eo;
+  eo.durability = options.sync ? Durability::kFsync : Durability::kOs;
+  eo.block_cache_bytes = options.block_cache_bytes;
+  eo.write_buffer_bytes = options.write_buffer_bytes;
+  auto engine = Engine::Open(eo, path);
+  if (!engine.ok()) Die("engine open: " + engine.status().ToString());
+  return std::make_unique<EngineStore>(std::move(engine).value(), factory);
+}
+
+std::unique_ptr<Store> OpenRawStore(const std::string& path, const StoreOptions& options,
+                                    const EntityFactory& factory) {
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(RawOptions(options), path, &raw);
+  if (!s.ok()) Die("rocksdb open: " + s.ToString());
+  return std::make_unique<RawStore>(std::unique_ptr<rocksdb::DB>(raw), options.sync, factory);
+}
+
+}  // namespace sidetable::bench
