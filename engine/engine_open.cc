@@ -77,6 +77,9 @@ Result<std::unique_ptr<Engine::Impl>> Engine::Impl::Open(const EngineOptions& op
   db_opts.create_missing_column_families = true;
   db_opts.max_background_jobs = 2;
   db_opts.bytes_per_sync = 1 << 20;
+  // The catalog column family is written rarely and would pin every WAL file
+  // since its last write; bounding the WAL total makes RocksDB flush it.
+  db_opts.max_total_wal_size = 4 * options.write_buffer_bytes;
   // A torn tail of the WAL after a crash is dropped; everything acknowledged
   // before it is kept (kPointInTimeRecovery), which keeps the log a prefix.
   db_opts.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;

@@ -25,12 +25,10 @@ Status ValidateBatch(const Batch& batch) {
     return Status(Code::kInvalidInput, "a batch holds at most 100 operations, got " +
                                            std::to_string(ops.size()));
   }
-  if (batch.PayloadBytes() >= Limits::kMaxBatchBytes) {
-    return Status(Code::kRequestBodyTooLarge, "a batch must be smaller than 4 MiB");
-  }
   if (batch.caller().size() > 1024) {
     return Status(Code::kInvalidInput, "caller identity longer than 1024 bytes");
   }
+  size_t payload = 0;
   std::unordered_set<std::string_view> rows;
   rows.reserve(ops.size());
   for (size_t i = 0; i < ops.size(); i++) {
@@ -45,10 +43,14 @@ Status ValidateBatch(const Batch& batch) {
       if (!op.entity.properties.empty()) {
         return Status(Code::kInvalidInput, "a Delete carries no properties", idx);
       }
+      payload += EntitySize(op.entity);
     } else {
-      Status s = ValidateEntity(op.entity);
+      size_t size;
+      Status s = ValidateEntity(op.entity, &size);
       if (!s.ok()) return s.WithOpIndex(idx);
+      payload += size;
     }
+    payload += op.if_match.size();
     if (!TakesCondition(op.kind) && !op.if_match.empty()) {
       return Status(Code::kInvalidInput,
                     std::string(OpKindName(op.kind)) + " takes no If-Match condition", idx);
@@ -62,7 +64,18 @@ Status ValidateBatch(const Batch& batch) {
                     "RowKey '" + op.entity.row_key + "' appears twice in the batch", idx);
     }
   }
+  // Same accounting as Batch::PayloadBytes(), from the sizes measured above.
+  if (payload >= Limits::kMaxBatchBytes) {
+    return Status(Code::kRequestBodyTooLarge, "a batch must be smaller than 4 MiB");
+  }
   return Status::OK();
+}
+
+// Encoded size of an entity's properties, roughly (bytes, not UTF-16).
+size_t ApproxEncodedBytes(const Entity& e) {
+  size_t n = 16;
+  for (const auto& p : e.properties) n += p.name.size() + p.value.bytes().size() + 12;
+  return n;
 }
 
 // One operation after its checks: the row image before and after.
@@ -78,7 +91,13 @@ class EgtWork : public CommitWork {
  public:
   EgtWork(Engine::Impl* e, const TableInfo& table, const Batch& batch,
           std::vector<PreparedOp>& ops)
-      : e_(e), table_(table), batch_(batch), ops_(ops) {}
+      : e_(e), table_(table), batch_(batch), ops_(ops) {
+    approx_bytes_ = 64;
+    for (const PreparedOp& p : ops_) {
+      approx_bytes_ += 2 * p.key.size() + p.before_row.size() + 32;
+      if (p.after != nullptr) approx_bytes_ += 2 * ApproxEncodedBytes(*p.after);
+    }
+  }
 
   void Encode(uint64_t lsn, int64_t time, rocksdb::WriteBatch* wb) override {
     std::string record;
@@ -100,20 +119,14 @@ class EgtWork : public CommitWork {
     wb->Put(e_->log_cf_, codec::LogKey(lsn), record);
   }
 
-  size_t ApproximateBytes() const override {
-    size_t n = 64;
-    for (const PreparedOp& p : ops_) {
-      n += 2 * p.key.size() + p.before_row.size() + 32;
-      if (p.after != nullptr) n += 2 * EntitySize(*p.after);
-    }
-    return n;
-  }
+  size_t ApproximateBytes() const override { return approx_bytes_; }
 
  private:
   Engine::Impl* e_;
   const TableInfo& table_;
   const Batch& batch_;
   std::vector<PreparedOp>& ops_;
+  size_t approx_bytes_;
 };
 
 // Applies one operation's semantics to the current row.

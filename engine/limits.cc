@@ -79,18 +79,26 @@ Status ValidatePropertyName(std::string_view name) {
   return Status::OK();
 }
 
-Status ValidateValue(std::string_view name, const Value& v) {
+namespace {
+
+// ValidateValue that also returns the value's size in Azure's accounting, so
+// each string is measured once per write.
+Status ValidateValueSized(std::string_view name, const Value& v, size_t* size) {
+  *size = 0;
   switch (v.type()) {
-    case EdmType::kString:
+    case EdmType::kString: {
       if (!IsValidUtf8(v.bytes())) {
         return Status(Code::kInvalidInput,
                       "property '" + std::string(name) + "' is not valid UTF-8");
       }
-      if (2 * Utf16Length(v.bytes()) > Limits::kMaxValueBytes) {
+      const size_t units = Utf16Length(v.bytes());
+      *size = 4 + 2 * units;
+      if (2 * units > Limits::kMaxValueBytes) {
         return Status(Code::kPropertyValueTooLarge,
                       "property '" + std::string(name) + "' is larger than 64 KiB");
       }
-      break;
+      return Status::OK();
+    }
     case EdmType::kBinary:
       if (v.bytes().size() > Limits::kMaxValueBytes) {
         return Status(Code::kPropertyValueTooLarge,
@@ -116,7 +124,15 @@ Status ValidateValue(std::string_view name, const Value& v) {
     default:
       break;
   }
+  *size = ValueSize(v);
   return Status::OK();
+}
+
+}  // namespace
+
+Status ValidateValue(std::string_view name, const Value& v) {
+  size_t size;
+  return ValidateValueSized(name, v, &size);
 }
 
 size_t EntitySize(const Entity& e) {
@@ -125,7 +141,7 @@ size_t EntitySize(const Entity& e) {
   return size;
 }
 
-Status ValidateEntity(const Entity& e) {
+Status ValidateEntity(const Entity& e, size_t* size_out) {
   ST_RETURN_IF_ERROR(ValidateKey(e.partition_key, "PartitionKey"));
   ST_RETURN_IF_ERROR(ValidateKey(e.row_key, "RowKey"));
   if (e.properties.size() > Limits::kMaxUserProperties) {
@@ -133,19 +149,23 @@ Status ValidateEntity(const Entity& e) {
                   "entity has " + std::to_string(e.properties.size()) +
                       " user properties; at most 252 (255 with the system properties)");
   }
+  size_t size = 4 + 2 * (Utf16Length(e.partition_key) + Utf16Length(e.row_key));
   for (size_t i = 0; i < e.properties.size(); i++) {
     const Property& p = e.properties[i];
     ST_RETURN_IF_ERROR(ValidatePropertyName(p.name));
-    ST_RETURN_IF_ERROR(ValidateValue(p.name, p.value));
+    size_t value_size;
+    ST_RETURN_IF_ERROR(ValidateValueSized(p.name, p.value, &value_size));
+    size += 8 + 2 * Utf16Length(p.name) + value_size;
     for (size_t j = 0; j < i; j++) {
       if (e.properties[j].name == p.name) {
         return Status(Code::kInvalidInput, "property '" + p.name + "' appears twice");
       }
     }
   }
-  if (EntitySize(e) > Limits::kMaxEntityBytes) {
+  if (size > Limits::kMaxEntityBytes) {
     return Status(Code::kEntityTooLarge, "entity is larger than 1 MiB");
   }
+  if (size_out != nullptr) *size_out = size;
   return Status::OK();
 }
 

@@ -42,7 +42,8 @@ Status ValidateValue(std::string_view name, const Value& v);
 size_t EntitySize(const Entity& e);
 
 // Keys, names, values, property count, no duplicate names, total size.
-Status ValidateEntity(const Entity& e);
+// On success *size (if given) is EntitySize(e), computed in the same pass.
+Status ValidateEntity(const Entity& e, size_t* size = nullptr);
 
 // 3..63 alphanumerics, not starting with a digit, not "tables".
 Status ValidateTableName(std::string_view name);

@@ -85,3 +85,33 @@ TEST(Utf8, Validation) {
 
 }  // namespace
 }  // namespace sidetable
+
+namespace sidetable {
+namespace {
+
+// The word-at-a-time paths agree with a byte-at-a-time reference on strings
+// of every length and alignment, with multi-byte sequences straddling words.
+TEST(Utf8, FastPathsAgreeWithReference) {
+  std::mt19937 rng(17);
+  const char* pieces[] = {"a", "Z", " ", "\xC3\xA9", "\xE2\x82\xAC", "\xEF\xBF\xBF",
+                          "\xF0\x9F\x98\x80", "\xF4\x8F\xBF\xBF"};
+  for (int i = 0; i < 20000; i++) {
+    std::string s;
+    size_t n = rng() % 40;
+    for (size_t k = 0; k < n; k++) s += pieces[rng() % (i % 2 ? 3 : 8)];
+    size_t ref = 0;
+    for (unsigned char c : s) ref += ((c & 0xC0) != 0x80) + (c >= 0xF0);
+    ASSERT_EQ(Utf16Length(s), ref) << s;
+    ASSERT_TRUE(IsValidUtf8(s));
+    if (!s.empty()) {
+      std::string broken = s;
+      broken.insert(rng() % broken.size(), "\xFF");
+      ASSERT_FALSE(IsValidUtf8(broken));
+      std::string truncated = s + "\xF0\x9F\x98";
+      ASSERT_FALSE(IsValidUtf8(truncated));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sidetable
