@@ -9,7 +9,7 @@ PACKAGES=(
   librocksdb-dev libzmq3-dev cppzmq-dev librdkafka-dev
   libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
   libsimdjson-dev libyaml-cpp-dev libcli11-dev libxxhash-dev libcpp-httplib-dev
-  python3-zmq
+  python3-zmq python3-msgpack
 )
 
 missing=()

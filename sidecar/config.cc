@@ -1,0 +1,89 @@
+#include "sidecar/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+namespace sidetable::sidecar {
+namespace {
+
+template <typename T>
+void Read(const YAML::Node& parent, const char* key, T* out) {
+  if (parent && parent[key]) *out = parent[key].as<T>();
+}
+
+}  // namespace
+
+Status LoadConfigFile(const std::string& path, ServerConfig* c) {
+  try {
+    YAML::Node root = YAML::LoadFile(path);
+    static const char* kSections[] = {"sidecar", "storage", "changelog", "query", "log", "kafka"};
+    for (auto it = root.begin(); it != root.end(); ++it) {
+      std::string key = it->first.as<std::string>();
+      bool known = false;
+      for (const char* s : kSections) known |= key == s;
+      if (!known) return Status(Code::kInvalidInput, path + ": unknown section '" + key + "'");
+    }
+    const YAML::Node s = root["sidecar"];
+    Read(s, "id", &c->id);
+    if (s && s["listen"]) {
+      c->listen.clear();
+      if (s["listen"].IsSequence()) {
+        for (const auto& e : s["listen"]) c->listen.push_back(e.as<std::string>());
+      } else {
+        c->listen.push_back(s["listen"].as<std::string>());
+      }
+    }
+    Read(s, "workers", &c->workers);
+    Read(s, "queue_depth", &c->queue_depth);
+    Read(s, "max_request_bytes", &c->max_request_bytes);
+    Read(s, "http", &c->http);
+    Read(s, "ready_file", &c->ready_file);
+    Read(s, "shutdown_grace_ms", &c->shutdown_grace_ms);
+
+    const YAML::Node st = root["storage"];
+    Read(st, "path", &c->data_dir);
+    if (st && st["durability"]) {
+      std::string d = st["durability"].as<std::string>();
+      if (d == "fsync") c->engine.durability = Durability::kFsync;
+      else if (d == "os") c->engine.durability = Durability::kOs;
+      else return Status(Code::kInvalidInput, path + ": storage.durability must be fsync or os");
+    }
+    size_t mb;
+    if (st && st["block_cache_mb"]) {
+      Read(st, "block_cache_mb", &mb);
+      c->engine.block_cache_bytes = mb << 20;
+    }
+    if (st && st["write_buffer_mb"]) {
+      Read(st, "write_buffer_mb", &mb);
+      c->engine.write_buffer_bytes = mb << 20;
+    }
+    const YAML::Node cl = root["changelog"];
+    Read(cl, "max_age_seconds", &c->engine.changelog_max_age_seconds);
+    Read(cl, "max_bytes", &c->engine.changelog_max_bytes);
+    Read(cl, "check_interval_seconds", &c->retention_interval_seconds);
+    Read(root["query"], "max_examined", &c->query_max_examined);
+    Read(root["log"], "level", &c->log_level);
+    Read(root["log"], "format", &c->log_format);
+  } catch (const YAML::Exception& e) {
+    return Status(Code::kInvalidInput, path + ": " + e.what());
+  }
+  return Status::OK();
+}
+
+Status ValidateConfig(const ServerConfig& c) {
+  auto bad = [](std::string m) { return Status(Code::kInvalidInput, std::move(m)); };
+  if (c.listen.empty()) return bad("sidecar.listen: at least one endpoint is needed");
+  for (const auto& e : c.listen) {
+    if (e.rfind("tcp://", 0) != 0 && e.rfind("ipc://", 0) != 0) {
+      return bad("sidecar.listen: '" + e + "' is neither tcp:// nor ipc://");
+    }
+  }
+  if (c.workers < 1 || c.workers > 256) return bad("sidecar.workers must be 1..256");
+  if (c.queue_depth < 1) return bad("sidecar.queue_depth must be at least 1");
+  if (c.max_request_bytes < 1024) return bad("sidecar.max_request_bytes must be at least 1024");
+  if (c.log_format != "text" && c.log_format != "json") return bad("log.format must be text or json");
+  if (c.query_max_examined < 1) return bad("query.max_examined must be positive");
+  if (c.data_dir.empty()) return bad("storage.path must not be empty");
+  return Status::OK();
+}
+
+}  // namespace sidetable::sidecar

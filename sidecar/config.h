@@ -1,0 +1,44 @@
+// ServerConfig: every setting of the sidetable server, with its default.
+//
+// Loaded from a YAML file (configs/*.yaml document every key) and then
+// overridden by command-line flags. Bad configuration fails fast at start-up
+// with a message naming the key (this is a boundary where exceptions are
+// caught and turned into a Status).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/status.h"
+
+namespace sidetable::sidecar {
+
+struct ServerConfig {
+  std::string id = "sidetable";                      // sidecar.id
+  std::vector<std::string> listen = {"tcp://127.0.0.1:5555"};  // sidecar.listen
+  int workers = 4;                                    // sidecar.workers
+  size_t queue_depth = 1024;                          // sidecar.queue_depth (per worker)
+  size_t max_request_bytes = 6 << 20;                 // sidecar.max_request_bytes
+  std::string http = "127.0.0.1:9464";                // sidecar.http ("" = off)
+  std::string ready_file;                             // sidecar.ready_file
+  int shutdown_grace_ms = 10000;                      // sidecar.shutdown_grace_ms
+
+  std::string data_dir = "./sidetable-data";          // storage.path
+  EngineOptions engine;                               // storage.*, changelog.*
+  int retention_interval_seconds = 60;                // changelog.check_interval_seconds
+
+  uint64_t query_max_examined = 100'000;              // query.max_examined
+
+  std::string log_level = "info";                     // log.level
+  std::string log_format = "text";                    // log.format: text | json
+};
+
+// Reads a YAML file over the defaults in *config.
+Status LoadConfigFile(const std::string& path, ServerConfig* config);
+
+// Checks ranges and combinations (e.g. at least one endpoint).
+Status ValidateConfig(const ServerConfig& config);
+
+}  // namespace sidetable::sidecar

@@ -1,0 +1,117 @@
+#include "sidecar/handler.h"
+
+#include "engine/query/query.h"
+
+namespace sidetable::sidecar {
+
+Status Handler::Run(const wire::Request& r, std::string* body, uint16_t* http) const {
+  using wire::Op;
+  *http = 200;
+  switch (r.op) {
+    case Op::kPing: {
+      wire::PingReply p;
+      p.sidecar_id = config_->id;
+      p.last_lsn = engine_->Stats().last_lsn;
+      wire::EncodePing(p, body);
+      return Status::OK();
+    }
+    case Op::kCreateTable:
+      ST_RETURN_IF_ERROR(engine_->CreateTable(r.table, r.caller));
+      *http = 201;
+      wire::EncodeEmpty(body);
+      return Status::OK();
+    case Op::kDeleteTable:
+      ST_RETURN_IF_ERROR(engine_->DeleteTable(r.table, r.caller));
+      *http = 204;
+      wire::EncodeEmpty(body);
+      return Status::OK();
+    case Op::kListTables: {
+      query::TableQuery q;
+      q.filter = r.filter;
+      if (r.top) {
+        if (*r.top < 1 || *r.top > query::kMaxPageSize) {
+          return Status(Code::kInvalidInput, "top must be between 1 and 1000");
+        }
+        q.top = static_cast<int>(*r.top);
+      }
+      q.next_table_name = r.next_table;
+      auto page = query::QueryTables(*engine_, q);
+      if (!page.ok()) return page.status();
+      wire::TablesReply reply;
+      for (const auto& t : page->tables) reply.tables.push_back(t.name);
+      reply.next_table = page->next_table_name;
+      wire::EncodeTables(reply, body);
+      return Status::OK();
+    }
+    case Op::kWrite: {
+      Batch batch = r.ToBatch();
+      auto result = engine_->Execute(batch);
+      if (!result.ok()) return result.status();
+      size_t written = 0;
+      for (const auto& op : batch.operations()) written += op.kind != OpKind::kDelete;
+      metrics_->RecordTableWrite(r.table, batch.size(), written);
+      wire::EncodeWrite(*result, body);
+      return Status::OK();
+    }
+    case Op::kGet: {
+      auto e = engine_->Get(r.table, r.pk, r.rk, r.select.empty() ? nullptr : &r.select);
+      if (!e.ok()) return e.status();
+      wire::EncodeEntityReply(*e, body);
+      return Status::OK();
+    }
+    case Op::kQuery: {
+      query::Query q;
+      q.table = r.table;
+      q.filter = r.filter;
+      q.select = r.select;
+      if (r.top) {
+        if (*r.top < 1 || *r.top > query::kMaxPageSize) {
+          return Status(Code::kInvalidInput, "top must be between 1 and 1000");
+        }
+        q.top = static_cast<int>(*r.top);
+      }
+      if (r.next_pk) q.continuation = query::Continuation{*r.next_pk, r.next_rk.value_or("")};
+      q.max_examined = config_->query_max_examined;
+      auto page = query::ExecuteQuery(*engine_, q);
+      if (!page.ok()) return page.status();
+      wire::QueryReply reply;
+      reply.entities = std::move(page->entities);
+      if (page->continuation) {
+        reply.next_pk = page->continuation->next_partition_key;
+        reply.next_rk = page->continuation->next_row_key;
+      }
+      reply.plan = std::string(query::PlanKindName(page->stats.plan));
+      reply.examined = page->stats.examined;
+      wire::EncodeQuery(reply, body);
+      return Status::OK();
+    }
+    case Op::kReadChanges: {
+      if (r.max_records < 1 || r.max_records > 10'000) {
+        return Status(Code::kInvalidInput, "max must be between 1 and 10000");
+      }
+      const uint64_t max_bytes = std::min<uint64_t>(r.max_bytes, config_->max_request_bytes);
+      auto changes = engine_->ReadChanges(r.from_lsn, r.max_records, max_bytes);
+      if (!changes.ok()) return changes.status();
+      wire::EncodeChanges(*changes, body);
+      return Status::OK();
+    }
+  }
+  return Status(Code::kInvalidInput, "unknown operation");
+}
+
+Code Handler::Handle(const wire::Request& r, std::string* out) const {
+  std::string body;
+  uint16_t http = 200;
+  Status s = Run(r, &body, &http);
+  wire::Header h{wire::kVersion, static_cast<uint8_t>(r.op), http, r.id};
+  if (!s.ok()) {
+    wire::EncodeError(h, s, out);
+    return s.code();
+  }
+  out->reserve(wire::kHeaderBytes + body.size());
+  wire::AppendHeader(out, h);
+  out->append(body);
+  return Code::kOk;
+}
+
+}  // namespace sidetable::sidecar

@@ -1,0 +1,34 @@
+// Handler: executes one decoded request against the engine and encodes the
+// reply frame. The only place that maps protocol operations to engine calls.
+//
+// Thread safety: Handle() may run on many worker threads at once (the
+// engine is thread-safe; the handler has no mutable state of its own).
+#pragma once
+
+#include <string>
+
+#include "engine/engine.h"
+#include "sidecar/config.h"
+#include "sidecar/metrics.h"
+#include "sidecar/protocol/wire.h"
+
+namespace sidetable::sidecar {
+
+class Handler {
+ public:
+  Handler(Engine* engine, Metrics* metrics, const ServerConfig* config)
+      : engine_(engine), metrics_(metrics), config_(config) {}
+
+  // Appends the whole reply frame (header and body) to *out and returns the
+  // outcome (Code::kOk or the error code sent).
+  Code Handle(const wire::Request& request, std::string* out) const;
+
+ private:
+  Status Run(const wire::Request& r, std::string* body, uint16_t* http_status) const;
+
+  Engine* engine_;
+  Metrics* metrics_;
+  const ServerConfig* config_;
+};
+
+}  // namespace sidetable::sidecar

@@ -1,0 +1,66 @@
+// A bounded multi-producer queue feeding one worker thread.
+//
+// TryPush never blocks: a full queue is the server's signal to answer
+// ServerBusy instead of growing memory. Close() lets the worker drain what is
+// queued and then stop.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <string>
+
+#include "sidecar/protocol/wire.h"
+
+namespace sidetable::sidecar {
+
+struct Job {
+  std::string envelope;  // the ROUTER identity
+  bool delimiter = false;  // the client sent an empty delimiter frame (REQ socket)
+  wire::Request request;
+  std::chrono::steady_clock::time_point received;
+};
+
+class JobQueue {
+ public:
+  explicit JobQueue(size_t capacity) : capacity_(capacity) {}
+
+  bool TryPush(Job&& job) {
+    std::lock_guard lock(mu_);
+    if (closed_ || jobs_.size() >= capacity_) return false;
+    jobs_.push_back(std::move(job));
+    cv_.notify_one();
+    return true;
+  }
+
+  // Blocks for the next job; false once closed and empty.
+  bool Pop(Job* job) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return closed_ || !jobs_.empty(); });
+    if (jobs_.empty()) return false;
+    *job = std::move(jobs_.front());
+    jobs_.pop_front();
+    return true;
+  }
+
+  void Close() {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+    cv_.notify_all();
+  }
+
+  size_t size() const {
+    std::lock_guard lock(mu_);
+    return jobs_.size();
+  }
+
+ private:
+  const size_t capacity_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> jobs_;
+  bool closed_ = false;
+};
+
+}  // namespace sidetable::sidecar

@@ -1,0 +1,110 @@
+// sidetable: the sidecar server.
+//
+//   sidetable --config configs/sidetable.dev.yaml [--listen tcp://127.0.0.1:5555] ...
+//
+// Flags override the config file; `sidetable --help` lists them all.
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+
+#include "sidecar/config.h"
+#include "sidecar/logging.h"
+#include "sidecar/server.h"
+
+using namespace sidetable;
+using namespace sidetable::sidecar;
+
+namespace {
+
+std::atomic<Server*> g_server{nullptr};
+
+void OnSignal(int) {
+  if (Server* s = g_server.load()) s->RequestStop();
+}
+
+// Written once everything is bound, atomically (rename), so a test or
+// script that waits for the file finds it complete.
+bool WriteReadyFile(const std::string& path, const Server& server) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    for (const auto& ep : server.endpoints()) out << "zmq " << ep << "\n";
+    if (server.http_port() > 0) out << "http 127.0.0.1:" << server.http_port() << "\n";
+    out << "pid " << ::getpid() << "\n";
+    if (!out) return false;
+  }
+  return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ServerConfig config;
+  CLI::App app{"sidetable: Azure-Table-style tables for one application, over ZeroMQ"};
+  std::string config_file, durability;
+  std::vector<std::string> listen;
+  app.add_option("-c,--config", config_file, "YAML configuration file (see configs/)");
+  app.add_option("--listen", listen, "endpoint to bind, tcp://host:port or ipc://path (repeatable)");
+  app.add_option("--data", config.data_dir, "data directory (storage.path)");
+  app.add_option("--durability", durability, "fsync or os (storage.durability)")
+      ->check(CLI::IsMember({"fsync", "os"}));
+  app.add_option("--id", config.id, "sidecar id (sidecar.id)");
+  app.add_option("--workers", config.workers, "worker threads (sidecar.workers)");
+  app.add_option("--queue-depth", config.queue_depth, "requests queued per worker (sidecar.queue_depth)");
+  app.add_option("--max-request-bytes", config.max_request_bytes, "largest request frame");
+  app.add_option("--http", config.http, "health and metrics address host:port, '' = off");
+  app.add_option("--ready-file", config.ready_file, "file written with the bound endpoints once serving");
+  app.add_option("--log-level", config.log_level, "trace, debug, info, warn, error, off");
+  app.add_option("--log-format", config.log_format, "text or json");
+  // Config file first, then flags on top: parse twice.
+  CLI11_PARSE(app, argc, argv);
+  if (!config_file.empty()) {
+    ServerConfig from_file;
+    Status s = LoadConfigFile(config_file, &from_file);
+    if (!s.ok()) {
+      std::fprintf(stderr, "sidetable: %s\n", s.message().c_str());
+      return 2;
+    }
+    config = from_file;
+    listen.clear();
+    durability.clear();
+    CLI11_PARSE(app, argc, argv);
+  }
+  if (!listen.empty()) config.listen = listen;
+  if (durability == "os") config.engine.durability = Durability::kOs;
+  if (durability == "fsync") config.engine.durability = Durability::kFsync;
+
+  if (Status s = SetupLogging(config.log_level, config.log_format); !s.ok()) {
+    std::fprintf(stderr, "sidetable: %s\n", s.message().c_str());
+    return 2;
+  }
+  if (Status s = ValidateConfig(config); !s.ok()) {
+    spdlog::error("configuration: {}", s.message());
+    return 2;
+  }
+  auto server = Server::Start(config);
+  if (!server.ok()) {
+    spdlog::error("start-up failed: {}", server.status().ToString());
+    return 1;
+  }
+  g_server = server->get();
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGPIPE, SIG_IGN);
+  for (const auto& ep : (*server)->endpoints()) spdlog::info("listening on {}", ep);
+  if ((*server)->http_port() > 0) {
+    spdlog::info("health and metrics on http://127.0.0.1:{}/health, /metrics", (*server)->http_port());
+  }
+  if (!config.ready_file.empty() && !WriteReadyFile(config.ready_file, **server)) {
+    spdlog::error("cannot write {}", config.ready_file);
+    return 1;
+  }
+  (*server)->Run();
+  g_server = nullptr;
+  server->reset();
+  spdlog::info("stopped");
+  return 0;
+}

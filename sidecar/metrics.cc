@@ -1,0 +1,126 @@
+#include "sidecar/metrics.h"
+
+#include <cstdio>
+
+namespace sidetable::sidecar {
+namespace {
+
+void Line(std::string* out, const std::string& name, const std::string& labels, uint64_t v) {
+  *out += name;
+  if (!labels.empty()) *out += "{" + labels + "}";
+  *out += " " + std::to_string(v) + "\n";
+}
+
+// Prometheus label values escape backslash, quote and newline.
+std::string Escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+void Metrics::RecordRequest(wire::Op op, Code code, uint64_t micros) {
+  auto i = static_cast<size_t>(op);
+  if (i >= kOps) i = 0;
+  Histogram& h = latency_[i];
+  size_t b = 0;
+  while (b < kBucketsUs.size() && micros > kBucketsUs[b]) b++;
+  h.buckets[b].fetch_add(1, std::memory_order_relaxed);
+  h.count.fetch_add(1, std::memory_order_relaxed);
+  h.sum_us.fetch_add(micros, std::memory_order_relaxed);
+  if (code != Code::kOk) errors_[static_cast<size_t>(code)].fetch_add(1, std::memory_order_relaxed);
+}
+
+void Metrics::RecordTableWrite(const std::string& table, size_t operations, size_t entities) {
+  std::lock_guard lock(tables_mu_);
+  TableCounters& t = tables_[table];
+  t.batches++;
+  t.operations += operations;
+  t.entities_written += entities;
+}
+
+uint64_t Metrics::requests(wire::Op op) const {
+  return latency_[static_cast<size_t>(op)].count.load(std::memory_order_relaxed);
+}
+
+uint64_t Metrics::errors(Code code) const {
+  return errors_[static_cast<size_t>(code)].load(std::memory_order_relaxed);
+}
+
+std::string Metrics::Render(const Gauges& g) const {
+  std::string out;
+  out += "# HELP sidetable_requests_total Requests answered, by operation.\n";
+  out += "# TYPE sidetable_requests_total counter\n";
+  for (size_t i = 1; i < kOps; i++) {
+    Line(&out, "sidetable_requests_total",
+         "op=\"" + std::string(wire::OpName(static_cast<wire::Op>(i))) + "\"",
+         latency_[i].count.load(std::memory_order_relaxed));
+  }
+  out += "# HELP sidetable_request_duration_seconds Time from receipt to reply, by operation.\n";
+  out += "# TYPE sidetable_request_duration_seconds histogram\n";
+  for (size_t i = 1; i < kOps; i++) {
+    const std::string op = "op=\"" + std::string(wire::OpName(static_cast<wire::Op>(i))) + "\"";
+    const Histogram& h = latency_[i];
+    uint64_t cumulative = 0;
+    for (size_t b = 0; b <= kBucketsUs.size(); b++) {
+      cumulative += h.buckets[b].load(std::memory_order_relaxed);
+      char le[32];
+      if (b < kBucketsUs.size()) std::snprintf(le, sizeof le, "%g", kBucketsUs[b] / 1e6);
+      else std::snprintf(le, sizeof le, "+Inf");
+      Line(&out, "sidetable_request_duration_seconds_bucket", op + ",le=\"" + le + "\"", cumulative);
+    }
+    char sum[64];
+    std::snprintf(sum, sizeof sum, "%.6f", h.sum_us.load(std::memory_order_relaxed) / 1e6);
+    out += "sidetable_request_duration_seconds_sum{" + op + "} " + sum + "\n";
+    Line(&out, "sidetable_request_duration_seconds_count", op, h.count.load(std::memory_order_relaxed));
+  }
+  out += "# HELP sidetable_errors_total Error replies, by Azure error code.\n";
+  out += "# TYPE sidetable_errors_total counter\n";
+  for (size_t c = 1; c < kCodes; c++) {
+    uint64_t v = errors_[c].load(std::memory_order_relaxed);
+    if (v == 0) continue;
+    Line(&out, "sidetable_errors_total",
+         "code=\"" + std::string(ErrorCodeName(static_cast<Code>(c))) + "\"", v);
+  }
+  out += "# TYPE sidetable_server_busy_total counter\n";
+  Line(&out, "sidetable_server_busy_total", "", busy_.load(std::memory_order_relaxed));
+  out += "# TYPE sidetable_malformed_frames_total counter\n";
+  Line(&out, "sidetable_malformed_frames_total", "", malformed_.load(std::memory_order_relaxed));
+  out += "# HELP sidetable_queue_depth Requests waiting for a worker.\n";
+  out += "# TYPE sidetable_queue_depth gauge\n";
+  Line(&out, "sidetable_queue_depth", "", g.queue_depth);
+  out += "# TYPE sidetable_in_flight gauge\n";
+  Line(&out, "sidetable_in_flight", "", g.in_flight);
+  out += "# HELP sidetable_changelog_lsn Newest committed change log sequence number.\n";
+  out += "# TYPE sidetable_changelog_lsn gauge\n";
+  Line(&out, "sidetable_changelog_lsn", "", g.last_lsn);
+  out += "# TYPE sidetable_changelog_first_lsn gauge\n";
+  Line(&out, "sidetable_changelog_first_lsn", "", g.first_available_lsn);
+  std::lock_guard lock(tables_mu_);
+  out += "# HELP sidetable_table_operations_total Entity operations committed, by table.\n";
+  out += "# TYPE sidetable_table_operations_total counter\n";
+  for (const auto& [name, t] : tables_) {
+    Line(&out, "sidetable_table_operations_total", "table=\"" + Escape(name) + "\"", t.operations);
+  }
+  out += "# TYPE sidetable_table_batches_total counter\n";
+  for (const auto& [name, t] : tables_) {
+    Line(&out, "sidetable_table_batches_total", "table=\"" + Escape(name) + "\"", t.batches);
+  }
+  out += "# HELP sidetable_table_entities_written_total Entities inserted or replaced, by table.\n";
+  out += "# TYPE sidetable_table_entities_written_total counter\n";
+  for (const auto& [name, t] : tables_) {
+    Line(&out, "sidetable_table_entities_written_total", "table=\"" + Escape(name) + "\"",
+         t.entities_written);
+  }
+  return out;
+}
+
+}  // namespace sidetable::sidecar

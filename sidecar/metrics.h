@@ -1,0 +1,67 @@
+// Metrics: counters and latency histograms, rendered in the Prometheus text
+// format for GET /metrics.
+//
+// Thread safety: every method may be called from any thread. Hot-path
+// updates are relaxed atomics; per-table counters take a mutex (one short
+// critical section per write).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "engine/status.h"
+#include "sidecar/protocol/wire.h"
+
+namespace sidetable::sidecar {
+
+class Metrics {
+ public:
+  // Latency buckets, in microseconds (upper bounds; +Inf is implicit).
+  static constexpr std::array<uint64_t, 14> kBucketsUs = {
+      50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 1000000, 5000000};
+
+  void RecordRequest(wire::Op op, Code code, uint64_t micros);
+  void RecordTableWrite(const std::string& table, size_t operations, size_t entities_written);
+  void RecordBusy() { busy_.fetch_add(1, std::memory_order_relaxed); }
+  void RecordMalformed() { malformed_.fetch_add(1, std::memory_order_relaxed); }
+
+  // Gauges read at render time.
+  struct Gauges {
+    uint64_t queue_depth = 0;
+    uint64_t in_flight = 0;
+    uint64_t last_lsn = 0;
+    uint64_t first_available_lsn = 0;
+  };
+  std::string Render(const Gauges& g) const;
+
+  uint64_t requests(wire::Op op) const;
+  uint64_t errors(Code code) const;
+
+ private:
+  static constexpr size_t kOps = wire::kMaxOp + 1;
+  static constexpr size_t kCodes = static_cast<size_t>(Code::kUnavailable) + 1;
+  struct Histogram {
+    std::array<std::atomic<uint64_t>, kBucketsUs.size() + 1> buckets{};
+    std::atomic<uint64_t> count{0};
+    std::atomic<uint64_t> sum_us{0};
+  };
+  std::array<Histogram, kOps> latency_;
+  std::array<std::atomic<uint64_t>, kCodes> errors_{};
+  std::atomic<uint64_t> busy_{0};
+  std::atomic<uint64_t> malformed_{0};
+
+  struct TableCounters {
+    uint64_t operations = 0;
+    uint64_t batches = 0;
+    uint64_t entities_written = 0;
+  };
+  mutable std::mutex tables_mu_;
+  std::map<std::string, TableCounters> tables_;
+};
+
+}  // namespace sidetable::sidecar
