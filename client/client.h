@@ -1,0 +1,158 @@
+// Client: the C++ library applications, workers, tools and tests use to talk
+// to a sidetable sidecar over ZeroMQ (docs/protocol.md).
+//
+// Thread safety: a Client is NOT thread-safe, like the ZeroMQ socket it owns:
+// use one per thread. Within a thread it pipelines: Send() any number of
+// requests, then Poll()/Drain() runs each callback as its reply arrives, in
+// whatever order the server answers.
+//
+// Retries: a request answered ServerBusy (never executed) or not answered
+// within `timeout` is sent again after an exponential back-off with jitter,
+// up to `max_attempts` in all. A timed-out write may have been executed; its
+// retry can then fail with EntityAlreadyExists or UpdateConditionNotSatisfied
+// (the same ambiguity as with Azure's SDKs). Set max_attempts = 1 to opt out.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/batch.h"
+#include "engine/edm.h"
+#include "engine/status.h"
+#include "sidecar/protocol/wire.h"
+
+namespace zmq {
+class context_t;
+class socket_t;
+}  // namespace zmq
+
+namespace sidetable::client {
+
+struct ClientOptions {
+  std::string endpoint = "tcp://127.0.0.1:5555";
+  std::chrono::milliseconds timeout{5000};       // per attempt
+  int max_attempts = 5;                          // first try included
+  std::chrono::milliseconds backoff_initial{5};
+  std::chrono::milliseconds backoff_max{1000};
+  std::string caller;                            // recorded in the change log
+};
+
+struct QueryOptions {
+  std::string table;
+  std::string filter;
+  std::vector<std::string> select;
+  std::optional<int> top;  // page size (1..1000)
+};
+
+// Called once per request with its final outcome and reply body (valid
+// only during the call).
+using ReplyCallback = std::function<void(const Status& status, std::string_view body)>;
+
+class QueryIterator;
+
+class Client {
+ public:
+  static Result<std::unique_ptr<Client>> Connect(const ClientOptions& options);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // ---- synchronous calls -------------------------------------------------
+  Result<wire::PingReply> Ping();
+  Status CreateTable(const std::string& table);
+  Status DeleteTable(const std::string& table);
+  // All tables (follows continuations), optionally filtered on TableName.
+  Result<std::vector<std::string>> ListTables(const std::string& filter = "");
+  Result<WriteResult> Execute(const Batch& batch);
+  Result<WriteResult> Insert(const std::string& table, Entity e);
+  Result<WriteResult> Update(const std::string& table, Entity e, std::string if_match = "*");
+  Result<WriteResult> Merge(const std::string& table, Entity e, std::string if_match = "*");
+  Result<WriteResult> Delete(const std::string& table, std::string pk, std::string rk,
+                             std::string if_match = "*");
+  Result<WriteResult> InsertOrReplace(const std::string& table, Entity e);
+  Result<WriteResult> InsertOrMerge(const std::string& table, Entity e);
+  Result<Entity> Get(const std::string& table, const std::string& pk, const std::string& rk,
+                     const std::vector<std::string>& select = {});
+  // One page; pass the previous reply's continuation to get the next.
+  Result<wire::QueryReply> QueryPage(const QueryOptions& q,
+                                     const std::optional<std::pair<std::string, std::string>>& next = {});
+  // Every matching entity, following continuations page by page.
+  QueryIterator Query(const QueryOptions& q);
+  Result<ChangeBatch> ReadChanges(uint64_t from_lsn, uint32_t max_records = 1000,
+                                  uint64_t max_bytes = 4 << 20);
+
+  // ---- pipelined calls ---------------------------------------------------
+  // Sends now; `done` runs from Poll()/Drain() when the final reply arrives
+  // (after retries) or the request fails. The request's id is assigned here.
+  void Send(wire::Request request, ReplyCallback done);
+  // Receives and dispatches replies for up to `wait` (returns early once at
+  // least one request completed). Handles back-off timers and time-outs.
+  void Poll(std::chrono::milliseconds wait);
+  // Polls until no request is pending.
+  void Drain();
+  size_t pending() const { return pending_.size(); }
+
+  // Raw access for tests of the protocol itself: sends one frame as is and
+  // returns the next reply frame (no retries, no id matching).
+  Result<std::string> RawRoundTrip(const std::string& frame);
+
+  const ClientOptions& options() const { return options_; }
+
+ private:
+  struct Pending {
+    wire::Request request;
+    std::string frame;
+    ReplyCallback done;
+    int attempts = 0;
+    std::chrono::steady_clock::time_point deadline;   // of the current attempt
+    std::chrono::steady_clock::time_point resend_at;  // when backing off
+    bool waiting_to_resend = false;
+  };
+
+  explicit Client(const ClientOptions& options);
+  Status Call(wire::Request request, std::string* body);
+  void Transmit(Pending& p);
+  void Finish(uint64_t id, const Status& s, std::string_view body);
+  void ScheduleRetry(uint64_t id, Pending& p);
+  void OnFrame(std::string_view frame);
+  void CheckTimers();
+  Result<WriteResult> WriteOne(const std::string& table, OpKind kind, Entity e,
+                               std::string if_match);
+
+  ClientOptions options_;
+  std::unique_ptr<zmq::context_t> ctx_;
+  std::unique_ptr<zmq::socket_t> socket_;
+  uint64_t next_id_ = 1;
+  std::map<uint64_t, Pending> pending_;
+  size_t completed_ = 0;
+  std::mt19937_64 rng_{std::random_device{}()};
+};
+
+// Iterates all entities of a query; fetches pages lazily.
+class QueryIterator {
+ public:
+  QueryIterator(Client* client, QueryOptions q) : client_(client), q_(std::move(q)) {}
+  // Next entity into *out; false at the end or on error (see status()).
+  bool Next(Entity* out);
+  const Status& status() const { return status_; }
+  size_t pages() const { return pages_; }
+
+ private:
+  Client* client_;
+  QueryOptions q_;
+  std::vector<Entity> page_;
+  size_t pos_ = 0;
+  std::optional<std::pair<std::string, std::string>> next_;
+  bool started_ = false, done_ = false;
+  size_t pages_ = 0;
+  Status status_;
+};
+
+}  // namespace sidetable::client

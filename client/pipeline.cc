@@ -1,0 +1,163 @@
+// The pipelining machinery: ids, sending, receiving, time-outs and retries.
+#include <zmq.hpp>
+
+#include <algorithm>
+#include <thread>
+
+#include "client/client.h"
+
+namespace sidetable::client {
+
+using Clock = std::chrono::steady_clock;
+
+Client::Client(const ClientOptions& options) : options_(options) {}
+
+Client::~Client() {
+  if (socket_) socket_->close();
+}
+
+Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
+  if (options.max_attempts < 1) return Status(Code::kInvalidInput, "max_attempts must be >= 1");
+  std::unique_ptr<Client> c(new Client(options));
+  c->ctx_ = std::make_unique<zmq::context_t>(1);
+  c->socket_ = std::make_unique<zmq::socket_t>(*c->ctx_, zmq::socket_type::dealer);
+  c->socket_->set(zmq::sockopt::linger, 0);
+  c->socket_->set(zmq::sockopt::sndhwm, 0);
+  c->socket_->set(zmq::sockopt::rcvhwm, 0);
+  try {
+    c->socket_->connect(options.endpoint);
+  } catch (const zmq::error_t& e) {
+    return Status(Code::kInvalidInput, "cannot connect to " + options.endpoint + ": " + e.what());
+  }
+  return c;
+}
+
+void Client::Transmit(Pending& p) {
+  p.attempts++;
+  p.waiting_to_resend = false;
+  p.deadline = Clock::now() + options_.timeout;
+  socket_->send(zmq::buffer(p.frame), zmq::send_flags::none);
+}
+
+void Client::Send(wire::Request request, ReplyCallback done) {
+  if (request.caller.empty()) request.caller = options_.caller;
+  const uint64_t id = next_id_++;
+  request.id = id;
+  Pending& p = pending_[id];
+  p.request = std::move(request);
+  wire::EncodeRequest(p.request, &p.frame);
+  p.done = std::move(done);
+  Transmit(p);
+}
+
+void Client::Finish(uint64_t id, const Status& s, std::string_view body) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  ReplyCallback done = std::move(it->second.done);
+  pending_.erase(it);
+  completed_++;
+  if (done) done(s, body);
+}
+
+void Client::ScheduleRetry(uint64_t id, Pending& p) {
+  // Exponential back-off with full jitter: uniform in [0, min(max, initial * 2^n)].
+  const int64_t cap = std::min<int64_t>(options_.backoff_max.count(),
+                                        options_.backoff_initial.count() << std::min(p.attempts, 20));
+  std::uniform_int_distribution<int64_t> dist(0, std::max<int64_t>(cap, 1));
+  p.resend_at = Clock::now() + std::chrono::milliseconds(dist(rng_));
+  p.waiting_to_resend = true;
+  // A fresh id for the new attempt: a late reply to the old one is ignored.
+  Pending moved = std::move(p);
+  pending_.erase(id);
+  const uint64_t new_id = next_id_++;
+  moved.request.id = new_id;
+  moved.frame.clear();
+  wire::EncodeRequest(moved.request, &moved.frame);
+  pending_.emplace(new_id, std::move(moved));
+}
+
+void Client::OnFrame(std::string_view frame) {
+  wire::Header h;
+  std::string_view body;
+  Status s = wire::DecodeReply(frame, &h, &body);
+  auto it = pending_.find(h.request_id);
+  if (it == pending_.end()) return;  // a reply to an attempt we gave up on
+  if (s.code() == Code::kServerBusy && it->second.attempts < options_.max_attempts) {
+    ScheduleRetry(h.request_id, it->second);
+    return;
+  }
+  Finish(h.request_id, s, body);
+}
+
+void Client::CheckTimers() {
+  const auto now = Clock::now();
+  std::vector<uint64_t> expired, resend;
+  for (auto& [id, p] : pending_) {
+    if (p.waiting_to_resend) {
+      if (now >= p.resend_at) resend.push_back(id);
+    } else if (now >= p.deadline) {
+      expired.push_back(id);
+    }
+  }
+  for (uint64_t id : resend) Transmit(pending_[id]);
+  for (uint64_t id : expired) {
+    Pending& p = pending_[id];
+    if (p.attempts < options_.max_attempts) {
+      ScheduleRetry(id, p);
+    } else {
+      Finish(id, Status(Code::kUnavailable, "no reply from " + options_.endpoint + " after " +
+                                                std::to_string(p.attempts) + " attempt(s)"),
+             {});
+    }
+  }
+}
+
+void Client::Poll(std::chrono::milliseconds wait) {
+  const size_t done_before = completed_;
+  const auto until = Clock::now() + wait;
+  for (;;) {
+    // Sleep no longer than the nearest timer.
+    auto next = until;
+    for (const auto& [id, p] : pending_) next = std::min(next, p.waiting_to_resend ? p.resend_at : p.deadline);
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count();
+    zmq::pollitem_t item = {socket_->handle(), 0, ZMQ_POLLIN, 0};
+    int rc = zmq_poll(&item, 1, static_cast<long>(std::max<int64_t>(ms, 0)));
+    if (rc > 0 && (item.revents & ZMQ_POLLIN)) {
+      zmq::message_t m;
+      while (socket_->recv(m, zmq::recv_flags::dontwait)) {
+        OnFrame(std::string_view(static_cast<const char*>(m.data()), m.size()));
+      }
+    }
+    CheckTimers();
+    if (completed_ != done_before || pending_.empty() || Clock::now() >= until) return;
+  }
+}
+
+void Client::Drain() {
+  while (!pending_.empty()) Poll(std::chrono::milliseconds(100));
+}
+
+Status Client::Call(wire::Request request, std::string* body) {
+  Status result(Code::kInternal, "no reply");
+  bool done = false;
+  Send(std::move(request), [&](const Status& s, std::string_view b) {
+    result = s;
+    body->assign(b);
+    done = true;
+  });
+  while (!done) Poll(std::chrono::milliseconds(100));
+  return result;
+}
+
+Result<std::string> Client::RawRoundTrip(const std::string& frame) {
+  socket_->send(zmq::buffer(frame), zmq::send_flags::none);
+  zmq::pollitem_t item = {socket_->handle(), 0, ZMQ_POLLIN, 0};
+  if (zmq_poll(&item, 1, static_cast<long>(options_.timeout.count())) <= 0) {
+    return Status(Code::kUnavailable, "no reply");
+  }
+  zmq::message_t m;
+  if (!socket_->recv(m, zmq::recv_flags::none)) return Status(Code::kUnavailable, "no reply");
+  return m.to_string();
+}
+
+}  // namespace sidetable::client

@@ -1,0 +1,163 @@
+// Every operation and error code through the real binary and the C++ client.
+#include <gtest/gtest.h>
+
+#include "tests/sidecar/e2e_fixture.h"
+
+namespace sidetable {
+namespace {
+
+using client::EntityBuilder;
+using testing::SidecarTest;
+
+TEST_F(SidecarTest, PingReportsVersionAndLsn) {
+  auto p = client_->Ping();
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->version, 1);
+  EXPECT_EQ(p->last_lsn, 0u);
+}
+
+TEST_F(SidecarTest, TablesLifecycle) {
+  ASSERT_TRUE(client_->CreateTable("People").ok());
+  ASSERT_TRUE(client_->CreateTable("Orders").ok());
+  EXPECT_EQ(client_->CreateTable("people").code(), Code::kTableAlreadyExists);
+  EXPECT_EQ(client_->CreateTable("1bad").code(), Code::kInvalidInput);
+  auto all = client_->ListTables();
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(*all, (std::vector<std::string>{"Orders", "People"}));
+  auto some = client_->ListTables("TableName ge 'P'");
+  ASSERT_TRUE(some.ok());
+  EXPECT_EQ(*some, (std::vector<std::string>{"People"}));
+  ASSERT_TRUE(client_->DeleteTable("Orders").ok());
+  EXPECT_EQ(client_->DeleteTable("Orders").code(), Code::kTableNotFound);
+}
+
+TEST_F(SidecarTest, EntityOperationsAndConditions) {
+  ASSERT_TRUE(client_->CreateTable("People").ok());
+  Entity e = EntityBuilder("Sales", "1")
+                 .String("Name", "Ana")
+                 .Int64("Big", INT64_MIN)
+                 .DateTime("Hired", "2019-05-20T09:00:00.1234567Z")
+                 .Guid("Id", *ParseGuid("c9da6455-213d-42c9-9a79-3e9149a57833"))
+                 .Binary("Raw", std::string("\0\x01", 2))
+                 .Double("Score", 0.1)
+                 .Boolean("Active", true)
+                 .Build();
+  auto w = client_->Insert("People", e);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  auto got = client_->Get("People", "Sales", "1");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->properties, e.properties);  // every Edm type exact over the wire
+  EXPECT_EQ(got->etag, w->etags[0]);
+  EXPECT_EQ(got->timestamp, w->timestamp);
+
+  EXPECT_EQ(client_->Insert("People", e).status().code(), Code::kEntityAlreadyExists);
+  auto m = client_->Merge("People", EntityBuilder("Sales", "1").Int32("Age", 30).Build(), w->etags[0]);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(client_->Update("People", e, w->etags[0]).status().code(), Code::kUpdateConditionNotSatisfied);
+  EXPECT_EQ(client_->Delete("People", "Sales", "1", w->etags[0]).status().code(),
+            Code::kUpdateConditionNotSatisfied);
+  auto merged = client_->Get("People", "Sales", "1", {"Age", "Name"});
+  ASSERT_TRUE(merged.ok());
+  EXPECT_EQ(merged->properties.size(), 2u);
+  ASSERT_TRUE(client_->Update("People", e, m->etags[0]).ok());
+  ASSERT_TRUE(client_->InsertOrReplace("People", Person("Sales", "2", 5)).ok());
+  ASSERT_TRUE(client_->InsertOrMerge("People", Person("Sales", "2", 6)).ok());
+  ASSERT_TRUE(client_->Delete("People", "Sales", "2").ok());
+  EXPECT_EQ(client_->Get("People", "Sales", "2").status().code(), Code::kResourceNotFound);
+  EXPECT_EQ(client_->Update("People", Person("Sales", "9", 1)).status().code(), Code::kResourceNotFound);
+  EXPECT_EQ(client_->Get("Nope", "a", "b").status().code(), Code::kTableNotFound);
+  EXPECT_EQ(client_->Insert("People", Person("a/b", "1", 1)).status().code(), Code::kOutOfRangeInput);
+  EXPECT_EQ(client_->Insert("People", Person(std::string(600, 'k'), "1", 1)).status().code(),
+            Code::kKeyValueTooLarge);
+  Entity big = Person("Sales", "big", 1);
+  big.Set("Blob", Value::Binary(std::string(70000, 'x')));
+  EXPECT_EQ(client_->Insert("People", big).status().code(), Code::kPropertyValueTooLarge);
+}
+
+TEST_F(SidecarTest, BatchIsAtomicAndNamesTheFailingOperation) {
+  ASSERT_TRUE(client_->CreateTable("People").ok());
+  ASSERT_TRUE(client_->Insert("People", Person("p", "r3", 1)).ok());
+  Batch b("People");
+  for (int i = 0; i < 5; i++) b.Insert(Person("p", "r" + std::to_string(i), i));
+  auto w = client_->Execute(b);
+  EXPECT_EQ(w.status().code(), Code::kEntityAlreadyExists);
+  EXPECT_EQ(w.status().op_index(), 3);
+  EXPECT_EQ(client_->Get("People", "p", "r0").status().code(), Code::kResourceNotFound);
+  Batch dup("People");
+  dup.Insert(Person("p", "x", 1)).Insert(Person("p", "x", 2));
+  EXPECT_EQ(client_->Execute(dup).status().code(), Code::kInvalidDuplicateRow);
+  Batch ok("People");
+  for (int i = 10; i < 110; i++) ok.Insert(Person("p", "r" + std::to_string(i), i));
+  auto good = client_->Execute(ok);
+  ASSERT_TRUE(good.ok()) << good.status().ToString();
+  EXPECT_EQ(good->etags.size(), 100u);
+}
+
+TEST_F(SidecarTest, QueryPagesFollowContinuations) {
+  ASSERT_TRUE(client_->CreateTable("People").ok());
+  for (int p = 0; p < 3; p++) {
+    Batch b("People");
+    for (int i = 0; i < 50; i++) b.Insert(Person("p" + std::to_string(p), "r" + std::to_string(100 + i), i));
+    ASSERT_TRUE(client_->Execute(b).ok());
+  }
+  auto page = client_->QueryPage({.table = "People", .filter = "PartitionKey eq 'p1' and Age ge 40", .top = 4});
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->plan, "partition-scan");
+  EXPECT_EQ(page->entities.size(), 4u);
+  ASSERT_TRUE(page->next_pk.has_value());
+
+  auto it = client_->Query({.table = "People", .filter = "Age lt 10", .select = {"Age"}, .top = 7});
+  Entity e;
+  int n = 0;
+  while (it.Next(&e)) {
+    EXPECT_LT(e.Find("Age")->as_int32(), 10);
+    EXPECT_EQ(e.properties.size(), 1u);
+    n++;
+  }
+  EXPECT_TRUE(it.status().ok()) << it.status().ToString();
+  EXPECT_EQ(n, 30);
+  EXPECT_GE(it.pages(), 5u);
+  auto bad = client_->QueryPage({.table = "People", .filter = "Age gt"});
+  EXPECT_EQ(bad.status().code(), Code::kInvalidInput);
+  EXPECT_EQ(client_->QueryPage({.table = "People", .top = 5000}).status().code(), Code::kInvalidInput);
+}
+
+TEST_F(SidecarTest, ReadChangesShowsCallerAndImages) {
+  client::ClientOptions o;
+  o.endpoint = server_->endpoint();
+  o.caller = "hr-app";
+  auto c = client::Client::Connect(o);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE((*c)->CreateTable("People").ok());
+  ASSERT_TRUE((*c)->Insert("People", Person("p", "r", 1)).ok());
+  ASSERT_TRUE((*c)->Merge("People", Person("p", "r", 2)).ok());
+  auto changes = client_->ReadChanges(1, 100);
+  ASSERT_TRUE(changes.ok()) << changes.status().ToString();
+  ASSERT_EQ(changes->records.size(), 3u);
+  EXPECT_EQ(changes->records[0].kind, ChangeKind::kTableCreated);
+  const ChangeRecord& merge = changes->records[2];
+  EXPECT_EQ(merge.caller, "hr-app");
+  ASSERT_EQ(merge.ops.size(), 1u);
+  EXPECT_EQ(merge.ops[0].before->Find("Age")->as_int32(), 1);
+  EXPECT_EQ(merge.ops[0].after->Find("Age")->as_int32(), 2);
+  EXPECT_EQ(changes->last_lsn, 3u);
+  auto tail = client_->ReadChanges(3, 100);
+  ASSERT_TRUE(tail.ok());
+  EXPECT_EQ(tail->records.size(), 1u);
+}
+
+TEST_F(SidecarTest, DataSurvivesRestart) {
+  ASSERT_TRUE(client_->CreateTable("People").ok());
+  auto w = client_->Insert("People", Person("p", "r", 7));
+  ASSERT_TRUE(w.ok());
+  client_.reset();
+  ASSERT_EQ(server_->Stop(), 0);
+  ASSERT_TRUE(server_->Start()) << server_->Log();
+  client_ = Connect();
+  auto e = client_->Get("People", "p", "r");
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(e->etag, w->etags[0]);
+}
+
+}  // namespace
+}  // namespace sidetable

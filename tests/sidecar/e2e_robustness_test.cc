@@ -1,0 +1,281 @@
+// Pipelining, overload, shutdown under load, bad input, health and metrics.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <set>
+#include <zmq.hpp>
+
+#include "tests/sidecar/e2e_fixture.h"
+
+namespace sidetable {
+namespace {
+
+using testing::SidecarTest;
+
+wire::Request WriteOf(const std::string& table, Entity e) {
+  wire::Request r;
+  r.op = wire::Op::kWrite;
+  r.table = table;
+  r.ops.push_back({OpKind::kInsert, std::move(e), ""});
+  return r;
+}
+
+// A slow table scan goes out first, then fast pings: the pings are answered
+// while the scan still runs, so replies arrive out of order and each one must
+// still reach its own callback.
+TEST_F(SidecarTest, PipelinedRepliesComeBackOutOfOrderAndMatch) {
+  ASSERT_TRUE(client_->CreateTable("Big").ok());
+  for (int b = 0; b < 200; b++) {
+    Batch batch("Big");
+    for (int i = 0; i < 100; i++) batch.Insert(Person("p" + std::to_string(b), "r" + std::to_string(i), i));
+    ASSERT_TRUE(client_->Execute(batch).ok());
+  }
+  std::vector<int> completion_order;
+  wire::Request scan;
+  scan.op = wire::Op::kQuery;
+  scan.table = "Big";
+  scan.filter = "Age eq -1";  // examines every entity, matches none
+  client_->Send(scan, [&](const Status& s, std::string_view body) {
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    wire::QueryReply q;
+    EXPECT_TRUE(wire::DecodeQuery(body, &q).ok());
+    EXPECT_EQ(q.examined, 20000u);
+    completion_order.push_back(-1);
+  });
+  for (int i = 0; i < 50; i++) {
+    wire::Request get;
+    get.op = wire::Op::kGet;
+    get.table = "Big";
+    get.pk = "p" + std::to_string(i);
+    get.rk = "r" + std::to_string(i % 100);
+    client_->Send(get, [&, i](const Status& s, std::string_view body) {
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      Entity e;
+      ASSERT_TRUE(wire::DecodeEntityReply(body, &e).ok());
+      EXPECT_EQ(e.partition_key, "p" + std::to_string(i));  // matched by id, not by order
+      EXPECT_EQ(e.Find("Age")->as_int32(), i % 100);
+      completion_order.push_back(i);
+    });
+  }
+  client_->Drain();
+  ASSERT_EQ(completion_order.size(), 51u);
+  EXPECT_NE(completion_order.front(), -1) << "the slow scan was answered first";
+}
+
+class TinyQueueTest : public SidecarTest {
+ protected:
+  std::vector<std::string> ServerArgs() override {
+    return {"--durability", "fsync", "--workers", "1", "--queue-depth", "1"};
+  }
+};
+
+// With one worker and a queue of one, a burst of pipelined writes must get
+// ServerBusy for most of them at once, and a busy request is never executed.
+TEST_F(TinyQueueTest, OverloadAnswersServerBusyAndBusyMeansNotWritten) {
+  ASSERT_TRUE(client_->CreateTable("Load").ok());
+  auto once = Connect(/*max_attempts=*/1);
+  std::set<int> acked, busy;
+  for (int i = 0; i < 300; i++) {
+    once->Send(WriteOf("Load", Person("p" + std::to_string(i % 7), std::to_string(i), i)),
+               [&, i](const Status& s, std::string_view) {
+                 if (s.ok()) acked.insert(i);
+                 else if (s.code() == Code::kServerBusy) busy.insert(i);
+                 else ADD_FAILURE() << s.ToString();
+               });
+  }
+  once->Drain();
+  EXPECT_EQ(acked.size() + busy.size(), 300u);
+  EXPECT_GT(busy.size(), 0u);
+  EXPECT_GT(acked.size(), 0u);
+  for (int i = 0; i < 300; i++) {
+    auto e = client_->Get("Load", "p" + std::to_string(i % 7), std::to_string(i));
+    if (acked.count(i)) {
+      EXPECT_TRUE(e.ok()) << i;
+    } else {
+      EXPECT_EQ(e.status().code(), Code::kResourceNotFound) << i;
+    }
+  }
+  // With retries (back-off and jitter) every write gets through.
+  auto patient = Connect(/*max_attempts=*/1000);
+  int ok = 0;
+  for (int i = 0; i < 100; i++) {
+    patient->Send(WriteOf("Load", Person("q", std::to_string(i), i)),
+                  [&](const Status& s, std::string_view) { ok += s.ok(); });
+  }
+  patient->Drain();
+  EXPECT_EQ(ok, 100);
+}
+
+// SIGTERM while writes stream in: the server stops taking requests, finishes
+// and answers the ones it accepted, exits 0, and after a restart every
+// acknowledged write is there.
+TEST_F(SidecarTest, SigtermUnderLoadLosesNothingAcknowledged) {
+  ASSERT_TRUE(client_->CreateTable("Load").ok());
+  auto writer = Connect(/*max_attempts=*/1);
+  std::set<int> acked;
+  int answered = 0;
+  int sent = 0;
+  bool stopped = false;
+  for (int round = 0; round < 400 && !stopped; round++) {
+    for (int k = 0; k < 20; k++, sent++) {
+      writer->Send(WriteOf("Load", Person("p" + std::to_string(sent % 13), std::to_string(sent), sent)),
+                   [&, id = sent](const Status& s, std::string_view) {
+                     answered++;
+                     if (s.ok()) acked.insert(id);
+                   });
+    }
+    writer->Poll(std::chrono::milliseconds(1));
+    if (acked.size() > 500 && !stopped) {
+      kill(server_->pid(), SIGTERM);
+      stopped = true;
+    }
+  }
+  ASSERT_TRUE(stopped);
+  // Everything still pending either gets its reply or times out (max_attempts 1).
+  writer->Drain();
+  EXPECT_EQ(answered, sent);
+  EXPECT_EQ(server_->Stop(), 0) << server_->Log();
+  ASSERT_TRUE(server_->Start()) << server_->Log();
+  client_ = Connect();
+  for (int id : acked) {
+    ASSERT_TRUE(client_->Get("Load", "p" + std::to_string(id % 13), std::to_string(id)).ok()) << id;
+  }
+}
+
+TEST_F(SidecarTest, BadFramesGetErrorsAndTheServerKeepsServing) {
+  auto lsn_before = client_->Ping()->last_lsn;
+  auto raw = Connect();
+  auto status_of = [&](const std::string& frame) {
+    auto reply = raw->RawRoundTrip(frame);
+    EXPECT_TRUE(reply.ok());
+    wire::Header h;
+    std::string_view body;
+    Status s = wire::DecodeReply(*reply, &h, &body);
+    return std::make_pair(h.status, s.code());
+  };
+  std::string header;
+  wire::AppendHeader(&header, wire::Header{1, 5, 0, 77});
+  EXPECT_EQ(status_of("xx"), std::make_pair(uint16_t{400}, Code::kInvalidInput));
+  std::string v9;
+  wire::AppendHeader(&v9, wire::Header{9, 1, 0, 1});
+  EXPECT_EQ(status_of(v9 + "\x80"), std::make_pair(uint16_t{400}, Code::kInvalidInput));
+  std::string op42;
+  wire::AppendHeader(&op42, wire::Header{1, 42, 0, 1});
+  EXPECT_EQ(status_of(op42 + "\x80"), std::make_pair(uint16_t{400}, Code::kInvalidInput));
+  EXPECT_EQ(status_of(header + "garbage"), std::make_pair(uint16_t{400}, Code::kInvalidInput));
+  // Over max_request_bytes (6 MiB by default): 413.
+  EXPECT_EQ(status_of(header + std::string(7 << 20, 'x')),
+            std::make_pair(uint16_t{413}, Code::kRequestBodyTooLarge));
+  // A message of three non-delimiter frames has no request id: dropped.
+  {
+    zmq::context_t ctx;
+    zmq::socket_t s(ctx, zmq::socket_type::dealer);
+    s.set(zmq::sockopt::linger, 0);
+    s.connect(server_->endpoint());
+    s.send(zmq::str_buffer("a"), zmq::send_flags::sndmore);
+    s.send(zmq::str_buffer("b"), zmq::send_flags::sndmore);
+    s.send(zmq::str_buffer("c"), zmq::send_flags::none);
+  }
+  // Still serving, nothing written.
+  auto p = client_->Ping();
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->last_lsn, lsn_before);
+}
+
+TEST_F(SidecarTest, HealthAndMetricsOverHttp) {
+  ASSERT_TRUE(client_->CreateTable("People").ok());
+  ASSERT_TRUE(client_->Insert("People", Person("p", "r", 1)).ok());
+  EXPECT_EQ(client_->Insert("People", Person("p", "r", 1)).status().code(), Code::kEntityAlreadyExists);
+  auto colon = server_->http().rfind(':');
+  httplib::Client http(server_->http().substr(0, colon), std::stoi(server_->http().substr(colon + 1)));
+  auto health = http.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_NE(health->body.find("\"status\":\"ok\""), std::string::npos);
+  EXPECT_NE(health->body.find("\"lsn\":2"), std::string::npos) << health->body;
+  auto metrics = http.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  const std::string& m = metrics->body;
+  EXPECT_NE(m.find("sidetable_requests_total{op=\"Write\"} 2"), std::string::npos) << m;
+  EXPECT_NE(m.find("sidetable_errors_total{code=\"EntityAlreadyExists\"} 1"), std::string::npos);
+  EXPECT_NE(m.find("sidetable_table_operations_total{table=\"People\"} 1"), std::string::npos);
+  EXPECT_NE(m.find("sidetable_changelog_lsn 2"), std::string::npos);
+  EXPECT_NE(m.find("sidetable_request_duration_seconds_bucket{op=\"Write\",le=\"+Inf\"} 2"),
+            std::string::npos);
+}
+
+class IpcTest : public SidecarTest {
+ protected:
+  std::vector<std::string> ServerArgs() override {
+    return {"--durability", "os", "--listen", "ipc://" + dir_.Sub("s.sock"), "--listen",
+            "tcp://127.0.0.1:*"};
+  }
+};
+
+TEST_F(IpcTest, ServesOnIpcAndTcpAtOnce) {
+  ASSERT_EQ(server_->endpoints().size(), 2u);
+  client::ClientOptions o;
+  o.endpoint = "ipc://" + dir_.Sub("s.sock");
+  auto ipc = client::Client::Connect(o);
+  ASSERT_TRUE(ipc.ok());
+  ASSERT_TRUE((*ipc)->CreateTable("Viaipc").ok());
+  auto tables = client_->ListTables();  // the tcp client sees it
+  ASSERT_TRUE(tables.ok());
+  EXPECT_EQ(*tables, (std::vector<std::string>{"Viaipc"}));
+}
+
+TEST(SidecarConfig, BadConfigurationFailsFastWithTheKey) {
+  testing::TempDir dir;
+  std::string cfg = dir.Sub("bad.yaml");
+  {
+    std::ofstream out(cfg);
+    out << "storage:\n  durability: sometimes\n";
+  }
+  std::string cmd = std::string(SIDETABLE_BIN) + " --config " + cfg + " > " + dir.Sub("out") + " 2>&1";
+  int rc = std::system(cmd.c_str());
+  EXPECT_EQ(WEXITSTATUS(rc), 2);
+  std::ifstream in(dir.Sub("out"));
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(text.find("storage.durability"), std::string::npos) << text;
+  {
+    std::ofstream out(cfg);
+    out << "sidecar:\n  workers: 0\n";
+  }
+  rc = std::system(cmd.c_str());
+  EXPECT_EQ(WEXITSTATUS(rc), 2);
+  {
+    std::ofstream out(cfg);
+    out << "unknown_section:\n  x: 1\n";
+  }
+  rc = std::system(cmd.c_str());
+  EXPECT_EQ(WEXITSTATUS(rc), 2);
+}
+
+class JsonLogTest : public SidecarTest {
+ protected:
+  std::vector<std::string> ServerArgs() override {
+    return {"--durability", "os", "--log-format", "json", "--log-level", "debug"};
+  }
+};
+
+TEST_F(JsonLogTest, EveryLineIsAJsonObjectWithARequestId) {
+  ASSERT_TRUE(client_->CreateTable("Quote").ok());
+  EXPECT_FALSE(client_->Get("Quote", "a\"b", "c").ok());
+  std::string log = server_->Log();
+  std::istringstream lines(log);
+  std::string line;
+  int n = 0, with_request = 0;
+  while (std::getline(lines, line)) {
+    if (line.empty()) continue;
+    n++;
+    EXPECT_EQ(line.front(), '{') << line;
+    EXPECT_EQ(line.back(), '}') << line;
+    EXPECT_NE(line.find("\"level\":"), std::string::npos);
+    if (line.find("req ") != std::string::npos) with_request++;
+  }
+  EXPECT_GT(n, 2);
+  EXPECT_GE(with_request, 2);
+}
+
+}  // namespace
+}  // namespace sidetable
