@@ -246,3 +246,39 @@ TEST(Wire, RandomBytesNeverCrash) {
 
 }  // namespace
 }  // namespace sidetable::wire
+
+// The request fuzz target's entry point, on its seed corpus and mutations of
+// it, in the normal suite (the libFuzzer run is scripts/fuzz.sh).
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+
+#include <filesystem>
+#include <fstream>
+
+namespace sidetable::wire {
+namespace {
+
+TEST(RequestFuzzReplay, SeedsAndMutationsNeverCrash) {
+  std::vector<std::string> seeds;
+  for (const auto& f : std::filesystem::directory_iterator(ST_REQUEST_CORPUS_DIR)) {
+    std::ifstream in(f.path(), std::ios::binary);
+    seeds.emplace_back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  ASSERT_GE(seeds.size(), 7u);
+  std::mt19937 rng(4);
+  size_t accepted = 0;
+  for (const auto& seed : seeds) {
+    Request r;
+    ASSERT_TRUE(DecodeRequest(seed, &r).ok()) << "seed must be valid";
+    for (int i = 0; i < 3000; i++) {
+      std::string f = seed;
+      for (int k = 0; k < 1 + static_cast<int>(rng() % 3); k++) f[rng() % f.size()] = static_cast<char>(rng());
+      LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(f.data()), f.size());
+      Request out;
+      accepted += DecodeRequest(f, &out).ok();
+    }
+  }
+  EXPECT_GT(accepted, 0u);
+}
+
+}  // namespace
+}  // namespace sidetable::wire
