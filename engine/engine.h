@@ -148,6 +148,12 @@ class Engine {
 
   EngineStats Stats() const;
 
+  // ---- small durable settings of the layers above (e.g. the change-stream
+  // publisher's watermark). Keys are namespaced apart from the catalog.
+  Status PutSetting(std::string_view key, std::string_view value);
+  // nullopt when absent.
+  Result<std::optional<std::string>> GetSetting(std::string_view key) const;
+
   class Impl;
 
  private:

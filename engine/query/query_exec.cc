@@ -153,13 +153,18 @@ Result<TablePage> QueryTables(const Engine& engine, const TableQuery& q) {
   if (!parsed.ok()) return parsed.status();
   const FilterNode* filter = parsed->get();
   const size_t limit = static_cast<size_t>(q.top.value_or(kMaxPageSize));
+  std::optional<std::string> next;
+  if (q.next_table_name) {
+    next = *q.next_table_name;
+    for (auto& c : *next) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
   TablePage page;
   for (TableInfo& t : engine.ListTables()) {
     // Table names compare case-insensitively, so pages follow the catalog's
     // lower-case order and the continuation is a lower-case name.
     std::string lower = t.name;
     for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (q.next_table_name && lower < *q.next_table_name) continue;
+    if (next && lower < *next) continue;
     if (filter) {
       Entity row;
       row.Set("TableName", Value::String(t.name));

@@ -67,6 +67,11 @@ Status ReadOperation(msgpack::Reader& r, Operation* op, size_t index) {
 }
 
 Status ReadField(msgpack::Reader& r, std::string_view key, Request* q) {
+  // Many MessagePack libraries send nil for "no value": treat it as absent.
+  if (r.Peek() == msgpack::Kind::kNil) {
+    r.Nil();
+    return Status::OK();
+  }
   if (key == "table") return ReadString(r, key, &q->table);
   if (key == "caller") return ReadString(r, key, &q->caller);
   if (key == "pk") return ReadString(r, key, &q->pk);

@@ -171,6 +171,22 @@ TEST(Wire, MalformedRequestsAreInvalidInput) {
   EXPECT_EQ(DecodeBytes(HeaderBytes(1, 1) + "\x81\xA5table\x05").code(), Code::kInvalidInput);
   EXPECT_EQ(DecodeBytes(HeaderBytes(1, 2) + "\x80").code(), Code::kInvalidInput);  // no table
   EXPECT_TRUE(DecodeBytes(HeaderBytes(1, 1) + "\x80").ok());  // a valid Ping
+  // nil means "absent" for any field: {"filter": nil, "top": nil} is a plain query.
+  {
+    std::string f = HeaderBytes(1, 7);
+    msgpack::Writer w(&f);
+    w.MapHeader(3);
+    w.Str("table");
+    w.Str("Tbl");
+    w.Str("filter");
+    w.Nil();
+    w.Str("top");
+    w.Nil();
+    Request r;
+    ASSERT_TRUE(DecodeRequest(f, &r).ok());
+    EXPECT_TRUE(r.filter.empty());
+    EXPECT_FALSE(r.top.has_value());
+  }
   // Unknown fields are skipped.
   EXPECT_TRUE(DecodeBytes(HeaderBytes(1, 1) + "\x81\xA3new\x92\x01\x02").ok());
 }

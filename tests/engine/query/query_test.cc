@@ -261,6 +261,11 @@ TEST_F(QueryTest, ListTablesWithFilterAndPaging) {
     q.next_table_name = page->next_table_name;
   }
   EXPECT_EQ(paged, (std::vector<std::string>{"alpha", "Beta", "Delta", "epsilon", "gamma", "Tbl"}));
+  // A continuation is case-insensitive like table names.
+  auto from_upper = QueryTables(*engine_, {.next_table_name = "GAMMA"});
+  ASSERT_TRUE(from_upper.ok());
+  ASSERT_EQ(from_upper->tables.size(), 2u);
+  EXPECT_EQ(from_upper->tables[0].name, "gamma");
   EXPECT_EQ(QueryTables(*engine_, {.filter = "TableName eq"}).status().code(), Code::kInvalidInput);
   EXPECT_EQ(QueryTables(*engine_, {.top = 0}).status().code(), Code::kInvalidInput);
 }

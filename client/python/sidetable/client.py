@@ -1,0 +1,634 @@
+"""The sidetable client: a ZeroMQ DEALER socket speaking protocol version 1.
+
+One :class:`Client` owns one socket and is not thread-safe: use one client
+per thread.  Every call can be made synchronously (``client.insert(...)``) or
+pipelined (``h = client.send("insert", ...)`` then ``h.result()`` or
+``client.gather(handles)``); synchronous calls are pipelined calls that wait
+at once.  Replies are matched to requests by request id, so they may arrive in
+any order.
+"""
+
+import heapq as _heapq
+import itertools as _itertools
+import random as _random
+import time as _time
+
+import zmq as _zmq
+
+from . import wire as _w
+from .types import Entity
+
+__all__ = ["Client", "Batch", "Handle", "SidetableError", "SidetableTimeout",
+           "WriteResult", "QueryPage", "ChangesPage"]
+
+
+class SidetableError(Exception):
+    """An error reply (any non-2xx status) or a client-side failure.
+
+    ``status`` is the HTTP-style status (``None`` for client-side errors such
+    as a time-out), ``code`` the Azure error code (``"EntityAlreadyExists"``),
+    ``message`` the server's text, ``index`` the failing operation of a
+    batch (``None`` if the server gave none).
+    """
+
+    def __init__(self, status, code, message, index=None, op=None):
+        self.status = status
+        self.code = code
+        self.message = message
+        self.index = index
+        self.op = op
+        text = "%s %s: %s" % (status if status is not None else "-", code,
+                              message)
+        if index is not None:
+            text += " (operation %d)" % index
+        Exception.__init__(self, text)
+
+
+class SidetableTimeout(SidetableError):
+    """No reply within ``timeout`` on every attempt."""
+
+    def __init__(self, message, op=None):
+        SidetableError.__init__(self, None, "Timeout", message, op=op)
+
+
+class WriteResult(object):
+    """The reply of a Write: ``lsn``, ``ts`` (:class:`DateTime`) and
+    ``etags`` (one per operation, ``""`` for deletes)."""
+
+    __slots__ = ("lsn", "ts", "etags")
+
+    def __init__(self, lsn, ts, etags):
+        self.lsn, self.ts, self.etags = lsn, ts, etags
+
+    @property
+    def etag(self):
+        """The ETag of the first (for single writes: the only) operation."""
+        return self.etags[0] if self.etags else None
+
+    def __repr__(self):
+        return "WriteResult(lsn=%r, ts=%r, etags=%r)" % (self.lsn, self.ts,
+                                                          self.etags)
+
+
+class QueryPage(object):
+    """One page of a query: ``entities``, ``continuation`` (``(npk, nrk)`` or
+    ``None`` on the last page), ``plan`` and ``examined``."""
+
+    __slots__ = ("entities", "continuation", "plan", "examined")
+
+    def __init__(self, entities, continuation, plan, examined):
+        self.entities = entities
+        self.continuation = continuation
+        self.plan = plan
+        self.examined = examined
+
+    def __repr__(self):
+        return "QueryPage(%d entities, continuation=%r, plan=%r)" % (
+            len(self.entities), self.continuation, self.plan)
+
+
+class ChangesPage(object):
+    """The reply of ReadChanges: ``records`` (dicts as in docs/protocol.md,
+    with ``before``/``after`` as :class:`Entity`), ``first`` (oldest LSN
+    kept) and ``last`` (newest committed LSN)."""
+
+    __slots__ = ("records", "first", "last")
+
+    def __init__(self, records, first, last):
+        self.records, self.first, self.last = records, first, last
+
+    def __repr__(self):
+        return "ChangesPage(%d records, first=%r, last=%r)" % (
+            len(self.records), self.first, self.last)
+
+
+# -- handles ------------------------------------------------------------------
+
+class Handle(object):
+    """A request in flight; like a future.  ``result()`` waits for it."""
+
+    __slots__ = ("_client", "op", "request_id", "_frame", "_decode",
+                 "attempt", "_waiting_resend", "_done", "_result", "_error",
+                 "status")
+
+    def __init__(self, client, op, request_id, frame, decode):
+        self._client = client
+        self.op = op
+        self.request_id = request_id
+        self._frame = frame
+        self._decode = decode
+        self.attempt = 0
+        self._waiting_resend = False
+        self._done = False
+        self._result = None
+        self._error = None
+        self.status = None
+
+    def done(self):
+        return self._done
+
+    def result(self, timeout=None):
+        """The decoded result; raises :class:`SidetableError` for an error
+        reply.  ``timeout`` bounds this wait only (``None``: wait until the
+        client's own per-attempt time-outs and retries decide)."""
+        if not self._done:
+            self._client._wait([self], timeout)
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+    def exception(self, timeout=None):
+        if not self._done:
+            self._client._wait([self], timeout)
+        return self._error
+
+    def __repr__(self):
+        state = "done" if self._done else "pending"
+        return "<Handle %s id=%d %s>" % (_w.OP_NAMES.get(self.op, self.op),
+                                         self.request_id, state)
+
+
+# -- batches ------------------------------------------------------------------
+
+class Batch(object):
+    """An entity group transaction: 1 to 100 operations on one PartitionKey
+    of one table, committed entirely or not at all by
+    :meth:`Client.execute`."""
+
+    def __init__(self, table, caller=None):
+        self.table = table
+        self.caller = caller
+        self.ops = []
+
+    def __len__(self):
+        return len(self.ops)
+
+    def _add(self, kind, entity, if_match=None, keys_only=False):
+        pk, rk, props = _w.split_entity(entity)
+        op = {"op": kind,
+              "entity": _w.encode_entity(pk, rk, None if keys_only else props)}
+        if if_match is not None:
+            op["ifMatch"] = if_match
+        self.ops.append(op)
+        return self
+
+    def insert(self, entity):
+        return self._add("Insert", entity)
+
+    def update(self, entity, if_match=None):
+        """Replace an existing entity; ``if_match`` an ETag, ``"*"`` or
+        ``None`` (unconditional)."""
+        return self._add("Update", entity, if_match)
+
+    def merge(self, entity, if_match=None):
+        return self._add("Merge", entity, if_match)
+
+    def delete(self, entity_or_pk, rk=None, if_match=None):
+        if rk is not None:
+            entity_or_pk = Entity(entity_or_pk, rk)
+        return self._add("Delete", entity_or_pk, if_match, keys_only=True)
+
+    def insert_or_replace(self, entity):
+        return self._add("InsertOrReplace", entity)
+
+    upsert = insert_or_replace
+
+    def insert_or_merge(self, entity):
+        return self._add("InsertOrMerge", entity)
+
+
+# -- decoders -----------------------------------------------------------------
+
+def _dec_none(body):
+    return None
+
+
+def _dec_body(body):
+    return body
+
+
+def _dec_write(body):
+    return WriteResult(body.get("lsn"), body.get("ts"),
+                       list(body.get("etags") or []))
+
+
+def _dec_get(body):
+    return _w.decode_entity(body.get("entity"))
+
+
+def _dec_query(body):
+    cont = None
+    if "npk" in body or "nrk" in body:
+        cont = (body.get("npk"), body.get("nrk"))
+    return QueryPage([_w.decode_entity(e) for e in body.get("entities", [])],
+                     cont, body.get("plan"), body.get("examined"))
+
+
+def _dec_tables(body):
+    return list(body.get("tables", [])), body.get("next")
+
+
+def _dec_record(rec):
+    rec = dict(rec)
+    ops = []
+    for op in rec.get("ops") or []:
+        op = dict(op)
+        for side in ("before", "after"):
+            if side in op:
+                op[side] = _w.decode_entity(op[side])
+        ops.append(op)
+    rec["ops"] = ops
+    return rec
+
+
+def _dec_changes(body):
+    return ChangesPage([_dec_record(r) for r in body.get("records", [])],
+                       body.get("first"), body.get("last"))
+
+
+# -- the client ---------------------------------------------------------------
+
+class Client(object):
+    """A connection to one sidetable sidecar.
+
+    ``endpoint``: a ZeroMQ address such as ``tcp://127.0.0.1:5555``.
+    ``timeout``: seconds to wait for each attempt's reply.
+    ``retries``: how many times a request is sent again after ServerBusy
+    (503) or a time-out, with exponential back-off (``backoff`` doubling up
+    to ``max_backoff`` seconds) and random jitter; 0 disables retries.
+    ``caller``: the identity recorded in the change log for this client's
+    writes and table operations (can be overridden per call).
+
+    A retried request keeps its request id, so a late reply to an earlier
+    attempt also completes it.  Note that a write retried after a time-out
+    may already have been applied (the first attempt may have committed): an
+    Insert can then fail with EntityAlreadyExists.
+    """
+
+    def __init__(self, endpoint, timeout=5.0, retries=5, caller=None,
+                 backoff=0.02, max_backoff=1.0, context=None):
+        self.endpoint = endpoint
+        self.timeout = float(timeout)
+        self.retries = int(retries)
+        self.caller = caller
+        self.backoff = float(backoff)
+        self.max_backoff = float(max_backoff)
+        self._own_context = context is None
+        self._ctx = context or _zmq.Context()
+        self._sock = self._ctx.socket(_zmq.DEALER)
+        self._sock.setsockopt(_zmq.LINGER, 0)
+        self._sock.setsockopt(_zmq.SNDHWM, 0)
+        self._sock.setsockopt(_zmq.RCVHWM, 0)
+        self._sock.connect(endpoint)
+        self._ids = _itertools.count(1)
+        self._pending = {}           # request id -> Handle
+        self._timers = []            # heap of (when, seq, handle, attempt, kind)
+        self._seq = _itertools.count()
+        self._rng = _random.Random()
+        # Statistics, handy for tests and monitoring.
+        self.busy_replies = 0        # 503 replies received
+        self.timeouts = 0            # attempts that timed out
+        self.resends = 0             # attempts sent again
+        self.stray_replies = 0       # replies matching no pending request
+
+    # -- life cycle --
+
+    def close(self):
+        if self._sock is not None:
+            self._sock.close(0)
+            self._sock = None
+            if self._own_context:
+                self._ctx.term()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def in_flight(self):
+        return len(self._pending)
+
+    # -- pipelining --
+
+    def send(self, name, *args, **kwargs):
+        """Start operation ``name`` (``"insert"``, ``"get"``, ``"query_page"``,
+        ``"execute"``, ...; any single-request method) and return its
+        :class:`Handle` without waiting."""
+        builder = getattr(self, "_req_" + name, None)
+        if builder is None:
+            raise ValueError("%r is not a single-request operation" % (name,))
+        return self._submit(*builder(*args, **kwargs))
+
+    def send_raw(self, op, body):
+        """Send ``body`` (a dict, encoded as is) with operation code ``op``;
+        the handle's result is the reply body."""
+        return self._submit(op, body, _dec_body)
+
+    def gather(self, handles, return_exceptions=False, timeout=None):
+        """Wait for all ``handles``; their results in order.  With
+        ``return_exceptions`` errors are returned in place instead of
+        raising the first one."""
+        handles = list(handles)
+        self._wait(handles, timeout)
+        out = []
+        for h in handles:
+            if h._error is not None:
+                if not return_exceptions:
+                    raise h._error
+                out.append(h._error)
+            else:
+                out.append(h._result)
+        return out
+
+    def _submit(self, op, body, decode):
+        if self._sock is None:
+            raise SidetableError(None, "Closed", "the client is closed", op=op)
+        rid = next(self._ids)
+        h = Handle(self, op, rid, _w.encode_request(op, rid, body), decode)
+        self._pending[rid] = h
+        self._transmit(h)
+        return h
+
+    def _transmit(self, h):
+        h.attempt += 1
+        h._waiting_resend = False
+        if h.attempt > 1:
+            self.resends += 1
+        self._sock.send(h._frame, copy=False)
+        self._push(_time.monotonic() + self.timeout, h, "deadline")
+
+    def _push(self, when, h, kind):
+        _heapq.heappush(self._timers,
+                        (when, next(self._seq), h, h.attempt, kind))
+
+    def _delay(self, attempt):
+        base = min(self.max_backoff, self.backoff * (2 ** (attempt - 1)))
+        return base * (0.5 + self._rng.random() * 0.5)   # jitter: 50..100 %
+
+    def _complete(self, h, result=None, error=None):
+        h._done = True
+        h._result = result
+        h._error = error
+        self._pending.pop(h.request_id, None)
+        h._frame = None
+
+    def _retry_or_fail(self, h, error):
+        if h.attempt <= self.retries:
+            h._waiting_resend = True
+            self._push(_time.monotonic() + self._delay(h.attempt), h, "resend")
+        else:
+            self._complete(h, error=error)
+
+    def _on_frame(self, frame):
+        try:
+            op, status, rid, body = _w.decode_reply(frame)
+        except Exception:
+            self.stray_replies += 1
+            return
+        h = self._pending.get(rid)
+        if h is None or h._done:
+            self.stray_replies += 1
+            return
+        h.status = status
+        if 200 <= status < 300:
+            try:
+                self._complete(h, result=h._decode(body))
+            except Exception as e:  # a malformed reply
+                self._complete(h, error=SidetableError(
+                    status, "ProtocolError", "cannot decode reply: %s" % e,
+                    op=h.op))
+            return
+        err = SidetableError(status, body.get("code", "Unknown"),
+                             body.get("message", ""), body.get("index"),
+                             op=h.op)
+        if status == 503:
+            self.busy_replies += 1
+            if h._waiting_resend:
+                return        # a late reply to an earlier attempt
+            self._retry_or_fail(h, err)
+        else:
+            self._complete(h, error=err)
+
+    def _on_timer(self, h, attempt, kind):
+        if h._done or attempt != h.attempt:
+            return
+        if kind == "resend":
+            if h._waiting_resend:
+                self._transmit(h)
+        elif not h._waiting_resend:        # deadline of the current attempt
+            self.timeouts += 1
+            self._retry_or_fail(h, SidetableTimeout(
+                "no reply to %s (request %d) within %.3g s after %d attempt(s)"
+                % (_w.OP_NAMES.get(h.op, h.op), h.request_id, self.timeout,
+                   h.attempt), op=h.op))
+
+    def _wait(self, handles, timeout=None):
+        limit = None if timeout is None else _time.monotonic() + timeout
+        sock = self._sock
+        todo = [h for h in handles if not h._done]
+        while todo:
+            now = _time.monotonic()
+            while self._timers and self._timers[0][0] <= now:
+                _, _, h, attempt, kind = _heapq.heappop(self._timers)
+                self._on_timer(h, attempt, kind)
+            todo = [h for h in todo if not h._done]
+            if not todo:
+                break
+            if sock is None:
+                raise SidetableError(None, "Closed", "the client is closed")
+            wake = self._timers[0][0] if self._timers else now + 1.0
+            if limit is not None:
+                if now >= limit:
+                    raise SidetableTimeout("gave up waiting after %.3g s"
+                                           % timeout)
+                wake = min(wake, limit)
+            ms = max(0, int((wake - now) * 1000) + 1)
+            if sock.poll(ms, _zmq.POLLIN):
+                while True:
+                    try:
+                        frame = sock.recv(_zmq.NOBLOCK, copy=True)
+                    except _zmq.Again:
+                        break
+                    self._on_frame(frame)
+
+    def _run(self, op, body, decode):
+        return self._submit(op, body, decode).result()
+
+    def _caller(self, caller):
+        return self.caller if caller is None else caller
+
+    # -- request builders: (op, body, decoder) --
+
+    def _req_ping(self):
+        return _w.PING, {}, _dec_body
+
+    def _req_create_table(self, table, caller=None):
+        return _w.CREATE_TABLE, self._with_caller({"table": table}, caller), \
+            _dec_none
+
+    def _req_delete_table(self, table, caller=None):
+        return _w.DELETE_TABLE, self._with_caller({"table": table}, caller), \
+            _dec_none
+
+    def _req_list_tables_page(self, filter=None, top=None, next=None):
+        body = {}
+        if filter is not None:
+            body["filter"] = filter
+        if top is not None:
+            body["top"] = top
+        if next is not None:
+            body["next"] = next
+        return _w.LIST_TABLES, body, _dec_tables
+
+    def _req_execute(self, batch):
+        body = {"table": batch.table, "ops": batch.ops}
+        return _w.WRITE, self._with_caller(body, batch.caller), _dec_write
+
+    def _single(self, table, caller, kind, entity, if_match=None):
+        b = Batch(table, caller)
+        getattr(b, kind)(entity, **({} if if_match is None
+                                    else {"if_match": if_match}))
+        return self._req_execute(b)
+
+    def _req_insert(self, table, entity, caller=None):
+        return self._single(table, caller, "insert", entity)
+
+    def _req_update(self, table, entity, if_match=None, caller=None):
+        return self._single(table, caller, "update", entity, if_match)
+
+    def _req_merge(self, table, entity, if_match=None, caller=None):
+        return self._single(table, caller, "merge", entity, if_match)
+
+    def _req_delete(self, table, entity_or_pk, rk=None, if_match=None,
+                    caller=None):
+        b = Batch(table, caller)
+        b.delete(entity_or_pk, rk, if_match)
+        return self._req_execute(b)
+
+    def _req_insert_or_replace(self, table, entity, caller=None):
+        return self._single(table, caller, "insert_or_replace", entity)
+
+    _req_upsert = _req_insert_or_replace
+
+    def _req_insert_or_merge(self, table, entity, caller=None):
+        return self._single(table, caller, "insert_or_merge", entity)
+
+    def _req_get(self, table, pk, rk, select=None):
+        body = {"table": table, "pk": pk, "rk": rk}
+        if select is not None:
+            body["select"] = list(select)
+        return _w.GET, body, _dec_get
+
+    def _req_query_page(self, table, filter=None, select=None, top=None,
+                        continuation=None):
+        body = {"table": table}
+        if filter is not None:
+            body["filter"] = filter
+        if select is not None:
+            body["select"] = list(select)
+        if top is not None:
+            body["top"] = top
+        if continuation is not None:
+            body["npk"], body["nrk"] = continuation
+        return _w.QUERY, body, _dec_query
+
+    def _req_read_changes(self, from_lsn, max=None, max_bytes=None):
+        body = {"from": from_lsn}
+        if max is not None:
+            body["max"] = max
+        if max_bytes is not None:
+            body["maxBytes"] = max_bytes
+        return _w.READ_CHANGES, body, _dec_changes
+
+    def _with_caller(self, body, caller):
+        c = self._caller(caller)
+        if c is not None:
+            body["caller"] = c
+        return body
+
+    # -- synchronous API --
+
+    def ping(self):
+        """``{"version": 1, "sidecar": id, "lsn": last LSN}``."""
+        return self._run(*self._req_ping())
+
+    def create_table(self, table, caller=None):
+        self._run(*self._req_create_table(table, caller))
+
+    def delete_table(self, table, caller=None):
+        self._run(*self._req_delete_table(table, caller))
+
+    def list_tables_page(self, filter=None, top=None, next=None):
+        """``(names, next)``; ``next`` is ``None`` on the last page."""
+        return self._run(*self._req_list_tables_page(filter, top, next))
+
+    def list_tables(self, filter=None, top=None):
+        """All table names (following continuations), ``top`` per page."""
+        names, nxt = self.list_tables_page(filter, top)
+        while nxt is not None:
+            more, nxt = self.list_tables_page(filter, top, nxt)
+            names.extend(more)
+        return names
+
+    def execute(self, batch):
+        """Commit a :class:`Batch` atomically; a :class:`WriteResult`."""
+        return self._run(*self._req_execute(batch))
+
+    def insert(self, table, entity, caller=None):
+        return self._run(*self._req_insert(table, entity, caller))
+
+    def update(self, table, entity, if_match=None, caller=None):
+        """Replace; ``if_match`` an ETag (e.g. ``entity.etag``), ``"*"`` or
+        ``None`` for unconditional."""
+        return self._run(*self._req_update(table, entity, if_match, caller))
+
+    def merge(self, table, entity, if_match=None, caller=None):
+        return self._run(*self._req_merge(table, entity, if_match, caller))
+
+    def delete(self, table, entity_or_pk, rk=None, if_match=None,
+               caller=None):
+        """``delete(t, entity)`` or ``delete(t, pk, rk)``."""
+        return self._run(*self._req_delete(table, entity_or_pk, rk, if_match,
+                                           caller))
+
+    def insert_or_replace(self, table, entity, caller=None):
+        return self._run(*self._req_insert_or_replace(table, entity, caller))
+
+    upsert = insert_or_replace
+
+    def insert_or_merge(self, table, entity, caller=None):
+        return self._run(*self._req_insert_or_merge(table, entity, caller))
+
+    def get(self, table, pk, rk, select=None):
+        """The :class:`Entity`; ResourceNotFound (404) if missing."""
+        return self._run(*self._req_get(table, pk, rk, select))
+
+    def query_page(self, table, filter=None, select=None, top=None,
+                   continuation=None):
+        """One :class:`QueryPage`; pass its ``continuation`` for the next."""
+        return self._run(*self._req_query_page(table, filter, select, top,
+                                               continuation))
+
+    def query(self, table, filter=None, select=None, top=None, limit=None):
+        """An iterator over all matching entities, fetching pages lazily.
+
+        ``top`` is the page size (1..1000, as in the protocol); ``limit``
+        caps the total number of entities returned."""
+        count = 0
+        cont = None
+        while True:
+            page = self.query_page(table, filter, select, top, cont)
+            for e in page.entities:
+                if limit is not None and count >= limit:
+                    return
+                count += 1
+                yield e
+            cont = page.continuation
+            if cont is None or (limit is not None and count >= limit):
+                return
+
+    def read_changes(self, from_lsn, max=None, max_bytes=None):
+        """A :class:`ChangesPage` of change records with LSN >= from_lsn."""
+        return self._run(*self._req_read_changes(from_lsn, max, max_bytes))

@@ -1,0 +1,169 @@
+"""Frame layout and MessagePack encoding of the sidetable protocol, version 1.
+
+Written from docs/protocol.md only.  A frame is a 16-byte little-endian header
+(version, operation, status, reserved, request id) followed by a MessagePack
+map.
+"""
+
+import math as _math
+import struct as _struct
+import uuid as _uuid
+import datetime as _dt
+
+import msgpack as _msgpack
+
+from .types import (DateTime, Entity, Int32, Int64, INT32_MIN, INT32_MAX,
+                    INT64_MIN, INT64_MAX)
+
+VERSION = 1
+HEADER = _struct.Struct("<BBHIQ")
+HEADER_SIZE = HEADER.size  # 16
+
+# Operation codes.
+PING = 1
+CREATE_TABLE = 2
+DELETE_TABLE = 3
+LIST_TABLES = 4
+WRITE = 5
+GET = 6
+QUERY = 7
+READ_CHANGES = 8
+
+OP_NAMES = {PING: "Ping", CREATE_TABLE: "CreateTable",
+            DELETE_TABLE: "DeleteTable", LIST_TABLES: "ListTables",
+            WRITE: "Write", GET: "Get", QUERY: "Query",
+            READ_CHANGES: "ReadChanges"}
+
+# MessagePack ext types for Edm values.
+EXT_INT64 = 1
+EXT_DATETIME = 2
+EXT_GUID = 3
+
+_I64 = _struct.Struct(">q")
+
+
+def pack_header(op, request_id, status=0, version=VERSION, reserved=0):
+    return HEADER.pack(version, op, status, reserved, request_id)
+
+
+def unpack_header(frame):
+    """(version, op, status, reserved, request_id) of a frame."""
+    if len(frame) < HEADER_SIZE:
+        raise ValueError("frame shorter than %d bytes" % HEADER_SIZE)
+    return HEADER.unpack_from(frame, 0)
+
+
+# -- values -------------------------------------------------------------------
+
+def encode_value(value, name="?"):
+    """A Python value as the MessagePack object of its Edm type."""
+    # Order matters: bool is an int, Int32/Int64 are ints.
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, Int64):
+        return _msgpack.ExtType(EXT_INT64, _I64.pack(int(value)))
+    if isinstance(value, Int32):
+        return int(value)
+    if isinstance(value, int):
+        if INT32_MIN <= value <= INT32_MAX:
+            return int(value)
+        if INT64_MIN <= value <= INT64_MAX:
+            return _msgpack.ExtType(EXT_INT64, _I64.pack(int(value)))
+        raise ValueError("property %r: integer %d does not fit in Edm.Int64"
+                         % (name, value))
+    if isinstance(value, float):
+        return value
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, DateTime):
+        return _msgpack.ExtType(EXT_DATETIME, _I64.pack(value.ticks))
+    if isinstance(value, _dt.datetime):
+        return _msgpack.ExtType(EXT_DATETIME,
+                                _I64.pack(DateTime.from_datetime(value).ticks))
+    if isinstance(value, _uuid.UUID):
+        return _msgpack.ExtType(EXT_GUID, value.bytes)
+    if value is None:
+        raise TypeError("property %r: None is not a value; omit the property "
+                        "to remove it" % (name,))
+    raise TypeError("property %r: %s is not an Edm type"
+                    % (name, type(value).__name__))
+
+
+def _ext_hook(code, data):
+    if code == EXT_INT64 and len(data) == 8:
+        return Int64(_I64.unpack(data)[0])
+    if code == EXT_DATETIME and len(data) == 8:
+        return DateTime(_I64.unpack(data)[0])
+    if code == EXT_GUID and len(data) == 16:
+        return _uuid.UUID(bytes=bytes(data))
+    return _msgpack.ExtType(code, data)
+
+
+def encode_props(props):
+    out = {}
+    for k, v in props.items():
+        if not isinstance(k, str):
+            raise TypeError("property names must be str, got %r" % (k,))
+        out[k] = encode_value(v, k)
+    return out
+
+
+_KEY_NAMES = ("PartitionKey", "RowKey", "Timestamp", "odata.etag", "etag")
+
+
+def split_entity(entity):
+    """(pk, rk, props) of an :class:`Entity` or an Azure-style mapping with
+    ``PartitionKey`` and ``RowKey`` keys."""
+    if isinstance(entity, Entity):
+        return entity.pk, entity.rk, dict(entity)
+    try:
+        pk, rk = entity["PartitionKey"], entity["RowKey"]
+    except (KeyError, TypeError):
+        raise TypeError("an entity is a sidetable.Entity or a mapping with "
+                        "'PartitionKey' and 'RowKey'")
+    return pk, rk, {k: v for k, v in entity.items() if k not in _KEY_NAMES}
+
+
+def encode_entity(pk, rk, props=None):
+    body = {"pk": pk, "rk": rk}
+    if props:
+        body["props"] = encode_props(props)
+    return body
+
+
+def decode_entity(m):
+    """An entity map of a reply as an :class:`Entity`."""
+    if m is None:
+        return None
+    return Entity(m.get("pk"), m.get("rk"), m.get("props") or {},
+                  etag=m.get("etag"), timestamp=m.get("ts"))
+
+
+def pack_body(body):
+    return _msgpack.packb(body, use_bin_type=True)
+
+
+def unpack_body(data):
+    return _msgpack.unpackb(data, raw=False, ext_hook=_ext_hook,
+                            strict_map_key=False)
+
+
+def encode_request(op, request_id, body):
+    return pack_header(op, request_id) + pack_body(body)
+
+
+def decode_reply(frame):
+    """(op, status, request_id, body) of a reply frame."""
+    version, op, status, _reserved, rid = unpack_header(frame)
+    if version != VERSION:
+        raise ValueError("reply has protocol version %d" % version)
+    body = unpack_body(frame[HEADER_SIZE:]) if len(frame) > HEADER_SIZE else {}
+    if not isinstance(body, dict):
+        raise ValueError("reply body is not a map")
+    return op, status, rid, body
+
+
+def is_nan(x):
+    return isinstance(x, float) and _math.isnan(x)
