@@ -22,7 +22,22 @@ struct Interval {
   bool lo_inclusive = true, hi_inclusive = true;
   bool empty = false;
 
-  void Apply(CompareOp op, const std::string& v) {
+  void Apply(CompareOp op, const std::string& literal) {
+    std::string v = literal;
+    const size_t nul = literal.find('\0');
+    if (nul != std::string::npos) {
+      // Keys never contain U+0000, but a literal may, and in a storage key it
+      // would collide with the separator. Against keys, a literal u+NUL+... is
+      // equivalent to: eq → nothing, lt/le → le u, gt/ge → gt u (where u is
+      // the part before the NUL).
+      v.resize(nul);
+      switch (op) {
+        case CompareOp::kEq: empty = true; return;
+        case CompareOp::kLt: case CompareOp::kLe: op = CompareOp::kLe; break;
+        case CompareOp::kGt: case CompareOp::kGe: op = CompareOp::kGt; break;
+        case CompareOp::kNe: return;
+      }
+    }
     switch (op) {
       case CompareOp::kEq: Lower(v, true); Upper(v, true); break;
       case CompareOp::kGt: Lower(v, false); break;
@@ -31,6 +46,7 @@ struct Interval {
       case CompareOp::kLe: Upper(v, true); break;
       case CompareOp::kNe: break;  // not a range
     }
+    if (hi && hi->empty() && !hi_inclusive) empty = true;  // below '' there is nothing
     if (lo && hi) {
       int c = CompareOrdinal(*lo, *hi);
       if (c > 0 || (c == 0 && !(lo_inclusive && hi_inclusive))) empty = true;

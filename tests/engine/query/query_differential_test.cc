@@ -13,10 +13,20 @@
 // that do not (neighbours, prefixes, extensions), `or` over RowKeys, `not`,
 // typed comparisons with matching and mismatching literal types, Timestamp.
 //
+// Besides the result, every query is held to the work it should do: pages
+// within $top and max_examined, and in total exactly the entities a perfect
+// plan for its top-level key conditions examines (so a bound that is merely
+// too wide, which still gives the right result, fails too).
+//
 // Everything is seeded; a failure prints the seed, the filter number, the
-// filter text and the query parameters so it can be replayed by hand.
+// filter text and the query parameters so it can be replayed by hand. The
+// first few failures are printed in full, the rest counted.
+//
+// Known bug (see PartitionKeyBoundWithNulInLiteral at the end): PartitionKey
+// bounds whose literal contains U+0000 lose rows; the random filters include
+// such literals, so Seed3LargeTable and EverySingleKeyComparison fail on it
+// (with only U+0000 filters listed) until the planner is fixed.
 #include <gtest/gtest.h>
-#include <iostream>
 
 #include <algorithm>
 #include <cmath>
@@ -33,6 +43,7 @@
 #include <vector>
 
 #include "engine/query/filter.h"
+#include "engine/limits.h"
 #include "engine/query/query.h"
 #include "engine/utf8.h"
 #include "tests/engine/engine_fixture.h"
@@ -212,10 +223,11 @@ class FilterGen {
   std::mt19937_64& rng() { return rng_; }
 
   // A key literal near `s` that most likely does not exist: an extension, a
-  // prefix, a neighbour code point, or a string with a control character
-  // (never in a key, but valid in a literal and right at the planner's
-  // "next key" boundaries).
-  std::string Near(const std::string& s) {
+  // prefix, a neighbour code point, or (unless `valid_key`) a string with
+  // U+0001 or U+0000 (never in a key, but valid in a literal and right at
+  // the planner's "next key" boundaries).
+  std::string Near(const std::string& s, bool valid_key = false) {
+    if (!valid_key && Chance(8)) return s + std::string(1, '\0') + (Chance(50) ? "" : "a");
     switch (Below(9)) {
       case 0: return s + "a";
       case 1: return s + Cp(0xE000);
@@ -239,7 +251,7 @@ class FilterGen {
         if (next < 0x20 || (next >= 0xD800 && next <= 0xDFFF) || next > 0x10FFFF) next = cp;
         return s.substr(0, i) + Cp(next);
       }
-      case 5: return s + "\x01";
+      case 5: return valid_key ? s + "!" : s + "\x01";
       case 6: return keys_.Next(3);
       case 7: {
         const auto tricky = TrickyKeys();
@@ -292,8 +304,11 @@ class FilterGen {
       pinned = PkLiteral();
       terms.push_back(Cmp(std::string(kPartitionKeyName), CompareOp::kEq, Value::String(*pinned)));
     } else if (pk_shape < 90) {
+      // Bounds on the same literal (ties between `gt` and `ge`) now and then.
+      std::string lit = PkLiteral();
       for (size_t n = 1 + Below(2); n > 0; n--) {
-        terms.push_back(Cmp(std::string(kPartitionKeyName), RangeOp(), Value::String(PkLiteral())));
+        if (Chance(70)) lit = PkLiteral();
+        terms.push_back(Cmp(std::string(kPartitionKeyName), RangeOp(), Value::String(lit)));
       }
     } else {
       // eq plus another (maybe contradicting, maybe redundant) condition
@@ -313,8 +328,10 @@ class FilterGen {
         terms.push_back(Cmp(std::string(kRowKeyName), AnyOp(), Value::String(RkLiteral(rk_pk))));
       }
     } else if (rk_shape < 85) {
+      std::string lit = RkLiteral(rk_pk);
       for (size_t n = 1 + Below(3); n > 0; n--) {
-        terms.push_back(Cmp(std::string(kRowKeyName), RangeOp(), Value::String(RkLiteral(rk_pk))));
+        if (Chance(70)) lit = RkLiteral(rk_pk);
+        terms.push_back(Cmp(std::string(kRowKeyName), RangeOp(), Value::String(lit)));
       }
     } else if (rk_shape < 95) {
       std::vector<std::unique_ptr<FilterNode>> alts;
@@ -415,6 +432,75 @@ class FilterGen {
   RandomKeys keys_;
   const DataSet& data_;
 };
+
+// ---- what the planner should have done ----------------------------------
+//
+// An oracle for the work a query should do, derived from the meaning of the
+// key conditions rather than from key-range arithmetic: the top-level
+// conjuncts of the parsed filter that compare PartitionKey / RowKey (`ne`
+// narrows nothing), evaluated per key in UTF-16 order.
+
+struct KeyConds {
+  std::vector<std::pair<CompareOp, std::u16string>> pk, rk;
+  std::optional<std::u16string> pk_eq, rk_eq;  // an `eq` among them
+  bool mistyped = false;                       // a key against a non-string literal
+};
+
+KeyConds TopLevelKeyConds(const FilterNode* root) {
+  KeyConds out;
+  if (root == nullptr) return out;
+  std::vector<const FilterNode*> terms;
+  if (root->kind == FilterNode::Kind::kAnd) {
+    for (const auto& c : root->children) terms.push_back(c.get());
+  } else {
+    terms.push_back(root);
+  }
+  for (const FilterNode* t : terms) {
+    if (t->kind != FilterNode::Kind::kCompare) continue;
+    const bool pk = t->property == kPartitionKeyName;
+    if (!pk && t->property != kRowKeyName) continue;
+    if (t->literal.type() != EdmType::kString) {
+      out.mistyped = true;
+      continue;
+    }
+    if (t->op == CompareOp::kNe) continue;
+    const std::u16string lit = ToUtf16(t->literal.bytes());
+    (pk ? out.pk : out.rk).emplace_back(t->op, lit);
+    if (t->op == CompareOp::kEq) (pk ? out.pk_eq : out.rk_eq) = lit;
+  }
+  return out;
+}
+
+bool Holds16(const std::vector<std::pair<CompareOp, std::u16string>>& conds, const std::u16string& key) {
+  for (const auto& [op, lit] : conds) {
+    const int c = key.compare(lit);
+    const bool ok = op == CompareOp::kEq   ? c == 0
+                    : op == CompareOp::kGt ? c > 0
+                    : op == CompareOp::kGe ? c >= 0
+                    : op == CompareOp::kLt ? c < 0
+                    : op == CompareOp::kLe ? c <= 0
+                                           : true;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// Whether any string satisfies the conditions. If one does, the smallest
+// one is "", a literal, or the next string after a literal. Over all strings
+// that is literal + U+0000; over keys (which never contain U+0000) it is
+// literal + U+0001, and a literal with a U+0000 is first cut before it.
+bool Satisfiable(const std::vector<std::pair<CompareOp, std::u16string>>& conds, bool keys_only) {
+  if (Holds16(conds, u"")) return true;
+  for (const auto& [op, lit] : conds) {
+    if (keys_only) {
+      const std::u16string cut = lit.substr(0, lit.find(u'\0'));
+      if (Holds16(conds, cut) || Holds16(conds, cut + u'\x01')) return true;
+    } else if (Holds16(conds, lit) || Holds16(conds, lit + u'\0')) {
+      return true;
+    }
+  }
+  return false;
+}
 
 // ---- the test ------------------------------------------------------------
 
@@ -522,6 +608,8 @@ class QueryDifferentialTest : public sidetable::testing::EngineTest {
 
     // The reference: a full scan, which must hold the model, in UTF-16 order.
     reference_.clear();
+    reference_keys_.clear();
+    ref16_.clear();
     auto cur = engine_->Scan(kTable, ScanBounds{}, nullptr);
     ASSERT_TRUE(cur.ok()) << cur.status().ToString();
     for (; (*cur)->Valid(); (*cur)->Next()) {
@@ -548,7 +636,10 @@ class QueryDifferentialTest : public sidetable::testing::EngineTest {
       ts_set.insert(e.timestamp);
       partition_count_[e.partition_key]++;
     }
-    for (const Entity& e : reference_) reference_keys_.insert(Key(e.partition_key, e.row_key));
+    for (const Entity& e : reference_) {
+      reference_keys_.insert(Key(e.partition_key, e.row_key));
+      ref16_.emplace_back(ToUtf16(e.partition_key), ToUtf16(e.row_key));
+    }
     data_.pks.assign(pk_set.begin(), pk_set.end());
     data_.timestamps.assign(ts_set.begin(), ts_set.end());
     ASSERT_GE(data_.pks.size(), 5u);
@@ -581,6 +672,32 @@ class QueryDifferentialTest : public sidetable::testing::EngineTest {
     return in;
   }
 
+  // Collects one failure message; the first kShown are reported in full, the
+  // rest only counted (one bug tends to fail many queries), so that every
+  // query still runs.
+  static constexpr int kShown = 8;
+  class Reporter {
+   public:
+    explicit Reporter(int* failed) : failed_(failed) {}
+    ~Reporter() {
+      if (++*failed_ <= kShown) ADD_FAILURE() << out_.str();
+    }
+    template <typename T>
+    Reporter& operator<<(const T& v) {
+      out_ << v;
+      return *this;
+    }
+
+   private:
+    int* failed_;
+    std::ostringstream out_;
+  };
+  Reporter Report() { return Reporter(&failed_); }
+  void TearDown() override {
+    if (failed_ > kShown) ADD_FAILURE() << (failed_ - kShown) << " more failing queries not shown";
+    EngineTest::TearDown();
+  }
+
   // Runs one query to the end and compares it with brute force. Returns
   // false (after reporting) on the first disagreement.
   bool Check(const std::string& where, const FilterNode* tree, const Query& base) {
@@ -591,16 +708,30 @@ class QueryDifferentialTest : public sidetable::testing::EngineTest {
     for (const auto& s : base.select) ctx << s << ",";
     ctx << "}";
 
+    if (base.continuation) {
+      ctx << ", starting at continuation "
+          << ShowKey(base.continuation->next_partition_key, base.continuation->next_row_key);
+    }
+    // A query that starts from a continuation covers the keys from there on.
+    const std::optional<Key> from =
+        base.continuation ? std::optional<Key>(Key(base.continuation->next_partition_key,
+                                                   base.continuation->next_row_key))
+                          : std::nullopt;
+    auto before_start = [&](const Entity& e) {
+      return from && KeyLess()(Key(e.partition_key, e.row_key), *from);
+    };
+
     // Brute force over the reference.
     std::vector<Entity> want;
     for (const Entity& e : reference_) {
+      if (before_start(e)) continue;
       if (tree == nullptr || Matches(*tree, e)) want.push_back(e);
     }
     want = Project(std::move(want), base.select);
 
     auto explained = Explain(base);
     if (!explained.ok()) {
-      ADD_FAILURE() << ctx.str() << "\n  Explain failed: " << explained.status().ToString();
+      Report() << ctx.str() << "\n  Explain failed: " << explained.status().ToString();
       return false;
     }
     const Plan plan = *explained;
@@ -614,12 +745,12 @@ class QueryDifferentialTest : public sidetable::testing::EngineTest {
     size_t pages = 0;
     for (;; pages++) {
       if (pages > max_pages) {
-        ADD_FAILURE() << ctx.str() << "\n  no end after " << pages << " pages";
+        Report() << ctx.str() << "\n  no end after " << pages << " pages";
         return false;
       }
       auto r = ExecuteQuery(*engine_, q);
       if (!r.ok()) {
-        ADD_FAILURE() << ctx.str() << "\n  page " << pages << " failed: " << r.status().ToString();
+        Report() << ctx.str() << "\n  page " << pages << " failed: " << r.status().ToString();
         return false;
       }
       const QueryPage& page = *r;
@@ -646,7 +777,7 @@ class QueryDifferentialTest : public sidetable::testing::EngineTest {
         }
       }
       if (!bad.empty()) {
-        ADD_FAILURE() << ctx.str() << "\n  page " << pages << ":" << bad << " (entities "
+        Report() << ctx.str() << "\n  page " << pages << ":" << bad << " (entities "
                       << page.entities.size() << ", examined " << page.stats.examined << ", plan "
                       << PlanKindName(page.stats.plan) << ")";
         return false;
@@ -664,7 +795,7 @@ class QueryDifferentialTest : public sidetable::testing::EngineTest {
       const Entity& w = want[i];
       if (g.partition_key != w.partition_key || g.row_key != w.row_key || g.properties != w.properties ||
           g.timestamp != w.timestamp || g.etag != w.etag) {
-        ADD_FAILURE() << ctx.str() << "\n  result #" << i << " differs\n    got:  " << ShowEntity(g)
+        Report() << ctx.str() << "\n  result #" << i << " differs\n    got:  " << ShowEntity(g)
                       << "\n    want: " << ShowEntity(w) << "\n  (" << got.size() << " returned, "
                       << want.size() << " expected)";
         return false;
@@ -672,28 +803,77 @@ class QueryDifferentialTest : public sidetable::testing::EngineTest {
     }
     if (got.size() != want.size()) {
       const bool more = got.size() > want.size();
-      ADD_FAILURE() << ctx.str() << "\n  " << got.size() << " returned, " << want.size()
+      Report() << ctx.str() << "\n  " << got.size() << " returned, " << want.size()
                     << " expected; first " << (more ? "extra" : "missing") << ": "
                     << ShowEntity(more ? got[n] : want[n]);
       return false;
     }
 
-    // Work: a scan examines each entity of its range exactly once across all
-    // pages; partition-scoped plans stay inside their partition.
+    // The plan against what the key conditions allow.
     std::string bad;
+    auto parsed = base.filter.empty() ? Result<std::unique_ptr<FilterNode>>(std::unique_ptr<FilterNode>())
+                                      : ParseFilter(base.filter);
+    const KeyConds kc = TopLevelKeyConds(parsed.ok() ? parsed->get() : nullptr);
+    // Empty plans must be right about keys; the planner is expected to see
+    // what contradicts over all strings (so `PartitionKey eq 'a' + U+0000` may
+    // be planned either way: no key is equal to it).
+    const bool keys_possible = !kc.mistyped && Satisfiable(kc.pk, true) && Satisfiable(kc.rk, true);
+    const bool should_be_empty = kc.mistyped || !Satisfiable(kc.pk, false) || !Satisfiable(kc.rk, false);
+    const bool scoped = plan.kind == PlanKind::kPoint || plan.kind == PlanKind::kPartitionRange ||
+                        plan.kind == PlanKind::kPartitionScan;
+    // Known imprecision, tolerated: `lt ''` (nothing is below "") is not
+    // seen as a contradiction; the work check below still holds such plans
+    // to examining only what their other conditions allow.
+    auto lt_empty = [](const auto& conds) {
+      return std::any_of(conds.begin(), conds.end(),
+                         [](const auto& c) { return c.first == CompareOp::kLt && c.second.empty(); });
+    };
+    if (plan.kind == PlanKind::kEmpty && keys_possible) {
+      bad += " empty plan, but keys can satisfy the key conditions;";
+    } else if (plan.kind != PlanKind::kEmpty && should_be_empty && !lt_empty(kc.pk) && !lt_empty(kc.rk)) {
+      bad += " the key conditions contradict each other, but the plan is not empty;";
+    } else if (plan.kind != PlanKind::kEmpty && !should_be_empty) {
+      if (kc.pk.empty() && plan.kind != PlanKind::kTableScan) bad += " no PartitionKey condition, but not a table scan;";
+      if (kc.pk_eq && !scoped) bad += " PartitionKey eq, but not partition-scoped;";
+      if (kc.pk_eq && kc.rk_eq && plan.kind != PlanKind::kPoint) bad += " both keys eq, but not a point read;";
+      if (plan.kind == PlanKind::kPartitionScan && !kc.rk.empty()) bad += " RowKey conditions unused;";
+      if (plan.kind == PlanKind::kPartitionRange && kc.rk.empty()) bad += " partition range without RowKey conditions;";
+    }
+    // The entities a perfect plan examines: from the start key on, the
+    // PartitionKey conditions hold, and, once the partition is pinned, the
+    // RowKey conditions as well.
+    uint64_t ideal = 0;
+    if (plan.kind != PlanKind::kEmpty) {
+      for (size_t i = 0; i < reference_.size(); i++) {
+        if (before_start(reference_[i])) continue;
+        if (!Holds16(kc.pk, ref16_[i].first)) continue;
+        if (scoped && !Holds16(kc.rk, ref16_[i].second)) continue;
+        ideal++;
+      }
+      if (plan.kind == PlanKind::kPoint) ideal = std::min<uint64_t>(ideal, 1);
+    }
+    if (examined != ideal) {
+      bad += " examined " + std::to_string(examined) + " entities in all, a perfect " +
+             std::string(PlanKindName(plan.kind)) + " plan examines " + std::to_string(ideal) + ";";
+    }
+
+    // Execution: a scan examines each entity of its range exactly once across
+    // all pages; partition-scoped plans stay inside their partition.
     switch (plan.kind) {
       case PlanKind::kEmpty:
         break;
       case PlanKind::kPoint:
-        if (examined > 1) bad = "point read examined " + std::to_string(examined);
+        if (examined > 1) bad += " point read examined " + std::to_string(examined);
         break;
       case PlanKind::kPartitionRange:
       case PlanKind::kPartitionScan:
       case PlanKind::kKeyRange:
       case PlanKind::kTableScan: {
-        const size_t in_range = CountInBounds(plan.bounds);
+        ScanBounds range = plan.bounds;
+        if (from && (!range.start || KeyLess()(*range.start, *from))) range.start = *from;
+        const size_t in_range = CountInBounds(range);
         if (examined != in_range) {
-          bad = "examined " + std::to_string(examined) + " entities over " + std::to_string(pages + 1) +
+          bad += " examined " + std::to_string(examined) + " entities over " + std::to_string(pages + 1) +
                 " pages, but the plan's range holds " + std::to_string(in_range);
         }
         if (plan.kind == PlanKind::kPartitionRange || plan.kind == PlanKind::kPartitionScan) {
@@ -709,7 +889,7 @@ class QueryDifferentialTest : public sidetable::testing::EngineTest {
       }
     }
     if (!bad.empty()) {
-      ADD_FAILURE() << ctx.str() << "\n  " << bad;
+      Report() << ctx.str() << "\n  " << bad;
       return false;
     }
     stats_[plan.kind]++;
@@ -722,8 +902,7 @@ class QueryDifferentialTest : public sidetable::testing::EngineTest {
     Populate(seed, entities);
     if (HasFatalFailure()) return;
     FilterGen gen(seed * 1000003 + 17, data_);
-    int failures = 0;
-    for (int i = 0; i < filters && failures < 3; i++) {
+    for (int i = 0; i < filters; i++) {
       std::unique_ptr<FilterNode> tree = gen.Filter();
       Query q;
       q.table = kTable;
@@ -739,7 +918,36 @@ class QueryDifferentialTest : public sidetable::testing::EngineTest {
         query->max_examined = gen.Chance(30) ? 1 + gen.Below(gen.Chance(50) ? 3 : 40) : 100'000;
       };
       randomize(&q);
-      if (!Check(where, tree.get(), q)) failures++;
+      Check(where, tree.get(), q);
+      // Sometimes resume from a continuation a client made up: an existing
+      // key or a valid key next to one; for a point read often its own key.
+      if (gen.Chance(20)) {
+        Query c = q;
+        const Entity& at = reference_[gen.Below(reference_.size())];
+        Key start(at.partition_key, at.row_key);
+        auto plan = Explain(q);
+        if (plan.ok() && plan->kind == PlanKind::kPoint && gen.Chance(60) &&
+            ValidateKey(plan->point_partition_key, "pk").ok() && ValidateKey(plan->point_row_key, "rk").ok()) {
+          start = Key(plan->point_partition_key, plan->point_row_key);
+        }
+        auto near_key = [&](const std::string& k) {
+          std::string n = gen.Near(k, /*valid_key=*/true);
+          return ValidateKey(n, "key").ok() ? n : k;
+        };
+        if (gen.Chance(40)) start.second = near_key(start.second);
+        if (gen.Chance(15)) start.first = near_key(start.first);
+        c.continuation = Continuation{start.first, start.second};
+        randomize(&c);
+        Check(where + " from a continuation", tree.get(), c);
+      }
+      // A point read resumed at its own key must still read it.
+      if (auto plan = Explain(q); plan.ok() && plan->kind == PlanKind::kPoint &&
+                                  ValidateKey(plan->point_partition_key, "pk").ok() &&
+                                  ValidateKey(plan->point_row_key, "rk").ok()) {
+        Query c = q;
+        c.continuation = Continuation{plan->point_partition_key, plan->point_row_key};
+        Check(where + " resumed at its point", tree.get(), c);
+      }
       // Again with a $select: user names (present, absent, of varying types),
       // system names, and a name no entity has.
       Query s = q;
@@ -754,7 +962,7 @@ class QueryDifferentialTest : public sidetable::testing::EngineTest {
         }
       }
       randomize(&s);
-      if (!Check(where + " with $select", tree.get(), s)) failures++;
+      Check(where + " with $select", tree.get(), s);
     }
     // Coverage of the planner: each kind must have come up.
     std::string seen;
@@ -772,8 +980,10 @@ class QueryDifferentialTest : public sidetable::testing::EngineTest {
 
   std::vector<Entity> reference_;
   std::set<Key> reference_keys_;  // byte order: only for lookups
+  std::vector<std::pair<std::u16string, std::u16string>> ref16_;  // keys of reference_ in UTF-16
   DataSet data_;
   std::map<std::string, size_t> partition_count_;
+  int failed_ = 0;                    // failing queries
   std::map<PlanKind, int> stats_;     // queries per plan
   std::map<PlanKind, int> nonempty_;  // ... of which returned something
   size_t matched_ = 0;
@@ -794,42 +1004,40 @@ TEST_F(QueryDifferentialTest, EverySingleKeyComparison) {
   for (const auto& pk : data_.pks) {
     pk_lits.insert(pk + "a");
     pk_lits.insert(pk + "\x01");
+    pk_lits.insert(pk + std::string(1, '\0'));
     pk_lits.insert(pk + Cp(0xE000));
     pk_lits.insert(pk + Cp(0x1F600));
   }
-  int failures = 0;
   auto run = [&](const std::string& where, std::unique_ptr<FilterNode> tree) {
     Query q;
     q.table = kTable;
     q.filter = ToString(*tree);
     q.top = 1 + static_cast<int>(gen.Below(30));
     if (gen.Chance(25)) q.max_examined = 1 + gen.Below(10);
-    if (!Check(where, tree.get(), q)) failures++;
+    Check(where, tree.get(), q);
   };
   for (const auto& lit : pk_lits) {
-    for (int op = 0; op < 6 && failures < 5; op++) {
+    for (int op = 0; op < 6; op++) {
       run("PartitionKey literal", FilterNode::Compare(std::string(kPartitionKeyName),
                                                       static_cast<CompareOp>(op), Value::String(lit)));
     }
   }
-  // RowKey conditions inside three partitions (the biggest, and two tricky ones).
-  std::vector<std::string> parts = {data_.pks.front(), data_.pks.back()};
-  size_t biggest = 0;
-  for (const auto& [pk, n] : partition_count_) {
-    if (n > biggest) {
-      biggest = n;
-      parts.push_back(pk);
-    }
-  }
+  // RowKey conditions inside the first and the last partition in byte order
+  // ("" and a U+E000.. or supplementary key) and the biggest one.
+  std::set<std::string> parts = {data_.pks.front(), data_.pks.back()};
+  parts.insert(std::max_element(partition_count_.begin(), partition_count_.end(),
+                                [](const auto& a, const auto& b) { return a.second < b.second; })
+                   ->first);
   for (const auto& pk : parts) {
     std::set<std::string> rk_lits;
     for (const auto& rk : data_.rks[pk]) {
       rk_lits.insert(rk);
       if (gen.Chance(30)) rk_lits.insert(rk + "\x01");
+      if (gen.Chance(30)) rk_lits.insert(rk + std::string(1, '\0'));
       if (gen.Chance(30)) rk_lits.insert(gen.Near(rk));
     }
     for (const auto& lit : rk_lits) {
-      for (int op = 0; op < 6 && failures < 5; op++) {
+      for (int op = 0; op < 6; op++) {
         std::vector<std::unique_ptr<FilterNode>> both;
         both.push_back(FilterNode::Compare(std::string(kPartitionKeyName), CompareOp::kEq, Value::String(pk)));
         both.push_back(FilterNode::Compare(std::string(kRowKeyName), static_cast<CompareOp>(op),
@@ -840,26 +1048,33 @@ TEST_F(QueryDifferentialTest, EverySingleKeyComparison) {
   }
 }
 
-}  // namespace
-}  // namespace sidetable::query
-namespace sidetable::query {
-namespace {
-TEST_F(QueryDifferentialTest, ScratchNul) {
-  ASSERT_TRUE(Insert(kTable, sidetable::testing::MakeEntity("a", "x", 1)).ok());
-  ASSERT_TRUE(Insert(kTable, sidetable::testing::MakeEntity("a", "", 2)).ok());
-  for (std::string f : {std::string("PartitionKey le 'a\0'", 20), std::string("PartitionKey lt 'a\0'", 20),
-                        std::string("PartitionKey eq 'a' and RowKey le 'x\0'", 38),
-                        std::string("PartitionKey ge 'a' and PartitionKey lt 'a\0'", 44)}) {
-    auto parsed = ParseFilter(f);
-    std::cout << Show(f) << " parse=" << parsed.status().ToString() << "\n";
-    if (!parsed.ok()) continue;
+// Minimal reproduction of a planner bug found by the generator above.
+//
+// A PartitionKey upper bound whose literal contains U+0000 ('a' + U+0000)
+// loses every row of partition 'a' except the one with the empty RowKey.
+// Matches() is right: "a" < "a\0" (a proper prefix), so both rows satisfy
+// `PartitionKey lt 'a\0'` and `PartitionKey le 'a\0'`. The planner builds the
+// end bound ("a\0", "") resp. ("a\0\x01", ""); in the storage key
+// (ord(PK) 0x00 ord(RK)) the literal's U+0000 collides with the byte that ends
+// the PartitionKey, so the bound cuts partition 'a' after RowKey "". The
+// planner's comment "keys never contain U+0000" holds for keys, not for
+// filter literals (the parser accepts U+0000 inside a string literal).
+TEST_F(QueryDifferentialTest, PartitionKeyBoundWithNulInLiteral) {
+  for (const char* rk : {"", "x", "y"}) {
+    ASSERT_TRUE(Insert(kTable, sidetable::testing::MakeEntity("a", rk)).ok());
+  }
+  ASSERT_TRUE(Insert(kTable, sidetable::testing::MakeEntity("ab", "z")).ok());
+  const std::string nul(1, '\0');
+  for (const std::string& f : {"PartitionKey lt 'a" + nul + "'", "PartitionKey le 'a" + nul + "'",
+                               "PartitionKey ge 'a' and PartitionKey lt 'a" + nul + "'"}) {
     auto r = ExecuteQuery(*engine_, {.table = kTable, .filter = f});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
-    auto plan = Explain({.table = kTable, .filter = f});
-    std::cout << "  plan " << Show(plan->ToString()) << " got " << r->entities.size() << " examined " << r->stats.examined << "\n";
-    Entity e1 = sidetable::testing::MakeEntity("a", "x", 1);
-    std::cout << "  matches(a,x)=" << Matches(**parsed, e1) << "\n";
+    std::vector<std::string> rks;
+    for (const auto& e : r->entities) rks.push_back(e.row_key);
+    EXPECT_EQ(rks, (std::vector<std::string>{"", "x", "y"}))
+        << "[" << Show(f) << "], plan " << Show(Explain({.table = kTable, .filter = f})->ToString());
   }
 }
-}
-}
+
+}  // namespace
+}  // namespace sidetable::query
