@@ -1,16 +1,23 @@
 // engine_bench: the sidetable engine side by side with raw RocksDB.
 //
-// Every workload runs on both systems in the same process and run, each on a
-// fresh database under --dir, --repeat times (the order of the two systems
-// alternates between repeats to spread drift); we print medians and the
-// ratio engine/raw as markdown. docs/performance.md explains the workloads
-// and what the engine does that raw RocksDB does not.
+// Every workload runs on each system in the same process and run, each on a
+// fresh database under --dir, --repeat times (the order of the systems
+// rotates between repeats to spread drift); we print medians and the ratios
+// engine/raw and engine/(raw+outbox) as markdown. The systems:
+//   engine      the sidetable engine (Entity, Batch, validation, change log)
+//   raw         raw RocksDB, one Put (or WriteBatch) of the same key and row
+//   raw+outbox  raw RocksDB that also writes a change record of the engine's
+//               size into a second column family in the same WriteBatch: the
+//               transactional outbox's inherent cost, without the engine
+// docs/performance.md explains the workloads and what the engine does that
+// raw RocksDB does not.
 //
 //   engine_bench --durability os
 //   engine_bench --durability fsync          (smaller defaults for inserts)
 //   engine_bench --quick                     (CI smoke run, < 20 s)
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <iostream>
@@ -33,7 +40,7 @@ struct Config {
   bool keep = false;
   bool quick = false;
   std::string only;  // comma-separated workload ids; empty = all
-  std::string systems = "both";  // engine, raw or both (one alone for profiling)
+  std::string systems = "all";  // comma list of engine,raw,raw+outbox; all; both = engine,raw
   size_t inserts = 0;     // 0: 200,000 (os) / 5,000 (fsync)
   size_t mt_inserts = 0;  // 0: 200,000 (os) / 20,000 (fsync)
   int threads = 8;
@@ -43,14 +50,44 @@ struct Config {
   size_t delete_entities = 1000000;
 };
 
-enum class System { kEngine, kRaw };
+enum class System { kEngine, kRaw, kRawOutbox };
+constexpr System kAllSystems[] = {System::kEngine, System::kRaw, System::kRawOutbox};
+
+const char* SystemName(System s) {
+  switch (s) {
+    case System::kEngine: return "engine";
+    case System::kRaw: return "raw";
+    case System::kRawOutbox: return "raw+outbox";
+  }
+  return "";
+}
+
+// "all", "both" (engine,raw, as before raw+outbox existed) or a comma list.
+std::vector<System> ParseSystems(const std::string& spec) {
+  if (spec == "all") return {std::begin(kAllSystems), std::end(kAllSystems)};
+  if (spec == "both") return {System::kEngine, System::kRaw};
+  std::vector<System> out;
+  std::stringstream ss(spec);
+  for (std::string item; std::getline(ss, item, ',');) {
+    bool found = false;
+    for (System s : kAllSystems) {
+      if (item == SystemName(s)) {
+        if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+        found = true;
+      }
+    }
+    if (!found) Die("--systems: unknown system '" + item + "' (engine, raw, raw+outbox)");
+  }
+  if (out.empty()) Die("--systems: empty");
+  return out;
+}
 
 // Results: workload id -> system -> one sample per repeat.
 using Results = std::map<std::string, std::map<System, std::vector<Sample>>>;
 
 class Runner {
  public:
-  Runner(const Config& c, ScratchDir* dir) : c_(c), dir_(dir) {}
+  Runner(const Config& c, ScratchDir* dir) : c_(c), dir_(dir), systems_(ParseSystems(c.systems)) {}
 
   bool Enabled(const std::string& id) const {
     if (c_.only.empty()) return true;
@@ -63,7 +100,7 @@ class Runner {
 
   // Runs fn on a fresh store of `sys`, then closes and removes it.
   void WithStore(System sys, bool sync, const std::function<void(Store&)>& fn) {
-    const std::string path = dir_->Sub(sys == System::kEngine ? "engine" : "raw");
+    const std::string path = dir_->Sub(DirName(sys));
     {
       auto store = Open(sys, path, sync);
       fn(*store);
@@ -74,14 +111,21 @@ class Runner {
   std::unique_ptr<Store> Open(System sys, const std::string& path, bool sync) {
     StoreOptions o;
     o.sync = sync;
-    return sys == System::kEngine ? OpenEngineStore(path, o, factory_)
-                                  : OpenRawStore(path, o, factory_);
+    switch (sys) {
+      case System::kEngine: return OpenEngineStore(path, o, factory_);
+      case System::kRaw: return OpenRawStore(path, o, factory_);
+      case System::kRawOutbox: return OpenRawOutboxStore(path, o, factory_);
+    }
+    return nullptr;
+  }
+
+  static std::string DirName(System sys) {
+    return sys == System::kRawOutbox ? "raw-outbox" : SystemName(sys);
   }
 
   void Record(const std::string& id, System sys, const Sample& s) {
     results_[id][sys].push_back(s);
-    std::fprintf(stderr, "  %-8s %-6s %12s/s  %10s", id.c_str(),
-                 sys == System::kEngine ? "engine" : "raw",
+    std::fprintf(stderr, "  %-8s %-10s %12s/s  %10s", id.c_str(), SystemName(sys),
                  s.ops > 1 ? WithCommas(s.rate()).c_str() : "-", FormatSeconds(s.seconds).c_str());
     if (s.p50_us > 0) std::fprintf(stderr, "  p50 %.1f µs p99 %.1f µs", s.p50_us, s.p99_us);
     if (!s.note.empty()) std::fprintf(stderr, "  [%s]", s.note.c_str());
@@ -90,11 +134,12 @@ class Runner {
 
   void RunRepeat(int r) {
     const bool sync = c_.durability == "fsync";
-    std::vector<System> order = r % 2 == 0 ? std::vector{System::kEngine, System::kRaw}
-                                           : std::vector{System::kRaw, System::kEngine};
-    if (c_.systems != "both") {
-      order = {c_.systems == "engine" ? System::kEngine : System::kRaw};
-    }
+    // Rotate the order by one each repeat, so no system always runs first
+    // (or always right after another's compactions).
+    std::vector<System> order = systems_;
+    std::rotate(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(
+                                                   static_cast<size_t>(r) % order.size()),
+                order.end());
     for (System sys : order) {
       if (!Enabled("single")) break;
       WithStore(sys, sync, [&](Store& s) {
@@ -122,7 +167,7 @@ class Runner {
     for (System sys : order) {
       if (!Enabled("delete")) break;
       // Load with kOs / no sync, then reopen in the mode under test and drop.
-      const std::string path = dir_->Sub(sys == System::kEngine ? "engine" : "raw");
+      const std::string path = dir_->Sub(DirName(sys));
       {
         auto store = Open(sys, path, /*sync=*/false);
         store->CreateTable(1);
@@ -140,42 +185,74 @@ class Runner {
     const bool sync = c_.durability == "fsync";
     out << "\n## engine_bench: durability " << c_.durability << ", medians of " << c_.repeat
         << " run(s), entity row " << factory_.row_bytes() << " bytes\n\n";
-    MarkdownTable t({"workload", "engine", "raw RocksDB", "engine/raw"});
-    auto rate_row = [&](const std::string& id, const std::string& label, const char* unit) {
+    std::vector<std::string> header{"workload"};
+    for (System sys : systems_) header.push_back(Title(sys));
+    const bool both_raw = Has(System::kRaw) && Has(System::kRawOutbox);
+    if (Has(System::kEngine) && Has(System::kRaw)) header.push_back("engine/raw");
+    if (Has(System::kEngine) && Has(System::kRawOutbox)) header.push_back("engine/(raw+outbox)");
+    if (both_raw) header.push_back("(raw+outbox)/raw");
+    MarkdownTable t(header);
+    // value: a rate (higher is better) or a time (lower is better); ratios
+    // are always "how much of the other's rate" (so > 1 is faster).
+    auto row = [&](const std::string& id, const std::string& label, bool is_time,
+                   const char* unit) {
       if (!results_.count(id)) return;
-      double e = Median(Rates(id, System::kEngine)), r = Median(Rates(id, System::kRaw));
-      t.AddRow({label, WithCommas(e) + unit, WithCommas(r) + unit, Ratio(e, r)});
+      std::map<System, double> m;
+      std::vector<std::string> cells{label};
+      for (System sys : systems_) {
+        m[sys] = Median(is_time ? Times(id, sys) : Rates(id, sys));
+        cells.push_back(is_time ? FormatSeconds(m[sys]) : WithCommas(m[sys]) + unit);
+      }
+      auto ratio = [&](System a, System b) {
+        return is_time ? Ratio(m[b], m[a]) : Ratio(m[a], m[b]);
+      };
+      if (Has(System::kEngine) && Has(System::kRaw)) {
+        cells.push_back("**" + ratio(System::kEngine, System::kRaw) + "**");
+      }
+      if (Has(System::kEngine) && Has(System::kRawOutbox)) {
+        cells.push_back("**" + ratio(System::kEngine, System::kRawOutbox) + "**");
+      }
+      if (both_raw) cells.push_back(ratio(System::kRawOutbox, System::kRaw));
+      t.AddRow(cells);
     };
-    auto time_row = [&](const std::string& id, const std::string& label) {
-      if (!results_.count(id)) return;
-      double e = Median(Times(id, System::kEngine)), r = Median(Times(id, System::kRaw));
-      t.AddRow({label, FormatSeconds(e), FormatSeconds(r), Ratio(r, e) + " (time ×" + Ratio(e, r) + ")"});
-    };
-    rate_row("single", "single inserts, 1 thread, N=" + WithCommas(c_.inserts), " /s");
-    rate_row("threads", "single inserts, " + std::to_string(c_.threads) + " threads, N=" +
-                            WithCommas(c_.mt_inserts), " /s");
-    rate_row("egt", "EGTs of " + std::to_string(c_.egt_size) + ", " + WithCommas(c_.egts) +
-                        " batches", " entities/s");
-    rate_row("read", "point reads (random Get), N=" + WithCommas(c_.reads), " /s");
-    time_row("load", "load " + WithCommas(c_.delete_entities) + " entities (EGTs of 100, os)");
-    time_row("delete", std::string("delete table of ") + WithCommas(c_.delete_entities) +
-                           " entities (" + (sync ? "fsync" : "os") + ")");
+    row("single", "single inserts, 1 thread, N=" + WithCommas(c_.inserts), false, " /s");
+    row("threads", "single inserts, " + std::to_string(c_.threads) + " threads, N=" +
+                       WithCommas(c_.mt_inserts), false, " /s");
+    row("egt", "EGTs of " + std::to_string(c_.egt_size) + ", " + WithCommas(c_.egts) +
+                   " batches", false, " entities/s");
+    row("read", "point reads (random Get), N=" + WithCommas(c_.reads), false, " /s");
+    row("load", "load " + WithCommas(c_.delete_entities) + " entities (EGTs of 100, os)", true, "");
+    row("delete", std::string("delete table of ") + WithCommas(c_.delete_entities) +
+                      " entities (" + (sync ? "fsync" : "os") + ")", true, "");
     t.Print(out);
+    out << "\nRatios are of rates (for load and delete: inverse of times); > 1 means the "
+           "first is faster.\n";
 
     out << "\nLatency per call (medians over runs of each run's percentile):\n\n";
-    MarkdownTable l({"workload", "engine p50", "engine p99", "raw p50", "raw p99"});
+    std::vector<std::string> lh{"workload"};
+    for (System sys : systems_) {
+      lh.push_back(std::string(SystemName(sys)) + " p50");
+      lh.push_back(std::string(SystemName(sys)) + " p99");
+    }
+    MarkdownTable l(lh);
     for (const char* id : {"single", "threads", "egt", "read"}) {
       if (!results_.count(id)) continue;
-      l.AddRow({id, Micros(id, System::kEngine, true), Micros(id, System::kEngine, false),
-                Micros(id, System::kRaw, true), Micros(id, System::kRaw, false)});
+      std::vector<std::string> cells{id};
+      for (System sys : systems_) {
+        cells.push_back(Micros(id, sys, true));
+        cells.push_back(Micros(id, sys, false));
+      }
+      l.AddRow(cells);
     }
     l.Print(out);
 
     out << "\nEvery run (rate /s, or time for load and delete):\n\n";
-    MarkdownTable all({"workload", "engine", "raw RocksDB"});
+    std::vector<std::string> ah{"workload"};
+    for (System sys : systems_) ah.push_back(Title(sys));
+    MarkdownTable all(ah);
     for (const auto& [id, by_sys] : results_) {
       std::vector<std::string> cells{id};
-      for (System sys : {System::kEngine, System::kRaw}) {
+      for (System sys : systems_) {
         std::string s;
         auto it = by_sys.find(sys);
         if (it == by_sys.end()) {
@@ -222,8 +299,21 @@ class Runner {
     return buf;
   }
 
+  bool Has(System sys) const {
+    return std::find(systems_.begin(), systems_.end(), sys) != systems_.end();
+  }
+  static std::string Title(System sys) {
+    switch (sys) {
+      case System::kEngine: return "engine";
+      case System::kRaw: return "raw RocksDB";
+      case System::kRawOutbox: return "raw+outbox";
+    }
+    return "";
+  }
+
   const Config& c_;
   ScratchDir* dir_;
+  std::vector<System> systems_;
   EntityFactory factory_;
   Results results_;
 };
@@ -239,8 +329,9 @@ int Main(int argc, char** argv) {
   app.add_flag("--keep", c.keep, "keep the databases");
   app.add_flag("--quick", c.quick, "short smoke run (CI)");
   app.add_option("--only", c.only, "comma list of: single,threads,egt,read,delete");
-  app.add_option("--systems", c.systems, "engine, raw or both (one alone: for profiling)")
-      ->check(CLI::IsMember({"engine", "raw", "both"}));
+  app.add_option("--systems", c.systems,
+                 "comma list of engine,raw,raw+outbox; all (default); both = engine,raw "
+                 "(one alone: for profiling)");
   app.add_option("--inserts", c.inserts, "single inserts, 1 thread (default 200k; fsync 5k)");
   app.add_option("--mt-inserts", c.mt_inserts,
                  "single inserts over all threads (default 200k; fsync 20k)");
@@ -264,6 +355,7 @@ int Main(int argc, char** argv) {
   if (c.mt_inserts == 0) c.mt_inserts = sync ? 20000 : 200000;
   if (c.egts == 0 || c.reads == 0 || c.delete_entities < 100) Die("workload sizes too small");
 
+  ParseSystems(c.systems);  // fail on a bad list before any work
   ScratchDir dir(c.dir, "engine_bench.", c.keep);
   std::fprintf(stderr, "engine_bench: databases under %s\n", dir.path().c_str());
   Runner runner(c, &dir);

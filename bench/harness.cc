@@ -1,5 +1,6 @@
 #include "bench/harness.h"
 
+#include <errno.h>  // program_invocation_short_name (GNU)
 #include <stdlib.h>
 
 #include <algorithm>
@@ -53,7 +54,7 @@ std::string FormatSeconds(double s) {
 }
 
 void Die(const std::string& what) {
-  std::cerr << "engine_bench: " << what << std::endl;
+  std::cerr << program_invocation_short_name << ": " << what << std::endl;
   std::exit(1);
 }
 

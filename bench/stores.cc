@@ -6,7 +6,10 @@
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
+#include <atomic>
+
 #include "bench/harness.h"
+#include "engine/change_record.h"
 #include "engine/codec.h"
 #include "engine/engine.h"
 
@@ -72,30 +75,6 @@ class EngineStore : public Store {
   std::vector<std::string> names_;
 };
 
-// The options engine/engine_open.cc gives its database and its "entities"
-// column family. Keep in step with it: the comparison is only fair while
-// both sides are configured alike.
-rocksdb::Options RawOptions(const StoreOptions& o) {
-  rocksdb::Options opts;
-  opts.create_if_missing = true;
-  opts.max_background_jobs = 2;
-  opts.bytes_per_sync = 1 << 20;
-  opts.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
-  opts.write_buffer_size = o.write_buffer_bytes;
-  rocksdb::BlockBasedTableOptions t;
-  t.block_cache = rocksdb::NewLRUCache(o.block_cache_bytes);
-  t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
-  t.whole_key_filtering = true;
-  t.cache_index_and_filter_blocks = true;
-  t.pin_l0_filter_and_index_blocks_in_cache = true;
-  t.format_version = 5;
-  opts.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
-  opts.memtable_whole_key_filtering = true;
-  opts.memtable_prefix_bloom_size_ratio = 0.05;
-  opts.level_compaction_dynamic_level_bytes = true;
-  return opts;
-}
-
 class RawStore : public Store {
  public:
   RawStore(std::unique_ptr<rocksdb::DB> db, bool sync, const EntityFactory& f)
@@ -156,7 +135,117 @@ class RawStore : public Store {
   rocksdb::WriteOptions wo_;
 };
 
+// Raw RocksDB plus the outbox: the engine's column-family layout (catalog in
+// "default", unused here; "entities"; "changelog") and, per write, the rows
+// plus one change record in one WriteBatch. No validation, no existence read,
+// no commit queue, no Entity: what is left is the cost of writing the log.
+class RawOutboxStore : public Store {
+ public:
+  RawOutboxStore(std::unique_ptr<rocksdb::DB> db, std::vector<rocksdb::ColumnFamilyHandle*> cfs,
+                 bool sync, const EntityFactory& f)
+      : db_(std::move(db)), handles_(std::move(cfs)), factory_(f) {
+    entities_ = handles_.at(1);
+    log_ = handles_.at(2);
+    wo_.sync = sync;
+  }
+  ~RawOutboxStore() override {
+    for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+    db_->Close().PermitUncheckedError();
+  }
+  const char* name() const override { return "raw+outbox"; }
+
+  void CreateTable(int) override {}
+
+  void Insert(int table, uint64_t partition, uint64_t row) override {
+    InsertBatch(table, partition, row, 1);
+  }
+
+  void InsertBatch(int table, uint64_t partition, uint64_t first_row, size_t count) override {
+    rocksdb::WriteBatch wb;
+    const std::string pk = EntityFactory::PartitionKey(partition);
+    const uint64_t lsn = next_lsn_.fetch_add(1, std::memory_order_relaxed);
+    std::string record, value;
+    record.reserve(64 + count * (factory_.row_bytes() + 24));
+    // The engine's header: LSN, kind, commit time, table name and id, PK,
+    // caller, op count.
+    codec::EncodeChangeHeader(lsn, ChangeKind::kEntities, /*commit_time=*/lsn,
+                              TableName(table), static_cast<uint32_t>(table), pk, "", count,
+                              &record);
+    for (uint64_t r = first_row; r < first_row + count; r++) {
+      factory_.RawValue(r, &value);
+      const std::string rk = EntityFactory::RowKey(r);
+      Check(wb.Put(entities_, codec::EntityKey(static_cast<uint32_t>(table), pk, rk), value));
+      codec::EncodeChangeOp({rk, OpKind::kInsert, {}, value}, &record);
+    }
+    Check(wb.Put(log_, codec::LogKey(lsn), record));
+    Check(db_->Write(wo_, &wb));
+  }
+
+  bool Get(int table, uint64_t partition, uint64_t row) override {
+    rocksdb::PinnableSlice value;
+    rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), entities_,
+                                 codec::EntityKey(static_cast<uint32_t>(table),
+                                                  EntityFactory::PartitionKey(partition),
+                                                  EntityFactory::RowKey(row)),
+                                 &value);
+    if (s.IsNotFound()) return false;
+    Check(s);
+    return true;
+  }
+
+  // The engine's DeleteTable: a range tombstone plus a small table event.
+  void DeleteTable(int table) override {
+    rocksdb::WriteBatch wb;
+    Check(wb.DeleteRange(entities_, codec::TablePrefix(table), codec::TablePrefix(table + 1)));
+    const uint64_t lsn = next_lsn_.fetch_add(1);
+    std::string record;
+    codec::EncodeChangeHeader(lsn, ChangeKind::kTableDeleted, lsn, TableName(table),
+                              static_cast<uint32_t>(table), "", "", 0, &record);
+    Check(wb.Put(log_, codec::LogKey(lsn), record));
+    Check(db_->Write(wo_, &wb));
+  }
+
+ private:
+  static void Check(const rocksdb::Status& s) {
+    if (!s.ok()) Die("rocksdb: " + s.ToString());
+  }
+
+  std::unique_ptr<rocksdb::DB> db_;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+  rocksdb::ColumnFamilyHandle* entities_ = nullptr;
+  rocksdb::ColumnFamilyHandle* log_ = nullptr;
+  const EntityFactory& factory_;
+  rocksdb::WriteOptions wo_;
+  // LSNs come from a counter; they need not be in WAL order here (nothing
+  // reads the log), so concurrent writers need no commit queue.
+  std::atomic<uint64_t> next_lsn_{1};
+};
+
 }  // namespace
+
+// Keep in step with engine/engine_open.cc: the comparison is only fair while
+// both sides are configured alike.
+rocksdb::Options RawDbOptions(const StoreOptions& o) {
+  rocksdb::Options opts;
+  opts.create_if_missing = true;
+  opts.max_background_jobs = 2;
+  opts.bytes_per_sync = 1 << 20;
+  opts.max_total_wal_size = 4 * o.write_buffer_bytes;
+  opts.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
+  opts.write_buffer_size = o.write_buffer_bytes;
+  rocksdb::BlockBasedTableOptions t;
+  t.block_cache = rocksdb::NewLRUCache(o.block_cache_bytes);
+  t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  t.whole_key_filtering = true;
+  t.cache_index_and_filter_blocks = true;
+  t.pin_l0_filter_and_index_blocks_in_cache = true;
+  t.format_version = 5;
+  opts.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
+  opts.memtable_whole_key_filtering = true;
+  opts.memtable_prefix_bloom_size_ratio = 0.05;
+  opts.level_compaction_dynamic_level_bytes = true;
+  return opts;
+}
 
 std::unique_ptr<Store> OpenEngineStore(const std::string& path, const StoreOptions& options,
                                        const EntityFactory& factory) {
@@ -172,9 +261,36 @@ std::unique_ptr<Store> OpenEngineStore(const std::string& path, const StoreOptio
 std::unique_ptr<Store> OpenRawStore(const std::string& path, const StoreOptions& options,
                                     const EntityFactory& factory) {
   rocksdb::DB* raw = nullptr;
-  rocksdb::Status s = rocksdb::DB::Open(RawOptions(options), path, &raw);
+  rocksdb::Status s = rocksdb::DB::Open(RawDbOptions(options), path, &raw);
   if (!s.ok()) Die("rocksdb open: " + s.ToString());
   return std::make_unique<RawStore>(std::unique_ptr<rocksdb::DB>(raw), options.sync, factory);
+}
+
+
+std::unique_ptr<Store> OpenRawOutboxStore(const std::string& path, const StoreOptions& options,
+                                          const EntityFactory& factory) {
+  rocksdb::Options opts = RawDbOptions(options);
+  opts.create_missing_column_families = true;
+  // engine/engine_open.cc's LogCfOptions: the shared block cache, no filter.
+  rocksdb::ColumnFamilyOptions log_cf;
+  log_cf.write_buffer_size = options.write_buffer_bytes;
+  rocksdb::BlockBasedTableOptions t;
+  t.block_cache =
+      opts.table_factory->GetOptions<rocksdb::BlockBasedTableOptions>()->block_cache;
+  t.format_version = 5;
+  log_cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
+  log_cf.level_compaction_dynamic_level_bytes = true;
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
+      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
+      {"entities", rocksdb::ColumnFamilyOptions(opts)},
+      {"changelog", log_cf},
+  };
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(rocksdb::DBOptions(opts), path, cfs, &handles, &raw);
+  if (!s.ok()) Die("rocksdb open: " + s.ToString());
+  return std::make_unique<RawOutboxStore>(std::unique_ptr<rocksdb::DB>(raw), std::move(handles),
+                                          options.sync, factory);
 }
 
 }  // namespace sidetable::bench

@@ -1,6 +1,9 @@
-// The two systems under test behind one small interface, so each workload is
-// written once: the sidetable Engine, and raw RocksDB opened with the
-// engine's options for its "entities" column family.
+// The systems under test behind one small interface, so each workload is
+// written once: the sidetable Engine; raw RocksDB opened with the engine's
+// options for its "entities" column family ("raw"); and raw RocksDB that also
+// writes an outbox record of the engine's size into a second column family in
+// the same WriteBatch ("raw+outbox": the design's inherent write cost without
+// the engine's own work).
 //
 // Both fail fast (Die) on any unexpected error: a benchmark that carries on
 // after a failed write measures nothing.
@@ -13,6 +16,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <rocksdb/options.h>
 
 #include "bench/entity_factory.h"
 
@@ -44,5 +49,17 @@ std::unique_ptr<Store> OpenEngineStore(const std::string& path, const StoreOptio
                                        const EntityFactory& factory);
 std::unique_ptr<Store> OpenRawStore(const std::string& path, const StoreOptions& options,
                                     const EntityFactory& factory);
+// Raw RocksDB with two column families, "entities" and "changelog" (the
+// engine's options for each). Every write puts the rows into "entities" and
+// one record into "changelog" under the next 8-byte big-endian LSN, in one
+// WriteBatch. The record is encoded with the engine's change-record codec
+// (header + per row: row key, kind, after image = the row's bytes), so it has
+// exactly the size of the engine's record for the same inserts.
+std::unique_ptr<Store> OpenRawOutboxStore(const std::string& path, const StoreOptions& options,
+                                          const EntityFactory& factory);
+
+// The options engine/engine_open.cc gives its database and its "entities"
+// column family (the raw stores use them; so does query_bench's raw side).
+rocksdb::Options RawDbOptions(const StoreOptions& options);
 
 }  // namespace sidetable::bench

@@ -141,6 +141,9 @@ class Engine {
                                   size_t max_bytes = 16 << 20) const;
   // Removes the records with LSN < below_lsn. Returns the new first LSN.
   Result<uint64_t> TrimChanges(uint64_t below_lsn);
+  // Approximate bytes of the records with LSN >= from_lsn (RocksDB's size
+  // estimate, memtables included).
+  uint64_t ApproximateChangeBytes(uint64_t from_lsn) const;
   // Trims by the age and size bounds of the options, never at or above
   // `keep_from_lsn` (the publisher passes its watermark). Returns the new
   // first available LSN.

@@ -77,6 +77,18 @@ Result<uint64_t> Engine::Impl::TrimChanges(uint64_t below_lsn) {
   return below_lsn;
 }
 
+uint64_t Engine::Impl::ApproximateChangeBytes(uint64_t from_lsn, uint64_t to_lsn) const {
+  if (to_lsn < from_lsn) return 0;
+  std::string a = codec::LogKey(from_lsn), b = codec::LogKey(to_lsn + 1);
+  rocksdb::Range r(a, b);
+  uint64_t size = 0;
+  rocksdb::SizeApproximationOptions o;
+  o.include_memtables = true;
+  o.include_files = true;
+  db_->GetApproximateSizes(o, log_cf_, &r, 1, &size).PermitUncheckedError();
+  return size;
+}
+
 Result<uint64_t> Engine::Impl::ApplyRetention(uint64_t keep_from_lsn) {
   const uint64_t first = first_available_lsn_.load();
   const uint64_t last = commits_->last_committed_lsn();
@@ -96,16 +108,7 @@ Result<uint64_t> Engine::Impl::ApplyRetention(uint64_t keep_from_lsn) {
   if (options_.changelog_max_bytes > 0 && last >= first) {
     // Smallest cut such that [cut, last] fits the byte bound, by binary search
     // over RocksDB's size estimates (memtables included).
-    auto size_from = [&](uint64_t lsn) {
-      std::string a = codec::LogKey(lsn), b = codec::LogKey(last + 1);
-      rocksdb::Range r(a, b);
-      uint64_t size = 0;
-      rocksdb::SizeApproximationOptions o;
-      o.include_memtables = true;
-      o.include_files = true;
-      db_->GetApproximateSizes(o, log_cf_, &r, 1, &size).PermitUncheckedError();
-      return size;
-    };
+    auto size_from = [&](uint64_t lsn) { return ApproximateChangeBytes(lsn, last); };
     if (size_from(first) > options_.changelog_max_bytes) {
       uint64_t lo = first, hi = last + 1;
       while (lo < hi) {

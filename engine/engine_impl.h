@@ -68,6 +68,7 @@ class Engine::Impl {
   Result<uint64_t> TrimChanges(uint64_t below_lsn);
   Result<uint64_t> ApplyRetention(uint64_t keep_from_lsn);
   Status RecoverLogPosition(uint64_t* last_lsn, int64_t* last_time);
+  uint64_t ApproximateChangeBytes(uint64_t from_lsn, uint64_t to_lsn) const;
 
   EngineStats Stats() const;
 

@@ -162,6 +162,9 @@ Result<ChangeBatch> Engine::ReadChanges(uint64_t from_lsn, size_t max_records,
   return impl_->ReadChanges(from_lsn, max_records, max_bytes);
 }
 Result<uint64_t> Engine::TrimChanges(uint64_t below_lsn) { return impl_->TrimChanges(below_lsn); }
+uint64_t Engine::ApproximateChangeBytes(uint64_t from_lsn) const {
+  return impl_->ApproximateChangeBytes(from_lsn, impl_->commits_->last_committed_lsn());
+}
 Result<uint64_t> Engine::ApplyRetention(uint64_t keep_from_lsn) {
   return impl_->ApplyRetention(keep_from_lsn);
 }

@@ -14,4 +14,5 @@ scripts/fuzz.sh 20
 
 # 3. The benchmarks still run (a smoke run; figures come from bench/, not here).
 build/bench/engine_bench --quick >/dev/null
+build/bench/query_bench --quick >/dev/null
 echo "benchmark smoke run: ok"

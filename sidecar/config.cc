@@ -61,6 +61,20 @@ Status LoadConfigFile(const std::string& path, ServerConfig* c) {
     Read(cl, "max_bytes", &c->engine.changelog_max_bytes);
     Read(cl, "check_interval_seconds", &c->retention_interval_seconds);
     Read(root["query"], "max_examined", &c->query_max_examined);
+    const YAML::Node k = root["kafka"];
+    Read(k, "bootstrap", &c->kafka.bootstrap);
+    Read(k, "topic", &c->kafka.topic);
+    Read(k, "partitions", &c->kafka.partitions);
+    Read(k, "replication_factor", &c->kafka.replication_factor);
+    Read(k, "embedded_brokers", &c->kafka.embedded_brokers);
+    Read(k, "bootstrap_file", &c->kafka.bootstrap_file);
+    Read(k, "max_backlog_events", &c->kafka.max_backlog_events);
+    Read(k, "watermark_flush_ms", &c->kafka.watermark_flush_ms);
+    if (k && k["properties"]) {
+      for (auto it = k["properties"].begin(); it != k["properties"].end(); ++it) {
+        c->kafka.properties[it->first.as<std::string>()] = it->second.as<std::string>();
+      }
+    }
     Read(root["log"], "level", &c->log_level);
     Read(root["log"], "format", &c->log_format);
   } catch (const YAML::Exception& e) {
@@ -83,6 +97,11 @@ Status ValidateConfig(const ServerConfig& c) {
   if (c.log_format != "text" && c.log_format != "json") return bad("log.format must be text or json");
   if (c.query_max_examined < 1) return bad("query.max_examined must be positive");
   if (c.data_dir.empty()) return bad("storage.path must not be empty");
+  if (c.kafka.partitions < 1) return bad("kafka.partitions must be at least 1");
+  if (c.kafka.replication_factor < 1) return bad("kafka.replication_factor must be at least 1");
+  if (c.kafka.embedded_brokers < 1 || c.kafka.embedded_brokers > 9) return bad("kafka.embedded_brokers must be 1..9");
+  if (c.kafka.max_backlog_events < 1) return bad("kafka.max_backlog_events must be at least 1");
+  if (c.kafka.topic.empty()) return bad("kafka.topic must not be empty");
   return Status::OK();
 }
 

@@ -12,6 +12,7 @@
 
 #include "engine/engine.h"
 #include "engine/status.h"
+#include "sidecar/changestream/kafka_options.h"
 
 namespace sidetable::sidecar {
 
@@ -30,6 +31,8 @@ struct ServerConfig {
   int retention_interval_seconds = 60;                // changelog.check_interval_seconds
 
   uint64_t query_max_examined = 100'000;              // query.max_examined
+
+  changestream::KafkaOptions kafka;                   // kafka.*
 
   std::string log_level = "info";                     // log.level
   std::string log_format = "text";                    // log.format: text | json

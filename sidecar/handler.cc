@@ -7,6 +7,12 @@ namespace sidetable::sidecar {
 Status Handler::Run(const wire::Request& r, std::string* body, uint16_t* http) const {
   using wire::Op;
   *http = 200;
+  const bool writes = r.op == Op::kWrite || r.op == Op::kCreateTable || r.op == Op::kDeleteTable;
+  if (writes && publisher_ != nullptr && publisher_->backlog_full()) {
+    // Never drop events: refuse new changes until Kafka has caught up.
+    return Status(Code::kServerBusy,
+                  "the change stream backlog is full (is Kafka reachable?); retry later");
+  }
   switch (r.op) {
     case Op::kPing: {
       wire::PingReply p;
@@ -103,6 +109,10 @@ Code Handler::Handle(const wire::Request& r, std::string* out) const {
   std::string body;
   uint16_t http = 200;
   Status s = Run(r, &body, &http);
+  if (s.ok() && publisher_ != nullptr &&
+      (r.op == wire::Op::kWrite || r.op == wire::Op::kCreateTable || r.op == wire::Op::kDeleteTable)) {
+    publisher_->Notify();
+  }
   wire::Header h{wire::kVersion, static_cast<uint8_t>(r.op), http, r.id};
   if (!s.ok()) {
     wire::EncodeError(h, s, out);

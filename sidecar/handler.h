@@ -8,6 +8,7 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "sidecar/changestream/publisher.h"
 #include "sidecar/config.h"
 #include "sidecar/metrics.h"
 #include "sidecar/protocol/wire.h"
@@ -16,8 +17,10 @@ namespace sidetable::sidecar {
 
 class Handler {
  public:
-  Handler(Engine* engine, Metrics* metrics, const ServerConfig* config)
-      : engine_(engine), metrics_(metrics), config_(config) {}
+  // `publisher` may be null (no change stream).
+  Handler(Engine* engine, Metrics* metrics, const ServerConfig* config,
+          changestream::Publisher* publisher)
+      : engine_(engine), metrics_(metrics), config_(config), publisher_(publisher) {}
 
   // Appends the whole reply frame (header and body) to *out and returns the
   // outcome (Code::kOk or the error code sent).
@@ -29,6 +32,7 @@ class Handler {
   Engine* engine_;
   Metrics* metrics_;
   const ServerConfig* config_;
+  changestream::Publisher* publisher_;
 };
 
 }  // namespace sidetable::sidecar

@@ -43,7 +43,15 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& hos
     for (size_t i = 0; i < server->endpoints().size(); i++) {
       body += (i ? "," : "") + JsonString(server->endpoints()[i]);
     }
-    body += "]}";
+    body += "]";
+    if (auto* p = server->publisher()) {
+      changestream::PublisherStats ps = p->Stats();
+      body += ",\"kafka\":{\"bootstrap\":" + JsonString(p->bootstrap()) +
+              ",\"published_lsn\":" + std::to_string(ps.published_lsn) +
+              ",\"backlog_events\":" + std::to_string(ps.backlog_events) +
+              ",\"backlog_full\":" + (ps.backlog_full ? "true" : "false") + "}";
+    }
+    body += "}";
     res.set_content(body, "application/json");
   });
   ep->http_->Get("/metrics", [server, metrics, impl](const httplib::Request&, httplib::Response& res) {
@@ -53,6 +61,17 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& hos
     g.first_available_lsn = st.first_available_lsn;
     g.queue_depth = ServerQueueDepth(impl);
     g.in_flight = ServerInFlight(impl);
+    if (auto* p = server->publisher()) {
+      changestream::PublisherStats ps = p->Stats();
+      g.publishing = true;
+      g.published_lsn = ps.published_lsn;
+      g.backlog_events = ps.backlog_events;
+      g.backlog_bytes = ps.backlog_bytes;
+      g.published_events_total = ps.events_total;
+      g.published_bytes_total = ps.bytes_total;
+      g.delivery_errors_total = ps.delivery_errors;
+      g.backlog_full = ps.backlog_full;
+    }
     res.set_content(metrics->Render(g), "text/plain; version=0.0.4");
   });
   if (port == 0) {

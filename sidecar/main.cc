@@ -27,12 +27,13 @@ void OnSignal(int) {
 
 // Written once everything is bound, atomically (rename), so a test or
 // script that waits for the file finds it complete.
-bool WriteReadyFile(const std::string& path, const Server& server) {
+bool WriteReadyFile(const std::string& path, Server& server) {
   std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp);
     for (const auto& ep : server.endpoints()) out << "zmq " << ep << "\n";
     if (server.http_port() > 0) out << "http 127.0.0.1:" << server.http_port() << "\n";
+    if (!server.kafka_bootstrap().empty()) out << "kafka " << server.kafka_bootstrap() << "\n";
     out << "pid " << ::getpid() << "\n";
     if (!out) return false;
   }
@@ -59,6 +60,8 @@ int main(int argc, char** argv) {
   app.add_option("--ready-file", config.ready_file, "file written with the bound endpoints once serving");
   app.add_option("--log-level", config.log_level, "trace, debug, info, warn, error, off");
   app.add_option("--log-format", config.log_format, "text or json");
+  std::string kafka_bootstrap;
+  app.add_option("--kafka", kafka_bootstrap, "Kafka bootstrap servers, or 'embedded' (kafka.bootstrap)");
   // Config file first, then flags on top: parse twice.
   CLI11_PARSE(app, argc, argv);
   if (!config_file.empty()) {
@@ -71,9 +74,11 @@ int main(int argc, char** argv) {
     config = from_file;
     listen.clear();
     durability.clear();
+    kafka_bootstrap.clear();
     CLI11_PARSE(app, argc, argv);
   }
   if (!listen.empty()) config.listen = listen;
+  if (!kafka_bootstrap.empty()) config.kafka.bootstrap = kafka_bootstrap == "none" ? "" : kafka_bootstrap;
   if (durability == "os") config.engine.durability = Durability::kOs;
   if (durability == "fsync") config.engine.durability = Durability::kFsync;
 

@@ -104,6 +104,25 @@ std::string Metrics::Render(const Gauges& g) const {
   Line(&out, "sidetable_changelog_lsn", "", g.last_lsn);
   out += "# TYPE sidetable_changelog_first_lsn gauge\n";
   Line(&out, "sidetable_changelog_first_lsn", "", g.first_available_lsn);
+  if (g.publishing) {
+    out += "# HELP sidetable_publisher_published_lsn Every change up to this LSN is on Kafka.\n";
+    out += "# TYPE sidetable_publisher_published_lsn gauge\n";
+    Line(&out, "sidetable_publisher_published_lsn", "", g.published_lsn);
+    out += "# HELP sidetable_publisher_backlog_events Committed changes not yet on Kafka.\n";
+    out += "# TYPE sidetable_publisher_backlog_events gauge\n";
+    Line(&out, "sidetable_publisher_backlog_events", "", g.backlog_events);
+    out += "# TYPE sidetable_publisher_backlog_bytes gauge\n";
+    Line(&out, "sidetable_publisher_backlog_bytes", "", g.backlog_bytes);
+    out += "# TYPE sidetable_publisher_backlog_full gauge\n";
+    Line(&out, "sidetable_publisher_backlog_full", "", g.backlog_full ? 1 : 0);
+    out += "# HELP sidetable_publisher_events_total Events delivered to Kafka (rate() = publish rate).\n";
+    out += "# TYPE sidetable_publisher_events_total counter\n";
+    Line(&out, "sidetable_publisher_events_total", "", g.published_events_total);
+    out += "# TYPE sidetable_publisher_bytes_total counter\n";
+    Line(&out, "sidetable_publisher_bytes_total", "", g.published_bytes_total);
+    out += "# TYPE sidetable_publisher_delivery_errors_total counter\n";
+    Line(&out, "sidetable_publisher_delivery_errors_total", "", g.delivery_errors_total);
+  }
   std::lock_guard lock(tables_mu_);
   out += "# HELP sidetable_table_operations_total Entity operations committed, by table.\n";
   out += "# TYPE sidetable_table_operations_total counter\n";

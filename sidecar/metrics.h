@@ -36,6 +36,14 @@ class Metrics {
     uint64_t in_flight = 0;
     uint64_t last_lsn = 0;
     uint64_t first_available_lsn = 0;
+    bool publishing = false;  // the publisher gauges below are meaningful
+    uint64_t published_lsn = 0;
+    uint64_t backlog_events = 0;
+    uint64_t backlog_bytes = 0;
+    uint64_t published_events_total = 0;
+    uint64_t published_bytes_total = 0;
+    uint64_t delivery_errors_total = 0;
+    bool backlog_full = false;
   };
   std::string Render(const Gauges& g) const;
 

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <fstream>
 #include <zmq.hpp>
 
 #include "sidecar/handler.h"
@@ -50,7 +51,7 @@ class Server::Impl {
   Impl(Server* owner, const ServerConfig& config)
       : owner_(owner), config_(config), ctx_(1), router_(ctx_, zmq::socket_type::router),
         replies_(ctx_, zmq::socket_type::pull),
-        handler_(owner->engine_.get(), &owner->metrics_, &config_),
+        handler_(owner->engine_.get(), &owner->metrics_, &config_, owner->publisher_.get()),
         log_(spdlog::default_logger()->clone("server")) {}
 
   Status Bind();
@@ -271,7 +272,10 @@ void Server::Impl::MaintenanceLoop() {
   while (!maintenance_stop_) {
     maintenance_cv_.wait_for(lock, std::chrono::seconds(config_.retention_interval_seconds));
     if (maintenance_stop_) break;
-    auto first = owner_->engine_->ApplyRetention(UINT64_MAX);
+    // Never trim what Kafka has not received.
+    const uint64_t keep_from =
+        owner_->publisher_ ? owner_->publisher_->published_lsn() + 1 : UINT64_MAX;
+    auto first = owner_->engine_->ApplyRetention(keep_from);
     if (!first.ok()) log_->warn("change log retention: {}", first.status().ToString());
   }
 }
@@ -314,6 +318,8 @@ void Server::Impl::Drain() {
   }
   if (maintenance_.joinable()) maintenance_.join();
   if (http_) http_->Stop();
+  // Every accepted write is committed: let the publisher deliver what it can.
+  if (owner_->publisher_) owner_->publisher_->Stop();
   router_.close();  // lingers until queued replies are sent (bounded by the grace period)
   replies_.close();
 }
@@ -324,10 +330,32 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   auto engine = Engine::Open(config.engine, config.data_dir);
   if (!engine.ok()) return engine.status();
   server->engine_ = std::move(engine).value();
+  ST_RETURN_IF_ERROR(server->StartChangeStream(config));
   server->impl_ = std::make_unique<Impl>(server.get(), config);
   ST_RETURN_IF_ERROR(server->impl_->Bind());
   server->impl_->StartWorkers();
   return server;
+}
+
+Status Server::StartChangeStream(const ServerConfig& config) {
+  changestream::KafkaOptions k = config.kafka;
+  if (k.bootstrap.empty()) return Status::OK();
+  if (k.bootstrap == "embedded") {
+    auto embedded = changestream::EmbeddedKafka::Start(k.embedded_brokers);
+    if (!embedded.ok()) return embedded.status();
+    embedded_kafka_ = std::move(embedded).value();
+    const std::string file =
+        k.bootstrap_file.empty() ? config.data_dir + "/kafka.bootstrap" : k.bootstrap_file;
+    std::ofstream out(file, std::ios::trunc);
+    out << embedded_kafka_->bootstraps() << "\n";
+    if (!out) return Status(Code::kUnavailable, "cannot write " + file);
+    spdlog::info("embedded Kafka (librdkafka mock cluster) at {}; address written to {}",
+                 embedded_kafka_->bootstraps(), file);
+  }
+  auto publisher = changestream::Publisher::Start(engine_.get(), k, config.id, embedded_kafka_.get());
+  if (!publisher.ok()) return publisher.status();
+  publisher_ = std::move(publisher).value();
+  return Status::OK();
 }
 
 Server::~Server() {
@@ -344,6 +372,8 @@ Server::~Server() {
     if (impl_->maintenance_.joinable()) impl_->maintenance_.join();
   }
   impl_.reset();
+  publisher_.reset();
+  embedded_kafka_.reset();
   engine_.reset();
 }
 

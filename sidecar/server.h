@@ -24,6 +24,8 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "sidecar/changestream/embedded_kafka.h"
+#include "sidecar/changestream/publisher.h"
 #include "sidecar/config.h"
 #include "sidecar/metrics.h"
 
@@ -42,13 +44,21 @@ class Server {
   int http_port() const { return http_port_; }
   Engine& engine() { return *engine_; }
   Metrics& metrics() { return metrics_; }
+  // Null when kafka.bootstrap is empty.
+  changestream::Publisher* publisher() { return publisher_.get(); }
+  // The Kafka bootstrap servers in use ("" when not publishing).
+  std::string kafka_bootstrap() const { return publisher_ ? publisher_->bootstrap() : ""; }
 
   class Impl;
 
  private:
   Server() = default;
-  std::unique_ptr<Impl> impl_;
+  Status StartChangeStream(const ServerConfig& config);
+  // Destroyed in reverse order: workers, then the publisher, then Kafka, then the engine.
   std::unique_ptr<Engine> engine_;
+  std::unique_ptr<changestream::EmbeddedKafka> embedded_kafka_;
+  std::unique_ptr<changestream::Publisher> publisher_;
+  std::unique_ptr<Impl> impl_;
   Metrics metrics_;
   std::vector<std::string> endpoints_;
   int http_port_ = 0;

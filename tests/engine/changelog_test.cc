@@ -146,3 +146,17 @@ TEST_F(ChangelogTest, SettingsPersistAcrossReopen) {
 
 }  // namespace
 }  // namespace sidetable
+
+namespace sidetable {
+namespace {
+
+TEST_F(ChangelogTest, ApproximateBytesShrinkWithTheRange) {
+  const uint64_t all = engine_->ApproximateChangeBytes(1);
+  const uint64_t half = engine_->ApproximateChangeBytes(26);
+  EXPECT_GT(all, 0u);
+  EXPECT_LE(half, all);
+  EXPECT_EQ(engine_->ApproximateChangeBytes(1000), 0u);
+}
+
+}  // namespace
+}  // namespace sidetable

@@ -5,11 +5,11 @@
 #include <string>
 #include <string_view>
 
-namespace sidetable::cli {
+namespace sidetable::json {
 
 std::string Base64Encode(std::string_view bytes);
 // Strict: padded to a multiple of 4, no blanks, unused bits zero (so each
 // value has exactly one text). nullopt otherwise.
 std::optional<std::string> Base64Decode(std::string_view text);
 
-}  // namespace sidetable::cli
+}  // namespace sidetable::json

@@ -1,8 +1,8 @@
-#include "tools/cli/base64.h"
+#include "sidecar/protocol/json/base64.h"
 
 #include <array>
 
-namespace sidetable::cli {
+namespace sidetable::json {
 namespace {
 
 constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -71,4 +71,4 @@ std::optional<std::string> Base64Decode(std::string_view text) {
   return out;
 }
 
-}  // namespace sidetable::cli
+}  // namespace sidetable::json

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-namespace sidetable::cli {
+namespace sidetable::json {
 
 class JsonWriter {
  public:
@@ -47,4 +47,4 @@ void AppendJsonString(std::string_view s, std::string* out);
 // The text JsonWriter::Double() writes (finite values only).
 std::string FormatDouble(double d);
 
-}  // namespace sidetable::cli
+}  // namespace sidetable::json

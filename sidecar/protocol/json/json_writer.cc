@@ -1,9 +1,9 @@
-#include "tools/cli/json_writer.h"
+#include "sidecar/protocol/json/json_writer.h"
 
 #include <charconv>
 #include <cstdio>
 
-namespace sidetable::cli {
+namespace sidetable::json {
 
 void AppendJsonString(std::string_view s, std::string* out) {
   static const char* kHex = "0123456789abcdef";
@@ -120,4 +120,4 @@ JsonWriter& JsonWriter::Double(double d) {
   return *this;
 }
 
-}  // namespace sidetable::cli
+}  // namespace sidetable::json

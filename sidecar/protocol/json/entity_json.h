@@ -19,9 +19,9 @@
 #include "engine/change_record.h"
 #include "engine/edm.h"
 #include "engine/status.h"
-#include "tools/cli/json_writer.h"
+#include "sidecar/protocol/json/json_writer.h"
 
-namespace sidetable::cli {
+namespace sidetable::json {
 
 // One entity from a JSON object. PartitionKey and RowKey are required
 // strings; "Timestamp" is ignored; "odata.etag" (a string) goes to
@@ -44,5 +44,8 @@ std::string WriteResultToJson(const WriteResult& r, bool single);
 // {"lsn","kind","time","table","tableId","pk","caller","ops":[{"rk","op",
 // "version","etag","before"?,"after"?}]} (before/after as entity objects).
 std::string ChangeRecordToJson(const ChangeRecord& r);
+// The same fields, written into an object the caller has opened (the Kafka
+// change event adds its envelope fields around them).
+void WriteChangeRecordFields(const ChangeRecord& r, JsonWriter* w);
 
-}  // namespace sidetable::cli
+}  // namespace sidetable::json

@@ -1,0 +1,32 @@
+// Settings of the change stream (the `kafka:` section of the config).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace sidetable::changestream {
+
+struct KafkaOptions {
+  // "" = no publishing; "embedded" = librdkafka's mock cluster inside the
+  // sidecar (development and tests); else a bootstrap list "host:port,...".
+  std::string bootstrap;
+  // Topic name; "{sidecar}" and "{table}" are replaced (a "{table}" topic
+  // per table, else one topic for the sidecar).
+  std::string topic = "sidetable.{sidecar}.changes";
+  int partitions = 12;           // for topics the sidecar creates
+  int replication_factor = 1;    // for topics the sidecar creates (prod: 3)
+  int embedded_brokers = 1;
+  // Where the embedded cluster's bootstrap address is written for other
+  // processes ("" = <storage.path>/kafka.bootstrap).
+  std::string bootstrap_file;
+  // Unpublished events the change log may hold before writes get ServerBusy.
+  uint64_t max_backlog_events = 1'000'000;
+  // Publishing state is persisted at most this often (at-least-once: a
+  // restart may republish up to this much).
+  int watermark_flush_ms = 200;
+  // Any further librdkafka producer setting (security.protocol, sasl.*, ...).
+  std::map<std::string, std::string> properties;
+};
+
+}  // namespace sidetable::changestream

@@ -1,0 +1,83 @@
+// Publisher: the sidecar's change log, onto Kafka, in order, at least once.
+//
+// A background thread reads the engine's change log from the persisted
+// "published" watermark and produces one Kafka message per record (one
+// committed EGT or table event), keyed by "<table>/<PartitionKey>" so one
+// partition's changes stay in order on one Kafka partition. The producer is
+// idempotent with acks=all and never times a message out, so retries across
+// broker outages keep the order. The watermark advances only over a
+// contiguous run of delivered records, and is persisted every
+// watermark_flush_ms: after a crash the publisher resumes from it and may
+// publish some records again (consumers drop duplicates by LSN).
+//
+// While Kafka is unreachable the change log holds the backlog; when it
+// exceeds max_backlog_events, backlog_full() turns true and the sidecar
+// answers writes with ServerBusy. Nothing is ever dropped.
+//
+// Thread safety: all public methods may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "engine/engine.h"
+#include "sidecar/changestream/kafka_options.h"
+
+namespace sidetable::changestream {
+
+class EmbeddedKafka;
+
+struct PublisherStats {
+  uint64_t published_lsn = 0;    // every record up to here is delivered
+  uint64_t backlog_events = 0;   // committed but not yet delivered
+  uint64_t backlog_bytes = 0;    // approximate size of those records
+  uint64_t events_total = 0;     // delivered since start (may include re-sends)
+  uint64_t bytes_total = 0;
+  uint64_t delivery_errors = 0;
+  bool backlog_full = false;
+};
+
+class Publisher {
+ public:
+  // `embedded` (may be null) creates topics on the in-process mock cluster;
+  // otherwise topics are created through Kafka's admin API.
+  static Result<std::unique_ptr<Publisher>> Start(Engine* engine, const KafkaOptions& options,
+                                                  const std::string& sidecar_id,
+                                                  EmbeddedKafka* embedded);
+  ~Publisher();
+
+  // Wakes the publishing thread (the sidecar calls it after each commit).
+  void Notify();
+  // Stops: delivers what is in flight (bounded wait) and persists the watermark.
+  void Stop();
+
+  bool backlog_full() const { return backlog_full_.load(std::memory_order_relaxed); }
+  uint64_t published_lsn() const { return published_.load(std::memory_order_acquire); }
+  PublisherStats Stats() const;
+  const std::string& bootstrap() const { return bootstrap_; }
+
+  class Impl;
+
+ private:
+  Publisher() = default;
+  std::unique_ptr<Impl> impl_;
+  std::string bootstrap_;
+  std::atomic<uint64_t> published_{0};
+  std::atomic<bool> backlog_full_{false};
+};
+
+// The topic a record of `table` goes to under `topic_template`.
+std::string TopicFor(const std::string& topic_template, const std::string& sidecar_id,
+                     const std::string& table);
+
+// The Kafka message key of a record: "<table>/<PartitionKey>" (table names
+// have no '/', so the first '/' splits it).
+std::string KeyFor(const ChangeRecord& record);
+
+}  // namespace sidetable::changestream

@@ -1,0 +1,240 @@
+// The change stream end to end: the real sidecar publishing to a Kafka mock
+// cluster that this test owns (so it can take the brokers down), read back
+// with a plain librdkafka consumer.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "client/client.h"
+#include "client/entity_builder.h"
+#include "sidecar/changestream/embedded_kafka.h"
+#include "sidecar/changestream/event.h"
+#include "tests/util/kafka_reader.h"
+#include "tests/util/sidecar_process.h"
+#include "tests/util/temp_dir.h"
+
+namespace sidetable {
+namespace {
+
+using changestream::EmbeddedKafka;
+using changestream::Event;
+
+constexpr const char* kTopic = "sidetable.cs-test.changes";
+
+class ChangeStreamTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto k = EmbeddedKafka::Start(1);
+    ASSERT_TRUE(k.ok()) << k.status().ToString();
+    kafka_ = std::move(k).value();
+    // As an operator would for a real cluster: the topic exists beforehand.
+    ASSERT_TRUE(kafka_->CreateTopic(kTopic, 4).ok());
+  }
+
+  // Starts (or restarts) the sidecar on the same data directory.
+  void StartSidecar(uint64_t max_backlog = 1'000'000) {
+    std::string cfg = dir_.Sub("sidecar.yaml");
+    std::ofstream(cfg) << "sidecar:\n  id: cs-test\nkafka:\n  bootstrap: " << kafka_->bootstraps()
+                       << "\n  partitions: 4\n  max_backlog_events: " << max_backlog
+                       << "\n  watermark_flush_ms: 20\n";
+    server_ = std::make_unique<testing::SidecarProcess>(
+        SIDETABLE_BIN, dir_.Sub("db"), std::vector<std::string>{"--config", cfg, "--durability", "os"});
+    ASSERT_TRUE(server_->Start()) << server_->Log();
+    client::ClientOptions o;
+    o.endpoint = server_->endpoint();
+    o.max_attempts = 1;
+    o.timeout = std::chrono::milliseconds(10000);
+    client_ = std::move(client::Client::Connect(o)).value();
+  }
+
+  static Entity Row(const std::string& pk, const std::string& rk, int n) {
+    return client::EntityBuilder(pk, rk).Int32("n", n).String("pad", std::string(100, 'x')).Build();
+  }
+
+  // Reads the topic until every LSN in 1..last was seen; returns events by
+  // arrival, per Kafka partition in offset order.
+  std::vector<Event> ReadAll(uint64_t last, std::chrono::seconds timeout = std::chrono::seconds(60)) {
+    testing::KafkaReader reader(kafka_->bootstraps(), kTopic);
+    EXPECT_TRUE(reader.AssignAll());
+    std::set<uint64_t> seen;
+    std::vector<Event> events;
+    reader.ReadUntil(
+        [&](const std::vector<testing::KafkaMessage>& all) {
+          for (size_t i = events.size(); i < all.size(); i++) {
+            Event ev;
+            Status s = changestream::DecodeEvent(all[i].value, &ev);
+            EXPECT_TRUE(s.ok()) << s.ToString();
+            EXPECT_EQ(all[i].key, ev.record.table + "/" + ev.record.partition_key);
+            seen.insert(ev.record.lsn);
+            events.push_back(std::move(ev));
+          }
+          return seen.size() >= last;
+        },
+        timeout);
+    return events;
+  }
+
+  // Every LSN 1..last present, nothing beyond it, and for each
+  // (table, PartitionKey) the LSNs in Kafka order never go backwards except
+  // for re-sent duplicates of what came before.
+  static void CheckComplete(const std::vector<Event>& events, uint64_t last) {
+    std::set<uint64_t> lsns;
+    std::map<std::string, uint64_t> newest_per_key;
+    for (const Event& ev : events) {
+      EXPECT_EQ(ev.source, "cs-test");
+      EXPECT_LE(ev.record.lsn, last) << "an event for a change that was never committed";
+      const std::string key = ev.record.table + "/" + ev.record.partition_key;
+      uint64_t& newest = newest_per_key[key];
+      if (ev.record.lsn > newest) {
+        newest = ev.record.lsn;
+      } else {
+        EXPECT_TRUE(lsns.count(ev.record.lsn)) << "LSN " << ev.record.lsn << " out of order for " << key;
+      }
+      lsns.insert(ev.record.lsn);
+    }
+    for (uint64_t l = 1; l <= last; l++) ASSERT_TRUE(lsns.count(l)) << "LSN " << l << " missing";
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<EmbeddedKafka> kafka_;
+  std::unique_ptr<testing::SidecarProcess> server_;
+  std::unique_ptr<client::Client> client_;
+};
+
+TEST_F(ChangeStreamTest, EveryCommittedEgtArrivesInOrderPerPartition) {
+  StartSidecar();
+  ASSERT_TRUE(client_->CreateTable("Orders").ok());
+  int failed = 0;
+  for (int i = 0; i < 300; i++) {
+    Batch b("Orders");
+    b.SetCaller("writer-" + std::to_string(i % 3));
+    const std::string pk = "p" + std::to_string(i % 7);
+    b.InsertOrReplace(Row(pk, "r" + std::to_string(i), i)).InsertOrMerge(Row(pk, "counter", i));
+    ASSERT_TRUE(client_->Execute(b).ok());
+    if (i % 50 == 0) {
+      // A failing EGT commits nothing and must publish nothing.
+      Batch bad("Orders");
+      bad.Insert(Row(pk, "fresh" + std::to_string(i), 0)).Insert(Row(pk, "r" + std::to_string(i), 0));
+      EXPECT_EQ(client_->Execute(bad).status().code(), Code::kEntityAlreadyExists);
+      failed++;
+    }
+  }
+  const uint64_t last = client_->Ping()->last_lsn;
+  ASSERT_EQ(last, 301u);  // CreateTable + 300 EGTs; the failed ones took no LSN
+  auto events = ReadAll(last);
+  if (events.empty()) ADD_FAILURE() << server_->Log();
+  CheckComplete(events, last);
+  // The content: callers, operations and images are all there.
+  for (const Event& ev : events) {
+    if (ev.record.kind != ChangeKind::kEntities) continue;
+    ASSERT_EQ(ev.record.ops.size(), 2u);
+    EXPECT_EQ(ev.record.caller.rfind("writer-", 0), 0u);
+    ASSERT_TRUE(ev.record.ops[0].after.has_value());
+    EXPECT_EQ(ev.record.ops[0].after->Find("n")->type(), EdmType::kInt32);
+    EXPECT_EQ(ev.record.ops[0].version, ev.record.lsn);
+  }
+  EXPECT_EQ(server_->Stop(), 0) << server_->Log();
+}
+
+TEST_F(ChangeStreamTest, KillNineWhilePublishingLeavesNoGap) {
+  StartSidecar();
+  ASSERT_TRUE(client_->CreateTable("Orders").ok());
+  int next = 0;
+  for (int round = 0; round < 5; round++) {
+    if (round > 0) StartSidecar();
+    // Pipelined writes, then SIGKILL while they and their publishing are in flight.
+    for (int k = 0; k < 200; k++, next++) {
+      wire::Request r;
+      r.op = wire::Op::kWrite;
+      r.table = "Orders";
+      r.ops.push_back({OpKind::kInsertOrReplace, Row("p" + std::to_string(next % 5), std::to_string(next), next), ""});
+      client_->Send(r, [](const Status&, std::string_view) {});
+    }
+    client_->Poll(std::chrono::milliseconds(20));
+    server_->Kill();
+    client_.reset();
+  }
+  StartSidecar();
+  const uint64_t last = client_->Ping()->last_lsn;
+  ASSERT_GT(last, 1u);
+  auto events = ReadAll(last);
+  CheckComplete(events, last);
+  EXPECT_EQ(server_->Stop(), 0) << server_->Log();
+}
+
+TEST_F(ChangeStreamTest, BrokerOutageDelaysButLosesNothing) {
+  StartSidecar();
+  ASSERT_TRUE(client_->CreateTable("Orders").ok());
+  ASSERT_TRUE(kafka_->SetBrokersDown(true).ok());
+  for (int i = 0; i < 200; i++) {
+    ASSERT_TRUE(client_->InsertOrReplace("Orders", Row("p" + std::to_string(i % 3), std::to_string(i), i)).ok())
+        << "writes go on while Kafka is down";
+  }
+  ASSERT_TRUE(kafka_->SetBrokersDown(false).ok());
+  const uint64_t last = client_->Ping()->last_lsn;
+  auto events = ReadAll(last);
+  CheckComplete(events, last);
+  EXPECT_EQ(server_->Stop(), 0) << server_->Log();
+}
+
+TEST_F(ChangeStreamTest, FullBacklogAnswersServerBusyAndDropsNothing) {
+  StartSidecar(/*max_backlog=*/50);
+  ASSERT_TRUE(client_->CreateTable("Orders").ok());
+  // Let the table event go out, then cut Kafka off.
+  ReadAll(1);
+  ASSERT_TRUE(kafka_->SetBrokersDown(true).ok());
+  std::set<int> acked;
+  int busy_at = -1;
+  for (int i = 0; i < 2000 && busy_at < 0; i++) {
+    auto w = client_->InsertOrReplace("Orders", Row("p", std::to_string(i), i));
+    if (w.ok()) {
+      acked.insert(i);
+    } else {
+      ASSERT_EQ(w.status().code(), Code::kServerBusy) << w.status().ToString();
+      busy_at = i;
+    }
+  }
+  ASSERT_GE(busy_at, 0) << "no ServerBusy with Kafka down and a backlog bound of 50";
+  EXPECT_GE(acked.size(), 49u);
+  // A refused write was not executed.
+  EXPECT_EQ(client_->Get("Orders", "p", std::to_string(busy_at)).status().code(), Code::kResourceNotFound);
+  ASSERT_TRUE(kafka_->SetBrokersDown(false).ok());
+  const uint64_t last = client_->Ping()->last_lsn;
+  CheckComplete(ReadAll(last), last);
+  // Publishing caught up: writes are accepted again (bounded wait).
+  bool accepted = false;
+  for (int i = 0; i < 200 && !accepted; i++) {
+    accepted = client_->InsertOrReplace("Orders", Row("p", "after", i)).ok();
+    if (!accepted) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(accepted);
+  EXPECT_EQ(server_->Stop(), 0) << server_->Log();
+}
+
+TEST_F(ChangeStreamTest, EmbeddedModeWritesItsBootstrapForOthers) {
+  testing::SidecarProcess server(SIDETABLE_BIN, dir_.Sub("emb"),
+                                 {"--kafka", "embedded", "--durability", "os", "--id", "cs-test"});
+  ASSERT_TRUE(server.Start()) << server.Log();
+  std::ifstream in(dir_.Sub("emb") + "/kafka.bootstrap");
+  std::string bootstrap;
+  in >> bootstrap;
+  ASSERT_FALSE(bootstrap.empty());
+  EXPECT_NE(bootstrap.find("127.0.0.1"), std::string::npos);
+  client::ClientOptions o;
+  o.endpoint = server.endpoint();
+  auto c = client::Client::Connect(o);
+  ASSERT_TRUE((*c)->CreateTable("Emb").ok());
+  ASSERT_TRUE((*c)->Insert("Emb", Row("p", "r", 1)).ok());
+  // Another process (this test) reads the sidecar's embedded Kafka.
+  testing::KafkaReader reader(bootstrap, kTopic);
+  ASSERT_TRUE(reader.AssignAll());
+  auto msgs = reader.ReadUntil([](const auto& all) { return all.size() >= 2; }, std::chrono::seconds(30));
+  EXPECT_GE(msgs.size(), 2u);
+  EXPECT_EQ(reader.partitions(), 12);
+  EXPECT_EQ(server.Stop(), 0) << server.Log();
+}
+
+}  // namespace
+}  // namespace sidetable

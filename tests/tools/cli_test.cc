@@ -1,0 +1,379 @@
+// sidetable-cli end to end: the real server binary and the real CLI binary,
+// checking stdout, stderr and the exit code of every command.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "tests/sidecar/e2e_fixture.h"
+#include "sidecar/protocol/json/entity_json.h"
+
+namespace sidetable {
+namespace {
+
+using client::EntityBuilder;
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+bool Contains(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
+
+// Runs sidetable-cli with `args`, `input` on stdin and extra environment
+// variables; waits at most 20 s.
+CliResult RunCli(const testing::TempDir& dir, const std::vector<std::string>& args, const std::string& input = "",
+                 const std::vector<std::pair<std::string, std::string>>& env = {}) {
+  static int counter = 0;
+  const std::string base = dir.Sub("cli" + std::to_string(counter++));
+  const std::string in_path = base + ".in", out_path = base + ".out", err_path = base + ".err";
+  std::ofstream(in_path, std::ios::binary) << input;
+  std::vector<std::string> argv_s = {SIDETABLE_CLI};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  pid_t pid = fork();
+  if (pid == 0) {
+    int in = open(in_path.c_str(), O_RDONLY);
+    int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (in < 0 || out < 0 || err < 0) _exit(126);
+    dup2(in, STDIN_FILENO);
+    dup2(out, STDOUT_FILENO);
+    dup2(err, STDERR_FILENO);
+    unsetenv("SIDETABLE_ENDPOINT");
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  CliResult r;
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (waitpid(pid, &status, WNOHANG) != pid) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      r.err = "timed out";
+      return r;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = ReadAll(out_path);
+  r.err = ReadAll(err_path);
+  return r;
+}
+
+std::string Describe(const CliResult& r) {
+  return "exit " + std::to_string(r.exit_code) + "\nstdout: " + r.out.substr(0, 2000) + "\nstderr: " + r.err;
+}
+
+class CliTest : public testing::SidecarTest {
+ protected:
+  CliResult Cli(std::vector<std::string> args, const std::string& input = "") {
+    args.insert(args.begin(), {"--endpoint", server_->endpoint()});
+    return RunCli(dir_, args, input);
+  }
+  // Runs a command that must succeed; returns its stdout.
+  std::string Ok(std::vector<std::string> args, const std::string& input = "") {
+    CliResult r = Cli(std::move(args), input);
+    EXPECT_EQ(r.exit_code, 0) << Describe(r);
+    EXPECT_EQ(r.err, "");
+    return r.out;
+  }
+  // Runs a command the server must refuse with `error` ("Code (status)").
+  CliResult ServerError(std::vector<std::string> args, std::string_view error, const std::string& input = "") {
+    CliResult r = Cli(std::move(args), input);
+    EXPECT_EQ(r.exit_code, 1) << Describe(r);
+    EXPECT_TRUE(r.err.starts_with(std::string(error) + ": ")) << Describe(r);
+    EXPECT_EQ(r.out, "") << "nothing on stdout on failure";
+    return r;
+  }
+  std::string EtagOf(const std::string& table, const std::string& pk, const std::string& rk) {
+    auto e = client_->Get(table, pk, rk);
+    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    return e.ok() ? e->etag : "";
+  }
+  std::string WriteFile(const std::string& name, const std::string& text) {
+    const std::string path = dir_.Sub(name);
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+  }
+};
+
+constexpr const char* kEveryType =
+    R"({"PartitionKey":"Sales","RowKey":"1","Name":"Ana \"A\" \u00e9 \ud83d\ude00","Age":34,)"
+    R"("Salary":"5400000000","Salary@odata.type":"Edm.Int64",)"
+    R"("Min":"-9223372036854775808","Min@odata.type":"Edm.Int64",)"
+    R"("Hired":"2019-05-20T09:00:00.1234567Z","Hired@odata.type":"Edm.DateTime",)"
+    R"("Id":"c9da6455-213d-42c9-9a79-3e9149a57833","Id@odata.type":"Edm.Guid",)"
+    R"("Raw":"AAE=","Raw@odata.type":"Edm.Binary","Empty":"","Empty@odata.type":"Edm.Binary",)"
+    R"("Score":1.5,"Whole":2.0,"Nan":"NaN","Nan@odata.type":"Edm.Double",)"
+    R"("Inf":"-Infinity","Inf@odata.type":"Edm.Double","Active":true})";
+
+TEST_F(CliTest, PingAndEnvironmentEndpoint) {
+  EXPECT_TRUE(Contains(Ok({"ping"}), R"("version":1)"));
+  CliResult r = RunCli(dir_, {"ping"}, "", {{"SIDETABLE_ENDPOINT", server_->endpoint()}});
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_TRUE(Contains(r.out, R"("lsn":0)")) << r.out;
+}
+
+TEST_F(CliTest, TablesLifecycle) {
+  EXPECT_EQ(Ok({"create-table", "People"}), "");
+  EXPECT_EQ(Ok({"create-table", "Orders"}), "");
+  EXPECT_EQ(Ok({"list-tables"}), "Orders\nPeople\n");
+  EXPECT_EQ(Ok({"list-tables", "--filter", "TableName ge 'P'"}), "People\n");
+  ServerError({"create-table", "people"}, "TableAlreadyExists (409)");
+  ServerError({"create-table", "1bad"}, "InvalidInput (400)");
+  EXPECT_EQ(Ok({"delete-table", "Orders"}), "");
+  ServerError({"delete-table", "Orders"}, "TableNotFound (404)");
+  EXPECT_EQ(Ok({"list-tables"}), "People\n");
+}
+
+TEST_F(CliTest, InsertGetRoundTripsEveryType) {
+  Ok({"create-table", "People"});
+  const std::string inserted = Ok({"insert", "People", kEveryType});
+  EXPECT_TRUE(Contains(inserted, R"("etag":"W/\")")) << inserted;
+
+  auto expected = json::ParseEntityJson(kEveryType);
+  ASSERT_TRUE(expected.ok());
+  // What the server stored, read with the C++ client: every value exact.
+  auto stored = client_->Get("People", "Sales", "1");
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->properties, expected->properties);
+  // What `get` prints parses back to the same entity, with its ETag and Timestamp.
+  const std::string got = Ok({"get", "People", "Sales", "1"});
+  ASSERT_EQ(Lines(got).size(), 1u);
+  auto printed = json::ParseEntityJson(got);
+  ASSERT_TRUE(printed.ok()) << printed.status().ToString() << "\n" << got;
+  EXPECT_EQ(printed->properties, expected->properties);
+  EXPECT_EQ(printed->etag, stored->etag);
+  EXPECT_TRUE(Contains(got, "\"Timestamp\":\"" + FormatDateTime(stored->timestamp) + "\"")) << got;
+  EXPECT_EQ(got, json::EntityToJson(*stored) + "\n");
+
+  // --select
+  const std::string some = Ok({"get", "People", "Sales", "1", "--select", "Age,Salary"});
+  auto projected = json::ParseEntityJson(some);
+  ASSERT_TRUE(projected.ok());
+  ASSERT_EQ(projected->properties.size(), 2u);
+  EXPECT_EQ(*projected->Find("Salary"), Value::Int64(5'400'000'000));
+
+  // `get` output fed back through stdin: an update conditioned on its odata.etag.
+  EXPECT_EQ(Cli({"update", "People", "-"}, got).exit_code, 0);
+  ServerError({"update", "People", "-"}, "UpdateConditionNotSatisfied (412)", got);  // now stale
+  ServerError({"insert", "People", kEveryType}, "EntityAlreadyExists (409)");
+  ServerError({"get", "People", "Sales", "2"}, "ResourceNotFound (404)");
+}
+
+TEST_F(CliTest, ConditionalWritesWithStaleEtag) {
+  Ok({"create-table", "Tab"});
+  Ok({"insert", "Tab", R"({"PartitionKey":"p","RowKey":"r","V":1})"});
+  const std::string old_etag = EtagOf("Tab", "p", "r");
+  Ok({"update", "Tab", R"({"PartitionKey":"p","RowKey":"r","V":2})", "--if-match", old_etag});
+  const std::string new_etag = EtagOf("Tab", "p", "r");
+  ASSERT_NE(old_etag, new_etag);
+
+  CliResult r = ServerError({"update", "Tab", R"({"PartitionKey":"p","RowKey":"r","V":3})", "--if-match", old_etag},
+                            "UpdateConditionNotSatisfied (412)");
+  EXPECT_FALSE(Contains(r.err, "operation")) << "single writes do not name an operation";
+  ServerError({"merge", "Tab", R"({"PartitionKey":"p","RowKey":"r","W":1})", "--if-match", old_etag},
+              "UpdateConditionNotSatisfied (412)");
+  ServerError({"delete", "Tab", "p", "r", "--if-match", old_etag}, "UpdateConditionNotSatisfied (412)");
+  Ok({"merge", "Tab", R"({"PartitionKey":"p","RowKey":"r","W":1})", "--if-match", new_etag});
+  auto merged = client_->Get("Tab", "p", "r");
+  ASSERT_TRUE(merged.ok());
+  EXPECT_EQ(*merged->Find("V"), Value::Int32(2));
+  EXPECT_EQ(*merged->Find("W"), Value::Int32(1));
+
+  // upsert replaces, upsert --merge keeps the other properties.
+  Ok({"upsert", "Tab", R"({"PartitionKey":"p","RowKey":"r","X":1})", "--merge"});
+  ASSERT_TRUE(client_->Get("Tab", "p", "r").ok());
+  EXPECT_EQ(client_->Get("Tab", "p", "r")->properties.size(), 3u);
+  Ok({"upsert", "Tab", R"({"PartitionKey":"p","RowKey":"r","X":1})"});
+  ASSERT_TRUE(client_->Get("Tab", "p", "r").ok());
+  EXPECT_EQ(client_->Get("Tab", "p", "r")->properties.size(), 1u);
+  ServerError({"update", "Tab", R"({"PartitionKey":"p","RowKey":"missing"})"}, "ResourceNotFound (404)");
+
+  const std::string deleted = Ok({"delete", "Tab", "p", "r"});
+  EXPECT_TRUE(Contains(deleted, R"("lsn":)")) << deleted;
+  ServerError({"get", "Tab", "p", "r"}, "ResourceNotFound (404)");
+}
+
+TEST_F(CliTest, QueryFollowsEveryPage) {
+  Ok({"create-table", "Big"});
+  for (int p = 0; p < 5; p++) {
+    for (int b = 0; b < 5; b++) {
+      Batch batch("Big");
+      for (int i = 0; i < 100; i++) {
+        const int n = p * 500 + b * 100 + i;
+        char rk[16];
+        std::snprintf(rk, sizeof rk, "%05d", n);
+        batch.Insert(EntityBuilder("p" + std::to_string(p), rk).Int32("N", n).String("S", "x").Build());
+      }
+      ASSERT_TRUE(client_->Execute(batch).ok());
+    }
+  }
+  const auto all = Lines(Ok({"query", "Big", "--top", "1000"}));
+  ASSERT_EQ(all.size(), 2500u);  // three pages of at most 1000
+  for (size_t i = 0; i < all.size(); i += 499) {
+    auto e = json::ParseEntityJson(all[i]);
+    ASSERT_TRUE(e.ok()) << all[i];
+    EXPECT_EQ(*e->Find("N"), Value::Int32(static_cast<int32_t>(i)));  // key order
+  }
+  EXPECT_EQ(Lines(Ok({"query", "Big", "--top", "7"})).size(), 2500u);
+
+  const auto some = Lines(Ok({"query", "Big", "--filter", "N ge 2000 and S eq 'x'", "--select", "N", "--top", "300"}));
+  ASSERT_EQ(some.size(), 500u);
+  auto first = json::ParseEntityJson(some[0]);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->properties, (std::vector<Property>{{"N", Value::Int32(2000)}}));
+  EXPECT_EQ(Lines(Ok({"query", "Big", "--filter", "PartitionKey eq 'p1'"})).size(), 500u);
+  EXPECT_EQ(Lines(Ok({"query", "Big", "--limit", "1234", "--top", "1000"})).size(), 1234u);
+  EXPECT_EQ(Ok({"query", "Big", "--filter", "N lt 0"}), "");
+
+  ServerError({"query", "Missing"}, "TableNotFound (404)");
+  ServerError({"query", "Big", "--filter", "N eq"}, "InvalidInput (400)");
+}
+
+TEST_F(CliTest, QueryAsTable) {
+  Ok({"create-table", "Tab"});
+  Ok({"insert", "Tab", R"({"PartitionKey":"p","RowKey":"1","Name":"Ana","Age":34})"});
+  Ok({"insert", "Tab", R"({"PartitionKey":"p","RowKey":"2","City":"Oslo","Name":"Bo"})"});
+  const auto lines = Lines(Ok({"query", "Tab", "--format", "table"}));
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0], "PartitionKey  RowKey  Name  Age  City");
+  EXPECT_EQ(lines[1], "------------  ------  ----  ---  ----");
+  EXPECT_EQ(lines[2], "p             1       Ana   34");
+  EXPECT_EQ(lines[3], "p             2       Bo         Oslo");
+  CliResult bad = Cli({"query", "Tab", "--format", "xml"});
+  EXPECT_EQ(bad.exit_code, 2) << Describe(bad);
+}
+
+TEST_F(CliTest, BatchFromFileAndFailingOperation) {
+  Ok({"create-table", "Tab"});
+  Ok({"insert", "Tab", R"({"PartitionKey":"p","RowKey":"old","V":1})"});
+  const std::string good = WriteFile("good.json", R"([
+    {"op":"Insert","entity":{"PartitionKey":"p","RowKey":"a","V":1}},
+    {"op":"InsertOrReplace","entity":{"PartitionKey":"p","RowKey":"b","V":2}},
+    {"op":"Delete","entity":{"PartitionKey":"p","RowKey":"old"},"ifMatch":"*"}])");
+  const std::string out = Ok({"batch", "Tab", good});
+  EXPECT_TRUE(Contains(out, R"("etags":["W/\")")) << out;
+  EXPECT_TRUE(Contains(out, R"(",""]})")) << "the delete's etag is empty: " << out;
+  EXPECT_TRUE(client_->Get("Tab", "p", "a").ok());
+  EXPECT_EQ(client_->Get("Tab", "p", "old").status().code(), Code::kResourceNotFound);
+
+  const std::string failing = WriteFile("bad.json", R"([
+    {"op":"Insert","entity":{"PartitionKey":"p","RowKey":"c","V":3}},
+    {"op":"Insert","entity":{"PartitionKey":"p","RowKey":"a","V":4}}])");
+  CliResult r = ServerError({"batch", "Tab", failing}, "EntityAlreadyExists (409)");
+  EXPECT_TRUE(Contains(r.err, "operation 1")) << r.err;
+  EXPECT_EQ(client_->Get("Tab", "p", "c").status().code(), Code::kResourceNotFound) << "all or nothing";
+
+  // From stdin.
+  Ok({"batch", "Tab", "-"}, R"([{"op":"Merge","entity":{"PartitionKey":"p","RowKey":"a","W":1}}])");
+  auto merged = client_->Get("Tab", "p", "a");
+  ASSERT_TRUE(merged.ok());
+  EXPECT_NE(merged->Find("W"), nullptr);
+
+  CliResult unknown = Cli({"batch", "Tab", WriteFile("op.json", R"([{"op":"Upsert","entity":{}}])")});
+  EXPECT_EQ(unknown.exit_code, 2) << Describe(unknown);
+  EXPECT_TRUE(Contains(unknown.err, "operation 0")) << unknown.err;
+  CliResult missing = Cli({"batch", "Tab", dir_.Sub("no-such-file.json")});
+  EXPECT_EQ(missing.exit_code, 2) << Describe(missing);
+  EXPECT_EQ(missing.out, "");
+}
+
+TEST_F(CliTest, InputAndUsageErrorsExitTwo) {
+  Ok({"create-table", "Tab"});
+  CliResult bad_json = Cli({"insert", "Tab", R"({"PartitionKey":"p","RowKey":)"});
+  EXPECT_EQ(bad_json.exit_code, 2) << Describe(bad_json);
+  EXPECT_TRUE(Contains(bad_json.err, "invalid JSON")) << bad_json.err;
+  EXPECT_EQ(bad_json.out, "");
+
+  CliResult bad_type = Cli({"insert", "Tab", "-"}, R"({"PartitionKey":"p","RowKey":"r","X":1,"X@odata.type":"Edm.Money"})");
+  EXPECT_EQ(bad_type.exit_code, 2) << Describe(bad_type);
+  EXPECT_TRUE(Contains(bad_type.err, "property 'X'")) << bad_type.err;
+  EXPECT_TRUE(Contains(bad_type.err, "Edm.Money")) << bad_type.err;
+  EXPECT_EQ(client_->Get("Tab", "p", "r").status().code(), Code::kResourceNotFound);
+
+  EXPECT_EQ(Cli({"get", "Tab", "p"}).exit_code, 2);             // missing RK
+  EXPECT_EQ(Cli({"frobnicate"}).exit_code, 2);                // unknown command
+  EXPECT_EQ(Cli({}).exit_code, 2);                            // no command
+  EXPECT_EQ(Cli({"query", "Tab", "--top", "0"}).exit_code, 2);  // out of range
+  EXPECT_EQ(Cli({"--retries", "x", "ping"}).exit_code, 2);
+
+  CliResult help = Cli({"query", "--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_TRUE(Contains(help.out, "--filter")) << help.out;
+  EXPECT_TRUE(Contains(help.out, "--format")) << help.out;
+
+  // The server's own validation is a server error, exit 1.
+  ServerError({"insert", "Tab", R"({"PartitionKey":"p","RowKey":"r","bad name":1})"}, "PropertyNameInvalid (400)");
+}
+
+TEST_F(CliTest, ChangesShowCallerAndImages) {
+  Ok({"create-table", "Tab"});
+  Ok({"--caller", "hr-app", "insert", "Tab", R"({"PartitionKey":"p","RowKey":"r","Big":"7","Big@odata.type":"Edm.Int64"})"});
+  Ok({"merge", "Tab", R"({"PartitionKey":"p","RowKey":"r","V":1})", "--caller", "other"});
+  const auto lines = Lines(Ok({"changes"}));
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_TRUE(Contains(lines[0], R"("lsn":1,"kind":"TableCreated")")) << lines[0];
+  EXPECT_TRUE(Contains(lines[1], R"("kind":"Entities")")) << lines[1];
+  EXPECT_TRUE(Contains(lines[1], R"("pk":"p","caller":"hr-app")")) << lines[1];
+  EXPECT_TRUE(Contains(lines[1], R"("op":"Insert")")) << lines[1];
+  EXPECT_TRUE(Contains(lines[1], R"("Big":"7","Big@odata.type":"Edm.Int64")")) << lines[1];
+  EXPECT_FALSE(Contains(lines[1], R"("before")")) << lines[1];
+  EXPECT_TRUE(Contains(lines[2], R"("caller":"other")")) << lines[2];
+  EXPECT_TRUE(Contains(lines[2], R"("before":{)")) << lines[2];
+  EXPECT_TRUE(Contains(lines[2], R"("after":{)")) << lines[2];
+
+  EXPECT_EQ(Lines(Ok({"changes", "--from", "2", "--max", "1"})), std::vector<std::string>{lines[1]});
+  EXPECT_EQ(Ok({"changes", "--from", "4"}), "");
+}
+
+TEST(CliStandaloneTest, UnreachableEndpointExitsThree) {
+  testing::TempDir dir;
+  const auto start = std::chrono::steady_clock::now();
+  // Port 1 on loopback: nothing listens there.
+  CliResult r = RunCli(dir, {"--endpoint", "tcp://127.0.0.1:1", "--timeout-ms", "200", "--retries", "1", "ping"});
+  EXPECT_EQ(r.exit_code, 3) << Describe(r);
+  EXPECT_EQ(r.out, "");
+  EXPECT_TRUE(Contains(r.err, "no reply")) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+
+  CliResult write = RunCli(dir, {"--endpoint", "tcp://127.0.0.1:1", "--timeout-ms", "100", "--retries", "0",
+                                 "insert", "Tab", R"({"PartitionKey":"p","RowKey":"r"})"});
+  EXPECT_EQ(write.exit_code, 3) << Describe(write);
+  EXPECT_EQ(write.out, "");
+
+  // Input is checked before connecting: bad JSON is still a usage error.
+  CliResult bad = RunCli(dir, {"--endpoint", "tcp://127.0.0.1:1", "insert", "Tab", "{"});
+  EXPECT_EQ(bad.exit_code, 2) << Describe(bad);
+
+  CliResult malformed = RunCli(dir, {"--endpoint", "nonsense", "ping"});
+  EXPECT_EQ(malformed.exit_code, 3) << Describe(malformed);
+  EXPECT_EQ(malformed.out, "");
+}
+
+}  // namespace
+}  // namespace sidetable

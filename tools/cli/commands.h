@@ -1,0 +1,92 @@
+// The sidetable-cli commands: each reads its arguments, talks to the sidecar
+// through the C++ client and returns the process exit code.
+//
+// Output contract (docs/cli.md): a command writes its result to stdout only
+// when it succeeds (output is buffered until then), and errors to stderr:
+//   0 success, 1 the server answered an error, 2 usage or input error,
+//   3 no reply or connection failure.
+//
+// Thread safety: one command per process, on the main thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/client.h"
+#include "engine/status.h"
+
+namespace sidetable::cli {
+
+
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitServerError = 1,
+  kExitUsage = 2,
+  kExitNoReply = 3,
+};
+
+struct GlobalOptions {
+  std::string endpoint = "tcp://127.0.0.1:5555";
+  int timeout_ms = 5000;  // per attempt
+  std::string caller;
+  int retries = 2;  // attempts after the first
+};
+
+// The arguments of every command; each command reads the ones it declares.
+struct CommandArgs {
+  std::string table, pk, rk;
+  std::string input;  // JSON text, or "-" for stdin (insert/update/merge/upsert); FILE or "-" (batch)
+  std::string if_match;
+  bool merge = false;  // upsert --merge
+  std::string filter;
+  std::vector<std::string> select;
+  int top = 0;         // 0 = the server's page size
+  uint64_t limit = 0;  // 0 = all
+  std::string format = "jsonl";
+  uint64_t from = 1;
+  uint64_t max = 1000;
+};
+
+// One command's process-wide state: the lazily connected client and the
+// buffered stdout.
+class Session {
+ public:
+  explicit Session(GlobalOptions options) : options_(std::move(options)) {}
+  // Connects on first use; nullptr after reporting the failure (see exit_code()).
+  client::Client* Client();
+  // Reports `s` on stderr and returns the exit code it maps to. `batch`
+  // adds the failing operation's index.
+  int Fail(const Status& s, bool batch = false);
+  // Reports a usage or input error.
+  int Usage(const std::string& message);
+  // Writes the buffered output; returns kExitOk.
+  int Finish();
+
+  std::string out;  // stdout, written by Finish()
+  int connect_exit = kExitOk;
+
+ private:
+  GlobalOptions options_;
+  std::unique_ptr<client::Client> client_;
+};
+
+// The text of a JSON argument: `arg` itself, or all of stdin when it is "-".
+bool ReadJsonArgument(const std::string& arg, std::string* text);
+// All of a file, or of stdin for "-".
+bool ReadFileArgument(const std::string& path, std::string* text);
+
+int RunPing(Session& s, const CommandArgs& a);
+int RunCreateTable(Session& s, const CommandArgs& a);
+int RunDeleteTable(Session& s, const CommandArgs& a);
+int RunListTables(Session& s, const CommandArgs& a);
+int RunGet(Session& s, const CommandArgs& a);
+// insert, update, merge, upsert
+int RunWrite(Session& s, const CommandArgs& a, const std::string& command);
+int RunDelete(Session& s, const CommandArgs& a);
+int RunQuery(Session& s, const CommandArgs& a);
+int RunBatch(Session& s, const CommandArgs& a);
+int RunChanges(Session& s, const CommandArgs& a);
+
+}  // namespace sidetable::cli

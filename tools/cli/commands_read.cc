@@ -1,0 +1,99 @@
+// Commands that read or manage: ping, tables, query, changes.
+#include <algorithm>
+
+#include "tools/cli/commands.h"
+#include "sidecar/protocol/json/entity_json.h"
+#include "sidecar/protocol/json/json_writer.h"
+#include "tools/cli/table_printer.h"
+
+namespace sidetable::cli {
+
+using namespace ::sidetable::json;  // the JSON entity format (sidecar/protocol/json)
+
+int RunPing(Session& s, const CommandArgs&) {
+  client::Client* c = s.Client();
+  if (!c) return s.connect_exit;
+  auto p = c->Ping();
+  if (!p.ok()) return s.Fail(p.status());
+  JsonWriter w;
+  w.BeginObject();
+  w.Key("version").Int(p->version);
+  w.Key("sidecar").String(p->sidecar_id);
+  w.Key("lsn").UInt(p->last_lsn);
+  w.EndObject();
+  s.out = w.Take() + "\n";
+  return s.Finish();
+}
+
+int RunCreateTable(Session& s, const CommandArgs& a) {
+  client::Client* c = s.Client();
+  if (!c) return s.connect_exit;
+  Status st = c->CreateTable(a.table);
+  if (!st.ok()) return s.Fail(st);
+  return s.Finish();
+}
+
+int RunDeleteTable(Session& s, const CommandArgs& a) {
+  client::Client* c = s.Client();
+  if (!c) return s.connect_exit;
+  Status st = c->DeleteTable(a.table);
+  if (!st.ok()) return s.Fail(st);
+  return s.Finish();
+}
+
+int RunListTables(Session& s, const CommandArgs& a) {
+  client::Client* c = s.Client();
+  if (!c) return s.connect_exit;
+  auto tables = c->ListTables(a.filter);
+  if (!tables.ok()) return s.Fail(tables.status());
+  for (const auto& t : *tables) s.out += t + "\n";
+  return s.Finish();
+}
+
+int RunQuery(Session& s, const CommandArgs& a) {
+  const bool table = a.format == "table";
+  client::Client* c = s.Client();
+  if (!c) return s.connect_exit;
+  client::QueryOptions q;
+  q.table = a.table;
+  q.filter = a.filter;
+  q.select = a.select;
+  if (a.top > 0) q.top = a.top;
+  client::QueryIterator it = c->Query(q);
+  TablePrinter printer;
+  Entity e;
+  uint64_t n = 0;
+  while ((a.limit == 0 || n < a.limit) && it.Next(&e)) {
+    n++;
+    if (table) {
+      printer.Add(e);
+    } else {
+      s.out += EntityToJson(e);
+      s.out += '\n';
+    }
+  }
+  if (!it.status().ok()) return s.Fail(it.status());
+  if (table) s.out = printer.Render();
+  return s.Finish();
+}
+
+int RunChanges(Session& s, const CommandArgs& a) {
+  client::Client* c = s.Client();
+  if (!c) return s.connect_exit;
+  uint64_t from = a.from, remaining = a.max;
+  while (remaining > 0) {
+    auto batch = c->ReadChanges(from, static_cast<uint32_t>(std::min<uint64_t>(remaining, 10'000)));
+    if (!batch.ok()) return s.Fail(batch.status());
+    if (batch->records.empty()) break;
+    for (const auto& r : batch->records) {
+      s.out += ChangeRecordToJson(r);
+      s.out += '\n';
+      from = r.lsn + 1;
+      if (--remaining == 0) break;
+    }
+    if (from > batch->last_lsn) break;
+  }
+  return s.Finish();
+}
+
+}  // namespace sidetable::cli

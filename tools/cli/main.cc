@@ -1,0 +1,116 @@
+// sidetable-cli: the command line for people and scripts (docs/cli.md).
+//
+//   sidetable-cli [--endpoint E] [--timeout-ms N] [--caller C] [--retries N] COMMAND ...
+//
+// Exit codes: 0 success, 1 the server answered an error, 2 usage or input
+// error, 3 no reply or connection failure. Nothing is written to stdout on
+// failure.
+#include <CLI/CLI.hpp>
+
+#include "tools/cli/commands.h"
+
+using namespace sidetable::cli;
+
+int main(int argc, char** argv) {
+  CLI::App app{"sidetable-cli: tables, entities, queries and the change log of a sidetable sidecar"};
+  app.require_subcommand(1);
+  app.fallthrough();  // global options may also follow the command
+  GlobalOptions g;
+  CommandArgs a;
+  app.add_option("--endpoint", g.endpoint, "sidecar endpoint")
+      ->envname("SIDETABLE_ENDPOINT")
+      ->capture_default_str();
+  app.add_option("--timeout-ms", g.timeout_ms, "time to wait for each attempt's reply")
+      ->check(CLI::Range(1, 3'600'000))
+      ->capture_default_str();
+  app.add_option("--caller", g.caller, "writer identity recorded in the change log");
+  app.add_option("--retries", g.retries,
+                 "attempts after the first when there is no reply or the server is busy "
+                 "(a retried write may have been applied already)")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
+
+  auto table_arg = [&](CLI::App* cmd) { cmd->add_option("TABLE", a.table, "table name")->required(); };
+  auto keys_args = [&](CLI::App* cmd) {
+    cmd->add_option("PK", a.pk, "PartitionKey")->required();
+    cmd->add_option("RK", a.rk, "RowKey")->required();
+  };
+  auto select_opt = [&](CLI::App* cmd) {
+    cmd->add_option("--select", a.select, "properties to return, comma-separated")->delimiter(',');
+  };
+  const char* kIfMatch = "ETag the entity must have (default: the input's odata.etag, else *)";
+
+  app.add_subcommand("ping", "check the sidecar answers; prints its id and last LSN");
+  auto* create = app.add_subcommand("create-table", "create a table");
+  create->add_option("NAME", a.table, "table name")->required();
+  auto* drop = app.add_subcommand("delete-table", "delete a table and its entities");
+  drop->add_option("NAME", a.table, "table name")->required();
+  auto* list = app.add_subcommand("list-tables", "list table names, one per line");
+  list->add_option("--filter", a.filter, "$filter on TableName, e.g. \"TableName ge 'a'\"");
+
+  auto* get = app.add_subcommand("get", "print one entity as JSON");
+  table_arg(get);
+  keys_args(get);
+  select_opt(get);
+
+  auto* insert = app.add_subcommand("insert", "insert an entity (fails if it exists)");
+  table_arg(insert);
+  a.input = "-";
+  insert->add_option("JSON", a.input, "entity JSON, or - for stdin (the default)");
+  for (const char* name : {"update", "merge"}) {
+    auto* cmd = app.add_subcommand(name, std::string(name) == "update"
+                                             ? "replace an existing entity"
+                                             : "merge properties into an existing entity");
+    table_arg(cmd);
+    cmd->add_option("JSON", a.input, "entity JSON, or - for stdin")->required();
+    cmd->add_option("--if-match", a.if_match, kIfMatch);
+  }
+  auto* upsert = app.add_subcommand("upsert", "insert or replace (or merge, with --merge) an entity");
+  table_arg(upsert);
+  upsert->add_option("JSON", a.input, "entity JSON, or - for stdin")->required();
+  upsert->add_flag("--merge", a.merge, "InsertOrMerge instead of InsertOrReplace");
+  auto* del = app.add_subcommand("delete", "delete an entity");
+  table_arg(del);
+  keys_args(del);
+  del->add_option("--if-match", a.if_match, "ETag the entity must have (default *)");
+
+  auto* query = app.add_subcommand("query", "print every matching entity, following continuations");
+  table_arg(query);
+  query->add_option("--filter", a.filter, "OData $filter (docs/queries.md)");
+  select_opt(query);
+  query->add_option("--top", a.top, "entities per page, 1-1000")->check(CLI::Range(1, 1000));
+  query->add_option("--format", a.format, "jsonl (one JSON object per line) or table")
+      ->check(CLI::IsMember({"jsonl", "table"}))
+      ->capture_default_str();
+  query->add_option("--limit", a.limit, "stop after this many entities (0 = all)");
+
+  auto* batch = app.add_subcommand("batch", "run an entity group transaction from a JSON file");
+  table_arg(batch);
+  batch->add_option("FILE", a.input, "JSON array of {op, entity, ifMatch?}, or - for stdin")->required();
+
+  auto* changes = app.add_subcommand("changes", "print change-log records as JSON lines");
+  changes->add_option("--from", a.from, "first LSN")->capture_default_str();
+  changes->add_option("--max", a.max, "most records to print")->check(CLI::PositiveNumber)->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+
+  const std::string command = app.get_subcommands().at(0)->get_name();
+  Session s(g);
+  if (command == "ping") return RunPing(s, a);
+  if (command == "create-table") return RunCreateTable(s, a);
+  if (command == "delete-table") return RunDeleteTable(s, a);
+  if (command == "list-tables") return RunListTables(s, a);
+  if (command == "get") return RunGet(s, a);
+  if (command == "insert" || command == "update" || command == "merge" || command == "upsert") {
+    return RunWrite(s, a, command);
+  }
+  if (command == "delete") return RunDelete(s, a);
+  if (command == "query") return RunQuery(s, a);
+  if (command == "batch") return RunBatch(s, a);
+  if (command == "changes") return RunChanges(s, a);
+  return s.Usage("unknown command " + command);
+}

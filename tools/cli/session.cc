@@ -1,0 +1,80 @@
+// Session: connection, error reporting and buffered output shared by all commands.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+
+#include "tools/cli/commands.h"
+
+namespace sidetable::cli {
+
+namespace {
+
+// The client reports "no reply after N attempts" as Unavailable, the same
+// code a server uses for a closed engine; only the message tells them apart.
+bool IsNoReply(const Status& s) {
+  return s.code() == Code::kUnavailable && s.message().starts_with("no reply");
+}
+
+}  // namespace
+
+client::Client* Session::Client() {
+  if (client_) return client_.get();
+  client::ClientOptions o;
+  o.endpoint = options_.endpoint;
+  o.timeout = std::chrono::milliseconds(options_.timeout_ms);
+  o.max_attempts = options_.retries + 1;
+  o.caller = options_.caller;
+  auto c = client::Client::Connect(o);
+  if (!c.ok()) {
+    std::fprintf(stderr, "sidetable-cli: %s\n", c.status().message().c_str());
+    connect_exit = kExitNoReply;
+    return nullptr;
+  }
+  client_ = std::move(c).value();
+  return client_.get();
+}
+
+int Session::Fail(const Status& s, bool batch) {
+  if (IsNoReply(s)) {
+    std::fprintf(stderr, "sidetable-cli: %s\n", s.message().c_str());
+    return kExitNoReply;
+  }
+  std::string line = std::string(ErrorCodeName(s.code())) + " (" + std::to_string(HttpStatus(s.code())) +
+                     "): " + s.message();
+  if (batch && s.op_index() >= 0) line += " (operation " + std::to_string(s.op_index()) + ")";
+  std::fprintf(stderr, "%s\n", line.c_str());
+  return kExitServerError;
+}
+
+int Session::Usage(const std::string& message) {
+  std::fprintf(stderr, "sidetable-cli: %s\n", message.c_str());
+  return kExitUsage;
+}
+
+int Session::Finish() {
+  if (!out.empty()) {
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    out.clear();
+  }
+  return std::fflush(stdout) == 0 ? kExitOk : kExitUsage;
+}
+
+bool ReadFileArgument(const std::string& path, std::string* text) {
+  if (path == "-") {
+    text->assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    return !std::cin.bad();
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  text->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return !in.bad();
+}
+
+bool ReadJsonArgument(const std::string& arg, std::string* text) {
+  if (arg == "-") return ReadFileArgument(arg, text);
+  *text = arg;
+  return true;
+}
+
+}  // namespace sidetable::cli
