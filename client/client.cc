@@ -133,6 +133,20 @@ Result<ChangeBatch> Client::ReadChanges(uint64_t from_lsn, uint32_t max_records,
   return b;
 }
 
+Result<uint64_t> Client::RequestArchive(const std::string& table, const std::string& pk,
+                                        const std::vector<std::string>& row_keys,
+                                        const std::string& archive_table) {
+  wire::Request r = Make(wire::Op::kRequestArchive, table);
+  r.pk = pk;
+  r.rks = row_keys;
+  r.target = archive_table;
+  std::string body;
+  ST_RETURN_IF_ERROR(Call(std::move(r), &body));
+  uint64_t lsn = 0;
+  ST_RETURN_IF_ERROR(wire::DecodeLsn(body, &lsn));
+  return lsn;
+}
+
 bool QueryIterator::Next(Entity* out) {
   while (pos_ >= page_.size()) {
     if (done_ || (started_ && !next_)) return false;

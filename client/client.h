@@ -87,6 +87,11 @@ class Client {
   QueryIterator Query(const QueryOptions& q);
   Result<ChangeBatch> ReadChanges(uint64_t from_lsn, uint32_t max_records = 1000,
                                   uint64_t max_bytes = 4 << 20);
+  // Asks the archive pattern's workers to move these entities of one
+  // partition to `archive_table`; returns the change record's LSN.
+  Result<uint64_t> RequestArchive(const std::string& table, const std::string& pk,
+                                  const std::vector<std::string>& row_keys,
+                                  const std::string& archive_table);
 
   // ---- pipelined calls ---------------------------------------------------
   // Sends now; `done` runs from Poll()/Drain() when the final reply arrives

@@ -9,8 +9,19 @@ std::string_view ChangeKindName(ChangeKind kind) {
     case ChangeKind::kEntities: return "Entities";
     case ChangeKind::kTableCreated: return "TableCreated";
     case ChangeKind::kTableDeleted: return "TableDeleted";
+    case ChangeKind::kArchiveRequested: return "ArchiveRequested";
   }
   return "";
+}
+
+bool ParseChangeKind(std::string_view name, ChangeKind* kind) {
+  for (int k = 1; k <= 4; k++) {
+    if (ChangeKindName(static_cast<ChangeKind>(k)) == name) {
+      *kind = static_cast<ChangeKind>(k);
+      return true;
+    }
+  }
+  return false;
 }
 
 namespace codec {
@@ -36,11 +47,15 @@ Status DecodeHeader(Reader* r, ChangeRecord* out, uint64_t* op_count) {
   std::string_view table, pk, caller;
   if (!r->Byte(&format)) return Corrupt("empty");
   if (format != kChangeFormat) return Corrupt("unknown format version");
-  if (!r->Byte(&kind) || kind < 1 || kind > 3 || !r->Varint64(&lsn) || !r->Fixed64(&ts) ||
+  std::string_view target;
+  if (!r->Byte(&kind) || kind < 1 || kind > 4 || !r->Varint64(&lsn) || !r->Fixed64(&ts) ||
       !r->LengthPrefixed(&table) || !r->Varint64(&table_id) || !r->LengthPrefixed(&pk) ||
-      !r->LengthPrefixed(&caller) || !r->Varint64(op_count)) {
+      !r->LengthPrefixed(&caller) ||
+      (kind == static_cast<uint8_t>(ChangeKind::kArchiveRequested) && !r->LengthPrefixed(&target)) ||
+      !r->Varint64(op_count)) {
     return Corrupt("truncated header");
   }
+  out->target_table.assign(target);
   out->lsn = lsn;
   out->kind = static_cast<ChangeKind>(kind);
   out->commit_time = static_cast<int64_t>(ts);
@@ -55,7 +70,8 @@ Status DecodeHeader(Reader* r, ChangeRecord* out, uint64_t* op_count) {
 
 void EncodeChangeHeader(uint64_t lsn, ChangeKind kind, int64_t commit_time,
                         std::string_view table, uint32_t table_id, std::string_view pk,
-                        std::string_view caller, size_t op_count, std::string* dst) {
+                        std::string_view caller, size_t op_count, std::string* dst,
+                        std::string_view target_table) {
   dst->push_back(static_cast<char>(kChangeFormat));
   dst->push_back(static_cast<char>(kind));
   PutVarint64(dst, lsn);
@@ -64,6 +80,7 @@ void EncodeChangeHeader(uint64_t lsn, ChangeKind kind, int64_t commit_time,
   PutVarint64(dst, table_id);
   PutLengthPrefixed(dst, pk);
   PutLengthPrefixed(dst, caller);
+  if (kind == ChangeKind::kArchiveRequested) PutLengthPrefixed(dst, target_table);
   PutVarint64(dst, op_count);
 }
 

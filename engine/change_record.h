@@ -24,9 +24,15 @@ enum class ChangeKind : uint8_t {
   kEntities = 1,      // an EGT on one partition
   kTableCreated = 2,
   kTableDeleted = 3,
+  // An application asked for entities to be moved to an archive table (the
+  // eventually consistent transactions pattern): the change log is the
+  // guide's queue. No rows change; each op names a RowKey (op kind Delete:
+  // the eventual effect on the source) and target_table the archive.
+  kArchiveRequested = 4,
 };
 
 std::string_view ChangeKindName(ChangeKind kind);
+bool ParseChangeKind(std::string_view name, ChangeKind* kind);
 
 struct ChangeOp {
   std::string row_key;
@@ -49,6 +55,7 @@ struct ChangeRecord {
   uint32_t table_id = 0;  // distinguishes a re-created table from its predecessor
   std::string partition_key;
   std::string caller;
+  std::string target_table;  // kArchiveRequested only
   std::vector<ChangeOp> ops;
 };
 
@@ -64,9 +71,11 @@ struct ChangeOpImages {
   std::string_view before_row;  // empty = none
   std::string_view after_row;   // empty = none
 };
+// `target_table` is written for kArchiveRequested only.
 void EncodeChangeHeader(uint64_t lsn, ChangeKind kind, int64_t commit_time,
                         std::string_view table, uint32_t table_id, std::string_view pk,
-                        std::string_view caller, size_t op_count, std::string* dst);
+                        std::string_view caller, size_t op_count, std::string* dst,
+                        std::string_view target_table = {});
 void EncodeChangeOp(const ChangeOpImages& op, std::string* dst);
 Status DecodeChange(std::string_view value, ChangeRecord* out);
 // Only the header fields (lsn, kind, commit_time, table, pk, caller).

@@ -125,6 +125,12 @@ class Engine {
 
   // ---- entities ----
   Result<WriteResult> Execute(const Batch& batch);
+  // Records in the change log that the application wants entities (one
+  // partition, 1..100 RowKeys) moved to `archive_table`; the archive pattern's
+  // workers carry it out. Writes no rows. Returns the record's LSN.
+  Result<uint64_t> RequestArchive(std::string_view table, std::string_view pk,
+                                  const std::vector<std::string>& row_keys,
+                                  std::string_view archive_table, std::string_view caller = "");
   Result<Entity> Get(std::string_view table, std::string_view pk, std::string_view rk,
                      const std::vector<std::string>* select = nullptr) const;
 

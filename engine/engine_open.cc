@@ -148,6 +148,11 @@ std::vector<TableInfo> Engine::ListTables(std::string_view prefix) const {
   return impl_->ListTables(prefix);
 }
 Result<WriteResult> Engine::Execute(const Batch& batch) { return impl_->Execute(batch); }
+Result<uint64_t> Engine::RequestArchive(std::string_view table, std::string_view pk,
+                                        const std::vector<std::string>& row_keys,
+                                        std::string_view archive_table, std::string_view caller) {
+  return impl_->RequestArchive(table, pk, row_keys, archive_table, caller);
+}
 Result<Entity> Engine::Get(std::string_view table, std::string_view pk, std::string_view rk,
                            const std::vector<std::string>* select) const {
   return impl_->Get(table, pk, rk, select);

@@ -187,7 +187,64 @@ Status Prepare(PreparedOp* p, int idx) {
   return Status::OK();
 }
 
+class ArchiveRequestWork : public CommitWork {
+ public:
+  ArchiveRequestWork(Engine::Impl* e, const TableInfo& table, std::string_view pk,
+                     const std::vector<std::string>& rks, std::string_view target,
+                     std::string_view caller)
+      : e_(e), table_(table), pk_(pk), rks_(rks), target_(target), caller_(caller) {}
+  void Encode(uint64_t lsn, int64_t time, rocksdb::WriteBatch* wb) override {
+    std::string record;
+    codec::EncodeChangeHeader(lsn, ChangeKind::kArchiveRequested, time, table_.name, table_.id,
+                              pk_, caller_, rks_.size(), &record, target_);
+    for (const auto& rk : rks_) codec::EncodeChangeOp({rk, OpKind::kDelete, {}, {}}, &record);
+    wb->Put(e_->log_cf_, codec::LogKey(lsn), record);
+  }
+  size_t ApproximateBytes() const override { return 128 + rks_.size() * 64; }
+
+ private:
+  Engine::Impl* e_;
+  const TableInfo& table_;
+  std::string_view pk_;
+  const std::vector<std::string>& rks_;
+  std::string_view target_, caller_;
+};
+
 }  // namespace
+
+Result<uint64_t> Engine::Impl::RequestArchive(std::string_view table, std::string_view pk,
+                                              const std::vector<std::string>& rks,
+                                              std::string_view archive_table,
+                                              std::string_view caller) {
+  if (rks.empty() || rks.size() > Limits::kMaxBatchOperations) {
+    return Status(Code::kInvalidInput, "an archive request names 1 to 100 RowKeys");
+  }
+  ST_RETURN_IF_ERROR(ValidateTableName(archive_table));
+  ST_RETURN_IF_ERROR(ValidateKey(pk, "PartitionKey"));
+  std::unordered_set<std::string_view> seen;
+  for (size_t i = 0; i < rks.size(); i++) {
+    ST_RETURN_IF_ERROR(ValidateKey(rks[i], "RowKey").WithOpIndex(static_cast<int>(i)));
+    if (!seen.insert(rks[i]).second) {
+      return Status(Code::kInvalidDuplicateRow, "RowKey '" + rks[i] + "' appears twice",
+                    static_cast<int>(i));
+    }
+  }
+  if (caller.size() > 1024) return Status(Code::kInvalidInput, "caller identity longer than 1024 bytes");
+  auto t = FindTable(table);
+  if (!t) return Status(Code::kTableNotFound, "table '" + std::string(table) + "' not found");
+  if (ToLower(table) == ToLower(archive_table)) {
+    return Status(Code::kInvalidInput, "the archive table must differ from the source table");
+  }
+  std::shared_lock table_lock(t->mu);
+  if (t->deleted) return Status(Code::kTableNotFound, "table '" + std::string(table) + "' not found");
+  // In the partition's order with its writes.
+  std::lock_guard partition_lock(partition_locks_.For(t->info.id, pk));
+  ArchiveRequestWork work(this, t->info, pk, rks, archive_table, caller);
+  uint64_t lsn;
+  int64_t time;
+  ST_RETURN_IF_ERROR(commits_->Commit(&work, &lsn, &time));
+  return lsn;
+}
 
 Result<WriteResult> Engine::Impl::Execute(const Batch& batch) {
   ST_RETURN_IF_ERROR(ValidateBatch(batch));

@@ -10,7 +10,7 @@ scripts/build.sh
 (cd build && ctest -j"$(nproc)" --output-on-failure --timeout 900)
 
 # 2. A short libFuzzer run of each fuzz target (clang build of its own).
-scripts/fuzz.sh 20
+scripts/fuzz.sh --runs 300000
 
 # 3. The benchmarks still run (a smoke run; figures come from bench/, not here).
 build/bench/engine_bench --quick >/dev/null

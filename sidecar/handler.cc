@@ -7,7 +7,8 @@ namespace sidetable::sidecar {
 Status Handler::Run(const wire::Request& r, std::string* body, uint16_t* http) const {
   using wire::Op;
   *http = 200;
-  const bool writes = r.op == Op::kWrite || r.op == Op::kCreateTable || r.op == Op::kDeleteTable;
+  const bool writes = r.op == Op::kWrite || r.op == Op::kCreateTable ||
+                      r.op == Op::kDeleteTable || r.op == Op::kRequestArchive;
   if (writes && publisher_ != nullptr && publisher_->backlog_full()) {
     // Never drop events: refuse new changes until Kafka has caught up.
     return Status(Code::kServerBusy,
@@ -91,6 +92,12 @@ Status Handler::Run(const wire::Request& r, std::string* body, uint16_t* http) c
       wire::EncodeQuery(reply, body);
       return Status::OK();
     }
+    case Op::kRequestArchive: {
+      auto lsn = engine_->RequestArchive(r.table, r.pk, r.rks, r.target, r.caller);
+      if (!lsn.ok()) return lsn.status();
+      wire::EncodeLsn(*lsn, body);
+      return Status::OK();
+    }
     case Op::kReadChanges: {
       if (r.max_records < 1 || r.max_records > 10'000) {
         return Status(Code::kInvalidInput, "max must be between 1 and 10000");
@@ -110,7 +117,8 @@ Code Handler::Handle(const wire::Request& r, std::string* out) const {
   uint16_t http = 200;
   Status s = Run(r, &body, &http);
   if (s.ok() && publisher_ != nullptr &&
-      (r.op == wire::Op::kWrite || r.op == wire::Op::kCreateTable || r.op == wire::Op::kDeleteTable)) {
+      (r.op == wire::Op::kWrite || r.op == wire::Op::kCreateTable ||
+       r.op == wire::Op::kDeleteTable || r.op == wire::Op::kRequestArchive)) {
     publisher_->Notify();
   }
   wire::Header h{wire::kVersion, static_cast<uint8_t>(r.op), http, r.id};

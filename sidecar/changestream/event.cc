@@ -70,16 +70,14 @@ Status DecodeEvent(std::string_view text, Event* out) {
       !GetString(doc, "table", &r.table) || !GetUint(doc, "tableId", &table_id)) {
     return Bad("missing or mistyped envelope field");
   }
-  if (kind == "Entities") r.kind = ChangeKind::kEntities;
-  else if (kind == "TableCreated") r.kind = ChangeKind::kTableCreated;
-  else if (kind == "TableDeleted") r.kind = ChangeKind::kTableDeleted;
-  else return Bad("unknown kind " + kind);
+  if (!ParseChangeKind(kind, &r.kind)) return Bad("unknown kind " + kind);
   auto ticks = ParseDateTime(time);
   if (!ticks) return Bad("bad time");
   r.commit_time = *ticks;
   r.table_id = static_cast<uint32_t>(table_id);
   GetString(doc, "pk", &r.partition_key);
   GetString(doc, "caller", &r.caller);
+  GetString(doc, "targetTable", &r.target_table);
   simdjson::dom::array ops;
   if (doc["ops"].get_array().get(ops) != simdjson::SUCCESS) return Bad("no \"ops\" array");
   r.ops.clear();

@@ -41,8 +41,9 @@ enum class Op : uint8_t {
   kGet = 6,
   kQuery = 7,
   kReadChanges = 8,
+  kRequestArchive = 9,  // record an archive move for the archive pattern's workers
 };
-inline constexpr uint8_t kMaxOp = 8;
+inline constexpr uint8_t kMaxOp = 9;
 std::string_view OpName(Op op);  // "Write", ... ("Unknown" otherwise)
 
 // MessagePack ext type codes for the Edm types MessagePack lacks.
@@ -82,6 +83,8 @@ struct Request {
   uint64_t from_lsn = 0;             // kReadChanges
   uint64_t max_records = 1000;
   uint64_t max_bytes = 4 << 20;
+  std::vector<std::string> rks;      // kRequestArchive
+  std::string target;                // kRequestArchive: the archive table
 
   // The Batch a kWrite request describes.
   Batch ToBatch() const;
@@ -118,6 +121,7 @@ void EncodeWrite(const WriteResult& r, std::string* out);
 void EncodeEntityReply(const Entity& e, std::string* out);
 void EncodeQuery(const QueryReply& r, std::string* out);
 void EncodeChanges(const ChangeBatch& b, std::string* out);
+void EncodeLsn(uint64_t lsn, std::string* out);  // {"lsn": n}
 
 // Splits a reply frame. A reply whose status is not 2xx becomes the error
 // Status it carries (code, message, operation index).
@@ -128,5 +132,6 @@ Status DecodeWrite(std::string_view body, WriteResult* r);
 Status DecodeEntityReply(std::string_view body, Entity* e);
 Status DecodeQuery(std::string_view body, QueryReply* r);
 Status DecodeChanges(std::string_view body, ChangeBatch* b);
+Status DecodeLsn(std::string_view body, uint64_t* lsn);
 
 }  // namespace sidetable::wire

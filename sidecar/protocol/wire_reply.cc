@@ -40,7 +40,12 @@ Status ForEachField(std::string_view body, Fn&& fn) {
 }
 
 void WriteChange(msgpack::Writer& w, const ChangeRecord& rec) {
-  w.MapHeader(8);
+  const bool archive = rec.kind == ChangeKind::kArchiveRequested;
+  w.MapHeader(archive ? 9 : 8);
+  if (archive) {
+    w.Str("target");
+    w.Str(rec.target_table);
+  }
   w.Str("lsn");
   w.Uint(rec.lsn);
   w.Str("kind");
@@ -116,15 +121,13 @@ bool ReadChange(msgpack::Reader& r, ChangeRecord* rec) {
       if (!r.Uint(&rec->lsn)) return false;
     } else if (key == "kind") {
       if (!r.Str(&s)) return false;
-      if (s == "Entities") rec->kind = ChangeKind::kEntities;
-      else if (s == "TableCreated") rec->kind = ChangeKind::kTableCreated;
-      else if (s == "TableDeleted") rec->kind = ChangeKind::kTableDeleted;
-      else return false;
+      if (!ParseChangeKind(s, &rec->kind)) return false;
     } else if (key == "time") {
       if (!ReadDateTime(r, &rec->commit_time)) return false;
-    } else if (key == "table" || key == "pk" || key == "caller") {
+    } else if (key == "table" || key == "pk" || key == "caller" || key == "target") {
       if (!r.Str(&s)) return false;
-      (key == "table" ? rec->table : key == "pk" ? rec->partition_key : rec->caller).assign(s);
+      (key == "table" ? rec->table : key == "pk" ? rec->partition_key
+                                   : key == "caller" ? rec->caller : rec->target_table).assign(s);
     } else if (key == "tableId") {
       if (!r.Uint(&u)) return false;
       rec->table_id = static_cast<uint32_t>(u);
@@ -233,6 +236,23 @@ void EncodeChanges(const ChangeBatch& b, std::string* out) {
   w.Uint(b.first_available_lsn);
   w.Str("last");
   w.Uint(b.last_lsn);
+}
+
+void EncodeLsn(uint64_t lsn, std::string* out) {
+  msgpack::Writer w(out);
+  w.MapHeader(1);
+  w.Str("lsn");
+  w.Uint(lsn);
+}
+
+Status DecodeLsn(std::string_view body, uint64_t* lsn) {
+  bool found = false;
+  Status s = ForEachField(body, [&](std::string_view key, msgpack::Reader& r) {
+    if (key == "lsn") return found = r.Uint(lsn);
+    return r.Skip();
+  });
+  if (s.ok() && !found) return Malformed("no lsn");
+  return s;
 }
 
 Status DecodeReply(std::string_view frame, Header* h, std::string_view* body) {

@@ -7,7 +7,8 @@ namespace sidetable::wire {
 namespace {
 
 constexpr std::string_view kOpNames[] = {"Unknown", "Ping", "CreateTable", "DeleteTable",
-                                         "ListTables", "Write", "Get", "Query", "ReadChanges"};
+                                         "ListTables", "Write", "Get", "Query", "ReadChanges",
+                                         "RequestArchive"};
 
 Status Invalid(std::string message) { return Status(Code::kInvalidInput, std::move(message)); }
 
@@ -78,6 +79,8 @@ Status ReadField(msgpack::Reader& r, std::string_view key, Request* q) {
   if (key == "rk") return ReadString(r, key, &q->rk);
   if (key == "filter") return ReadString(r, key, &q->filter);
   if (key == "select") return ReadStringList(r, key, &q->select);
+  if (key == "rks") return ReadStringList(r, key, &q->rks);
+  if (key == "target") return ReadString(r, key, &q->target);
   if (key == "npk" || key == "nrk" || key == "next") {
     std::string s;
     ST_RETURN_IF_ERROR(ReadString(r, key, &s));
@@ -177,6 +180,11 @@ Status DecodeRequest(std::string_view frame, Request* q) {
     case Op::kGet:
       if (q->table.empty()) return Invalid("Get needs 'table', 'pk' and 'rk'");
       break;
+    case Op::kRequestArchive:
+      if (q->table.empty() || q->target.empty() || q->rks.empty()) {
+        return Invalid("RequestArchive needs 'table', 'pk', 'rks' and 'target'");
+      }
+      break;
     default:
       break;
   }
@@ -192,18 +200,28 @@ void EncodeRequest(const Request& q, std::string* out) {
   uint32_t fields = 0;
   // Count first, so the map header is exact.
   const bool t = !q.table.empty(), c = !q.caller.empty();
-  const bool w_ops = q.op == Op::kWrite, get = q.op == Op::kGet;
+  // Each field is written when its operation needs it or when it is set, so
+  // what DecodeRequest() read always encodes back the same.
+  const bool w_ops = q.op == Op::kWrite || !q.ops.empty();
+  const bool get = q.op == Op::kGet || q.op == Op::kRequestArchive || !q.pk.empty() || !q.rk.empty();
+  const bool archive = q.op == Op::kRequestArchive || !q.rks.empty() || !q.target.empty();
   const bool sel = !q.select.empty(), filt = !q.filter.empty();
   const bool changes = q.op == Op::kReadChanges;
   fields += t + c + w_ops + (get ? 2 : 0) + sel + filt + q.top.has_value() +
             q.next_pk.has_value() + q.next_rk.has_value() + q.next_table.has_value() +
-            (changes ? 3 : 0);
+            (changes ? 3 : 0) + (archive ? 2 : 0);
   w.MapHeader(fields);
   if (t) WriteString(w, "table", q.table);
   if (c) WriteString(w, "caller", q.caller);
   if (get) {
     WriteString(w, "pk", q.pk);
     WriteString(w, "rk", q.rk);
+  }
+  if (archive) {
+    w.Str("rks");
+    w.ArrayHeader(static_cast<uint32_t>(q.rks.size()));
+    for (const auto& rk : q.rks) w.Str(rk);
+    WriteString(w, "target", q.target);
   }
   if (sel) {
     w.Str("select");

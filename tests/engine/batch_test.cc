@@ -163,3 +163,39 @@ TEST_F(BatchTest, FailedBatchesWriteNoChangeRecord) {
 
 }  // namespace
 }  // namespace sidetable
+
+namespace sidetable {
+namespace {
+
+TEST_F(BatchTest, ArchiveRequestIsRecordedAndWritesNoRows) {
+  ASSERT_TRUE(Insert("Tbl", testing::MakeEntity("p", "a")).ok());
+  auto lsn = engine_->RequestArchive("Tbl", "p", {"a", "b"}, "TblArchive", "hr");
+  ASSERT_TRUE(lsn.ok()) << lsn.status().ToString();
+  auto log = engine_->ReadChanges(*lsn, 10);
+  ASSERT_TRUE(log.ok());
+  ASSERT_EQ(log->records.size(), 1u);
+  const ChangeRecord& r = log->records[0];
+  EXPECT_EQ(r.kind, ChangeKind::kArchiveRequested);
+  EXPECT_EQ(r.target_table, "TblArchive");
+  EXPECT_EQ(r.partition_key, "p");
+  EXPECT_EQ(r.caller, "hr");
+  ASSERT_EQ(r.ops.size(), 2u);
+  EXPECT_EQ(r.ops[1].row_key, "b");
+  EXPECT_FALSE(r.ops[0].before.has_value());
+  EXPECT_TRUE(engine_->Get("Tbl", "p", "a").ok());  // nothing moved by the engine itself
+}
+
+TEST_F(BatchTest, BadArchiveRequestsChangeNothing) {
+  EXPECT_FAILS_UNCHANGED(engine_->RequestArchive("Tbl", "p", {}, "Arch"), Code::kInvalidInput);
+  EXPECT_FAILS_UNCHANGED(engine_->RequestArchive("Tbl", "p", {"a"}, "1bad"), Code::kInvalidInput);
+  EXPECT_FAILS_UNCHANGED(engine_->RequestArchive("Tbl", "p", {"a"}, "TBL"), Code::kInvalidInput);
+  EXPECT_FAILS_UNCHANGED(engine_->RequestArchive("Tbl", "p", {"a/b"}, "Arch"), Code::kOutOfRangeInput);
+  EXPECT_FAILS_UNCHANGED(engine_->RequestArchive("Tbl", "p", {"a", "a"}, "Arch"), Code::kInvalidDuplicateRow);
+  EXPECT_FAILS_UNCHANGED(engine_->RequestArchive("Nope", "p", {"a"}, "Arch"), Code::kTableNotFound);
+  std::vector<std::string> many(101);
+  for (size_t i = 0; i < many.size(); i++) many[i] = std::to_string(i);
+  EXPECT_FAILS_UNCHANGED(engine_->RequestArchive("Tbl", "p", many, "Arch"), Code::kInvalidInput);
+}
+
+}  // namespace
+}  // namespace sidetable

@@ -146,6 +146,21 @@ TEST_F(SidecarTest, ReadChangesShowsCallerAndImages) {
   EXPECT_EQ(tail->records.size(), 1u);
 }
 
+TEST_F(SidecarTest, ArchiveRequestsGoToTheChangeLog) {
+  ASSERT_TRUE(client_->CreateTable("People").ok());
+  auto lsn = client_->RequestArchive("People", "Sales", {"1", "2"}, "PeopleArchive");
+  ASSERT_TRUE(lsn.ok()) << lsn.status().ToString();
+  auto changes = client_->ReadChanges(*lsn, 1);
+  ASSERT_TRUE(changes.ok());
+  ASSERT_EQ(changes->records.size(), 1u);
+  EXPECT_EQ(changes->records[0].kind, ChangeKind::kArchiveRequested);
+  EXPECT_EQ(changes->records[0].target_table, "PeopleArchive");
+  EXPECT_EQ(changes->records[0].ops.size(), 2u);
+  EXPECT_EQ(client_->RequestArchive("People", "Sales", {"1"}, "people").status().code(),
+            Code::kInvalidInput);
+  EXPECT_EQ(client_->RequestArchive("Nope", "Sales", {"1"}, "Arch").status().code(), Code::kTableNotFound);
+}
+
 TEST_F(SidecarTest, DataSurvivesRestart) {
   ASSERT_TRUE(client_->CreateTable("People").ok());
   auto w = client_->Insert("People", Person("p", "r", 7));

@@ -76,7 +76,10 @@ void WriteChangeRecordFields(const ChangeRecord& r, JsonWriter* out) {
   w.Key("time").String(FormatDateTime(r.commit_time));
   w.Key("table").String(r.table);
   w.Key("tableId").UInt(r.table_id);
-  if (r.kind == ChangeKind::kEntities) w.Key("pk").String(r.partition_key);
+  if (r.kind == ChangeKind::kEntities || r.kind == ChangeKind::kArchiveRequested) {
+    w.Key("pk").String(r.partition_key);
+  }
+  if (r.kind == ChangeKind::kArchiveRequested) w.Key("targetTable").String(r.target_table);
   w.Key("caller").String(r.caller);
   w.Key("ops").BeginArray();
   for (const auto& op : r.ops) {

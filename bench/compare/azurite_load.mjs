@@ -1,0 +1,210 @@
+// azurite_load.mjs: the Azurite side of bench/compare/run.sh.
+//
+// Drives an Azurite table endpoint on loopback with @azure/data-tables
+// (installed under AZURITE_DIR, default /tmp/sidetable-azurite) and appends
+// one JSON line per workload to --json, with the fields sidetable-loadgen
+// writes (label, ops_per_s, entities_per_s, p50_us, p99_us).
+//
+//   node azurite_load.mjs --port 10002 --workload insert|get|egt|query \
+//        [--duration 6] [--inflight 32] [--preload 10000] [--partitions 100] \
+//        [--query-entities 5000] [--page-size 1000] [--queries 5] [--json out.jsonl] [--label x]
+//
+// The entity is the sidetable benchmark's ~1 KiB entity: six typed
+// properties (String, Int32, Double, Boolean, DateTime, Guid) plus a
+// 760-character string of random text.
+import { createRequire } from "node:module";
+import { appendFileSync } from "node:fs";
+import { randomUUID } from "node:crypto";
+
+const azDir = process.env.AZURITE_DIR || "/tmp/sidetable-azurite";
+const require = createRequire(`${azDir}/package.json`);
+const { TableClient, odata } = require("@azure/data-tables");
+
+// ---- flags ------------------------------------------------------------------
+const args = Object.fromEntries(
+  process.argv.slice(2).reduce((acc, a, i, all) => {
+    if (a.startsWith("--")) acc.push([a.slice(2), all[i + 1]]);
+    return acc;
+  }, []),
+);
+const port = Number(args.port || 10002);
+const workload = args.workload || "insert";
+const duration = Number(args.duration || 6);
+const warmup = Number(args.warmup || 1);
+const inflight = Number(args.inflight || 32);
+const preload = Number(args.preload || 10000);
+const partitions = Number(args.partitions || 100);
+const queryEntities = Number(args["query-entities"] || 5000);
+const pageSize = Number(args["page-size"] || 1000);
+const queries = Number(args.queries || 5);
+const label = args.label || `azurite-${workload}`;
+
+// Azurite's documented well-known development account (not a secret).
+const account = "devstoreaccount1";
+const key = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+const conn =
+  `DefaultEndpointsProtocol=http;AccountName=${account};AccountKey=${key};` +
+  `TableEndpoint=http://127.0.0.1:${port}/${account};`;
+const table = `${workload}${Date.now() % 1e9}`.replace(/[^A-Za-z0-9]/g, "");
+const client = TableClient.fromConnectionString(conn, table, { allowInsecureConnection: true });
+
+// ---- the entity -----------------------------------------------------------------
+let pool = "";
+{
+  const alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,";
+  let x = 42n;
+  const chars = [];
+  for (let i = 0; i < 1 << 16; i++) {
+    x = (x * 6364136223846793005n + 1442695040888963407n) & ((1n << 64n) - 1n);
+    chars.push(alphabet[Number(x >> 33n) % alphabet.length]);
+  }
+  pool = chars.join("");
+}
+const guid = randomUUID();
+function entity(pk, rk, n) {
+  const off = (n * 7919) % (pool.length - 760);
+  return {
+    partitionKey: pk,
+    rowKey: rk,
+    Name: `customer-${String(n % 1000000).padStart(6, "0")}`,
+    Age: n % 100,
+    Balance: { value: n * 0.25 + 0.125, type: "Double" },
+    Active: n % 2 === 0,
+    Joined: new Date(Date.UTC(2023, 10, 14) + (n % 1000000) * 1000),
+    CustomerId: { value: guid, type: "Guid" },
+    Notes: pool.slice(off, off + 760),
+  };
+}
+const pk = (p) => `p${String(p).padStart(6, "0")}`;
+const rk = (r) => `r${String(r).padStart(10, "0")}`;
+
+// ---- helpers ---------------------------------------------------------------------
+const nowNs = () => process.hrtime.bigint();
+function pct(sorted, p) {
+  if (!sorted.length) return 0;
+  const i = Math.min(sorted.length - 1, Math.round((p / 100) * (sorted.length - 1)));
+  return sorted[i];
+}
+function report(ops, entitiesPerOp, seconds, latUs, extra = {}) {
+  latUs.sort((a, b) => a - b);
+  const r = {
+    label,
+    system: "azurite",
+    workload,
+    ops: ops,
+    seconds,
+    ops_per_s: ops / seconds,
+    entities_per_s: (ops * entitiesPerOp) / seconds,
+    p50_us: pct(latUs, 50),
+    p99_us: pct(latUs, 99),
+    p999_us: pct(latUs, 99.9),
+    ...extra,
+  };
+  console.log(
+    `azurite ${workload}: ${ops} ops in ${seconds.toFixed(2)} s: ${r.ops_per_s.toFixed(0)} ops/s, ` +
+      `${r.entities_per_s.toFixed(0)} entities/s, p50 ${(r.p50_us / 1000).toFixed(2)} ms, ` +
+      `p99 ${(r.p99_us / 1000).toFixed(2)} ms`,
+  );
+  if (args.json) appendFileSync(args.json, JSON.stringify(r) + "\n");
+}
+
+// Loads `count` entities into partitions [0, parts) in transactions of 100, 4 at a time.
+async function load(count, parts) {
+  const perPart = Math.ceil(count / parts);
+  const jobs = [];
+  for (let p = 0; p < parts; p++)
+    for (let first = 0; first < perPart; first += 100) jobs.push([p, first, Math.min(first + 100, perPart)]);
+  let next = 0;
+  const worker = async () => {
+    while (next < jobs.length) {
+      const [p, first, last] = jobs[next++];
+      const actions = [];
+      for (let r = first; r < last; r++) actions.push(["upsert", entity(pk(p), rk(r), r), "Replace"]);
+      await client.submitTransaction(actions);
+    }
+  };
+  const t0 = Date.now();
+  await Promise.all(Array.from({ length: 4 }, worker));
+  console.error(`azurite: loaded ${perPart * parts} entities in ${((Date.now() - t0) / 1000).toFixed(2)} s`);
+  return perPart;
+}
+
+// Runs `op` with `inflight` concurrent loops for warmup + duration seconds;
+// measures operations that start after the warm-up and end before the deadline.
+async function closedLoop(op, concurrency) {
+  const start = Date.now();
+  const measureStart = start + warmup * 1000;
+  const measureEnd = measureStart + duration * 1000;
+  const lat = [];
+  let ops = 0;
+  let errors = 0;
+  let seq = 0;
+  const loop = async (id) => {
+    while (Date.now() < measureEnd) {
+      const measured = Date.now() >= measureStart;
+      const t0 = nowNs();
+      try {
+        await op(id, seq++);
+      } catch (e) {
+        errors++;
+        if (errors <= 3) console.error(`azurite ${workload}: ${e.message}`);
+        continue;
+      }
+      if (measured && Date.now() <= measureEnd) {
+        ops++;
+        lat.push(Number(nowNs() - t0) / 1000);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, (_, i) => loop(i)));
+  return { ops, lat, errors };
+}
+
+// ---- workloads -----------------------------------------------------------------------
+await client.createTable();
+const run = `${process.pid}x${Date.now() % 100000}`;
+if (workload === "insert") {
+  const { ops, lat, errors } = await closedLoop(
+    (id, n) => client.createEntity(entity(pk(n % partitions), `n${run}-${id}-${n}`, n)),
+    inflight,
+  );
+  report(ops, 1, duration, lat, { errors, inflight });
+} else if (workload === "get") {
+  const perPart = await load(preload, partitions);
+  const { ops, lat, errors } = await closedLoop(async () => {
+    const p = Math.floor(Math.random() * partitions);
+    const r = Math.floor(Math.random() * perPart);
+    const e = await client.getEntity(pk(p), rk(r));
+    if (!e.Notes) throw new Error("entity without Notes");
+  }, inflight);
+  report(ops, 1, duration, lat, { errors, inflight, preload });
+} else if (workload === "egt") {
+  const { ops, lat, errors } = await closedLoop(async (id, n) => {
+    const actions = [];
+    for (let i = 0; i < 100; i++) actions.push(["create", entity(pk(1000 + n), `n${run}-${i}`, n * 100 + i)]);
+    await client.submitTransaction(actions);
+  }, 1);
+  report(ops, 100, duration, lat, { errors });
+} else if (workload === "query") {
+  await load(queryEntities, 1);
+  const lat = [];
+  let entities = 0;
+  const t0 = Date.now();
+  for (let q = 0; q < queries + 1; q++) {
+    const s = nowNs();
+    let n = 0;
+    const pages = client
+      .listEntities({ queryOptions: { filter: odata`PartitionKey eq ${pk(0)}` } })
+      .byPage({ maxPageSize: pageSize });
+    for await (const page of pages) n += page.length;
+    if (n !== queryEntities) throw new Error(`query returned ${n} entities, expected ${queryEntities}`);
+    if (q > 0) {
+      lat.push(Number(nowNs() - s) / 1000);
+      entities += n;
+    }
+  }
+  const seconds = lat.reduce((a, b) => a + b, 0) / 1e6;
+  report(queries, queryEntities, seconds, lat, { errors: 0, entities });
+} else {
+  throw new Error(`unknown workload ${workload}`);
+}

@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# bench/compare/run.sh: the sidetable sidecar vs raw RocksDB vs Azurite, side
+# by side in one run, plus the sidecar's strict round trip vs a bare ZeroMQ
+# echo (docs/performance.md, "Sidecar vs raw RocksDB vs Azurite (issue 4)").
+#
+#   bench/compare/run.sh [--build DIR] [--repeats 3] [--duration 5] [--out DIR] [--fsync]
+#
+# Everything listens on 127.0.0.1 only; every process started here is stopped
+# by its PID (process group for Azurite, which npx runs under a shell) on
+# exit, including on errors and Ctrl-C. See bench/compare/README.md.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+BUILD="$ROOT/build-load"
+REPEATS=3
+DURATION=5          # measured seconds per throughput workload (after 1 s warm-up)
+AZ_DURATION=6
+OUT=""
+FSYNC=0             # also run the sidecar with --durability fsync (inserts, EGTs)
+AZURITE_DIR="${AZURITE_DIR:-/tmp/sidetable-azurite}"
+PRELOAD=10000       # entities for point reads (all three systems), over 100 partitions
+QUERY_ENTITIES=5000
+
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --build) BUILD="$2"; shift 2 ;;
+    --repeats) REPEATS="$2"; shift 2 ;;
+    --duration) DURATION="$2"; AZ_DURATION="$2"; shift 2 ;;
+    --out) OUT="$2"; shift 2 ;;
+    --fsync) FSYNC=1; shift ;;
+    -h|--help) sed -n 2,11p "$0"; exit 0 ;;
+    *) echo "unknown flag $1" >&2; exit 2 ;;
+  esac
+done
+
+SIDETABLE="$BUILD/sidecar/sidetable"
+LOADGEN="$BUILD/bench/loadgen/sidetable-loadgen"
+ECHO="$BUILD/bench/loadgen/sidetable-zmq-echo"
+RAWREF="$BUILD/bench/loadgen/sidetable-rawref"
+for b in "$SIDETABLE" "$LOADGEN" "$ECHO" "$RAWREF"; do
+  [[ -x "$b" ]] || { echo "missing $b: build it (bench/compare/README.md)" >&2; exit 1; }
+done
+if [[ ! -x "$AZURITE_DIR/node_modules/.bin/azurite-table" ]]; then
+  echo "installing Azurite 3.35.0 into $AZURITE_DIR" >&2
+  npm install --prefix "$AZURITE_DIR" --no-audit --no-fund azurite@3.35.0 @azure/data-tables@13.3.2 >&2
+fi
+
+WORK="$(mktemp -d /tmp/sidetable-compare.XXXXXX)"
+OUT="${OUT:-$WORK}"
+mkdir -p "$OUT"
+RESULTS="$OUT/results.jsonl"
+: > "$RESULTS"
+LOG="$OUT/run.log"
+
+PIDS=()       # plain processes
+PGIDS=()      # process groups (Azurite: npx -> sh -> node)
+cleanup() {
+  local rc=$?
+  for p in "${PGIDS[@]:-}"; do [[ -n "$p" ]] && kill -TERM -- "-$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]:-}"; do [[ -n "$p" ]] && kill -TERM "$p" 2>/dev/null || true; done
+  sleep 0.5
+  for p in "${PGIDS[@]:-}"; do [[ -n "$p" ]] && kill -KILL -- "-$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]:-}"; do [[ -n "$p" ]] && kill -KILL "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK/data"* "$WORK"/ready*
+  [[ "$OUT" == "$WORK" ]] || rm -rf "$WORK"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_port() {
+  node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+}
+forget() {  # forget a PID/PGID we stopped ourselves
+  local p="$1" i
+  for i in "${!PIDS[@]}"; do [[ "${PIDS[$i]}" == "$p" ]] && unset 'PIDS[i]'; done
+  for i in "${!PGIDS[@]}"; do [[ "${PGIDS[$i]}" == "$p" ]] && unset 'PGIDS[i]'; done
+  return 0
+}
+wait_file() {  # file, seconds
+  local i
+  for ((i = 0; i < $2 * 10; i++)); do [[ -s "$1" ]] && return 0; sleep 0.1; done
+  echo "timed out waiting for $1" >&2; return 1
+}
+
+# ---- sidetable ---------------------------------------------------------------
+ST_PID=""; ST_EP=""
+start_sidetable() {  # durability tag
+  local port; port="$(free_port)"
+  rm -rf "$WORK/data-$2" "$WORK/ready-$2"
+  "$SIDETABLE" --listen "tcp://127.0.0.1:$port" --data "$WORK/data-$2" --durability "$1" \
+    --http '' --ready-file "$WORK/ready-$2" --log-level warn >>"$LOG" 2>&1 &
+  ST_PID=$!; PIDS+=("$ST_PID")
+  wait_file "$WORK/ready-$2" 30
+  ST_EP="tcp://127.0.0.1:$port"
+}
+stop_sidetable() {
+  kill -TERM "$ST_PID" 2>/dev/null || true
+  local i; for ((i = 0; i < 300; i++)); do kill -0 "$ST_PID" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$ST_PID" 2>/dev/null || true
+  wait "$ST_PID" 2>/dev/null || true
+  forget "$ST_PID"; rm -rf "$WORK/data-"*
+}
+lg() {  # label, loadgen flags...
+  local label="$1"; shift
+  "$LOADGEN" --endpoint "$ST_EP" --label "$label" --json "$RESULTS" "$@" | tee -a "$LOG"
+}
+
+run_sidetable() {  # repeat, durability
+  local r="$1" d="$2" t="st-$2"
+  start_sidetable "$d" "$r"
+  # The sidecar's 32 in flight: 1 connection x 32, like the one Node process for Azurite
+  # (2 x 16 and 4 x 8 measured slower on 2 cores: more client threads compete with the server).
+  lg "$t-insert-$r" --table ins --mix insert=100 --connections 1 --depth 32 --partitions 1000 \
+     --duration "$DURATION" --warmup 1
+  lg "$t-egt-$r" --table egt --mix batch=100 --batch-size 100 --connections 1 --depth 1 \
+     --partitions 1000 --duration "$DURATION" --warmup 1
+  if [[ "$d" == os ]]; then
+    lg "$t-get-$r" --table reads --mix get=100 --connections 1 --depth 32 --partitions 100 \
+       --preload "$PRELOAD" --duration "$DURATION" --warmup 1
+    lg "$t-query-$r" --table query5k --mix query=100 --connections 1 --depth 1 --partitions 1 \
+       --preload "$QUERY_ENTITIES" --page-size 1000 --requests 20 --warmup 0.5
+    # Strict round trips, interleaved with the bare echo so both see the same
+    # machine: echo, Get of the 1 KiB entity (~60 B request, ~1 KiB reply),
+    # Insert of it (~950 B request), echo again (the summary averages the two echoes).
+    start_echo
+    echo_strict "echo-strict-a-$r"
+    lg "$t-strict-get-$r" --table reads --mix get=100 --strict --partitions 100 \
+       --preload "$PRELOAD" --no-load --duration 3 --warmup 0.5
+    lg "$t-strict-insert-$r" --table ins --mix insert=100 --strict --partitions 1000 \
+       --duration 3 --warmup 0.5
+    echo_strict "echo-strict-b-$r"
+    stop_echo
+  fi
+  stop_sidetable
+}
+
+# ---- bare ZeroMQ echo ----------------------------------------------------------------
+ECHO_PID=""; ECHO_EP=""
+start_echo() {
+  local port; port="$(free_port)"
+  "$ECHO" --serve --endpoint "tcp://127.0.0.1:$port" --max-seconds 300 >>"$LOG" 2>&1 &
+  ECHO_PID=$!; PIDS+=("$ECHO_PID"); ECHO_EP="tcp://127.0.0.1:$port"
+  sleep 0.3
+}
+stop_echo() {
+  kill -TERM "$ECHO_PID" 2>/dev/null || true; wait "$ECHO_PID" 2>/dev/null || true; forget "$ECHO_PID"
+}
+echo_strict() {  # label
+  "$ECHO" --endpoint "$ECHO_EP" --bytes 1024 --requests 20000 --warmup 1000 \
+    --label "$1" --json "$RESULTS" | tee -a "$LOG"
+}
+run_echo() {  # repeat: the pipelined echo (32 in flight), for information
+  start_echo
+  "$ECHO" --endpoint "$ECHO_EP" --bytes 1024 --requests 200000 --warmup 5000 --depth 32 \
+    --label "echo-depth32-$1" --json "$RESULTS" | tee -a "$LOG"
+  stop_echo
+}
+
+# ---- raw RocksDB ------------------------------------------------------------------------
+run_raw() {  # repeat
+  local r="$1"
+  "$RAWREF" --workload single --n 200000 --threads 1 --dir "$WORK" --label "raw-insert-$r" --json "$RESULTS" | tee -a "$LOG"
+  "$RAWREF" --workload single --n 200000 --threads 2 --dir "$WORK" --label "raw2-insert-$r" --json "$RESULTS" | tee -a "$LOG"
+  "$RAWREF" --workload get --n 300000 --loaded "$PRELOAD" --threads 1 --dir "$WORK" --label "raw-get-$r" --json "$RESULTS" | tee -a "$LOG"
+  "$RAWREF" --workload get --n 300000 --loaded "$PRELOAD" --threads 2 --dir "$WORK" --label "raw2-get-$r" --json "$RESULTS" | tee -a "$LOG"
+  "$RAWREF" --workload egt --n 1500 --dir "$WORK" --label "raw-egt-$r" --json "$RESULTS" | tee -a "$LOG"
+}
+
+# ---- Azurite --------------------------------------------------------------------------------
+run_azurite() {  # repeat
+  local r="$1" port; port="$(free_port)"
+  # setsid: npx runs the server under a shell; stop the whole group by its id.
+  (cd "$AZURITE_DIR" && exec setsid npx azurite-table --inMemoryPersistence --silent --disableTelemetry \
+     --tableHost 127.0.0.1 --tablePort "$port") >>"$LOG" 2>&1 &
+  local pg=$!; PGIDS+=("$pg")
+  local i; for ((i = 0; i < 300; i++)); do
+    node -e "require('net').connect($port,'127.0.0.1').on('connect',()=>process.exit(0)).on('error',()=>process.exit(1))" 2>/dev/null && break
+    sleep 0.1
+  done
+  local az=(node "$HERE/azurite_load.mjs" --port "$port" --json "$RESULTS" --inflight 32 --duration "$AZ_DURATION")
+  AZURITE_DIR="$AZURITE_DIR" "${az[@]}" --workload insert --partitions 1000 --label "az-insert-$r" | tee -a "$LOG"
+  AZURITE_DIR="$AZURITE_DIR" "${az[@]}" --workload get --preload "$PRELOAD" --partitions 100 --label "az-get-$r" | tee -a "$LOG"
+  AZURITE_DIR="$AZURITE_DIR" "${az[@]}" --workload egt --label "az-egt-$r" | tee -a "$LOG"
+  AZURITE_DIR="$AZURITE_DIR" "${az[@]}" --workload query --query-entities "$QUERY_ENTITIES" --page-size 1000 \
+    --queries 5 --label "az-query-$r" | tee -a "$LOG"
+  kill -TERM -- "-$pg" 2>/dev/null || true
+  for ((i = 0; i < 50; i++)); do kill -0 -- "-$pg" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL -- "-$pg" 2>/dev/null || true
+  wait "$pg" 2>/dev/null || true; forget "$pg"
+}
+
+# ---- the run -----------------------------------------------------------------------------------
+{
+  echo "# bench/compare/run.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), $(nproc) cores"
+  echo "# sidetable $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?') (+ working tree), build $BUILD"
+  echo "# load before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
+} | tee -a "$LOG"
+T0=$(date +%s)
+for ((r = 1; r <= REPEATS; r++)); do
+  echo "## repeat $r/$REPEATS ($(( $(date +%s) - T0 )) s)" | tee -a "$LOG"
+  # Rotate the order so no system always runs first or last on a noisy machine.
+  case $(( (r - 1) % 3 )) in
+    0) run_sidetable "$r" os; run_echo "$r"; run_raw "$r"; run_azurite "$r" ;;
+    1) run_raw "$r"; run_azurite "$r"; run_echo "$r"; run_sidetable "$r" os ;;
+    2) run_azurite "$r"; run_echo "$r"; run_sidetable "$r" os; run_raw "$r" ;;
+  esac
+  [[ "$FSYNC" == 1 ]] && run_sidetable "$r" fsync
+done
+echo "# load after the run: $(cut -d' ' -f1-3 /proc/loadavg); $(( $(date +%s) - T0 )) s" | tee -a "$LOG"
+
+node "$HERE/summarize.mjs" "$RESULTS" | tee "$OUT/summary.md"
+echo "results: $RESULTS, log: $LOG, summary: $OUT/summary.md"

@@ -1,0 +1,599 @@
+// sidetable-loadgen: drives a running sidetable sidecar over ZeroMQ with the
+// C++ client (client/client.h) and reports throughput and latency per kind
+// of operation.
+//
+// One client (one DEALER socket) per thread ("connection"); each keeps up to
+// --depth requests in flight with Client::Send()/Poll(). Latency is measured
+// with steady_clock from Send() to the reply's callback (for a query: from
+// the first page's Send() to the last page's callback). Loops are bounded by
+// --duration or --requests, and the final drain by --timeout-ms.
+//
+// See bench/loadgen/README.md for the flags and examples.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "client/client.h"
+#include "engine/batch.h"
+#include "engine/edm.h"
+#include "engine/status.h"
+#include "sidecar/protocol/wire.h"
+
+namespace sidetable::loadgen {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+enum Kind { kInsert = 0, kGet, kUpsert, kQuery, kBatch, kNumKinds };
+constexpr const char* kKindNames[kNumKinds] = {"insert", "get", "upsert", "query", "batch"};
+
+struct Config {
+  std::string endpoint = "tcp://127.0.0.1:5555";
+  int connections = 1;
+  int depth = 32;
+  double duration_s = 10;
+  uint64_t requests = 0;  // total across connections; 0 = use duration
+  double warmup_s = 1;
+  std::string mix = "insert=100";
+  size_t entity_bytes = 1024;
+  std::string keys = "uniform";
+  double hot_share = 0.9;
+  uint32_t partitions = 1000;
+  uint32_t batch_size = 100;
+  uint32_t page_size = 1000;
+  uint64_t preload = 0;
+  bool no_load = false;
+  std::string table = "loadgen";
+  bool strict = false;
+  int max_attempts = 1;
+  int timeout_ms = 10000;
+  std::string json_path;
+  std::string label;
+  uint64_t seed = 0;
+
+  double weights[kNumKinds] = {};
+};
+
+// ---- the ~1 KiB entity ---------------------------------------------------------
+// Six typed properties (String, Int32, Double, Boolean, DateTime, Guid) plus a
+// padding string drawn from random text, like bench/entity_factory's entity
+// (peers.md: "6 typed properties plus a 760-character string" for 1 KiB).
+class EntityMaker {
+ public:
+  EntityMaker(size_t entity_bytes) {
+    std::mt19937_64 rng(42);
+    static constexpr char kAlphabet[] =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,";
+    pool_.resize(1 << 16);
+    for (char& c : pool_) c = kAlphabet[rng() % (sizeof kAlphabet - 1)];
+    for (auto& b : guid_) b = static_cast<uint8_t>(rng());
+    // ~264 bytes go to keys, names, the six values and framing; the rest is padding.
+    constexpr size_t kFixed = 264;
+    notes_chars_ = entity_bytes > kFixed ? entity_bytes - kFixed : 0;
+    notes_chars_ = std::min(notes_chars_, pool_.size() / 2);
+  }
+
+  Entity Make(std::string pk, std::string rk, uint64_t n) const {
+    Entity e;
+    e.partition_key = std::move(pk);
+    e.row_key = std::move(rk);
+    char name[32];
+    std::snprintf(name, sizeof name, "customer-%06llu", static_cast<unsigned long long>(n % 1000000));
+    e.Set("Name", Value::String(name));
+    e.Set("Age", Value::Int32(static_cast<int32_t>(n % 100)));
+    e.Set("Balance", Value::Double(static_cast<double>(n) * 0.25));
+    e.Set("Active", Value::Boolean(n % 2 == 0));
+    e.Set("Joined", Value::DateTime(kUnixEpochTicks + 1'700'000'000 * kTicksPerSecond +
+                                    static_cast<int64_t>(n % 1000000) * kTicksPerSecond));
+    e.Set("CustomerId", Value::MakeGuid(guid_));
+    size_t span = pool_.size() - notes_chars_;
+    e.Set("Notes", Value::String(pool_.substr((n * 7919) % span, notes_chars_)));
+    return e;
+  }
+
+ private:
+  std::string pool_;
+  Guid guid_{};
+  size_t notes_chars_ = 0;
+};
+
+std::string PartitionKey(uint32_t p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "p%06u", p);
+  return buf;
+}
+std::string PreloadRowKey(uint64_t r) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "r%010llu", static_cast<unsigned long long>(r));
+  return buf;
+}
+
+// ---- statistics ------------------------------------------------------------------
+struct Stats {
+  std::vector<uint64_t> lat_ns[kNumKinds];
+  uint64_t ops[kNumKinds] = {};
+  uint64_t entities[kNumKinds] = {};
+  uint64_t busy = 0;
+  std::map<std::string, uint64_t> errors;  // by code name, ServerBusy excluded
+
+  void Merge(const Stats& o) {
+    for (int k = 0; k < kNumKinds; k++) {
+      lat_ns[k].insert(lat_ns[k].end(), o.lat_ns[k].begin(), o.lat_ns[k].end());
+      ops[k] += o.ops[k];
+      entities[k] += o.entities[k];
+    }
+    busy += o.busy;
+    for (const auto& [c, n] : o.errors) errors[c] += n;
+  }
+};
+
+double PercentileUs(std::vector<uint64_t>& v, double p) {
+  if (v.empty()) return 0;
+  size_t i = static_cast<size_t>(p / 100.0 * static_cast<double>(v.size() - 1) + 0.5);
+  i = std::min(i, v.size() - 1);
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(i), v.end());
+  return static_cast<double>(v[i]) / 1000.0;
+}
+
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "sidetable-loadgen: %s\n", what.c_str());
+  std::exit(1);
+}
+
+// ---- one connection ------------------------------------------------------------------
+struct Shared {
+  const Config* cfg = nullptr;
+  const EntityMaker* maker = nullptr;
+  std::string run_id;
+  uint64_t rows_per_partition = 0;  // preloaded rows per partition (gets, upserts)
+  Clock::time_point measure_start, measure_end;  // measure_end unused in --requests mode
+  bool by_requests = false;
+};
+
+class Connection {
+ public:
+  Connection(const Shared& sh, int index, uint64_t quota)
+      : sh_(sh), cfg_(*sh.cfg), index_(index), quota_(quota),
+        rng_(sh.cfg->seed ? sh.cfg->seed + static_cast<uint64_t>(index) : std::random_device{}()) {
+    client::ClientOptions o;
+    o.endpoint = cfg_.endpoint;
+    o.max_attempts = cfg_.max_attempts;
+    o.timeout = std::chrono::milliseconds(cfg_.timeout_ms);
+    o.caller = "loadgen";
+    auto c = client::Client::Connect(o);
+    if (!c.ok()) Die(c.status().ToString());
+    client_ = std::move(c).value();
+  }
+
+  // Runs until the quota (requests mode) or the measurement window ends, then
+  // drains what is in flight (bounded by the client's time-out per request).
+  void Run() {
+    for (;;) {
+      const auto now = Clock::now();
+      bool measuring = now >= sh_.measure_start;
+      bool more = sh_.by_requests ? (!measuring || issued_measured_ < quota_) : now < sh_.measure_end;
+      if (!more) break;
+      while (inflight_ < static_cast<size_t>(cfg_.depth)) {
+        if (sh_.by_requests && measuring && issued_measured_ >= quota_) break;
+        Issue(measuring);
+      }
+      client_->Poll(std::chrono::milliseconds(20));
+    }
+    // Drain: each request ends within timeout_ms × max_attempts (plus back-off).
+    const auto limit = Clock::now() + std::chrono::milliseconds(
+                                          static_cast<int64_t>(cfg_.timeout_ms) * (cfg_.max_attempts + 1) + 2000);
+    while (inflight_ > 0 && Clock::now() < limit) client_->Poll(std::chrono::milliseconds(50));
+    end_ = Clock::now();
+  }
+
+  Stats& stats() { return stats_; }
+  Clock::time_point end() const { return end_; }
+
+ private:
+  Kind PickKind() {
+    std::uniform_real_distribution<double> d(0, 100);
+    double x = d(rng_);
+    for (int k = 0; k < kNumKinds; k++) {
+      if (x < cfg_.weights[k]) return static_cast<Kind>(k);
+      x -= cfg_.weights[k];
+    }
+    for (int k = kNumKinds - 1; k >= 0; k--)
+      if (cfg_.weights[k] > 0) return static_cast<Kind>(k);
+    return kInsert;
+  }
+
+  uint32_t PickPartition() {
+    const uint32_t n = cfg_.partitions;
+    if (cfg_.keys == "hot" && n > 1) {
+      std::uniform_real_distribution<double> d(0, 1);
+      if (d(rng_) < cfg_.hot_share) return 0;
+      return 1 + static_cast<uint32_t>(rng_() % (n - 1));
+    }
+    return static_cast<uint32_t>(rng_() % n);
+  }
+
+  std::string NewRowKey() {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "n%s-%02d-%010llu", sh_.run_id.c_str(), index_,
+                  static_cast<unsigned long long>(seq_++));
+    return buf;
+  }
+
+  uint64_t PickPreloadedRow() {
+    if (sh_.rows_per_partition == 0) return rng_() % 1000000;  // no preload: mostly misses
+    return rng_() % sh_.rows_per_partition;
+  }
+
+  void Record(Kind k, bool record, Clock::time_point t0, const Status& s, uint64_t entities) {
+    inflight_--;
+    if (!record) return;
+    const auto now = Clock::now();
+    if (!sh_.by_requests && now > sh_.measure_end) return;  // finished after the window
+    if (!s.ok()) {
+      if (s.code() == Code::kServerBusy) {
+        stats_.busy++;
+      } else {
+        stats_.errors[std::string(ErrorCodeName(s.code()))]++;
+      }
+      return;
+    }
+    stats_.ops[k]++;
+    stats_.entities[k] += entities;
+    stats_.lat_ns[k].push_back(
+        static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - t0).count()));
+  }
+
+  void Issue(bool measuring) {
+    const Kind k = PickKind();
+    if (measuring) issued_measured_++;
+    inflight_++;
+    const auto t0 = Clock::now();
+    wire::Request r;
+    r.table = cfg_.table;
+    switch (k) {
+      case kInsert:
+      case kUpsert: {
+        r.op = wire::Op::kWrite;
+        const uint32_t p = PickPartition();
+        Operation op;
+        op.kind = k == kInsert ? OpKind::kInsert : OpKind::kInsertOrReplace;
+        std::string rk = k == kInsert ? NewRowKey() : PreloadRowKey(PickPreloadedRow());
+        op.entity = sh_.maker->Make(PartitionKey(p), std::move(rk), seq_);
+        r.ops.push_back(std::move(op));
+        client_->Send(std::move(r), [this, k, t0, measuring](const Status& s, std::string_view body) {
+          Record(k, measuring, t0, s, 1);
+        });
+        break;
+      }
+      case kBatch: {
+        r.op = wire::Op::kWrite;
+        const std::string pk = PartitionKey(PickPartition());
+        for (uint32_t i = 0; i < cfg_.batch_size; i++) {
+          Operation op;
+          op.kind = OpKind::kInsert;
+          op.entity = sh_.maker->Make(pk, NewRowKey(), seq_);
+          r.ops.push_back(std::move(op));
+        }
+        const uint64_t n = cfg_.batch_size;
+        client_->Send(std::move(r), [this, k, t0, measuring, n](const Status& s, std::string_view) {
+          Record(k, measuring, t0, s, n);
+        });
+        break;
+      }
+      case kGet: {
+        r.op = wire::Op::kGet;
+        r.pk = PartitionKey(PickPartition());
+        r.rk = PreloadRowKey(PickPreloadedRow());
+        client_->Send(std::move(r), [this, k, t0, measuring](const Status& s, std::string_view body) {
+          Status st = s;
+          if (st.ok()) {
+            Entity e;  // decode, as a caller would
+            st = wire::DecodeEntityReply(body, &e);
+          }
+          Record(k, measuring, t0, st, 1);
+        });
+        break;
+      }
+      case kQuery: {
+        r.op = wire::Op::kQuery;
+        r.filter = "PartitionKey eq '" + PartitionKey(PickPartition()) + "'";
+        r.top = cfg_.page_size;
+        SendQueryPage(std::move(r), t0, measuring, 0);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  // A query is one operation that follows continuations page by page.
+  void SendQueryPage(wire::Request r, Clock::time_point t0, bool measuring, uint64_t so_far) {
+    wire::Request copy = r;
+    client_->Send(std::move(r), [this, copy = std::move(copy), t0, measuring, so_far](
+                                    const Status& s, std::string_view body) mutable {
+      if (!s.ok()) return Record(kQuery, measuring, t0, s, 0);
+      wire::QueryReply q;
+      Status st = wire::DecodeQuery(body, &q);
+      if (!st.ok()) return Record(kQuery, measuring, t0, st, 0);
+      const uint64_t total = so_far + q.entities.size();
+      if (q.next_pk && q.next_rk) {
+        copy.next_pk = q.next_pk;
+        copy.next_rk = q.next_rk;
+        SendQueryPage(std::move(copy), t0, measuring, total);
+        return;
+      }
+      Record(kQuery, measuring, t0, Status(), total);
+    });
+  }
+
+  const Shared& sh_;
+  const Config& cfg_;
+  int index_;
+  uint64_t quota_;
+  std::mt19937_64 rng_;
+  std::unique_ptr<client::Client> client_;
+  size_t inflight_ = 0;
+  uint64_t issued_measured_ = 0;
+  uint64_t seq_ = 0;
+  Stats stats_;
+  Clock::time_point end_;
+};
+
+// ---- set-up ----------------------------------------------------------------------
+void ParseMix(Config* cfg) {
+  std::stringstream ss(cfg->mix);
+  std::string item;
+  double total = 0;
+  while (std::getline(ss, item, ',')) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos) Die("--mix: expected kind=percent, got '" + item + "'");
+    std::string name = item.substr(0, eq);
+    double v = 0;
+    try {
+      v = std::stod(item.substr(eq + 1));
+    } catch (...) {
+      Die("--mix: bad number in '" + item + "'");
+    }
+    if (v < 0) Die("--mix: negative share in '" + item + "'");
+    int k = -1;
+    for (int i = 0; i < kNumKinds; i++)
+      if (name == kKindNames[i]) k = i;
+    if (k < 0) Die("--mix: unknown kind '" + name + "' (insert, get, upsert, query, batch)");
+    cfg->weights[k] = v;
+    total += v;
+  }
+  if (total <= 0) Die("--mix: nothing to do");
+  if (total < 99.999 || total > 100.001) Die("--mix: the percentages must add up to 100");
+}
+
+// Loads --preload entities (InsertOrReplace, so re-runs on the same table are
+// fine) in EGTs of up to 100 per partition, 16 in flight on one connection.
+void Preload(const Config& cfg, const EntityMaker& maker, uint64_t rows_per_partition) {
+  client::ClientOptions o;
+  o.endpoint = cfg.endpoint;
+  o.timeout = std::chrono::milliseconds(cfg.timeout_ms);
+  o.max_attempts = 10;  // ServerBusy while loading: back off and retry
+  auto c = client::Client::Connect(o);
+  if (!c.ok()) Die(c.status().ToString());
+  auto& client = *c.value();
+  const auto t0 = Clock::now();
+  uint64_t failed = 0, sent = 0;
+  std::string first_error;
+  for (uint32_t p = 0; p < cfg.partitions; p++) {
+    for (uint64_t first = 0; first < rows_per_partition; first += 100) {
+      wire::Request r;
+      r.op = wire::Op::kWrite;
+      r.table = cfg.table;
+      const uint64_t last = std::min<uint64_t>(first + 100, rows_per_partition);
+      for (uint64_t row = first; row < last; row++) {
+        Operation op;
+        op.kind = OpKind::kInsertOrReplace;
+        op.entity = maker.Make(PartitionKey(p), PreloadRowKey(row), row);
+        r.ops.push_back(std::move(op));
+      }
+      client.Send(std::move(r), [&](const Status& s, std::string_view) {
+        if (!s.ok()) {
+          if (failed++ == 0) first_error = s.ToString();
+        }
+      });
+      sent++;
+      for (int i = 0; i < 1000 && client.pending() >= 16; i++) client.Poll(std::chrono::milliseconds(50));
+    }
+  }
+  client.Drain();
+  if (failed) Die("preload: " + std::to_string(failed) + " of " + std::to_string(sent) +
+                  " batches failed, first: " + first_error);
+  std::fprintf(stderr, "preloaded %llu entities (%u partitions × %llu) in %.2f s\n",
+               static_cast<unsigned long long>(rows_per_partition * cfg.partitions), cfg.partitions,
+               static_cast<unsigned long long>(rows_per_partition),
+               std::chrono::duration<double>(Clock::now() - t0).count());
+}
+
+std::string JsonEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+int Main(int argc, char** argv) {
+  Config cfg;
+  CLI::App app{"sidetable-loadgen: load generator for a sidetable sidecar (C++ client, pipelined)"};
+  app.add_option("--endpoint", cfg.endpoint, "server endpoint")->capture_default_str();
+  app.add_option("--connections", cfg.connections, "connections (one client and thread each)")
+      ->check(CLI::Range(1, 256))->capture_default_str();
+  app.add_option("--depth", cfg.depth, "requests in flight per connection")
+      ->check(CLI::Range(1, 4096))->capture_default_str();
+  auto* dur = app.add_option("--duration", cfg.duration_s, "seconds to measure (after --warmup)")
+                  ->check(CLI::Range(0.1, 3600.0))->capture_default_str();
+  app.add_option("--requests", cfg.requests, "operations to measure in all (instead of --duration)")
+      ->excludes(dur);
+  app.add_option("--warmup", cfg.warmup_s, "seconds of unmeasured load first")
+      ->check(CLI::Range(0.0, 600.0))->capture_default_str();
+  app.add_option("--mix", cfg.mix,
+                 "percentages of insert, get, upsert, query, batch, e.g. insert=50,get=50")
+      ->capture_default_str();
+  app.add_option("--entity-bytes", cfg.entity_bytes, "approximate entity size (6 typed properties + padding)")
+      ->check(CLI::Range(300, 900000))->capture_default_str();
+  app.add_option("--keys", cfg.keys, "uniform, or hot (one partition takes --hot-share of the traffic)")
+      ->check(CLI::IsMember({"uniform", "hot"}))->capture_default_str();
+  app.add_option("--hot-share", cfg.hot_share, "share of operations on the hot partition (--keys hot)")
+      ->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  app.add_option("--partitions", cfg.partitions, "partitions the keys spread over")
+      ->check(CLI::Range(1u, 10000000u))->capture_default_str();
+  app.add_option("--batch-size", cfg.batch_size, "inserts per EGT (batch)")
+      ->check(CLI::Range(1u, 100u))->capture_default_str();
+  app.add_option("--page-size", cfg.page_size, "query page size (top)")
+      ->check(CLI::Range(1u, 1000u))->capture_default_str();
+  app.add_option("--preload", cfg.preload,
+                 "entities to load first, spread evenly over --partitions (get, upsert, query use them)")
+      ->capture_default_str();
+  app.add_flag("--no-load", cfg.no_load,
+               "do not load: the --preload entities are already there (from an earlier run)");
+  app.add_option("--table", cfg.table, "table (created if missing)")->capture_default_str();
+  app.add_flag("--strict", cfg.strict, "strict round trip: 1 connection, depth 1");
+  app.add_option("--max-attempts", cfg.max_attempts,
+                 "client attempts per request (1 = ServerBusy is reported, not retried)")
+      ->check(CLI::Range(1, 100))->capture_default_str();
+  app.add_option("--timeout-ms", cfg.timeout_ms, "client time-out per attempt")
+      ->check(CLI::Range(10, 600000))->capture_default_str();
+  app.add_option("--json", cfg.json_path, "also write the results as JSON to this file");
+  app.add_option("--label", cfg.label, "a name for this run in the JSON");
+  app.add_option("--seed", cfg.seed, "random seed (0 = random)");
+  CLI11_PARSE(app, argc, argv);
+  if (cfg.strict) {
+    cfg.connections = 1;
+    cfg.depth = 1;
+  }
+  ParseMix(&cfg);
+
+  EntityMaker maker(cfg.entity_bytes);
+  {
+    // Table, and the size of one insert request on the wire.
+    client::ClientOptions o;
+    o.endpoint = cfg.endpoint;
+    o.timeout = std::chrono::milliseconds(cfg.timeout_ms);
+    auto c = client::Client::Connect(o);
+    if (!c.ok()) Die(c.status().ToString());
+    auto ping = c.value()->Ping();
+    if (!ping.ok()) Die("ping " + cfg.endpoint + ": " + ping.status().ToString());
+    Status s = c.value()->CreateTable(cfg.table);
+    if (!s.ok() && s.code() != Code::kTableAlreadyExists) Die("create table: " + s.ToString());
+    wire::Request r;
+    r.op = wire::Op::kWrite;
+    r.table = cfg.table;
+    r.ops.push_back(Operation{OpKind::kInsert, maker.Make(PartitionKey(0), PreloadRowKey(0), 0), ""});
+    std::string frame;
+    wire::EncodeRequest(r, &frame);
+    std::fprintf(stderr, "one insert request: %zu bytes on the wire\n", frame.size());
+  }
+
+  Shared sh;
+  sh.cfg = &cfg;
+  sh.maker = &maker;
+  {
+    char id[32];
+    std::snprintf(id, sizeof id, "%x%llx", static_cast<unsigned>(getpid()),
+                  static_cast<unsigned long long>(Clock::now().time_since_epoch().count() & 0xffffff));
+    sh.run_id = id;
+  }
+  if (cfg.preload > 0) {
+    sh.rows_per_partition = (cfg.preload + cfg.partitions - 1) / cfg.partitions;
+    if (!cfg.no_load) Preload(cfg, maker, sh.rows_per_partition);
+  }
+  sh.by_requests = cfg.requests > 0;
+  const auto start = Clock::now();
+  sh.measure_start = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(cfg.warmup_s));
+  sh.measure_end = sh.measure_start +
+                   std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(cfg.duration_s));
+
+  std::vector<std::unique_ptr<Connection>> conns;
+  for (int i = 0; i < cfg.connections; i++) {
+    uint64_t quota = cfg.requests / cfg.connections + (static_cast<uint64_t>(i) < cfg.requests % cfg.connections ? 1 : 0);
+    conns.push_back(std::make_unique<Connection>(sh, i, quota));
+  }
+  std::vector<std::thread> threads;
+  for (auto& c : conns) threads.emplace_back([&c] { c->Run(); });
+  for (auto& t : threads) t.join();
+
+  Stats all;
+  Clock::time_point last_end = sh.measure_start;
+  for (auto& c : conns) {
+    all.Merge(c->stats());
+    last_end = std::max(last_end, c->end());
+  }
+  const double seconds = sh.by_requests ? std::chrono::duration<double>(last_end - sh.measure_start).count()
+                                        : cfg.duration_s;
+
+  // ---- report -----------------------------------------------------------------
+  std::printf("sidetable-loadgen %s: %s, %d connection(s) x depth %d, mix %s, keys %s, %u partition(s), "
+              "entity ~%zu B, %.2f s measured\n",
+              cfg.label.c_str(), cfg.endpoint.c_str(), cfg.connections, cfg.depth, cfg.mix.c_str(),
+              cfg.keys.c_str(), cfg.partitions, cfg.entity_bytes, seconds);
+  std::printf("%-8s %10s %12s %14s %10s %10s %10s\n", "op", "ok", "ops/s", "entities/s", "p50 us",
+              "p99 us", "p999 us");
+  uint64_t total_ops = 0, total_entities = 0;
+  std::ostringstream json;
+  json << "{\"label\":\"" << JsonEscape(cfg.label) << "\",\"endpoint\":\"" << JsonEscape(cfg.endpoint)
+       << "\",\"connections\":" << cfg.connections << ",\"depth\":" << cfg.depth << ",\"mix\":\""
+       << JsonEscape(cfg.mix) << "\",\"seconds\":" << seconds << ",\"ops\":{";
+  bool first = true;
+  for (int k = 0; k < kNumKinds; k++) {
+    if (cfg.weights[k] <= 0) continue;
+    const double p50 = PercentileUs(all.lat_ns[k], 50), p99 = PercentileUs(all.lat_ns[k], 99),
+                 p999 = PercentileUs(all.lat_ns[k], 99.9);
+    const double ops_s = all.ops[k] / seconds, ent_s = all.entities[k] / seconds;
+    std::printf("%-8s %10llu %12.0f %14.0f %10.1f %10.1f %10.1f\n", kKindNames[k],
+                static_cast<unsigned long long>(all.ops[k]), ops_s, ent_s, p50, p99, p999);
+    total_ops += all.ops[k];
+    total_entities += all.entities[k];
+    json << (first ? "" : ",") << "\"" << kKindNames[k] << "\":{\"ok\":" << all.ops[k]
+         << ",\"ops_per_s\":" << ops_s << ",\"entities_per_s\":" << ent_s << ",\"p50_us\":" << p50
+         << ",\"p99_us\":" << p99 << ",\"p999_us\":" << p999 << "}";
+    first = false;
+  }
+  std::printf("%-8s %10llu %12.0f %14.0f\n", "total", static_cast<unsigned long long>(total_ops),
+              total_ops / seconds, total_entities / seconds);
+  uint64_t errors = 0;
+  for (const auto& [code, n] : all.errors) errors += n;
+  std::printf("ServerBusy: %llu; other errors: %llu", static_cast<unsigned long long>(all.busy),
+              static_cast<unsigned long long>(errors));
+  for (const auto& [code, n] : all.errors)
+    std::printf(" %s=%llu", code.c_str(), static_cast<unsigned long long>(n));
+  std::printf("\n");
+  json << "},\"ops_per_s\":" << total_ops / seconds << ",\"entities_per_s\":" << total_entities / seconds
+       << ",\"server_busy\":" << all.busy << ",\"errors\":{";
+  first = true;
+  for (const auto& [code, n] : all.errors) {
+    json << (first ? "" : ",") << "\"" << JsonEscape(code) << "\":" << n;
+    first = false;
+  }
+  json << "}}\n";
+  if (!cfg.json_path.empty()) {
+    std::ofstream f(cfg.json_path, std::ios::app);
+    if (!f) Die("cannot write " + cfg.json_path);
+    f << json.str();
+  }
+  return errors == 0 ? 0 : 2;
+}
+
+}  // namespace
+}  // namespace sidetable::loadgen
+
+int main(int argc, char** argv) { return sidetable::loadgen::Main(argc, argv); }

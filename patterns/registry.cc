@@ -1,0 +1,75 @@
+#include "patterns/registry.h"
+
+#include <mutex>
+
+#include "patterns/archive/archive.h"
+#include "patterns/index_table/index_table.h"
+
+namespace sidetable::patterns {
+
+namespace {
+
+struct Registry {
+  std::mutex mu;
+  std::map<std::string, PatternFactory> factories;
+};
+
+Registry& GetRegistry() {
+  static Registry* registry = new Registry();  // never destroyed: no exit-order issues
+  return *registry;
+}
+
+}  // namespace
+
+std::string PatternConfig::Get(const std::string& key, const std::string& fallback) const {
+  auto it = settings.find(key);
+  if (it == settings.end() || it->second.empty()) return fallback;
+  return it->second.front();
+}
+
+const std::vector<std::string>* PatternConfig::List(const std::string& key) const {
+  auto it = settings.find(key);
+  return it == settings.end() ? nullptr : &it->second;
+}
+
+void RegisterPattern(const std::string& name, PatternFactory factory) {
+  Registry& r = GetRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.factories[name] = std::move(factory);
+}
+
+void RegisterBuiltinPatterns() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    RegisterPattern(kIndexTableName, &IndexTablePattern::Create);
+    RegisterPattern(kArchiveName, &ArchivePattern::Create);
+  });
+}
+
+std::vector<std::string> RegisteredPatterns() {
+  Registry& r = GetRegistry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  std::vector<std::string> names;
+  for (const auto& [name, factory] : r.factories) names.push_back(name);
+  return names;
+}
+
+Result<std::unique_ptr<Pattern>> CreatePattern(const PatternConfig& config) {
+  RegisterBuiltinPatterns();
+  PatternFactory factory;
+  {
+    Registry& r = GetRegistry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    auto it = r.factories.find(config.name);
+    if (it != r.factories.end()) factory = it->second;
+  }
+  if (!factory) {
+    std::string known;
+    for (const auto& name : RegisteredPatterns()) known += (known.empty() ? "" : ", ") + name;
+    return Status(Code::kInvalidInput,
+                  "unknown pattern '" + config.name + "' (known: " + known + ")");
+  }
+  return factory(config);
+}
+
+}  // namespace sidetable::patterns

@@ -1,0 +1,99 @@
+#include "patterns/registry.h"
+
+#include <gtest/gtest.h>
+
+namespace sidetable::patterns {
+namespace {
+
+Status Create(std::string name, std::map<std::string, std::vector<std::string>> settings) {
+  auto p = CreatePattern({std::move(name), std::move(settings)});
+  return p.status();
+}
+
+void ExpectInvalid(const Status& s, const std::string& mentions) {
+  EXPECT_EQ(s.code(), Code::kInvalidInput) << s.ToString();
+  EXPECT_NE(s.message().find(mentions), std::string::npos)
+      << "'" << s.message() << "' should mention '" << mentions << "'";
+}
+
+TEST(RegistryTest, BuiltinsAreRegisteredOnceAndIdempotently) {
+  RegisterBuiltinPatterns();
+  RegisterBuiltinPatterns();
+  auto names = RegisteredPatterns();
+  EXPECT_EQ(std::count(names.begin(), names.end(), "index_table"), 1);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "archive"), 1);
+  auto p = CreatePattern(
+      {"index_table", {{"source", {"Aaa1"}}, {"target", {"Bbb1"}}, {"properties", {"P"}}}});
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ((*p)->name(), "index_table");
+}
+
+TEST(RegistryTest, UnknownPatternIsNamed) {
+  ExpectInvalid(Create("secondary_index", {}), "secondary_index");
+  ExpectInvalid(Create("secondary_index", {}), "index_table");  // lists the known ones
+}
+
+TEST(RegistryTest, CustomPatternsCanBeRegistered) {
+  RegisterPattern("always_bad", [](const PatternConfig& c) -> Result<std::unique_ptr<Pattern>> {
+    return Status(Code::kInvalidInput, "nope");
+  });
+  ExpectInvalid(Create("always_bad", {}), "nope");
+}
+
+TEST(RegistryTest, IndexTableSettingsAreChecked) {
+  std::map<std::string, std::vector<std::string>> good = {
+      {"source", {"Src"}}, {"target", {"Dst"}}, {"properties", {"P"}}};
+  EXPECT_TRUE(Create("index_table", good).ok());
+  for (const char* key : {"source", "target", "properties"}) {
+    auto s = good;
+    s.erase(key);
+    ExpectInvalid(Create("index_table", s), key);
+  }
+  auto with = [&](std::string key, std::vector<std::string> v) {
+    auto s = good;
+    s[key] = std::move(v);
+    return Create("index_table", s);
+  };
+  ExpectInvalid(with("propertys", {"P"}), "propertys");
+  ExpectInvalid(with("source", {"1bad"}), "source");
+  ExpectInvalid(with("source", {"A1", "B1"}), "source");
+  ExpectInvalid(with("target", {"src"}), "target");  // same table, any case
+  ExpectInvalid(with("properties", {}), "properties");
+  ExpectInvalid(with("properties", {"not valid"}), "properties");
+  ExpectInvalid(with("properties", {"P", "P"}), "properties");
+  ExpectInvalid(with("project", {"SourceVersion"}), "project");
+  ExpectInvalid(with("layout", {"{value}/x"}), "layout");
+  ExpectInvalid(with("layout", {"{prefix}_{value}"}), "layout");
+  ExpectInvalid(with("prefix", {"a#b"}), "layout");
+}
+
+TEST(RegistryTest, ArchiveSettingsAreChecked) {
+  std::map<std::string, std::vector<std::string>> good = {{"source", {"Cur"}}, {"target", {"Arc"}}};
+  EXPECT_TRUE(Create("archive", good).ok());
+  auto with = [&](std::string key, std::vector<std::string> v) {
+    auto s = good;
+    s[key] = std::move(v);
+    return Create("archive", s);
+  };
+  ExpectInvalid(Create("archive", {{"target", {"Arc"}}}), "source");
+  ExpectInvalid(Create("archive", {{"source", {"Cur"}}}), "target");
+  ExpectInvalid(with("min_age_seconds", {"soon"}), "min_age_seconds");
+  ExpectInvalid(with("min_age_seconds", {"-1"}), "min_age_seconds");
+  ExpectInvalid(with("interval_seconds", {"0"}), "interval_seconds");
+  ExpectInvalid(with("interval_seconds", {"60"}), "interval_seconds");  // no rule
+  ExpectInvalid(with("filtr", {"x"}), "filtr");
+  EXPECT_TRUE(with("filter", {"Done eq true"}).ok());
+}
+
+TEST(PatternConfigTest, GetAndList) {
+  PatternConfig c{"x", {{"a", {"1", "2"}}, {"e", {}}}};
+  EXPECT_EQ(c.Get("a"), "1");
+  EXPECT_EQ(c.Get("e", "fb"), "fb");
+  EXPECT_EQ(c.Get("missing", "fb"), "fb");
+  ASSERT_NE(c.List("a"), nullptr);
+  EXPECT_EQ(c.List("a")->size(), 2u);
+  EXPECT_EQ(c.List("missing"), nullptr);
+}
+
+}  // namespace
+}  // namespace sidetable::patterns
