@@ -1,0 +1,192 @@
+// The worker's YAML: every key, scalars as lists, fail-fast messages.
+#include "workers/config.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "tests/util/temp_dir.h"
+#include "workers/archive_rules.h"
+
+namespace sidetable::workers {
+namespace {
+
+const char* kFull = R"(
+kafka:
+  bootstrap: 127.0.0.1:9092
+  bootstrap_file: /tmp/x
+  bootstrap_wait_ms: 5
+  topic: [a.changes, b.changes]
+  group: g1
+  session_timeout_ms: 6000
+  commit_batch: 10
+  commit_interval_ms: 50
+  properties:
+    security.protocol: plaintext
+sidecar:
+  endpoint: tcp://127.0.0.1:7000
+  timeout_ms: 900
+  caller: w1
+retry:
+  max_attempts: 3
+  backoff_ms: 20
+  backoff_max_ms: 200
+  fence_attempts: 5
+dead_letter:
+  topic: dlq
+http: 127.0.0.1:0
+ready_file: /tmp/ready
+log:
+  level: debug
+  format: json
+patterns:
+  - name: index_table
+    source: Employees
+    target: EmployeesByName
+    properties: [LastName, Email]
+  - name: archive
+    source: Orders
+    target: OrdersArchive
+    min_age_seconds: 3600
+)";
+
+TEST(WorkerConfigTest, ReadsEveryKey) {
+  WorkerConfig c;
+  ASSERT_TRUE(LoadWorkerConfigText(kFull, "t.yaml", &c).ok());
+  EXPECT_EQ(c.bootstrap, "127.0.0.1:9092");
+  EXPECT_EQ(c.bootstrap_file, "/tmp/x");
+  EXPECT_EQ(c.bootstrap_wait_ms, 5);
+  EXPECT_EQ(c.topics, (std::vector<std::string>{"a.changes", "b.changes"}));
+  EXPECT_EQ(c.group, "g1");
+  EXPECT_EQ(c.session_timeout_ms, 6000);
+  EXPECT_EQ(c.commit_batch, 10);
+  EXPECT_EQ(c.commit_interval_ms, 50);
+  EXPECT_EQ(c.properties.at("security.protocol"), "plaintext");
+  EXPECT_EQ(c.endpoint, "tcp://127.0.0.1:7000");
+  EXPECT_EQ(c.timeout_ms, 900);
+  EXPECT_EQ(c.caller, "w1");
+  EXPECT_EQ(c.max_attempts, 3);
+  EXPECT_EQ(c.backoff_ms, 20);
+  EXPECT_EQ(c.backoff_max_ms, 200);
+  EXPECT_EQ(c.fence_attempts, 5);
+  EXPECT_EQ(c.dead_letter_topic, "dlq");
+  EXPECT_EQ(c.http, "127.0.0.1:0");
+  EXPECT_EQ(c.ready_file, "/tmp/ready");
+  EXPECT_EQ(c.log_level, "debug");
+  EXPECT_EQ(c.log_format, "json");
+  ASSERT_EQ(c.patterns.size(), 2u);
+  EXPECT_EQ(c.patterns[0].name, "index_table");
+  EXPECT_EQ(c.patterns[0].settings.at("source"), std::vector<std::string>{"Employees"}) << "scalar -> list of one";
+  EXPECT_EQ(c.patterns[0].settings.at("properties"), (std::vector<std::string>{"LastName", "Email"}));
+  EXPECT_EQ(c.patterns[1].settings.at("min_age_seconds"), std::vector<std::string>{"3600"});
+  EXPECT_TRUE(ValidateWorkerConfig(c).ok()) << ValidateWorkerConfig(c).ToString();
+  std::vector<ArchiveRule> rules;
+  ASSERT_TRUE(ParseArchiveRules(c.patterns, &rules).ok());
+  ASSERT_EQ(rules.size(), 1u);
+  EXPECT_EQ(rules[0].min_age_seconds(), 3600);
+}
+
+TEST(WorkerConfigTest, ScalarTopicAndShippedConfigsLoad) {
+  WorkerConfig c;
+  ASSERT_TRUE(LoadWorkerConfigText("kafka:\n  topic: one\n", "t", &c).ok());
+  EXPECT_EQ(c.topics, std::vector<std::string>{"one"});
+  for (const char* f : {"configs/worker.dev.yaml", "configs/worker.prod.yaml"}) {
+    WorkerConfig shipped;
+    Status s = LoadWorkerConfigFile(std::string(SIDETABLE_SOURCE_DIR) + "/" + f, &shipped);
+    ASSERT_TRUE(s.ok()) << f << ": " << s.ToString();
+    EXPECT_TRUE(ValidateWorkerConfig(shipped).ok()) << f << ": " << ValidateWorkerConfig(shipped).ToString();
+    std::vector<ArchiveRule> rules;
+    EXPECT_TRUE(ParseArchiveRules(shipped.patterns, &rules).ok()) << f;
+    EXPECT_EQ(rules.size(), 1u) << f;
+    patterns::RegisterBuiltinPatterns();
+    for (const auto& pc : shipped.patterns) {
+      auto p = patterns::CreatePattern(pc);
+      EXPECT_TRUE(p.ok()) << f << ": " << p.status().ToString();
+    }
+  }
+}
+
+struct BadCase {
+  const char* yaml;
+  const char* names;  // the message must contain this
+};
+
+TEST(WorkerConfigTest, BadConfigNamesTheKey) {
+  const BadCase cases[] = {
+      {"kafka:\n  bootstrp: x\n", "kafka.bootstrp"},
+      {"kafak:\n  bootstrap: x\n", "kafak"},
+      {"retry:\n  max_attempts: many\n", "retry.max_attempts"},
+      {"kafka:\n  properties: [a]\n", "kafka.properties"},
+      {"patterns:\n  - source: x\n", "patterns[0].name"},
+      {"patterns:\n  - name: index_table\n    source: {a: b}\n", "patterns[0].source"},
+      {"patterns: 3\n", "patterns"},
+      {"kafka: [\n", "t.yaml"},
+  };
+  for (const auto& bc : cases) {
+    WorkerConfig c;
+    Status s = LoadWorkerConfigText(bc.yaml, "t.yaml", &c);
+    ASSERT_FALSE(s.ok()) << bc.yaml;
+    EXPECT_EQ(s.code(), Code::kInvalidInput);
+    EXPECT_NE(s.message().find(bc.names), std::string::npos) << s.message();
+  }
+}
+
+TEST(WorkerConfigTest, ValidationNamesTheKey) {
+  auto valid = [] {
+    WorkerConfig c;
+    c.bootstrap = "x:1";
+    c.patterns.push_back({"index_table", {}});
+    return c;
+  };
+  ASSERT_TRUE(ValidateWorkerConfig(valid()).ok());
+  struct {
+    std::function<void(WorkerConfig*)> mutate;
+    const char* key;
+  } cases[] = {
+      {[](WorkerConfig* c) { c->bootstrap.clear(); }, "kafka.bootstrap"},
+      {[](WorkerConfig* c) { c->group.clear(); }, "kafka.group"},
+      {[](WorkerConfig* c) { c->topics.clear(); }, "kafka.topic"},
+      {[](WorkerConfig* c) { c->endpoint = "http://x"; }, "sidecar.endpoint"},
+      {[](WorkerConfig* c) { c->max_attempts = 0; }, "retry.max_attempts"},
+      {[](WorkerConfig* c) { c->backoff_max_ms = 1; }, "retry.backoff_max_ms"},
+      {[](WorkerConfig* c) { c->dead_letter_topic = c->topics[0]; }, "dead_letter.topic"},
+      {[](WorkerConfig* c) { c->http = "nohost"; }, "http"},
+      {[](WorkerConfig* c) { c->log_format = "xml"; }, "log.format"},
+      {[](WorkerConfig* c) { c->log_level = "loud"; }, "log.level"},
+      {[](WorkerConfig* c) { c->patterns.clear(); }, "patterns"},
+  };
+  for (const auto& bc : cases) {
+    WorkerConfig c = valid();
+    bc.mutate(&c);
+    Status s = ValidateWorkerConfig(c);
+    ASSERT_FALSE(s.ok()) << bc.key;
+    EXPECT_NE(s.message().find(bc.key), std::string::npos) << s.message();
+  }
+}
+
+TEST(WorkerConfigTest, BootstrapFromFile) {
+  testing::TempDir dir;
+  WorkerConfig c;
+  c.bootstrap_file = dir.Sub("kafka.bootstrap");
+  c.bootstrap_wait_ms = 0;
+  EXPECT_NE(ResolveBootstrap(&c).message().find("kafka.bootstrap_file"), std::string::npos);
+  std::ofstream(c.bootstrap_file) << "127.0.0.1:39092\n";
+  ASSERT_TRUE(ResolveBootstrap(&c).ok());
+  EXPECT_EQ(c.bootstrap, "127.0.0.1:39092");
+}
+
+TEST(WorkerConfigTest, ArchiveFilterAddsTheAge) {
+  std::vector<ArchiveRule> rules;
+  patterns::PatternConfig pc{"archive", {{"source", {"Orders"}}, {"target", {"OrdersArchive"}},
+                                         {"filter", {"Status eq 'done'"}}, {"min_age_seconds", {"60"}}}};
+  ASSERT_TRUE(ParseArchiveRules({pc}, &rules).ok());
+  ASSERT_EQ(rules.size(), 1u);
+  const int64_t now = *ParseDateTime("2026-01-01T00:01:00Z");
+  EXPECT_EQ(ArchiveFilter(rules[0], now),
+            "(Status eq 'done') and Timestamp lt datetime'2026-01-01T00:00:00.0000000Z'");
+  pc.settings["min_age_seconds"] = {"soon"};
+  EXPECT_FALSE(ParseArchiveRules({pc}, &rules).ok());
+}
+
+}  // namespace
+}  // namespace sidetable::workers

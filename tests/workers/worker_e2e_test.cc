@@ -1,0 +1,333 @@
+// The worker end to end: a Kafka mock cluster owned by the test, the real
+// sidecar publishing to it, and real sidetable-worker processes in one
+// consumer group keeping an index table (patterns/index_table) while the
+// test SIGKILLs one of them; plus the dead-letter path.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <librdkafka/rdkafka.h>
+
+#include <algorithm>
+#include <functional>
+#include <iostream>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+
+#include "client/client.h"
+#include "client/entity_builder.h"
+#include "patterns/index_table/index_table.h"
+#include "sidecar/changestream/embedded_kafka.h"
+#include "tests/util/sidecar_process.h"
+#include "tests/util/temp_dir.h"
+#include "tests/workers/worker_process.h"
+#include "workers/dead_letter.h"
+
+namespace sidetable {
+namespace {
+
+using changestream::EmbeddedKafka;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kTopic = "sidetable.wk-test.changes";  // the sidecar's default template
+constexpr const char* kDlq = "sidetable.wk-test.dead-letter";
+
+class WorkerE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto k = EmbeddedKafka::Start(1);
+    ASSERT_TRUE(k.ok()) << k.status().ToString();
+    kafka_ = std::move(k).value();
+    ASSERT_TRUE(kafka_->CreateTopic(kTopic, 4).ok());
+    ASSERT_TRUE(kafka_->CreateTopic(kDlq, 1).ok());
+    const std::string cfg = dir_.Sub("sidecar.yaml");
+    std::ofstream(cfg) << "sidecar:\n  id: wk-test\nkafka:\n  bootstrap: " << kafka_->bootstraps()
+                       << "\n  partitions: 4\n  watermark_flush_ms: 20\n";
+    server_ = std::make_unique<testing::SidecarProcess>(
+        SIDETABLE_BIN, dir_.Sub("db"), std::vector<std::string>{"--config", cfg, "--durability", "os"});
+    ASSERT_TRUE(server_->Start()) << server_->Log();
+    client::ClientOptions o;
+    o.endpoint = server_->endpoint();
+    o.timeout = std::chrono::milliseconds(10000);
+    client_ = std::move(client::Client::Connect(o)).value();
+    ASSERT_TRUE(client_->CreateTable("People").ok());
+
+    index_settings_ = {"index_table",
+                       {{"source", {"People"}}, {"target", {"PeopleByColor"}}, {"properties", {"Color"}},
+                        {"project", {"Name"}}}};
+    worker_cfg_ = dir_.Sub("worker.yaml");
+    std::ofstream(worker_cfg_) << "kafka:\n  bootstrap: " << kafka_->bootstraps() << "\n  topic: " << kTopic
+                               << "\n  group: wk-test-group\n  session_timeout_ms: 3000\n"
+                               << "  commit_batch: 50\n  commit_interval_ms: 100\n"
+                               << "sidecar:\n  endpoint: " << server_->endpoint() << "\n  timeout_ms: 5000\n"
+                               << "retry:\n  max_attempts: 5\n  backoff_ms: 20\n  backoff_max_ms: 500\n"
+                               << "dead_letter:\n  topic: " << kDlq << "\n"
+                               << "log:\n  level: info\n"
+                               << "patterns:\n  - name: index_table\n    source: People\n"
+                               << "    target: PeopleByColor\n    properties: Color\n    project: [Name]\n";
+  }
+
+  std::unique_ptr<testing::WorkerProcess> StartWorker(const std::string& name) {
+    auto w = std::make_unique<testing::WorkerProcess>(SIDETABLE_WORKER_BIN, worker_cfg_, dir_.Sub(name));
+    EXPECT_TRUE(w->Start()) << w->Log();
+    return w;
+  }
+
+  std::vector<Entity> ReadAll(const std::string& table) {
+    std::vector<Entity> out;
+    client::QueryIterator it = client_->Query({table, "", {}, std::nullopt});
+    Entity e;
+    while (it.Next(&e)) out.push_back(std::move(e));
+    return out;
+  }
+
+  // Entities as comparable text: keys and properties (sorted by name), no
+  // Timestamp or ETag.
+  static std::vector<std::string> Canonical(std::vector<Entity> es) {
+    std::vector<std::string> out;
+    for (auto& e : es) {
+      std::sort(e.properties.begin(), e.properties.end(),
+                [](const Property& a, const Property& b) { return a.name < b.name; });
+      std::string s = e.partition_key + " | " + e.row_key;
+      for (const auto& p : e.properties) s += " | " + p.name + "=" + p.value.ToString();
+      out.push_back(std::move(s));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  std::vector<std::string> ExpectedIndex() {
+    auto cfg = patterns::IndexTableConfig::FromSettings(index_settings_);
+    EXPECT_TRUE(cfg.ok()) << cfg.status().ToString();
+    return Canonical(patterns::ExpectedIndex(*cfg, ReadAll("People")));
+  }
+
+  // Polls until the index equals the expected one or `timeout` passes.
+  bool WaitForIndex(std::chrono::seconds timeout, std::vector<std::string>* expected,
+                    std::vector<std::string>* actual) {
+    const auto until = Clock::now() + timeout;
+    *expected = ExpectedIndex();
+    do {
+      *actual = Canonical(ReadAll("PeopleByColor"));
+      if (*actual == *expected) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    } while (Clock::now() < until);
+    return false;
+  }
+
+  void Produce(const std::string& key, const std::string& value) {
+    char err[512];
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "bootstrap.servers", kafka_->bootstraps().c_str(), err, sizeof err);
+    rd_kafka_t* p = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+    ASSERT_NE(p, nullptr) << err;
+    ASSERT_EQ(rd_kafka_producev(p, RD_KAFKA_V_TOPIC(kTopic), RD_KAFKA_V_KEY(key.data(), key.size()),
+                                RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
+                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END),
+              RD_KAFKA_RESP_ERR_NO_ERROR);
+    EXPECT_EQ(rd_kafka_flush(p, 10000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    rd_kafka_destroy(p);
+  }
+
+  struct Dead {
+    std::string key, value;
+    std::map<std::string, std::string> headers;
+  };
+  // Reads the dead-letter topic (assign, no group) until `n` messages or `timeout`.
+  std::vector<Dead> ReadDeadLetters(size_t n, std::chrono::seconds timeout) {
+    char err[512];
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "bootstrap.servers", kafka_->bootstraps().c_str(), err, sizeof err);
+    rd_kafka_conf_set(conf, "group.id", "wk-test-dlq-reader", err, sizeof err);
+    rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+    rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(list, kDlq, 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    rd_kafka_assign(rk, list);
+    rd_kafka_topic_partition_list_destroy(list);
+    std::vector<Dead> out;
+    const auto until = Clock::now() + timeout;
+    while (out.size() < n && Clock::now() < until) {
+      rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100);
+      if (!m) continue;
+      if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        Dead d;
+        if (m->key) d.key.assign(static_cast<const char*>(m->key), m->key_len);
+        if (m->payload) d.value.assign(static_cast<const char*>(m->payload), m->len);
+        rd_kafka_headers_t* hs = nullptr;
+        if (rd_kafka_message_headers(m, &hs) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+          const char* name;
+          const void* val;
+          size_t size;
+          for (size_t i = 0; rd_kafka_header_get_all(hs, i, &name, &val, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; i++) {
+            d.headers[name] = std::string(static_cast<const char*>(val), size);
+          }
+        }
+        out.push_back(std::move(d));
+      }
+      rd_kafka_message_destroy(m);
+    }
+    rd_kafka_consumer_close(rk);
+    rd_kafka_destroy(rk);
+    return out;
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<EmbeddedKafka> kafka_;
+  std::unique_ptr<testing::SidecarProcess> server_;
+  std::unique_ptr<client::Client> client_;
+  patterns::PatternConfig index_settings_;
+  std::string worker_cfg_;
+};
+
+// A number from a worker's /health, -1 when it does not answer.
+int64_t HealthField(const testing::WorkerProcess& w, const std::string& field) {
+  httplib::Client http("http://" + w.http());
+  http.set_connection_timeout(1);
+  auto res = http.Get("/health");
+  if (!res) return -1;
+  auto at = res->body.find("\"" + field + "\":");
+  if (at == std::string::npos) return -1;
+  return std::atoll(res->body.c_str() + at + field.size() + 3);
+}
+
+// Polls until `pred` or `timeout`.
+bool WaitUntil(const std::function<bool()>& pred, std::chrono::seconds timeout) {
+  const auto until = Clock::now() + timeout;
+  while (!pred()) {
+    if (Clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+TEST_F(WorkerE2eTest, TwoWorkersKeepTheIndexThroughRepeatedKillNine) {
+  auto a = StartWorker("worker-a");
+  auto b = StartWorker("worker-b");
+  std::mt19937 rng(20261130);
+  const char* colors[] = {"red", "green", "blue", "black", "white"};
+  // A burst of pipelined random writes on a small key space: inserts,
+  // replaces (sometimes without the indexed property), merges of the
+  // indexed or another property, deletes. Some fail (a merge or delete of
+  // an absent entity): they commit and publish nothing. The expected index
+  // is computed from the source table at the end, so no model is needed.
+  auto burst = [&](int n) {
+    for (int i = 0; i < n; i++) {
+      wire::Request r;
+      r.op = wire::Op::kWrite;
+      r.table = "People";
+      const std::string pk = "p" + std::to_string(rng() % 6);
+      const std::string rk = "r" + std::to_string(rng() % 40);
+      client::EntityBuilder e(pk, rk);
+      const int kind = static_cast<int>(rng() % 10);
+      if (kind < 4) {
+        e.String("Name", "n" + std::to_string(i));
+        if (kind != 0) e.String("Color", colors[rng() % 5]);
+        r.ops.push_back({OpKind::kInsertOrReplace, e.Build(), ""});
+      } else if (kind < 6) {
+        if (rng() % 2) e.String("Color", colors[rng() % 5]);
+        else e.Int32("Age", static_cast<int32_t>(rng() % 90));
+        r.ops.push_back({OpKind::kInsertOrMerge, e.Build(), ""});
+      } else if (kind < 8) {
+        e.String("Color", colors[rng() % 5]);
+        r.ops.push_back({OpKind::kMerge, e.Build(), "*"});
+      } else {
+        r.ops.push_back({OpKind::kDelete, e.Build(), "*"});
+      }
+      client_->Send(r, [](const Status&, std::string_view) {});
+    }
+    client_->Drain();
+  };
+
+  // The group forms (a new group takes ~3 s on the mock) and both own partitions.
+  burst(200);
+  ASSERT_TRUE(WaitUntil([&] { return HealthField(*a, "assigned_partitions") > 0 &&
+                                     HealthField(*b, "assigned_partitions") > 0; },
+                        std::chrono::seconds(30)))
+      << a->Log() << b->Log();
+
+  // Three times: a burst, and SIGKILL B once it is busy with its share
+  // (it has applied some of it and not all). Its partitions move to A, and
+  // back when B is restarted; what B applied but had not committed is
+  // delivered again and must be harmless.
+  int kills = 0;
+  for (int round = 0; round < 3; round++) {
+    const int64_t before = HealthField(*b, "events_total");
+    burst(400);
+    EXPECT_TRUE(WaitUntil([&] { return HealthField(*b, "events_total") >= before + 10; }, std::chrono::seconds(20)))
+        << b->Log();
+    EXPECT_EQ(b->Kill(), 128 + SIGKILL);
+    kills++;
+    burst(100);  // A goes on alone meanwhile (after B's session times out)
+    b = StartWorker("worker-b");
+    ASSERT_TRUE(WaitUntil([&] { return HealthField(*b, "assigned_partitions") > 0; }, std::chrono::seconds(30)))
+        << b->Log();
+  }
+  burst(200);
+  ASSERT_EQ(kills, 3);
+  std::vector<std::string> expected, actual;
+  const bool converged = WaitForIndex(std::chrono::seconds(90), &expected, &actual);
+  ASSERT_GT(expected.size(), 50u);
+  EXPECT_GT(client_->Ping()->last_lsn, 1000u);
+  if (!converged) {
+    std::vector<std::string> missing, extra;
+    std::set_difference(expected.begin(), expected.end(), actual.begin(), actual.end(), std::back_inserter(missing));
+    std::set_difference(actual.begin(), actual.end(), expected.begin(), expected.end(), std::back_inserter(extra));
+    ADD_FAILURE() << "index differs after 90 s: " << missing.size() << " missing (first: "
+                  << (missing.empty() ? "" : missing[0]) << "), " << extra.size() << " extra (first: "
+                  << (extra.empty() ? "" : extra[0]) << ")\nworker A:\n"
+                  << a->Log().substr(0, 4000) << "\nworker B:\n" << b->Log().substr(0, 4000);
+  }
+
+  // Metrics of a survivor: events counted, ops by kind, lag per partition.
+  httplib::Client http("http://" + a->http());
+  auto res = http.Get("/metrics");
+  ASSERT_TRUE(res) << "no /metrics";
+  EXPECT_NE(res->body.find("sidetable_worker_events_total"), std::string::npos);
+  EXPECT_NE(res->body.find("sidetable_worker_operations_total{kind=\"FencedUpsert\",result=\"written\"}"),
+            std::string::npos);
+  // Lag comes from librdkafka's statistics (every second), after a rebalance too.
+  std::string body;
+  EXPECT_TRUE(WaitUntil([&] {
+    auto r = http.Get("/metrics");
+    body = r ? r->body : "";
+    return body.find("sidetable_worker_consumer_lag{topic=\"sidetable.wk-test.changes\"") != std::string::npos;
+  }, std::chrono::seconds(10))) << body;
+  auto health = http.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_NE(health->body.find("\"status\":\"ok\""), std::string::npos) << health->body;
+
+  // A clean stop leaves the group and exits 0.
+  EXPECT_EQ(a->Stop(), 0) << a->Log();
+  EXPECT_EQ(b->Stop(), 0) << b->Log();
+  EXPECT_NE(a->Log().find("leaving group"), std::string::npos);
+}
+
+TEST_F(WorkerE2eTest, PoisonEventGoesToTheDeadLetterTopicAndTheWorkerMovesOn) {
+  auto w = StartWorker("worker");
+  // Garbage straight onto the change topic, then a real write behind it.
+  Produce("People/p0", "{this is not a change event");
+  ASSERT_TRUE(client_->Insert("People", client::EntityBuilder("p0", "r1").String("Color", "red").Build()).ok());
+  ASSERT_TRUE(client_->Insert("People", client::EntityBuilder("p1", "r2").String("Color", "blue").Build()).ok());
+  std::vector<std::string> expected, actual;
+  EXPECT_TRUE(WaitForIndex(std::chrono::seconds(30), &expected, &actual)) << w->Log();
+  EXPECT_EQ(actual.size(), 2u);
+
+  auto dead = ReadDeadLetters(1, std::chrono::seconds(20));
+  ASSERT_EQ(dead.size(), 1u) << w->Log();
+  EXPECT_EQ(dead[0].key, "People/p0");
+  EXPECT_EQ(dead[0].value, "{this is not a change event");
+  EXPECT_EQ(dead[0].headers[workers::kHeaderReason].rfind("decode: ", 0), 0u) << dead[0].headers[workers::kHeaderReason];
+  EXPECT_EQ(dead[0].headers[workers::kHeaderSourceTopic], kTopic);
+  EXPECT_FALSE(dead[0].headers[workers::kHeaderSourceOffset].empty());
+  EXPECT_EQ(dead[0].headers[workers::kHeaderGroup], "wk-test-group");
+
+  httplib::Client http("http://" + w->http());
+  auto res = http.Get("/metrics");
+  ASSERT_TRUE(res);
+  EXPECT_NE(res->body.find("sidetable_worker_dead_letters_total{reason=\"decode\"} 1"), std::string::npos)
+      << res->body;
+  EXPECT_EQ(w->Stop(), 0) << w->Log();
+}
+
+}  // namespace
+}  // namespace sidetable

@@ -1,0 +1,96 @@
+// Runs the real `sidetable-worker` binary for end-to-end tests: found
+// through its ready file; every wait bounded; the destructor kills it.
+#pragma once
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace sidetable::testing {
+
+class WorkerProcess {
+ public:
+  WorkerProcess(std::string binary, std::string config, std::string scratch)
+      : binary_(std::move(binary)), config_(std::move(config)), scratch_(std::move(scratch)) {}
+  ~WorkerProcess() { Kill(); }
+
+  // Starts and waits (at most 15 s) for the ready file.
+  bool Start() {
+    const std::string ready = scratch_ + ".ready";
+    ::unlink(ready.c_str());
+    std::vector<std::string> args = {binary_, "--config", config_, "--ready-file", ready, "--http", "127.0.0.1:0"};
+    pid_ = fork();
+    if (pid_ == 0) {
+      FILE* log = std::fopen((scratch_ + ".log").c_str(), "a");
+      if (log) {
+        dup2(fileno(log), STDERR_FILENO);
+        dup2(fileno(log), STDOUT_FILENO);
+      }
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(binary_.c_str(), argv.data());
+      _exit(127);
+    }
+    for (int i = 0; i < 1500; i++) {
+      std::ifstream in(ready);
+      std::string kind, value;
+      while (in >> kind >> value) {
+        if (kind == "http") http_ = value;
+        if (kind == "pid") return true;
+      }
+      int status;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+
+  // SIGTERM and wait: the exit code, 128+signal, or -1 if it had to be killed.
+  int Stop(int seconds = 20) { return SignalAndWait(SIGTERM, seconds); }
+  int Kill() { return SignalAndWait(SIGKILL, 10); }
+  bool running() const { return pid_ > 0; }
+  const std::string& http() const { return http_; }
+  std::string Log() const {
+    std::ifstream in(scratch_ + ".log");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+ private:
+  int SignalAndWait(int sig, int seconds) {
+    if (pid_ <= 0) return -1;
+    kill(pid_, sig);
+    for (int i = 0; i < seconds * 100; i++) {
+      int status;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        if (WIFEXITED(status)) return WEXITSTATUS(status);
+        return 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    kill(pid_, SIGKILL);
+    int status;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return -1;
+  }
+
+  std::string binary_, config_, scratch_;
+  pid_t pid_ = -1;
+  std::string http_;
+};
+
+}  // namespace sidetable::testing

@@ -1,0 +1,107 @@
+#include "workers/archive_rules.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "client/client.h"
+
+namespace sidetable::workers {
+Status ParseArchiveRules(const std::vector<patterns::PatternConfig>& patterns, std::vector<ArchiveRule>* out) {
+  out->clear();
+  for (const auto& pc : patterns) {
+    if (pc.name != patterns::kArchiveName) continue;
+    auto r = patterns::ArchiveConfig::FromSettings(pc);
+    if (!r.ok()) return r.status();
+    if (r->has_rule()) out->push_back(std::move(r).value());
+  }
+  return Status::OK();
+}
+
+std::string ArchiveFilter(const ArchiveRule& rule, int64_t now_ticks) {
+  const std::string age =
+      "Timestamp lt datetime'" + FormatDateTime(now_ticks - rule.min_age_seconds() * kTicksPerSecond) + "'";
+  if (rule.filter().find_first_not_of(" \t\r\n") == std::string::npos) return age;
+  return "(" + rule.filter() + ") and " + age;
+}
+
+Status RunArchiveRule(const ArchiveRule& rule, int64_t now_ticks, TableStore* store, OpApplier* applier,
+                      const std::atomic<bool>& stop, uint64_t* moved) {
+  *moved = 0;
+  const std::string filter = ArchiveFilter(rule, now_ticks);
+  Continuation next;
+  do {
+    auto page = store->QueryPage(rule.source(), filter, next);
+    if (!page.ok()) {
+      if (page.status().code() == Code::kTableNotFound) return Status::OK();
+      return page.status();
+    }
+    std::vector<patterns::TableOp> ops;
+    patterns::ArchiveMoves(rule, page->entities, &ops);
+    for (const patterns::TableOp& op : ops) {
+      if (stop.load(std::memory_order_relaxed)) return Status::OK();
+      OpResult r;
+      ST_RETURN_IF_ERROR(applier->Apply(op, &r));
+      if (r == OpResult::kWritten) ++*moved;
+    }
+    next = page->next;
+  } while (next && !stop.load(std::memory_order_relaxed));
+  return Status::OK();
+}
+
+Result<std::unique_ptr<ArchiveScheduler>> ArchiveScheduler::Start(std::vector<ArchiveRule> rules,
+                                                                  const ArchiveOptions& o,
+                                                                  WorkerMetrics* metrics) {
+  std::unique_ptr<ArchiveScheduler> s(new ArchiveScheduler());
+  s->rules_ = std::move(rules);
+  s->metrics_ = metrics;
+  client::ClientOptions co;
+  co.endpoint = o.endpoint;
+  co.timeout = std::chrono::milliseconds(o.timeout_ms);
+  co.caller = o.caller;
+  auto c = client::Client::Connect(co);
+  if (!c.ok()) return c.status();
+  s->client_ = std::move(c).value();
+  s->store_ = NewClientTableStore(s->client_.get());
+  s->applier_ = std::make_unique<OpApplier>(s->store_.get(), o.fence_attempts);
+  s->thread_ = std::thread([raw = s.get()] { raw->Loop(); });
+  return s;
+}
+
+void ArchiveScheduler::Loop() {
+  using Clock = std::chrono::steady_clock;
+  std::vector<Clock::time_point> due(rules_.size(), Clock::now());
+  while (!stop_.load()) {
+    for (size_t i = 0; i < rules_.size() && !stop_.load(); i++) {
+      if (Clock::now() < due[i]) continue;
+      const ArchiveRule& r = rules_[i];
+      uint64_t moved = 0;
+      Status s = RunArchiveRule(r, NowTicks(), store_.get(), applier_.get(), stop_, &moved);
+      metrics_->RecordArchiveRun(moved);
+      if (!s.ok()) {
+        spdlog::warn("archive {} -> {}: {} (moved {}; next try in {} s)", r.source(), r.target(),
+                     s.ToString(), moved, r.interval_seconds());
+      } else if (moved > 0) {
+        spdlog::info("archive {} -> {}: moved {} entities", r.source(), r.target(), moved);
+      }
+      due[i] = Clock::now() + std::chrono::seconds(r.interval_seconds());
+    }
+    Clock::time_point next = Clock::now() + std::chrono::seconds(1);
+    for (const auto& d : due) next = std::min(next, d);
+    std::unique_lock lock(mu_);
+    cv_.wait_until(lock, next, [this] { return stop_.load(); });
+  }
+}
+
+void ArchiveScheduler::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_.store(true);
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+ArchiveScheduler::~ArchiveScheduler() { Stop(); }
+
+}  // namespace sidetable::workers

@@ -1,0 +1,83 @@
+// Archive rules: time-based moves for `archive` patterns.
+//
+// An `archive` pattern configured with `min_age_seconds` (and usually a
+// `filter`) is also a rule the worker evaluates every `interval_seconds`
+// (default 60): it queries the source table with
+//   (<filter>) and Timestamp lt datetime'<now - min_age>'
+// following continuations, and applies the kMove operations that
+// patterns::ArchiveMoves() makes of each page (op_applier.h), into `target`. Moves are idempotent, so two workers running
+// the same rule at once only waste work. Failures are logged and the rule is
+// tried again at its next interval.
+//
+// Thread safety: ArchiveScheduler runs its own thread with its own client;
+// Stop() may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/status.h"
+#include "patterns/archive/archive.h"
+#include "patterns/registry.h"
+#include "workers/metrics.h"
+#include "workers/op_applier.h"
+#include "workers/table_store.h"
+
+namespace sidetable::client {
+class Client;
+}
+
+namespace sidetable::workers {
+
+// patterns/archive/archive.h: source, target, filter, min_age_seconds,
+// interval_seconds.
+using ArchiveRule = patterns::ArchiveConfig;
+
+// The rules among `patterns`: archive patterns with a filter or
+// min_age_seconds (ArchiveConfig::has_rule). Bad settings are InvalidInput
+// naming the pattern and the setting.
+Status ParseArchiveRules(const std::vector<patterns::PatternConfig>& patterns, std::vector<ArchiveRule>* out);
+
+// The filter of one evaluation at `now_ticks`.
+std::string ArchiveFilter(const ArchiveRule& rule, int64_t now_ticks);
+
+// One evaluation: moves every matching entity; *moved counts them.
+Status RunArchiveRule(const ArchiveRule& rule, int64_t now_ticks, TableStore* store, OpApplier* applier,
+                      const std::atomic<bool>& stop, uint64_t* moved);
+
+struct ArchiveOptions {
+  std::string endpoint;
+  int timeout_ms = 5000;
+  std::string caller;
+  int fence_attempts = 16;
+};
+
+class ArchiveScheduler {
+ public:
+  static Result<std::unique_ptr<ArchiveScheduler>> Start(std::vector<ArchiveRule> rules, const ArchiveOptions& o,
+                                                         WorkerMetrics* metrics);
+  ~ArchiveScheduler();
+  void Stop();
+
+ private:
+  ArchiveScheduler() = default;
+  void Loop();
+
+  std::vector<ArchiveRule> rules_;
+  WorkerMetrics* metrics_ = nullptr;
+  std::unique_ptr<client::Client> client_;
+  std::unique_ptr<TableStore> store_;
+  std::unique_ptr<OpApplier> applier_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::thread thread_;
+};
+
+}  // namespace sidetable::workers

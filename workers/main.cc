@@ -1,0 +1,112 @@
+// sidetable-worker: runs pattern workers over the change stream.
+//
+//   sidetable-worker --config configs/worker.dev.yaml [--group g] [--sidecar tcp://...] ...
+//
+// Flags override the config file; `sidetable-worker --help` lists them.
+// Exit codes: 0 clean stop (SIGTERM/SIGINT), 1 start-up failure, 2 bad configuration.
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <cstdio>
+
+#include "workers/config.h"
+#include "workers/logging.h"
+#include "workers/worker.h"
+
+using namespace sidetable;
+using namespace sidetable::workers;
+
+namespace {
+
+std::atomic<Worker*> g_worker{nullptr};
+
+void OnSignal(int) {
+  if (Worker* w = g_worker.load()) w->RequestStop();
+}
+
+struct Flags {
+  std::string bootstrap, bootstrap_file, group, endpoint, http, ready_file, log_level, log_format, dlq;
+  std::vector<std::string> topics;
+  int max_attempts = -1, backoff_ms = -1;  // -1 = not given
+  bool http_set = false;
+};
+
+void Apply(const Flags& f, WorkerConfig* c) {
+  if (!f.bootstrap.empty()) c->bootstrap = f.bootstrap;
+  if (!f.bootstrap_file.empty()) c->bootstrap_file = f.bootstrap_file;
+  if (!f.topics.empty()) c->topics = f.topics;
+  if (!f.group.empty()) c->group = f.group;
+  if (!f.endpoint.empty()) c->endpoint = f.endpoint;
+  if (f.http_set) c->http = f.http;
+  if (!f.ready_file.empty()) c->ready_file = f.ready_file;
+  if (!f.log_level.empty()) c->log_level = f.log_level;
+  if (!f.log_format.empty()) c->log_format = f.log_format;
+  if (!f.dlq.empty()) c->dead_letter_topic = f.dlq;
+  if (f.max_attempts != -1) c->max_attempts = f.max_attempts;
+  if (f.backoff_ms != -1) c->backoff_ms = f.backoff_ms;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"sidetable-worker: pattern workers over the sidetable change stream"};
+  std::string config_file;
+  Flags f;
+  app.add_option("-c,--config", config_file, "YAML configuration file (see configs/worker.*.yaml)");
+  app.add_option("--bootstrap", f.bootstrap, "Kafka bootstrap servers (kafka.bootstrap)");
+  app.add_option("--bootstrap-file", f.bootstrap_file, "file holding the bootstrap address (kafka.bootstrap_file)");
+  app.add_option("--topic", f.topics, "topic(s) to consume (kafka.topic, repeatable)");
+  app.add_option("--group", f.group, "consumer group id (kafka.group)");
+  app.add_option("--sidecar", f.endpoint, "sidecar endpoint for table writes (sidecar.endpoint)");
+  app.add_option("--http", f.http, "health and metrics host:port, '' = off (http)")->each([&](const std::string&) {
+    f.http_set = true;
+  });
+  app.add_option("--ready-file", f.ready_file, "file written once consuming (ready_file)");
+  app.add_option("--dead-letter-topic", f.dlq, "dead-letter topic (dead_letter.topic)");
+  app.add_option("--max-attempts", f.max_attempts, "attempts per event (retry.max_attempts)");
+  app.add_option("--backoff-ms", f.backoff_ms, "first back-off (retry.backoff_ms)");
+  app.add_option("--log-level", f.log_level, "trace, debug, info, warn, error, off (log.level)");
+  app.add_option("--log-format", f.log_format, "text or json (log.format)");
+  CLI11_PARSE(app, argc, argv);
+
+  WorkerConfig config;
+  if (!config_file.empty()) {
+    if (Status s = LoadWorkerConfigFile(config_file, &config); !s.ok()) {
+      std::fprintf(stderr, "sidetable-worker: %s\n", s.message().c_str());
+      return 2;
+    }
+  }
+  Apply(f, &config);
+  if (Status s = ValidateWorkerConfig(config); !s.ok()) {
+    std::fprintf(stderr, "sidetable-worker: configuration: %s\n", s.message().c_str());
+    return 2;
+  }
+  if (Status s = SetupWorkerLogging(config.log_level, config.log_format); !s.ok()) {
+    std::fprintf(stderr, "sidetable-worker: %s\n", s.message().c_str());
+    return 2;
+  }
+  if (Status s = ResolveBootstrap(&config); !s.ok()) {
+    spdlog::error("configuration: {}", s.message());
+    return 2;
+  }
+  std::signal(SIGPIPE, SIG_IGN);
+  auto worker = Worker::Start(config);
+  if (!worker.ok()) {
+    spdlog::error("start-up failed: {}", worker.status().ToString());
+    // A pattern or Kafka setting the factory rejected is a configuration error.
+    return worker.status().code() == Code::kInvalidInput ? 2 : 1;
+  }
+  g_worker = worker->get();
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGINT, OnSignal);
+  Status s = (*worker)->Run();
+  g_worker = nullptr;
+  worker->reset();
+  if (!s.ok()) {
+    spdlog::error("stopped with an error: {}", s.ToString());
+    return 1;
+  }
+  spdlog::info("stopped");
+  return 0;
+}

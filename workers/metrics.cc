@@ -1,0 +1,124 @@
+#include "workers/metrics.h"
+
+namespace sidetable::workers {
+namespace {
+
+void Line(std::string* out, const std::string& name, const std::string& labels, uint64_t v) {
+  *out += name;
+  if (!labels.empty()) *out += "{" + labels + "}";
+  *out += " " + std::to_string(v) + "\n";
+}
+
+void Header(std::string* out, const char* name, const char* type, const char* help) {
+  *out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+std::string Escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+const char* ResultName(size_t r) {
+  static const char* kNames[] = {"written", "fenced", "noop"};
+  return kNames[r];
+}
+
+}  // namespace
+
+const char* WorkerMetrics::ReasonName(DeadLetterReason r) {
+  switch (r) {
+    case DeadLetterReason::kDecode: return "decode";
+    case DeadLetterReason::kPattern: return "pattern";
+    case DeadLetterReason::kPermanent: return "permanent";
+    case DeadLetterReason::kRetriesExhausted: return "retries_exhausted";
+  }
+  return "unknown";
+}
+
+void WorkerMetrics::RecordOp(patterns::TableOp::Kind kind, OpResult result) {
+  ops_[static_cast<size_t>(kind) % kKinds][static_cast<size_t>(result) % kResults].fetch_add(
+      1, std::memory_order_relaxed);
+}
+
+void WorkerMetrics::SetLag(std::map<std::pair<std::string, int32_t>, int64_t> lag) {
+  std::lock_guard lock(lag_mu_);
+  lag_ = std::move(lag);
+}
+
+uint64_t WorkerMetrics::dead_letters() const {
+  uint64_t n = 0;
+  for (const auto& d : dead_) n += d.load(std::memory_order_relaxed);
+  return n;
+}
+
+int64_t WorkerMetrics::total_lag() const {
+  std::lock_guard lock(lag_mu_);
+  int64_t n = 0;
+  for (const auto& [k, v] : lag_) n += v;
+  return n;
+}
+
+std::string WorkerMetrics::Render() const {
+  std::string out;
+  auto load = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  Header(&out, "sidetable_worker_events_total", "counter",
+         "Change events fully processed (their operations acknowledged, or dead-lettered).");
+  Line(&out, "sidetable_worker_events_total", "", load(events_));
+  Header(&out, "sidetable_worker_events_ignored_total", "counter",
+         "Change events no configured pattern wanted.");
+  Line(&out, "sidetable_worker_events_ignored_total", "", load(skipped_));
+  Header(&out, "sidetable_worker_operations_total", "counter",
+         "Table operations applied, by kind and result (written, fenced = skipped as stale, noop).");
+  for (size_t k = 0; k < kKinds; k++) {
+    for (size_t r = 0; r < kResults; r++) {
+      Line(&out, "sidetable_worker_operations_total",
+           std::string("kind=\"") + TableOpKindName(static_cast<patterns::TableOp::Kind>(k)) +
+               "\",result=\"" + ResultName(r) + "\"",
+           load(ops_[k][r]));
+    }
+  }
+  Header(&out, "sidetable_worker_retries_total", "counter",
+         "Event re-applications after a transient failure (back-off between them).");
+  Line(&out, "sidetable_worker_retries_total", "", load(retries_));
+  Header(&out, "sidetable_worker_dead_letters_total", "counter",
+         "Events sent to the dead-letter topic, by reason.");
+  for (size_t r = 0; r < kReasons; r++) {
+    Line(&out, "sidetable_worker_dead_letters_total",
+         std::string("reason=\"") + ReasonName(static_cast<DeadLetterReason>(r)) + "\"", load(dead_[r]));
+  }
+  Header(&out, "sidetable_worker_commits_total", "counter", "Synchronous offset commits that succeeded.");
+  Line(&out, "sidetable_worker_commits_total", "", load(commits_));
+  Header(&out, "sidetable_worker_commit_errors_total", "counter", "Offset commits that failed.");
+  Line(&out, "sidetable_worker_commit_errors_total", "", load(commit_errors_));
+  Header(&out, "sidetable_worker_rebalances_total", "counter", "Partition assignments and revocations.");
+  Line(&out, "sidetable_worker_rebalances_total", "", load(rebalances_));
+  Header(&out, "sidetable_worker_archive_runs_total", "counter", "Archive rule evaluations.");
+  Line(&out, "sidetable_worker_archive_runs_total", "", load(archive_runs_));
+  Header(&out, "sidetable_worker_archive_moved_total", "counter", "Entities moved by archive rules.");
+  Line(&out, "sidetable_worker_archive_moved_total", "", load(archive_moved_));
+  Header(&out, "sidetable_worker_last_lsn", "gauge", "LSN of the last event processed.");
+  Line(&out, "sidetable_worker_last_lsn", "", load(last_lsn_));
+  Header(&out, "sidetable_worker_assigned_partitions", "gauge", "Partitions this worker owns now.");
+  Line(&out, "sidetable_worker_assigned_partitions", "", static_cast<uint64_t>(assigned()));
+  Header(&out, "sidetable_worker_consumer_lag", "gauge",
+         "Messages between the committed offset and the high watermark, per assigned partition.");
+  {
+    std::lock_guard lock(lag_mu_);
+    for (const auto& [k, v] : lag_) {
+      Line(&out, "sidetable_worker_consumer_lag",
+           "topic=\"" + Escape(k.first) + "\",partition=\"" + std::to_string(k.second) + "\"",
+           static_cast<uint64_t>(v < 0 ? 0 : v));
+    }
+  }
+  return out;
+}
+
+}  // namespace sidetable::workers

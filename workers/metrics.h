@@ -1,0 +1,64 @@
+// WorkerMetrics: the worker's counters and gauges, rendered in the
+// Prometheus text format for GET /metrics.
+//
+// Thread safety: every method may be called from any thread. Counters are
+// relaxed atomics; the per-partition lag map takes a mutex (updated once per
+// statistics interval).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "patterns/pattern.h"
+#include "workers/op_applier.h"
+
+namespace sidetable::workers {
+
+class WorkerMetrics {
+ public:
+  enum class DeadLetterReason : uint8_t { kDecode, kPattern, kPermanent, kRetriesExhausted };
+  static constexpr size_t kReasons = 4;
+  static const char* ReasonName(DeadLetterReason r);
+
+  void RecordEvent() { events_.fetch_add(1, std::memory_order_relaxed); }
+  void RecordSkippedEvent() { skipped_.fetch_add(1, std::memory_order_relaxed); }
+  void RecordOp(patterns::TableOp::Kind kind, OpResult result);
+  void RecordRetry() { retries_.fetch_add(1, std::memory_order_relaxed); }
+  void RecordDeadLetter(DeadLetterReason r) { dead_[static_cast<size_t>(r)].fetch_add(1, std::memory_order_relaxed); }
+  void RecordCommit(bool ok) { (ok ? commits_ : commit_errors_).fetch_add(1, std::memory_order_relaxed); }
+  void RecordRebalance() { rebalances_.fetch_add(1, std::memory_order_relaxed); }
+  void RecordArchiveRun(uint64_t moved) {
+    archive_runs_.fetch_add(1, std::memory_order_relaxed);
+    archive_moved_.fetch_add(moved, std::memory_order_relaxed);
+  }
+  void SetLastLsn(uint64_t lsn) { last_lsn_.store(lsn, std::memory_order_relaxed); }
+  void SetAssigned(int n) { assigned_.store(n, std::memory_order_relaxed); }
+  // Replaces the lag of every partition (from librdkafka's statistics).
+  void SetLag(std::map<std::pair<std::string, int32_t>, int64_t> lag);
+
+  uint64_t events() const { return events_.load(std::memory_order_relaxed); }
+  uint64_t dead_letters() const;
+  uint64_t retries() const { return retries_.load(std::memory_order_relaxed); }
+  int assigned() const { return assigned_.load(std::memory_order_relaxed); }
+  uint64_t last_lsn() const { return last_lsn_.load(std::memory_order_relaxed); }
+  int64_t total_lag() const;
+
+  std::string Render() const;
+
+ private:
+  static constexpr size_t kKinds = 4, kResults = 3;
+  std::atomic<uint64_t> events_{0}, skipped_{0}, retries_{0}, commits_{0}, commit_errors_{0},
+      rebalances_{0}, archive_runs_{0}, archive_moved_{0}, last_lsn_{0};
+  std::atomic<int> assigned_{0};
+  std::array<std::array<std::atomic<uint64_t>, kResults>, kKinds> ops_{};
+  std::array<std::atomic<uint64_t>, kReasons> dead_{};
+  mutable std::mutex lag_mu_;
+  std::map<std::pair<std::string, int32_t>, int64_t> lag_;
+};
+
+}  // namespace sidetable::workers
