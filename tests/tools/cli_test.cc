@@ -377,3 +377,86 @@ TEST(CliStandaloneTest, UnreachableEndpointExitsThree) {
 
 }  // namespace
 }  // namespace sidetable
+
+// ---- verify ------------------------------------------------------------------
+
+#include "patterns/index_table/index_table.h"
+
+namespace sidetable {
+namespace {
+
+class VerifyTest : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    config_ = dir_.Sub("worker.yaml");
+    std::ofstream(config_) << "patterns:\n"
+                              "  - name: index_table\n    source: People\n    target: PeopleByName\n"
+                              "    properties: Name\n"
+                              "  - name: archive\n    source: People\n    target: PeopleArchive\n";
+    ASSERT_TRUE(client_->CreateTable("People").ok());
+    for (int i = 0; i < 5; i++) ASSERT_TRUE(client_->Insert("People", Person("p", std::to_string(i), i)).ok());
+  }
+
+  // Writes exactly the entries the index pattern expects for the source now.
+  void BuildIndex() {
+    patterns::PatternConfig pc{"index_table", {{"source", {"People"}}, {"target", {"PeopleByName"}},
+                                               {"properties", {"Name"}}}};
+    auto config = patterns::IndexTableConfig::FromSettings(pc);
+    ASSERT_TRUE(config.ok()) << config.status().ToString();
+    std::vector<Entity> source;
+    auto it = client_->Query({.table = "People"});
+    for (Entity e; it.Next(&e);) source.push_back(e);
+    Status created = client_->CreateTable("PeopleByName");
+    ASSERT_TRUE(created.ok() || created.code() == Code::kTableAlreadyExists);
+    for (const Entity& entry : patterns::ExpectedIndex(*config, source)) {
+      ASSERT_TRUE(client_->InsertOrReplace("PeopleByName", entry).ok());
+    }
+  }
+
+  std::string config_;
+};
+
+TEST_F(VerifyTest, ReportsMissingExtraStaleAndExitsFourUntilConverged) {
+  CliResult missing = Cli({"verify", "--config", config_});
+  EXPECT_EQ(missing.exit_code, 4) << Describe(missing);
+  EXPECT_TRUE(Contains(missing.out, "missing 5")) << missing.out;
+
+  BuildIndex();
+  CliResult ok = Cli({"verify", "--config", config_});
+  EXPECT_EQ(ok.exit_code, 0) << Describe(ok);
+  EXPECT_TRUE(Contains(ok.out, "checked 5: missing 0, extra 0, stale 0")) << ok.out;
+
+  // A stale entry (its source changed) and an extra one (no source).
+  ASSERT_TRUE(client_->Merge("People", Person("p", "1", 99)).ok());
+  ASSERT_TRUE(client_->InsertOrReplace("PeopleByName",
+                                       client::EntityBuilder("nobody", "p|zz").Int64("SourceVersion", 1).Build())
+                  .ok());
+  CliResult diverged = Cli({"verify", "--config", config_});
+  EXPECT_EQ(diverged.exit_code, 4) << Describe(diverged);
+  EXPECT_TRUE(Contains(diverged.out, "stale 1")) << diverged.out;
+  EXPECT_TRUE(Contains(diverged.out, "extra 1")) << diverged.out;
+  EXPECT_TRUE(Contains(diverged.out, "extra (nobody, p|zz)")) << diverged.out;
+}
+
+TEST_F(VerifyTest, AnEntityInBothArchiveTablesIsDivergence) {
+  BuildIndex();
+  ASSERT_TRUE(client_->CreateTable("PeopleArchive").ok());
+  ASSERT_TRUE(client_->Insert("PeopleArchive", Person("p", "3", 3)).ok());
+  CliResult both = Cli({"verify", "--config", config_});
+  EXPECT_EQ(both.exit_code, 4) << Describe(both);
+  EXPECT_TRUE(Contains(both.out, "in both tables 1")) << both.out;
+  ASSERT_TRUE(client_->Delete("People", "p", "3").ok());
+  BuildIndex();  // the index still has p|3's entry
+  CliResult stale = Cli({"verify", "--config", config_});
+  EXPECT_EQ(stale.exit_code, 4) << "the index entry of the archived entity is extra: " << Describe(stale);
+}
+
+TEST_F(VerifyTest, BadConfigIsAUsageError) {
+  std::ofstream(dir_.Sub("bad.yaml")) << "patterns:\n  - name: nonsense\n";
+  EXPECT_EQ(Cli({"verify", "--config", dir_.Sub("bad.yaml")}).exit_code, 2);
+  EXPECT_EQ(Cli({"verify", "--config", dir_.Sub("absent.yaml")}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace sidetable

@@ -25,6 +25,7 @@ enum ExitCode : int {
   kExitServerError = 1,
   kExitUsage = 2,
   kExitNoReply = 3,
+  kExitDiverged = 4,  // verify: a derived table does not match its source
 };
 
 struct GlobalOptions {
@@ -78,6 +79,7 @@ bool ReadJsonArgument(const std::string& arg, std::string* text);
 bool ReadFileArgument(const std::string& path, std::string* text);
 
 int RunPing(Session& s, const CommandArgs& a);
+int RunVerify(Session& s, const CommandArgs& a);
 int RunCreateTable(Session& s, const CommandArgs& a);
 int RunDeleteTable(Session& s, const CommandArgs& a);
 int RunListTables(Session& s, const CommandArgs& a);

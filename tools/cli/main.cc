@@ -92,6 +92,11 @@ int main(int argc, char** argv) {
   changes->add_option("--from", a.from, "first LSN")->capture_default_str();
   changes->add_option("--max", a.max, "most records to print")->check(CLI::PositiveNumber)->capture_default_str();
 
+  auto* verify = app.add_subcommand(
+      "verify", "check derived tables against their sources (exit 4 on divergence)");
+  verify->add_option("--config", a.input, "the worker configuration whose patterns to verify")
+      ->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -101,6 +106,7 @@ int main(int argc, char** argv) {
   const std::string command = app.get_subcommands().at(0)->get_name();
   Session s(g);
   if (command == "ping") return RunPing(s, a);
+  if (command == "verify") return RunVerify(s, a);
   if (command == "create-table") return RunCreateTable(s, a);
   if (command == "delete-table") return RunDeleteTable(s, a);
   if (command == "list-tables") return RunListTables(s, a);
