@@ -10,6 +10,7 @@ PACKAGES=(
   libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
   libsimdjson-dev libyaml-cpp-dev libcli11-dev libxxhash-dev libcpp-httplib-dev
   python3-zmq python3-msgpack
+  docker-compose                    # only to validate compose/ (no container engine runs here)
 )
 
 missing=()
