@@ -119,7 +119,9 @@ void Client::Poll(std::chrono::milliseconds wait) {
     // Sleep no longer than the nearest timer.
     auto next = until;
     for (const auto& [id, p] : pending_) next = std::min(next, p.waiting_to_resend ? p.resend_at : p.deadline);
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count();
+    // Round up: rounding down would spin with zero timeouts below 1 ms.
+    auto us = std::chrono::duration_cast<std::chrono::microseconds>(next - Clock::now()).count();
+    auto ms = (us + 999) / 1000;
     zmq::pollitem_t item = {socket_->handle(), 0, ZMQ_POLLIN, 0};
     int rc = zmq_poll(&item, 1, static_cast<long>(std::max<int64_t>(ms, 0)));
     if (rc > 0 && (item.revents & ZMQ_POLLIN)) {

@@ -37,12 +37,12 @@ class JsonMessageFlag : public spdlog::custom_flag_formatter {
 
 }  // namespace
 
-Status SetupLogging(const std::string& level, const std::string& format) {
+Status SetupLogging(const std::string& level, const std::string& format, const std::string& name) {
   auto lvl = spdlog::level::from_str(level);
   if (lvl == spdlog::level::off && level != "off") {
     return Status(Code::kInvalidInput, "log.level: unknown level '" + level + "'");
   }
-  auto logger = std::make_shared<spdlog::logger>("sidetable",
+  auto logger = std::make_shared<spdlog::logger>(name,
                                                  std::make_shared<spdlog::sinks::stderr_sink_mt>());
   if (format == "json") {
     auto f = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
@@ -55,7 +55,7 @@ Status SetupLogging(const std::string& level, const std::string& format) {
     return Status(Code::kInvalidInput, "log.format must be text or json");
   }
   logger->set_level(lvl);
-  logger->flush_on(spdlog::level::warn);
+  logger->flush_on(spdlog::level::info);  // info and above are rare: flush so crashes lose nothing
   spdlog::set_default_logger(logger);
   return Status::OK();
 }

@@ -1,4 +1,5 @@
-// Process-wide logging set-up: spdlog to stderr, text or JSON lines.
+// Process-wide logging set-up: spdlog to stderr, text or JSON lines. Shared
+// by the sidecar and the workers (library sidetable::logging).
 #pragma once
 
 #include <string>
@@ -7,7 +8,9 @@
 
 namespace sidetable::sidecar {
 
-// level: trace|debug|info|warn|error|off; format: text|json.
-Status SetupLogging(const std::string& level, const std::string& format);
+// level: trace|debug|info|warn|error|off; format: text|json; `name` is the
+// default logger's name (the "logger" field of each line).
+Status SetupLogging(const std::string& level, const std::string& format,
+                    const std::string& name = "sidetable");
 
 }  // namespace sidetable::sidecar

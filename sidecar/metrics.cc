@@ -2,28 +2,13 @@
 
 #include <cstdio>
 
+#include "sidecar/prometheus_text.h"
+
 namespace sidetable::sidecar {
 namespace {
 
-void Line(std::string* out, const std::string& name, const std::string& labels, uint64_t v) {
-  *out += name;
-  if (!labels.empty()) *out += "{" + labels + "}";
-  *out += " " + std::to_string(v) + "\n";
-}
-
-// Prometheus label values escape backslash, quote and newline.
-std::string Escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
+using prometheus::Escape;
+using prometheus::Line;
 
 }  // namespace
 

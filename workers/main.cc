@@ -11,7 +11,7 @@
 #include <cstdio>
 
 #include "workers/config.h"
-#include "workers/logging.h"
+#include "sidecar/logging.h"
 #include "workers/worker.h"
 
 using namespace sidetable;
@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "sidetable-worker: configuration: %s\n", s.message().c_str());
     return 2;
   }
-  if (Status s = SetupWorkerLogging(config.log_level, config.log_format); !s.ok()) {
+  if (Status s = sidecar::SetupLogging(config.log_level, config.log_format, "worker"); !s.ok()) {
     std::fprintf(stderr, "sidetable-worker: %s\n", s.message().c_str());
     return 2;
   }

@@ -1,30 +1,13 @@
 #include "workers/metrics.h"
 
+#include "sidecar/prometheus_text.h"
+
 namespace sidetable::workers {
 namespace {
 
-void Line(std::string* out, const std::string& name, const std::string& labels, uint64_t v) {
-  *out += name;
-  if (!labels.empty()) *out += "{" + labels + "}";
-  *out += " " + std::to_string(v) + "\n";
-}
-
-void Header(std::string* out, const char* name, const char* type, const char* help) {
-  *out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
-}
-
-std::string Escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
+using prometheus::Escape;
+using prometheus::Header;
+using prometheus::Line;
 
 const char* ResultName(size_t r) {
   static const char* kNames[] = {"written", "fenced", "noop"};

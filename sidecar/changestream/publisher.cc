@@ -130,6 +130,9 @@ Status Publisher::Impl::Init(const std::string& bootstrap) {
            {"acks", "all"},
            {"message.timeout.ms", "0"},  // never give up a record: outages only delay
            {"linger.ms", "2"},
+           // librdkafka's default backs off up to 10 s between reconnects;
+           // after an outage that delays catching up by seconds.
+           {"reconnect.backoff.max.ms", "1000"},
            {"partitioner", "murmur2_random"},  // the Java client's partitioning
            {"compression.type", "lz4"},
            {"queue.buffering.max.messages", "100000"},

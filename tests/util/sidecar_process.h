@@ -3,6 +3,8 @@
 // Every wait is bounded; the destructor kills what is left.
 #pragma once
 
+#include "tests/util/child_process.h"
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -87,32 +89,10 @@ class SidecarProcess {
   const std::vector<std::string>& endpoints() const { return endpoints_; }
   const std::string& http() const { return http_; }
   pid_t pid() const { return pid_; }
-  std::string Log() const {
-    std::ifstream in(log_file_);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
+  std::string Log() const { return ReadWholeFile(log_file_); }
 
  private:
-  int SignalAndWait(int sig, int seconds) {
-    if (pid_ <= 0) return -1;
-    kill(pid_, sig);
-    for (int i = 0; i < seconds * 100; i++) {
-      int status;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        if (WIFEXITED(status)) return WEXITSTATUS(status);
-        return 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    kill(pid_, SIGKILL);
-    int status;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return -1;
-  }
+  int SignalAndWait(int sig, int seconds) { return testing::SignalAndWait(&pid_, sig, seconds); }
 
   std::string binary_, data_dir_;
   std::vector<std::string> extra_;

@@ -2,6 +2,8 @@
 // through its ready file; every wait bounded; the destructor kills it.
 #pragma once
 
+#include "tests/util/child_process.h"
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -61,32 +63,10 @@ class WorkerProcess {
   int Kill() { return SignalAndWait(SIGKILL, 10); }
   bool running() const { return pid_ > 0; }
   const std::string& http() const { return http_; }
-  std::string Log() const {
-    std::ifstream in(scratch_ + ".log");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
+  std::string Log() const { return ReadWholeFile(scratch_ + ".log"); }
 
  private:
-  int SignalAndWait(int sig, int seconds) {
-    if (pid_ <= 0) return -1;
-    kill(pid_, sig);
-    for (int i = 0; i < seconds * 100; i++) {
-      int status;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        if (WIFEXITED(status)) return WEXITSTATUS(status);
-        return 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    kill(pid_, SIGKILL);
-    int status;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return -1;
-  }
+  int SignalAndWait(int sig, int seconds) { return testing::SignalAndWait(&pid_, sig, seconds); }
 
   std::string binary_, config_, scratch_;
   pid_t pid_ = -1;

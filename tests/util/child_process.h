@@ -1,0 +1,45 @@
+// Small helpers for tests that run the project's binaries as child processes.
+#pragma once
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace sidetable::testing {
+
+// Sends `sig` to *pid and waits at most `seconds` for it to exit; then kills
+// it. Returns the exit code, 128+signal, or -1 if it had to be killed (or
+// there was no process). Clears *pid.
+inline int SignalAndWait(pid_t* pid, int sig, int seconds) {
+  if (*pid <= 0) return -1;
+  kill(*pid, sig);
+  for (int i = 0; i < seconds * 100; i++) {
+    int status;
+    if (waitpid(*pid, &status, WNOHANG) == *pid) {
+      *pid = -1;
+      if (WIFEXITED(status)) return WEXITSTATUS(status);
+      return 128 + WTERMSIG(status);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill(*pid, SIGKILL);
+  int status;
+  waitpid(*pid, &status, 0);
+  *pid = -1;
+  return -1;
+}
+
+inline std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace sidetable::testing
