@@ -72,6 +72,16 @@ Status OpApplier::Apply(const TableOp& op, OpResult* r) {
 }
 
 Status OpApplier::FencedUpsert(const std::string& table, Entity entity, uint64_t version, OpResult* r) {
+  {
+    std::string lower = table;
+    for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::lock_guard lock(cleared_mu_);
+    auto it = cleared_.find(lower);
+    if (it != cleared_.end() && version <= it->second) {
+      *r = OpResult::kFenced;  // from before the source table was deleted
+      return Status::OK();
+    }
+  }
   entity.etag.clear();
   entity.timestamp = 0;
   entity.Set(patterns::kSourceVersionProperty, Value::Int64(static_cast<int64_t>(version)));
@@ -182,6 +192,11 @@ Status OpApplier::FencedClear(const std::string& table, uint64_t version, OpResu
     next = page->next;
   } while (next);
   *r = wrote ? OpResult::kWritten : fenced ? OpResult::kFenced : OpResult::kNoop;
+  std::string lower = table;
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::lock_guard lock(cleared_mu_);
+  uint64_t& cleared = cleared_[lower];
+  cleared = std::max(cleared, version);
   return Status::OK();
 }
 

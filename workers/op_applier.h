@@ -26,6 +26,9 @@
 // Thread safety: not thread-safe (neither is the store): one per thread.
 #pragma once
 
+#include <map>
+#include <mutex>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -58,6 +61,13 @@ class OpApplier {
 
   TableStore* store_;
   int attempts_;
+  // Per derived table (lower-case name), the source version of the last
+  // clear this process applied. A table's delete event and its entity events
+  // travel on different Kafka partitions, so an upsert from before the clear
+  // may arrive after it; it must not re-create an entry (docs/patterns.md).
+  // In memory: a restart forgets it, and the replay applies the clear again.
+  std::mutex cleared_mu_;
+  std::map<std::string, uint64_t> cleared_;
 };
 
 // The SourceVersion an entity carries (0 when absent or unreadable).

@@ -179,6 +179,28 @@ TEST(OpApplierTest, ClearDeletesOnlyUpToTheVersionAcrossPages) {
   ASSERT_TRUE(a.Apply(op, &r).ok()) << "a missing table is already clear";
 }
 
+// Regression: a source table's delete event and its entity events travel on
+// different Kafka partitions; an upsert from before the clear that arrives
+// after it must not bring an entry back (found by the patterns' convergence
+// analysis).
+TEST(OpApplierTest, UpsertFromBeforeAClearDoesNotRecreateTheEntry) {
+  FakeTableStore store;
+  store.tables["Idx"];
+  OpApplier a(&store, 4);
+  OpResult r;
+  TableOp clear;
+  clear.kind = TableOp::Kind::kFencedClear;
+  clear.table = "Idx";
+  clear.version = 10;
+  ASSERT_TRUE(a.Apply(clear, &r).ok());
+  ASSERT_TRUE(a.Apply(Upsert("IDX", "a", "1", 9), &r).ok());
+  EXPECT_EQ(r, OpResult::kFenced);
+  EXPECT_TRUE(store.tables["Idx"].empty());
+  ASSERT_TRUE(a.Apply(Upsert("Idx", "a", "1", 11), &r).ok());  // after the clear: written
+  EXPECT_EQ(r, OpResult::kWritten);
+  EXPECT_EQ(store.tables["Idx"].size(), 1u);
+}
+
 TEST(OpApplierTest, MoveCopiesWithTheSourceVersionThenDeletesTheSource) {
   FakeTableStore store;
   store.tables["Orders"];
