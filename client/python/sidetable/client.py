@@ -542,6 +542,11 @@ class Client(object):
             body["maxBytes"] = max_bytes
         return _w.READ_CHANGES, body, _dec_changes
 
+    def _req_request_archive(self, table, pk, row_keys, archive_table, caller=None):
+        body = self._with_caller({"table": table, "pk": pk, "rks": list(row_keys),
+                                  "target": archive_table}, caller)
+        return _w.REQUEST_ARCHIVE, body, lambda b: b["lsn"]
+
     def _with_caller(self, body, caller):
         c = self._caller(caller)
         if c is not None:
@@ -628,6 +633,11 @@ class Client(object):
             cont = page.continuation
             if cont is None or (limit is not None and count >= limit):
                 return
+
+    def request_archive(self, table, pk, row_keys, archive_table, caller=None):
+        """Asks the archive pattern's workers to move these entities of one
+        partition to `archive_table`; returns the change record's LSN."""
+        return self._run(*self._req_request_archive(table, pk, row_keys, archive_table, caller))
 
     def read_changes(self, from_lsn, max=None, max_bytes=None):
         """A :class:`ChangesPage` of change records with LSN >= from_lsn."""

@@ -28,11 +28,12 @@ WRITE = 5
 GET = 6
 QUERY = 7
 READ_CHANGES = 8
+REQUEST_ARCHIVE = 9
 
 OP_NAMES = {PING: "Ping", CREATE_TABLE: "CreateTable",
             DELETE_TABLE: "DeleteTable", LIST_TABLES: "ListTables",
             WRITE: "Write", GET: "Get", QUERY: "Query",
-            READ_CHANGES: "ReadChanges"}
+            READ_CHANGES: "ReadChanges", REQUEST_ARCHIVE: "RequestArchive"}
 
 # MessagePack ext types for Edm values.
 EXT_INT64 = 1

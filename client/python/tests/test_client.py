@@ -551,6 +551,17 @@ class ChangesTest(Base):
         self.assertError(400, "InvalidInput", self.c.read_changes, start,
                          max=10001)
 
+    def test_request_archive_is_a_change_record(self):
+        lsn = self.c.request_archive(self.t, "p", ["1", "2"], self.t + "Arch")
+        rec = self.c.read_changes(lsn, max=1).records[0]
+        self.assertEqual(rec["kind"], "ArchiveRequested")
+        self.assertEqual(rec["target"], self.t + "Arch")
+        self.assertEqual([op["rk"] for op in rec["ops"]], ["1", "2"])
+        self.assertError(400, "InvalidInput", self.c.request_archive,
+                         self.t, "p", ["1"], self.t)  # the source itself
+        self.assertError(404, "TableNotFound", self.c.request_archive,
+                         "Nosuchtable", "p", ["1"], "Arch1")
+
 
 class RetryTest(unittest.TestCase):
     def test_timeout_then_retries_then_error(self):
