@@ -1,5 +1,7 @@
 #include "bench/harness.h"
 
+#include <unistd.h>
+
 #include <errno.h>  // program_invocation_short_name (GNU)
 #include <stdlib.h>
 
@@ -39,6 +41,28 @@ std::string WithCommas(double v) {
     out.push_back(digits[i]);
   }
   return n < 0 ? "-" + out : out;
+}
+
+std::string FormatMillis(double ms) {
+  char buf[32];
+  if (ms < 0) return "–";
+  if (ms < 10) std::snprintf(buf, sizeof buf, "%.2f ms", ms);
+  else if (ms < 1000) std::snprintf(buf, sizeof buf, "%.0f ms", ms);
+  else std::snprintf(buf, sizeof buf, "%.2f s", ms / 1000);
+  return buf;
+}
+
+std::string FormatSecondsOrDash(double s) {
+  if (s < 0) return "–";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f s", s);
+  return buf;
+}
+
+std::string Hostname() {
+  char h[256] = {};
+  ::gethostname(h, sizeof h - 1);
+  return h;
 }
 
 std::string FormatSeconds(double s) {

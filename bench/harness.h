@@ -44,6 +44,12 @@ double Median(std::vector<double> v);
 std::string WithCommas(double v);
 // "0.42 ms", "12.3 µs", "1.85 s" by magnitude.
 std::string FormatSeconds(double s);
+// Latency in milliseconds for tables: "3.86 ms", "60 ms", "5.08 s"; "–" when negative (no sample).
+std::string FormatMillis(double ms);
+// Seconds with two decimals ("3.25 s"); "–" when negative.
+std::string FormatSecondsOrDash(double s);
+// This machine's host name, for the header line of a run.
+std::string Hostname();
 
 // Prints a failure and exits: a benchmark has nothing sensible to do after
 // an unexpected error.

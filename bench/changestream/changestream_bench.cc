@@ -54,6 +54,9 @@ namespace {
 
 using bench::Clock;
 using bench::Die;
+using bench::FormatMillis;
+using bench::FormatSecondsOrDash;
+using bench::Hostname;
 using bench::Median;
 using bench::WithCommas;
 using changestream::EmbeddedKafka;
@@ -628,36 +631,22 @@ class Bench {
   uint64_t seq_ = 0;
 };
 
-std::string Ms(double ms) {
-  char buf[32];
-  if (ms < 0) return "–";
-  if (ms < 10) std::snprintf(buf, sizeof buf, "%.2f ms", ms);
-  else if (ms < 1000) std::snprintf(buf, sizeof buf, "%.0f ms", ms);
-  else std::snprintf(buf, sizeof buf, "%.2f s", ms / 1000);
-  return buf;
-}
-std::string Secs(double s) {
-  if (s < 0) return "–";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f s", s);
-  return buf;
-}
 
 void PrintPhase(const PhaseResult& r) {
   std::printf("  %-8s %9s w/s acked, %9s ev/s delivered, backlog at end %s (consumer lag %s), "
               "latency p50 %s p99 %s p999 %s max %s mean %s; commit->produce mean %s p99 %s, produce->recv mean %s p99 %s; "
               "drain %s; busy %llu err %llu skipped %llu dup %llu\n",
               r.name.c_str(), WithCommas(r.writes_per_s).c_str(), WithCommas(r.events_per_s).c_str(),
-              WithCommas(r.backlog_end).c_str(), WithCommas(r.consumer_lag_end).c_str(), Ms(r.p50_ms).c_str(),
-              Ms(r.p99_ms).c_str(), Ms(r.p999_ms).c_str(), Ms(r.max_ms).c_str(), Ms(r.mean_ms).c_str(), Ms(r.to_produce_mean_ms).c_str(),
-              Ms(r.to_produce_p99_ms).c_str(), Ms(r.produce_to_recv_mean_ms).c_str(), Ms(r.produce_to_recv_p99_ms).c_str(), Secs(r.drain_s).c_str(),
+              WithCommas(r.backlog_end).c_str(), WithCommas(r.consumer_lag_end).c_str(), FormatMillis(r.p50_ms).c_str(),
+              FormatMillis(r.p99_ms).c_str(), FormatMillis(r.p999_ms).c_str(), FormatMillis(r.max_ms).c_str(), FormatMillis(r.mean_ms).c_str(), FormatMillis(r.to_produce_mean_ms).c_str(),
+              FormatMillis(r.to_produce_p99_ms).c_str(), FormatMillis(r.produce_to_recv_mean_ms).c_str(), FormatMillis(r.produce_to_recv_p99_ms).c_str(), FormatSecondsOrDash(r.drain_s).c_str(),
               static_cast<unsigned long long>(r.busy), static_cast<unsigned long long>(r.errors),
               static_cast<unsigned long long>(r.skipped), static_cast<unsigned long long>(r.duplicates));
   if (r.outage)
     std::printf("           outage: peak backlog %s, all pre-recovery events delivered %s after brokers up, "
                 "backlog metric normal after %s; events committed while down: p50 %s max %s\n",
-                WithCommas(r.peak_backlog).c_str(), Secs(r.catchup_s).c_str(), Secs(r.backlog_drained_s).c_str(),
-                Ms(r.outage_p50_ms).c_str(), Ms(r.outage_max_ms).c_str());
+                WithCommas(r.peak_backlog).c_str(), FormatSecondsOrDash(r.catchup_s).c_str(), FormatSecondsOrDash(r.backlog_drained_s).c_str(),
+                FormatMillis(r.outage_p50_ms).c_str(), FormatMillis(r.outage_max_ms).c_str());
   std::printf("           cpu: sidecar %s; bench %s\n", r.cpu_sidecar.c_str(), r.cpu_bench.c_str());
   std::fflush(stdout);
 }
@@ -735,11 +724,6 @@ std::vector<PhaseResult> RunOnce(const Config& cfg, const std::vector<double>& r
   return out;
 }
 
-std::string Hostname() {
-  char h[256] = {};
-  ::gethostname(h, sizeof h - 1);
-  return h;
-}
 
 int Main(int argc, char** argv) {
   Config cfg;
@@ -845,12 +829,12 @@ int Main(int argc, char** argv) {
     if (r0.outage) target += " (outage)";
     t.AddRow({target, WithCommas(med(p, [](auto& r) { return r.writes_per_s; })),
               WithCommas(med(p, [](auto& r) { return r.events_per_s; })),
-              Ms(med(p, [](auto& r) { return r.p50_ms; })), Ms(med(p, [](auto& r) { return r.p99_ms; })),
-              Ms(med(p, [](auto& r) { return r.p999_ms; })), Ms(med(p, [](auto& r) { return r.max_ms; })),
+              FormatMillis(med(p, [](auto& r) { return r.p50_ms; })), FormatMillis(med(p, [](auto& r) { return r.p99_ms; })),
+              FormatMillis(med(p, [](auto& r) { return r.p999_ms; })), FormatMillis(med(p, [](auto& r) { return r.max_ms; })),
               WithCommas(med(p, [](auto& r) { return r.backlog_end; })),
-              Ms(med(p, [](auto& r) { return r.to_produce_mean_ms; })),
-              Ms(med(p, [](auto& r) { return r.produce_to_recv_mean_ms; })),
-              Secs(med(p, [](auto& r) { return r.drain_s; }))});
+              FormatMillis(med(p, [](auto& r) { return r.to_produce_mean_ms; })),
+              FormatMillis(med(p, [](auto& r) { return r.produce_to_recv_mean_ms; })),
+              FormatSecondsOrDash(med(p, [](auto& r) { return r.drain_s; }))});
   }
   t.Print(std::cout);
   for (size_t p = 0; p < phases; p++) {
@@ -860,14 +844,14 @@ int Main(int argc, char** argv) {
                 "back to normal after %s (%s); events committed while down: p50 %s, max %s; phase max latency %s "
                 "(%s)\n",
                 cfg.outage_rate, cfg.outage_down, WithCommas(med(p, [](auto& r) { return r.peak_backlog; })).c_str(),
-                Secs(med(p, [](auto& r) { return r.catchup_s; })).c_str(),
-                every(p, [](auto& r) { return r.catchup_s; }, Secs).c_str(),
-                Secs(med(p, [](auto& r) { return r.backlog_drained_s; })).c_str(),
-                every(p, [](auto& r) { return r.backlog_drained_s; }, Secs).c_str(),
-                Ms(med(p, [](auto& r) { return r.outage_p50_ms; })).c_str(),
-                Ms(med(p, [](auto& r) { return r.outage_max_ms; })).c_str(),
-                Ms(med(p, [](auto& r) { return r.max_ms; })).c_str(),
-                every(p, [](auto& r) { return r.max_ms; }, Ms).c_str());
+                FormatSecondsOrDash(med(p, [](auto& r) { return r.catchup_s; })).c_str(),
+                every(p, [](auto& r) { return r.catchup_s; }, FormatSecondsOrDash).c_str(),
+                FormatSecondsOrDash(med(p, [](auto& r) { return r.backlog_drained_s; })).c_str(),
+                every(p, [](auto& r) { return r.backlog_drained_s; }, FormatSecondsOrDash).c_str(),
+                FormatMillis(med(p, [](auto& r) { return r.outage_p50_ms; })).c_str(),
+                FormatMillis(med(p, [](auto& r) { return r.outage_max_ms; })).c_str(),
+                FormatMillis(med(p, [](auto& r) { return r.max_ms; })).c_str(),
+                every(p, [](auto& r) { return r.max_ms; }, FormatMillis).c_str());
   }
   std::printf("\nEvery run (repeat order):\n");
   for (size_t p = 0; p < phases; p++) {
@@ -875,9 +859,9 @@ int Main(int argc, char** argv) {
                 runs[0][p].name.c_str(),
                 every(p, [](auto& r) { return r.writes_per_s; }, [](double v) { return WithCommas(v); }).c_str(),
                 every(p, [](auto& r) { return r.events_per_s; }, [](double v) { return WithCommas(v); }).c_str(),
-                every(p, [](auto& r) { return r.p50_ms; }, Ms).c_str(),
-                every(p, [](auto& r) { return r.p99_ms; }, Ms).c_str(),
-                every(p, [](auto& r) { return r.p999_ms; }, Ms).c_str(),
+                every(p, [](auto& r) { return r.p50_ms; }, FormatMillis).c_str(),
+                every(p, [](auto& r) { return r.p99_ms; }, FormatMillis).c_str(),
+                every(p, [](auto& r) { return r.p999_ms; }, FormatMillis).c_str(),
                 every(p, [](auto& r) { return r.backlog_end; }, [](double v) { return WithCommas(v); }).c_str());
   }
   uint64_t busy = 0, errors = 0, missing = 0;

@@ -70,6 +70,9 @@ namespace {
 
 using bench::Clock;
 using bench::Die;
+using bench::FormatMillis;
+using bench::FormatSecondsOrDash;
+using bench::Hostname;
 using bench::Median;
 using bench::WithCommas;
 using changestream::EmbeddedKafka;
@@ -769,23 +772,9 @@ class Env {
   uint64_t acked_total_ = 0;
 };
 
-std::string Fmt(double ms) {
-  char buf[32];
-  if (ms < 0) return "–";
-  if (ms < 10) std::snprintf(buf, sizeof buf, "%.2f ms", ms);
-  else if (ms < 1000) std::snprintf(buf, sizeof buf, "%.0f ms", ms);
-  else std::snprintf(buf, sizeof buf, "%.2f s", ms / 1000);
-  return buf;
-}
 std::string Pct(double p) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "%.0f%%", p);
-  return buf;
-}
-std::string Secs(double s) {
-  if (s < 0) return "–";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f s", s);
   return buf;
 }
 
@@ -806,9 +795,9 @@ RunResult RunOnce(const Config& cfg, const std::vector<double>& rates, int worke
                   "bench %s; errors %llu, writes skipped %llu\n",
                   WithCommas(rates[i]).c_str(), WithCommas(r.writes_per_s).c_str(),
                   static_cast<unsigned long long>(r.samples), static_cast<unsigned long long>(r.sampled_skipped),
-                  static_cast<unsigned long long>(r.unresolved), Fmt(r.readable_p50).c_str(),
-                  Fmt(r.readable_p99).c_str(), Fmt(r.readable_max).c_str(), Fmt(r.commit_p50).c_str(),
-                  Fmt(r.commit_p99).c_str(), Fmt(r.commit_max).c_str(), WithCommas(r.gets_per_s).c_str(),
+                  static_cast<unsigned long long>(r.unresolved), FormatMillis(r.readable_p50).c_str(),
+                  FormatMillis(r.readable_p99).c_str(), FormatMillis(r.readable_max).c_str(), FormatMillis(r.commit_p50).c_str(),
+                  FormatMillis(r.commit_p99).c_str(), FormatMillis(r.commit_max).c_str(), WithCommas(r.gets_per_s).c_str(),
                   Pct(r.cpu_sidecar).c_str(), Pct(r.cpu_workers).c_str(), Pct(r.cpu_bench).c_str(),
                   static_cast<unsigned long long>(r.errors), static_cast<unsigned long long>(r.skipped_writes));
       std::fflush(stdout);
@@ -821,9 +810,9 @@ RunResult RunOnce(const Config& cfg, const std::vector<double>& rates, int worke
     std::printf("  throughput: %s events preloaded in %s; workers started, first event after %s, all after "
                 "%s more: %s events/s (%s from start); events counted %s (%s ignored: echoes of index writes; %s applied twice), rebalances %s; index %s/%s %s; "
                 "cpu sidecar %s workers %s bench %s\n",
-                WithCommas(static_cast<double>(t.preloaded)).c_str(), Secs(t.preload_s).c_str(),
-                Secs(t.join_s).c_str(), Secs(t.drain_s).c_str(), WithCommas(t.events_per_s).c_str(),
-                Secs(t.total_s).c_str(), WithCommas(t.events_seen).c_str(), WithCommas(t.events_ignored).c_str(),
+                WithCommas(static_cast<double>(t.preloaded)).c_str(), FormatSecondsOrDash(t.preload_s).c_str(),
+                FormatSecondsOrDash(t.join_s).c_str(), FormatSecondsOrDash(t.drain_s).c_str(), WithCommas(t.events_per_s).c_str(),
+                FormatSecondsOrDash(t.total_s).c_str(), WithCommas(t.events_seen).c_str(), WithCommas(t.events_ignored).c_str(),
                 WithCommas(t.Redelivered()).c_str(), WithCommas(t.rebalances).c_str(),
                 WithCommas(static_cast<double>(t.index_count)).c_str(),
                 WithCommas(static_cast<double>(t.index_expected)).c_str(), t.complete ? "complete" : "INCOMPLETE",
@@ -833,11 +822,6 @@ RunResult RunOnce(const Config& cfg, const std::vector<double>& rates, int worke
   return out;
 }
 
-std::string Hostname() {
-  char h[256] = {};
-  ::gethostname(h, sizeof h - 1);
-  return h;
-}
 
 std::vector<double> ParseList(const std::string& text, const char* what) {
   std::vector<double> v;
@@ -952,9 +936,9 @@ int Main(int argc, char** argv) {
       lt.AddRow({std::to_string(worker_counts[w]), WithCommas(rates[p]),
                  WithCommas(med([](auto& r) { return r.writes_per_s; })),
                  WithCommas(med([](auto& r) { return static_cast<double>(r.samples); })),
-                 Fmt(med([](auto& r) { return r.readable_p50; })), Fmt(med([](auto& r) { return r.readable_p99; })),
-                 Fmt(med([](auto& r) { return r.readable_max; })), Fmt(med([](auto& r) { return r.commit_p50; })),
-                 Fmt(med([](auto& r) { return r.commit_p99; })), Fmt(med([](auto& r) { return r.commit_max; })),
+                 FormatMillis(med([](auto& r) { return r.readable_p50; })), FormatMillis(med([](auto& r) { return r.readable_p99; })),
+                 FormatMillis(med([](auto& r) { return r.readable_max; })), FormatMillis(med([](auto& r) { return r.commit_p50; })),
+                 FormatMillis(med([](auto& r) { return r.commit_p99; })), FormatMillis(med([](auto& r) { return r.commit_max; })),
                  WithCommas(med([](auto& r) { return r.gets_per_s; })),
                  Pct(med([](auto& r) { return r.cpu_sidecar; })) + " / " +
                      Pct(med([](auto& r) { return r.cpu_workers; })) + " / " +
@@ -984,8 +968,8 @@ int Main(int argc, char** argv) {
       }
       complete = std::to_string(ok) + "/" + std::to_string(runs[w].size());
       tt.AddRow({std::to_string(worker_counts[w]), WithCommas(med([](auto& t) { return t.events_per_s; })),
-                 Secs(med([](auto& t) { return t.drain_s; })), Secs(med([](auto& t) { return t.join_s; })),
-                 Secs(med([](auto& t) { return t.total_s; })),
+                 FormatSecondsOrDash(med([](auto& t) { return t.drain_s; })), FormatSecondsOrDash(med([](auto& t) { return t.join_s; })),
+                 FormatSecondsOrDash(med([](auto& t) { return t.total_s; })),
                  WithCommas(med([](auto& t) { return t.preload_s > 0 ? static_cast<double>(t.preloaded) / t.preload_s : 0; })),
                  WithCommas(med([](auto& t) { return t.rebalances; })),
                  WithCommas(med([](auto& t) { return t.Redelivered(); })) + " / " +
