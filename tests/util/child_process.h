@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -33,6 +34,28 @@ inline int SignalAndWait(pid_t* pid, int sig, int seconds) {
   waitpid(*pid, &status, 0);
   *pid = -1;
   return -1;
+}
+
+// Polls a child's ready file ("<kind> <value>" lines) every 10 ms, at most
+// `attempts` times: `on_line(kind, value)` sees every line of each read and
+// returns true once the child counts as ready. False when the child exited
+// first (*pid is cleared) or time ran out.
+inline bool WaitForReadyFile(pid_t* pid, const std::string& path, int attempts,
+                             const std::function<bool(const std::string&, const std::string&)>& on_line) {
+  for (int i = 0; i < attempts; i++) {
+    std::ifstream in(path);
+    std::string kind, value;
+    bool ready = false;
+    while (in >> kind >> value) ready |= on_line(kind, value);
+    if (ready) return true;
+    int status;
+    if (waitpid(*pid, &status, WNOHANG) == *pid) {
+      *pid = -1;
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
 }
 
 inline std::string ReadWholeFile(const std::string& path) {

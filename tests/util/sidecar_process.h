@@ -59,25 +59,13 @@ class SidecarProcess {
       execv(binary_.c_str(), argv.data());
       _exit(127);
     }
-    for (int i = 0; i < 2000; i++) {
-      std::ifstream in(ready_file_);
-      if (in) {
-        std::string kind, value;
-        endpoints_.clear();
-        while (in >> kind >> value) {
-          if (kind == "zmq") endpoints_.push_back(value);
-          if (kind == "http") http_ = value;
-        }
-        if (!endpoints_.empty()) return true;
-      }
-      int status;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return false;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return false;
+    // The sidecar writes its ready file whole (rename), "pid" last.
+    endpoints_.clear();
+    return WaitForReadyFile(&pid_, ready_file_, 2000, [&](const std::string& kind, const std::string& value) {
+      if (kind == "zmq") endpoints_.push_back(value);
+      if (kind == "http") http_ = value;
+      return kind == "pid" && !endpoints_.empty();
+    });
   }
 
   // SIGTERM, then waits (at most `seconds`); returns the exit code, or -1

@@ -41,21 +41,10 @@ class WorkerProcess {
       execv(binary_.c_str(), argv.data());
       _exit(127);
     }
-    for (int i = 0; i < 1500; i++) {
-      std::ifstream in(ready);
-      std::string kind, value;
-      while (in >> kind >> value) {
-        if (kind == "http") http_ = value;
-        if (kind == "pid") return true;
-      }
-      int status;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return false;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return false;
+    return WaitForReadyFile(&pid_, ready, 1500, [&](const std::string& kind, const std::string& value) {
+      if (kind == "http") http_ = value;
+      return kind == "pid";
+    });
   }
 
   // SIGTERM and wait: the exit code, 128+signal, or -1 if it had to be killed.
