@@ -2,6 +2,8 @@
 
 #include <simdjson.h>
 
+#include <cstring>
+
 #include "sidecar/protocol/json/entity_json.h"
 #include "sidecar/protocol/json/entity_json_dom.h"
 
@@ -41,23 +43,7 @@ Status DecodeOp(element el, ChangeOp* op) {
   return Status::OK();
 }
 
-}  // namespace
-
-std::string EncodeEvent(const ChangeRecord& record, const std::string& source) {
-  json::JsonWriter w;
-  w.BeginObject();
-  w.Key("schema").Int(kEventSchema);
-  w.Key("source").String(source);
-  json::WriteChangeRecordFields(record, &w);
-  w.EndObject();
-  return w.Take();
-}
-
-Status DecodeEvent(std::string_view text, Event* out) {
-  simdjson::dom::parser parser;
-  simdjson::padded_string padded(text);
-  element doc;
-  if (parser.parse(padded).get(doc) != simdjson::SUCCESS) return Bad("not valid JSON");
+Status DecodeDocument(element doc, Event* out) {
   uint64_t schema = 0;
   if (!GetUint(doc, "schema", &schema)) return Bad("no \"schema\"");
   if (schema != kEventSchema) return Bad("unsupported schema " + std::to_string(schema));
@@ -87,6 +73,49 @@ Status DecodeEvent(std::string_view text, Event* out) {
     r.ops.push_back(std::move(o));
   }
   return Status::OK();
+}
+
+}  // namespace
+
+std::string EncodeEvent(const ChangeRecord& record, const std::string& source) {
+  json::JsonWriter w;
+  w.BeginObject();
+  w.Key("schema").Int(kEventSchema);
+  w.Key("source").String(source);
+  json::WriteChangeRecordFields(record, &w);
+  w.EndObject();
+  return w.Take();
+}
+
+Status DecodeEvent(std::string_view text, Event* out) {
+  simdjson::dom::parser parser;
+  simdjson::padded_string padded(text);
+  element doc;
+  if (parser.parse(padded).get(doc) != simdjson::SUCCESS) return Bad("not valid JSON");
+  return DecodeDocument(doc, out);
+}
+
+struct EventDecoder::Impl {
+  simdjson::dom::parser parser;
+  // The input copied with simdjson's padding, grown as needed, never shrunk.
+  std::string buffer;
+};
+
+EventDecoder::EventDecoder() : impl_(std::make_unique<Impl>()) {}
+EventDecoder::~EventDecoder() = default;
+
+Status EventDecoder::Decode(std::string_view text, Event* out) {
+  std::string& buf = impl_->buffer;
+  if (buf.size() < text.size() + simdjson::SIMDJSON_PADDING) {
+    buf.resize(text.size() + simdjson::SIMDJSON_PADDING);
+  }
+  std::memcpy(buf.data(), text.data(), text.size());
+  std::memset(buf.data() + text.size(), 0, simdjson::SIMDJSON_PADDING);  // as padded_string does
+  element doc;
+  if (impl_->parser.parse(buf.data(), text.size(), false).get(doc) != simdjson::SUCCESS) {
+    return Bad("not valid JSON");
+  }
+  return DecodeDocument(doc, out);
 }
 
 }  // namespace sidetable::changestream

@@ -14,6 +14,7 @@
 // Thread safety: stateless functions.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -33,5 +34,20 @@ struct Event {
 std::string EncodeEvent(const ChangeRecord& record, const std::string& source);
 // Rejects unknown schema versions and malformed events with InvalidInput.
 Status DecodeEvent(std::string_view json, Event* out);
+
+// DecodeEvent for a stream of events: it keeps one JSON parser and one
+// padded input buffer, where DecodeEvent allocates both per call (about a
+// fifth of the time DecodeEvent takes for a typical 600-byte event). Same
+// results as DecodeEvent. Thread safety: one decoder per thread.
+class EventDecoder {
+ public:
+  EventDecoder();
+  ~EventDecoder();
+  Status Decode(std::string_view json, Event* out);
+
+ private:
+  struct Impl;  // keeps simdjson out of this header
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace sidetable::changestream

@@ -57,6 +57,9 @@ class Session {
   explicit Session(GlobalOptions options) : options_(std::move(options)) {}
   // Connects on first use; nullptr after reporting the failure (see exit_code()).
   client::Client* Client();
+  // Another connection with the same options to `endpoint` (rebuild's
+  // target sidecar); nullptr after reporting the failure.
+  std::unique_ptr<client::Client> ConnectTo(const std::string& endpoint);
   // Reports `s` on stderr and returns the exit code it maps to. `batch`
   // adds the failing operation's index.
   int Fail(const Status& s, bool batch = false);

@@ -11,6 +11,7 @@
 #include "patterns/archive/archive.h"
 #include "patterns/index_table/index_table.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/replay_commands.h"
 #include "workers/config.h"
 
 namespace sidetable::cli {
@@ -87,15 +88,12 @@ Status VerifyArchive(client::Client* c, const patterns::PatternConfig& pc, std::
 
 }  // namespace
 
-int RunVerify(Session& s, const CommandArgs& a) {
-  workers::WorkerConfig wc;
-  if (Status st = workers::LoadWorkerConfigFile(a.input, &wc); !st.ok()) return s.Usage(st.message());
-  if (wc.patterns.empty()) return s.Usage(a.input + ": no patterns to verify");
+int VerifyPatterns(Session& s, const std::vector<patterns::PatternConfig>& pcs) {
   client::Client* c = s.Client();
   if (!c) return s.connect_exit;
   Report report;
   std::string details;
-  for (const auto& pc : wc.patterns) {
+  for (const auto& pc : pcs) {
     Status st;
     if (pc.name == patterns::kIndexTableName) st = VerifyIndex(c, pc, &details, &report);
     else if (pc.name == patterns::kArchiveName) st = VerifyArchive(c, pc, &details, &report);
@@ -108,6 +106,13 @@ int RunVerify(Session& s, const CommandArgs& a) {
            ", in both tables " + std::to_string(report.both) + "\n";
   s.Finish();
   return report.diverged() ? kExitDiverged : kExitOk;
+}
+
+int RunVerify(Session& s, const CommandArgs& a) {
+  workers::WorkerConfig wc;
+  if (Status st = workers::LoadWorkerConfigFile(a.input, &wc); !st.ok()) return s.Usage(st.message());
+  if (wc.patterns.empty()) return s.Usage(a.input + ": no patterns to verify");
+  return VerifyPatterns(s, wc.patterns);
 }
 
 }  // namespace sidetable::cli

@@ -3,11 +3,13 @@
 //   sidetable-cli [--endpoint E] [--timeout-ms N] [--caller C] [--retries N] COMMAND ...
 //
 // Exit codes: 0 success, 1 the server answered an error, 2 usage or input
-// error, 3 no reply or connection failure. Nothing is written to stdout on
-// failure.
+// error, 3 no reply or connection failure, 4 verify found a divergence, 5 a
+// replay stopped early (resumable). Nothing is written to stdout on failure,
+// except by the streaming replay commands (replay_commands.h).
 #include <CLI/CLI.hpp>
 
 #include "tools/cli/commands.h"
+#include "tools/cli/replay_commands.h"
 
 using namespace sidetable::cli;
 
@@ -97,6 +99,9 @@ int main(int argc, char** argv) {
   verify->add_option("--config", a.input, "the worker configuration whose patterns to verify")
       ->required();
 
+  ReplayArgs replay_args;
+  AddReplayCommands(app, replay_args);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -118,5 +123,6 @@ int main(int argc, char** argv) {
   if (command == "query") return RunQuery(s, a);
   if (command == "batch") return RunBatch(s, a);
   if (command == "changes") return RunChanges(s, a);
+  if (IsReplayCommand(command)) return RunReplayCommand(s, replay_args, command);
   return s.Usage("unknown command " + command);
 }

@@ -20,8 +20,13 @@ bool IsNoReply(const Status& s) {
 
 client::Client* Session::Client() {
   if (client_) return client_.get();
+  client_ = ConnectTo(options_.endpoint);
+  return client_.get();
+}
+
+std::unique_ptr<client::Client> Session::ConnectTo(const std::string& endpoint) {
   client::ClientOptions o;
-  o.endpoint = options_.endpoint;
+  o.endpoint = endpoint;
   o.timeout = std::chrono::milliseconds(options_.timeout_ms);
   o.max_attempts = options_.retries + 1;
   o.caller = options_.caller;
@@ -31,8 +36,7 @@ client::Client* Session::Client() {
     connect_exit = kExitNoReply;
     return nullptr;
   }
-  client_ = std::move(c).value();
-  return client_.get();
+  return std::move(c).value();
 }
 
 int Session::Fail(const Status& s, bool batch) {

@@ -38,6 +38,18 @@ Result<Batch> ParseBatchJson(std::string_view json, const std::string& table);
 void WriteEntityJson(const Entity& e, JsonWriter* w);
 std::string EntityToJson(const Entity& e);
 
+// One property as WriteEntityJson writes it: `key`, the value and, when
+// NeedsTypeAnnotation(v), "<key>@odata.type" with the type's name.
+void WriteValueJson(const Value& v, std::string_view key, JsonWriter* w);
+// Whether the written value carries an "@odata.type" annotation: Int64,
+// DateTime, Guid, Binary and non-finite Doubles (plain JSON cannot carry
+// them); String, Boolean, Int32 and finite Doubles are not annotated.
+bool NeedsTypeAnnotation(const Value& v);
+// The value alone (a JSON string, number or boolean, exactly the text
+// WriteValueJson writes after the key) appended to *out: for writers that
+// build JSON text directly, like the audit.
+void AppendValueJson(const Value& v, std::string* out);
+
 // {"lsn","timestamp","etags":[...]}; `single` writes "etag" (the only one) instead.
 std::string WriteResultToJson(const WriteResult& r, bool single);
 

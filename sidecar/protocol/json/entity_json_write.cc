@@ -1,4 +1,5 @@
 // Entity, WriteResult and ChangeRecord → JSON.
+#include <charconv>
 #include <cmath>
 
 #include "sidecar/protocol/json/base64.h"
@@ -7,35 +8,75 @@
 namespace sidetable::json {
 namespace {
 
-void Annotate(JsonWriter* w, const std::string& name, EdmType type) {
-  w->Key(name + "@odata.type").String(EdmTypeName(type));
-}
-
-void WriteProperty(const Property& p, JsonWriter* w) {
-  const Value& v = p.value;
-  w->Key(p.name);
+// The one mapping from Edm values to JSON, shared by the JsonWriter and the
+// plain-string paths: `sink` has String, Bool, Int and Double like JsonWriter.
+template <typename Sink>
+void EmitValue(const Value& v, Sink& sink) {
   switch (v.type()) {
-    case EdmType::kString: w->String(v.bytes()); return;
-    case EdmType::kBoolean: w->Bool(v.as_bool()); return;
-    case EdmType::kInt32: w->Int(v.as_int32()); return;
+    case EdmType::kString: sink.String(v.bytes()); return;
+    case EdmType::kBoolean: sink.Bool(v.as_bool()); return;
+    case EdmType::kInt32: sink.Int(v.as_int32()); return;
     case EdmType::kDouble: {
       const double d = v.as_double();
       if (std::isfinite(d)) {
-        w->Double(d);
-        return;
+        sink.Double(d);
+      } else {
+        sink.String(std::isnan(d) ? "NaN" : (d > 0 ? "Infinity" : "-Infinity"));
       }
-      w->String(std::isnan(d) ? "NaN" : (d > 0 ? "Infinity" : "-Infinity"));
-      break;
+      return;
     }
-    case EdmType::kInt64: w->String(std::to_string(v.as_int64())); break;
-    case EdmType::kDateTime: w->String(FormatDateTime(v.as_ticks())); break;
-    case EdmType::kGuid: w->String(FormatGuid(v.as_guid())); break;
-    case EdmType::kBinary: w->String(Base64Encode(v.bytes())); break;
+    case EdmType::kInt64: {
+      char buf[24];
+      auto res = std::to_chars(buf, buf + sizeof buf, v.as_int64());
+      sink.String(std::string_view(buf, static_cast<size_t>(res.ptr - buf)));
+      return;
+    }
+    case EdmType::kDateTime: sink.String(FormatDateTime(v.as_ticks())); return;
+    case EdmType::kGuid: sink.String(FormatGuid(v.as_guid())); return;
+    case EdmType::kBinary: sink.String(Base64Encode(v.bytes())); return;
   }
-  Annotate(w, p.name, v.type());
 }
 
+// Appends to a string what JsonWriter would write for the value.
+struct StringSink {
+  std::string* out;
+  void String(std::string_view s) { AppendJsonString(s, out); }
+  void Bool(bool b) { out->append(b ? "true" : "false"); }
+  void Int(int64_t i) {
+    char buf[24];
+    auto res = std::to_chars(buf, buf + sizeof buf, i);
+    out->append(buf, res.ptr);
+  }
+  void Double(double d) { out->append(FormatDouble(d)); }
+};
+
 }  // namespace
+
+bool NeedsTypeAnnotation(const Value& v) {
+  switch (v.type()) {
+    case EdmType::kString:
+    case EdmType::kBoolean:
+    case EdmType::kInt32: return false;
+    case EdmType::kDouble: return !std::isfinite(v.as_double());
+    default: return true;
+  }
+}
+
+void AppendValueJson(const Value& v, std::string* out) {
+  StringSink sink{out};
+  EmitValue(v, sink);
+}
+
+void WriteValueJson(const Value& v, std::string_view key, JsonWriter* w) {
+  w->Key(key);
+  EmitValue(v, *w);
+  if (NeedsTypeAnnotation(v)) {
+    std::string annotation;
+    annotation.reserve(key.size() + 11);
+    annotation.append(key).append("@odata.type");
+    w->Key(annotation).String(EdmTypeName(v.type()));
+  }
+}
 
 void WriteEntityJson(const Entity& e, JsonWriter* w) {
   w->BeginObject();
@@ -43,7 +84,7 @@ void WriteEntityJson(const Entity& e, JsonWriter* w) {
   w->Key("PartitionKey").String(e.partition_key);
   w->Key("RowKey").String(e.row_key);
   if (e.timestamp != 0) w->Key("Timestamp").String(FormatDateTime(e.timestamp));
-  for (const auto& p : e.properties) WriteProperty(p, w);
+  for (const auto& p : e.properties) WriteValueJson(p.value, p.name, w);
   w->EndObject();
 }
 

@@ -1,0 +1,337 @@
+// sidetable-replay-bench: how fast the change stream replays, from the
+// sidecar's change log and from Kafka, side by side with the ceiling each
+// source has (docs/performance.md, "Replay and audit (issue 7)").
+//
+//   change log  tools/replay's change-log source over the protocol, against
+//               Engine::ReadChanges in-process on the same data (the sidecar
+//               stopped): the cost of the protocol and the client.
+//   Kafka       tools/replay's Kafka source (merge by LSN, JSON decode),
+//               against a bare librdkafka consumer reading the same messages
+//               without decoding them: the cost of decoding and merging.
+//   audit       audit rows (property diffs, JSON lines) over the change log.
+//   rebuild     a point-in-time rebuild of the whole table over the change log.
+//
+// One repeat: a fresh mock Kafka cluster and sidecar, a load of EGTs, then
+// every reader in turn; medians over --repeat.
+#include <librdkafka/rdkafka.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "bench/harness.h"
+#include "client/client.h"
+#include "client/entity_builder.h"
+#include "engine/engine.h"
+#include "sidecar/changestream/embedded_kafka.h"
+#include "tests/util/sidecar_process.h"
+#include "tools/replay/audit.h"
+#include "tools/replay/point_in_time.h"
+#include "tools/replay/source.h"
+
+namespace sidetable::replaybench {
+namespace {
+
+using bench::Clock;
+using bench::Die;
+using bench::SecondsSince;
+using bench::WithCommas;
+
+constexpr const char* kTopic = "sidetable.replay-bench.changes";
+constexpr const char* kTable = "Orders";
+
+struct Config {
+  std::string sidetable = SIDETABLE_DEFAULT_BIN;
+  uint64_t egts = 40000;
+  int ops_per_egt = 2;
+  int partitions = 8;  // Kafka partitions of the topic
+  int entity_bytes = 200;
+  int repeat = 3;
+  bool quick = false;
+  std::string scratch = "/tmp";
+};
+
+struct Sample {
+  double seconds = 0;
+  uint64_t records = 0, entities = 0;
+};
+
+// One reader's results over the repeats.
+struct Series {
+  std::vector<double> records_per_s, entities_per_s;
+  void Add(const Sample& s) {
+    records_per_s.push_back(static_cast<double>(s.records) / s.seconds);
+    entities_per_s.push_back(static_cast<double>(s.entities) / s.seconds);
+  }
+};
+
+// Loads `egts` EGTs of `ops` new entities over 1,000 PartitionKeys, a quarter
+// of them updates of earlier entities (so audits have diffs), pipelined.
+void Load(client::Client* c, const Config& cfg) {
+  std::mt19937_64 rng(42);
+  const std::string pad(static_cast<size_t>(cfg.entity_bytes), 'x');
+  size_t inflight = 0, failed = 0;
+  for (uint64_t i = 0; i < cfg.egts; i++) {
+    wire::Request r;
+    r.op = wire::Op::kWrite;
+    r.table = kTable;
+    const std::string pk = "p" + std::to_string(i % 1000);
+    Batch b(kTable);
+    r.caller = "replay-bench";
+    for (int k = 0; k < cfg.ops_per_egt; k++) {
+      const bool update = i >= 4000 && rng() % 4 == 0;
+      const uint64_t n = update ? (i - 1000 * (1 + rng() % 3)) : i;
+      b.InsertOrReplace(client::EntityBuilder(pk, "r" + std::to_string(n) + "-" + std::to_string(k))
+                            .Int64("Amount", static_cast<int64_t>(rng() % 100000))
+                            .String("Status", update ? "shipped" : "new")
+                            .String("Pad", pad)
+                            .Build());
+    }
+    r.ops = b.operations();
+    inflight++;
+    c->Send(std::move(r), [&](const Status& s, std::string_view) {
+      inflight--;
+      if (!s.ok()) failed++;
+    });
+    while (inflight >= 64) c->Poll(std::chrono::milliseconds(100));
+  }
+  c->Drain();
+  if (failed) Die(std::to_string(failed) + " load writes failed");
+}
+
+// Waits until the topic holds `messages` (the sidecar published everything).
+void WaitPublished(const std::string& bootstrap, int partitions, uint64_t messages) {
+  char err[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap.c_str(), err, sizeof err);
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+  const auto until = Clock::now() + std::chrono::seconds(120);
+  for (;;) {
+    uint64_t total = 0;
+    for (int p = 0; p < partitions; p++) {
+      int64_t lo = 0, hi = 0;
+      if (rd_kafka_query_watermark_offsets(rk, kTopic, p, &lo, &hi, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR) total += hi;
+    }
+    if (total >= messages) break;
+    if (Clock::now() > until) Die("the sidecar published " + std::to_string(total) + " of " + std::to_string(messages));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  rd_kafka_destroy(rk);
+}
+
+uint64_t Entities(const std::vector<ChangeRecord>& batch) {
+  uint64_t n = 0;
+  for (const auto& r : batch) n += r.ops.size();
+  return n;
+}
+
+// Drains a source; `each` sees every batch.
+Sample Drain(replay::RecordSource* src, const std::function<void(std::vector<ChangeRecord>&)>& each) {
+  Sample s;
+  const auto t0 = Clock::now();
+  std::vector<ChangeRecord> batch;
+  for (bool end = false; !end;) {
+    batch.clear();
+    if (Status st = src->Next(1000, &batch, &end); !st.ok()) Die("replay: " + st.ToString());
+    s.records += batch.size();
+    s.entities += Entities(batch);
+    if (each) each(batch);
+  }
+  s.seconds = SecondsSince(t0);
+  return s;
+}
+
+// The bare consumer: every message of every partition, not decoded.
+Sample RawKafka(const std::string& bootstrap, int partitions) {
+  char err[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap.c_str(), err, sizeof err);
+  rd_kafka_conf_set(conf, "group.id", "replay-bench-raw", err, sizeof err);
+  rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, sizeof err);
+  rd_kafka_conf_set(conf, "enable.partition.eof", "true", err, sizeof err);
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+  const auto t0 = Clock::now();
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(partitions);
+  for (int p = 0; p < partitions; p++) {
+    rd_kafka_topic_partition_list_add(list, kTopic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+  }
+  rd_kafka_assign(rk, list);
+  rd_kafka_topic_partition_list_destroy(list);
+  Sample s;
+  int eofs = 0;
+  uint64_t bytes = 0;
+  const auto until = Clock::now() + std::chrono::seconds(120);
+  while (eofs < partitions && Clock::now() < until) {
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100);
+    if (!m) continue;
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) eofs++;
+    else if (!m->err) {
+      s.records++;
+      bytes += m->len;
+    }
+    rd_kafka_message_destroy(m);
+  }
+  s.seconds = SecondsSince(t0);
+  rd_kafka_consumer_close(rk);
+  rd_kafka_destroy(rk);
+  if (bytes == 0) Die("the raw consumer read nothing");
+  return s;
+}
+
+struct Results {
+  Series changelog, engine, kafka, raw_kafka, audit, rebuild;
+  uint64_t records = 0, entities = 0, topic_mib = 0;
+};
+
+void RunOnce(const Config& cfg, int run, Results* out) {
+  bench::ScratchDir dir(cfg.scratch, "replaybench-", false);
+  auto k = changestream::EmbeddedKafka::Start(1);
+  if (!k.ok()) Die(k.status().ToString());
+  auto kafka = std::move(k).value();
+  if (Status s = kafka->CreateTopic(kTopic, cfg.partitions); !s.ok()) Die(s.ToString());
+  const std::string cfg_path = dir.path() + "/sidecar.yaml";
+  std::ofstream(cfg_path) << "sidecar:\n  id: replay-bench\nkafka:\n  bootstrap: " << kafka->bootstraps()
+                          << "\n  partitions: " << cfg.partitions << "\n";
+  auto server = std::make_unique<testing::SidecarProcess>(
+      cfg.sidetable, dir.path() + "/db",
+      std::vector<std::string>{"--config", cfg_path, "--durability", "os", "--log-level", "warn"});
+  if (!server->Start()) Die("the sidecar did not start:\n" + server->Log());
+  client::ClientOptions o;
+  o.endpoint = server->endpoint();
+  o.timeout = std::chrono::milliseconds(30000);
+  o.caller = "replay-bench";
+  auto client = std::move(client::Client::Connect(o)).value();
+  if (Status s = client->CreateTable(kTable); !s.ok()) Die(s.ToString());
+  Load(client.get(), cfg);
+  const uint64_t records = cfg.egts + 1;  // + TableCreated
+  WaitPublished(kafka->bootstraps(), cfg.partitions, records);
+
+  // Change log over the protocol.
+  replay::ChangeLogSourceOptions co;
+  auto cl = replay::OpenChangeLogSource(client.get(), co);
+  if (!cl.ok()) Die(cl.status().ToString());
+  Sample s = Drain(cl->get(), nullptr);
+  if (s.records != records) Die("change log: " + std::to_string(s.records) + " records, want " + std::to_string(records));
+  out->changelog.Add(s);
+  out->records = s.records;
+  out->entities = s.entities;
+
+  // Audit rows over the change log.
+  cl = replay::OpenChangeLogSource(client.get(), co);
+  const replay::AuditWriter writer(replay::AuditFormat::kJsonl, replay::ReplayFilter{});
+  replay::AuditSummary summary;
+  std::string rows;
+  s = Drain(cl->get(), [&](std::vector<ChangeRecord>& batch) {
+    for (const auto& r : batch) writer.Write(r, &rows, &summary);
+    rows.clear();
+  });
+  out->audit.Add(s);
+
+  // Point-in-time rebuild of the whole table at its last LSN.
+  cl = replay::OpenChangeLogSource(client.get(), co);
+  replay::PointInTime pit(kTable, replay::ReplayFilter{}, replay::Cut{});
+  s = Drain(cl->get(), [&](std::vector<ChangeRecord>& batch) {
+    for (auto& r : batch) pit.Apply(std::move(r));
+  });
+  auto state = pit.State();
+  if (!state.ok()) Die(state.status().ToString());
+  out->rebuild.Add(s);
+
+  // Kafka: the replay source, then the bare consumer.
+  replay::KafkaSourceOptions ko;
+  ko.bootstrap = kafka->bootstraps();
+  ko.topic = kTopic;
+  auto ks = replay::OpenKafkaSource(ko);
+  if (!ks.ok()) Die(ks.status().ToString());
+  s = Drain(ks->get(), nullptr);
+  if (s.records != records) Die("kafka: " + std::to_string(s.records) + " records, want " + std::to_string(records));
+  out->kafka.Add(s);
+  Sample raw = RawKafka(kafka->bootstraps(), cfg.partitions);
+  raw.entities = out->entities;
+  out->raw_kafka.Add(raw);
+
+  // In-process reference: the same change log read by the engine itself.
+  client.reset();
+  if (server->Stop() != 0) Die("the sidecar did not stop cleanly");
+  server.reset();
+  EngineOptions eo;
+  eo.durability = Durability::kOs;
+  auto engine = Engine::Open(eo, dir.path() + "/db");
+  if (!engine.ok()) Die(engine.status().ToString());
+  Sample e;
+  const auto t0 = Clock::now();
+  for (uint64_t from = 1;;) {
+    auto b = (*engine)->ReadChanges(from, 1000, 4 << 20);
+    if (!b.ok()) Die(b.status().ToString());
+    if (b->records.empty()) break;
+    e.records += b->records.size();
+    e.entities += Entities(b->records);
+    from = b->records.back().lsn + 1;
+  }
+  e.seconds = SecondsSince(t0);
+  out->engine.Add(e);
+  std::printf("repeat %d: %s records (%s entities) | change log %s rec/s (engine in-process %s) | kafka %s rec/s "
+              "(bare consumer %s) | audit %s rows/s | rebuild %s rec/s\n",
+              run, WithCommas(static_cast<double>(records)).c_str(), WithCommas(static_cast<double>(out->entities)).c_str(),
+              WithCommas(out->changelog.records_per_s.back()).c_str(), WithCommas(out->engine.records_per_s.back()).c_str(),
+              WithCommas(out->kafka.records_per_s.back()).c_str(), WithCommas(out->raw_kafka.records_per_s.back()).c_str(),
+              WithCommas(out->audit.entities_per_s.back()).c_str(), WithCommas(out->rebuild.records_per_s.back()).c_str());
+  std::fflush(stdout);
+}
+
+void Row(const char* what, Series& s, Series* ref, const char* ref_name) {
+  const double rec = bench::Median(s.records_per_s), ent = bench::Median(s.entities_per_s);
+  std::string ratio = "";
+  if (ref) {
+    ratio = std::to_string(rec / bench::Median(ref->records_per_s));
+    ratio = ratio.substr(0, 4) + " of " + ref_name;
+  }
+  std::printf("| %s | %s | %s | %s |\n", what, WithCommas(rec).c_str(), WithCommas(ent).c_str(), ratio.c_str());
+}
+
+int Main(int argc, char** argv) {
+  Config cfg;
+  CLI::App app{"sidetable-replay-bench: replay throughput from the change log and from Kafka"};
+  app.add_option("--sidetable", cfg.sidetable, "the sidetable binary")->capture_default_str();
+  app.add_option("--egts", cfg.egts, "EGTs loaded (change records)")->capture_default_str();
+  app.add_option("--ops-per-egt", cfg.ops_per_egt, "entities per EGT")->check(CLI::Range(1, 100))->capture_default_str();
+  app.add_option("--partitions", cfg.partitions, "Kafka partitions of the topic")->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--entity-bytes", cfg.entity_bytes, "padding per entity")->capture_default_str();
+  app.add_option("--repeat", cfg.repeat, "repeats; medians reported")->check(CLI::Range(1, 20))->capture_default_str();
+  app.add_flag("--quick", cfg.quick, "smoke run: 3,000 EGTs, one repeat");
+  app.add_option("--scratch", cfg.scratch, "parent of the scratch directory")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  if (cfg.quick) {
+    cfg.egts = 3000;
+    cfg.repeat = 1;
+  }
+  // The mock keeps ~5 MiB per partition: refuse a load it would trim.
+  const double mib = static_cast<double>(cfg.egts) * cfg.ops_per_egt * (cfg.entity_bytes + 250) * 1.2 / (1 << 20);
+  if (mib > 4.0 * cfg.partitions) {
+    Die("about " + std::to_string(static_cast<int>(mib)) + " MiB of events would overflow the mock cluster's ~5 MiB "
+        "per partition: raise --partitions or lower --egts");
+  }
+  std::printf("sidetable-replay-bench on %s: %llu EGTs x %d entities, %d Kafka partitions, %d repeat(s)\n",
+              bench::Hostname().c_str(), static_cast<unsigned long long>(cfg.egts), cfg.ops_per_egt, cfg.partitions,
+              cfg.repeat);
+  Results r;
+  for (int i = 1; i <= cfg.repeat; i++) RunOnce(cfg, i, &r);
+  std::printf("\nmedians of %d repeat(s), %s records, %s entities\n\n", cfg.repeat,
+              WithCommas(static_cast<double>(r.records)).c_str(), WithCommas(static_cast<double>(r.entities)).c_str());
+  std::printf("| reader | records/s | entities/s | ratio |\n|---|---:|---:|---|\n");
+  Row("engine ReadChanges, in-process (reference)", r.engine, nullptr, "");
+  Row("change-log source over the protocol", r.changelog, &r.engine, "in-process");
+  Row("audit rows over the change log (JSON lines)", r.audit, &r.engine, "in-process");
+  Row("point-in-time rebuild over the change log", r.rebuild, &r.engine, "in-process");
+  Row("bare librdkafka consumer, no decoding (reference)", r.raw_kafka, nullptr, "");
+  Row("Kafka source (merge by LSN, decode)", r.kafka, &r.raw_kafka, "bare consumer");
+  return 0;
+}
+
+}  // namespace
+}  // namespace sidetable::replaybench
+
+int main(int argc, char** argv) { return sidetable::replaybench::Main(argc, argv); }

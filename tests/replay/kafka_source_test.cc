@@ -1,0 +1,689 @@
+// The Kafka replay source against the real sidecar's change topic: a test-
+// owned mock cluster (EmbeddedKafka), the sidecar publishing to it, and the
+// sidecar's change log (OpenChangeLogSource) as the reference the Kafka
+// source must reproduce record for record. Topics with resends, bad
+// messages, or nothing in them are produced by the test itself.
+#include <gtest/gtest.h>
+#include <librdkafka/rdkafka.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "client/client.h"
+#include "client/entity_builder.h"
+#include "sidecar/changestream/embedded_kafka.h"
+#include "sidecar/changestream/event.h"
+#include "tests/util/kafka_reader.h"
+#include "tests/util/sidecar_process.h"
+#include "tests/util/temp_dir.h"
+#include "tools/replay/source.h"
+
+namespace sidetable {
+namespace {
+
+using changestream::EmbeddedKafka;
+using replay::KafkaSourceOptions;
+using replay::Position;
+using replay::RecordSource;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kTopic = "sidetable.ks-test.changes";
+
+double SecondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// A plain producer for topics the test writes itself: explicit partitions,
+// idempotent so that each partition keeps the order of the calls.
+class Producer {
+ public:
+  explicit Producer(const std::string& bootstrap) {
+    char err[512];
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap.c_str(), err, sizeof err);
+    rd_kafka_conf_set(conf, "enable.idempotence", "true", err, sizeof err);
+    rd_kafka_conf_set(conf, "linger.ms", "1", err, sizeof err);
+    rd_kafka_conf_set(conf, "log_level", "3", err, sizeof err);
+    rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+  }
+  ~Producer() { rd_kafka_destroy(rk_); }
+  // `value` nullptr: a tombstone (no value), as compaction leaves them.
+  void Send(const std::string& topic, int32_t partition, const std::string& key,
+            const std::string* value) {
+    rd_kafka_resp_err_t e =
+        rd_kafka_producev(rk_, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(partition),
+                          RD_KAFKA_V_KEY(key.data(), key.size()),
+                          RD_KAFKA_V_VALUE(value ? const_cast<char*>(value->data()) : nullptr,
+                                           value ? value->size() : 0),
+                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+    ASSERT_EQ(e, RD_KAFKA_RESP_ERR_NO_ERROR) << rd_kafka_err2str(e);
+  }
+  void Send(const std::string& topic, int32_t partition, const std::string& value) {
+    Send(topic, partition, "k", &value);
+  }
+  void Flush() { ASSERT_EQ(rd_kafka_flush(rk_, 15000), RD_KAFKA_RESP_ERR_NO_ERROR); }
+
+ private:
+  rd_kafka_t* rk_ = nullptr;
+};
+
+// A synthetic event, as the publisher would encode it.
+std::string EventJson(uint64_t lsn, const std::string& pad = "") {
+  ChangeRecord r;
+  r.lsn = lsn;
+  r.commit_time = kUnixEpochTicks + static_cast<int64_t>(lsn) * kTicksPerSecond;
+  r.table = "T";
+  r.table_id = 1;
+  r.partition_key = "p";
+  ChangeOp op;
+  op.row_key = std::to_string(lsn);
+  op.kind = OpKind::kInsert;
+  op.version = lsn;
+  op.etag = "W/\"" + std::to_string(lsn) + "\"";
+  op.after = client::EntityBuilder("p", op.row_key).String("pad", pad).Build();
+  op.after->timestamp = r.commit_time;
+  op.after->etag = op.etag;
+  r.ops.push_back(std::move(op));
+  return changestream::EncodeEvent(r, "ks-test");
+}
+
+::testing::AssertionResult SameEntity(const std::optional<Entity>& a,
+                                      const std::optional<Entity>& b) {
+  if (a.has_value() != b.has_value()) {
+    return ::testing::AssertionFailure() << "image present on one side only";
+  }
+  if (!a) return ::testing::AssertionSuccess();
+  if (a->partition_key != b->partition_key || a->row_key != b->row_key ||
+      a->timestamp != b->timestamp || a->etag != b->etag) {
+    return ::testing::AssertionFailure() << "keys, timestamp or etag differ for " << a->row_key;
+  }
+  if (!(a->properties == b->properties)) {
+    return ::testing::AssertionFailure() << "properties differ for " << a->row_key;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult SameRecord(const ChangeRecord& a, const ChangeRecord& b) {
+  auto fail = [&]() {
+    return ::testing::AssertionFailure() << "LSN " << a.lsn << " vs " << b.lsn << ": ";
+  };
+  if (a.lsn != b.lsn || a.kind != b.kind || a.commit_time != b.commit_time) {
+    return fail() << "lsn/kind/time";
+  }
+  if (a.table != b.table || a.table_id != b.table_id || a.partition_key != b.partition_key) {
+    return fail() << "table/pk";
+  }
+  if (a.caller != b.caller || a.target_table != b.target_table) return fail() << "caller/target";
+  if (a.ops.size() != b.ops.size()) {
+    return fail() << a.ops.size() << " vs " << b.ops.size() << " ops";
+  }
+  for (size_t i = 0; i < a.ops.size(); i++) {
+    const ChangeOp &x = a.ops[i], &y = b.ops[i];
+    if (x.row_key != y.row_key || x.kind != y.kind || x.version != y.version || x.etag != y.etag) {
+      return fail() << "op " << i << " rk/kind/version/etag";
+    }
+    if (auto r = SameEntity(x.before, y.before); !r) {
+      return fail() << "op " << i << " before: " << r.message();
+    }
+    if (auto r = SameEntity(x.after, y.after); !r) {
+      return fail() << "op " << i << " after: " << r.message();
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+void ExpectSameRecords(const std::vector<ChangeRecord>& got,
+                       const std::vector<ChangeRecord>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); i++) {
+    ASSERT_TRUE(SameRecord(got[i], want[i])) << "record " << i;
+  }
+}
+
+std::vector<uint64_t> Lsns(const std::vector<ChangeRecord>& records) {
+  std::vector<uint64_t> out;
+  for (const auto& r : records) out.push_back(r.lsn);
+  return out;
+}
+
+// Reads `source` to its end (or `limit` records), `chunk` at a time, with a
+// bound on the calls. Appends to *out; returns the first error.
+Status Drain(RecordSource* source, std::vector<ChangeRecord>* out, size_t limit = SIZE_MAX,
+             size_t chunk = 64, bool* ended = nullptr) {
+  bool end = false;
+  size_t got = 0;
+  for (int calls = 0; !end && got < limit && calls < 100000; calls++) {
+    const size_t before = out->size();
+    ST_RETURN_IF_ERROR(source->Next(std::min(chunk, limit - got), out, &end));
+    got += out->size() - before;
+  }
+  if (ended) *ended = end;
+  return Status::OK();
+}
+
+class KafkaSourceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto k = EmbeddedKafka::Start(1);
+    ASSERT_TRUE(k.ok()) << k.status().ToString();
+    kafka_ = std::move(k).value();
+    ASSERT_TRUE(kafka_->CreateTopic(kTopic, 4).ok());
+  }
+
+  KafkaSourceOptions Options(const std::string& topic = kTopic) const {
+    KafkaSourceOptions o;
+    o.bootstrap = kafka_->bootstraps();
+    o.topic = topic;
+    o.timeout_ms = 10000;
+    return o;
+  }
+
+  std::unique_ptr<RecordSource> Open(const KafkaSourceOptions& o,
+                                     const Position* resume = nullptr) {
+    auto s = replay::OpenKafkaSource(o, resume);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+
+  std::vector<ChangeRecord> ReadKafka(const KafkaSourceOptions& o, const Position* resume = nullptr,
+                                      size_t chunk = 64) {
+    std::vector<ChangeRecord> out;
+    auto source = Open(o, resume);
+    if (!source) return out;
+    bool end = false;
+    Status s = Drain(source.get(), &out, SIZE_MAX, chunk, &end);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    EXPECT_TRUE(end);
+    return out;
+  }
+
+  static Entity Row(const std::string& pk, const std::string& rk, int i) {
+    Guid g{};
+    g[0] = static_cast<uint8_t>(i);
+    return client::EntityBuilder(pk, rk)
+        .Int32("n", i)
+        .Int64("big", int64_t{1} << 40 | i)
+        .Double("d", i / 4.0)
+        .Boolean("even", i % 2 == 0)
+        .DateTimeTicks("when", kUnixEpochTicks + i * kTicksPerSecond)
+        .Guid("g", g)
+        .Binary("bin", std::string("\0\1\2", 3) + std::to_string(i))
+        .String("s", "row " + std::to_string(i))
+        .Build();
+  }
+
+  // Runs the sidecar and writes the workload: three tables, multi-op EGTs
+  // of inserts, merges, updates, deletes and upserts over many partition
+  // keys, an archive request, and a table deleted and created again. Waits
+  // until every LSN is on the topic, then reads the change log as the
+  // reference (want_) and notes where each LSN landed on the topic.
+  void Publish() {
+    std::string cfg = dir_.Sub("sidecar.yaml");
+    std::ofstream(cfg) << "sidecar:\n  id: ks-test\nkafka:\n  bootstrap: " << kafka_->bootstraps()
+                       << "\n  partitions: 4\n  watermark_flush_ms: 20\n";
+    server_ = std::make_unique<testing::SidecarProcess>(
+        SIDETABLE_BIN, dir_.Sub("db"),
+        std::vector<std::string>{"--config", cfg, "--durability", "os"});
+    ASSERT_TRUE(server_->Start()) << server_->Log();
+    client::ClientOptions co;
+    co.endpoint = server_->endpoint();
+    co.max_attempts = 1;
+    co.timeout = std::chrono::milliseconds(10000);
+    client_ = std::move(client::Client::Connect(co)).value();
+
+    const std::vector<std::string> tables = {"Orders", "Customers", "Audit"};
+    for (const auto& t : tables) ASSERT_TRUE(client_->CreateTable(t).ok());
+    std::map<std::pair<std::string, std::string>, std::vector<std::string>> rows;  // live row keys
+    constexpr int kEgts = 300;
+    for (int i = 0; i < kEgts; i++) {
+      if (i == kEgts / 2) {
+        ASSERT_TRUE(client_->DeleteTable("Audit").ok());
+        ASSERT_TRUE(client_->CreateTable("Audit").ok());
+        for (auto it = rows.begin(); it != rows.end();) {
+          it = it->first.first == "Audit" ? rows.erase(it) : ++it;
+        }
+      }
+      // A pause between two commits, so that a start time can fall between them.
+      if (i == kEgts * 2 / 3) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      const std::string& table = tables[i % 3];
+      const std::string pk = "p" + std::to_string(i * 7 % 13);
+      std::vector<std::string>& live = rows[{table, pk}];
+      Batch b(table);
+      b.SetCaller("writer-" + std::to_string(i % 4));
+      if (live.size() >= 1 && i % 3 == 1) {
+        b.Merge(client::EntityBuilder(pk, live.front()).Int32("merged", i).Build());
+      }
+      if (live.size() >= 3 && i % 7 == 3) b.Update(Row(pk, live[1], -i));
+      if (live.size() >= 2 && i % 5 == 2) {
+        b.Delete(pk, live.back());
+        live.pop_back();
+      }
+      if (i % 4 == 0) {
+        b.InsertOrMerge(
+            client::EntityBuilder(pk, "counter").Int32("c" + std::to_string(i % 3), i).Build());
+      }
+      if (i % 6 == 5) b.InsertOrReplace(Row(pk, "upsert", i));
+      const std::string rk = "r" + std::to_string(i);
+      b.Insert(Row(pk, rk, i));
+      auto w = client_->Execute(b);
+      ASSERT_TRUE(w.ok()) << "EGT " << i << ": " << w.status().ToString();
+      live.push_back(rk);
+      if (i == 100) {
+        ASSERT_TRUE(client_->RequestArchive(table, pk, {rk}, table + "Archive").ok());
+      }
+    }
+    last_lsn_ = client_->Ping()->last_lsn;
+    ASSERT_GT(last_lsn_, static_cast<uint64_t>(kEgts));
+
+    // Everything on the topic (bounded wait), and where.
+    testing::KafkaReader reader(kafka_->bootstraps(), kTopic);
+    ASSERT_TRUE(reader.AssignAll());
+    std::set<uint64_t> seen;
+    size_t decoded = 0;
+    messages_ = reader.ReadUntil(
+        [&](const std::vector<testing::KafkaMessage>& all) {
+          for (; decoded < all.size(); decoded++) {
+            changestream::Event ev;
+            if (changestream::DecodeEvent(all[decoded].value, &ev).ok()) seen.insert(ev.record.lsn);
+          }
+          return seen.size() >= last_lsn_;
+        },
+        std::chrono::seconds(30));
+    ASSERT_EQ(seen.size(), last_lsn_) << server_->Log();
+    for (const auto& m : messages_) {
+      changestream::Event ev;
+      ASSERT_TRUE(changestream::DecodeEvent(m.value, &ev).ok());
+      // A clean run publishes each LSN once: the offset tests rely on it.
+      ASSERT_TRUE(where_.emplace(ev.record.lsn, std::make_pair(m.partition, m.offset)).second)
+          << "LSN " << ev.record.lsn << " published twice";
+      per_partition_[m.partition]++;
+    }
+    ASSERT_EQ(per_partition_.size(), 4u) << "the workload should use every partition";
+
+    auto log = replay::OpenChangeLogSource(client_.get(), {});
+    ASSERT_TRUE(log.ok()) << log.status().ToString();
+    bool end = false;
+    Status s = Drain(log->get(), &want_, SIZE_MAX, 100, &end);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_TRUE(end);
+    ASSERT_EQ(want_.size(), last_lsn_);
+    for (size_t i = 0; i < want_.size(); i++) ASSERT_EQ(want_[i].lsn, i + 1);
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<EmbeddedKafka> kafka_;
+  std::unique_ptr<testing::SidecarProcess> server_;
+  std::unique_ptr<client::Client> client_;
+  uint64_t last_lsn_ = 0;
+  std::vector<testing::KafkaMessage> messages_;            // the topic, as read
+  std::map<uint64_t, std::pair<int32_t, int64_t>> where_;  // LSN -> (partition, offset)
+  std::map<int32_t, int64_t> per_partition_;               // messages per partition
+  std::vector<ChangeRecord> want_;                         // the change log, LSN 1..last
+};
+
+TEST_F(KafkaSourceTest, FullReadEqualsTheChangeLog) {
+  ASSERT_NO_FATAL_FAILURE(Publish());
+  auto source = Open(Options());
+  ASSERT_TRUE(source);
+  EXPECT_EQ(source->Describe(),
+            std::string("kafka topic ") + kTopic + " at " + kafka_->bootstraps());
+  EXPECT_EQ(source->remaining(), messages_.size());
+  EXPECT_EQ(source->end_lsn(), 0u);
+  EXPECT_EQ(source->first_available_lsn(), 0u);
+  std::vector<ChangeRecord> got;
+  bool end = false;
+  ASSERT_TRUE(Drain(source.get(), &got, SIZE_MAX, 64, &end).ok());
+  EXPECT_TRUE(end);
+  ExpectSameRecords(got, want_);
+  for (size_t i = 0; i < got.size(); i++) {
+    ASSERT_EQ(got[i].lsn, i + 1) << "strictly increasing 1..N";
+  }
+  EXPECT_EQ(source->remaining(), 0u);
+  const Position p = source->position();
+  EXPECT_EQ(p.last_lsn, last_lsn_);
+  EXPECT_EQ(p.next_offsets, per_partition_) << "every partition read to its high watermark";
+  // At the end, more calls say so at once.
+  std::vector<ChangeRecord> more;
+  ASSERT_TRUE(source->Next(10, &more, &end).ok());
+  EXPECT_TRUE(end);
+  EXPECT_TRUE(more.empty());
+}
+
+TEST_F(KafkaSourceTest, ResumeFromAnyPointEqualsOneRun) {
+  ASSERT_NO_FATAL_FAILURE(Publish());
+  const size_t n = want_.size();
+  // A K whose next record is on the same partition as record K: a resume in
+  // the middle of one partition's run, not just between partitions.
+  size_t mid_run = 0;
+  for (size_t k = n / 3; k + 1 < n && mid_run == 0; k++) {
+    if (where_[want_[k - 1].lsn].first == where_[want_[k].lsn].first) mid_run = k;
+  }
+  ASSERT_GT(mid_run, 0u);
+  for (size_t k : {size_t{0}, size_t{1}, mid_run, n / 2, n - 1, n}) {
+    SCOPED_TRACE("K=" + std::to_string(k));
+    std::vector<ChangeRecord> got;
+    Position pos;
+    {
+      auto first = Open(Options());
+      ASSERT_TRUE(first);
+      ASSERT_TRUE(Drain(first.get(), &got, k, 7).ok());
+      ASSERT_EQ(got.size(), k);
+      pos = first->position();
+      EXPECT_EQ(pos.last_lsn, k);
+      ASSERT_EQ(pos.next_offsets.size(), 4u);
+      // Nothing read is counted as remaining, nothing unread as read.
+      uint64_t left = 0;
+      for (const auto& [part, next] : pos.next_offsets) left += per_partition_[part] - next;
+      EXPECT_EQ(first->remaining(), left);
+      EXPECT_LE(left, messages_.size() - k);
+    }
+    auto rest = ReadKafka(Options(), &pos, 13);
+    got.insert(got.end(), rest.begin(), rest.end());
+    ExpectSameRecords(got, want_);
+  }
+}
+
+// The range is fixed by the first open: a run resumed after more events
+// were published still ends where the uninterrupted run would have.
+TEST_F(KafkaSourceTest, ResumedRunKeepsTheFirstRunsRange) {
+  ASSERT_NO_FATAL_FAILURE(Publish());
+  const size_t k = want_.size() / 2;
+  std::vector<ChangeRecord> got;
+  Position pos;
+  {
+    auto first = Open(Options());
+    ASSERT_TRUE(first);
+    ASSERT_TRUE(Drain(first.get(), &got, k, 11).ok());
+    pos = first->position();
+  }
+  ASSERT_EQ(pos.end_offsets.size(), 4u);
+  // More events reach the topic before the resume.
+  ASSERT_TRUE(client_->CreateTable("Later").ok());
+  for (int i = 0; i < 40; i++) {
+    ASSERT_TRUE(client_->Insert("Later", Row("q" + std::to_string(i % 5), "x" + std::to_string(i), i)).ok());
+  }
+  const uint64_t now_last = client_->Ping()->last_lsn;
+  testing::KafkaReader reader(kafka_->bootstraps(), kTopic);
+  ASSERT_TRUE(reader.AssignAll());
+  auto all = reader.ReadUntil([&](const auto& m) { return m.size() >= now_last; }, std::chrono::seconds(30));
+  ASSERT_GE(all.size(), now_last) << "the new events did not reach the topic";
+
+  auto rest = ReadKafka(Options(), &pos, 9);
+  got.insert(got.end(), rest.begin(), rest.end());
+  ExpectSameRecords(got, want_);
+  // Without the fixed end a fresh run sees the new events: the check above
+  // is not vacuous.
+  EXPECT_EQ(ReadKafka(Options()).size(), now_last);
+}
+
+TEST_F(KafkaSourceTest, ResentMessagesArePassedOnOnce) {
+  ASSERT_NO_FATAL_FAILURE(Publish());
+  Producer producer(kafka_->bootstraps());
+  // 1. The publisher's crash case on the sidecar's own topic: every
+  //    partition gets the suffix of its last 5 messages again. Plus the
+  //    newest event copied to another partition, whose own events are all
+  //    older: only the global rule (never an LSN twice) drops that one.
+  std::map<int32_t, std::vector<const testing::KafkaMessage*>> by_partition;
+  for (const auto& m : messages_) by_partition[m.partition].push_back(&m);
+  for (const auto& [part, msgs] : by_partition) {
+    for (size_t i = msgs.size() - std::min<size_t>(5, msgs.size()); i < msgs.size(); i++) {
+      producer.Send(kTopic, part, msgs[i]->key, &msgs[i]->value);
+    }
+  }
+  const auto [newest_part, newest_offset] = where_.at(last_lsn_);
+  ASSERT_LT(static_cast<size_t>(newest_offset),
+            by_partition[newest_part].size());  // offsets from 0
+  const testing::KafkaMessage* newest = by_partition[newest_part][newest_offset];
+  producer.Send(kTopic, (newest_part + 1) % 4, newest->key, &newest->value);
+  // 2. Resends in the middle of the stream: a copy of the topic where every
+  //    tenth message is followed by the three before it again.
+  const std::string copy = "sidetable.ks-test.copy";
+  ASSERT_TRUE(kafka_->CreateTopic(copy, 4).ok());
+  for (const auto& [part, msgs] : by_partition) {
+    for (size_t i = 0; i < msgs.size(); i++) {
+      producer.Send(copy, part, msgs[i]->key, &msgs[i]->value);
+      if (i % 10 == 9) {
+        for (size_t j = i - 2; j <= i; j++) {
+          producer.Send(copy, part, msgs[j]->key, &msgs[j]->value);
+        }
+      }
+    }
+  }
+  ASSERT_NO_FATAL_FAILURE(producer.Flush());
+
+  auto got = ReadKafka(Options());
+  ExpectSameRecords(got, want_);
+  auto from_copy = ReadKafka(Options(copy));
+  ExpectSameRecords(from_copy, want_);
+  // And a resume in the middle of the copy's resends.
+  std::vector<ChangeRecord> first_part;
+  Position pos;
+  {
+    auto s = Open(Options(copy));
+    ASSERT_TRUE(s);
+    ASSERT_TRUE(Drain(s.get(), &first_part, want_.size() / 2).ok());
+    pos = s->position();
+  }
+  auto rest = ReadKafka(Options(copy), &pos);
+  first_part.insert(first_part.end(), rest.begin(), rest.end());
+  ExpectSameRecords(first_part, want_);
+}
+
+TEST_F(KafkaSourceTest, StartByOffsetOrTime) {
+  ASSERT_NO_FATAL_FAILURE(Publish());
+  // By offset: on every partition, the messages at offsets >= X. As each LSN
+  // is on the topic once (checked in Publish), that is exactly the records
+  // whose message has an offset >= X, in LSN order.
+  constexpr int64_t kX = 10;
+  {
+    KafkaSourceOptions o = Options();
+    o.start = KafkaSourceOptions::Start::kOffset;
+    o.offset = kX;
+    std::vector<ChangeRecord> want;
+    for (const auto& r : want_) {
+      if (where_[r.lsn].second >= kX) want.push_back(r);
+    }
+    ASSERT_GT(want.size(), 0u);
+    ASSERT_LT(want.size(), want_.size());
+    ExpectSameRecords(ReadKafka(o), want);
+    o.offset = int64_t{1} << 40;  // beyond every high watermark: nothing
+    EXPECT_TRUE(ReadKafka(o).empty());
+  }
+  // By time: T between the two commits with the widest gap (the workload
+  // pauses 30 ms once), so that it is not on a commit.
+  size_t gap = 1;
+  for (size_t i = 1; i < want_.size(); i++) {
+    if (want_[i].commit_time - want_[i - 1].commit_time >
+        want_[gap].commit_time - want_[gap - 1].commit_time)
+      gap = i;
+  }
+  ASSERT_GE(want_[gap].commit_time - want_[gap - 1].commit_time, 20 * kTicksPerSecond / 1000);
+  const int64_t t_ms =
+      (want_[gap - 1].commit_time - kUnixEpochTicks) / (kTicksPerSecond / 1000) + 1;
+  const int64_t t_ticks = kUnixEpochTicks + t_ms * (kTicksPerSecond / 1000);
+  ASSERT_GT(t_ticks, want_[gap - 1].commit_time);
+  ASSERT_LE(t_ticks, want_[gap].commit_time);
+  std::vector<ChangeRecord> want;
+  for (const auto& r : want_) {
+    if (r.commit_time >= t_ticks) want.push_back(r);
+  }
+  ASSERT_EQ(want.front().lsn, want_[gap].lsn);
+  KafkaSourceOptions o = Options();
+  o.start = KafkaSourceOptions::Start::kTime;
+  o.time_ms = t_ms;
+  ExpectSameRecords(ReadKafka(o), want);
+  // Resumed runs of a by-time read, including before its first record.
+  for (size_t k : {size_t{0}, size_t{3}}) {
+    SCOPED_TRACE("K=" + std::to_string(k));
+    std::vector<ChangeRecord> got;
+    Position pos;
+    {
+      auto s = Open(o);
+      ASSERT_TRUE(s);
+      ASSERT_TRUE(Drain(s.get(), &got, k).ok());
+      pos = s->position();
+    }
+    auto rest = ReadKafka(o, &pos);
+    got.insert(got.end(), rest.begin(), rest.end());
+    ExpectSameRecords(got, want);
+  }
+  o.time_ms = (want_.back().commit_time - kUnixEpochTicks) / (kTicksPerSecond / 1000) + 1000;
+  EXPECT_TRUE(ReadKafka(o).empty()) << "a time after the last commit";
+  o.time_ms = 0;
+  ExpectSameRecords(ReadKafka(o), want_);
+}
+
+TEST_F(KafkaSourceTest, ToLsnBoundsTheRange) {
+  ASSERT_NO_FATAL_FAILURE(Publish());
+  KafkaSourceOptions o = Options();
+  o.to_lsn = last_lsn_ / 3;
+  auto source = Open(o);
+  ASSERT_TRUE(source);
+  EXPECT_EQ(source->end_lsn(), o.to_lsn);
+  std::vector<ChangeRecord> got;
+  bool end = false;
+  ASSERT_TRUE(Drain(source.get(), &got, SIZE_MAX, 1000, &end).ok());
+  EXPECT_TRUE(end);
+  ExpectSameRecords(got, std::vector<ChangeRecord>(want_.begin(), want_.begin() + o.to_lsn));
+  EXPECT_EQ(source->remaining(), 0u);
+  // A run resumed from there without the bound delivers the rest.
+  const Position pos = source->position();
+  source.reset();
+  auto rest = ReadKafka(Options(), &pos);
+  got.insert(got.end(), rest.begin(), rest.end());
+  ExpectSameRecords(got, want_);
+}
+
+TEST_F(KafkaSourceTest, UndecodableMessageFailsNamingItsPlace) {
+  const std::string topic = "bad", v2 = "schema2";
+  ASSERT_TRUE(kafka_->CreateTopic(topic, 2).ok());
+  ASSERT_TRUE(kafka_->CreateTopic(v2, 1).ok());
+  Producer producer(kafka_->bootstraps());
+  producer.Send(topic, 0, EventJson(1));
+  producer.Send(topic, 0, "t/p", nullptr);  // a tombstone: skipped
+  producer.Send(topic, 0, EventJson(3));
+  producer.Send(topic, 0, "{\"schema\":1,\"lsn\":");  // offset 3
+  producer.Send(topic, 0, EventJson(5));
+  producer.Send(topic, 1, EventJson(2));
+  producer.Send(topic, 1, EventJson(4));
+  // And one with a schema this reader does not know, on a topic of its own.
+  std::string event = EventJson(1);
+  event.replace(event.find("\"schema\":1"), 10, "\"schema\":2");
+  producer.Send(v2, 0, event);
+  ASSERT_NO_FATAL_FAILURE(producer.Flush());
+  auto source = Open(Options(topic));
+  ASSERT_TRUE(source);
+  std::vector<ChangeRecord> got;
+  Status s = Drain(source.get(), &got, SIZE_MAX, 1);
+  EXPECT_EQ(s.code(), Code::kInvalidInput) << s.ToString();
+  EXPECT_NE(s.message().find("partition 0 offset 3"), std::string::npos) << s.ToString();
+  EXPECT_EQ(Lsns(got), (std::vector<uint64_t>{1, 2, 3}));
+  // Not skipped on a second try either, and the position stays before it.
+  bool end = false;
+  EXPECT_EQ(source->Next(10, &got, &end).code(), Code::kInvalidInput);
+  EXPECT_EQ(source->position().next_offsets.at(0), 3);
+  // An unknown schema is refused the same way.
+  std::vector<ChangeRecord> none;
+  auto source2 = Open(Options(v2));
+  ASSERT_TRUE(source2);
+  Status s2 = Drain(source2.get(), &none);
+  EXPECT_EQ(s2.code(), Code::kInvalidInput) << s2.ToString();
+  EXPECT_NE(s2.message().find("schema"), std::string::npos) << s2.ToString();
+}
+
+TEST_F(KafkaSourceTest, EmptyMissingOrUnreachable) {
+  // An empty topic: the end at once.
+  ASSERT_TRUE(kafka_->CreateTopic("empty", 3).ok());
+  auto source = Open(Options("empty"));
+  ASSERT_TRUE(source);
+  EXPECT_EQ(source->remaining(), 0u);
+  std::vector<ChangeRecord> got;
+  bool end = false;
+  auto t0 = Clock::now();
+  ASSERT_TRUE(source->Next(100, &got, &end).ok());
+  EXPECT_TRUE(end);
+  EXPECT_TRUE(got.empty());
+  EXPECT_LT(SecondsSince(t0), 1.0);
+  EXPECT_EQ(source->position().next_offsets, (std::map<int32_t, int64_t>{{0, 0}, {1, 0}, {2, 0}}));
+
+  // A topic that does not exist: a clear error in time, and it is not
+  // created by asking (the mock auto-creates topics named in metadata
+  // requests).
+  KafkaSourceOptions o = Options("sidetable.nosuch.changes");
+  o.timeout_ms = 3000;
+  for (int attempt = 0; attempt < 2; attempt++) {
+    t0 = Clock::now();
+    auto missing = replay::OpenKafkaSource(o);
+    EXPECT_LT(SecondsSince(t0), 4.5);
+    ASSERT_FALSE(missing.ok());
+    EXPECT_EQ(missing.status().code(), Code::kResourceNotFound) << missing.status().ToString();
+    EXPECT_NE(missing.status().message().find("sidetable.nosuch.changes"), std::string::npos);
+    EXPECT_NE(missing.status().message().find("does not exist"), std::string::npos);
+  }
+
+  // No broker at all: Unavailable within the timeout.
+  o = Options();
+  o.bootstrap = "127.0.0.1:1";
+  o.timeout_ms = 1500;
+  t0 = Clock::now();
+  auto unreachable = replay::OpenKafkaSource(o);
+  EXPECT_LT(SecondsSince(t0), 3.5);
+  ASSERT_FALSE(unreachable.ok());
+  EXPECT_EQ(unreachable.status().code(), Code::kUnavailable) << unreachable.status().ToString();
+
+  // An unknown librdkafka property is named.
+  o = Options();
+  o.properties["no.such.property"] = "1";
+  auto bad = replay::OpenKafkaSource(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), Code::kInvalidInput);
+  EXPECT_NE(bad.status().message().find("no.such.property"), std::string::npos)
+      << bad.status().ToString();
+}
+
+// The brokers go away in the middle of a read: with a small prefetch (set
+// through `properties`) the source cannot have the whole partition in
+// memory, so it must wait, and it gives up with Unavailable after the
+// timeout. With the brokers back, the same source goes on to the end.
+TEST_F(KafkaSourceTest, BrokerOutageIsUnavailableThenResumes) {
+  const std::string topic = "big";
+  ASSERT_TRUE(kafka_->CreateTopic(topic, 1).ok());
+  constexpr int kEvents = 3000;
+  {
+    Producer producer(kafka_->bootstraps());
+    const std::string pad(1000, 'x');
+    for (int i = 1; i <= kEvents; i++) producer.Send(topic, 0, EventJson(i, pad));
+    ASSERT_NO_FATAL_FAILURE(producer.Flush());
+  }
+  KafkaSourceOptions o = Options(topic);
+  o.timeout_ms = 1500;
+  o.properties = {{"queued.max.messages.kbytes", "64"},
+                  {"fetch.max.bytes", "65536"},
+                  {"max.partition.fetch.bytes", "65536"},
+                  {"message.max.bytes", "65536"}};
+  auto source = Open(o);
+  ASSERT_TRUE(source);
+  std::vector<ChangeRecord> got;
+  ASSERT_TRUE(Drain(source.get(), &got, 10).ok());
+  ASSERT_EQ(got.size(), 10u);
+  ASSERT_TRUE(kafka_->SetBrokersDown(true).ok());
+  const auto down = Clock::now();
+  Status s;
+  bool end = false;
+  for (int i = 0; i < 10000 && s.ok() && !end; i++) s = source->Next(100, &got, &end);
+  EXPECT_EQ(s.code(), Code::kUnavailable) << s.ToString() << " after " << got.size() << " records";
+  EXPECT_NE(s.message().find("partition 0"), std::string::npos) << s.ToString();
+  EXPECT_LT(got.size(), static_cast<size_t>(kEvents)) << "the whole partition was prefetched";
+  EXPECT_LT(SecondsSince(down), 6.0);
+  ASSERT_TRUE(kafka_->SetBrokersDown(false).ok());
+  ASSERT_TRUE(Drain(source.get(), &got, SIZE_MAX, 500, &end).ok());
+  EXPECT_TRUE(end);
+  ASSERT_EQ(got.size(), static_cast<size_t>(kEvents));
+  for (int i = 0; i < kEvents; i++) ASSERT_EQ(got[i].lsn, static_cast<uint64_t>(i + 1));
+}
+
+}  // namespace
+}  // namespace sidetable

@@ -1,0 +1,140 @@
+#include "tools/replay/checkpoint.h"
+
+#include <fcntl.h>
+#include <simdjson.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "sidecar/protocol/json/json_writer.h"
+
+namespace sidetable::replay {
+namespace {
+
+constexpr int kCheckpointVersion = 1;
+
+Status Io(const std::string& what, const std::string& path) {
+  return Status(Code::kInternal, what + " " + path + ": " + std::strerror(errno));
+}
+
+Status WriteAll(int fd, std::string_view data, const std::string& path) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Io("cannot write", path);
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status SaveCheckpoint(const std::string& path, const Checkpoint& c) {
+  json::JsonWriter w;
+  w.BeginObject();
+  w.Key("checkpoint").Int(kCheckpointVersion);
+  w.Key("command").String(c.command);
+  w.Key("fingerprint").String(c.fingerprint);
+  w.Key("lastLsn").UInt(c.position.last_lsn);
+  w.Key("offsets").BeginArray();
+  for (const auto& [partition, offset] : c.position.next_offsets) {
+    w.BeginArray().Int(partition).Int(offset).EndArray();
+  }
+  w.EndArray();
+  w.Key("endLsn").UInt(c.position.end_lsn);
+  w.Key("endOffsets").BeginArray();
+  for (const auto& [partition, offset] : c.position.end_offsets) {
+    w.BeginArray().Int(partition).Int(offset).EndArray();
+  }
+  w.EndArray();
+  w.Key("events").UInt(c.events);
+  w.Key("outputBytes").UInt(c.output_bytes);
+  // Embedded as strings: the header stays one flat line whatever they hold.
+  w.Key("summary").String(c.summary);
+  w.Key("rebuild").String(c.rebuild_meta);
+  w.EndObject();
+  std::string text = w.Take();
+  text += '\n';
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Io("cannot create", tmp);
+  Status s = WriteAll(fd, text, tmp);
+  if (s.ok()) s = WriteAll(fd, c.state, tmp);
+  if (s.ok() && ::fsync(fd) != 0) s = Io("cannot fsync", tmp);
+  ::close(fd);
+  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = Io("cannot rename onto", path);
+  if (!s.ok()) {
+    ::unlink(tmp.c_str());  // a failed save leaves the previous checkpoint and nothing else
+    return s;
+  }
+  // The rename itself must reach the disk too.
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return Status::OK();
+}
+
+Result<std::optional<Checkpoint>> LoadCheckpoint(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    if (errno == ENOENT) return std::optional<Checkpoint>();
+    return Io("cannot read", path);
+  }
+  std::stringstream buf;
+  buf << in.rdbuf();
+  const std::string all = buf.str();
+  auto bad = [&](const std::string& what) {
+    return Status(Code::kInvalidInput, path + " is not a sidetable checkpoint: " + what);
+  };
+  const size_t nl = all.find('\n');
+  if (nl == std::string::npos) return bad("no header line");
+  simdjson::dom::parser parser;
+  simdjson::padded_string header(std::string_view(all).substr(0, nl));
+  simdjson::dom::element doc;
+  if (parser.parse(header).get(doc) != simdjson::SUCCESS) return bad("the header is not JSON");
+  int64_t version = 0;
+  if (doc["checkpoint"].get(version) != simdjson::SUCCESS) return bad("no version");
+  if (version != kCheckpointVersion) return bad("version " + std::to_string(version) + " is not 1");
+  Checkpoint c;
+  std::string_view command, fingerprint, summary, rebuild;
+  simdjson::dom::array offsets, end_offsets;
+  if (doc["command"].get(command) || doc["fingerprint"].get(fingerprint) ||
+      doc["lastLsn"].get(c.position.last_lsn) || doc["offsets"].get(offsets) ||
+      doc["endLsn"].get(c.position.end_lsn) || doc["endOffsets"].get(end_offsets) || doc["events"].get(c.events) ||
+      doc["outputBytes"].get(c.output_bytes) || doc["summary"].get(summary) || doc["rebuild"].get(rebuild)) {
+    return bad("a header field is missing");
+  }
+  for (simdjson::dom::element pair : offsets) {
+    int64_t partition = 0, offset = 0;
+    if (pair.at(0).get(partition) || pair.at(1).get(offset)) return bad("a bad offset entry");
+    c.position.next_offsets[static_cast<int32_t>(partition)] = offset;
+  }
+  for (simdjson::dom::element pair : end_offsets) {
+    int64_t partition = 0, offset = 0;
+    if (pair.at(0).get(partition) || pair.at(1).get(offset)) return bad("a bad end offset entry");
+    c.position.end_offsets[static_cast<int32_t>(partition)] = offset;
+  }
+  c.command = command;
+  c.fingerprint = fingerprint;
+  c.summary = summary;
+  c.rebuild_meta = rebuild;
+  c.state = all.substr(nl + 1);
+  return std::optional<Checkpoint>(std::move(c));
+}
+
+Status RemoveCheckpoint(const std::string& path) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return Io("cannot remove", path);
+  return Status::OK();
+}
+
+}  // namespace sidetable::replay

@@ -1,0 +1,218 @@
+#include "tools/replay/kafka_partition.h"
+
+#include <algorithm>
+
+#include "tools/replay/kafka_consumer.h"
+
+namespace sidetable::replay::kafka {
+namespace {
+
+// How much of a partition is held here, decoded lazily one message at a
+// time (the head), on top of librdkafka's own prefetch.
+constexpr size_t kBufferBytes = 1 << 20;
+constexpr size_t kMaxBatch = 1000;
+// A wait for messages wakes this often to collect client-level errors.
+constexpr int kWaitSliceMs = 100;
+// A queue that stays empty is kicked after this long, then at doubling
+// intervals up to the last (see Refill).
+constexpr std::chrono::milliseconds kFirstKick(100);
+constexpr std::chrono::milliseconds kLongestKickInterval(800);
+
+}  // namespace
+
+PartitionReader::PartitionReader(ConsumerContext* ctx, int32_t partition, int64_t start,
+                                 int64_t end, uint64_t skip_through_lsn, int64_t min_commit_ticks)
+    : ctx_(ctx),
+      partition_(partition),
+      start_(start),
+      end_(end),
+      min_commit_ticks_(min_commit_ticks),
+      next_(start),
+      last_lsn_(skip_through_lsn) {}
+
+PartitionReader::~PartitionReader() {
+  ReleaseBuffer();
+  if (queue_) rd_kafka_queue_destroy(queue_);
+}
+
+Status PartitionReader::Attach() {
+  queue_ = rd_kafka_queue_get_partition(ctx_->rk, ctx_->topic.c_str(), partition_);
+  if (queue_ == nullptr) {
+    return Status(Code::kInternal, "no queue for partition " + std::to_string(partition_));
+  }
+  // NULL: stop forwarding to the consumer queue; librdkafka then also keeps
+  // assign() from forwarding it again (it is the application's choice).
+  rd_kafka_queue_forward(queue_, nullptr);
+  return Status::OK();
+}
+
+Status PartitionReader::Fill() {
+  while (!head_ && next_ < end_) {
+    if (taken_ == buffer_.size()) {
+      ST_RETURN_IF_ERROR(Refill());
+      continue;
+    }
+    ST_RETURN_IF_ERROR(Take(buffer_[taken_]));
+    rd_kafka_message_destroy(buffer_[taken_]);
+    buffer_[taken_++] = nullptr;
+  }
+  if (exhausted() && queue_ != nullptr) {
+    // Stop fetching beyond the range (the topic may still be growing).
+    ReleaseBuffer();
+    Pause();
+    rd_kafka_queue_destroy(queue_);
+    queue_ = nullptr;
+  }
+  return Status::OK();
+}
+
+ChangeRecord PartitionReader::TakeHead() {
+  ChangeRecord r = std::move(*head_);
+  head_.reset();
+  return r;
+}
+
+// librdkafka 2.0 stops fetching a partition whose queue holds
+// queued.max.messages.kbytes (or queued.min.messages) and decides again only
+// when its broker thread wakes up, up to a second later (2.1 made this
+// fetch.queue.backoff.ms). A reader faster than the fetcher would spend most
+// of that second waiting. So the reader kicks the fetcher: a seek to the
+// offset it needs next wakes the broker thread. At once when the queue it
+// drained was seen at its bound (the fetcher has surely stopped), and after
+// a while without messages in any case (the bound is estimated; and a kick
+// that met a fetch on its way can leave that fetch's outdated messages
+// blocking the next decision). A kick costs at most the fetch on its way,
+// and kicks back off, so a slow broker still gets its answers through.
+Status PartitionReader::Refill() {
+  ReleaseBuffer();
+  const int64_t queued = static_cast<int64_t>(rd_kafka_queue_length(queue_));
+  if (queued * static_cast<int64_t>(average_bytes_) >= ctx_->prefetch_bytes * 9 / 10 ||
+      queued >= ctx_->prefetch_messages) {
+    may_stall_ = true;
+  }
+  // Sized by the messages seen so far, so that big events do not pile up.
+  const size_t want =
+      std::clamp<size_t>(kBufferBytes / std::max<size_t>(average_bytes_, 1), 1, kMaxBatch);
+  buffer_.resize(want);
+  // Timeout 0: take what has arrived. (With a timeout librdkafka waits until
+  // the batch is full, i.e. the whole timeout at the end of a partition.)
+  const ssize_t n = rd_kafka_consume_batch_queue(queue_, 0, buffer_.data(), want);
+  buffer_.resize(std::max<ssize_t>(n, 0));
+  if (n > 0) {
+    size_t bytes = 0;
+    for (const rd_kafka_message_t* m : buffer_) bytes += m->len;
+    average_bytes_ = (average_bytes_ + bytes / buffer_.size()) / 2;
+    return Status::OK();
+  }
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::milliseconds(ctx_->timeout_ms);
+  auto next_kick = may_stall_ ? start : start + kFirstKick;
+  auto kick_interval = kFirstKick;
+  do {
+    if (Clock::now() >= next_kick) {
+      Kick();
+      next_kick = Clock::now() + kick_interval;
+      kick_interval = std::min(kick_interval * 2, kLongestKickInterval);
+    }
+    PollClientErrors();
+    rd_kafka_message_t* m = rd_kafka_consume_queue(
+        queue_, std::max(1, std::min({kWaitSliceMs, MsUntil(deadline), MsUntil(next_kick)})));
+    if (m != nullptr) {
+      buffer_.push_back(m);
+      return Status::OK();
+    }
+  } while (Clock::now() < deadline);
+  PollClientErrors();
+  return Status(Code::kUnavailable,
+                "no message from partition " + std::to_string(partition_) + " at offset " +
+                    std::to_string(next_) + " for " + std::to_string(ctx_->timeout_ms) + " ms" +
+                    (ctx_->last_error.empty() ? std::string(" (is Kafka reachable?)")
+                                              : " (last error: " + ctx_->last_error + ")"));
+}
+
+Status PartitionReader::Take(const rd_kafka_message_t* m) {
+  if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+    // Everything below m->offset was delivered: offsets in between held no
+    // message (transaction markers, compacted away).
+    next_ = std::max(next_, std::min(m->offset, end_));
+    return Status::OK();
+  }
+  if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    const std::string what = rd_kafka_message_errstr(m);
+    switch (m->err) {
+      case RD_KAFKA_RESP_ERR_OFFSET_OUT_OF_RANGE:
+      case RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET:
+        return Status(Code::kResourceNotFound, "partition " + std::to_string(partition_) +
+                                                   ": offset " + std::to_string(next_) +
+                                                   " is no longer held (" + what + ")");
+      case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
+      case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC:
+      case RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
+      case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+        return Status(Code::kUnavailable, "partition " + std::to_string(partition_) + ": " + what);
+      default:  // transient: librdkafka retries; a lasting one ends in the fetch timeout
+        ctx_->last_error = what;
+        return Status::OK();
+    }
+  }
+  if (m->offset < next_) return Status::OK();  // before the range (or seen)
+  if (m->offset >= end_) {                     // after the range
+    next_ = end_;
+    return Status::OK();
+  }
+  if (m->payload == nullptr) {  // a tombstone left by compaction: no event
+    next_ = m->offset + 1;
+    return Status::OK();
+  }
+  changestream::Event event;
+  Status s =
+      ctx_->decoder.Decode(std::string_view(static_cast<const char*>(m->payload), m->len), &event);
+  if (!s.ok()) {
+    return Status(Code::kInvalidInput, "partition " + std::to_string(partition_) + " offset " +
+                                           std::to_string(m->offset) + ": " + s.message());
+  }
+  next_ = m->offset + 1;
+  ChangeRecord& r = event.record;
+  // Each partition is in LSN order; a lower or equal LSN is a resend of a
+  // suffix the publisher sent before a crash (or was before the resume point).
+  if (r.lsn <= last_lsn_) return Status::OK();
+  last_lsn_ = r.lsn;
+  if (r.commit_time < min_commit_ticks_) return Status::OK();
+  head_ = std::move(r);
+  head_offset_ = m->offset;
+  return Status::OK();
+}
+
+void PartitionReader::ReleaseBuffer() {
+  for (size_t i = taken_; i < buffer_.size(); i++) rd_kafka_message_destroy(buffer_[i]);
+  buffer_.clear();
+  taken_ = 0;
+}
+
+void PartitionReader::PollClientErrors() {
+  // The consumer queue carries only client-level events: every partition's
+  // messages go to its own queue.
+  while (rd_kafka_message_t* e = rd_kafka_consumer_poll(ctx_->rk, 0)) {
+    if (e->err != RD_KAFKA_RESP_ERR_NO_ERROR) ctx_->last_error = rd_kafka_message_errstr(e);
+    rd_kafka_message_destroy(e);
+  }
+}
+
+void PartitionReader::Kick() {
+  may_stall_ = false;
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(list, ctx_->topic.c_str(), partition_)->offset = next_;
+  // Timeout 0: asynchronous. Messages of the fetch version before the seek
+  // are dropped by librdkafka; none before next_ is needed.
+  if (rd_kafka_error_t* e = rd_kafka_seek_partitions(ctx_->rk, list, 0)) rd_kafka_error_destroy(e);
+  rd_kafka_topic_partition_list_destroy(list);
+}
+
+void PartitionReader::Pause() {
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(list, ctx_->topic.c_str(), partition_);
+  rd_kafka_pause_partitions(ctx_->rk, list);  // best effort: only saves fetching
+  rd_kafka_topic_partition_list_destroy(list);
+}
+
+}  // namespace sidetable::replay::kafka

@@ -1,0 +1,102 @@
+// One partition of the change topic as the Kafka source's merge sees it: the
+// partition's own librdkafka queue (taken off the consumer queue, so each
+// partition is read independently), a small buffer of fetched messages, and
+// the decoded head record the merge compares by LSN. Internal to
+// tools/replay.
+//
+// Memory per partition, whatever the topic's size: librdkafka's prefetch
+// (queued.max.messages.kbytes, 2 MiB by default, see kafka_consumer.cc; one
+// fetch response of max.partition.fetch.bytes may overshoot it) plus this
+// buffer (kBufferBytes, 1 MiB): about 4 MiB.
+//
+// Thread safety: used by the source's one thread.
+#pragma once
+
+#include <librdkafka/rdkafka.h>
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/change_record.h"
+#include "engine/status.h"
+#include "sidecar/changestream/event.h"
+
+namespace sidetable::replay::kafka {
+
+// What the partitions of one source share.
+struct ConsumerContext {
+  rd_kafka_t* rk = nullptr;
+  std::string topic;
+  int timeout_ms = 0;  // the longest a partition may go without a message
+  // librdkafka's prefetch bounds per partition queue (queued.max.messages.kbytes
+  // in bytes, queued.min.messages), for noticing a stalled fetcher.
+  int64_t prefetch_bytes = 0;
+  int64_t prefetch_messages = 0;
+  changestream::EventDecoder decoder;
+  std::string last_error;  // the newest client-level error event, for messages
+};
+
+class PartitionReader {
+ public:
+  // Reads offsets [start, end). Records at or below `skip_through_lsn` and
+  // records committed before `min_commit_ticks` are skipped (counted as read).
+  PartitionReader(ConsumerContext* ctx, int32_t partition, int64_t start, int64_t end,
+                  uint64_t skip_through_lsn, int64_t min_commit_ticks);
+  ~PartitionReader();
+  PartitionReader(const PartitionReader&) = delete;
+  PartitionReader& operator=(const PartitionReader&) = delete;
+
+  // Takes the partition's queue off the consumer queue. Before assign(), so
+  // that no message of this partition reaches the consumer queue.
+  Status Attach();
+
+  // Makes head() available unless the partition is exhausted(); waits for
+  // messages, failing with kUnavailable after ctx->timeout_ms without any.
+  // An undecodable message fails with InvalidInput, every time (it stays
+  // unread, so the position stays before it).
+  Status Fill();
+
+  bool exhausted() const { return !head_ && next_ >= end_; }
+  const ChangeRecord& head() const { return *head_; }
+  // The merge passed the head on / dropped it (a duplicate of an LSN that
+  // another partition already delivered).
+  ChangeRecord TakeHead();
+  void DropHead() { head_.reset(); }
+
+  int32_t partition() const { return partition_; }
+  int64_t start() const { return start_; }
+  int64_t end() const { return end_; }
+  // The offset a resumed run continues at: after every message passed on
+  // or skipped, never after the head.
+  int64_t position() const { return head_ ? head_offset_ : next_; }
+
+ private:
+  // Moves messages from the queue into buffer_, waiting if there are none.
+  Status Refill();
+  // Consumes one message (advancing next_), or fails leaving it unread.
+  Status Take(const rd_kafka_message_t* m);
+  void ReleaseBuffer();
+  void PollClientErrors();
+  void Pause();
+  // Makes librdkafka fetch this partition now (see Refill).
+  void Kick();
+
+  ConsumerContext* ctx_;
+  const int32_t partition_;
+  const int64_t start_, end_;
+  const int64_t min_commit_ticks_;
+  rd_kafka_queue_t* queue_ = nullptr;
+  std::vector<rd_kafka_message_t*> buffer_;  // fetched, [taken_, size) not yet consumed
+  size_t taken_ = 0;
+  size_t average_bytes_ = 1024;
+  bool may_stall_ = false;  // the queue was seen at its prefetch bound
+  int64_t next_;            // the offset after the last message consumed
+  uint64_t last_lsn_;       // per partition: anything at or below is a resend
+  std::optional<ChangeRecord> head_;
+  int64_t head_offset_ = 0;
+};
+
+}  // namespace sidetable::replay::kafka

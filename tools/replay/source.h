@@ -1,0 +1,111 @@
+// RecordSource: where a replay reads committed changes from.
+//
+// Two sources, one contract: records come out in LSN order (the sidecar's
+// commit order), each exactly once, within a range fixed when the source is
+// opened, so a replay is bounded and repeatable.
+//
+//   change log  the sidecar's own log over the protocol (op 8 ReadChanges):
+//               from an LSN to the newest LSN at open (or --to-lsn). Holds as
+//               much history as the sidecar's changelog retention keeps.
+//   Kafka       the sidecar's change topic (docs/change-events.md): every
+//               partition from its beginning, an offset or a time, up to the
+//               high watermarks seen at open (or --to-lsn). Partitions are
+//               merged by LSN, and a record the publisher sent twice (after a
+//               crash, before its watermark was saved) is passed on once.
+//
+// Position is what a checkpoint stores: resuming from it yields exactly the
+// records that an uninterrupted run would have yielded after that point.
+//
+// Thread safety: a source is used by one thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/change_record.h"
+#include "engine/status.h"
+
+namespace sidetable::client {
+class Client;
+}
+
+namespace sidetable::replay {
+
+struct Position {
+  // The LSN of the newest record handed out so far (0: none yet).
+  uint64_t last_lsn = 0;
+  // Kafka only: per partition, the offset of the next message to read.
+  std::map<int32_t, int64_t> next_offsets;
+  // The end of the range fixed when the first run opened the source, so a
+  // resumed run stops where the uninterrupted one would have: the last LSN
+  // (change log) or, per partition, the end offset (Kafka). Empty/0: not
+  // fixed yet.
+  uint64_t end_lsn = 0;
+  std::map<int32_t, int64_t> end_offsets;
+};
+
+class RecordSource {
+ public:
+  virtual ~RecordSource() = default;
+  // Appends up to `max` further records, in LSN order, to *out. Sets *end
+  // once the range is exhausted (possibly together with the last records).
+  // May return fewer than `max` without being at the end.
+  virtual Status Next(size_t max, std::vector<ChangeRecord>* out, bool* end) = 0;
+  // Where a resumed run must continue: just after the records returned.
+  virtual Position position() const = 0;
+  // Records (change log) or messages (Kafka) still to read in the range,
+  // for progress and ETA; nullopt when unknown.
+  virtual std::optional<uint64_t> remaining() const = 0;
+  // The oldest LSN the source could still deliver when opened: history
+  // below it is gone (trimmed log, Kafka retention). 0 when unknown.
+  virtual uint64_t first_available_lsn() const = 0;
+  // The last LSN of the range (the stop point fixed at open); 0 when unknown.
+  virtual uint64_t end_lsn() const = 0;
+  // "change log of tcp://127.0.0.1:5555" / "kafka topic T at B" (messages).
+  virtual std::string Describe() const = 0;
+};
+
+struct ChangeLogSourceOptions {
+  // The first LSN to read; 0 = the oldest the log still holds. A from_lsn
+  // below that fails with ResourceNotFound (history is gone, not skipped).
+  uint64_t from_lsn = 0;
+  // The last LSN to read; 0 = the sidecar's newest LSN when the source opens.
+  uint64_t to_lsn = 0;
+  uint32_t page_records = 1000;
+  uint64_t page_bytes = 4 << 20;
+};
+
+// `client` is not owned and must outlive the source. With `resume`, reading
+// continues after resume->last_lsn (the options' from_lsn is ignored) up to
+// resume->end_lsn when set.
+Result<std::unique_ptr<RecordSource>> OpenChangeLogSource(client::Client* client,
+                                                          const ChangeLogSourceOptions& options,
+                                                          const Position* resume = nullptr);
+
+struct KafkaSourceOptions {
+  std::string bootstrap;  // host:port list
+  std::string topic;      // sidetable.<sidecar-id>.changes
+  enum class Start : uint8_t { kBeginning, kOffset, kTime };
+  Start start = Start::kBeginning;
+  int64_t offset = 0;   // kOffset: the first offset read on every partition
+  int64_t time_ms = 0;  // kTime: Unix milliseconds; the first message at or after it
+  // The last LSN to pass on; 0 = everything below the high watermarks seen
+  // at open.
+  uint64_t to_lsn = 0;
+  // Extra librdkafka properties (security.protocol, sasl.*, ...).
+  std::map<std::string, std::string> properties;
+  // Bound on waiting for metadata, watermarks and each fetch.
+  int timeout_ms = 15000;
+};
+
+// With `resume`, every partition continues at resume->next_offsets (the
+// options' start is ignored) up to resume->end_offsets when set, and records
+// at or below resume->last_lsn are skipped.
+Result<std::unique_ptr<RecordSource>> OpenKafkaSource(const KafkaSourceOptions& options,
+                                                      const Position* resume = nullptr);
+
+}  // namespace sidetable::replay
