@@ -128,10 +128,16 @@ uint64_t Entities(const std::vector<ChangeRecord>& batch) {
   return n;
 }
 
-// Drains a source; `each` sees every batch.
-Sample Drain(replay::RecordSource* src, const std::function<void(std::vector<ChangeRecord>&)>& each) {
+using Opener = std::function<Result<std::unique_ptr<replay::RecordSource>>()>;
+
+// Opens and drains a source (both timed, as a user waits for both); `each`
+// sees every batch.
+Sample Drain(const Opener& open, const std::function<void(std::vector<ChangeRecord>&)>& each) {
   Sample s;
   const auto t0 = Clock::now();
+  auto opened = open();
+  if (!opened.ok()) Die("open: " + opened.status().ToString());
+  replay::RecordSource* src = opened->get();
   std::vector<ChangeRecord> batch;
   for (bool end = false; !end;) {
     batch.clear();
@@ -144,39 +150,50 @@ Sample Drain(replay::RecordSource* src, const std::function<void(std::vector<Cha
   return s;
 }
 
-// The bare consumer: every message of every partition, not decoded.
+// The bare consumer: every message of every partition, not decoded, timed
+// from its creation like the source. It stops, as the source does, when each
+// partition reaches the high watermark it had at the start (waiting for
+// end-of-partition events instead would time the mock's fetch wait).
 Sample RawKafka(const std::string& bootstrap, int partitions) {
   char err[512];
+  const auto t0 = Clock::now();
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap.c_str(), err, sizeof err);
   rd_kafka_conf_set(conf, "group.id", "replay-bench-raw", err, sizeof err);
   rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, sizeof err);
-  rd_kafka_conf_set(conf, "enable.partition.eof", "true", err, sizeof err);
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
-  const auto t0 = Clock::now();
+  rd_kafka_poll_set_consumer(rk);
+  std::vector<int64_t> high(static_cast<size_t>(partitions));
   rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(partitions);
+  int open_partitions = 0;
   for (int p = 0; p < partitions; p++) {
-    rd_kafka_topic_partition_list_add(list, kTopic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    int64_t lo = 0;
+    if (rd_kafka_query_watermark_offsets(rk, kTopic, p, &lo, &high[p], 10000) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      Die("watermarks of partition " + std::to_string(p));
+    }
+    if (lo < high[p]) {
+      rd_kafka_topic_partition_list_add(list, kTopic, p)->offset = lo;
+      open_partitions++;
+    }
   }
   rd_kafka_assign(rk, list);
   rd_kafka_topic_partition_list_destroy(list);
   Sample s;
-  int eofs = 0;
   uint64_t bytes = 0;
   const auto until = Clock::now() + std::chrono::seconds(120);
-  while (eofs < partitions && Clock::now() < until) {
+  while (open_partitions > 0 && Clock::now() < until) {
     rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100);
     if (!m) continue;
-    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) eofs++;
-    else if (!m->err) {
+    if (!m->err) {
       s.records++;
       bytes += m->len;
+      if (m->offset + 1 == high[m->partition]) open_partitions--;
     }
     rd_kafka_message_destroy(m);
   }
   s.seconds = SecondsSince(t0);
-  rd_kafka_consumer_close(rk);
-  rd_kafka_destroy(rk);
+  rd_kafka_destroy_flags(rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+  if (open_partitions > 0) Die("the raw consumer did not reach the end");
   if (bytes == 0) Die("the raw consumer read nothing");
   return s;
 }
@@ -211,29 +228,26 @@ void RunOnce(const Config& cfg, int run, Results* out) {
 
   // Change log over the protocol.
   replay::ChangeLogSourceOptions co;
-  auto cl = replay::OpenChangeLogSource(client.get(), co);
-  if (!cl.ok()) Die(cl.status().ToString());
-  Sample s = Drain(cl->get(), nullptr);
+  const Opener changelog = [&] { return replay::OpenChangeLogSource(client.get(), co); };
+  Sample s = Drain(changelog, nullptr);
   if (s.records != records) Die("change log: " + std::to_string(s.records) + " records, want " + std::to_string(records));
   out->changelog.Add(s);
   out->records = s.records;
   out->entities = s.entities;
 
   // Audit rows over the change log.
-  cl = replay::OpenChangeLogSource(client.get(), co);
   const replay::AuditWriter writer(replay::AuditFormat::kJsonl, replay::ReplayFilter{});
   replay::AuditSummary summary;
   std::string rows;
-  s = Drain(cl->get(), [&](std::vector<ChangeRecord>& batch) {
+  s = Drain(changelog, [&](std::vector<ChangeRecord>& batch) {
     for (const auto& r : batch) writer.Write(r, &rows, &summary);
     rows.clear();
   });
   out->audit.Add(s);
 
   // Point-in-time rebuild of the whole table at its last LSN.
-  cl = replay::OpenChangeLogSource(client.get(), co);
   replay::PointInTime pit(kTable, replay::ReplayFilter{}, replay::Cut{});
-  s = Drain(cl->get(), [&](std::vector<ChangeRecord>& batch) {
+  s = Drain(changelog, [&](std::vector<ChangeRecord>& batch) {
     for (auto& r : batch) pit.Apply(std::move(r));
   });
   auto state = pit.State();
@@ -244,9 +258,7 @@ void RunOnce(const Config& cfg, int run, Results* out) {
   replay::KafkaSourceOptions ko;
   ko.bootstrap = kafka->bootstraps();
   ko.topic = kTopic;
-  auto ks = replay::OpenKafkaSource(ko);
-  if (!ks.ok()) Die(ks.status().ToString());
-  s = Drain(ks->get(), nullptr);
+  s = Drain([&] { return replay::OpenKafkaSource(ko); }, nullptr);
   if (s.records != records) Die("kafka: " + std::to_string(s.records) + " records, want " + std::to_string(records));
   out->kafka.Add(s);
   Sample raw = RawKafka(kafka->bootstraps(), cfg.partitions);

@@ -183,7 +183,9 @@ TEST(ReplayFilterTest, FingerprintDistinguishesEveryCriterion) {
   add([](ReplayFilter& f) { f.from_lsn = 1; });
   add([](ReplayFilter& f) { f.to_lsn = 1; });
   // Values holding the separators cannot forge another filter's text.
-  add([](ReplayFilter& f) { f.pk = "a;rkFrom=1:b"; });
+  for (const char* forged : {"a;rkFrom=b", "a;rkFrom=:b", "a;rkFrom=1:b"}) {
+    add([&](ReplayFilter& f) { f.pk = forged; });
+  }
   add([](ReplayFilter& f) {
     f.pk = "a";
     f.rk_from = "b";

@@ -97,8 +97,11 @@ int RunRebuild(Session& s, const ReplayArgs& a) {
     q.top = 1;
     auto probe = target->QueryPage(q);
     if (probe.ok()) {
-      return ReplayFail(s, Status(Code::kTableAlreadyExists, "table '" + a.into_table +
-                                                                 "' exists; rebuild writes a new table"));
+      return ReplayFail(s, Status(Code::kTableAlreadyExists,
+                                  "table '" + a.into_table + "' exists; rebuild writes a new table" +
+                                      (resume ? " (if an earlier run of this command failed while writing it, "
+                                                "delete it and run again: the checkpoint keeps the history read)"
+                                              : "")));
     }
     if (probe.status().code() != Code::kTableNotFound) return ReplayFail(s, probe.status());
   }
@@ -145,6 +148,9 @@ int RunRebuild(Session& s, const ReplayArgs& a) {
 
   auto state = pit.State();
   if (!state.ok()) return ReplayFail(s, state.status());
+  // The history is read: keep it, so that a failure while writing the
+  // output does not cost reading it again.
+  if (Status st = save(source->get()->position(), events); !st.ok()) return ReplayFail(s, st);
   if (a.at_lsn != 0 && pit.last_applied_lsn() < a.at_lsn) {
     return ReplayFail(s, Status(Code::kResourceNotFound,
                                 "the history read ends at LSN " + std::to_string(pit.last_applied_lsn()) +

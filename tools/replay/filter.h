@@ -7,8 +7,9 @@
 // (ordinal UTF-16 order, as the engine sorts keys).
 //
 // Table events (TableCreated, TableDeleted) have no keys: they pass the key
-// criteria when no PartitionKey is set, so an audit of a whole table shows
-// its creation and deletion.
+// criteria only when neither a PartitionKey nor a RowKey bound is set, so an
+// audit of a whole table shows its creation and deletion, and an audit of a
+// key range shows only changes of entities in it.
 //
 // Thread safety: a value.
 #pragma once
@@ -43,7 +44,7 @@ struct ReplayFilter {
 };
 
 // "2026-11-30T10:00:00Z" (ISO 8601, see edm.h) or a Unix time with a unit
-// suffix ("1764496800s", "1764496800000ms") to DateTime ticks.
+// suffix ("1796032800s", "1796032800000ms": 2026-11-30T10:00:00Z) to DateTime ticks.
 std::optional<int64_t> ParseTimeArgument(std::string_view text);
 
 }  // namespace sidetable::replay
