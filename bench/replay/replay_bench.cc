@@ -45,7 +45,7 @@ constexpr const char* kTable = "Orders";
 
 struct Config {
   std::string sidetable = SIDETABLE_DEFAULT_BIN;
-  uint64_t egts = 40000;
+  uint64_t egts = 30000;
   int ops_per_egt = 2;
   int partitions = 8;  // Kafka partitions of the topic
   int entity_bytes = 200;

@@ -45,6 +45,7 @@
 #include "sidecar/protocol/json/json_writer.h"
 #include "tests/sidecar/e2e_fixture.h"
 #include "tests/util/child_process.h"
+#include "tests/util/text.h"
 
 namespace sidetable {
 namespace {
@@ -67,25 +68,14 @@ std::string SeedNote(uint64_t seed) {
 
 // ---- files and text ----------------------------------------------------------
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string ReadAll(const std::string& path) { return testing::ReadWholeFile(path); }
 
 void WriteAll(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 bool Exists(const std::string& path) { return std::filesystem::exists(path); }
 
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-bool Contains(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
+using testing::Contains;
+using testing::Lines;
 
 std::string Lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

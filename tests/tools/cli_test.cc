@@ -11,6 +11,8 @@
 #include <thread>
 
 #include "tests/sidecar/e2e_fixture.h"
+#include "tests/util/child_process.h"
+#include "tests/util/text.h"
 #include "sidecar/protocol/json/entity_json.h"
 
 namespace sidetable {
@@ -23,21 +25,10 @@ struct CliResult {
   std::string out, err;
 };
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string ReadAll(const std::string& path) { return testing::ReadWholeFile(path); }
 
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-bool Contains(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
+using testing::Contains;
+using testing::Lines;
 
 // Runs sidetable-cli with `args`, `input` on stdin and extra environment
 // variables; waits at most 20 s.

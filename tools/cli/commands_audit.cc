@@ -83,10 +83,7 @@ int RunStream(Session& s, const ReplayArgs& a, const std::string& command) {
     return replay::SaveCheckpoint(a.checkpoint, c);
   };
   replay::Progress progress(ParseProgressMode(a.progress));
-  replay::RunControl control;
-  control.stop_after = a.stop_after;
-  control.interrupted = InstallStopSignals();
-  control.progress = &progress;
+  replay::RunControl control = MakeRunControl(a, &progress);
   uint64_t events = resume ? resume->events : 0;
   auto end = replay::RunReplay(src, sink, save, control, &events);
   progress.Finish();

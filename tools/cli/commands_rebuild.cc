@@ -135,10 +135,7 @@ int RunRebuild(Session& s, const ReplayArgs& a) {
     return replay::SaveCheckpoint(a.checkpoint, c);
   };
   replay::Progress progress(ParseProgressMode(a.progress));
-  replay::RunControl control;
-  control.stop_after = a.stop_after;
-  control.interrupted = InstallStopSignals();
-  control.progress = &progress;
+  replay::RunControl control = MakeRunControl(a, &progress);
   control.checkpoint_every = std::chrono::seconds(10);  // each save writes the whole state so far
   uint64_t events = resume ? resume->events : 0;
   auto end = replay::RunReplay(source->get(), sink, save, control, &events);

@@ -179,6 +179,14 @@ Result<uint64_t> Output::Sync() {
   return bytes_;
 }
 
+replay::RunControl MakeRunControl(const ReplayArgs& a, replay::Progress* progress) {
+  replay::RunControl control;
+  control.stop_after = a.stop_after;
+  control.interrupted = InstallStopSignals();
+  control.progress = progress;
+  return control;
+}
+
 int ReportStopped(const ReplayArgs& a, uint64_t events) {
   if (a.checkpoint.empty()) {
     std::fprintf(stderr, "sidetable-cli: stopped after %llu events; without --checkpoint a new run starts over\n",

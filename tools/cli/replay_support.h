@@ -12,6 +12,7 @@
 #include "tools/replay/checkpoint.h"
 #include "tools/replay/filter.h"
 #include "tools/replay/progress.h"
+#include "tools/replay/runner.h"
 #include "tools/replay/source.h"
 
 namespace sidetable::cli {
@@ -52,6 +53,10 @@ class Output {
   std::string path_;
   uint64_t bytes_ = 0;
 };
+
+// The run control of the arguments: --stop-after, the stop signals
+// (installed here) and `progress`.
+replay::RunControl MakeRunControl(const ReplayArgs& a, replay::Progress* progress);
 
 // Exit code and message for a run that stopped early.
 int ReportStopped(const ReplayArgs& a, uint64_t events);
