@@ -1060,6 +1060,28 @@ TEST_F(CliReplayTest, ResumeDropsRowsWrittenAfterTheCheckpoint) {
   }
 }
 
+// Outputs that are not regular files are written, not truncated; a path
+// that cannot be written fails before any history is read.
+TEST_F(CliReplayTest, OutputToADeviceOrABadPath) {
+  SCOPED_TRACE(SeedNote(seed_));
+  Workload w(seed_, {{"", client_.get()}});
+  ResumeWorkload(w, client_.get(), 50, 20);
+  for (const std::string cmd : {"audit", "replay"}) {
+    CliRun r = Cli({cmd, "--progress", "never", "--output", "/dev/null"});
+    EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  }
+  CliRun r = Cli({"rebuild", "Employees", "--at-lsn", "3", "--output", "/dev/null"});
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  const std::string bad = dir_.Sub("no/such/dir/out.jsonl");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"audit", "--output", bad}, {"rebuild", "Employees", "--at-lsn", "3", "--output", bad}}) {
+    r = Cli(args);
+    EXPECT_EQ(r.exit_code, 2) << Describe(r);
+    EXPECT_TRUE(Contains(r.err, "cannot open")) << r.err;
+    EXPECT_FALSE(Contains(r.err, "rebuilt")) << "the history was read before the output was checked";
+  }
+}
+
 TEST_F(CliReplayTest, ResumedRunKeepsTheRangeFixedAtFirstOpen) {
   SCOPED_TRACE(SeedNote(seed_));
   Workload w(seed_, {{"", client_.get()}});

@@ -106,6 +106,12 @@ int RunRebuild(Session& s, const ReplayArgs& a) {
     if (probe.status().code() != Code::kTableNotFound) return ReplayFail(s, probe.status());
   }
 
+  // The output file too: a bad path should fail before the long read.
+  Output out;
+  if (!into_table) {
+    if (Status st = out.Open(a.output, std::nullopt); !st.ok()) return ReplayFail(s, st);
+  }
+
   replay::PointInTime pit(a.table, *filter, cut);
   if (resume) {
     if (Status st = pit.Load(resume->rebuild_meta, resume->state); !st.ok()) return ReplayFail(s, st);
@@ -159,8 +165,6 @@ int RunRebuild(Session& s, const ReplayArgs& a) {
     s.out += "rebuilt " + std::to_string((*state)->size()) + " entities of " + a.table + " as at " + at +
              " into " + a.into_table + "\n";
   } else {
-    Output out;
-    if (Status st = out.Open(a.output, std::nullopt); !st.ok()) return ReplayFail(s, st);
     std::string buf;
     for (const auto& [key, e] : **state) {
       buf += json::EntityToJson(e);

@@ -1,6 +1,7 @@
 #include "tools/cli/replay_support.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -150,12 +151,20 @@ Status Output::Open(const std::string& path, std::optional<uint64_t> resume_at) 
   }
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return Status(Code::kInvalidInput, "cannot open " + path + ": " + std::strerror(errno));
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return Status(Code::kInvalidInput, "cannot stat " + path + ": " + std::strerror(errno));
+  }
+  // A regular file starts empty, or where the checkpoint left it; a pipe or
+  // a device (/dev/null) is written as it is.
   const off_t keep = resume_at ? static_cast<off_t>(*resume_at) : 0;
-  if (::ftruncate(fd, keep) != 0 || ::lseek(fd, keep, SEEK_SET) < 0) {
+  if (S_ISREG(st.st_mode) && (::ftruncate(fd, keep) != 0 || ::lseek(fd, keep, SEEK_SET) < 0)) {
     ::close(fd);
     return Status(Code::kInvalidInput, "cannot truncate " + path + ": " + std::strerror(errno));
   }
   f_ = ::fdopen(fd, "w");
+  is_regular_ = S_ISREG(st.st_mode);
   if (!f_) {
     ::close(fd);
     return Status(Code::kInternal, "fdopen " + path);
@@ -175,7 +184,7 @@ Status Output::Write(std::string_view data) {
 
 Result<uint64_t> Output::Sync() {
   if (std::fflush(f_) != 0) return Status(Code::kInternal, "cannot flush " + path_);
-  if (!is_stdout_ && ::fsync(::fileno(f_)) != 0) return Status(Code::kInternal, "cannot fsync " + path_);
+  if (is_regular_ && ::fsync(::fileno(f_)) != 0) return Status(Code::kInternal, "cannot fsync " + path_);
   return bytes_;
 }
 

@@ -50,6 +50,7 @@ class Output {
  private:
   std::FILE* f_ = nullptr;
   bool is_stdout_ = false;
+  bool is_regular_ = false;  // only regular files are truncated and fsynced
   std::string path_;
   uint64_t bytes_ = 0;
 };
