@@ -6,7 +6,6 @@
 // are formatted once per record, the diff works on pointers into the record's
 // images, and the summary is updated once per (record, op kind).
 #include "tools/replay/audit.h"
-#include "tools/replay/audit_text.h"
 
 #include <simdjson.h>
 
@@ -17,12 +16,14 @@
 
 #include "sidecar/protocol/json/entity_json.h"
 #include "sidecar/protocol/json/json_writer.h"
+#include "tools/replay/audit_text.h"
 
 namespace sidetable::replay {
 
 using audit_text::AppendCsvField;
 using audit_text::AppendUInt;
 using audit_text::kCsvEol;
+
 namespace {
 
 // ---- diff ----------------------------------------------------------------

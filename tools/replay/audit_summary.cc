@@ -2,8 +2,8 @@
 #include <simdjson.h>
 
 #include "sidecar/protocol/json/json_writer.h"
-#include "tools/replay/audit.h"
 #include "tools/replay/audit_text.h"
+#include "tools/replay/audit.h"
 
 namespace sidetable::replay {
 
