@@ -1,9 +1,10 @@
 // AuditSummary: counts of audit rows by (table, op, caller); see audit.h.
+#include "tools/replay/audit.h"
+
 #include <simdjson.h>
 
 #include "sidecar/protocol/json/json_writer.h"
 #include "tools/replay/audit_text.h"
-#include "tools/replay/audit.h"
 
 namespace sidetable::replay {
 
