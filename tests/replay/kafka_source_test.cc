@@ -4,6 +4,7 @@
 // source must reproduce record for record. Topics with resends, bad
 // messages, or nothing in them are produced by the test itself.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <librdkafka/rdkafka.h>
 
 #include <chrono>
@@ -16,6 +17,7 @@
 #include "client/entity_builder.h"
 #include "sidecar/changestream/embedded_kafka.h"
 #include "sidecar/changestream/event.h"
+#include "tests/util/child_process.h"
 #include "tests/util/kafka_reader.h"
 #include "tests/util/sidecar_process.h"
 #include "tests/util/temp_dir.h"
@@ -417,6 +419,38 @@ TEST_F(KafkaSourceTest, ResumedRunKeepsTheFirstRunsRange) {
   // Without the fixed end a fresh run sees the new events: the check above
   // is not vacuous.
   EXPECT_EQ(ReadKafka(Options()).size(), now_last);
+}
+
+// The command line's --kafka wiring (the topic named after the sidecar's id,
+// asked of the sidecar): the audit, the replay and a rebuild read from Kafka
+// are byte for byte what they are from the change log.
+TEST_F(KafkaSourceTest, CliReadsKafkaAsItReadsTheChangeLog) {
+  ASSERT_NO_FATAL_FAILURE(Publish());
+  auto run = [&](const std::string& args, int* rc) {
+    const std::string cmd = std::string(SIDETABLE_CLI) + " --endpoint " + server_->endpoint() + " " + args +
+                            " --progress never 2>" + dir_.Sub("cli.err");
+    std::string out;
+    FILE* p = popen(cmd.c_str(), "r");
+    if (p == nullptr) return out;
+    char buf[65536];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    const int status = pclose(p);
+    *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return out;
+  };
+  const std::string kafka = " --kafka " + kafka_->bootstraps();
+  const std::string at = std::to_string(last_lsn_ * 2 / 3);
+  for (const std::string& args : {std::string("audit"), std::string("audit --format csv --table Orders"),
+                                 std::string("replay --by writer-1"), "rebuild Audit --at-lsn " + at}) {
+    SCOPED_TRACE(args);
+    int rc_log = -1, rc_kafka = -1;
+    const std::string from_log = run(args, &rc_log);
+    const std::string from_kafka = run(args + kafka, &rc_kafka);
+    EXPECT_EQ(rc_log, 0) << testing::ReadWholeFile(dir_.Sub("cli.err"));
+    EXPECT_EQ(rc_kafka, 0) << testing::ReadWholeFile(dir_.Sub("cli.err"));
+    EXPECT_GT(from_log.size(), 100u);
+    EXPECT_TRUE(from_kafka == from_log) << from_kafka.size() << " vs " << from_log.size();
+  }
 }
 
 TEST_F(KafkaSourceTest, ResentMessagesArePassedOnOnce) {
