@@ -192,12 +192,27 @@ std::string FormatDateTime(int64_t ticks) {
   CivilFromDays(days, &y, &m, &d);
   int64_t secs = rem / kTicksPerSecond;
   int64_t frac = rem % kTicksPerSecond;
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%04lld-%02u-%02uT%02lld:%02lld:%02lld.%07lldZ",
-                static_cast<long long>(y), m, d, static_cast<long long>(secs / 3600),
-                static_cast<long long>(secs / 60 % 60), static_cast<long long>(secs % 60),
-                static_cast<long long>(frac));
-  return buf;
+  if (y > 9999) {  // beyond Azure's range: no fixed width
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%lld-%02u-%02uT%02lld:%02lld:%02lld.%07lldZ", static_cast<long long>(y), m, d,
+                  static_cast<long long>(secs / 3600), static_cast<long long>(secs / 60 % 60),
+                  static_cast<long long>(secs % 60), static_cast<long long>(frac));
+    return buf;
+  }
+  // Digits by hand: this runs for every change record an audit or replay
+  // writes, and snprintf was a visible share of that.
+  std::string out = "0000-00-00T00:00:00.0000000Z";
+  auto put = [&](size_t end, int64_t v, int width) {
+    for (int i = 0; i < width; i++, v /= 10) out[end - i] = static_cast<char>('0' + v % 10);
+  };
+  put(3, y, 4);
+  put(6, m, 2);
+  put(9, d, 2);
+  put(12, secs / 3600, 2);
+  put(15, secs / 60 % 60, 2);
+  put(18, secs % 60, 2);
+  put(26, frac, 7);
+  return out;
 }
 
 int64_t NowTicks() {

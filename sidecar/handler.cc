@@ -113,9 +113,12 @@ Status Handler::Run(const wire::Request& r, std::string* body, uint16_t* http) c
 }
 
 Code Handler::Handle(const wire::Request& r, std::string* out) const {
-  std::string body;
+  // The body is encoded straight after a header written last, so a large
+  // reply (a query page, a page of the change log) is not copied once more.
+  const size_t start = out->size();
+  out->append(wire::kHeaderBytes, '\0');
   uint16_t http = 200;
-  Status s = Run(r, &body, &http);
+  Status s = Run(r, out, &http);
   if (s.ok() && publisher_ != nullptr &&
       (r.op == wire::Op::kWrite || r.op == wire::Op::kCreateTable ||
        r.op == wire::Op::kDeleteTable || r.op == wire::Op::kRequestArchive)) {
@@ -123,12 +126,13 @@ Code Handler::Handle(const wire::Request& r, std::string* out) const {
   }
   wire::Header h{wire::kVersion, static_cast<uint8_t>(r.op), http, r.id};
   if (!s.ok()) {
+    out->resize(start);
     wire::EncodeError(h, s, out);
     return s.code();
   }
-  out->reserve(wire::kHeaderBytes + body.size());
-  wire::AppendHeader(out, h);
-  out->append(body);
+  std::string header;
+  wire::AppendHeader(&header, h);
+  out->replace(start, wire::kHeaderBytes, header);
   return Code::kOk;
 }
 

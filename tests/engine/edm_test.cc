@@ -26,6 +26,16 @@ TEST(DateTime, KnownEpochs) {
   EXPECT_EQ(ParseDateTime("2000-02-29T00:00:00+00:00"), ParseDateTime("2000-02-29T00:00:00Z"));
 }
 
+TEST(DateTime, FormatsFixedWidthAtTheEdges) {
+  EXPECT_EQ(FormatDateTime(0), "0001-01-01T00:00:00.0000000Z");
+  EXPECT_EQ(FormatDateTime(kMinDateTimeTicks), "1601-01-01T00:00:00.0000000Z");
+  EXPECT_EQ(FormatDateTime(kMaxDateTimeTicks), "9999-12-31T23:59:59.9999999Z");
+  EXPECT_EQ(FormatDateTime(kUnixEpochTicks + 1), "1970-01-01T00:00:00.0000001Z");
+  EXPECT_EQ(FormatDateTime(-5), "0001-01-01T00:00:00.0000000Z");  // clamped
+  // Past Azure's range the year has five digits (no fixed width).
+  EXPECT_EQ(FormatDateTime(kMaxDateTimeTicks + 1), "10000-01-01T00:00:00.0000000Z");
+}
+
 TEST(DateTime, RejectsMalformed) {
   for (const char* bad : {"", "2014-08-22", "2014-08-22T00:50:32", "2014-13-01T00:00:00Z",
                           "2014-02-30T00:00:00Z", "2013-02-29T00:00:00Z", "2014-08-22T24:00:00Z",
