@@ -4,19 +4,10 @@
 #include <charconv>
 
 #include "engine/utf8.h"
+#include "patterns/common.h"
 
 namespace sidetable::replay {
 namespace {
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); i++) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
 
 void AddField(std::string* out, const char* name, const std::optional<std::string>& v) {
   if (!v) return;
@@ -31,7 +22,7 @@ void AddField(std::string* out, const char* name, const std::optional<std::strin
 }  // namespace
 
 bool ReplayFilter::MatchesRecord(const ChangeRecord& r) const {
-  if (!table.empty() && !EqualsIgnoreCase(table, r.table)) return false;
+  if (!table.empty() && !patterns::TableNameEquals(table, r.table)) return false;
   if (from_lsn != 0 && r.lsn < from_lsn) return false;
   if (to_lsn != 0 && r.lsn > to_lsn) return false;
   if (since && r.commit_time < *since) return false;

@@ -2,34 +2,15 @@
 
 #include <simdjson.h>
 
-#include <cctype>
-
+#include "patterns/common.h"
 #include "sidecar/protocol/json/entity_json.h"
 #include "sidecar/protocol/json/entity_json_dom.h"
 #include "sidecar/protocol/json/json_writer.h"
 
 namespace sidetable::replay {
-namespace {
-
-// `lower` is already lower-case (ASCII: table names are alphanumeric).
-bool EqualsLower(std::string_view name, std::string_view lower) {
-  if (name.size() != lower.size()) return false;
-  for (size_t i = 0; i < name.size(); i++) {
-    if (std::tolower(static_cast<unsigned char>(name[i])) != lower[i]) return false;
-  }
-  return true;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-}  // namespace
 
 PointInTime::PointInTime(std::string table, const ReplayFilter& range, Cut cut)
-    : table_lower_(Lower(table)), cut_(cut) {
+    : table_(std::move(table)), cut_(cut) {
   range_.pk = range.pk;
   range_.rk_from = range.rk_from;
   range_.rk_to = range.rk_to;
@@ -48,7 +29,7 @@ bool PointInTime::Accept(const ChangeRecord& r) {
   }
   if (first_seen_ == 0) first_seen_ = r.lsn;
   last_applied_ = r.lsn;
-  if (!EqualsLower(r.table, table_lower_)) return false;
+  if (!patterns::TableNameEquals(r.table, table_)) return false;
   switch (r.kind) {
     case ChangeKind::kTableCreated:
     case ChangeKind::kTableDeleted:
@@ -97,17 +78,17 @@ Result<const EntityMap*> PointInTime::State() const {
   if (!known_) {
     if (orphan_lsn_ != 0) {
       return Status(Code::kResourceNotFound,
-                    "the history is incomplete: table '" + table_lower_ + "' has changes from LSN " +
+                    "the history is incomplete: table '" + table_ + "' has changes from LSN " +
                         std::to_string(orphan_lsn_) + " but its creation is not in the history read" + from +
                         "; replay from an older start (Kafka with longer retention, or a change log that "
                         "keeps more)");
     }
-    return Status(Code::kTableNotFound, "no record of table '" + table_lower_ +
+    return Status(Code::kTableNotFound, "no record of table '" + table_ +
                                             "' at or before the cut in the history read" + from +
                                             ": it did not exist then, or its history is gone");
   }
   if (!exists_) {
-    return Status(Code::kTableNotFound, "table '" + table_lower_ + "' did not exist at the cut (deleted at LSN " +
+    return Status(Code::kTableNotFound, "table '" + table_ + "' did not exist at the cut (deleted at LSN " +
                                             std::to_string(event_lsn_) + ")");
   }
   return &state_;

@@ -80,7 +80,7 @@ class PointInTime {
   // operations are to be applied.
   bool Accept(const ChangeRecord& r);
 
-  std::string table_lower_;
+  std::string table_;  // as the caller named it (names compare case-insensitively)
   ReplayFilter range_;
   Cut cut_;
   bool past_cut_ = false;
