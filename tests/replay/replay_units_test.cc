@@ -69,6 +69,14 @@ void ExpectSame(const Checkpoint& got, const Checkpoint& want) {
   EXPECT_EQ(got.state, want.state);
 }
 
+// The file at `path` loads as exactly `want`.
+void ExpectLoadsAs(const std::string& path, const Checkpoint& want) {
+  auto loaded = LoadCheckpoint(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_TRUE(loaded->has_value());
+  ExpectSame(**loaded, want);
+}
+
 TEST(CheckpointTest, RoundTripsEveryField) {
   TempDir dir;
   const std::string path = dir.Sub("run.ckpt");
@@ -80,10 +88,7 @@ TEST(CheckpointTest, RoundTripsEveryField) {
   const size_t nl = raw.find('\n');
   ASSERT_NE(nl, std::string::npos);
   EXPECT_EQ(raw.substr(nl + 1), c.state);
-  auto loaded = LoadCheckpoint(path);
-  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-  ASSERT_TRUE(loaded->has_value());
-  ExpectSame(**loaded, c);
+  ExpectLoadsAs(path, c);
 }
 
 TEST(CheckpointTest, EmptyFieldsAndStateWithoutFinalNewlineRoundTrip) {
@@ -93,10 +98,7 @@ TEST(CheckpointTest, EmptyFieldsAndStateWithoutFinalNewlineRoundTrip) {
     Checkpoint c;
     c.state = state;
     ASSERT_TRUE(SaveCheckpoint(path, c).ok());
-    auto loaded = LoadCheckpoint(path);
-    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-    ASSERT_TRUE(loaded->has_value());
-    ExpectSame(**loaded, c);
+    ExpectLoadsAs(path, c);
   }
 }
 
@@ -112,10 +114,7 @@ TEST(CheckpointTest, SaveReplacesTheWholeFileAndIgnoresAStaleTemporary) {
   small.state = "x\n";
   ASSERT_TRUE(SaveCheckpoint(path, small).ok());
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
-  auto loaded = LoadCheckpoint(path);
-  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-  ASSERT_TRUE(loaded->has_value());
-  ExpectSame(**loaded, small);
+  ExpectLoadsAs(path, small);
 }
 
 TEST(CheckpointTest, MissingFileIsNoCheckpoint) {
