@@ -5,7 +5,7 @@
 #include <random>
 
 #include "bench/harness.h"
-#include "engine/codec.h"
+#include "engine/internal/codec.h"
 
 namespace sidetable::bench {
 

@@ -42,8 +42,8 @@
 #include "bench/entity_factory.h"
 #include "bench/harness.h"
 #include "bench/stores.h"
-#include "engine/codec.h"
 #include "engine/engine.h"
+#include "engine/internal/codec.h"
 #include "engine/query/query.h"
 
 namespace sidetable::bench {

@@ -10,8 +10,9 @@
 
 #include "bench/harness.h"
 #include "engine/change_record.h"
-#include "engine/codec.h"
 #include "engine/engine.h"
+#include "engine/internal/codec.h"
+#include "engine/internal/rocksdb_options.h"
 
 namespace sidetable::bench {
 namespace {
@@ -223,37 +224,26 @@ class RawOutboxStore : public Store {
 
 }  // namespace
 
-// Keep in step with engine/engine_open.cc: the comparison is only fair while
-// both sides are configured alike.
+EngineOptions EngineOptionsOf(const StoreOptions& o) {
+  EngineOptions eo;
+  eo.durability = o.sync ? Durability::kFsync : Durability::kOs;
+  eo.block_cache_bytes = o.block_cache_bytes;
+  eo.write_buffer_bytes = o.write_buffer_bytes;
+  return eo;
+}
+
+// The engine's own RocksDB options (engine/internal/rocksdb_options.h), so the
+// comparison stays fair when the engine's tuning changes.
 rocksdb::Options RawDbOptions(const StoreOptions& o) {
-  rocksdb::Options opts;
+  internal::RocksDbOptionSet set = internal::MakeRocksDbOptions(EngineOptionsOf(o));
+  rocksdb::Options opts(set.db, set.entities);
   opts.create_if_missing = true;
-  opts.max_background_jobs = 2;
-  opts.bytes_per_sync = 1 << 20;
-  opts.max_total_wal_size = 4 * o.write_buffer_bytes;
-  opts.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
-  opts.write_buffer_size = o.write_buffer_bytes;
-  rocksdb::BlockBasedTableOptions t;
-  t.block_cache = rocksdb::NewLRUCache(o.block_cache_bytes);
-  t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
-  t.whole_key_filtering = true;
-  t.cache_index_and_filter_blocks = true;
-  t.pin_l0_filter_and_index_blocks_in_cache = true;
-  t.format_version = 5;
-  opts.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
-  opts.memtable_whole_key_filtering = true;
-  opts.memtable_prefix_bloom_size_ratio = 0.05;
-  opts.level_compaction_dynamic_level_bytes = true;
   return opts;
 }
 
 std::unique_ptr<Store> OpenEngineStore(const std::string& path, const StoreOptions& options,
                                        const EntityFactory& factory) {
-  EngineOptions eo;
-  eo.durability = options.sync ? Durability::kFsync : Durability::kOs;
-  eo.block_cache_bytes = options.block_cache_bytes;
-  eo.write_buffer_bytes = options.write_buffer_bytes;
-  auto engine = Engine::Open(eo, path);
+  auto engine = Engine::Open(EngineOptionsOf(options), path);
   if (!engine.ok()) Die("engine open: " + engine.status().ToString());
   return std::make_unique<EngineStore>(std::move(engine).value(), factory);
 }
@@ -269,25 +259,16 @@ std::unique_ptr<Store> OpenRawStore(const std::string& path, const StoreOptions&
 
 std::unique_ptr<Store> OpenRawOutboxStore(const std::string& path, const StoreOptions& options,
                                           const EntityFactory& factory) {
-  rocksdb::Options opts = RawDbOptions(options);
-  opts.create_missing_column_families = true;
-  // engine/engine_open.cc's LogCfOptions: the shared block cache, no filter.
-  rocksdb::ColumnFamilyOptions log_cf;
-  log_cf.write_buffer_size = options.write_buffer_bytes;
-  rocksdb::BlockBasedTableOptions t;
-  t.block_cache =
-      opts.table_factory->GetOptions<rocksdb::BlockBasedTableOptions>()->block_cache;
-  t.format_version = 5;
-  log_cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
-  log_cf.level_compaction_dynamic_level_bytes = true;
+  internal::RocksDbOptionSet set = internal::MakeRocksDbOptions(EngineOptionsOf(options));
+  set.db.create_if_missing = true;
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
       {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
-      {"entities", rocksdb::ColumnFamilyOptions(opts)},
-      {"changelog", log_cf},
+      {"entities", set.entities},
+      {"changelog", set.changelog},
   };
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  rocksdb::Status s = rocksdb::DB::Open(rocksdb::DBOptions(opts), path, cfs, &handles, &raw);
+  rocksdb::Status s = rocksdb::DB::Open(set.db, path, cfs, &handles, &raw);
   if (!s.ok()) Die("rocksdb open: " + s.ToString());
   return std::make_unique<RawOutboxStore>(std::unique_ptr<rocksdb::DB>(raw), std::move(handles),
                                           options.sync, factory);

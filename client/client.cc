@@ -1,5 +1,9 @@
-// The synchronous calls and the query iterator, on top of the pipeline.
+// The calls, synchronous and pipelined, and the query iterator, on top of
+// the pipeline: each encodes its wire request and decodes its reply into the
+// client's own types.
 #include "client/client.h"
+
+#include "protocol/wire.h"
 
 namespace sidetable::client {
 namespace {
@@ -11,24 +15,90 @@ wire::Request Make(wire::Op op, const std::string& table = "") {
   return r;
 }
 
+// The id is set when the frame is sent. Every request carries the caller
+// (the change log records it for writes and table operations).
+std::string Encode(wire::Request r, const std::string& default_caller) {
+  if (r.caller.empty()) r.caller = default_caller;
+  std::string frame;
+  wire::EncodeRequest(r, &frame);
+  return frame;
+}
+
+wire::Request WriteRequest(const Batch& batch) {
+  wire::Request r = Make(wire::Op::kWrite, batch.table());
+  r.caller = batch.caller();
+  r.ops = batch.operations();
+  return r;
+}
+
+wire::Request GetRequest(const std::string& table, const std::string& pk, const std::string& rk,
+                         const std::vector<std::string>& select) {
+  wire::Request r = Make(wire::Op::kGet, table);
+  r.pk = pk;
+  r.rk = rk;
+  r.select = select;
+  return r;
+}
+
+wire::Request QueryRequest(const QueryOptions& q, const std::optional<Continuation>& next) {
+  wire::Request r = Make(wire::Op::kQuery, q.table);
+  r.filter = q.filter;
+  r.select = q.select;
+  if (q.top) r.top = *q.top;
+  if (next) {
+    r.next_pk = next->first;
+    r.next_rk = next->second;
+  }
+  return r;
+}
+
+wire::Request ChangesRequest(uint64_t from_lsn, uint32_t max_records, uint64_t max_bytes) {
+  wire::Request r = Make(wire::Op::kReadChanges);
+  r.from_lsn = from_lsn;
+  r.max_records = max_records;
+  r.max_bytes = max_bytes;
+  return r;
+}
+
+Status DecodePage(std::string_view body, Page* page) {
+  wire::QueryReply reply;
+  ST_RETURN_IF_ERROR(wire::DecodeQuery(body, &reply));
+  page->entities = std::move(reply.entities);
+  if (reply.next_pk) page->next = Continuation(*reply.next_pk, reply.next_rk.value_or(""));
+  page->plan = std::move(reply.plan);
+  page->examined = reply.examined;
+  return Status::OK();
+}
+
+// A pipelined reply decoded by `decode` into a T for `done`.
+template <typename T, typename Decode>
+auto Decoded(Done<T> done, Decode decode) {
+  return [done = std::move(done), decode](const Status& s, std::string_view body) {
+    if (!s.ok()) return done(s);
+    T value{};
+    if (Status d = decode(body, &value); !d.ok()) return done(d);
+    done(std::move(value));
+  };
+}
+
 }  // namespace
 
-Result<wire::PingReply> Client::Ping() {
+Result<ServerInfo> Client::Ping() {
   std::string body;
-  ST_RETURN_IF_ERROR(Call(Make(wire::Op::kPing), &body));
+  ST_RETURN_IF_ERROR(Call(Encode(Make(wire::Op::kPing), options_.caller), &body));
   wire::PingReply p;
   ST_RETURN_IF_ERROR(wire::DecodePing(body, &p));
-  return p;
+  return ServerInfo{p.version, std::move(p.sidecar_id), p.last_lsn};
 }
 
 Status Client::CreateTable(const std::string& table) {
   std::string body;
-  return Call(Make(wire::Op::kCreateTable, table), &body);
+  return Call(Encode(Make(wire::Op::kCreateTable, table), options_.caller), &body);
 }
 
 Status Client::DeleteTable(const std::string& table) {
   std::string body;
-  return Call(Make(wire::Op::kDeleteTable, table), &body);
+  return Call(Encode(Make(wire::Op::kDeleteTable, table), options_.caller), &body);
 }
 
 Result<std::vector<std::string>> Client::ListTables(const std::string& filter) {
@@ -39,7 +109,7 @@ Result<std::vector<std::string>> Client::ListTables(const std::string& filter) {
     r.filter = filter;
     r.next_table = next;
     std::string body;
-    ST_RETURN_IF_ERROR(Call(std::move(r), &body));
+    ST_RETURN_IF_ERROR(Call(Encode(r, options_.caller), &body));
     wire::TablesReply t;
     ST_RETURN_IF_ERROR(wire::DecodeTables(body, &t));
     all.insert(all.end(), t.tables.begin(), t.tables.end());
@@ -49,11 +119,8 @@ Result<std::vector<std::string>> Client::ListTables(const std::string& filter) {
 }
 
 Result<WriteResult> Client::Execute(const Batch& batch) {
-  wire::Request r = Make(wire::Op::kWrite, batch.table());
-  r.caller = batch.caller();
-  r.ops = batch.operations();
   std::string body;
-  ST_RETURN_IF_ERROR(Call(std::move(r), &body));
+  ST_RETURN_IF_ERROR(Call(Encode(WriteRequest(batch), options_.caller), &body));
   WriteResult w;
   ST_RETURN_IF_ERROR(wire::DecodeWrite(body, &w));
   return w;
@@ -91,43 +158,26 @@ Result<WriteResult> Client::InsertOrMerge(const std::string& table, Entity e) {
 
 Result<Entity> Client::Get(const std::string& table, const std::string& pk, const std::string& rk,
                            const std::vector<std::string>& select) {
-  wire::Request r = Make(wire::Op::kGet, table);
-  r.pk = pk;
-  r.rk = rk;
-  r.select = select;
   std::string body;
-  ST_RETURN_IF_ERROR(Call(std::move(r), &body));
+  ST_RETURN_IF_ERROR(Call(Encode(GetRequest(table, pk, rk, select), options_.caller), &body));
   Entity e;
   ST_RETURN_IF_ERROR(wire::DecodeEntityReply(body, &e));
   return e;
 }
 
-Result<wire::QueryReply> Client::QueryPage(
-    const QueryOptions& q, const std::optional<std::pair<std::string, std::string>>& next) {
-  wire::Request r = Make(wire::Op::kQuery, q.table);
-  r.filter = q.filter;
-  r.select = q.select;
-  if (q.top) r.top = *q.top;
-  if (next) {
-    r.next_pk = next->first;
-    r.next_rk = next->second;
-  }
+Result<Page> Client::QueryPage(const QueryOptions& q, const std::optional<Continuation>& next) {
   std::string body;
-  ST_RETURN_IF_ERROR(Call(std::move(r), &body));
-  wire::QueryReply reply;
-  ST_RETURN_IF_ERROR(wire::DecodeQuery(body, &reply));
-  return reply;
+  ST_RETURN_IF_ERROR(Call(Encode(QueryRequest(q, next), options_.caller), &body));
+  Page page;
+  ST_RETURN_IF_ERROR(DecodePage(body, &page));
+  return page;
 }
 
 QueryIterator Client::Query(const QueryOptions& q) { return QueryIterator(this, q); }
 
 Result<ChangeBatch> Client::ReadChanges(uint64_t from_lsn, uint32_t max_records, uint64_t max_bytes) {
-  wire::Request r = Make(wire::Op::kReadChanges);
-  r.from_lsn = from_lsn;
-  r.max_records = max_records;
-  r.max_bytes = max_bytes;
   std::string body;
-  ST_RETURN_IF_ERROR(Call(std::move(r), &body));
+  ST_RETURN_IF_ERROR(Call(Encode(ChangesRequest(from_lsn, max_records, max_bytes), options_.caller), &body));
   ChangeBatch b;
   ST_RETURN_IF_ERROR(wire::DecodeChanges(body, &b));
   return b;
@@ -141,10 +191,28 @@ Result<uint64_t> Client::RequestArchive(const std::string& table, const std::str
   r.rks = row_keys;
   r.target = archive_table;
   std::string body;
-  ST_RETURN_IF_ERROR(Call(std::move(r), &body));
+  ST_RETURN_IF_ERROR(Call(Encode(r, options_.caller), &body));
   uint64_t lsn = 0;
   ST_RETURN_IF_ERROR(wire::DecodeLsn(body, &lsn));
   return lsn;
+}
+
+void Client::SendWrite(const Batch& batch, Done<WriteResult> done) {
+  SendFrame(Encode(WriteRequest(batch), options_.caller), Decoded<WriteResult>(std::move(done), wire::DecodeWrite));
+}
+
+void Client::SendGet(const std::string& table, const std::string& pk, const std::string& rk, Done<Entity> done,
+                     const std::vector<std::string>& select) {
+  SendFrame(Encode(GetRequest(table, pk, rk, select), options_.caller), Decoded<Entity>(std::move(done), wire::DecodeEntityReply));
+}
+
+void Client::SendQuery(const QueryOptions& q, const std::optional<Continuation>& next, Done<Page> done) {
+  SendFrame(Encode(QueryRequest(q, next), options_.caller), Decoded<Page>(std::move(done), DecodePage));
+}
+
+void Client::SendReadChanges(uint64_t from_lsn, uint32_t max_records, uint64_t max_bytes, Done<ChangeBatch> done) {
+  SendFrame(Encode(ChangesRequest(from_lsn, max_records, max_bytes), options_.caller),
+            Decoded<ChangeBatch>(std::move(done), wire::DecodeChanges));
 }
 
 bool QueryIterator::Next(Entity* out) {
@@ -160,8 +228,7 @@ bool QueryIterator::Next(Entity* out) {
     }
     page_ = std::move(page->entities);
     pos_ = 0;
-    if (page->next_pk) next_ = std::make_pair(*page->next_pk, page->next_rk.value_or(""));
-    else next_.reset();
+    next_ = std::move(page->next);
   }
   *out = std::move(page_[pos_++]);
   return true;

@@ -2,9 +2,14 @@
 // to a sidetable sidecar over ZeroMQ (docs/protocol.md).
 //
 // Thread safety: a Client is NOT thread-safe, like the ZeroMQ socket it owns:
-// use one per thread. Within a thread it pipelines: Send() any number of
-// requests, then Poll()/Drain() runs each callback as its reply arrives, in
-// whatever order the server answers.
+// use one per thread. Within a thread it pipelines: SendWrite(), SendGet(),
+// SendQuery(), SendReadChanges() any number of requests, then Poll()/Drain()
+// runs each callback as its reply arrives, in whatever order the server
+// answers.
+//
+// Its public types are its own (ServerInfo, Page, Continuation) and the
+// entity model's (Entity, Batch, WriteResult, ChangeBatch, Status): the wire
+// format (protocol/) stays inside the library.
 //
 // Retries: a request answered ServerBusy (never executed) or not answered
 // within `timeout` is sent again after an exponential back-off with jitter,
@@ -24,9 +29,9 @@
 #include <vector>
 
 #include "engine/batch.h"
+#include "engine/change_record.h"
 #include "engine/edm.h"
 #include "engine/status.h"
-#include "sidecar/protocol/wire.h"
 
 namespace zmq {
 class context_t;
@@ -51,9 +56,29 @@ struct QueryOptions {
   std::optional<int> top;  // page size (1..1000)
 };
 
-// Called once per request with its final outcome and reply body (valid
-// only during the call).
-using ReplyCallback = std::function<void(const Status& status, std::string_view body)>;
+// What Ping() learns about the sidecar.
+struct ServerInfo {
+  int64_t protocol_version = 0;
+  std::string sidecar_id;
+  uint64_t last_lsn = 0;  // the newest committed change
+};
+
+// Where the next page of a query starts: (NextPartitionKey, NextRowKey), as
+// Azure's continuation headers carry them.
+using Continuation = std::pair<std::string, std::string>;
+
+// One page of a query.
+struct Page {
+  std::vector<Entity> entities;
+  std::optional<Continuation> next;  // nullopt: this was the last page
+  std::string plan;                  // how the sidecar ran it ("partition-scan", ...)
+  uint64_t examined = 0;             // entities read to fill the page
+};
+
+// Pipelined calls report their final outcome (after retries) through one of
+// these; a reply that cannot be decoded arrives as an InvalidInput status.
+template <typename T>
+using Done = std::function<void(Result<T> result)>;
 
 class QueryIterator;
 
@@ -65,7 +90,7 @@ class Client {
   Client& operator=(const Client&) = delete;
 
   // ---- synchronous calls -------------------------------------------------
-  Result<wire::PingReply> Ping();
+  Result<ServerInfo> Ping();
   Status CreateTable(const std::string& table);
   Status DeleteTable(const std::string& table);
   // All tables (follows continuations), optionally filtered on TableName.
@@ -81,8 +106,7 @@ class Client {
   Result<Entity> Get(const std::string& table, const std::string& pk, const std::string& rk,
                      const std::vector<std::string>& select = {});
   // One page; pass the previous reply's continuation to get the next.
-  Result<wire::QueryReply> QueryPage(const QueryOptions& q,
-                                     const std::optional<std::pair<std::string, std::string>>& next = {});
+  Result<Page> QueryPage(const QueryOptions& q, const std::optional<Continuation>& next = {});
   // Every matching entity, following continuations page by page.
   QueryIterator Query(const QueryOptions& q);
   Result<ChangeBatch> ReadChanges(uint64_t from_lsn, uint32_t max_records = 1000,
@@ -94,9 +118,13 @@ class Client {
                                   const std::string& archive_table);
 
   // ---- pipelined calls ---------------------------------------------------
-  // Sends now; `done` runs from Poll()/Drain() when the final reply arrives
-  // (after retries) or the request fails. The request's id is assigned here.
-  void Send(wire::Request request, ReplyCallback done);
+  // Each sends now; `done` runs from Poll()/Drain() when the final reply
+  // arrives (after retries) or the request fails.
+  void SendWrite(const Batch& batch, Done<WriteResult> done);
+  void SendGet(const std::string& table, const std::string& pk, const std::string& rk, Done<Entity> done,
+               const std::vector<std::string>& select = {});
+  void SendQuery(const QueryOptions& q, const std::optional<Continuation>& next, Done<Page> done);
+  void SendReadChanges(uint64_t from_lsn, uint32_t max_records, uint64_t max_bytes, Done<ChangeBatch> done);
   // Receives and dispatches replies for up to `wait` (returns early once at
   // least one request completed). Handles back-off timers and time-outs.
   void Poll(std::chrono::milliseconds wait);
@@ -111,9 +139,11 @@ class Client {
   const ClientOptions& options() const { return options_; }
 
  private:
+  // The final status and the reply body (valid only during the call).
+  using ReplyCallback = std::function<void(const Status& status, std::string_view body)>;
+
   struct Pending {
-    wire::Request request;
-    std::string frame;
+    std::string frame;  // header and body; a retry rewrites the id in the header
     ReplyCallback done;
     int attempts = 0;
     std::chrono::steady_clock::time_point deadline;   // of the current attempt
@@ -122,7 +152,9 @@ class Client {
   };
 
   explicit Client(const ClientOptions& options);
-  Status Call(wire::Request request, std::string* body);
+  // Sends an encoded request (its id is assigned here, in the header).
+  void SendFrame(std::string frame, ReplyCallback done);
+  Status Call(std::string frame, std::string* body);
   void Transmit(Pending& p);
   void Finish(uint64_t id, const Status& s, std::string_view body);
   void ScheduleRetry(uint64_t id, Pending& p);
@@ -154,7 +186,7 @@ class QueryIterator {
   QueryOptions q_;
   std::vector<Entity> page_;
   size_t pos_ = 0;
-  std::optional<std::pair<std::string, std::string>> next_;
+  std::optional<Continuation> next_;
   bool started_ = false, done_ = false;
   size_t pages_ = 0;
   Status status_;

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "client/client.h"
+#include "protocol/wire.h"
 
 namespace sidetable::client {
 
@@ -39,13 +40,11 @@ void Client::Transmit(Pending& p) {
   socket_->send(zmq::buffer(p.frame), zmq::send_flags::none);
 }
 
-void Client::Send(wire::Request request, ReplyCallback done) {
-  if (request.caller.empty()) request.caller = options_.caller;
+void Client::SendFrame(std::string frame, ReplyCallback done) {
   const uint64_t id = next_id_++;
-  request.id = id;
+  wire::SetRequestId(&frame, id);
   Pending& p = pending_[id];
-  p.request = std::move(request);
-  wire::EncodeRequest(p.request, &p.frame);
+  p.frame = std::move(frame);
   p.done = std::move(done);
   Transmit(p);
 }
@@ -70,9 +69,7 @@ void Client::ScheduleRetry(uint64_t id, Pending& p) {
   Pending moved = std::move(p);
   pending_.erase(id);
   const uint64_t new_id = next_id_++;
-  moved.request.id = new_id;
-  moved.frame.clear();
-  wire::EncodeRequest(moved.request, &moved.frame);
+  wire::SetRequestId(&moved.frame, new_id);
   pending_.emplace(new_id, std::move(moved));
 }
 
@@ -139,10 +136,10 @@ void Client::Drain() {
   while (!pending_.empty()) Poll(std::chrono::milliseconds(100));
 }
 
-Status Client::Call(wire::Request request, std::string* body) {
+Status Client::Call(std::string frame, std::string* body) {
   Status result(Code::kInternal, "no reply");
   bool done = false;
-  Send(std::move(request), [&](const Status& s, std::string_view b) {
+  SendFrame(std::move(frame), [&](const Status& s, std::string_view b) {
     result = s;
     body->assign(b);
     done = true;

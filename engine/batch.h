@@ -53,6 +53,11 @@ class Batch {
   Batch& InsertOrReplace(Entity e) { return Add(OpKind::kInsertOrReplace, std::move(e), ""); }
   Batch& InsertOrMerge(Entity e) { return Add(OpKind::kInsertOrMerge, std::move(e), ""); }
   Batch& Add(OpKind kind, Entity e, std::string if_match);
+  Batch& Add(Operation op) {
+    ops_.push_back(std::move(op));
+    return *this;
+  }
+  void Reserve(size_t operations) { ops_.reserve(operations); }
 
   // Who asked for the change; recorded in the change log ("" = anonymous).
   Batch& SetCaller(std::string caller) {
@@ -63,7 +68,6 @@ class Batch {
   const std::string& table() const { return table_; }
   const std::string& caller() const { return caller_; }
   const std::vector<Operation>& operations() const { return ops_; }
-  std::vector<Operation>& mutable_operations() { return ops_; }
   size_t size() const { return ops_.size(); }
 
   // Payload size as the 4 MiB EGT limit counts it (keys, names and values).

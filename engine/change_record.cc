@@ -1,6 +1,6 @@
 #include "engine/change_record.h"
 
-#include "engine/codec.h"
+#include "engine/internal/codec.h"
 
 namespace sidetable {
 

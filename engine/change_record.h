@@ -59,27 +59,14 @@ struct ChangeRecord {
   std::vector<ChangeOp> ops;
 };
 
-// Encoding of the change log value (format byte first). Exposed for tests and
-// tools that read raw RocksDB files; everyone else uses Engine::ReadChanges.
-namespace codec {
-inline constexpr uint8_t kChangeFormat = 1;
-// Row images are passed pre-encoded (codec::EncodeRow) so the after image is
-// encoded once for both the row and the log.
-struct ChangeOpImages {
-  std::string_view row_key;
-  OpKind kind;
-  std::string_view before_row;  // empty = none
-  std::string_view after_row;   // empty = none
+// A page of the change log as Engine::ReadChanges returns it (and the wire's
+// ReadChanges reply carries it).
+struct ChangeBatch {
+  std::vector<ChangeRecord> records;
+  // Records below this LSN have been trimmed and cannot be read any more.
+  uint64_t first_available_lsn = 1;
+  // The LSN of the newest committed record when the read started.
+  uint64_t last_lsn = 0;
 };
-// `target_table` is written for kArchiveRequested only.
-void EncodeChangeHeader(uint64_t lsn, ChangeKind kind, int64_t commit_time,
-                        std::string_view table, uint32_t table_id, std::string_view pk,
-                        std::string_view caller, size_t op_count, std::string* dst,
-                        std::string_view target_table = {});
-void EncodeChangeOp(const ChangeOpImages& op, std::string* dst);
-Status DecodeChange(std::string_view value, ChangeRecord* out);
-// Only the header fields (lsn, kind, commit_time, table, pk, caller).
-Status DecodeChangeHeader(std::string_view value, ChangeRecord* out);
-}  // namespace codec
 
 }  // namespace sidetable

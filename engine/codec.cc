@@ -1,4 +1,6 @@
-#include "engine/codec.h"
+#include "engine/internal/codec.h"
+
+#include "engine/etag.h"
 
 #include <cstring>
 
@@ -241,7 +243,6 @@ Status DecodeRow(std::string_view row, Entity* e, const std::vector<std::string>
   return Status::OK();
 }
 
-std::string MakeETag(uint64_t version) { return "W/\"" + std::to_string(version) + "\""; }
 
 std::string TablePrefix(uint32_t table_id) {
   std::string k;

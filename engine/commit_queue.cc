@@ -1,4 +1,4 @@
-#include "engine/commit_queue.h"
+#include "engine/internal/commit_queue.h"
 
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>

@@ -60,14 +60,6 @@ struct TableInfo {
   int64_t created = 0;   // DateTime ticks
 };
 
-struct ChangeBatch {
-  std::vector<ChangeRecord> records;
-  // Records below this LSN have been trimmed and cannot be read any more.
-  uint64_t first_available_lsn = 1;
-  // The LSN of the newest committed record when the read started.
-  uint64_t last_lsn = 0;
-};
-
 // A consistent point-in-time view for scans (a RocksDB snapshot).
 class ReadView {
  public:

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "engine/codec.h"
-#include "engine/engine_impl.h"
+#include "engine/internal/codec.h"
+#include "engine/internal/engine_impl.h"
 
 namespace sidetable {
 

@@ -1,61 +1,15 @@
-#include <rocksdb/cache.h>
-#include <rocksdb/filter_policy.h>
-#include <rocksdb/table.h>
 #include <spdlog/spdlog.h>
 
 #include <xxhash.h>
 
-#include "engine/codec.h"
-#include "engine/engine_impl.h"
+#include "engine/internal/codec.h"
+#include "engine/internal/engine_impl.h"
+#include "engine/internal/rocksdb_options.h"
 
 namespace sidetable {
-namespace {
-
-rocksdb::ColumnFamilyOptions EntityCfOptions(const EngineOptions& o,
-                                             const std::shared_ptr<rocksdb::Cache>& cache) {
-  rocksdb::ColumnFamilyOptions cf;
-  cf.write_buffer_size = o.write_buffer_bytes;
-  rocksdb::BlockBasedTableOptions t;
-  t.block_cache = cache;
-  // Whole-key bloom filters: Insert checks existence of keys that are
-  // usually absent, and point reads are the common query.
-  t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
-  t.whole_key_filtering = true;
-  t.cache_index_and_filter_blocks = true;
-  t.pin_l0_filter_and_index_blocks_in_cache = true;
-  t.format_version = 5;
-  cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
-  cf.memtable_whole_key_filtering = true;
-  cf.memtable_prefix_bloom_size_ratio = 0.05;
-  cf.level_compaction_dynamic_level_bytes = true;
-  return cf;
-}
-
-rocksdb::ColumnFamilyOptions LogCfOptions(const EngineOptions& o,
-                                          const std::shared_ptr<rocksdb::Cache>& cache) {
-  rocksdb::ColumnFamilyOptions cf;
-  cf.write_buffer_size = o.write_buffer_bytes;
-  rocksdb::BlockBasedTableOptions t;
-  t.block_cache = cache;
-  t.format_version = 5;
-  cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
-  cf.level_compaction_dynamic_level_bytes = true;
-  return cf;
-}
-
-}  // namespace
-
 std::mutex& PartitionLocks::For(uint32_t table_id, std::string_view pk) {
   uint64_t h = XXH3_64bits_withSeed(pk.data(), pk.size(), table_id);
   return stripes_[h % stripes_.size()];
-}
-
-std::string ToLower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
 }
 
 Engine::Impl::~Impl() {
@@ -72,26 +26,14 @@ Result<std::unique_ptr<Engine::Impl>> Engine::Impl::Open(const EngineOptions& op
   impl->options_ = options;
   if (!impl->options_.clock) impl->options_.clock = NowTicks;
 
-  rocksdb::DBOptions db_opts;
-  db_opts.create_if_missing = options.create_if_missing;
-  db_opts.create_missing_column_families = true;
-  db_opts.max_background_jobs = 2;
-  db_opts.bytes_per_sync = 1 << 20;
-  // The catalog column family is written rarely and would pin every WAL file
-  // since its last write; bounding the WAL total makes RocksDB flush it.
-  db_opts.max_total_wal_size = 4 * options.write_buffer_bytes;
-  // A torn tail of the WAL after a crash is dropped; everything acknowledged
-  // before it is kept (kPointInTimeRecovery), which keeps the log a prefix.
-  db_opts.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
-
-  auto cache = rocksdb::NewLRUCache(options.block_cache_bytes);
+  internal::RocksDbOptionSet opts = internal::MakeRocksDbOptions(options);
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
       {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
-      {"entities", EntityCfOptions(options, cache)},
-      {"changelog", LogCfOptions(options, cache)},
+      {"entities", opts.entities},
+      {"changelog", opts.changelog},
   };
   rocksdb::DB* raw = nullptr;
-  rocksdb::Status s = rocksdb::DB::Open(db_opts, path, cfs, &impl->handles_, &raw);
+  rocksdb::Status s = rocksdb::DB::Open(opts.db, path, cfs, &impl->handles_, &raw);
   if (!s.ok()) {
     return Status(Code::kUnavailable, "cannot open database at " + path + ": " + s.ToString());
   }

@@ -1,6 +1,6 @@
 // Point reads and ordered scans.
-#include "engine/codec.h"
-#include "engine/engine_impl.h"
+#include "engine/internal/codec.h"
+#include "engine/internal/engine_impl.h"
 
 namespace sidetable {
 namespace {

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "engine/codec.h"
-#include "engine/engine_impl.h"
+#include "engine/internal/codec.h"
+#include "engine/internal/engine_impl.h"
 #include "engine/limits.h"
 
 namespace sidetable {
@@ -49,7 +49,7 @@ class CreateTableWork : public CommitWork {
     info_->created = time;
     std::string next_id;
     codec::PutVarint64(&next_id, info_->id + 1);
-    wb->Put(e_->meta_cf_, MetaTableKey(ToLower(info_->name)), EncodeTableInfo(*info_));
+    wb->Put(e_->meta_cf_, MetaTableKey(TableKey(info_->name).str()), EncodeTableInfo(*info_));
     wb->Put(e_->meta_cf_, kMetaNextTableId, next_id);
     std::string rec;
     EncodeTableEvent(ChangeKind::kTableCreated, *info_, caller_, lsn, time, &rec);
@@ -68,7 +68,7 @@ class DeleteTableWork : public CommitWork {
   DeleteTableWork(Engine::Impl* e, const TableInfo& info, std::string_view caller)
       : e_(e), info_(info), caller_(caller) {}
   void Encode(uint64_t lsn, int64_t time, rocksdb::WriteBatch* wb) override {
-    wb->Delete(e_->meta_cf_, MetaTableKey(ToLower(info_.name)));
+    wb->Delete(e_->meta_cf_, MetaTableKey(TableKey(info_.name).str()));
     // One range tombstone: constant time whatever the table's size;
     // compaction reclaims the space later.
     wb->DeleteRange(e_->entities_cf_, codec::TablePrefix(info_.id),
@@ -105,21 +105,21 @@ Status Engine::Impl::LoadCatalog() {
     if (!DecodeTableInfo(it->value().ToStringView(), &t->info)) {
       return Status(Code::kInternal, "corrupt catalog entry " + it->key().ToString());
     }
-    tables_[ToLower(t->info.name)] = std::move(t);
+    tables_[TableKey(t->info.name).str()] = std::move(t);
   }
   if (!it->status().ok()) return Status(Code::kInternal, "reading catalog: " + it->status().ToString());
   return Status::OK();
 }
 
 std::shared_ptr<TableState> Engine::Impl::FindTable(std::string_view name) const {
-  std::string lower = ToLower(name);
+  std::string lower = TableKey(name).str();
   std::shared_lock lock(catalog_mu_);
   auto it = tables_.find(lower);
   return it == tables_.end() ? nullptr : it->second;
 }
 
 std::vector<TableInfo> Engine::Impl::ListTables(std::string_view prefix) const {
-  std::string lower = ToLower(prefix);
+  std::string lower = TableKey(prefix).str();
   std::vector<TableInfo> out;
   std::shared_lock lock(catalog_mu_);
   for (auto it = tables_.lower_bound(lower); it != tables_.end(); ++it) {
@@ -144,7 +144,7 @@ Status Engine::Impl::CreateTable(std::string_view name, std::string_view caller)
   ST_RETURN_IF_ERROR(commits_->Commit(&work, &lsn, &time));
   next_table_id_++;
   std::unique_lock lock(catalog_mu_);
-  tables_[ToLower(name)] = std::move(t);
+  tables_[TableKey(name).str()] = std::move(t);
   return Status::OK();
 }
 
@@ -160,7 +160,7 @@ Status Engine::Impl::DeleteTable(std::string_view name, std::string_view caller)
   ST_RETURN_IF_ERROR(commits_->Commit(&work, &lsn, &time));
   t->deleted = true;
   std::unique_lock lock(catalog_mu_);
-  tables_.erase(ToLower(name));
+  tables_.erase(TableKey(name).str());
   return Status::OK();
 }
 

@@ -5,8 +5,9 @@
 
 #include <unordered_set>
 
-#include "engine/codec.h"
-#include "engine/engine_impl.h"
+#include "engine/etag.h"
+#include "engine/internal/codec.h"
+#include "engine/internal/engine_impl.h"
 #include "engine/limits.h"
 
 namespace sidetable {
@@ -150,10 +151,10 @@ Status Prepare(PreparedOp* p, int idx) {
       uint64_t version;
       int64_t ts;
       ST_RETURN_IF_ERROR(codec::DecodeRowHeader(p->before_row, &version, &ts).WithOpIndex(idx));
-      if (op.if_match != codec::MakeETag(version)) {
+      if (op.if_match != MakeETag(version)) {
         return Status(Code::kUpdateConditionNotSatisfied,
                       "ETag " + op.if_match + " does not match the entity's " +
-                          codec::MakeETag(version),
+                          MakeETag(version),
                       idx);
       }
     }
@@ -232,7 +233,7 @@ Result<uint64_t> Engine::Impl::RequestArchive(std::string_view table, std::strin
   if (caller.size() > 1024) return Status(Code::kInvalidInput, "caller identity longer than 1024 bytes");
   auto t = FindTable(table);
   if (!t) return Status(Code::kTableNotFound, "table '" + std::string(table) + "' not found");
-  if (ToLower(table) == ToLower(archive_table)) {
+  if (TableNameEquals(table, archive_table)) {
     return Status(Code::kInvalidInput, "the archive table must differ from the source table");
   }
   std::shared_lock table_lock(t->mu);
@@ -289,7 +290,7 @@ Result<WriteResult> Engine::Impl::Execute(const Batch& batch) {
   WriteResult result;
   ST_RETURN_IF_ERROR(commits_->Commit(&work, &result.lsn, &result.timestamp));
   result.etags.reserve(prepared.size());
-  const std::string etag = codec::MakeETag(result.lsn);
+  const std::string etag = MakeETag(result.lsn);
   for (const PreparedOp& p : prepared) result.etags.push_back(p.after ? etag : std::string());
   return result;
 }

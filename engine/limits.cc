@@ -3,6 +3,7 @@
 #include <cctype>
 #include <string>
 
+#include "engine/table_name.h"
 #include "engine/utf8.h"
 
 namespace sidetable {
@@ -184,9 +185,7 @@ Status ValidateTableName(std::string_view name) {
     return Status(Code::kInvalidInput,
                   "table name must not start with a digit: '" + std::string(name) + "'");
   }
-  std::string lower(name);
-  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (lower == "tables") return Status(Code::kInvalidInput, "table name 'tables' is reserved");
+  if (TableNameEquals(name, "tables")) return Status(Code::kInvalidInput, "table name 'tables' is reserved");
   return Status::OK();
 }
 

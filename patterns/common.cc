@@ -7,27 +7,6 @@
 
 namespace sidetable::patterns {
 
-namespace {
-char Lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-}  // namespace
-
-bool TableNameEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); i++) {
-    if (Lower(a[i]) != Lower(b[i])) return false;
-  }
-  return true;
-}
-
-std::optional<uint64_t> VersionFromETag(std::string_view etag) {
-  if (etag.size() < 5 || etag.substr(0, 3) != "W/\"" || etag.back() != '"') return std::nullopt;
-  std::string_view digits = etag.substr(3, etag.size() - 4);
-  uint64_t v = 0;
-  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
-  if (ec != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
-  return v;
-}
-
 Status SettingsReader::Error(const std::string& key, const std::string& problem) const {
   return Status(Code::kInvalidInput,
                 "pattern '" + config_.name + "': setting '" + key + "' " + problem);

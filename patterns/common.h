@@ -1,5 +1,6 @@
-// Helpers shared by the built-in patterns: table-name comparison, the
-// version inside an ETag, and strict reading of a PatternConfig's settings.
+// Helpers shared by the built-in patterns: strict reading of a
+// PatternConfig's settings. (Table names compare with engine/table_name.h,
+// ETag versions come from engine/etag.h.)
 //
 // Thread safety: pure functions.
 #pragma once
@@ -12,15 +13,10 @@
 #include <vector>
 
 #include "engine/status.h"
+#include "engine/table_name.h"
 #include "patterns/registry.h"
 
 namespace sidetable::patterns {
-
-// Table names are case-insensitive (they are ASCII alphanumerics).
-bool TableNameEquals(std::string_view a, std::string_view b);
-
-// The version inside an engine ETag, W/"<version>"; nullopt for anything else.
-std::optional<uint64_t> VersionFromETag(std::string_view etag);
 
 // Strict readers for PatternConfig settings. Every error is InvalidInput and
 // names the pattern and the setting.

@@ -8,10 +8,10 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "protocol/wire.h"
 #include "sidecar/changestream/publisher.h"
 #include "sidecar/config.h"
 #include "sidecar/metrics.h"
-#include "sidecar/protocol/wire.h"
 
 namespace sidetable::sidecar {
 

@@ -11,7 +11,7 @@
 #include <mutex>
 #include <string>
 
-#include "sidecar/protocol/wire.h"
+#include "protocol/wire.h"
 
 namespace sidetable::sidecar {
 

@@ -6,12 +6,11 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
-#include <csignal>
 #include <cstdio>
-#include <fstream>
 
+#include "common/logging.h"
+#include "common/process.h"
 #include "sidecar/config.h"
-#include "sidecar/logging.h"
 #include "sidecar/server.h"
 
 using namespace sidetable;
@@ -25,19 +24,14 @@ void OnSignal(int) {
   if (Server* s = g_server.load()) s->RequestStop();
 }
 
-// Written once everything is bound, atomically (rename), so a test or
-// script that waits for the file finds it complete.
-bool WriteReadyFile(const std::string& path, Server& server) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    for (const auto& ep : server.endpoints()) out << "zmq " << ep << "\n";
-    if (server.http_port() > 0) out << "http 127.0.0.1:" << server.http_port() << "\n";
-    if (!server.kafka_bootstrap().empty()) out << "kafka " << server.kafka_bootstrap() << "\n";
-    out << "pid " << ::getpid() << "\n";
-    if (!out) return false;
-  }
-  return std::rename(tmp.c_str(), path.c_str()) == 0;
+// Written once everything is bound, so a test or script that waits for the
+// file finds every address in it.
+Status WriteReadyFile(const std::string& path, Server& server) {
+  std::vector<std::pair<std::string, std::string>> lines;
+  for (const auto& ep : server.endpoints()) lines.emplace_back("zmq", ep);
+  if (server.http_port() > 0) lines.emplace_back("http", "127.0.0.1:" + std::to_string(server.http_port()));
+  if (!server.kafka_bootstrap().empty()) lines.emplace_back("kafka", server.kafka_bootstrap());
+  return common::WriteReadyFile(path, lines);
 }
 
 }  // namespace
@@ -82,7 +76,7 @@ int main(int argc, char** argv) {
   if (durability == "os") config.engine.durability = Durability::kOs;
   if (durability == "fsync") config.engine.durability = Durability::kFsync;
 
-  if (Status s = SetupLogging(config.log_level, config.log_format); !s.ok()) {
+  if (Status s = common::SetupLogging(config.log_level, config.log_format); !s.ok()) {
     std::fprintf(stderr, "sidetable: %s\n", s.message().c_str());
     return 2;
   }
@@ -96,16 +90,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   g_server = server->get();
-  std::signal(SIGTERM, OnSignal);
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGPIPE, SIG_IGN);
+  common::InstallStopSignals(OnSignal);
   for (const auto& ep : (*server)->endpoints()) spdlog::info("listening on {}", ep);
   if ((*server)->http_port() > 0) {
     spdlog::info("health and metrics on http://127.0.0.1:{}/health, /metrics", (*server)->http_port());
   }
-  if (!config.ready_file.empty() && !WriteReadyFile(config.ready_file, **server)) {
-    spdlog::error("cannot write {}", config.ready_file);
-    return 1;
+  if (!config.ready_file.empty()) {
+    if (Status s = WriteReadyFile(config.ready_file, **server); !s.ok()) {
+      spdlog::error("{}", s.message());
+      return 1;
+    }
   }
   (*server)->Run();
   g_server = nullptr;

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "sidecar/prometheus_text.h"
+#include "common/prometheus_text.h"
 
 namespace sidetable::sidecar {
 namespace {

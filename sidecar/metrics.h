@@ -15,7 +15,7 @@
 #include <string>
 
 #include "engine/status.h"
-#include "sidecar/protocol/wire.h"
+#include "protocol/wire.h"
 
 namespace sidetable::sidecar {
 

@@ -8,9 +8,11 @@
 #include <fstream>
 #include <zmq.hpp>
 
+#include "common/http_endpoint.h"
+#include "engine/table_name.h"
 #include "sidecar/handler.h"
-#include "sidecar/http_endpoint.h"
 #include "sidecar/job_queue.h"
+#include "sidecar/status_pages.h"
 
 namespace sidetable::sidecar {
 namespace {
@@ -86,11 +88,11 @@ class Server::Impl {
   std::condition_variable maintenance_cv_;
   bool maintenance_stop_ = false;
 
-  std::unique_ptr<HttpEndpoint> http_;
+  ServerGauges Gauges() const;
+
+  std::unique_ptr<common::HttpEndpoint> http_;
 
   friend class Server;
-  friend uint64_t ServerQueueDepth(const Server::Impl* impl);
-  friend uint64_t ServerInFlight(const Server::Impl* impl);
 };
 
 Status Server::Impl::Bind() {
@@ -111,7 +113,10 @@ Status Server::Impl::Bind() {
   }
   replies_.bind(kRepliesEndpoint);
   if (!config_.http.empty()) {
-    auto http = HttpEndpoint::Start(config_.http, owner_, &owner_->metrics_, this);
+    common::HttpHandlers pages;
+    pages.health_json = [this] { return HealthJson(*owner_, Gauges()); };
+    pages.metrics_text = [this] { return MetricsText(*owner_, owner_->metrics_, Gauges()); };
+    auto http = common::HttpEndpoint::Start(config_.http, "sidecar.http", std::move(pages));
     if (!http.ok()) return http.status();
     http_ = std::move(http).value();
     owner_->http_port_ = http_->port();
@@ -140,7 +145,7 @@ size_t Server::Impl::WorkerFor(const wire::Request& r) {
   // in the order they arrived. Table names are case-insensitive.
   std::string key;
   key.reserve(r.table.size() + 1 + pk->size());
-  for (char c : r.table) key.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  AppendTableKey(r.table, &key);
   key.push_back('\0');
   key.append(*pk);
   return XXH3_64bits(key.data(), key.size()) % queues_.size();
@@ -341,7 +346,7 @@ Status Server::StartChangeStream(const ServerConfig& config) {
   changestream::KafkaOptions k = config.kafka;
   if (k.bootstrap.empty()) return Status::OK();
   if (k.bootstrap == "embedded") {
-    auto embedded = changestream::EmbeddedKafka::Start(k.embedded_brokers);
+    auto embedded = kafka::EmbeddedKafka::Start(k.embedded_brokers);
     if (!embedded.ok()) return embedded.status();
     embedded_kafka_ = std::move(embedded).value();
     const std::string file =
@@ -382,12 +387,11 @@ void Server::Run() {
   impl_->Drain();
 }
 
-uint64_t ServerQueueDepth(const Server::Impl* impl) {
-  uint64_t depth = 0;
-  for (const auto& q : impl->queues_) depth += q->size();
-  return depth;
+ServerGauges Server::Impl::Gauges() const {
+  ServerGauges g;
+  for (const auto& q : queues_) g.queue_depth += q->size();
+  g.in_flight = in_flight_.load();
+  return g;
 }
-
-uint64_t ServerInFlight(const Server::Impl* impl) { return impl->in_flight_.load(); }
 
 }  // namespace sidetable::sidecar

@@ -23,8 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/kafka/embedded_kafka.h"
 #include "engine/engine.h"
-#include "sidecar/changestream/embedded_kafka.h"
 #include "sidecar/changestream/publisher.h"
 #include "sidecar/config.h"
 #include "sidecar/metrics.h"
@@ -56,7 +56,7 @@ class Server {
   Status StartChangeStream(const ServerConfig& config);
   // Destroyed in reverse order: workers, then the publisher, then Kafka, then the engine.
   std::unique_ptr<Engine> engine_;
-  std::unique_ptr<changestream::EmbeddedKafka> embedded_kafka_;
+  std::unique_ptr<kafka::EmbeddedKafka> embedded_kafka_;
   std::unique_ptr<changestream::Publisher> publisher_;
   std::unique_ptr<Impl> impl_;
   Metrics metrics_;

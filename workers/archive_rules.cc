@@ -25,11 +25,11 @@ std::string ArchiveFilter(const ArchiveRule& rule, int64_t now_ticks) {
   return "(" + rule.filter() + ") and " + age;
 }
 
-Status RunArchiveRule(const ArchiveRule& rule, int64_t now_ticks, TableStore* store, OpApplier* applier,
+Status RunArchiveRule(const ArchiveRule& rule, int64_t now_ticks, apply::TableStore* store, apply::OpApplier* applier,
                       const std::atomic<bool>& stop, uint64_t* moved) {
   *moved = 0;
   const std::string filter = ArchiveFilter(rule, now_ticks);
-  Continuation next;
+  apply::Continuation next;
   do {
     auto page = store->QueryPage(rule.source(), filter, next);
     if (!page.ok()) {
@@ -40,9 +40,9 @@ Status RunArchiveRule(const ArchiveRule& rule, int64_t now_ticks, TableStore* st
     patterns::ArchiveMoves(rule, page->entities, &ops);
     for (const patterns::TableOp& op : ops) {
       if (stop.load(std::memory_order_relaxed)) return Status::OK();
-      OpResult r;
+      apply::OpResult r;
       ST_RETURN_IF_ERROR(applier->Apply(op, &r));
-      if (r == OpResult::kWritten) ++*moved;
+      if (r == apply::OpResult::kWritten) ++*moved;
     }
     next = page->next;
   } while (next && !stop.load(std::memory_order_relaxed));
@@ -62,8 +62,8 @@ Result<std::unique_ptr<ArchiveScheduler>> ArchiveScheduler::Start(std::vector<Ar
   auto c = client::Client::Connect(co);
   if (!c.ok()) return c.status();
   s->client_ = std::move(c).value();
-  s->store_ = NewClientTableStore(s->client_.get());
-  s->applier_ = std::make_unique<OpApplier>(s->store_.get(), o.fence_attempts);
+  s->store_ = apply::NewClientTableStore(s->client_.get());
+  s->applier_ = std::make_unique<apply::OpApplier>(s->store_.get(), o.fence_attempts);
   s->thread_ = std::thread([raw = s.get()] { raw->Loop(); });
   return s;
 }

@@ -22,12 +22,12 @@
 #include <thread>
 #include <vector>
 
+#include "apply/op_applier.h"
+#include "apply/table_store.h"
 #include "engine/status.h"
 #include "patterns/archive/archive.h"
 #include "patterns/registry.h"
 #include "workers/metrics.h"
-#include "workers/op_applier.h"
-#include "workers/table_store.h"
 
 namespace sidetable::client {
 class Client;
@@ -48,7 +48,7 @@ Status ParseArchiveRules(const std::vector<patterns::PatternConfig>& patterns, s
 std::string ArchiveFilter(const ArchiveRule& rule, int64_t now_ticks);
 
 // One evaluation: moves every matching entity; *moved counts them.
-Status RunArchiveRule(const ArchiveRule& rule, int64_t now_ticks, TableStore* store, OpApplier* applier,
+Status RunArchiveRule(const ArchiveRule& rule, int64_t now_ticks, apply::TableStore* store, apply::OpApplier* applier,
                       const std::atomic<bool>& stop, uint64_t* moved);
 
 struct ArchiveOptions {
@@ -72,8 +72,8 @@ class ArchiveScheduler {
   std::vector<ArchiveRule> rules_;
   WorkerMetrics* metrics_ = nullptr;
   std::unique_ptr<client::Client> client_;
-  std::unique_ptr<TableStore> store_;
-  std::unique_ptr<OpApplier> applier_;
+  std::unique_ptr<apply::TableStore> store_;
+  std::unique_ptr<apply::OpApplier> applier_;
   std::atomic<bool> stop_{false};
   std::mutex mu_;
   std::condition_variable cv_;

@@ -10,8 +10,9 @@
 #include <csignal>
 #include <cstdio>
 
-#include "workers/config.h"
-#include "sidecar/logging.h"
+#include "apply/worker_config.h"
+#include "common/logging.h"
+#include "common/process.h"
 #include "workers/worker.h"
 
 using namespace sidetable;
@@ -32,7 +33,7 @@ struct Flags {
   bool http_set = false;
 };
 
-void Apply(const Flags& f, WorkerConfig* c) {
+void Apply(const Flags& f, apply::WorkerConfig* c) {
   if (!f.bootstrap.empty()) c->bootstrap = f.bootstrap;
   if (!f.bootstrap_file.empty()) c->bootstrap_file = f.bootstrap_file;
   if (!f.topics.empty()) c->topics = f.topics;
@@ -70,23 +71,23 @@ int main(int argc, char** argv) {
   app.add_option("--log-format", f.log_format, "text or json (log.format)");
   CLI11_PARSE(app, argc, argv);
 
-  WorkerConfig config;
+  apply::WorkerConfig config;
   if (!config_file.empty()) {
-    if (Status s = LoadWorkerConfigFile(config_file, &config); !s.ok()) {
+    if (Status s = apply::LoadWorkerConfigFile(config_file, &config); !s.ok()) {
       std::fprintf(stderr, "sidetable-worker: %s\n", s.message().c_str());
       return 2;
     }
   }
   Apply(f, &config);
-  if (Status s = ValidateWorkerConfig(config); !s.ok()) {
+  if (Status s = apply::ValidateWorkerConfig(config); !s.ok()) {
     std::fprintf(stderr, "sidetable-worker: configuration: %s\n", s.message().c_str());
     return 2;
   }
-  if (Status s = sidecar::SetupLogging(config.log_level, config.log_format, "worker"); !s.ok()) {
+  if (Status s = common::SetupLogging(config.log_level, config.log_format, "worker"); !s.ok()) {
     std::fprintf(stderr, "sidetable-worker: %s\n", s.message().c_str());
     return 2;
   }
-  if (Status s = ResolveBootstrap(&config); !s.ok()) {
+  if (Status s = apply::ResolveBootstrap(&config); !s.ok()) {
     spdlog::error("configuration: {}", s.message());
     return 2;
   }
@@ -98,8 +99,7 @@ int main(int argc, char** argv) {
     return worker.status().code() == Code::kInvalidInput ? 2 : 1;
   }
   g_worker = worker->get();
-  std::signal(SIGTERM, OnSignal);
-  std::signal(SIGINT, OnSignal);
+  common::InstallStopSignals(OnSignal);
   Status s = (*worker)->Run();
   g_worker = nullptr;
   worker->reset();

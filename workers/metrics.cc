@@ -1,6 +1,6 @@
 #include "workers/metrics.h"
 
-#include "sidecar/prometheus_text.h"
+#include "common/prometheus_text.h"
 
 namespace sidetable::workers {
 namespace {
@@ -16,17 +16,7 @@ const char* ResultName(size_t r) {
 
 }  // namespace
 
-const char* WorkerMetrics::ReasonName(DeadLetterReason r) {
-  switch (r) {
-    case DeadLetterReason::kDecode: return "decode";
-    case DeadLetterReason::kPattern: return "pattern";
-    case DeadLetterReason::kPermanent: return "permanent";
-    case DeadLetterReason::kRetriesExhausted: return "retries_exhausted";
-  }
-  return "unknown";
-}
-
-void WorkerMetrics::RecordOp(patterns::TableOp::Kind kind, OpResult result) {
+void WorkerMetrics::RecordOp(patterns::TableOp::Kind kind, apply::OpResult result) {
   ops_[static_cast<size_t>(kind) % kKinds][static_cast<size_t>(result) % kResults].fetch_add(
       1, std::memory_order_relaxed);
 }
@@ -63,7 +53,7 @@ std::string WorkerMetrics::Render() const {
   for (size_t k = 0; k < kKinds; k++) {
     for (size_t r = 0; r < kResults; r++) {
       Line(&out, "sidetable_worker_operations_total",
-           std::string("kind=\"") + TableOpKindName(static_cast<patterns::TableOp::Kind>(k)) +
+           std::string("kind=\"") + apply::TableOpKindName(static_cast<patterns::TableOp::Kind>(k)) +
                "\",result=\"" + ResultName(r) + "\"",
            load(ops_[k][r]));
     }

@@ -14,20 +14,27 @@
 #include <string>
 #include <utility>
 
+#include "apply/event_processor.h"
+#include "apply/op_applier.h"
 #include "patterns/pattern.h"
-#include "workers/op_applier.h"
 
 namespace sidetable::workers {
 
-class WorkerMetrics {
+// Also the event processor's observer: it counts skips, retries and applied
+// operations.
+class WorkerMetrics final : public apply::ApplyObserver {
  public:
-  enum class DeadLetterReason : uint8_t { kDecode, kPattern, kPermanent, kRetriesExhausted };
-  static constexpr size_t kReasons = 4;
-  static const char* ReasonName(DeadLetterReason r);
+  using DeadLetterReason = apply::FailureKind;
+  static constexpr size_t kReasons = apply::kFailureKinds;
+  static const char* ReasonName(DeadLetterReason r) { return apply::FailureKindName(r); }
+
+  void OnSkippedEvent() override { RecordSkippedEvent(); }
+  void OnRetry() override { RecordRetry(); }
+  void OnOp(patterns::TableOp::Kind kind, apply::OpResult result) override { RecordOp(kind, result); }
 
   void RecordEvent() { events_.fetch_add(1, std::memory_order_relaxed); }
   void RecordSkippedEvent() { skipped_.fetch_add(1, std::memory_order_relaxed); }
-  void RecordOp(patterns::TableOp::Kind kind, OpResult result);
+  void RecordOp(patterns::TableOp::Kind kind, apply::OpResult result);
   void RecordRetry() { retries_.fetch_add(1, std::memory_order_relaxed); }
   void RecordDeadLetter(DeadLetterReason r) { dead_[static_cast<size_t>(r)].fetch_add(1, std::memory_order_relaxed); }
   void RecordCommit(bool ok) { (ok ? commits_ : commit_errors_).fetch_add(1, std::memory_order_relaxed); }

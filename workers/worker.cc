@@ -13,14 +13,15 @@
 #include <set>
 #include <thread>
 
+#include "apply/event_processor.h"
+#include "apply/op_applier.h"
+#include "apply/table_store.h"
 #include "client/client.h"
+#include "common/http_endpoint.h"
+#include "common/process.h"
 #include "workers/archive_rules.h"
 #include "workers/dead_letter.h"
-#include "workers/event_processor.h"
-#include "workers/http_endpoint.h"
 #include "workers/metrics.h"
-#include "workers/op_applier.h"
-#include "workers/table_store.h"
 
 namespace sidetable::workers {
 
@@ -29,7 +30,7 @@ using TopicPartition = std::pair<std::string, int32_t>;
 
 class Worker::Impl {
  public:
-  Impl(const WorkerConfig& c, const std::atomic<bool>* stop) : config_(c), stop_(stop) {}
+  Impl(const apply::WorkerConfig& c, const std::atomic<bool>* stop) : config_(c), stop_(stop) {}
   ~Impl();
 
   Status Init();
@@ -48,16 +49,16 @@ class Worker::Impl {
   std::string HealthJson() const;
   Status WriteReadyFile();
 
-  WorkerConfig config_;
+  apply::WorkerConfig config_;
   const std::atomic<bool>* stop_;
   WorkerMetrics metrics_;
   std::vector<std::unique_ptr<patterns::Pattern>> patterns_;
   std::unique_ptr<client::Client> client_;
-  std::unique_ptr<TableStore> store_;
-  std::unique_ptr<OpApplier> applier_;
-  std::unique_ptr<EventProcessor> processor_;
+  std::unique_ptr<apply::TableStore> store_;
+  std::unique_ptr<apply::OpApplier> applier_;
+  std::unique_ptr<apply::EventProcessor> processor_;
   std::unique_ptr<DeadLetterProducer> dead_letters_;
-  std::unique_ptr<WorkerHttp> http_;
+  std::unique_ptr<common::HttpEndpoint> http_;
   std::unique_ptr<ArchiveScheduler> archive_;
   rd_kafka_t* rk_ = nullptr;
   // Next offset to commit per partition: one past the last processed message.
@@ -100,10 +101,10 @@ Status Worker::Impl::Init() {
   auto c = client::Client::Connect(co);
   if (!c.ok()) return c.status();
   client_ = std::move(c).value();
-  store_ = NewClientTableStore(client_.get());
-  applier_ = std::make_unique<OpApplier>(store_.get(), config_.fence_attempts);
-  RetryPolicy policy{config_.max_attempts, config_.backoff_ms, config_.backoff_max_ms};
-  processor_ = std::make_unique<EventProcessor>(&patterns_, applier_.get(), policy, &metrics_,
+  store_ = apply::NewClientTableStore(client_.get());
+  applier_ = std::make_unique<apply::OpApplier>(store_.get(), config_.fence_attempts);
+  apply::RetryPolicy policy{config_.max_attempts, config_.backoff_ms, config_.backoff_max_ms};
+  processor_ = std::make_unique<apply::EventProcessor>(&patterns_, applier_.get(), policy, &metrics_,
                                                 [this](int ms) { return SleepUnlessStopped(ms); });
 
   auto dlq = DeadLetterProducer::Create(config_.bootstrap, config_.dead_letter_topic, config_.group,
@@ -147,7 +148,10 @@ Status Worker::Impl::Init() {
   }
 
   if (!config_.http.empty()) {
-    auto h = WorkerHttp::Start(config_.http, &metrics_, [this] { return HealthJson(); });
+    common::HttpHandlers pages;
+    pages.health_json = [this] { return HealthJson(); };
+    pages.metrics_text = [this] { return metrics_.Render(); };
+    auto h = common::HttpEndpoint::Start(config_.http, "http", std::move(pages));
     if (!h.ok()) return h.status();
     http_ = std::move(h).value();
   }
@@ -166,17 +170,9 @@ Status Worker::Impl::Init() {
 
 Status Worker::Impl::WriteReadyFile() {
   if (config_.ready_file.empty()) return Status::OK();
-  const std::string tmp = config_.ready_file + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (http_) out << "http 127.0.0.1:" << http_->port() << "\n";
-    out << "pid " << ::getpid() << "\n";
-    if (!out) return Status(Code::kInvalidInput, "ready_file: cannot write " + tmp);
-  }
-  if (std::rename(tmp.c_str(), config_.ready_file.c_str()) != 0) {
-    return Status(Code::kInvalidInput, "ready_file: cannot write " + config_.ready_file);
-  }
-  return Status::OK();
+  std::vector<std::pair<std::string, std::string>> lines;
+  if (http_) lines.emplace_back("http", "127.0.0.1:" + std::to_string(http_->port()));
+  return common::WriteReadyFile(config_.ready_file, lines);
 }
 
 bool Worker::Impl::SleepUnlessStopped(int ms) {
@@ -303,14 +299,14 @@ void Worker::Impl::Commit(const char* why) {
 void Worker::Impl::Handle(rd_kafka_message_t* m, bool* interrupted) {
   const std::string topic = rd_kafka_topic_name(m->rkt);
   std::string_view value(static_cast<const char*>(m->payload), m->payload ? m->len : 0);
-  EventOutcome out = processor_->Process(value);
-  if (out.kind == EventOutcome::Kind::kInterrupted) {
+  apply::EventOutcome out = processor_->Process(value);
+  if (out.kind == apply::EventOutcome::Kind::kInterrupted) {
     spdlog::info("lsn={} {}/{}@{}: not finished, left uncommitted ({})", out.lsn, topic, m->partition,
                  m->offset, out.reason);
     *interrupted = true;
     return;
   }
-  if (out.kind == EventOutcome::Kind::kDeadLetter) {
+  if (out.kind == apply::EventOutcome::Kind::kDeadLetter) {
     DeadLetter d;
     if (m->key) d.key.assign(static_cast<const char*>(m->key), m->key_len);
     d.value.assign(value);
@@ -383,7 +379,7 @@ std::string Worker::Impl::HealthJson() const {
   return s;
 }
 
-Result<std::unique_ptr<Worker>> Worker::Start(const WorkerConfig& config) {
+Result<std::unique_ptr<Worker>> Worker::Start(const apply::WorkerConfig& config) {
   std::unique_ptr<Worker> w(new Worker());
   w->impl_ = std::make_unique<Impl>(config, &w->stop_);
   ST_RETURN_IF_ERROR(w->impl_->Init());

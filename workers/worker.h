@@ -27,14 +27,14 @@
 #include <atomic>
 #include <memory>
 
+#include "apply/worker_config.h"
 #include "engine/status.h"
-#include "workers/config.h"
 
 namespace sidetable::workers {
 
 class Worker {
  public:
-  static Result<std::unique_ptr<Worker>> Start(const WorkerConfig& config);
+  static Result<std::unique_ptr<Worker>> Start(const apply::WorkerConfig& config);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;

@@ -43,11 +43,10 @@
 
 #include "bench/harness.h"
 #include "client/client.h"
+#include "common/kafka/embedded_kafka.h"
 #include "engine/batch.h"
 #include "engine/edm.h"
-#include "sidecar/changestream/embedded_kafka.h"
-#include "sidecar/protocol/wire.h"
-#include "tests/util/sidecar_process.h"
+#include "testing/sidecar_process.h"
 
 namespace sidetable::csbench {
 namespace {
@@ -59,7 +58,7 @@ using bench::FormatSecondsOrDash;
 using bench::Hostname;
 using bench::Median;
 using bench::WithCommas;
-using changestream::EmbeddedKafka;
+using kafka::EmbeddedKafka;
 
 constexpr const char* kSidecarId = "csbench";
 constexpr const char* kTopic = "sidetable.csbench.changes";  // the default topic template
@@ -445,8 +444,9 @@ class Bench {
     const auto start = Clock::now();
     const auto end = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
     bool down = false, upped = false;
-    auto on_reply = [&, this](const Status& s, std::string_view body) {
+    auto on_reply = [&, this](Result<WriteResult> w) {
       inflight--;
+      const Status& s = w.status();
       const bool in_window = Clock::now() <= end;
       if (!s.ok()) {
         (s.code() == Code::kServerBusy ? r.busy : r.errors)++;
@@ -454,13 +454,8 @@ class Bench {
           std::fprintf(stderr, "write failed: %s\n", s.ToString().c_str());
         return;
       }
-      WriteResult w;
-      if (!wire::DecodeWrite(body, &w).ok()) {
-        r.errors++;
-        return;
-      }
-      first_lsn = std::min(first_lsn, w.lsn);
-      last_lsn = std::max(last_lsn, w.lsn);
+      first_lsn = std::min(first_lsn, w->lsn);
+      last_lsn = std::max(last_lsn, w->lsn);
       if (in_window) r.acked++;
     };
     while (!g_stop) {
@@ -485,17 +480,15 @@ class Bench {
         scheduled = due - max_lag;
       }
       while (inflight < static_cast<uint64_t>(window) && scheduled < due) {
-        wire::Request req;
-        req.op = wire::Op::kWrite;
-        req.table = kTable;
+        Batch req(kTable);
         char pk[16], rk[48];
         std::snprintf(pk, sizeof pk, "p%03u", static_cast<unsigned>(seq_ % static_cast<uint64_t>(cfg_.partitions)));
         std::snprintf(rk, sizeof rk, "r%d-%s-%010llu", run_, name.c_str(), static_cast<unsigned long long>(seq_));
-        req.ops.push_back({OpKind::kInsertOrReplace, maker_.Make(pk, rk, seq_), ""});
+        req.InsertOrReplace(maker_.Make(pk, rk, seq_));
         seq_++;
         scheduled++;
         inflight++;
-        client_->Send(std::move(req), on_reply);
+        client_->SendWrite(req, on_reply);
       }
       if (rate > 0) {
         // Take the replies that are there without blocking, then sleep until

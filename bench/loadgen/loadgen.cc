@@ -31,7 +31,7 @@
 #include "engine/batch.h"
 #include "engine/edm.h"
 #include "engine/status.h"
-#include "sidecar/protocol/wire.h"
+#include "protocol/wire.h"
 
 namespace sidetable::loadgen {
 namespace {
@@ -262,57 +262,41 @@ class Connection {
     if (measuring) issued_measured_++;
     inflight_++;
     const auto t0 = Clock::now();
-    wire::Request r;
-    r.table = cfg_.table;
     switch (k) {
       case kInsert:
       case kUpsert: {
-        r.op = wire::Op::kWrite;
         const uint32_t p = PickPartition();
-        Operation op;
-        op.kind = k == kInsert ? OpKind::kInsert : OpKind::kInsertOrReplace;
         std::string rk = k == kInsert ? NewRowKey() : PreloadRowKey(PickPreloadedRow());
-        op.entity = sh_.maker->Make(PartitionKey(p), std::move(rk), seq_);
-        r.ops.push_back(std::move(op));
-        client_->Send(std::move(r), [this, k, t0, measuring](const Status& s, std::string_view body) {
-          Record(k, measuring, t0, s, 1);
+        Batch b(cfg_.table);
+        b.Add(k == kInsert ? OpKind::kInsert : OpKind::kInsertOrReplace,
+              sh_.maker->Make(PartitionKey(p), std::move(rk), seq_), "");
+        client_->SendWrite(b, [this, k, t0, measuring](Result<WriteResult> r) {
+          Record(k, measuring, t0, r.status(), 1);
         });
         break;
       }
       case kBatch: {
-        r.op = wire::Op::kWrite;
         const std::string pk = PartitionKey(PickPartition());
-        for (uint32_t i = 0; i < cfg_.batch_size; i++) {
-          Operation op;
-          op.kind = OpKind::kInsert;
-          op.entity = sh_.maker->Make(pk, NewRowKey(), seq_);
-          r.ops.push_back(std::move(op));
-        }
+        Batch b(cfg_.table);
+        for (uint32_t i = 0; i < cfg_.batch_size; i++) b.Insert(sh_.maker->Make(pk, NewRowKey(), seq_));
         const uint64_t n = cfg_.batch_size;
-        client_->Send(std::move(r), [this, k, t0, measuring, n](const Status& s, std::string_view) {
-          Record(k, measuring, t0, s, n);
+        client_->SendWrite(b, [this, k, t0, measuring, n](Result<WriteResult> r) {
+          Record(k, measuring, t0, r.status(), n);
         });
         break;
       }
       case kGet: {
-        r.op = wire::Op::kGet;
-        r.pk = PartitionKey(PickPartition());
-        r.rk = PreloadRowKey(PickPreloadedRow());
-        client_->Send(std::move(r), [this, k, t0, measuring](const Status& s, std::string_view body) {
-          Status st = s;
-          if (st.ok()) {
-            Entity e;  // decode, as a caller would
-            st = wire::DecodeEntityReply(body, &e);
-          }
-          Record(k, measuring, t0, st, 1);
-        });
+        // The entity is decoded, as a caller would.
+        client_->SendGet(cfg_.table, PartitionKey(PickPartition()), PreloadRowKey(PickPreloadedRow()),
+                         [this, k, t0, measuring](Result<Entity> r) { Record(k, measuring, t0, r.status(), 1); });
         break;
       }
       case kQuery: {
-        r.op = wire::Op::kQuery;
-        r.filter = "PartitionKey eq '" + PartitionKey(PickPartition()) + "'";
-        r.top = cfg_.page_size;
-        SendQueryPage(std::move(r), t0, measuring, 0);
+        client::QueryOptions q;
+        q.table = cfg_.table;
+        q.filter = "PartitionKey eq '" + PartitionKey(PickPartition()) + "'";
+        q.top = static_cast<int>(cfg_.page_size);
+        SendQueryPage(std::move(q), std::nullopt, t0, measuring, 0);
         break;
       }
       default:
@@ -321,19 +305,14 @@ class Connection {
   }
 
   // A query is one operation that follows continuations page by page.
-  void SendQueryPage(wire::Request r, Clock::time_point t0, bool measuring, uint64_t so_far) {
-    wire::Request copy = r;
-    client_->Send(std::move(r), [this, copy = std::move(copy), t0, measuring, so_far](
-                                    const Status& s, std::string_view body) mutable {
-      if (!s.ok()) return Record(kQuery, measuring, t0, s, 0);
-      wire::QueryReply q;
-      Status st = wire::DecodeQuery(body, &q);
-      if (!st.ok()) return Record(kQuery, measuring, t0, st, 0);
-      const uint64_t total = so_far + q.entities.size();
-      if (q.next_pk && q.next_rk) {
-        copy.next_pk = q.next_pk;
-        copy.next_rk = q.next_rk;
-        SendQueryPage(std::move(copy), t0, measuring, total);
+  void SendQueryPage(client::QueryOptions q, std::optional<client::Continuation> next, Clock::time_point t0,
+                     bool measuring, uint64_t so_far) {
+    client::QueryOptions copy = q;
+    client_->SendQuery(q, next, [this, copy = std::move(copy), t0, measuring, so_far](Result<client::Page> r) mutable {
+      if (!r.ok()) return Record(kQuery, measuring, t0, r.status(), 0);
+      const uint64_t total = so_far + r->entities.size();
+      if (r->next) {
+        SendQueryPage(std::move(copy), std::move(r->next), t0, measuring, total);
         return;
       }
       Record(kQuery, measuring, t0, Status(), total);
@@ -395,19 +374,14 @@ void Preload(const Config& cfg, const EntityMaker& maker, uint64_t rows_per_part
   std::string first_error;
   for (uint32_t p = 0; p < cfg.partitions; p++) {
     for (uint64_t first = 0; first < rows_per_partition; first += 100) {
-      wire::Request r;
-      r.op = wire::Op::kWrite;
-      r.table = cfg.table;
+      Batch b(cfg.table);
       const uint64_t last = std::min<uint64_t>(first + 100, rows_per_partition);
       for (uint64_t row = first; row < last; row++) {
-        Operation op;
-        op.kind = OpKind::kInsertOrReplace;
-        op.entity = maker.Make(PartitionKey(p), PreloadRowKey(row), row);
-        r.ops.push_back(std::move(op));
+        b.InsertOrReplace(maker.Make(PartitionKey(p), PreloadRowKey(row), row));
       }
-      client.Send(std::move(r), [&](const Status& s, std::string_view) {
-        if (!s.ok()) {
-          if (failed++ == 0) first_error = s.ToString();
+      client.SendWrite(b, [&](Result<WriteResult> r) {
+        if (!r.ok()) {
+          if (failed++ == 0) first_error = r.status().ToString();
         }
       });
       sent++;

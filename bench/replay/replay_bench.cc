@@ -25,9 +25,9 @@
 #include "bench/harness.h"
 #include "client/client.h"
 #include "client/entity_builder.h"
+#include "common/kafka/embedded_kafka.h"
 #include "engine/engine.h"
-#include "sidecar/changestream/embedded_kafka.h"
-#include "tests/util/sidecar_process.h"
+#include "testing/sidecar_process.h"
 #include "tools/replay/audit.h"
 #include "tools/replay/point_in_time.h"
 #include "tools/replay/source.h"
@@ -75,12 +75,9 @@ void Load(client::Client* c, const Config& cfg) {
   const std::string pad(static_cast<size_t>(cfg.entity_bytes), 'x');
   size_t inflight = 0, failed = 0;
   for (uint64_t i = 0; i < cfg.egts; i++) {
-    wire::Request r;
-    r.op = wire::Op::kWrite;
-    r.table = kTable;
     const std::string pk = "p" + std::to_string(i % 1000);
     Batch b(kTable);
-    r.caller = "replay-bench";
+    b.SetCaller("replay-bench");
     for (int k = 0; k < cfg.ops_per_egt; k++) {
       const bool update = i >= 4000 && rng() % 4 == 0;
       const uint64_t n = update ? (i - 1000 * (1 + rng() % 3)) : i;
@@ -90,11 +87,10 @@ void Load(client::Client* c, const Config& cfg) {
                             .String("Pad", pad)
                             .Build());
     }
-    r.ops = b.operations();
     inflight++;
-    c->Send(std::move(r), [&](const Status& s, std::string_view) {
+    c->SendWrite(b, [&](Result<WriteResult> w) {
       inflight--;
-      if (!s.ok()) failed++;
+      if (!w.ok()) failed++;
     });
     while (inflight >= 64) c->Poll(std::chrono::milliseconds(100));
   }
@@ -205,7 +201,7 @@ struct Results {
 
 void RunOnce(const Config& cfg, int run, Results* out) {
   bench::ScratchDir dir(cfg.scratch, "replaybench-", false);
-  auto k = changestream::EmbeddedKafka::Start(1);
+  auto k = kafka::EmbeddedKafka::Start(1);
   if (!k.ok()) Die(k.status().ToString());
   auto kafka = std::move(k).value();
   if (Status s = kafka->CreateTopic(kTopic, cfg.partitions); !s.ok()) Die(s.ToString());

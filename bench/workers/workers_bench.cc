@@ -56,14 +56,13 @@
 
 #include "bench/harness.h"
 #include "client/client.h"
+#include "common/kafka/embedded_kafka.h"
 #include "engine/batch.h"
 #include "engine/edm.h"
 #include "patterns/index_table/index_keys.h"
 #include "patterns/index_table/index_table.h"
-#include "sidecar/changestream/embedded_kafka.h"
-#include "sidecar/protocol/wire.h"
-#include "tests/util/sidecar_process.h"
-#include "tests/workers/worker_process.h"
+#include "testing/sidecar_process.h"
+#include "testing/worker_process.h"
 
 namespace sidetable::wbench {
 namespace {
@@ -75,7 +74,7 @@ using bench::FormatSecondsOrDash;
 using bench::Hostname;
 using bench::Median;
 using bench::WithCommas;
-using changestream::EmbeddedKafka;
+using kafka::EmbeddedKafka;
 
 constexpr const char* kSidecarId = "wbench";
 constexpr const char* kTopic = "sidetable.wbench.changes";  // the sidecar's default topic template
@@ -274,19 +273,13 @@ class Poller {
         continue;
       }
       for (auto& d : due) {
-        wire::Request r;
-        r.op = wire::Op::kGet;
-        r.table = kTarget;
-        r.pk = d.s.ipk;
-        r.rk = d.s.irk;
         gets_++;
-        client_->Send(std::move(r), [this, &d](const Status& st, std::string_view body) {
+        client_->SendGet(kTarget, d.s.ipk, d.s.irk, [this, &d](Result<Entity> e) {
           d.at = Clock::now();
-          Entity e;
-          if (st.ok() && wire::DecodeEntityReply(body, &e).ok()) {
+          if (e.ok()) {
             d.found = true;
-            d.index_ticks = e.timestamp;
-          } else if (!st.ok() && st.code() != Code::kResourceNotFound && st.code() != Code::kTableNotFound) {
+            d.index_ticks = e->timestamp;
+          } else if (e.status().code() != Code::kResourceNotFound && e.status().code() != Code::kTableNotFound) {
             errors_++;
           }
         });
@@ -523,18 +516,15 @@ class Env {
           std::tie(ipk, irk) = IndexKeys(e);
           src_pk = e.partition_key;
         }
-        wire::Request req;
-        req.op = wire::Op::kWrite;
-        req.table = kSource;
-        req.ops.push_back({OpKind::kInsertOrReplace, std::move(e), ""});
+        Batch b(kSource);
+        b.InsertOrReplace(std::move(e));
         scheduled++;
         inflight++;
-        client_->Send(std::move(req), [&, sample, ipk = std::move(ipk), irk = std::move(irk), src_pk = std::move(src_pk)](
-                                          const Status& s, std::string_view body) {
+        client_->SendWrite(b, [&, sample, ipk = std::move(ipk), irk = std::move(irk), src_pk = std::move(src_pk)](
+                                  Result<WriteResult> w) {
           inflight--;
-          WriteResult w;
-          if (!s.ok() || !wire::DecodeWrite(body, &w).ok()) {
-            if (r.errors++ == 0) std::fprintf(stderr, "write failed: %s\n", s.ToString().c_str());
+          if (!w.ok()) {
+            if (r.errors++ == 0) std::fprintf(stderr, "write failed: %s\n", w.status().ToString().c_str());
             return;
           }
           acked_total_++;
@@ -546,7 +536,7 @@ class Env {
           smp.ipk = ipk;
           smp.irk = irk;
           smp.ack = Clock::now();
-          smp.src_ticks = w.timestamp;
+          smp.src_ticks = w->timestamp;
           if (poller_->TryAdd(std::move(smp))) r.samples++;
           else r.sampled_skipped++;
         });
@@ -621,22 +611,18 @@ class Env {
       Entity e = MakeEntity(seq_++);
       auto keys = IndexKeys(e);
       std::string pk = e.partition_key;
-      wire::Request req;
-      req.op = wire::Op::kWrite;
-      req.table = kSource;
-      req.ops.push_back({OpKind::kInsertOrReplace, std::move(e), ""});
+      Batch b(kSource);
+      b.InsertOrReplace(std::move(e));
       inflight++;
-      client_->Send(std::move(req), [&, keys = std::move(keys), pk = std::move(pk)](const Status& s,
-                                                                                    std::string_view body) {
+      client_->SendWrite(b, [&, keys = std::move(keys), pk = std::move(pk)](Result<WriteResult> w) {
         inflight--;
-        WriteResult w;
-        if (s.ok() && wire::DecodeWrite(body, &w).ok()) {
+        if (w.ok()) {
           r.preloaded++;
           acked_total_++;
           Last& l = last[pk];
-          if (w.lsn > l.lsn) l = {w.lsn, keys.first, keys.second};
+          if (w->lsn > l.lsn) l = {w->lsn, keys.first, keys.second};
         } else if (errors++ == 0) {
-          std::fprintf(stderr, "preload write failed: %s\n", s.ToString().c_str());
+          std::fprintf(stderr, "preload write failed: %s\n", w.status().ToString().c_str());
         }
       });
     }
@@ -664,15 +650,11 @@ class Env {
       if (events >= 0.9 * static_cast<double>(r.preloaded)) {
         std::vector<std::string> found;
         for (const auto& [pk, l] : last) {
-          wire::Request req;
-          req.op = wire::Op::kGet;
-          req.table = kTarget;
-          req.pk = l.ipk;
-          req.rk = l.irk;
-          req.select = {"SourceVersion"};
-          client_->Send(std::move(req), [&found, pk = pk](const Status& s, std::string_view) {
-            if (s.ok()) found.push_back(pk);
-          });
+          client_->SendGet(
+              kTarget, l.ipk, l.irk, [&found, pk = pk](Result<Entity> e) {
+                if (e.ok()) found.push_back(pk);
+              },
+              {"SourceVersion"});
         }
         client_->Drain();
         const auto at = Clock::now();
@@ -749,8 +731,8 @@ class Env {
       auto p = client_->QueryPage(q, next);
       if (!p.ok()) Die("counting the index: " + p.status().ToString());
       n += p->entities.size();
-      if (!p->next_pk) break;
-      next = std::make_pair(*p->next_pk, p->next_rk.value_or(""));
+      if (!p->next) break;
+      next = *p->next;
     }
     return n;
   }

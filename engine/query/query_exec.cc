@@ -3,6 +3,7 @@
 
 #include "engine/limits.h"
 #include "engine/query/query.h"
+#include "engine/table_name.h"
 #include "engine/utf8.h"
 
 namespace sidetable::query {
@@ -154,16 +155,12 @@ Result<TablePage> QueryTables(const Engine& engine, const TableQuery& q) {
   const FilterNode* filter = parsed->get();
   const size_t limit = static_cast<size_t>(q.top.value_or(kMaxPageSize));
   std::optional<std::string> next;
-  if (q.next_table_name) {
-    next = *q.next_table_name;
-    for (auto& c : *next) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
+  if (q.next_table_name) next = TableKey(*q.next_table_name).str();
   TablePage page;
   for (TableInfo& t : engine.ListTables()) {
     // Table names compare case-insensitively, so pages follow the catalog's
     // lower-case order and the continuation is a lower-case name.
-    std::string lower = t.name;
-    for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string lower = TableKey(t.name).str();
     if (next && lower < *next) continue;
     if (filter) {
       Entity row;

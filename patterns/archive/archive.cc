@@ -1,5 +1,6 @@
 #include "patterns/archive/archive.h"
 
+#include "engine/etag.h"
 #include "patterns/common.h"
 
 namespace sidetable::patterns {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "engine/etag.h"
 #include "engine/limits.h"
 #include "patterns/common.h"
 

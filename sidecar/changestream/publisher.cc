@@ -7,8 +7,8 @@
 #include <deque>
 #include <set>
 
-#include "sidecar/changestream/embedded_kafka.h"
-#include "sidecar/changestream/event.h"
+#include "common/kafka/embedded_kafka.h"
+#include "events/event.h"
 
 namespace sidetable::changestream {
 namespace {
@@ -240,7 +240,7 @@ bool Publisher::Impl::ProduceMore() {
       return false;
     }
     const std::string key = KeyFor(rec);
-    const std::string value = EncodeEvent(rec, sidecar_id_);
+    const std::string value = events::EncodeEvent(rec, sidecar_id_);
     const std::string lsn_header = std::to_string(rec.lsn);
     rd_kafka_resp_err_t e = rd_kafka_producev(
         rk_, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_KEY(key.data(), key.size()),

@@ -29,9 +29,13 @@
 #include "engine/engine.h"
 #include "sidecar/changestream/kafka_options.h"
 
+namespace sidetable::kafka {
+class EmbeddedKafka;
+}
+
 namespace sidetable::changestream {
 
-class EmbeddedKafka;
+using kafka::EmbeddedKafka;
 
 struct PublisherStats {
   uint64_t published_lsn = 0;    // every record up to here is delivered

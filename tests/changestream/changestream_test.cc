@@ -9,17 +9,17 @@
 
 #include "client/client.h"
 #include "client/entity_builder.h"
-#include "sidecar/changestream/embedded_kafka.h"
-#include "sidecar/changestream/event.h"
-#include "tests/util/kafka_reader.h"
-#include "tests/util/sidecar_process.h"
-#include "tests/util/temp_dir.h"
+#include "common/kafka/embedded_kafka.h"
+#include "events/event.h"
+#include "testing/kafka_reader.h"
+#include "testing/sidecar_process.h"
+#include "testing/temp_dir.h"
 
 namespace sidetable {
 namespace {
 
-using changestream::EmbeddedKafka;
-using changestream::Event;
+using kafka::EmbeddedKafka;
+using events::Event;
 
 constexpr const char* kTopic = "sidetable.cs-test.changes";
 
@@ -64,7 +64,7 @@ class ChangeStreamTest : public ::testing::Test {
         [&](const std::vector<testing::KafkaMessage>& all) {
           for (size_t i = events.size(); i < all.size(); i++) {
             Event ev;
-            Status s = changestream::DecodeEvent(all[i].value, &ev);
+            Status s = events::DecodeEvent(all[i].value, &ev);
             EXPECT_TRUE(s.ok()) << s.ToString();
             EXPECT_EQ(all[i].key, ev.record.table + "/" + ev.record.partition_key);
             seen.insert(ev.record.lsn);
@@ -146,11 +146,9 @@ TEST_F(ChangeStreamTest, KillNineWhilePublishingLeavesNoGap) {
     if (round > 0) StartSidecar();
     // Pipelined writes, then SIGKILL while they and their publishing are in flight.
     for (int k = 0; k < 200; k++, next++) {
-      wire::Request r;
-      r.op = wire::Op::kWrite;
-      r.table = "Orders";
-      r.ops.push_back({OpKind::kInsertOrReplace, Row("p" + std::to_string(next % 5), std::to_string(next), next), ""});
-      client_->Send(r, [](const Status&, std::string_view) {});
+      Batch b("Orders");
+      b.InsertOrReplace(Row("p" + std::to_string(next % 5), std::to_string(next), next));
+      client_->SendWrite(b, [](Result<WriteResult>) {});
     }
     client_->Poll(std::chrono::milliseconds(20));
     server_->Kill();

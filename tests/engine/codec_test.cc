@@ -1,6 +1,6 @@
 // Row encoding round trips, corruption handling, and the key order property:
 // the bytewise order of encoded keys is Azure's ordinal (UTF-16) order.
-#include "engine/codec.h"
+#include "engine/internal/codec.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,9 @@
 #include <limits>
 #include <random>
 
+#include "engine/etag.h"
 #include "engine/utf8.h"
-#include "tests/util/random_keys.h"
+#include "testing/random_keys.h"
 
 namespace sidetable {
 namespace {
@@ -38,7 +39,7 @@ TEST(RowCodec, RoundTripsEveryTypeExactly) {
   ASSERT_TRUE(codec::DecodeRow(row, &out).ok());
   EXPECT_EQ(out.properties, in.properties);
   EXPECT_EQ(out.timestamp, 1234567);
-  EXPECT_EQ(out.etag, codec::MakeETag(42));
+  EXPECT_EQ(out.etag, MakeETag(42));
   uint64_t version;
   int64_t ts;
   ASSERT_TRUE(codec::DecodeRowHeader(row, &version, &ts).ok());

@@ -17,8 +17,8 @@
 #include <set>
 
 #include "engine/engine.h"
+#include "testing/temp_dir.h"
 #include "tests/engine/crash_workload.h"
-#include "tests/util/temp_dir.h"
 
 namespace sidetable {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "engine/engine.h"
-#include "tests/util/temp_dir.h"
+#include "testing/temp_dir.h"
 
 namespace sidetable::testing {
 

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <set>
 
+#include "testing/random_keys.h"
 #include "tests/engine/engine_fixture.h"
-#include "tests/util/random_keys.h"
 
 namespace sidetable {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "sidecar/protocol/wire.h"
+#include "protocol/wire.h"
 
 using sidetable::Code;
 using sidetable::wire::DecodeRequest;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/etag.h"
 #include "patterns/common.h"
 
 namespace sidetable::patterns::testing {

@@ -10,7 +10,7 @@
 #include <limits>
 #include <set>
 
-#include "sidecar/protocol/json/entity_json.h"
+#include "events/entity_json.h"
 
 namespace sidetable::replay {
 namespace {

@@ -39,13 +39,13 @@
 
 #include "client/client.h"
 #include "client/entity_builder.h"
+#include "events/entity_json.h"
+#include "events/json_writer.h"
 #include "patterns/index_table/index_table.h"
 #include "patterns/registry.h"
-#include "sidecar/protocol/json/entity_json.h"
-#include "sidecar/protocol/json/json_writer.h"
+#include "testing/child_process.h"
+#include "testing/text.h"
 #include "tests/sidecar/e2e_fixture.h"
-#include "tests/util/child_process.h"
-#include "tests/util/text.h"
 
 namespace sidetable {
 namespace {

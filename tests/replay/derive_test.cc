@@ -12,8 +12,8 @@
 #include "client/client.h"
 #include "client/entity_builder.h"
 #include "patterns/index_table/index_table.h"
-#include "tests/util/sidecar_process.h"
-#include "tests/util/temp_dir.h"
+#include "testing/sidecar_process.h"
+#include "testing/temp_dir.h"
 #include "tools/replay/derive.h"
 
 namespace sidetable {

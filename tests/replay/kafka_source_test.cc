@@ -15,18 +15,18 @@
 
 #include "client/client.h"
 #include "client/entity_builder.h"
-#include "sidecar/changestream/embedded_kafka.h"
-#include "sidecar/changestream/event.h"
-#include "tests/util/child_process.h"
-#include "tests/util/kafka_reader.h"
-#include "tests/util/sidecar_process.h"
-#include "tests/util/temp_dir.h"
+#include "common/kafka/embedded_kafka.h"
+#include "events/event.h"
+#include "testing/child_process.h"
+#include "testing/kafka_reader.h"
+#include "testing/sidecar_process.h"
+#include "testing/temp_dir.h"
 #include "tools/replay/source.h"
 
 namespace sidetable {
 namespace {
 
-using changestream::EmbeddedKafka;
+using kafka::EmbeddedKafka;
 using replay::KafkaSourceOptions;
 using replay::Position;
 using replay::RecordSource;
@@ -89,7 +89,7 @@ std::string EventJson(uint64_t lsn, const std::string& pad = "") {
   op.after->timestamp = r.commit_time;
   op.after->etag = op.etag;
   r.ops.push_back(std::move(op));
-  return changestream::EncodeEvent(r, "ks-test");
+  return events::EncodeEvent(r, "ks-test");
 }
 
 ::testing::AssertionResult SameEntity(const std::optional<Entity>& a,
@@ -288,16 +288,16 @@ class KafkaSourceTest : public ::testing::Test {
     messages_ = reader.ReadUntil(
         [&](const std::vector<testing::KafkaMessage>& all) {
           for (; decoded < all.size(); decoded++) {
-            changestream::Event ev;
-            if (changestream::DecodeEvent(all[decoded].value, &ev).ok()) seen.insert(ev.record.lsn);
+            events::Event ev;
+            if (events::DecodeEvent(all[decoded].value, &ev).ok()) seen.insert(ev.record.lsn);
           }
           return seen.size() >= last_lsn_;
         },
         std::chrono::seconds(30));
     ASSERT_EQ(seen.size(), last_lsn_) << server_->Log();
     for (const auto& m : messages_) {
-      changestream::Event ev;
-      ASSERT_TRUE(changestream::DecodeEvent(m.value, &ev).ok());
+      events::Event ev;
+      ASSERT_TRUE(events::DecodeEvent(m.value, &ev).ok());
       // A clean run publishes each LSN once: the offset tests rely on it.
       ASSERT_TRUE(where_.emplace(ev.record.lsn, std::make_pair(m.partition, m.offset)).second)
           << "LSN " << ev.record.lsn << " published twice";

@@ -30,8 +30,8 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "tests/util/random_keys.h"
-#include "tests/util/temp_dir.h"
+#include "testing/random_keys.h"
+#include "testing/temp_dir.h"
 
 namespace sidetable::replay {
 namespace {

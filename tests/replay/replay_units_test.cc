@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/util/temp_dir.h"
+#include "testing/temp_dir.h"
 #include "tools/replay/checkpoint.h"
 #include "tools/replay/progress.h"
 #include "tools/replay/runner.h"

@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "tests/util/temp_dir.h"
+#include "testing/temp_dir.h"
 
 namespace sidetable::sidecar {
 namespace {

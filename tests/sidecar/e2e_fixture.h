@@ -7,8 +7,8 @@
 
 #include "client/client.h"
 #include "client/entity_builder.h"
-#include "tests/util/sidecar_process.h"
-#include "tests/util/temp_dir.h"
+#include "testing/sidecar_process.h"
+#include "testing/temp_dir.h"
 
 namespace sidetable::testing {
 

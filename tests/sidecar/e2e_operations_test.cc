@@ -12,7 +12,7 @@ using testing::SidecarTest;
 TEST_F(SidecarTest, PingReportsVersionAndLsn) {
   auto p = client_->Ping();
   ASSERT_TRUE(p.ok()) << p.status().ToString();
-  EXPECT_EQ(p->version, 1);
+  EXPECT_EQ(p->protocol_version, 1);
   EXPECT_EQ(p->last_lsn, 0u);
 }
 
@@ -104,7 +104,7 @@ TEST_F(SidecarTest, QueryPagesFollowContinuations) {
   ASSERT_TRUE(page.ok());
   EXPECT_EQ(page->plan, "partition-scan");
   EXPECT_EQ(page->entities.size(), 4u);
-  ASSERT_TRUE(page->next_pk.has_value());
+  ASSERT_TRUE(page->next.has_value());
 
   auto it = client_->Query({.table = "People", .filter = "Age lt 10", .select = {"Age"}, .top = 7});
   Entity e;

@@ -5,6 +5,7 @@
 #include <set>
 #include <zmq.hpp>
 
+#include "protocol/wire.h"
 #include "tests/sidecar/e2e_fixture.h"
 
 namespace sidetable {
@@ -12,12 +13,10 @@ namespace {
 
 using testing::SidecarTest;
 
-wire::Request WriteOf(const std::string& table, Entity e) {
-  wire::Request r;
-  r.op = wire::Op::kWrite;
-  r.table = table;
-  r.ops.push_back({OpKind::kInsert, std::move(e), ""});
-  return r;
+Batch WriteOf(const std::string& table, Entity e) {
+  Batch b(table);
+  b.Insert(std::move(e));
+  return b;
 }
 
 // A slow table scan goes out first, then fast pings: the pings are answered
@@ -31,27 +30,18 @@ TEST_F(SidecarTest, PipelinedRepliesComeBackOutOfOrderAndMatch) {
     ASSERT_TRUE(client_->Execute(batch).ok());
   }
   std::vector<int> completion_order;
-  wire::Request scan;
-  scan.op = wire::Op::kQuery;
+  client::QueryOptions scan;
   scan.table = "Big";
   scan.filter = "Age eq -1";  // examines every entity, matches none
-  client_->Send(scan, [&](const Status& s, std::string_view body) {
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    wire::QueryReply q;
-    EXPECT_TRUE(wire::DecodeQuery(body, &q).ok());
-    EXPECT_EQ(q.examined, 20000u);
+  client_->SendQuery(scan, std::nullopt, [&](Result<client::Page> q) {
+    ASSERT_TRUE(q.ok()) << q.status().ToString();
+    EXPECT_EQ(q->examined, 20000u);
     completion_order.push_back(-1);
   });
   for (int i = 0; i < 50; i++) {
-    wire::Request get;
-    get.op = wire::Op::kGet;
-    get.table = "Big";
-    get.pk = "p" + std::to_string(i);
-    get.rk = "r" + std::to_string(i % 100);
-    client_->Send(get, [&, i](const Status& s, std::string_view body) {
-      ASSERT_TRUE(s.ok()) << s.ToString();
-      Entity e;
-      ASSERT_TRUE(wire::DecodeEntityReply(body, &e).ok());
+    client_->SendGet("Big", "p" + std::to_string(i), "r" + std::to_string(i % 100), [&, i](Result<Entity> r) {
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      const Entity& e = *r;
       EXPECT_EQ(e.partition_key, "p" + std::to_string(i));  // matched by id, not by order
       EXPECT_EQ(e.Find("Age")->as_int32(), i % 100);
       completion_order.push_back(i);
@@ -76,8 +66,9 @@ TEST_F(TinyQueueTest, OverloadAnswersServerBusyAndBusyMeansNotWritten) {
   auto once = Connect(/*max_attempts=*/1);
   std::set<int> acked, busy;
   for (int i = 0; i < 300; i++) {
-    once->Send(WriteOf("Load", Person("p" + std::to_string(i % 7), std::to_string(i), i)),
-               [&, i](const Status& s, std::string_view) {
+    once->SendWrite(WriteOf("Load", Person("p" + std::to_string(i % 7), std::to_string(i), i)),
+               [&, i](Result<WriteResult> r) {
+                 const Status& s = r.status();
                  if (s.ok()) acked.insert(i);
                  else if (s.code() == Code::kServerBusy) busy.insert(i);
                  else ADD_FAILURE() << s.ToString();
@@ -99,8 +90,8 @@ TEST_F(TinyQueueTest, OverloadAnswersServerBusyAndBusyMeansNotWritten) {
   auto patient = Connect(/*max_attempts=*/1000);
   int ok = 0;
   for (int i = 0; i < 100; i++) {
-    patient->Send(WriteOf("Load", Person("q", std::to_string(i), i)),
-                  [&](const Status& s, std::string_view) { ok += s.ok(); });
+    patient->SendWrite(WriteOf("Load", Person("q", std::to_string(i), i)),
+                  [&](Result<WriteResult> r) { ok += r.ok(); });
   }
   patient->Drain();
   EXPECT_EQ(ok, 100);
@@ -118,10 +109,10 @@ TEST_F(SidecarTest, SigtermUnderLoadLosesNothingAcknowledged) {
   bool stopped = false;
   for (int round = 0; round < 400 && !stopped; round++) {
     for (int k = 0; k < 20; k++, sent++) {
-      writer->Send(WriteOf("Load", Person("p" + std::to_string(sent % 13), std::to_string(sent), sent)),
-                   [&, id = sent](const Status& s, std::string_view) {
+      writer->SendWrite(WriteOf("Load", Person("p" + std::to_string(sent % 13), std::to_string(sent), sent)),
+                   [&, id = sent](Result<WriteResult> r) {
                      answered++;
-                     if (s.ok()) acked.insert(id);
+                     if (r.ok()) acked.insert(id);
                    });
     }
     writer->Poll(std::chrono::milliseconds(1));

@@ -10,10 +10,10 @@
 #include <sstream>
 #include <thread>
 
+#include "events/entity_json.h"
+#include "testing/child_process.h"
+#include "testing/text.h"
 #include "tests/sidecar/e2e_fixture.h"
-#include "tests/util/child_process.h"
-#include "tests/util/text.h"
-#include "sidecar/protocol/json/entity_json.h"
 
 namespace sidetable {
 namespace {

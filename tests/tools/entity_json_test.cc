@@ -5,14 +5,14 @@
 #include <cmath>
 #include <limits>
 
-#include "sidecar/protocol/json/base64.h"
-#include "sidecar/protocol/json/entity_json.h"
-#include "sidecar/protocol/json/json_writer.h"
+#include "events/base64.h"
+#include "events/entity_json.h"
+#include "events/json_writer.h"
 #include "tools/cli/table_printer.h"
 
 namespace sidetable::cli {
 
-using namespace ::sidetable::json;  // the JSON entity format (sidecar/protocol/json)
+using namespace ::sidetable::json;  // the JSON entity format (events/)
 namespace {
 
 Entity MustParse(std::string_view json) {

@@ -1,11 +1,11 @@
 // The worker's YAML: every key, scalars as lists, fail-fast messages.
-#include "workers/config.h"
+#include "apply/worker_config.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 
-#include "tests/util/temp_dir.h"
+#include "testing/temp_dir.h"
 #include "workers/archive_rules.h"
 
 namespace sidetable::workers {
@@ -51,8 +51,8 @@ patterns:
 )";
 
 TEST(WorkerConfigTest, ReadsEveryKey) {
-  WorkerConfig c;
-  ASSERT_TRUE(LoadWorkerConfigText(kFull, "t.yaml", &c).ok());
+  apply::WorkerConfig c;
+  ASSERT_TRUE(apply::LoadWorkerConfigText(kFull, "t.yaml", &c).ok());
   EXPECT_EQ(c.bootstrap, "127.0.0.1:9092");
   EXPECT_EQ(c.bootstrap_file, "/tmp/x");
   EXPECT_EQ(c.bootstrap_wait_ms, 5);
@@ -79,7 +79,7 @@ TEST(WorkerConfigTest, ReadsEveryKey) {
   EXPECT_EQ(c.patterns[0].settings.at("source"), std::vector<std::string>{"Employees"}) << "scalar -> list of one";
   EXPECT_EQ(c.patterns[0].settings.at("properties"), (std::vector<std::string>{"LastName", "Email"}));
   EXPECT_EQ(c.patterns[1].settings.at("min_age_seconds"), std::vector<std::string>{"3600"});
-  EXPECT_TRUE(ValidateWorkerConfig(c).ok()) << ValidateWorkerConfig(c).ToString();
+  EXPECT_TRUE(apply::ValidateWorkerConfig(c).ok()) << apply::ValidateWorkerConfig(c).ToString();
   std::vector<ArchiveRule> rules;
   ASSERT_TRUE(ParseArchiveRules(c.patterns, &rules).ok());
   ASSERT_EQ(rules.size(), 1u);
@@ -87,14 +87,14 @@ TEST(WorkerConfigTest, ReadsEveryKey) {
 }
 
 TEST(WorkerConfigTest, ScalarTopicAndShippedConfigsLoad) {
-  WorkerConfig c;
-  ASSERT_TRUE(LoadWorkerConfigText("kafka:\n  topic: one\n", "t", &c).ok());
+  apply::WorkerConfig c;
+  ASSERT_TRUE(apply::LoadWorkerConfigText("kafka:\n  topic: one\n", "t", &c).ok());
   EXPECT_EQ(c.topics, std::vector<std::string>{"one"});
   for (const char* f : {"configs/worker.dev.yaml", "configs/worker.prod.yaml"}) {
-    WorkerConfig shipped;
-    Status s = LoadWorkerConfigFile(std::string(SIDETABLE_SOURCE_DIR) + "/" + f, &shipped);
+    apply::WorkerConfig shipped;
+    Status s = apply::LoadWorkerConfigFile(std::string(SIDETABLE_SOURCE_DIR) + "/" + f, &shipped);
     ASSERT_TRUE(s.ok()) << f << ": " << s.ToString();
-    EXPECT_TRUE(ValidateWorkerConfig(shipped).ok()) << f << ": " << ValidateWorkerConfig(shipped).ToString();
+    EXPECT_TRUE(apply::ValidateWorkerConfig(shipped).ok()) << f << ": " << apply::ValidateWorkerConfig(shipped).ToString();
     std::vector<ArchiveRule> rules;
     EXPECT_TRUE(ParseArchiveRules(shipped.patterns, &rules).ok()) << f;
     EXPECT_EQ(rules.size(), 1u) << f;
@@ -123,8 +123,8 @@ TEST(WorkerConfigTest, BadConfigNamesTheKey) {
       {"kafka: [\n", "t.yaml"},
   };
   for (const auto& bc : cases) {
-    WorkerConfig c;
-    Status s = LoadWorkerConfigText(bc.yaml, "t.yaml", &c);
+    apply::WorkerConfig c;
+    Status s = apply::LoadWorkerConfigText(bc.yaml, "t.yaml", &c);
     ASSERT_FALSE(s.ok()) << bc.yaml;
     EXPECT_EQ(s.code(), Code::kInvalidInput);
     EXPECT_NE(s.message().find(bc.names), std::string::npos) << s.message();
@@ -133,32 +133,32 @@ TEST(WorkerConfigTest, BadConfigNamesTheKey) {
 
 TEST(WorkerConfigTest, ValidationNamesTheKey) {
   auto valid = [] {
-    WorkerConfig c;
+    apply::WorkerConfig c;
     c.bootstrap = "x:1";
     c.patterns.push_back({"index_table", {}});
     return c;
   };
-  ASSERT_TRUE(ValidateWorkerConfig(valid()).ok());
+  ASSERT_TRUE(apply::ValidateWorkerConfig(valid()).ok());
   struct {
-    std::function<void(WorkerConfig*)> mutate;
+    std::function<void(apply::WorkerConfig*)> mutate;
     const char* key;
   } cases[] = {
-      {[](WorkerConfig* c) { c->bootstrap.clear(); }, "kafka.bootstrap"},
-      {[](WorkerConfig* c) { c->group.clear(); }, "kafka.group"},
-      {[](WorkerConfig* c) { c->topics.clear(); }, "kafka.topic"},
-      {[](WorkerConfig* c) { c->endpoint = "http://x"; }, "sidecar.endpoint"},
-      {[](WorkerConfig* c) { c->max_attempts = 0; }, "retry.max_attempts"},
-      {[](WorkerConfig* c) { c->backoff_max_ms = 1; }, "retry.backoff_max_ms"},
-      {[](WorkerConfig* c) { c->dead_letter_topic = c->topics[0]; }, "dead_letter.topic"},
-      {[](WorkerConfig* c) { c->http = "nohost"; }, "http"},
-      {[](WorkerConfig* c) { c->log_format = "xml"; }, "log.format"},
-      {[](WorkerConfig* c) { c->log_level = "loud"; }, "log.level"},
-      {[](WorkerConfig* c) { c->patterns.clear(); }, "patterns"},
+      {[](apply::WorkerConfig* c) { c->bootstrap.clear(); }, "kafka.bootstrap"},
+      {[](apply::WorkerConfig* c) { c->group.clear(); }, "kafka.group"},
+      {[](apply::WorkerConfig* c) { c->topics.clear(); }, "kafka.topic"},
+      {[](apply::WorkerConfig* c) { c->endpoint = "http://x"; }, "sidecar.endpoint"},
+      {[](apply::WorkerConfig* c) { c->max_attempts = 0; }, "retry.max_attempts"},
+      {[](apply::WorkerConfig* c) { c->backoff_max_ms = 1; }, "retry.backoff_max_ms"},
+      {[](apply::WorkerConfig* c) { c->dead_letter_topic = c->topics[0]; }, "dead_letter.topic"},
+      {[](apply::WorkerConfig* c) { c->http = "nohost"; }, "http"},
+      {[](apply::WorkerConfig* c) { c->log_format = "xml"; }, "log.format"},
+      {[](apply::WorkerConfig* c) { c->log_level = "loud"; }, "log.level"},
+      {[](apply::WorkerConfig* c) { c->patterns.clear(); }, "patterns"},
   };
   for (const auto& bc : cases) {
-    WorkerConfig c = valid();
+    apply::WorkerConfig c = valid();
     bc.mutate(&c);
-    Status s = ValidateWorkerConfig(c);
+    Status s = apply::ValidateWorkerConfig(c);
     ASSERT_FALSE(s.ok()) << bc.key;
     EXPECT_NE(s.message().find(bc.key), std::string::npos) << s.message();
   }
@@ -166,12 +166,12 @@ TEST(WorkerConfigTest, ValidationNamesTheKey) {
 
 TEST(WorkerConfigTest, BootstrapFromFile) {
   testing::TempDir dir;
-  WorkerConfig c;
+  apply::WorkerConfig c;
   c.bootstrap_file = dir.Sub("kafka.bootstrap");
   c.bootstrap_wait_ms = 0;
-  EXPECT_NE(ResolveBootstrap(&c).message().find("kafka.bootstrap_file"), std::string::npos);
+  EXPECT_NE(apply::ResolveBootstrap(&c).message().find("kafka.bootstrap_file"), std::string::npos);
   std::ofstream(c.bootstrap_file) << "127.0.0.1:39092\n";
-  ASSERT_TRUE(ResolveBootstrap(&c).ok());
+  ASSERT_TRUE(apply::ResolveBootstrap(&c).ok());
   EXPECT_EQ(c.bootstrap, "127.0.0.1:39092");
 }
 

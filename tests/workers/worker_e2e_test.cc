@@ -16,17 +16,17 @@
 
 #include "client/client.h"
 #include "client/entity_builder.h"
+#include "common/kafka/embedded_kafka.h"
 #include "patterns/index_table/index_table.h"
-#include "sidecar/changestream/embedded_kafka.h"
-#include "tests/util/sidecar_process.h"
-#include "tests/util/temp_dir.h"
-#include "tests/workers/worker_process.h"
+#include "testing/sidecar_process.h"
+#include "testing/temp_dir.h"
+#include "testing/worker_process.h"
 #include "workers/dead_letter.h"
 
 namespace sidetable {
 namespace {
 
-using changestream::EmbeddedKafka;
+using kafka::EmbeddedKafka;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* kTopic = "sidetable.wk-test.changes";  // the sidecar's default template
@@ -212,9 +212,7 @@ TEST_F(WorkerE2eTest, TwoWorkersKeepTheIndexThroughRepeatedKillNine) {
   // is computed from the source table at the end, so no model is needed.
   auto burst = [&](int n) {
     for (int i = 0; i < n; i++) {
-      wire::Request r;
-      r.op = wire::Op::kWrite;
-      r.table = "People";
+      Batch r("People");
       const std::string pk = "p" + std::to_string(rng() % 6);
       const std::string rk = "r" + std::to_string(rng() % 40);
       client::EntityBuilder e(pk, rk);
@@ -222,18 +220,18 @@ TEST_F(WorkerE2eTest, TwoWorkersKeepTheIndexThroughRepeatedKillNine) {
       if (kind < 4) {
         e.String("Name", "n" + std::to_string(i));
         if (kind != 0) e.String("Color", colors[rng() % 5]);
-        r.ops.push_back({OpKind::kInsertOrReplace, e.Build(), ""});
+        r.InsertOrReplace(e.Build());
       } else if (kind < 6) {
         if (rng() % 2) e.String("Color", colors[rng() % 5]);
         else e.Int32("Age", static_cast<int32_t>(rng() % 90));
-        r.ops.push_back({OpKind::kInsertOrMerge, e.Build(), ""});
+        r.InsertOrMerge(e.Build());
       } else if (kind < 8) {
         e.String("Color", colors[rng() % 5]);
-        r.ops.push_back({OpKind::kMerge, e.Build(), "*"});
+        r.Merge(e.Build(), "*");
       } else {
-        r.ops.push_back({OpKind::kDelete, e.Build(), "*"});
+        r.Add(OpKind::kDelete, e.Build(), "*");
       }
-      client_->Send(r, [](const Status&, std::string_view) {});
+      client_->SendWrite(r, [](Result<WriteResult>) {});
     }
     client_->Drain();
   };

@@ -1,6 +1,6 @@
 // `replay` and `audit`: the filtered change stream as change records or as
 // audit rows (docs/replay.md).
-#include "sidecar/protocol/json/entity_json.h"
+#include "events/entity_json.h"
 #include "tools/cli/replay_support.h"
 #include "tools/replay/audit.h"
 #include "tools/replay/runner.h"

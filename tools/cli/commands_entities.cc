@@ -1,10 +1,10 @@
 // Entity commands: get, insert, update, merge, upsert, delete, batch.
+#include "events/entity_json.h"
 #include "tools/cli/commands.h"
-#include "sidecar/protocol/json/entity_json.h"
 
 namespace sidetable::cli {
 
-using namespace ::sidetable::json;  // the JSON entity format (sidecar/protocol/json)
+using namespace ::sidetable::json;  // the JSON entity format (events/)
 
 int RunGet(Session& s, const CommandArgs& a) {
   client::Client* c = s.Client();

@@ -1,14 +1,14 @@
 // Commands that read or manage: ping, tables, query, changes.
 #include <algorithm>
 
+#include "events/entity_json.h"
+#include "events/json_writer.h"
 #include "tools/cli/commands.h"
-#include "sidecar/protocol/json/entity_json.h"
-#include "sidecar/protocol/json/json_writer.h"
 #include "tools/cli/table_printer.h"
 
 namespace sidetable::cli {
 
-using namespace ::sidetable::json;  // the JSON entity format (sidecar/protocol/json)
+using namespace ::sidetable::json;  // the JSON entity format (events/)
 
 int RunPing(Session& s, const CommandArgs&) {
   client::Client* c = s.Client();
@@ -17,7 +17,7 @@ int RunPing(Session& s, const CommandArgs&) {
   if (!p.ok()) return s.Fail(p.status());
   JsonWriter w;
   w.BeginObject();
-  w.Key("version").Int(p->version);
+  w.Key("version").Int(p->protocol_version);
   w.Key("sidecar").String(p->sidecar_id);
   w.Key("lsn").UInt(p->last_lsn);
   w.EndObject();

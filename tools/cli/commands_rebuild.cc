@@ -2,15 +2,16 @@
 // table afresh from a snapshot and the log after it), docs/replay.md.
 #include <cctype>
 
+#include "apply/worker_config.h"
 #include "engine/limits.h"
+#include "engine/table_name.h"
+#include "events/entity_json.h"
 #include "patterns/common.h"
 #include "patterns/index_table/index_table.h"
-#include "sidecar/protocol/json/entity_json.h"
 #include "tools/cli/replay_support.h"
 #include "tools/replay/derive.h"
 #include "tools/replay/point_in_time.h"
 #include "tools/replay/runner.h"
-#include "workers/config.h"
 
 namespace sidetable::cli {
 namespace {
@@ -68,7 +69,7 @@ int RunRebuild(Session& s, const ReplayArgs& a) {
     cut.time = replay::ParseTimeArgument(a.at_time);
     if (!cut.time) return s.Usage("--at-time '" + a.at_time + "' is not a time");
   }
-  if (into_table && a.target_endpoint.empty() && patterns::TableNameEquals(a.into_table, a.table)) {
+  if (into_table && a.target_endpoint.empty() && TableNameEquals(a.into_table, a.table)) {
     return s.Usage("--into-table names the live table; a rebuild never writes over it");
   }
   ReplayArgs src_args = a;
@@ -186,15 +187,15 @@ int RunRebuild(Session& s, const ReplayArgs& a) {
 }
 
 int RunDerive(Session& s, const ReplayArgs& a) {
-  workers::WorkerConfig wc;
-  if (Status st = workers::LoadWorkerConfigFile(a.config, &wc); !st.ok()) return s.Usage(st.message());
+  apply::WorkerConfig wc;
+  if (Status st = apply::LoadWorkerConfigFile(a.config, &wc); !st.ok()) return s.Usage(st.message());
   std::vector<const patterns::PatternConfig*> candidates;
   std::string names;
   for (const auto& pc : wc.patterns) {
     if (pc.name != patterns::kIndexTableName) continue;
     const std::string target = pc.Get("target");
     names += (names.empty() ? "" : ", ") + target;
-    if (a.index.empty() || patterns::TableNameEquals(a.index, target)) candidates.push_back(&pc);
+    if (a.index.empty() || TableNameEquals(a.index, target)) candidates.push_back(&pc);
   }
   if (candidates.size() != 1) {
     return s.Usage(candidates.empty() ? a.config + " has no index_table pattern" +

@@ -8,11 +8,11 @@
 // Exit 0 when everything matches, 4 on divergence (kExitDiverged).
 #include <map>
 
+#include "apply/worker_config.h"
 #include "patterns/archive/archive.h"
 #include "patterns/index_table/index_table.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/replay_commands.h"
-#include "workers/config.h"
 
 namespace sidetable::cli {
 namespace {
@@ -109,8 +109,8 @@ int VerifyPatterns(Session& s, const std::vector<patterns::PatternConfig>& pcs) 
 }
 
 int RunVerify(Session& s, const CommandArgs& a) {
-  workers::WorkerConfig wc;
-  if (Status st = workers::LoadWorkerConfigFile(a.input, &wc); !st.ok()) return s.Usage(st.message());
+  apply::WorkerConfig wc;
+  if (Status st = apply::LoadWorkerConfigFile(a.input, &wc); !st.ok()) return s.Usage(st.message());
   if (wc.patterns.empty()) return s.Usage(a.input + ": no patterns to verify");
   return VerifyPatterns(s, wc.patterns);
 }

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sidecar/protocol/json/base64.h"
-#include "sidecar/protocol/json/json_writer.h"
+#include "events/base64.h"
+#include "events/json_writer.h"
 
 namespace sidetable::cli {
 
-using namespace ::sidetable::json;  // the JSON entity format (sidecar/protocol/json)
+using namespace ::sidetable::json;  // the JSON entity format (events/)
 namespace {
 
 // Control characters would break the layout: write them as escapes.

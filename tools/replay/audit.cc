@@ -14,8 +14,8 @@
 #include <charconv>
 #include <string_view>
 
-#include "sidecar/protocol/json/entity_json.h"
-#include "sidecar/protocol/json/json_writer.h"
+#include "events/entity_json.h"
+#include "events/json_writer.h"
 #include "tools/replay/audit_text.h"
 
 namespace sidetable::replay {

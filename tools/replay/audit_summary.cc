@@ -3,7 +3,7 @@
 
 #include <simdjson.h>
 
-#include "sidecar/protocol/json/json_writer.h"
+#include "events/json_writer.h"
 #include "tools/replay/audit_text.h"
 
 namespace sidetable::replay {

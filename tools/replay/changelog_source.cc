@@ -11,7 +11,6 @@
 #include <deque>
 
 #include "client/client.h"
-#include "sidecar/protocol/wire.h"
 #include "tools/replay/source.h"
 
 namespace sidetable::replay {
@@ -57,27 +56,22 @@ class ChangeLogSource final : public RecordSource {
     uint64_t from = 0;
     bool done = false;
     Status status;
-    std::string body;
+    ChangeBatch batch;
   };
 
   uint32_t PageSize(uint64_t from) const {
     return static_cast<uint32_t>(std::min<uint64_t>(options_.page_records, end_ - from + 1));
   }
 
-  void Ask(uint64_t from) {
+  std::shared_ptr<Page> Ask(uint64_t from) {
     auto page = std::make_shared<Page>();
     page->from = from;
-    wire::Request r;
-    r.op = wire::Op::kReadChanges;
-    r.from_lsn = from;
-    r.max_records = PageSize(from);
-    r.max_bytes = options_.page_bytes;
-    client_->Send(std::move(r), [page](const Status& s, std::string_view body) {
-      page->status = s;
-      page->body.assign(body);
+    client_->SendReadChanges(from, PageSize(from), options_.page_bytes, [page](Result<ChangeBatch> r) {
+      if (r.ok()) page->batch = std::move(r).value();
+      else page->status = r.status();
       page->done = true;
     });
-    ahead_ = std::move(page);
+    return page;
   }
 
   // Reads the page at fetch_ into buffer_ (and asks for the one after it).
@@ -87,14 +81,14 @@ class ChangeLogSource final : public RecordSource {
       while (!ahead_->done) client_->Poll(std::chrono::milliseconds(100));
       ahead_.reset();
     }
-    if (!ahead_) Ask(fetch_);
-    while (!ahead_->done) client_->Poll(std::chrono::milliseconds(100));
-    std::shared_ptr<Page> page = std::move(ahead_);
-    if (!page->status.ok()) return page->status;
+    std::shared_ptr<Page> page = ahead_ ? std::move(ahead_) : Ask(fetch_);
+    // The guess (this page is full) goes out before this page is waited for
+    // and decoded, so the sidecar reads the next page meanwhile.
     const uint32_t asked = PageSize(fetch_);
-    if (fetch_ + asked <= end_) Ask(fetch_ + asked);  // the guess: this page is full
-    ChangeBatch batch;
-    ST_RETURN_IF_ERROR(wire::DecodeChanges(page->body, &batch));
+    if (fetch_ + asked <= end_) ahead_ = Ask(fetch_ + asked);
+    while (!page->done) client_->Poll(std::chrono::milliseconds(100));
+    if (!page->status.ok()) return page->status;
+    ChangeBatch& batch = page->batch;
     if (batch.first_available_lsn > fetch_) {
       // Retention trimmed records not read yet: the replay would silently
       // skip history, so it stops instead.

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "sidecar/protocol/json/json_writer.h"
+#include "events/json_writer.h"
 
 namespace sidetable::replay {
 namespace {

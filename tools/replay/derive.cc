@@ -5,15 +5,17 @@
 #include <chrono>
 #include <thread>
 
+#include "apply/event_processor.h"
+#include "apply/op_applier.h"
+#include "apply/table_store.h"
 #include "client/client.h"
+#include "engine/etag.h"
+#include "engine/table_name.h"
+#include "events/json_writer.h"
 #include "patterns/common.h"
 #include "patterns/index_table/index_table.h"
-#include "sidecar/protocol/json/json_writer.h"
 #include "tools/replay/point_in_time.h"
 #include "tools/replay/source.h"
-#include "workers/event_processor.h"
-#include "workers/op_applier.h"
-#include "workers/table_store.h"
 
 namespace sidetable::replay {
 namespace {
@@ -114,7 +116,7 @@ class Deriver {
         options_(options),
         pattern_(std::move(pattern)),
         source_(std::move(source)),
-        store_(workers::NewClientTableStore(client)),
+        store_(apply::NewClientTableStore(client)),
         applier_(store_.get(), options.fence_attempts) {}
 
   // The pattern's operations for `record`, applied with retries.
@@ -124,12 +126,12 @@ class Deriver {
     ST_RETURN_IF_ERROR(pattern_->Apply(record, &ops_));
     for (const patterns::TableOp& op : ops_) {
       for (int attempt = 1;; attempt++) {
-        workers::OpResult result;
+        apply::OpResult result;
         Status s = applier_.Apply(op, &result);
         if (s.ok()) break;
-        if (!workers::IsTransient(s.code()) || attempt >= options_.max_attempts) return s;
-        workers::RetryPolicy policy;
-        std::this_thread::sleep_for(std::chrono::milliseconds(workers::BackoffMs(policy, attempt + 1, jitter_++)));
+        if (!apply::IsTransient(s.code()) || attempt >= options_.max_attempts) return s;
+        apply::RetryPolicy policy;
+        std::this_thread::sleep_for(std::chrono::milliseconds(apply::BackoffMs(policy, attempt + 1, jitter_++)));
       }
       report_->table_ops++;
     }
@@ -157,7 +159,7 @@ class Deriver {
         return page.status();
       }
       for (Entity& e : page->entities) {
-        const uint64_t version = workers::VersionFromEtag(e.etag).value_or(0);
+        const uint64_t version = VersionFromETag(e.etag).value_or(0);
         if (version > p->l0) p->seen[Key(e.partition_key, e.row_key)] = version;
         ChangeRecord r;
         r.lsn = version;
@@ -177,7 +179,7 @@ class Deriver {
       }
       p->snapshot_started = true;
       p->next.reset();
-      if (page->next_pk) p->next = Key(*page->next_pk, page->next_rk.value_or(""));
+      if (page->next) p->next = Key(page->next->first, page->next->second);
       if (options_.stop_after) *budget -= std::min<uint64_t>(*budget, page->entities.size());
       if (options_.progress) options_.progress->Update(p->report.snapshot_entities, std::nullopt);
       if (options_.after_snapshot_page) options_.after_snapshot_page(page_no);
@@ -233,7 +235,7 @@ class Deriver {
 
   // Drops the operations the snapshot already reflects.
   void DropSeen(Progress_* p, ChangeRecord* r) {
-    if (!patterns::TableNameEquals(r->table, source_)) return;
+    if (!TableNameEquals(r->table, source_)) return;
     auto& ops = r->ops;
     size_t kept = 0;
     for (size_t i = 0; i < ops.size(); i++) {
@@ -253,8 +255,8 @@ class Deriver {
   const DeriveOptions& options_;
   std::unique_ptr<patterns::Pattern> pattern_;
   std::string source_;
-  std::unique_ptr<workers::TableStore> store_;
-  workers::OpApplier applier_;
+  std::unique_ptr<apply::TableStore> store_;
+  apply::OpApplier applier_;
   std::vector<patterns::TableOp> ops_;
   uint64_t jitter_ = 0x9e3779b97f4a7c15ull;
 };
@@ -269,7 +271,7 @@ Result<DeriveReport> Derive(client::Client* client, const DeriveOptions& options
   }
   auto config = patterns::IndexTableConfig::FromSettings(options.pattern);
   if (!config.ok()) return config.status();
-  if (patterns::TableNameEquals(config->source, config->target)) {
+  if (TableNameEquals(config->source, config->target)) {
     return Status(Code::kInvalidInput, "the target must not be the source table '" + config->source + "'");
   }
   auto pattern = patterns::CreatePattern(options.pattern);

@@ -13,7 +13,7 @@
 // Every change after L0 is in the log (no gap), and no change is applied on
 // top of a snapshot state that already contains it (nothing counted twice):
 // the result is the pattern's function of the source as of the last LSN read.
-// The operations are the workers' own fenced operations (workers/op_applier.h),
+// The operations are the workers' own fenced operations (apply/op_applier.h),
 // so re-applying any of them after a resume is harmless.
 //
 // Resumable: the progress (phase, L0, snapshot continuation, the versions

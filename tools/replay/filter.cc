@@ -3,6 +3,7 @@
 #include <cctype>
 #include <charconv>
 
+#include "engine/table_name.h"
 #include "engine/utf8.h"
 #include "patterns/common.h"
 
@@ -22,7 +23,7 @@ void AddField(std::string* out, const char* name, const std::optional<std::strin
 }  // namespace
 
 bool ReplayFilter::MatchesRecord(const ChangeRecord& r) const {
-  if (!table.empty() && !patterns::TableNameEquals(table, r.table)) return false;
+  if (!table.empty() && !TableNameEquals(table, r.table)) return false;
   if (from_lsn != 0 && r.lsn < from_lsn) return false;
   if (to_lsn != 0 && r.lsn > to_lsn) return false;
   if (since && r.commit_time < *since) return false;
@@ -52,9 +53,7 @@ bool ReplayFilter::Matches(const ChangeRecord& r) const {
 
 std::string ReplayFilter::Fingerprint() const {
   std::string out;
-  std::string lower = table;
-  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  AddField(&out, "table", table.empty() ? std::nullopt : std::optional<std::string>(lower));
+  AddField(&out, "table", table.empty() ? std::nullopt : std::optional<std::string>(TableKey(table).str()));
   AddField(&out, "pk", pk);
   AddField(&out, "rkFrom", rk_from);
   AddField(&out, "rkTo", rk_to);

@@ -164,7 +164,7 @@ Status PartitionReader::Take(const rd_kafka_message_t* m) {
     next_ = m->offset + 1;
     return Status::OK();
   }
-  changestream::Event event;
+  events::Event event;
   Status s =
       ctx_->decoder.Decode(std::string_view(static_cast<const char*>(m->payload), m->len), &event);
   if (!s.ok()) {

@@ -22,7 +22,7 @@
 
 #include "engine/change_record.h"
 #include "engine/status.h"
-#include "sidecar/changestream/event.h"
+#include "events/event.h"
 
 namespace sidetable::replay::kafka {
 
@@ -35,7 +35,7 @@ struct ConsumerContext {
   // in bytes, queued.min.messages), for noticing a stalled fetcher.
   int64_t prefetch_bytes = 0;
   int64_t prefetch_messages = 0;
-  changestream::EventDecoder decoder;
+  events::EventDecoder decoder;
   std::string last_error;  // the newest client-level error event, for messages
 };
 

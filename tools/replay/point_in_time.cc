@@ -2,10 +2,11 @@
 
 #include <simdjson.h>
 
+#include "engine/table_name.h"
+#include "events/entity_json.h"
+#include "events/entity_json_dom.h"
+#include "events/json_writer.h"
 #include "patterns/common.h"
-#include "sidecar/protocol/json/entity_json.h"
-#include "sidecar/protocol/json/entity_json_dom.h"
-#include "sidecar/protocol/json/json_writer.h"
 
 namespace sidetable::replay {
 
@@ -29,7 +30,7 @@ bool PointInTime::Accept(const ChangeRecord& r) {
   }
   if (first_seen_ == 0) first_seen_ = r.lsn;
   last_applied_ = r.lsn;
-  if (!patterns::TableNameEquals(r.table, table_)) return false;
+  if (!TableNameEquals(r.table, table_)) return false;
   switch (r.kind) {
     case ChangeKind::kTableCreated:
     case ChangeKind::kTableDeleted:

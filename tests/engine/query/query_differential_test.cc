@@ -42,12 +42,12 @@
 #include <utility>
 #include <vector>
 
-#include "engine/query/filter.h"
 #include "engine/limits.h"
+#include "engine/query/filter.h"
 #include "engine/query/query.h"
 #include "engine/utf8.h"
+#include "testing/random_keys.h"
 #include "tests/engine/engine_fixture.h"
-#include "tests/util/random_keys.h"
 
 namespace sidetable::query {
 namespace {

@@ -1,0 +1,90 @@
+// EventProcessor: one Kafka message value in, its effects applied.
+//
+// Decodes the change event, runs every pattern that Wants() it, and applies
+// all their operations in order through an OpApplier. A transient failure
+// (ServerBusy, Unavailable = no reply in time, Internal, TableBeingDeleted,
+// or a fence loop that ran out of rounds) re-applies the whole event after an
+// exponential back-off, up to retry.max_attempts in all; re-applying is
+// harmless because every operation is fenced. Anything that cannot succeed
+// (undecodable event, a pattern error, a permanent error code, attempts
+// exhausted) is reported as a dead letter with a reason.
+//
+// Thread safety: not thread-safe; the consumer thread owns it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "apply/op_applier.h"
+#include "patterns/pattern.h"
+
+namespace sidetable::apply {
+
+// Why an event could not be applied (the dead-letter reason).
+enum class FailureKind : uint8_t { kDecode, kPattern, kPermanent, kRetriesExhausted };
+inline constexpr size_t kFailureKinds = 4;
+const char* FailureKindName(FailureKind kind);  // "decode", "pattern", ...
+
+// What a processor reports as it goes: the worker counts it in /metrics, a
+// tool may ignore it. Called on the processor's thread.
+class ApplyObserver {
+ public:
+  virtual ~ApplyObserver() = default;
+  virtual void OnSkippedEvent() {}  // no pattern produced an operation
+  virtual void OnRetry() {}         // the whole event is tried again
+  virtual void OnOp(patterns::TableOp::Kind kind, OpResult result) {}
+};
+
+struct RetryPolicy {
+  int max_attempts = 8;
+  int backoff_ms = 100;
+  int backoff_max_ms = 5000;
+};
+
+// Worth retrying: the request was not executed or may succeed later.
+bool IsTransient(Code code);
+// Back-off before attempt `attempt` (2, 3, ...): backoff_ms * 2^(attempt-2),
+// capped, with +-25% jitter.
+int BackoffMs(const RetryPolicy& policy, int attempt, uint64_t jitter_seed);
+
+struct EventOutcome {
+  enum class Kind : uint8_t {
+    kApplied,      // every operation acknowledged (or nothing wanted it)
+    kDeadLetter,   // give up on it: `reason` says why
+    kInterrupted,  // stop was requested during back-off: do not commit it
+  };
+  Kind kind = Kind::kApplied;
+  FailureKind reason_kind = FailureKind::kDecode;
+  std::string reason;
+  uint64_t lsn = 0;  // 0 when the event could not be decoded
+  size_t operations = 0;
+};
+
+class EventProcessor {
+ public:
+  // `sleep_ms` waits between attempts and returns false when a stop was
+  // requested meanwhile (tests pass one that does not sleep). `observer`
+  // may be null.
+  using Sleeper = std::function<bool(int ms)>;
+  EventProcessor(const std::vector<std::unique_ptr<patterns::Pattern>>* patterns, OpApplier* applier,
+                 RetryPolicy policy, ApplyObserver* observer, Sleeper sleep_ms)
+      : patterns_(patterns), applier_(applier), policy_(policy), observer_(observer ? observer : &null_observer_), sleep_(std::move(sleep_ms)) {}
+
+  EventOutcome Process(std::string_view value);
+
+ private:
+  const std::vector<std::unique_ptr<patterns::Pattern>>* patterns_;
+  OpApplier* applier_;
+  RetryPolicy policy_;
+  ApplyObserver null_observer_;
+  ApplyObserver* observer_;
+  Sleeper sleep_;
+  uint64_t jitter_ = 0x9e3779b97f4a7c15ull;
+};
+
+}  // namespace sidetable::apply

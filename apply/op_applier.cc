@@ -1,0 +1,229 @@
+#include "apply/op_applier.h"
+#include "engine/etag.h"
+#include "engine/table_name.h"
+
+#include <charconv>
+
+namespace sidetable::apply {
+namespace {
+
+using patterns::TableOp;
+
+Status Contended(const char* what, const std::string& table, const std::string& pk,
+                 const std::string& rk, int attempts) {
+  return Status(Code::kUpdateConditionNotSatisfied,
+                std::string(what) + " " + table + "(" + pk + "," + rk + "): still contended after " +
+                    std::to_string(attempts) + " read-check-write rounds");
+}
+
+}  // namespace
+
+const char* TableOpKindName(TableOp::Kind kind) {
+  switch (kind) {
+    case TableOp::Kind::kFencedUpsert: return "FencedUpsert";
+    case TableOp::Kind::kFencedDelete: return "FencedDelete";
+    case TableOp::Kind::kFencedClear: return "FencedClear";
+    case TableOp::Kind::kMove: return "Move";
+  }
+  return "Unknown";
+}
+
+uint64_t SourceVersionOf(const Entity& e) {
+  const Value* v = e.Find(patterns::kSourceVersionProperty);
+  if (v == nullptr) return 0;
+  switch (v->type()) {
+    case EdmType::kInt64: return v->as_int64() < 0 ? 0 : static_cast<uint64_t>(v->as_int64());
+    case EdmType::kInt32: return v->as_int32() < 0 ? 0 : static_cast<uint64_t>(v->as_int32());
+    case EdmType::kString: {
+      uint64_t n = 0;
+      const std::string& s = v->bytes();
+      auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+      return ec == std::errc() && p == s.data() + s.size() ? n : 0;
+    }
+    default: return 0;
+  }
+}
+
+Status OpApplier::EnsureTable(const std::string& table) {
+  Status s = store_->CreateTable(table);
+  if (s.ok() || s.code() == Code::kTableAlreadyExists) return Status::OK();
+  return s;
+}
+
+Status OpApplier::Apply(const TableOp& op, OpResult* r) {
+  *r = OpResult::kNoop;
+  switch (op.kind) {
+    case TableOp::Kind::kFencedUpsert: return FencedUpsert(op.table, op.entity, op.version, r);
+    case TableOp::Kind::kFencedDelete:
+      return FencedDelete(op.table, op.entity.partition_key, op.entity.row_key, op.version, r);
+    case TableOp::Kind::kFencedClear: return FencedClear(op.table, op.version, r);
+    case TableOp::Kind::kMove: return Move(op, r);
+  }
+  return Status(Code::kInvalidInput, "unknown table operation kind");
+}
+
+Status OpApplier::FencedUpsert(const std::string& table, Entity entity, uint64_t version, OpResult* r) {
+  {
+    std::lock_guard lock(cleared_mu_);
+    auto it = cleared_.find(TableKey(table));
+    if (it != cleared_.end() && version <= it->second) {
+      *r = OpResult::kFenced;  // from before the source table was deleted
+      return Status::OK();
+    }
+  }
+  entity.etag.clear();
+  entity.timestamp = 0;
+  entity.Set(patterns::kSourceVersionProperty, Value::Int64(static_cast<int64_t>(version)));
+  const std::string& pk = entity.partition_key;
+  const std::string& rk = entity.row_key;
+  for (int i = 0; i < attempts_; i++) {
+    auto cur = store_->Get(table, pk, rk);
+    if (cur.ok()) {
+      if (SourceVersionOf(*cur) >= version) {
+        *r = OpResult::kFenced;
+        return Status::OK();
+      }
+      auto w = store_->Update(table, entity, cur->etag);
+      if (w.ok()) {
+        *r = OpResult::kWritten;
+        return Status::OK();
+      }
+      const Code c = w.status().code();
+      if (c == Code::kUpdateConditionNotSatisfied || c == Code::kResourceNotFound) continue;
+      if (c == Code::kTableNotFound) {
+        ST_RETURN_IF_ERROR(EnsureTable(table));
+        continue;
+      }
+      return w.status();
+    }
+    const Code gc = cur.status().code();
+    if (gc == Code::kTableNotFound) {
+      ST_RETURN_IF_ERROR(EnsureTable(table));
+      continue;
+    }
+    if (gc != Code::kResourceNotFound) return cur.status();
+    auto w = store_->Insert(table, entity);
+    if (w.ok()) {
+      *r = OpResult::kWritten;
+      return Status::OK();
+    }
+    const Code c = w.status().code();
+    if (c == Code::kEntityAlreadyExists) continue;
+    if (c == Code::kTableNotFound) {
+      ST_RETURN_IF_ERROR(EnsureTable(table));
+      continue;
+    }
+    return w.status();
+  }
+  return Contended("fenced upsert", table, pk, rk, attempts_);
+}
+
+Status OpApplier::FencedDelete(const std::string& table, const std::string& pk, const std::string& rk,
+                               uint64_t version, OpResult* r) {
+  for (int i = 0; i < attempts_; i++) {
+    auto cur = store_->Get(table, pk, rk);
+    if (!cur.ok()) {
+      const Code c = cur.status().code();
+      if (c == Code::kResourceNotFound || c == Code::kTableNotFound) {
+        *r = OpResult::kNoop;
+        return Status::OK();
+      }
+      return cur.status();
+    }
+    if (SourceVersionOf(*cur) > version) {
+      *r = OpResult::kFenced;
+      return Status::OK();
+    }
+    auto w = store_->Delete(table, pk, rk, cur->etag);
+    if (w.ok()) {
+      *r = OpResult::kWritten;
+      return Status::OK();
+    }
+    const Code c = w.status().code();
+    if (c == Code::kResourceNotFound || c == Code::kTableNotFound) {
+      *r = OpResult::kNoop;
+      return Status::OK();
+    }
+    if (c != Code::kUpdateConditionNotSatisfied) return w.status();
+  }
+  return Contended("fenced delete", table, pk, rk, attempts_);
+}
+
+Status OpApplier::FencedClear(const std::string& table, uint64_t version, OpResult* r) {
+  Continuation next;
+  bool wrote = false, fenced = false;
+  do {
+    auto page = store_->QueryPage(table, "", next);
+    if (!page.ok()) {
+      if (page.status().code() == Code::kTableNotFound) break;
+      return page.status();
+    }
+    for (const Entity& e : page->entities) {
+      if (SourceVersionOf(e) > version) {
+        fenced = true;
+        continue;
+      }
+      auto w = store_->Delete(table, e.partition_key, e.row_key, e.etag);
+      if (w.ok()) {
+        wrote = true;
+        continue;
+      }
+      const Code c = w.status().code();
+      if (c == Code::kResourceNotFound) continue;
+      if (c == Code::kTableNotFound) return Status::OK();
+      if (c != Code::kUpdateConditionNotSatisfied) return w.status();
+      // Changed since the page was read: decide again on the current state.
+      OpResult one;
+      ST_RETURN_IF_ERROR(FencedDelete(table, e.partition_key, e.row_key, version, &one));
+      wrote |= one == OpResult::kWritten;
+      fenced |= one == OpResult::kFenced;
+    }
+    next = page->next;
+  } while (next);
+  *r = wrote ? OpResult::kWritten : fenced ? OpResult::kFenced : OpResult::kNoop;
+  std::lock_guard lock(cleared_mu_);
+  uint64_t& cleared = cleared_[TableKey(table)];
+  cleared = std::max(cleared, version);
+  return Status::OK();
+}
+
+Status OpApplier::Move(const TableOp& op, OpResult* r) {
+  const std::string& pk = op.entity.partition_key;
+  const std::string& rk = op.entity.row_key;
+  for (int i = 0; i < attempts_; i++) {
+    auto src = store_->Get(op.source_table, pk, rk);
+    if (!src.ok()) {
+      const Code c = src.status().code();
+      if (c == Code::kResourceNotFound || c == Code::kTableNotFound) {
+        *r = OpResult::kNoop;  // already moved (or deleted): nothing to do
+        return Status::OK();
+      }
+      return src.status();
+    }
+    const std::string copied_etag = src->etag;
+    const uint64_t version = VersionFromETag(copied_etag).value_or(op.version);
+    if (i == 0 && op.version != 0 && version > op.version) {
+      // Rewritten after the move was decided (rule query or request):
+      // the decision is stale; the next decision sees the new state.
+      *r = OpResult::kFenced;
+      return Status::OK();
+    }
+    OpResult upsert;
+    ST_RETURN_IF_ERROR(FencedUpsert(op.table, *src, version, &upsert));
+    auto d = store_->Delete(op.source_table, pk, rk, copied_etag);
+    if (d.ok()) {
+      *r = OpResult::kWritten;
+      return Status::OK();
+    }
+    const Code c = d.status().code();
+    if (c == Code::kResourceNotFound || c == Code::kTableNotFound) {
+      *r = OpResult::kWritten;  // the copy is made; the source went away meanwhile
+      return Status::OK();
+    }
+    if (c != Code::kUpdateConditionNotSatisfied) return d.status();
+    // The source changed after the copy: copy the new state, then try again.
+  }
+  return Contended("move", op.source_table, pk, rk, attempts_);
+}
+
+}  // namespace sidetable::apply

@@ -1,0 +1,64 @@
+// WorkerConfig: every setting of `sidetable-worker`, with its default.
+//
+// Loaded from YAML (configs/worker.*.yaml document every key), then
+// overridden by command-line flags. Unknown sections or keys and values out
+// of range fail fast with a message naming the key; the YAML boundary is the
+// one place where exceptions are caught and turned into a Status.
+//
+// Thread safety: a value type.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/status.h"
+#include "patterns/registry.h"
+
+namespace sidetable::apply {
+
+struct WorkerConfig {
+  // kafka.*
+  std::string bootstrap;                    // kafka.bootstrap: "host:port,..."
+  std::string bootstrap_file;               // kafka.bootstrap_file: read when bootstrap is ""
+  int bootstrap_wait_ms = 10000;            // kafka.bootstrap_wait_ms: wait for that file
+  std::vector<std::string> topics = {"sidetable.sidetable-dev.changes"};  // kafka.topic
+  std::string group = "sidetable-workers";  // kafka.group
+  int session_timeout_ms = 10000;           // kafka.session_timeout_ms
+  int commit_batch = 100;                   // kafka.commit_batch: messages per synchronous commit
+  int commit_interval_ms = 200;             // kafka.commit_interval_ms: commit at least this often
+  std::map<std::string, std::string> properties;  // kafka.properties: any librdkafka setting
+
+  // sidecar.*
+  std::string endpoint = "tcp://127.0.0.1:5555";  // sidecar.endpoint
+  int timeout_ms = 5000;                          // sidecar.timeout_ms: per request
+  std::string caller = "sidetable-worker";        // sidecar.caller: writer id in the change log
+
+  // retry.*
+  int max_attempts = 8;      // retry.max_attempts: per event, first try included
+  int backoff_ms = 100;      // retry.backoff_ms: first back-off, doubled per attempt
+  int backoff_max_ms = 5000; // retry.backoff_max_ms
+  int fence_attempts = 16;   // retry.fence_attempts: read-check-write rounds per operation
+
+  std::string dead_letter_topic = "sidetable.dead-letter";  // dead_letter.topic
+
+  std::string http = "127.0.0.1:9465";  // http ("" = off; port 0 = any)
+  std::string ready_file;               // ready_file
+  std::string log_level = "info";       // log.level
+  std::string log_format = "text";      // log.format: text | json
+
+  std::vector<patterns::PatternConfig> patterns;  // patterns: [{name: ..., key: value|[values]}]
+};
+
+// Reads a YAML file over the defaults in *config.
+Status LoadWorkerConfigFile(const std::string& path, WorkerConfig* config);
+// Same, from YAML text (`origin` names it in messages); for tests.
+Status LoadWorkerConfigText(const std::string& yaml, const std::string& origin, WorkerConfig* config);
+// Ranges and combinations; names the offending key.
+Status ValidateWorkerConfig(const WorkerConfig& config);
+// Fills config->bootstrap from kafka.bootstrap_file when it is empty, waiting
+// up to bootstrap_wait_ms for the file (a sidecar with embedded Kafka writes
+// it once started).
+Status ResolveBootstrap(WorkerConfig* config);
+
+}  // namespace sidetable::apply

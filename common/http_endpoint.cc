@@ -1,0 +1,61 @@
+#include "common/http_endpoint.h"
+
+#include <httplib.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace sidetable::common {
+
+Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& host_port, const std::string& setting,
+                                                          HttpHandlers handlers) {
+  auto colon = host_port.rfind(':');
+  if (colon == std::string::npos) {
+    return Status(Code::kInvalidInput, setting + " must be host:port, got '" + host_port + "'");
+  }
+  std::string host = host_port.substr(0, colon);
+  int port = std::atoi(host_port.c_str() + colon + 1);
+  std::unique_ptr<HttpEndpoint> ep(new HttpEndpoint());
+  ep->http_ = std::make_unique<httplib::Server>();
+  ep->http_->Get("/health", [health = std::move(handlers.health_json)](const httplib::Request&,
+                                                                        httplib::Response& res) {
+    res.set_content(health(), "application/json");
+  });
+  ep->http_->Get("/metrics", [metrics = std::move(handlers.metrics_text)](const httplib::Request&,
+                                                                          httplib::Response& res) {
+    res.set_content(metrics(), "text/plain; version=0.0.4");
+  });
+  if (port == 0) {
+    port = ep->http_->bind_to_any_port(host);
+    if (port < 0) return Status(Code::kUnavailable, setting + ": cannot bind on " + host);
+  } else if (!ep->http_->bind_to_port(host, port)) {
+    return Status(Code::kUnavailable, setting + ": cannot bind on " + host_port);
+  }
+  ep->port_ = port;
+  ep->thread_ = std::thread([raw = ep->http_.get()] { raw->listen_after_bind(); });
+  return ep;
+}
+
+void HttpEndpoint::Stop() {
+  if (http_) http_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+HttpEndpoint::~HttpEndpoint() { Stop(); }
+
+std::string JsonQuote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace sidetable::common

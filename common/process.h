@@ -1,0 +1,26 @@
+// Process set-up shared by every sidetable binary's main(): the stop signals
+// and the ready file.
+//
+// Thread safety: InstallStopSignals once from main() before other threads
+// start; WriteReadyFile from any thread.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/status.h"
+
+namespace sidetable::common {
+
+// SIGTERM and SIGINT call `on_stop` (which must be async-signal-safe: set a
+// flag, write to a pipe); SIGPIPE is ignored so that a peer that went away
+// is an error code, not the end of the process.
+void InstallStopSignals(void (*on_stop)(int));
+
+// Writes "<key> <value>" lines and then "pid <pid>" to `path`, atomically
+// (a temporary file renamed over it), so that a script or a test waiting for
+// the file never reads it half written.
+Status WriteReadyFile(const std::string& path, const std::vector<std::pair<std::string, std::string>>& lines);
+
+}  // namespace sidetable::common

@@ -1,0 +1,98 @@
+// Storage encodings (internal to the engine; docs/storage-format.md is the
+// normative description and carries the format version).
+//
+// Row value:  u8 format | varint version | fixed64 timestamp | varint count |
+//             count x (varint name_len, name, u8 EdmType, payload)
+// Entity key: u32be table_id | ord(PK) | 0x00 | ord(RK)
+//   ord() is utf8.h's OrdinalByte map; keys never contain U+0000, so 0x00
+//   ends the PartitionKey and the bytewise order of keys is Azure's order.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/batch.h"
+#include "engine/change_record.h"
+#include "engine/edm.h"
+#include "engine/status.h"
+
+namespace sidetable::codec {
+
+inline constexpr uint8_t kRowFormat = 1;
+
+// ---- primitive encoders -------------------------------------------------
+void PutVarint64(std::string* dst, uint64_t v);
+void PutFixed64(std::string* dst, uint64_t v);
+void PutFixed32BE(std::string* dst, uint32_t v);
+void PutFixed64BE(std::string* dst, uint64_t v);
+void PutLengthPrefixed(std::string* dst, std::string_view s);
+
+// A bounds-checked reader over a byte string. Every getter returns false on
+// truncated or malformed input and never reads past the end.
+class Reader {
+ public:
+  explicit Reader(std::string_view in) : p_(in.data()), end_(in.data() + in.size()) {}
+  bool Varint64(uint64_t* v);
+  bool Fixed64(uint64_t* v);
+  bool Byte(uint8_t* v);
+  bool Bytes(size_t n, std::string_view* v);
+  bool LengthPrefixed(std::string_view* v);
+  bool empty() const { return p_ == end_; }
+  size_t remaining() const { return static_cast<size_t>(end_ - p_); }
+
+ private:
+  const char* p_;
+  const char* end_;
+};
+
+uint32_t DecodeFixed32BE(const char* p);
+uint64_t DecodeFixed64BE(const char* p);
+
+// ---- rows ----------------------------------------------------------------
+// Encodes the user properties of `e` with the given version and timestamp.
+void EncodeRow(const Entity& e, uint64_t version, int64_t timestamp, std::string* dst);
+
+// Header only: version and timestamp, without decoding properties.
+Status DecodeRowHeader(std::string_view row, uint64_t* version, int64_t* timestamp);
+
+// Decodes properties into e->properties (keys are not in the row). When
+// `select` is non-null only the named properties are kept.
+Status DecodeRow(std::string_view row, Entity* e, const std::vector<std::string>* select = nullptr);
+
+
+// ---- keys ----------------------------------------------------------------
+std::string TablePrefix(uint32_t table_id);
+// table | ord(pk) | 0x00
+std::string PartitionPrefix(uint32_t table_id, std::string_view pk);
+void AppendOrdinal(std::string* dst, std::string_view s);
+std::string EntityKey(uint32_t table_id, std::string_view pk, std::string_view rk);
+// Splits an entity key back into its parts; false when malformed.
+bool DecodeEntityKey(std::string_view key, uint32_t* table_id, std::string* pk, std::string* rk);
+
+std::string LogKey(uint64_t lsn);
+
+// ---- change log ------------------------------------------------------------
+// The change log value (format byte first). Everyone outside the engine uses
+// Engine::ReadChanges.
+inline constexpr uint8_t kChangeFormat = 1;
+// Row images are passed pre-encoded (codec::EncodeRow) so the after image is
+// encoded once for both the row and the log.
+struct ChangeOpImages {
+  std::string_view row_key;
+  OpKind kind;
+  std::string_view before_row;  // empty = none
+  std::string_view after_row;   // empty = none
+};
+// `target_table` is written for kArchiveRequested only.
+void EncodeChangeHeader(uint64_t lsn, ChangeKind kind, int64_t commit_time,
+                        std::string_view table, uint32_t table_id, std::string_view pk,
+                        std::string_view caller, size_t op_count, std::string* dst,
+                        std::string_view target_table = {});
+void EncodeChangeOp(const ChangeOpImages& op, std::string* dst);
+Status DecodeChange(std::string_view value, ChangeRecord* out);
+// Only the header fields (lsn, kind, commit_time, table, pk, caller).
+Status DecodeChangeHeader(std::string_view value, ChangeRecord* out);
+
+}  // namespace sidetable::codec

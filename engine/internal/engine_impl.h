@@ -1,0 +1,104 @@
+// Engine::Impl: the state behind the public Engine (internal header).
+//
+// Split by concern: engine_open.cc (open, recovery, options), engine_tables.cc
+// (catalog), engine_write.cc (EGT validation and execution), engine_read.cc
+// (point reads and scans), engine_changelog.cc (reading and trimming the log).
+#pragma once
+
+#include <rocksdb/db.h>
+
+#include <array>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/internal/commit_queue.h"
+#include "engine/table_name.h"
+
+namespace sidetable {
+
+// A live table. Writers hold `mu` shared for the whole of a batch; deletion
+// takes it exclusively, so no batch can land rows after its table's range
+// deletion.
+struct TableState {
+  TableInfo info;
+  std::shared_mutex mu;
+  bool deleted = false;  // guarded by mu
+};
+
+// Striped partition locks: batches on one (table, PartitionKey) queue on the
+// same mutex; different partitions rarely share a stripe.
+class PartitionLocks {
+ public:
+  std::mutex& For(uint32_t table_id, std::string_view pk);
+
+ private:
+  std::array<std::mutex, 4096> stripes_;
+};
+
+class Engine::Impl {
+ public:
+  ~Impl();
+
+  // engine_open.cc
+  static Result<std::unique_ptr<Impl>> Open(const EngineOptions& options, const std::string& path);
+
+  // engine_tables.cc
+  Status CreateTable(std::string_view name, std::string_view caller);
+  Status DeleteTable(std::string_view name, std::string_view caller);
+  std::shared_ptr<TableState> FindTable(std::string_view name) const;
+  std::vector<TableInfo> ListTables(std::string_view prefix) const;
+  Status LoadCatalog();
+
+  // engine_write.cc
+  Result<WriteResult> Execute(const Batch& batch);
+  Result<uint64_t> RequestArchive(std::string_view table, std::string_view pk,
+                                  const std::vector<std::string>& row_keys,
+                                  std::string_view archive_table, std::string_view caller);
+
+  // engine_read.cc
+  Result<Entity> Get(std::string_view table, std::string_view pk, std::string_view rk,
+                     const std::vector<std::string>* select) const;
+  std::unique_ptr<ReadView> NewReadView() const;
+  Result<std::unique_ptr<RowCursor>> Scan(std::string_view table, const ScanBounds& bounds,
+                                          const ReadView* view) const;
+
+  // engine_changelog.cc
+  Result<ChangeBatch> ReadChanges(uint64_t from_lsn, size_t max_records, size_t max_bytes) const;
+  Result<uint64_t> TrimChanges(uint64_t below_lsn);
+  Result<uint64_t> ApplyRetention(uint64_t keep_from_lsn);
+  Status RecoverLogPosition(uint64_t* last_lsn, int64_t* last_time);
+  uint64_t ApproximateChangeBytes(uint64_t from_lsn, uint64_t to_lsn) const;
+
+  EngineStats Stats() const;
+
+  EngineOptions options_;
+  std::unique_ptr<rocksdb::DB> db_;
+  rocksdb::ColumnFamilyHandle* meta_cf_ = nullptr;      // catalog and counters
+  rocksdb::ColumnFamilyHandle* entities_cf_ = nullptr;  // rows
+  rocksdb::ColumnFamilyHandle* log_cf_ = nullptr;       // change log by LSN
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+  std::unique_ptr<CommitQueue> commits_;
+  PartitionLocks partition_locks_;
+
+  // Catalog: lower-case name -> table.
+  mutable std::shared_mutex catalog_mu_;
+  std::map<std::string, std::shared_ptr<TableState>> tables_;
+  std::mutex ddl_mu_;  // serialises create and delete
+  uint32_t next_table_id_ = 1;
+
+  std::mutex trim_mu_;
+  std::atomic<uint64_t> first_available_lsn_{1};
+};
+
+// Meta column family keys.
+inline constexpr std::string_view kMetaTablePrefix = "t/";
+inline constexpr std::string_view kMetaNextTableId = "next_table_id";
+inline constexpr std::string_view kMetaLogTrimmedBelow = "log_trimmed_below";
+
+
+}  // namespace sidetable

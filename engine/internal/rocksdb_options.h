@@ -1,0 +1,23 @@
+// The RocksDB options of an engine database, in one place: the engine opens
+// with them, and the benches' raw RocksDB reference opens with the same ones
+// so that "engine vs raw RocksDB" compares like with like.
+//
+// Internal to the engine (and its benches): no other part sees RocksDB.
+#pragma once
+
+#include <rocksdb/options.h>
+
+#include "engine/engine.h"
+
+namespace sidetable::internal {
+
+struct RocksDbOptionSet {
+  rocksdb::DBOptions db;
+  rocksdb::ColumnFamilyOptions entities;   // "entities": rows, bloom-filtered
+  rocksdb::ColumnFamilyOptions changelog;  // "changelog": the outbox, read in order
+};
+
+// Both column families share one block cache of options.block_cache_bytes.
+RocksDbOptionSet MakeRocksDbOptions(const EngineOptions& options);
+
+}  // namespace sidetable::internal

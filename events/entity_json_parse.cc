@@ -1,0 +1,337 @@
+// JSON → Entity and JSON → Batch, on simdjson's DOM (which validates UTF-8
+// and decodes escapes, surrogate pairs included).
+#include <simdjson.h>
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "events/base64.h"
+#include "events/entity_json.h"
+#include "events/entity_json_dom.h"
+
+namespace sidetable::json {
+namespace {
+
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+
+constexpr std::string_view kTypeSuffix = "@odata.type";
+
+Status Invalid(std::string message) { return Status(Code::kInvalidInput, std::move(message)); }
+
+Status PropertyError(std::string_view name, std::string_view what) {
+  return Invalid("property '" + std::string(name) + "': " + std::string(what));
+}
+
+std::string_view TypeDescription(element_type t) {
+  switch (t) {
+    case element_type::ARRAY: return "an array";
+    case element_type::OBJECT: return "an object";
+    case element_type::INT64:
+    case element_type::UINT64: return "an integer";
+    case element_type::DOUBLE: return "a number";
+    case element_type::STRING: return "a string";
+    case element_type::BOOL: return "a boolean";
+    case element_type::NULL_VALUE: return "null";
+  }
+  return "a value";
+}
+
+Status WrongKind(std::string_view name, EdmType type, std::string_view expected, element_type got) {
+  return PropertyError(name, std::string(EdmTypeName(type)) + " expects " + std::string(expected) +
+                                 ", got " + std::string(TypeDescription(got)));
+}
+
+// The value of property `name`; `type` is its annotation, if any.
+Status ConvertValue(std::string_view name, element el, const std::optional<EdmType>& type, Value* out) {
+  const element_type kind = el.type();
+  if (kind == element_type::NULL_VALUE) {
+    return PropertyError(name, "null is not a value (leave the property out instead)");
+  }
+  if (kind == element_type::ARRAY || kind == element_type::OBJECT) {
+    return PropertyError(name, "nested arrays and objects are not values");
+  }
+  if (!type) {
+    switch (kind) {
+      case element_type::STRING: *out = Value::String(std::string(el.get_string().value_unsafe())); return Status::OK();
+      case element_type::BOOL: *out = Value::Boolean(el.get_bool().value_unsafe()); return Status::OK();
+      case element_type::DOUBLE: *out = Value::Double(el.get_double().value_unsafe()); return Status::OK();
+      case element_type::INT64: {
+        const int64_t v = el.get_int64().value_unsafe();
+        if (v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max()) {
+          *out = Value::Int32(static_cast<int32_t>(v));
+        } else {
+          *out = Value::Int64(v);
+        }
+        return Status::OK();
+      }
+      case element_type::UINT64:
+        return PropertyError(name, std::to_string(el.get_uint64().value_unsafe()) +
+                                       " is out of the Edm.Int64 range");
+      default: break;
+    }
+    return PropertyError(name, "unsupported value");
+  }
+
+  switch (*type) {
+    case EdmType::kString:
+      if (kind != element_type::STRING) return WrongKind(name, *type, "a string", kind);
+      *out = Value::String(std::string(el.get_string().value_unsafe()));
+      return Status::OK();
+    case EdmType::kBoolean:
+      if (kind != element_type::BOOL) return WrongKind(name, *type, "true or false", kind);
+      *out = Value::Boolean(el.get_bool().value_unsafe());
+      return Status::OK();
+    case EdmType::kInt32:
+      if (kind == element_type::INT64) {
+        const int64_t v = el.get_int64().value_unsafe();
+        if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
+          return PropertyError(name, std::to_string(v) + " is out of the Edm.Int32 range");
+        }
+        *out = Value::Int32(static_cast<int32_t>(v));
+        return Status::OK();
+      }
+      if (kind == element_type::UINT64) {
+        return PropertyError(name, std::to_string(el.get_uint64().value_unsafe()) +
+                                       " is out of the Edm.Int32 range");
+      }
+      return WrongKind(name, *type, "an integer", kind);
+    case EdmType::kInt64: {
+      if (kind == element_type::INT64) {
+        *out = Value::Int64(el.get_int64().value_unsafe());
+        return Status::OK();
+      }
+      if (kind == element_type::UINT64) {
+        return PropertyError(name, std::to_string(el.get_uint64().value_unsafe()) +
+                                       " is out of the Edm.Int64 range");
+      }
+      if (kind != element_type::STRING) return WrongKind(name, *type, "a decimal string or an integer", kind);
+      const std::string_view s = el.get_string().value_unsafe();
+      int64_t v = 0;
+      auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (s.empty() || ec != std::errc() || end != s.data() + s.size()) {
+        return PropertyError(name, "'" + std::string(s) + "' is not an Edm.Int64 (a decimal integer in range)");
+      }
+      *out = Value::Int64(v);
+      return Status::OK();
+    }
+    case EdmType::kDouble:
+      if (kind == element_type::DOUBLE) {
+        *out = Value::Double(el.get_double().value_unsafe());
+      } else if (kind == element_type::INT64) {
+        *out = Value::Double(static_cast<double>(el.get_int64().value_unsafe()));
+      } else if (kind == element_type::UINT64) {
+        *out = Value::Double(static_cast<double>(el.get_uint64().value_unsafe()));
+      } else if (kind == element_type::STRING) {
+        const std::string_view s = el.get_string().value_unsafe();
+        if (s == "NaN") {
+          *out = Value::Double(std::numeric_limits<double>::quiet_NaN());
+        } else if (s == "Infinity") {
+          *out = Value::Double(std::numeric_limits<double>::infinity());
+        } else if (s == "-Infinity") {
+          *out = Value::Double(-std::numeric_limits<double>::infinity());
+        } else {
+          return PropertyError(name, "'" + std::string(s) +
+                                         "' is not an Edm.Double (a number, \"NaN\", \"Infinity\" or \"-Infinity\")");
+        }
+      } else {
+        return WrongKind(name, *type, "a number", kind);
+      }
+      return Status::OK();
+    case EdmType::kBinary: {
+      if (kind != element_type::STRING) return WrongKind(name, *type, "a base64 string", kind);
+      auto bytes = Base64Decode(el.get_string().value_unsafe());
+      if (!bytes) return PropertyError(name, "bad base64 for Edm.Binary");
+      *out = Value::Binary(std::move(*bytes));
+      return Status::OK();
+    }
+    case EdmType::kDateTime: {
+      if (kind != element_type::STRING) return WrongKind(name, *type, "an ISO 8601 string", kind);
+      const std::string_view s = el.get_string().value_unsafe();
+      auto ticks = ParseDateTime(s);
+      if (!ticks) {
+        return PropertyError(name, "'" + std::string(s) +
+                                       "' is not an Edm.DateTime (ISO 8601 UTC, at most 7 fractional digits)");
+      }
+      if (*ticks < kMinDateTimeTicks || *ticks > kMaxDateTimeTicks) {
+        return PropertyError(name, "'" + std::string(s) + "' is outside 1601-01-01 .. 9999-12-31");
+      }
+      *out = Value::DateTime(*ticks);
+      return Status::OK();
+    }
+    case EdmType::kGuid: {
+      if (kind != element_type::STRING) return WrongKind(name, *type, "a string", kind);
+      const std::string_view s = el.get_string().value_unsafe();
+      auto g = ParseGuid(s);
+      if (!g) return PropertyError(name, "'" + std::string(s) + "' is not an Edm.Guid");
+      *out = Value::MakeGuid(*g);
+      return Status::OK();
+    }
+  }
+  return PropertyError(name, "unsupported type");
+}
+
+Status KeyFromElement(std::string_view name, element el, const std::optional<EdmType>& type,
+                      std::string* out) {
+  if (type && *type != EdmType::kString) return PropertyError(name, "must be Edm.String");
+  if (el.type() != element_type::STRING) {
+    return PropertyError(name, "must be a string, got " + std::string(TypeDescription(el.type())));
+  }
+  *out = std::string(el.get_string().value_unsafe());
+  return Status::OK();
+}
+
+}  // namespace
+
+Status EntityFromJsonElement(simdjson::dom::element el, Entity* e, bool with_timestamp) {
+  simdjson::dom::object obj;
+  if (el.get_object().get(obj) != simdjson::SUCCESS) {
+    return Invalid("an entity must be a JSON object, got " + std::string(TypeDescription(el.type())));
+  }
+  // Pass 1: every key once, and the type annotations.
+  std::set<std::string_view> keys;
+  std::map<std::string_view, EdmType> types;
+  for (auto field : obj) {
+    const std::string_view key = field.key;
+    if (!keys.insert(key).second) return Invalid("duplicate key '" + std::string(key) + "'");
+    if (key.size() > kTypeSuffix.size() && key.ends_with(kTypeSuffix)) {
+      const std::string_view name = key.substr(0, key.size() - kTypeSuffix.size());
+      std::string_view type_name;
+      if (field.value.get_string().get(type_name) != simdjson::SUCCESS) {
+        return PropertyError(name, "the type annotation must be a string");
+      }
+      auto type = ParseEdmType(type_name);
+      if (!type) return PropertyError(name, "unknown type annotation '" + std::string(type_name) + "'");
+      types[name] = *type;
+    }
+  }
+  for (const auto& [name, type] : types) {
+    if (!keys.count(name)) return PropertyError(name, "type annotation without a value");
+  }
+  // Pass 2: the values.
+  bool have_pk = false, have_rk = false;
+  for (auto field : obj) {
+    const std::string_view key = field.key;
+    if (key.size() > kTypeSuffix.size() && key.ends_with(kTypeSuffix)) continue;
+    std::optional<EdmType> type;
+    if (auto it = types.find(key); it != types.end()) type = it->second;
+    if (key == "PartitionKey") {
+      ST_RETURN_IF_ERROR(KeyFromElement(key, field.value, type, &e->partition_key));
+      have_pk = true;
+    } else if (key == "RowKey") {
+      ST_RETURN_IF_ERROR(KeyFromElement(key, field.value, type, &e->row_key));
+      have_rk = true;
+    } else if (key == "Timestamp") {
+      // Input from users: the server sets it. Images in change events: kept.
+      if (!with_timestamp) continue;
+      std::string_view text;
+      std::optional<int64_t> ticks;
+      if (field.value.get_string().get(text) == simdjson::SUCCESS) ticks = ParseDateTime(text);
+      if (!ticks) return PropertyError(key, "must be an ISO 8601 UTC date-time string");
+      e->timestamp = *ticks;
+    } else if (key == "odata.etag") {
+      std::string_view etag;
+      if (field.value.get_string().get(etag) != simdjson::SUCCESS) {
+        return PropertyError(key, "must be a string");
+      }
+      e->etag = std::string(etag);
+    } else if (key.starts_with("odata.")) {
+      continue;  // metadata of other tools (odata.metadata, ...)
+    } else {
+      Value v;
+      ST_RETURN_IF_ERROR(ConvertValue(key, field.value, type, &v));
+      e->properties.push_back(Property{std::string(key), std::move(v)});
+    }
+  }
+  if (!have_pk) return Invalid("property 'PartitionKey' is missing");
+  if (!have_rk) return Invalid("property 'RowKey' is missing");
+  return Status::OK();
+}
+
+namespace {
+
+Status Parse(simdjson::dom::parser& parser, const simdjson::padded_string& text, element* out) {
+  auto error = parser.parse(text).get(*out);
+  if (error != simdjson::SUCCESS) return Invalid(std::string("invalid JSON: ") + simdjson::error_message(error));
+  return Status::OK();
+}
+
+Status OperationFromElement(element el, Operation* op) {
+  simdjson::dom::object obj;
+  if (el.get_object().get(obj) != simdjson::SUCCESS) {
+    return Invalid("must be an object {\"op\", \"entity\", \"ifMatch\"?}");
+  }
+  std::optional<std::string> if_match;
+  bool have_op = false, have_entity = false;
+  for (auto field : obj) {
+    const std::string_view key = field.key;
+    if (key == "op") {
+      std::string_view name;
+      if (field.value.get_string().get(name) != simdjson::SUCCESS || !ParseOpKind(name, &op->kind)) {
+        return Invalid("\"op\" must be one of Insert, Update, Merge, Delete, InsertOrReplace, InsertOrMerge");
+      }
+      have_op = true;
+    } else if (key == "entity") {
+      ST_RETURN_IF_ERROR(EntityFromJsonElement(field.value, &op->entity, false));
+      have_entity = true;
+    } else if (key == "ifMatch") {
+      std::string_view v;
+      if (field.value.get_string().get(v) != simdjson::SUCCESS) return Invalid("\"ifMatch\" must be a string");
+      if_match = std::string(v);
+    } else {
+      return Invalid("unknown field '" + std::string(key) + "' (expected op, entity, ifMatch)");
+    }
+  }
+  if (!have_op) return Invalid("\"op\" is missing");
+  if (!have_entity) return Invalid("\"entity\" is missing");
+  const bool conditional =
+      op->kind == OpKind::kUpdate || op->kind == OpKind::kMerge || op->kind == OpKind::kDelete;
+  if (!conditional && if_match) {
+    return Invalid("\"ifMatch\" is only for Update, Merge and Delete");
+  }
+  if (conditional) {
+    op->if_match = if_match ? *if_match : (op->entity.etag.empty() ? "*" : op->entity.etag);
+  }
+  op->entity.etag.clear();
+  if (op->kind == OpKind::kDelete) op->entity.properties.clear();
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<Entity> ParseEntityJson(std::string_view json) {
+  simdjson::dom::parser parser;
+  simdjson::padded_string text(json);
+  element doc;
+  ST_RETURN_IF_ERROR(Parse(parser, text, &doc));
+  Entity e;
+  ST_RETURN_IF_ERROR(EntityFromJsonElement(doc, &e, false));
+  return e;
+}
+
+Result<Batch> ParseBatchJson(std::string_view json, const std::string& table) {
+  simdjson::dom::parser parser;
+  simdjson::padded_string text(json);
+  element doc;
+  ST_RETURN_IF_ERROR(Parse(parser, text, &doc));
+  simdjson::dom::array ops;
+  if (doc.get_array().get(ops) != simdjson::SUCCESS) {
+    return Invalid("a batch must be a JSON array of operations");
+  }
+  Batch batch(table);
+  int index = 0;
+  for (element el : ops) {
+    Operation op;
+    Status s = OperationFromElement(el, &op);
+    if (!s.ok()) return Status(s.code(), "operation " + std::to_string(index) + ": " + s.message(), index);
+    batch.Add(op.kind, std::move(op.entity), std::move(op.if_match));
+    index++;
+  }
+  if (batch.size() == 0) return Invalid("a batch needs at least one operation");
+  return batch;
+}
+
+}  // namespace sidetable::json

@@ -1,0 +1,53 @@
+// The change event: one change record as a Kafka message value.
+//
+// JSON, schema version 1 (docs/change-events.md), so that a consumer knowing
+// nothing of sidetable can read it with any JSON library; entity images use
+// Azure's JSON entity format with "@odata.type" annotations, so every Edm
+// type survives exactly:
+//
+//   {"schema":1,"source":"orders-sidecar-1","lsn":42,"kind":"Entities",
+//    "time":"2026-11-30T10:00:00.1234567Z","table":"Employees","tableId":3,
+//    "pk":"Sales","caller":"hr-app",
+//    "ops":[{"rk":"000223","op":"Merge","version":42,"etag":"W/\"42\"",
+//            "before":{...},"after":{...}}]}
+//
+// Thread safety: stateless functions.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "engine/change_record.h"
+#include "engine/status.h"
+
+namespace sidetable::events {
+
+inline constexpr int kEventSchema = 1;
+
+struct Event {
+  int schema = kEventSchema;
+  std::string source;   // the sidecar id
+  ChangeRecord record;
+};
+
+std::string EncodeEvent(const ChangeRecord& record, const std::string& source);
+// Rejects unknown schema versions and malformed events with InvalidInput.
+Status DecodeEvent(std::string_view json, Event* out);
+
+// DecodeEvent for a stream of events: it keeps one JSON parser and one
+// padded input buffer, where DecodeEvent allocates both per call (about a
+// fifth of the time DecodeEvent takes for a typical 600-byte event). Same
+// results as DecodeEvent. Thread safety: one decoder per thread.
+class EventDecoder {
+ public:
+  EventDecoder();
+  ~EventDecoder();
+  Status Decode(std::string_view json, Event* out);
+
+ private:
+  struct Impl;  // keeps simdjson out of this header
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sidetable::events

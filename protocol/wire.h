@@ -1,0 +1,139 @@
+// The sidetable wire protocol, version 1 (docs/protocol.md is normative).
+//
+// One ZeroMQ message frame per request and per reply:
+//   16-byte header | MessagePack body (a map)
+// The header carries the protocol version, the operation, the reply status
+// and a request id the client chooses; replies may come back in any order
+// and are matched by id. Entity property values keep their Edm type exactly:
+// Int64, DateTime and Guid travel as MessagePack ext values.
+//
+// DecodeRequest() is the server's trust boundary: any byte string yields
+// either a Request or an InvalidInput status, never a crash
+// (tests/fuzz/request_fuzz.cc).
+//
+// Thread safety: stateless functions over values.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/batch.h"
+#include "engine/change_record.h"
+#include "engine/edm.h"
+#include "engine/status.h"
+#include "protocol/msgpack.h"
+
+namespace sidetable::wire {
+
+inline constexpr uint8_t kVersion = 1;
+inline constexpr size_t kHeaderBytes = 16;
+
+enum class Op : uint8_t {
+  kPing = 1,
+  kCreateTable = 2,
+  kDeleteTable = 3,
+  kListTables = 4,
+  kWrite = 5,        // an EGT (a single operation is an EGT of one)
+  kGet = 6,
+  kQuery = 7,
+  kReadChanges = 8,
+  kRequestArchive = 9,  // record an archive move for the archive pattern's workers
+};
+inline constexpr uint8_t kMaxOp = 9;
+std::string_view OpName(Op op);  // "Write", ... ("Unknown" otherwise)
+
+// MessagePack ext type codes for the Edm types MessagePack lacks.
+inline constexpr int8_t kExtInt64 = 1;     // 8 bytes, big-endian two's complement
+inline constexpr int8_t kExtDateTime = 2;  // 8 bytes, big-endian ticks (100 ns since 0001-01-01)
+inline constexpr int8_t kExtGuid = 3;      // 16 bytes
+
+struct Header {
+  uint8_t version = kVersion;
+  uint8_t op = 0;
+  uint16_t status = 0;  // 0 in requests; the HTTP status in replies
+  uint64_t request_id = 0;
+};
+bool ParseHeader(std::string_view frame, Header* h);
+void AppendHeader(std::string* out, const Header& h);
+// Rewrites the request id of an encoded frame in place (a client's retry is
+// the same bytes under a new id). The frame must hold a whole header.
+void SetRequestId(std::string* frame, uint64_t request_id);
+
+// ---- values and entities ------------------------------------------------------
+void WriteValue(msgpack::Writer& w, const Value& v);
+Status ReadValue(msgpack::Reader& r, std::string_view name, Value* v);
+// {"pk","rk","props"} plus "ts" and "etag" when with_meta.
+void WriteEntity(msgpack::Writer& w, const Entity& e, bool with_meta);
+Status ReadEntity(msgpack::Reader& r, Entity* e);
+
+// ---- requests -----------------------------------------------------------------
+struct Request {
+  uint64_t id = 0;
+  Op op = Op::kPing;
+  std::string table;
+  std::string caller;
+  std::vector<Operation> ops;        // kWrite
+  std::string pk, rk;                // kGet
+  std::vector<std::string> select;   // kGet, kQuery
+  std::string filter;                // kQuery, kListTables
+  std::optional<int64_t> top;        // kQuery, kListTables
+  std::optional<std::string> next_pk, next_rk;  // kQuery continuation
+  std::optional<std::string> next_table;        // kListTables continuation
+  uint64_t from_lsn = 0;             // kReadChanges
+  uint64_t max_records = 1000;
+  uint64_t max_bytes = 4 << 20;
+  std::vector<std::string> rks;      // kRequestArchive
+  std::string target;                // kRequestArchive: the archive table
+
+  // The Batch a kWrite request describes.
+  Batch ToBatch() const;
+};
+
+Status DecodeRequest(std::string_view frame, Request* out);
+void EncodeRequest(const Request& r, std::string* out);
+
+// ---- replies --------------------------------------------------------------------
+// An error reply: {"code", "message", "index"?}.
+void EncodeError(const Header& request, const Status& s, std::string* out);
+
+// Reply bodies, encoded by the server after AppendHeader() and decoded by clients.
+struct PingReply {
+  int64_t version = kVersion;
+  std::string sidecar_id;
+  uint64_t last_lsn = 0;
+};
+struct TablesReply {
+  std::vector<std::string> tables;
+  std::optional<std::string> next_table;
+};
+struct QueryReply {
+  std::vector<Entity> entities;
+  std::optional<std::string> next_pk, next_rk;
+  std::string plan;
+  uint64_t examined = 0;
+};
+
+void EncodePing(const PingReply& r, std::string* out);
+void EncodeEmpty(std::string* out);
+void EncodeTables(const TablesReply& r, std::string* out);
+void EncodeWrite(const WriteResult& r, std::string* out);
+void EncodeEntityReply(const Entity& e, std::string* out);
+void EncodeQuery(const QueryReply& r, std::string* out);
+void EncodeChanges(const ChangeBatch& b, std::string* out);
+void EncodeLsn(uint64_t lsn, std::string* out);  // {"lsn": n}
+
+// Splits a reply frame. A reply whose status is not 2xx becomes the error
+// Status it carries (code, message, operation index).
+Status DecodeReply(std::string_view frame, Header* h, std::string_view* body);
+Status DecodePing(std::string_view body, PingReply* r);
+Status DecodeTables(std::string_view body, TablesReply* r);
+Status DecodeWrite(std::string_view body, WriteResult* r);
+Status DecodeEntityReply(std::string_view body, Entity* e);
+Status DecodeQuery(std::string_view body, QueryReply* r);
+Status DecodeChanges(std::string_view body, ChangeBatch* b);
+Status DecodeLsn(std::string_view body, uint64_t* lsn);
+
+}  // namespace sidetable::wire

@@ -1,0 +1,391 @@
+// Reply bodies: the server encodes them, clients decode them.
+#include "protocol/wire.h"
+
+namespace sidetable::wire {
+namespace {
+
+Status Malformed(const char* what) {
+  return Status(Code::kInternal, std::string("malformed reply: ") + what);
+}
+
+std::string Be8(uint64_t v) {
+  std::string s(8, '\0');
+  for (int i = 0; i < 8; i++) s[i] = static_cast<char>(v >> (56 - 8 * i));
+  return s;
+}
+
+bool ReadDateTime(msgpack::Reader& r, int64_t* ticks) {
+  int8_t type;
+  std::string_view s;
+  if (!r.Ext(&type, &s) || type != kExtDateTime || s.size() != 8) return false;
+  uint64_t v = 0;
+  for (char c : s) v = v << 8 | static_cast<uint8_t>(c);
+  *ticks = static_cast<int64_t>(v);
+  return true;
+}
+
+// Iterates the fields of a map body: fn(key, reader) returns false on a
+// malformed value. Unknown keys must be skipped by fn.
+template <typename Fn>
+Status ForEachField(std::string_view body, Fn&& fn) {
+  msgpack::Reader r(body);
+  uint32_t n;
+  if (!r.MapHeader(&n)) return Malformed("body is not a map");
+  for (uint32_t k = 0; k < n; k++) {
+    std::string_view key;
+    if (!r.Str(&key)) return Malformed("field name");
+    if (!fn(key, r)) return Malformed("field value");
+  }
+  return Status::OK();
+}
+
+void WriteChange(msgpack::Writer& w, const ChangeRecord& rec) {
+  const bool archive = rec.kind == ChangeKind::kArchiveRequested;
+  w.MapHeader(archive ? 9 : 8);
+  if (archive) {
+    w.Str("target");
+    w.Str(rec.target_table);
+  }
+  w.Str("lsn");
+  w.Uint(rec.lsn);
+  w.Str("kind");
+  w.Str(ChangeKindName(rec.kind));
+  w.Str("time");
+  w.Ext(kExtDateTime, Be8(static_cast<uint64_t>(rec.commit_time)));
+  w.Str("table");
+  w.Str(rec.table);
+  w.Str("tableId");
+  w.Uint(rec.table_id);
+  w.Str("pk");
+  w.Str(rec.partition_key);
+  w.Str("caller");
+  w.Str(rec.caller);
+  w.Str("ops");
+  w.ArrayHeader(static_cast<uint32_t>(rec.ops.size()));
+  for (const ChangeOp& op : rec.ops) {
+    w.MapHeader(4 + (op.before ? 1 : 0) + (op.after ? 1 : 0));
+    w.Str("rk");
+    w.Str(op.row_key);
+    w.Str("op");
+    w.Str(OpKindName(op.kind));
+    w.Str("version");
+    w.Uint(op.version);
+    w.Str("etag");
+    w.Str(op.etag);
+    if (op.before) {
+      w.Str("before");
+      WriteEntity(w, *op.before, true);
+    }
+    if (op.after) {
+      w.Str("after");
+      WriteEntity(w, *op.after, true);
+    }
+  }
+}
+
+bool ReadChangeOp(msgpack::Reader& r, ChangeOp* op) {
+  uint32_t n;
+  if (!r.MapHeader(&n)) return false;
+  for (uint32_t k = 0; k < n; k++) {
+    std::string_view key, s;
+    if (!r.Str(&key)) return false;
+    if (key == "rk") {
+      if (!r.Str(&s)) return false;
+      op->row_key.assign(s);
+    } else if (key == "op") {
+      if (!r.Str(&s) || !ParseOpKind(s, &op->kind)) return false;
+    } else if (key == "version") {
+      if (!r.Uint(&op->version)) return false;
+    } else if (key == "etag") {
+      if (!r.Str(&s)) return false;
+      op->etag.assign(s);
+    } else if (key == "before" || key == "after") {
+      Entity e;
+      if (!ReadEntity(r, &e).ok()) return false;
+      (key == "before" ? op->before : op->after) = std::move(e);
+    } else if (!r.Skip()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool ReadChange(msgpack::Reader& r, ChangeRecord* rec) {
+  uint32_t n;
+  if (!r.MapHeader(&n)) return false;
+  for (uint32_t k = 0; k < n; k++) {
+    std::string_view key, s;
+    uint64_t u;
+    if (!r.Str(&key)) return false;
+    if (key == "lsn") {
+      if (!r.Uint(&rec->lsn)) return false;
+    } else if (key == "kind") {
+      if (!r.Str(&s)) return false;
+      if (!ParseChangeKind(s, &rec->kind)) return false;
+    } else if (key == "time") {
+      if (!ReadDateTime(r, &rec->commit_time)) return false;
+    } else if (key == "table" || key == "pk" || key == "caller" || key == "target") {
+      if (!r.Str(&s)) return false;
+      (key == "table" ? rec->table : key == "pk" ? rec->partition_key
+                                   : key == "caller" ? rec->caller : rec->target_table).assign(s);
+    } else if (key == "tableId") {
+      if (!r.Uint(&u)) return false;
+      rec->table_id = static_cast<uint32_t>(u);
+    } else if (key == "ops") {
+      uint32_t count;
+      if (!r.ArrayHeader(&count) || count > r.remaining()) return false;
+      rec->ops.resize(count);
+      for (uint32_t i = 0; i < count; i++) {
+        if (!ReadChangeOp(r, &rec->ops[i])) return false;
+      }
+    } else if (!r.Skip()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+void EncodeError(const Header& request, const Status& s, std::string* out) {
+  Header h = request;
+  h.version = kVersion;
+  h.status = static_cast<uint16_t>(HttpStatus(s.code()));
+  AppendHeader(out, h);
+  msgpack::Writer w(out);
+  w.MapHeader(s.op_index() >= 0 ? 3 : 2);
+  w.Str("code");
+  w.Str(ErrorCodeName(s.code()));
+  w.Str("message");
+  w.Str(s.message());
+  if (s.op_index() >= 0) {
+    w.Str("index");
+    w.Int(s.op_index());
+  }
+}
+
+void EncodeEmpty(std::string* out) { msgpack::Writer(out).MapHeader(0); }
+
+void EncodePing(const PingReply& r, std::string* out) {
+  msgpack::Writer w(out);
+  w.MapHeader(3);
+  w.Str("version");
+  w.Int(r.version);
+  w.Str("sidecar");
+  w.Str(r.sidecar_id);
+  w.Str("lsn");
+  w.Uint(r.last_lsn);
+}
+
+void EncodeTables(const TablesReply& r, std::string* out) {
+  msgpack::Writer w(out);
+  w.MapHeader(r.next_table ? 2 : 1);
+  w.Str("tables");
+  w.ArrayHeader(static_cast<uint32_t>(r.tables.size()));
+  for (const auto& t : r.tables) w.Str(t);
+  if (r.next_table) {
+    w.Str("next");
+    w.Str(*r.next_table);
+  }
+}
+
+void EncodeWrite(const WriteResult& r, std::string* out) {
+  msgpack::Writer w(out);
+  w.MapHeader(3);
+  w.Str("lsn");
+  w.Uint(r.lsn);
+  w.Str("ts");
+  w.Ext(kExtDateTime, Be8(static_cast<uint64_t>(r.timestamp)));
+  w.Str("etags");
+  w.ArrayHeader(static_cast<uint32_t>(r.etags.size()));
+  for (const auto& e : r.etags) w.Str(e);
+}
+
+void EncodeEntityReply(const Entity& e, std::string* out) {
+  msgpack::Writer w(out);
+  w.MapHeader(1);
+  w.Str("entity");
+  WriteEntity(w, e, true);
+}
+
+void EncodeQuery(const QueryReply& r, std::string* out) {
+  msgpack::Writer w(out);
+  w.MapHeader(3 + (r.next_pk ? 2 : 0));
+  w.Str("entities");
+  w.ArrayHeader(static_cast<uint32_t>(r.entities.size()));
+  for (const auto& e : r.entities) WriteEntity(w, e, true);
+  if (r.next_pk) {
+    w.Str("npk");
+    w.Str(*r.next_pk);
+    w.Str("nrk");
+    w.Str(r.next_rk.value_or(""));
+  }
+  w.Str("plan");
+  w.Str(r.plan);
+  w.Str("examined");
+  w.Uint(r.examined);
+}
+
+void EncodeChanges(const ChangeBatch& b, std::string* out) {
+  msgpack::Writer w(out);
+  w.MapHeader(3);
+  w.Str("records");
+  w.ArrayHeader(static_cast<uint32_t>(b.records.size()));
+  for (const auto& rec : b.records) WriteChange(w, rec);
+  w.Str("first");
+  w.Uint(b.first_available_lsn);
+  w.Str("last");
+  w.Uint(b.last_lsn);
+}
+
+void EncodeLsn(uint64_t lsn, std::string* out) {
+  msgpack::Writer w(out);
+  w.MapHeader(1);
+  w.Str("lsn");
+  w.Uint(lsn);
+}
+
+Status DecodeLsn(std::string_view body, uint64_t* lsn) {
+  bool found = false;
+  Status s = ForEachField(body, [&](std::string_view key, msgpack::Reader& r) {
+    if (key == "lsn") return found = r.Uint(lsn);
+    return r.Skip();
+  });
+  if (s.ok() && !found) return Malformed("no lsn");
+  return s;
+}
+
+Status DecodeReply(std::string_view frame, Header* h, std::string_view* body) {
+  if (!ParseHeader(frame, h)) return Malformed("shorter than the header");
+  *body = frame.substr(kHeaderBytes);
+  if (h->status >= 200 && h->status < 300) return Status::OK();
+  Code code = Code::kInternal;
+  std::string message;
+  int64_t index = -1;
+  Status parsed = ForEachField(*body, [&](std::string_view key, msgpack::Reader& r) {
+    std::string_view s;
+    if (key == "code") {
+      if (!r.Str(&s)) return false;
+      code = ParseErrorCode(s).value_or(Code::kInternal);
+      if (!ParseErrorCode(s)) message = std::string(s) + ": ";
+      return true;
+    }
+    if (key == "message") {
+      if (!r.Str(&s)) return false;
+      message += std::string(s);
+      return true;
+    }
+    if (key == "index") return r.Int(&index);
+    return r.Skip();
+  });
+  if (!parsed.ok()) return parsed;
+  return Status(code, std::move(message), static_cast<int>(index));
+}
+
+Status DecodePing(std::string_view body, PingReply* p) {
+  return ForEachField(body, [&](std::string_view key, msgpack::Reader& r) {
+    std::string_view s;
+    if (key == "version") return r.Int(&p->version);
+    if (key == "lsn") return r.Uint(&p->last_lsn);
+    if (key == "sidecar") {
+      if (!r.Str(&s)) return false;
+      p->sidecar_id.assign(s);
+      return true;
+    }
+    return r.Skip();
+  });
+}
+
+Status DecodeTables(std::string_view body, TablesReply* t) {
+  return ForEachField(body, [&](std::string_view key, msgpack::Reader& r) {
+    std::string_view s;
+    if (key == "tables") {
+      uint32_t n;
+      if (!r.ArrayHeader(&n)) return false;
+      for (uint32_t i = 0; i < n; i++) {
+        if (!r.Str(&s)) return false;
+        t->tables.emplace_back(s);
+      }
+      return true;
+    }
+    if (key == "next") {
+      if (!r.Str(&s)) return false;
+      t->next_table = std::string(s);
+      return true;
+    }
+    return r.Skip();
+  });
+}
+
+Status DecodeWrite(std::string_view body, WriteResult* w) {
+  return ForEachField(body, [&](std::string_view key, msgpack::Reader& r) {
+    if (key == "lsn") return r.Uint(&w->lsn);
+    if (key == "ts") return ReadDateTime(r, &w->timestamp);
+    if (key == "etags") {
+      uint32_t n;
+      if (!r.ArrayHeader(&n)) return false;
+      for (uint32_t i = 0; i < n; i++) {
+        std::string_view s;
+        if (!r.Str(&s)) return false;
+        w->etags.emplace_back(s);
+      }
+      return true;
+    }
+    return r.Skip();
+  });
+}
+
+Status DecodeEntityReply(std::string_view body, Entity* e) {
+  bool found = false;
+  Status s = ForEachField(body, [&](std::string_view key, msgpack::Reader& r) {
+    if (key == "entity") {
+      found = true;
+      return ReadEntity(r, e).ok();
+    }
+    return r.Skip();
+  });
+  if (s.ok() && !found) return Malformed("no entity");
+  return s;
+}
+
+Status DecodeQuery(std::string_view body, QueryReply* q) {
+  return ForEachField(body, [&](std::string_view key, msgpack::Reader& r) {
+    std::string_view s;
+    if (key == "entities") {
+      uint32_t n;
+      if (!r.ArrayHeader(&n) || n > r.remaining()) return false;
+      q->entities.resize(n);
+      for (uint32_t i = 0; i < n; i++) {
+        if (!ReadEntity(r, &q->entities[i]).ok()) return false;
+      }
+      return true;
+    }
+    if (key == "npk" || key == "nrk" || key == "plan") {
+      if (!r.Str(&s)) return false;
+      if (key == "plan") q->plan.assign(s);
+      else (key == "npk" ? q->next_pk : q->next_rk) = std::string(s);
+      return true;
+    }
+    if (key == "examined") return r.Uint(&q->examined);
+    return r.Skip();
+  });
+}
+
+Status DecodeChanges(std::string_view body, ChangeBatch* b) {
+  return ForEachField(body, [&](std::string_view key, msgpack::Reader& r) {
+    if (key == "records") {
+      uint32_t n;
+      if (!r.ArrayHeader(&n) || n > r.remaining()) return false;
+      b->records.resize(n);
+      for (uint32_t i = 0; i < n; i++) {
+        if (!ReadChange(r, &b->records[i])) return false;
+      }
+      return true;
+    }
+    if (key == "first") return r.Uint(&b->first_available_lsn);
+    if (key == "last") return r.Uint(&b->last_lsn);
+    return r.Skip();
+  });
+}
+
+}  // namespace sidetable::wire

@@ -1,0 +1,265 @@
+// Request frames: header and body, both directions.
+#include <cstring>
+
+#include "protocol/wire.h"
+
+namespace sidetable::wire {
+namespace {
+
+constexpr std::string_view kOpNames[] = {"Unknown", "Ping", "CreateTable", "DeleteTable",
+                                         "ListTables", "Write", "Get", "Query", "ReadChanges",
+                                         "RequestArchive"};
+
+Status Invalid(std::string message) { return Status(Code::kInvalidInput, std::move(message)); }
+
+Status ReadString(msgpack::Reader& r, std::string_view key, std::string* out) {
+  std::string_view s;
+  if (!r.Str(&s)) return Invalid("'" + std::string(key) + "' must be a string");
+  out->assign(s);
+  return Status::OK();
+}
+
+Status ReadUint(msgpack::Reader& r, std::string_view key, uint64_t* out) {
+  if (!r.Uint(out)) return Invalid("'" + std::string(key) + "' must be a non-negative integer");
+  return Status::OK();
+}
+
+Status ReadStringList(msgpack::Reader& r, std::string_view key, std::vector<std::string>* out) {
+  uint32_t n;
+  if (!r.ArrayHeader(&n)) return Invalid("'" + std::string(key) + "' must be an array of strings");
+  if (n > r.remaining()) return Invalid("truncated '" + std::string(key) + "'");
+  out->clear();
+  out->reserve(n);
+  for (uint32_t i = 0; i < n; i++) {
+    std::string_view s;
+    if (!r.Str(&s)) return Invalid("'" + std::string(key) + "' must be an array of strings");
+    out->emplace_back(s);
+  }
+  return Status::OK();
+}
+
+Status ReadOperation(msgpack::Reader& r, Operation* op, size_t index) {
+  uint32_t n;
+  if (!r.MapHeader(&n)) return Status(Code::kInvalidInput, "an operation must be a map", static_cast<int>(index));
+  bool has_kind = false, has_entity = false;
+  for (uint32_t k = 0; k < n; k++) {
+    std::string_view key, s;
+    if (!r.Str(&key)) return Status(Code::kInvalidInput, "operation keys must be strings", static_cast<int>(index));
+    if (key == "op") {
+      if (!r.Str(&s) || !ParseOpKind(s, &op->kind)) {
+        return Status(Code::kInvalidInput, "unknown operation kind", static_cast<int>(index));
+      }
+      has_kind = true;
+    } else if (key == "entity") {
+      Status st = ReadEntity(r, &op->entity);
+      if (!st.ok()) return st.WithOpIndex(static_cast<int>(index));
+      has_entity = true;
+    } else if (key == "ifMatch") {
+      if (!r.Str(&s)) return Status(Code::kInvalidInput, "ifMatch must be a string", static_cast<int>(index));
+      op->if_match.assign(s);
+    } else if (!r.Skip()) {
+      return Status(Code::kInvalidInput, "malformed operation", static_cast<int>(index));
+    }
+  }
+  if (!has_kind || !has_entity) {
+    return Status(Code::kInvalidInput, "an operation needs 'op' and 'entity'", static_cast<int>(index));
+  }
+  return Status::OK();
+}
+
+Status ReadField(msgpack::Reader& r, std::string_view key, Request* q) {
+  // Many MessagePack libraries send nil for "no value": treat it as absent.
+  if (r.Peek() == msgpack::Kind::kNil) {
+    r.Nil();
+    return Status::OK();
+  }
+  if (key == "table") return ReadString(r, key, &q->table);
+  if (key == "caller") return ReadString(r, key, &q->caller);
+  if (key == "pk") return ReadString(r, key, &q->pk);
+  if (key == "rk") return ReadString(r, key, &q->rk);
+  if (key == "filter") return ReadString(r, key, &q->filter);
+  if (key == "select") return ReadStringList(r, key, &q->select);
+  if (key == "rks") return ReadStringList(r, key, &q->rks);
+  if (key == "target") return ReadString(r, key, &q->target);
+  if (key == "npk" || key == "nrk" || key == "next") {
+    std::string s;
+    ST_RETURN_IF_ERROR(ReadString(r, key, &s));
+    (key == "npk" ? q->next_pk : key == "nrk" ? q->next_rk : q->next_table) = std::move(s);
+    return Status::OK();
+  }
+  if (key == "top") {
+    int64_t top;
+    if (!r.Int(&top)) return Invalid("'top' must be an integer");
+    q->top = top;
+    return Status::OK();
+  }
+  if (key == "from") return ReadUint(r, key, &q->from_lsn);
+  if (key == "max") return ReadUint(r, key, &q->max_records);
+  if (key == "maxBytes") return ReadUint(r, key, &q->max_bytes);
+  if (key == "ops") {
+    uint32_t n;
+    if (!r.ArrayHeader(&n)) return Invalid("'ops' must be an array");
+    // A cheap bound before reserving: an operation takes several bytes.
+    if (n > r.remaining() / 4) return Invalid("truncated 'ops'");
+    q->ops.resize(n);
+    for (uint32_t i = 0; i < n; i++) ST_RETURN_IF_ERROR(ReadOperation(r, &q->ops[i], i));
+    return Status::OK();
+  }
+  // Unknown fields are skipped: newer clients may send more.
+  if (!r.Skip()) return Invalid("malformed field '" + std::string(key) + "'");
+  return Status::OK();
+}
+
+void WriteString(msgpack::Writer& w, std::string_view key, std::string_view value) {
+  w.Str(key);
+  w.Str(value);
+}
+
+}  // namespace
+
+std::string_view OpName(Op op) {
+  auto i = static_cast<size_t>(op);
+  return i < std::size(kOpNames) ? kOpNames[i] : kOpNames[0];
+}
+
+bool ParseHeader(std::string_view frame, Header* h) {
+  if (frame.size() < kHeaderBytes) return false;
+  auto u = reinterpret_cast<const uint8_t*>(frame.data());
+  h->version = u[0];
+  h->op = u[1];
+  h->status = static_cast<uint16_t>(u[2] | u[3] << 8);
+  uint64_t id = 0;
+  for (int i = 7; i >= 0; i--) id = id << 8 | u[8 + i];
+  h->request_id = id;
+  return true;
+}
+
+void AppendHeader(std::string* out, const Header& h) {
+  char buf[kHeaderBytes] = {};
+  buf[0] = static_cast<char>(h.version);
+  buf[1] = static_cast<char>(h.op);
+  buf[2] = static_cast<char>(h.status & 0xFF);
+  buf[3] = static_cast<char>(h.status >> 8);
+  for (int i = 0; i < 8; i++) buf[8 + i] = static_cast<char>(h.request_id >> (8 * i));
+  out->append(buf, kHeaderBytes);
+}
+
+void SetRequestId(std::string* frame, uint64_t request_id) {
+  for (int i = 0; i < 8; i++) (*frame)[8 + i] = static_cast<char>(request_id >> (8 * i));
+}
+
+Batch Request::ToBatch() const {
+  Batch b(table);
+  b.SetCaller(caller);
+  b.Reserve(ops.size());
+  for (const Operation& op : ops) b.Add(op);
+  return b;
+}
+
+Status DecodeRequest(std::string_view frame, Request* q) {
+  Header h;
+  if (!ParseHeader(frame, &h)) {
+    return Invalid("frame shorter than the 16-byte header");
+  }
+  q->id = h.request_id;
+  if (h.version != kVersion) {
+    return Invalid("unsupported protocol version " + std::to_string(h.version) +
+                   "; this server speaks version " + std::to_string(kVersion));
+  }
+  if (h.op < 1 || h.op > kMaxOp) return Invalid("unknown operation " + std::to_string(h.op));
+  q->op = static_cast<Op>(h.op);
+  if (h.status != 0) return Invalid("a request must have status 0 in its header");
+  msgpack::Reader r(frame.substr(kHeaderBytes));
+  uint32_t n;
+  if (!r.MapHeader(&n)) return Invalid("the request body must be a MessagePack map");
+  for (uint32_t k = 0; k < n; k++) {
+    std::string_view key;
+    if (!r.Str(&key)) return Invalid("request field names must be strings");
+    ST_RETURN_IF_ERROR(ReadField(r, key, q));
+  }
+  if (!r.empty()) return Invalid("trailing bytes after the request body");
+  switch (q->op) {
+    case Op::kCreateTable: case Op::kDeleteTable: case Op::kWrite: case Op::kQuery:
+      if (q->table.empty()) return Invalid(std::string(OpName(q->op)) + " needs 'table'");
+      break;
+    case Op::kGet:
+      if (q->table.empty()) return Invalid("Get needs 'table', 'pk' and 'rk'");
+      break;
+    case Op::kRequestArchive:
+      if (q->table.empty() || q->target.empty() || q->rks.empty()) {
+        return Invalid("RequestArchive needs 'table', 'pk', 'rks' and 'target'");
+      }
+      break;
+    default:
+      break;
+  }
+  if (q->op == Op::kQuery && (q->next_pk.has_value() != q->next_rk.has_value())) {
+    return Invalid("a continuation needs both 'npk' and 'nrk'");
+  }
+  return Status::OK();
+}
+
+void EncodeRequest(const Request& q, std::string* out) {
+  AppendHeader(out, Header{kVersion, static_cast<uint8_t>(q.op), 0, q.id});
+  msgpack::Writer w(out);
+  uint32_t fields = 0;
+  // Count first, so the map header is exact.
+  const bool t = !q.table.empty(), c = !q.caller.empty();
+  // Each field is written when its operation needs it or when it is set, so
+  // what DecodeRequest() read always encodes back the same.
+  const bool w_ops = q.op == Op::kWrite || !q.ops.empty();
+  const bool get = q.op == Op::kGet || q.op == Op::kRequestArchive || !q.pk.empty() || !q.rk.empty();
+  const bool archive = q.op == Op::kRequestArchive || !q.rks.empty() || !q.target.empty();
+  const bool sel = !q.select.empty(), filt = !q.filter.empty();
+  const bool changes = q.op == Op::kReadChanges;
+  fields += t + c + w_ops + (get ? 2 : 0) + sel + filt + q.top.has_value() +
+            q.next_pk.has_value() + q.next_rk.has_value() + q.next_table.has_value() +
+            (changes ? 3 : 0) + (archive ? 2 : 0);
+  w.MapHeader(fields);
+  if (t) WriteString(w, "table", q.table);
+  if (c) WriteString(w, "caller", q.caller);
+  if (get) {
+    WriteString(w, "pk", q.pk);
+    WriteString(w, "rk", q.rk);
+  }
+  if (archive) {
+    w.Str("rks");
+    w.ArrayHeader(static_cast<uint32_t>(q.rks.size()));
+    for (const auto& rk : q.rks) w.Str(rk);
+    WriteString(w, "target", q.target);
+  }
+  if (sel) {
+    w.Str("select");
+    w.ArrayHeader(static_cast<uint32_t>(q.select.size()));
+    for (const auto& s : q.select) w.Str(s);
+  }
+  if (filt) WriteString(w, "filter", q.filter);
+  if (q.top) {
+    w.Str("top");
+    w.Int(*q.top);
+  }
+  if (q.next_pk) WriteString(w, "npk", *q.next_pk);
+  if (q.next_rk) WriteString(w, "nrk", *q.next_rk);
+  if (q.next_table) WriteString(w, "next", *q.next_table);
+  if (changes) {
+    w.Str("from");
+    w.Uint(q.from_lsn);
+    w.Str("max");
+    w.Uint(q.max_records);
+    w.Str("maxBytes");
+    w.Uint(q.max_bytes);
+  }
+  if (w_ops) {
+    w.Str("ops");
+    w.ArrayHeader(static_cast<uint32_t>(q.ops.size()));
+    for (const Operation& op : q.ops) {
+      w.MapHeader(op.if_match.empty() ? 2 : 3);
+      WriteString(w, "op", OpKindName(op.kind));
+      w.Str("entity");
+      WriteEntity(w, op.entity, false);
+      if (!op.if_match.empty()) WriteString(w, "ifMatch", op.if_match);
+    }
+  }
+}
+
+}  // namespace sidetable::wire

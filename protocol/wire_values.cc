@@ -1,0 +1,153 @@
+// Values, entities and change records on the wire.
+#include <cstring>
+
+#include "protocol/wire.h"
+
+namespace sidetable::wire {
+namespace {
+
+std::string Be8(uint64_t v) {
+  std::string s(8, '\0');
+  for (int i = 0; i < 8; i++) s[i] = static_cast<char>(v >> (56 - 8 * i));
+  return s;
+}
+
+uint64_t FromBe8(std::string_view s) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) v = v << 8 | static_cast<uint8_t>(s[i]);
+  return v;
+}
+
+Status Bad(std::string_view name, const char* what) {
+  return Status(Code::kInvalidInput, "property '" + std::string(name) + "': " + what);
+}
+
+}  // namespace
+
+void WriteValue(msgpack::Writer& w, const Value& v) {
+  switch (v.type()) {
+    case EdmType::kString: w.Str(v.bytes()); break;
+    case EdmType::kBinary: w.Bin(v.bytes()); break;
+    case EdmType::kBoolean: w.Bool(v.as_bool()); break;
+    case EdmType::kDouble: w.Double(v.as_double()); break;
+    case EdmType::kInt32: w.Int(v.as_int32()); break;
+    case EdmType::kInt64: w.Ext(kExtInt64, Be8(static_cast<uint64_t>(v.as_int64()))); break;
+    case EdmType::kDateTime: w.Ext(kExtDateTime, Be8(static_cast<uint64_t>(v.as_ticks()))); break;
+    case EdmType::kGuid: w.Ext(kExtGuid, v.bytes()); break;
+  }
+}
+
+Status ReadValue(msgpack::Reader& r, std::string_view name, Value* v) {
+  std::string_view s;
+  int64_t i;
+  double d;
+  bool b;
+  int8_t type;
+  switch (r.Peek()) {
+    case msgpack::Kind::kStr:
+      if (!r.Str(&s)) return Bad(name, "truncated string");
+      *v = Value::String(std::string(s));
+      return Status::OK();
+    case msgpack::Kind::kBin:
+      if (!r.Bin(&s)) return Bad(name, "truncated binary");
+      *v = Value::Binary(std::string(s));
+      return Status::OK();
+    case msgpack::Kind::kBool:
+      if (!r.Bool(&b)) return Bad(name, "bad boolean");
+      *v = Value::Boolean(b);
+      return Status::OK();
+    case msgpack::Kind::kDouble:
+      if (!r.Double(&d)) return Bad(name, "truncated double");
+      *v = Value::Double(d);
+      return Status::OK();
+    case msgpack::Kind::kInt:
+    case msgpack::Kind::kUint:
+      if (!r.Int(&i)) return Bad(name, "integer out of range");
+      if (i < INT32_MIN || i > INT32_MAX) {
+        return Bad(name, "a plain integer is Edm.Int32 and this one does not fit: send Int64 as ext type 1");
+      }
+      *v = Value::Int32(static_cast<int32_t>(i));
+      return Status::OK();
+    case msgpack::Kind::kExt:
+      if (!r.Ext(&type, &s)) return Bad(name, "truncated ext value");
+      if (type == kExtInt64 && s.size() == 8) {
+        *v = Value::Int64(static_cast<int64_t>(FromBe8(s)));
+      } else if (type == kExtDateTime && s.size() == 8) {
+        *v = Value::DateTime(static_cast<int64_t>(FromBe8(s)));
+      } else if (type == kExtGuid && s.size() == 16) {
+        Guid g;
+        std::memcpy(g.data(), s.data(), 16);
+        *v = Value::MakeGuid(g);
+      } else {
+        return Bad(name, "unknown ext type or wrong length");
+      }
+      return Status::OK();
+    case msgpack::Kind::kNil:
+      return Bad(name, "null is not a value (omit the property instead)");
+    default:
+      return Bad(name, "unsupported value kind (arrays and maps are not Edm types)");
+  }
+}
+
+void WriteEntity(msgpack::Writer& w, const Entity& e, bool with_meta) {
+  w.MapHeader(with_meta ? 5 : 3);
+  w.Str("pk");
+  w.Str(e.partition_key);
+  w.Str("rk");
+  w.Str(e.row_key);
+  if (with_meta) {
+    w.Str("ts");
+    w.Ext(kExtDateTime, Be8(static_cast<uint64_t>(e.timestamp)));
+    w.Str("etag");
+    w.Str(e.etag);
+  }
+  w.Str("props");
+  w.MapHeader(static_cast<uint32_t>(e.properties.size()));
+  for (const auto& p : e.properties) {
+    w.Str(p.name);
+    WriteValue(w, p.value);
+  }
+}
+
+Status ReadEntity(msgpack::Reader& r, Entity* e) {
+  uint32_t n;
+  if (!r.MapHeader(&n)) return Status(Code::kInvalidInput, "an entity must be a map");
+  bool has_pk = false, has_rk = false;
+  for (uint32_t k = 0; k < n; k++) {
+    std::string_view key, s;
+    if (!r.Str(&key)) return Status(Code::kInvalidInput, "entity keys must be strings");
+    if (key == "pk" || key == "rk") {
+      if (!r.Str(&s)) return Status(Code::kInvalidInput, std::string(key) + " must be a string");
+      (key == "pk" ? e->partition_key : e->row_key).assign(s);
+      (key == "pk" ? has_pk : has_rk) = true;
+    } else if (key == "etag") {
+      if (!r.Str(&s)) return Status(Code::kInvalidInput, "etag must be a string");
+      e->etag.assign(s);
+    } else if (key == "ts") {
+      int8_t type;
+      if (!r.Ext(&type, &s) || type != kExtDateTime || s.size() != 8) {
+        return Status(Code::kInvalidInput, "ts must be a DateTime ext value");
+      }
+      e->timestamp = static_cast<int64_t>(FromBe8(s));
+    } else if (key == "props") {
+      uint32_t count;
+      if (!r.MapHeader(&count)) return Status(Code::kInvalidInput, "props must be a map");
+      // Each property takes at least two bytes: a cheap bound before reserving.
+      if (count > r.remaining() / 2) return Status(Code::kInvalidInput, "truncated props");
+      e->properties.reserve(count);
+      for (uint32_t j = 0; j < count; j++) {
+        std::string_view name;
+        if (!r.Str(&name)) return Status(Code::kInvalidInput, "property names must be strings");
+        Value v;
+        ST_RETURN_IF_ERROR(ReadValue(r, name, &v));
+        e->properties.push_back({std::string(name), std::move(v)});
+      }
+    } else if (!r.Skip()) {
+      return Status(Code::kInvalidInput, "malformed entity field '" + std::string(key) + "'");
+    }
+  }
+  if (!has_pk || !has_rk) return Status(Code::kInvalidInput, "an entity needs pk and rk");
+  return Status::OK();
+}
+
+}  // namespace sidetable::wire

@@ -1,0 +1,25 @@
+// The bodies of the sidecar's GET /health and GET /metrics, served by
+// common::HttpEndpoint. The server passes its own gauges in, so this file
+// needs only the server's public interface.
+//
+// Thread safety: called on the HTTP thread; reads only thread-safe state
+// (engine stats, publisher stats, atomic counters).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "sidecar/metrics.h"
+#include "sidecar/server.h"
+
+namespace sidetable::sidecar {
+
+struct ServerGauges {
+  uint64_t queue_depth = 0;  // requests queued at the workers
+  uint64_t in_flight = 0;    // requests accepted and not yet answered
+};
+
+std::string HealthJson(Server& server, const ServerGauges& gauges);
+std::string MetricsText(Server& server, const Metrics& metrics, const ServerGauges& gauges);
+
+}  // namespace sidetable::sidecar

@@ -1,0 +1,203 @@
+// Decode, patterns, retries with back-off, dead-letter decisions.
+#include "apply/event_processor.h"
+
+#include <gtest/gtest.h>
+
+#include "client/entity_builder.h"
+#include "events/event.h"
+#include "tests/apply/fake_table_store.h"
+
+namespace sidetable::apply {
+namespace {
+
+using patterns::TableOp;
+
+// Counts what the processor reports.
+struct CountingObserver : ApplyObserver {
+  void OnSkippedEvent() override { skipped++; }
+  void OnRetry() override { retries++; }
+  void OnOp(patterns::TableOp::Kind, OpResult) override { ops++; }
+  uint64_t skipped = 0, retries = 0, ops = 0;
+};
+
+// Copies every written entity of `source` into "Derived"; deletes follow.
+class CopyPattern : public patterns::Pattern {
+ public:
+  explicit CopyPattern(Status fail = Status::OK()) : fail_(std::move(fail)) {}
+  const std::string& name() const override { return name_; }
+  bool Wants(const ChangeRecord& r) const override { return r.table == "Src"; }
+  Status Apply(const ChangeRecord& r, std::vector<TableOp>* out) const override {
+    if (!fail_.ok()) return fail_;
+    for (const auto& op : r.ops) {
+      TableOp t;
+      t.table = "Derived";
+      t.version = op.version;
+      if (op.after) {
+        t.kind = TableOp::Kind::kFencedUpsert;
+        t.entity = *op.after;
+      } else {
+        t.kind = TableOp::Kind::kFencedDelete;
+        t.entity.partition_key = r.partition_key;
+        t.entity.row_key = op.row_key;
+      }
+      out->push_back(std::move(t));
+    }
+    return Status::OK();
+  }
+
+ private:
+  std::string name_ = "copy";
+  Status fail_;
+};
+
+std::string EventJson(const std::string& table, uint64_t lsn, const std::string& rk) {
+  ChangeRecord rec;
+  rec.lsn = lsn;
+  rec.kind = ChangeKind::kEntities;
+  rec.commit_time = NowTicks();
+  rec.table = table;
+  rec.table_id = 1;
+  rec.partition_key = "p";
+  ChangeOp op;
+  op.row_key = rk;
+  op.kind = OpKind::kInsertOrReplace;
+  Entity e = client::EntityBuilder("p", rk).Int32("n", static_cast<int32_t>(lsn)).Build();
+  e.etag = "W/\"" + std::to_string(lsn) + "\"";
+  e.timestamp = rec.commit_time;
+  op.after = e;
+  op.version = lsn;
+  op.etag = e.etag;
+  rec.ops.push_back(op);
+  return events::EncodeEvent(rec, "test");
+}
+
+struct Fixture {
+  explicit Fixture(Status pattern_fail = Status::OK(), int attempts = 4) {
+    patterns.push_back(std::make_unique<CopyPattern>(pattern_fail));
+    applier = std::make_unique<OpApplier>(&store, 4);
+    processor = std::make_unique<EventProcessor>(&patterns, applier.get(), RetryPolicy{attempts, 10, 40}, &metrics,
+                                                 [this](int ms) {
+                                                   slept.push_back(ms);
+                                                   return !stop;
+                                                 });
+  }
+  testing::FakeTableStore store;
+  std::vector<std::unique_ptr<patterns::Pattern>> patterns;
+  std::unique_ptr<OpApplier> applier;
+  CountingObserver metrics;
+  std::vector<int> slept;
+  bool stop = false;
+  std::unique_ptr<EventProcessor> processor;
+};
+
+TEST(EventProcessorTest, AppliesAndReappliesHarmlessly) {
+  Fixture f;
+  const std::string ev = EventJson("Src", 5, "r1");
+  EventOutcome o = f.processor->Process(ev);
+  ASSERT_EQ(o.kind, EventOutcome::Kind::kApplied) << o.reason;
+  EXPECT_EQ(o.lsn, 5u);
+  ASSERT_NE(f.store.Find("Derived", "p", "r1"), nullptr);
+  const std::string etag = f.store.Find("Derived", "p", "r1")->etag;
+  o = f.processor->Process(ev);  // redelivery
+  ASSERT_EQ(o.kind, EventOutcome::Kind::kApplied);
+  EXPECT_EQ(f.store.Find("Derived", "p", "r1")->etag, etag) << "a redelivered event writes nothing";
+  EXPECT_TRUE(f.slept.empty());
+  EXPECT_EQ(f.metrics.ops, 2u) << "the observer sees each applied operation, fenced ones too";
+  EXPECT_EQ(f.metrics.skipped, 0u);
+}
+
+TEST(EventProcessorTest, EventsNoPatternWantsAreAcknowledged) {
+  Fixture f;
+  EventOutcome o = f.processor->Process(EventJson("Other", 5, "r1"));
+  EXPECT_EQ(o.kind, EventOutcome::Kind::kApplied);
+  EXPECT_EQ(o.operations, 0u);
+  EXPECT_TRUE(f.store.tables.empty());
+  EXPECT_EQ(f.metrics.skipped, 1u);
+}
+
+TEST(EventProcessorTest, WithoutAnObserverNothingIsCounted) {
+  Fixture f;
+  auto quiet = std::make_unique<EventProcessor>(&f.patterns, f.applier.get(), RetryPolicy{}, nullptr,
+                                                [](int) { return true; });
+  EXPECT_EQ(quiet->Process(EventJson("Src", 5, "r1")).kind, EventOutcome::Kind::kApplied);
+  EXPECT_NE(f.store.Find("Derived", "p", "r1"), nullptr);
+  EXPECT_EQ(f.metrics.ops, 0u);
+}
+
+TEST(EventProcessorTest, TransientFailuresBackOffExponentiallyThenSucceed) {
+  Fixture f(Status::OK(), 5);
+  int failures = 3;
+  f.store.before = [&](const std::string&, const std::string&) {
+    return failures-- > 0 ? Status(Code::kServerBusy, "busy") : Status::OK();
+  };
+  EventOutcome o = f.processor->Process(EventJson("Src", 7, "r1"));
+  ASSERT_EQ(o.kind, EventOutcome::Kind::kApplied) << o.reason;
+  ASSERT_EQ(f.slept.size(), 3u);
+  EXPECT_EQ(f.metrics.retries, 3u);
+  // 10, 20, 40 ms +-25%
+  EXPECT_GE(f.slept[0], 7);
+  EXPECT_LE(f.slept[0], 13);
+  EXPECT_GE(f.slept[2], 30);
+  EXPECT_LE(f.slept[2], 50);
+}
+
+TEST(EventProcessorTest, ExhaustedRetriesBecomeADeadLetter) {
+  Fixture f(Status::OK(), 3);
+  f.store.before = [](const std::string&, const std::string&) { return Status(Code::kUnavailable, "no reply"); };
+  EventOutcome o = f.processor->Process(EventJson("Src", 7, "r1"));
+  EXPECT_EQ(o.kind, EventOutcome::Kind::kDeadLetter);
+  EXPECT_EQ(o.reason_kind, FailureKind::kRetriesExhausted);
+  EXPECT_NE(o.reason.find("Unavailable"), std::string::npos) << o.reason;
+  EXPECT_EQ(f.slept.size(), 2u);
+}
+
+TEST(EventProcessorTest, PermanentErrorsDeadLetterAtOnce) {
+  Fixture f;
+  f.store.before = [](const std::string& call, const std::string&) {
+    return call == "Insert" ? Status(Code::kPropertyValueTooLarge, "too big") : Status::OK();
+  };
+  EventOutcome o = f.processor->Process(EventJson("Src", 7, "r1"));
+  EXPECT_EQ(o.kind, EventOutcome::Kind::kDeadLetter);
+  EXPECT_EQ(o.reason_kind, FailureKind::kPermanent);
+  EXPECT_TRUE(f.slept.empty());
+}
+
+TEST(EventProcessorTest, PoisonEventsAndPatternErrorsDeadLetter) {
+  Fixture f;
+  EventOutcome o = f.processor->Process("{not json");
+  EXPECT_EQ(o.kind, EventOutcome::Kind::kDeadLetter);
+  EXPECT_EQ(o.reason_kind, FailureKind::kDecode);
+  EXPECT_EQ(o.reason.rfind("decode: ", 0), 0u) << o.reason;
+  o = f.processor->Process(R"({"schema":99})");
+  EXPECT_EQ(o.kind, EventOutcome::Kind::kDeadLetter);
+
+  Fixture g(Status(Code::kInvalidInput, "cannot index"));
+  o = g.processor->Process(EventJson("Src", 7, "r1"));
+  EXPECT_EQ(o.kind, EventOutcome::Kind::kDeadLetter);
+  EXPECT_EQ(o.reason_kind, FailureKind::kPattern);
+  EXPECT_NE(o.reason.find("pattern copy"), std::string::npos) << o.reason;
+}
+
+TEST(EventProcessorTest, StopDuringBackOffLeavesTheEventUncommitted) {
+  Fixture f;
+  f.stop = true;
+  f.store.before = [](const std::string&, const std::string&) { return Status(Code::kServerBusy, "busy"); };
+  EventOutcome o = f.processor->Process(EventJson("Src", 7, "r1"));
+  EXPECT_EQ(o.kind, EventOutcome::Kind::kInterrupted);
+}
+
+TEST(EventProcessorTest, BackoffIsCapped) {
+  RetryPolicy p{10, 100, 1000};
+  for (int attempt = 2; attempt < 12; attempt++) {
+    const int ms = BackoffMs(p, attempt, 12345);
+    EXPECT_LE(ms, 1250);
+    EXPECT_GE(ms, 75);
+  }
+  EXPECT_TRUE(IsTransient(Code::kServerBusy));
+  EXPECT_TRUE(IsTransient(Code::kUnavailable));
+  EXPECT_FALSE(IsTransient(Code::kInvalidInput));
+  EXPECT_FALSE(IsTransient(Code::kTableNotFound));
+}
+
+}  // namespace
+}  // namespace sidetable::apply

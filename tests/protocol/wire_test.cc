@@ -1,0 +1,300 @@
+// The wire protocol codec: round trips of every message, exact Edm values,
+// and every malformed input answered with InvalidInput.
+#include "protocol/wire.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+namespace sidetable::wire {
+namespace {
+
+Entity Rich() {
+  Entity e;
+  e.partition_key = "p\xC3\xA9";
+  e.row_key = "\xF0\x9F\x98\x80";
+  e.Set("s", Value::String("text")).Set("b", Value::Binary(std::string("\0\xFF", 2)))
+      .Set("t", Value::Boolean(false)).Set("d", Value::DateTime(kMaxDateTimeTicks))
+      .Set("x", Value::Double(-0.0)).Set("inf", Value::Double(INFINITY))
+      .Set("g", Value::MakeGuid(*ParseGuid("c9da6455-213d-42c9-9a79-3e9149a57833")))
+      .Set("i", Value::Int32(INT32_MIN)).Set("l", Value::Int64(INT64_MIN))
+      .Set("m", Value::Int64(INT64_MAX)).Set("small", Value::Int64(1));
+  return e;
+}
+
+Request RoundTrip(const Request& in) {
+  std::string frame;
+  EncodeRequest(in, &frame);
+  Request out;
+  Status s = DecodeRequest(frame, &out);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return out;
+}
+
+TEST(Wire, WriteRequestKeepsEveryTypeExactly) {
+  Request r;
+  r.op = Op::kWrite;
+  r.id = 0xFEDCBA9876543210ull;
+  r.table = "People";
+  r.caller = "svc";
+  r.ops.push_back({OpKind::kInsert, Rich(), ""});
+  r.ops.push_back({OpKind::kDelete, Rich(), "W/\"5\""});
+  r.ops[1].entity.properties.clear();
+  Request out = RoundTrip(r);
+  EXPECT_EQ(out.id, r.id);
+  EXPECT_EQ(out.op, Op::kWrite);
+  EXPECT_EQ(out.table, "People");
+  EXPECT_EQ(out.caller, "svc");
+  ASSERT_EQ(out.ops.size(), 2u);
+  EXPECT_EQ(out.ops[0].entity.properties, r.ops[0].entity.properties);
+  EXPECT_EQ(out.ops[0].entity.partition_key, r.ops[0].entity.partition_key);
+  EXPECT_EQ(out.ops[0].entity.row_key, r.ops[0].entity.row_key);
+  EXPECT_EQ(out.ops[1].kind, OpKind::kDelete);
+  EXPECT_EQ(out.ops[1].if_match, "W/\"5\"");
+  // Int64 1 stays Int64 (ext), not Int32.
+  EXPECT_EQ(out.ops[0].entity.Find("small")->type(), EdmType::kInt64);
+}
+
+TEST(Wire, QueryAndChangesRequests) {
+  Request q;
+  q.op = Op::kQuery;
+  q.table = "T1x";
+  q.filter = "PartitionKey eq 'a'";
+  q.select = {"a", "b"};
+  q.top = 10;
+  q.next_pk = "p";
+  q.next_rk = "";
+  Request out = RoundTrip(q);
+  EXPECT_EQ(out.filter, q.filter);
+  EXPECT_EQ(out.select, q.select);
+  EXPECT_EQ(out.top, 10);
+  EXPECT_EQ(out.next_pk, "p");
+  EXPECT_EQ(out.next_rk, "");
+  Request c;
+  c.op = Op::kReadChanges;
+  c.from_lsn = 1ull << 40;
+  c.max_records = 7;
+  Request cout = RoundTrip(c);
+  EXPECT_EQ(cout.from_lsn, 1ull << 40);
+  EXPECT_EQ(cout.max_records, 7u);
+}
+
+TEST(Wire, RepliesRoundTrip) {
+  std::string body;
+  QueryReply q;
+  q.entities = {Rich(), Rich()};
+  q.entities[0].etag = "W/\"9\"";
+  q.entities[0].timestamp = 12345;
+  q.next_pk = "n";
+  q.next_rk = "m";
+  q.plan = "partition-scan";
+  q.examined = 77;
+  EncodeQuery(q, &body);
+  QueryReply back;
+  ASSERT_TRUE(DecodeQuery(body, &back).ok());
+  ASSERT_EQ(back.entities.size(), 2u);
+  EXPECT_EQ(back.entities[0].properties, q.entities[0].properties);
+  EXPECT_EQ(back.entities[0].etag, "W/\"9\"");
+  EXPECT_EQ(back.entities[0].timestamp, 12345);
+  EXPECT_EQ(back.next_pk, "n");
+  EXPECT_EQ(back.examined, 77u);
+
+  ChangeBatch cb;
+  ChangeRecord rec;
+  rec.lsn = 5;
+  rec.kind = ChangeKind::kEntities;
+  rec.commit_time = 99;
+  rec.table = "T";
+  rec.table_id = 3;
+  rec.partition_key = "p";
+  rec.caller = "me";
+  ChangeOp op;
+  op.row_key = "r";
+  op.kind = OpKind::kMerge;
+  op.version = 5;
+  op.etag = "W/\"5\"";
+  op.before = Rich();
+  op.after = Rich();
+  rec.ops.push_back(op);
+  cb.records.push_back(rec);
+  cb.first_available_lsn = 2;
+  cb.last_lsn = 9;
+  body.clear();
+  EncodeChanges(cb, &body);
+  ChangeBatch cb2;
+  ASSERT_TRUE(DecodeChanges(body, &cb2).ok());
+  ASSERT_EQ(cb2.records.size(), 1u);
+  EXPECT_EQ(cb2.records[0].caller, "me");
+  EXPECT_EQ(cb2.records[0].commit_time, 99);
+  EXPECT_EQ(cb2.records[0].ops[0].before->properties, op.before->properties);
+  EXPECT_FALSE(cb2.records[0].ops[0].after->properties.empty());
+  EXPECT_EQ(cb2.first_available_lsn, 2u);
+}
+
+TEST(Wire, ErrorReplyCarriesCodeMessageAndIndex) {
+  std::string frame;
+  Header req{kVersion, static_cast<uint8_t>(Op::kWrite), 0, 42};
+  EncodeError(req, Status(Code::kInvalidDuplicateRow, "twice", 3), &frame);
+  Header h;
+  std::string_view body;
+  Status s = DecodeReply(frame, &h, &body);
+  EXPECT_EQ(h.status, 400);
+  EXPECT_EQ(h.request_id, 42u);
+  EXPECT_EQ(s.code(), Code::kInvalidDuplicateRow);
+  EXPECT_EQ(s.message(), "twice");
+  EXPECT_EQ(s.op_index(), 3);
+}
+
+Status DecodeBytes(const std::string& frame) {
+  Request r;
+  return DecodeRequest(frame, &r);
+}
+
+std::string HeaderBytes(uint8_t version, uint8_t op, uint16_t status = 0) {
+  std::string f;
+  AppendHeader(&f, Header{version, op, status, 1});
+  return f;
+}
+
+TEST(Wire, MalformedRequestsAreInvalidInput) {
+  EXPECT_EQ(DecodeBytes("").code(), Code::kInvalidInput);
+  EXPECT_EQ(DecodeBytes("short").code(), Code::kInvalidInput);
+  EXPECT_EQ(DecodeBytes(HeaderBytes(2, 1) + "\x80").code(), Code::kInvalidInput);  // version
+  EXPECT_EQ(DecodeBytes(HeaderBytes(1, 0) + "\x80").code(), Code::kInvalidInput);  // op 0
+  EXPECT_EQ(DecodeBytes(HeaderBytes(1, 99) + "\x80").code(), Code::kInvalidInput);
+  EXPECT_EQ(DecodeBytes(HeaderBytes(1, 1, 200) + "\x80").code(), Code::kInvalidInput);
+  EXPECT_EQ(DecodeBytes(HeaderBytes(1, 1)).code(), Code::kInvalidInput);            // no body
+  EXPECT_EQ(DecodeBytes(HeaderBytes(1, 1) + "\x91\x01").code(), Code::kInvalidInput);  // array
+  EXPECT_EQ(DecodeBytes(HeaderBytes(1, 1) + std::string("\x80\x00", 2)).code(), Code::kInvalidInput);  // trailing
+  EXPECT_EQ(DecodeBytes(HeaderBytes(1, 1) + "\x81\xA5table\x05").code(), Code::kInvalidInput);
+  EXPECT_EQ(DecodeBytes(HeaderBytes(1, 2) + "\x80").code(), Code::kInvalidInput);  // no table
+  EXPECT_TRUE(DecodeBytes(HeaderBytes(1, 1) + "\x80").ok());  // a valid Ping
+  // nil means "absent" for any field: {"filter": nil, "top": nil} is a plain query.
+  {
+    std::string f = HeaderBytes(1, 7);
+    msgpack::Writer w(&f);
+    w.MapHeader(3);
+    w.Str("table");
+    w.Str("Tbl");
+    w.Str("filter");
+    w.Nil();
+    w.Str("top");
+    w.Nil();
+    Request r;
+    ASSERT_TRUE(DecodeRequest(f, &r).ok());
+    EXPECT_TRUE(r.filter.empty());
+    EXPECT_FALSE(r.top.has_value());
+  }
+  // Unknown fields are skipped.
+  EXPECT_TRUE(DecodeBytes(HeaderBytes(1, 1) + "\x81\xA3new\x92\x01\x02").ok());
+}
+
+std::string WriteWithValue(const std::string& encoded_value) {
+  // {"table":"T","ops":[{"op":"Insert","entity":{"pk":"p","rk":"r","props":{"v":<value>}}}]}
+  std::string f = HeaderBytes(1, 5);
+  msgpack::Writer w(&f);
+  w.MapHeader(2);
+  w.Str("table");
+  w.Str("Tbl");
+  w.Str("ops");
+  w.ArrayHeader(1);
+  w.MapHeader(2);
+  w.Str("op");
+  w.Str("Insert");
+  w.Str("entity");
+  w.MapHeader(3);
+  w.Str("pk");
+  w.Str("p");
+  w.Str("rk");
+  w.Str("r");
+  w.Str("props");
+  w.MapHeader(1);
+  w.Str("v");
+  f += encoded_value;
+  return f;
+}
+
+TEST(Wire, BadValuesAreInvalidInputWithTheOperationIndex) {
+  auto code_of = [](const std::string& v) {
+    Request r;
+    Status s = DecodeRequest(WriteWithValue(v), &r);
+    if (!s.ok()) {
+      EXPECT_EQ(s.op_index(), 0) << s.ToString();
+    }
+    return s.code();
+  };
+  EXPECT_EQ(code_of("\x05"), Code::kOk);                                   // Int32 5
+  EXPECT_EQ(code_of(std::string("\xCE\x80\x00\x00\x00", 5)), Code::kInvalidInput);  // 2^31
+  EXPECT_EQ(code_of("\xC0"), Code::kInvalidInput);                         // nil
+  EXPECT_EQ(code_of("\x90"), Code::kInvalidInput);                         // array
+  EXPECT_EQ(code_of("\x80"), Code::kInvalidInput);                         // map
+  EXPECT_EQ(code_of(std::string("\xD4\x09\x00", 3)), Code::kInvalidInput);  // unknown ext
+  EXPECT_EQ(code_of(std::string("\xD6\x01\x00\x00\x00\x00", 6)), Code::kInvalidInput);  // Int64 of 4 bytes
+  EXPECT_EQ(code_of("\xC1"), Code::kInvalidInput);                         // reserved byte
+  EXPECT_EQ(code_of("\xDB\xFF\xFF\xFF\xFF"), Code::kInvalidInput);         // huge str, truncated
+}
+
+TEST(Wire, RandomBytesNeverCrash) {
+  std::mt19937 rng(99);
+  std::string valid;
+  Request r;
+  r.op = Op::kWrite;
+  r.table = "Tbl";
+  r.ops.push_back({OpKind::kInsert, Rich(), ""});
+  EncodeRequest(r, &valid);
+  int accepted = 0;
+  for (int i = 0; i < 20000; i++) {
+    std::string f = valid;
+    for (int k = 0; k < 1 + static_cast<int>(rng() % 4); k++) f[rng() % f.size()] = static_cast<char>(rng());
+    if (rng() % 4 == 0) f.resize(rng() % f.size());
+    Request out;
+    Status s = DecodeRequest(f, &out);
+    if (s.ok()) {
+      accepted++;
+    } else {
+      EXPECT_EQ(s.code(), Code::kInvalidInput);
+    }
+  }
+  EXPECT_GT(accepted, 0);  // some mutations stay valid (e.g. changed characters)
+}
+
+}  // namespace
+}  // namespace sidetable::wire
+
+// The request fuzz target's entry point, on its seed corpus and mutations of
+// it, in the normal suite (the libFuzzer run is scripts/fuzz.sh).
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+
+#include <filesystem>
+#include <fstream>
+
+namespace sidetable::wire {
+namespace {
+
+TEST(RequestFuzzReplay, SeedsAndMutationsNeverCrash) {
+  std::vector<std::string> seeds;
+  for (const auto& f : std::filesystem::directory_iterator(ST_REQUEST_CORPUS_DIR)) {
+    std::ifstream in(f.path(), std::ios::binary);
+    seeds.emplace_back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  ASSERT_GE(seeds.size(), 7u);
+  std::mt19937 rng(4);
+  size_t accepted = 0;
+  for (const auto& seed : seeds) {
+    Request r;
+    ASSERT_TRUE(DecodeRequest(seed, &r).ok()) << "seed must be valid";
+    for (int i = 0; i < 3000; i++) {
+      std::string f = seed;
+      for (int k = 0; k < 1 + static_cast<int>(rng() % 3); k++) f[rng() % f.size()] = static_cast<char>(rng());
+      LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(f.data()), f.size());
+      Request out;
+      accepted += DecodeRequest(f, &out).ok();
+    }
+  }
+  EXPECT_GT(accepted, 0u);
+}
+
+}  // namespace
+}  // namespace sidetable::wire
