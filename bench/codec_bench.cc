@@ -60,7 +60,9 @@ int main(int argc, char** argv) {
   }
   if (wanted.erase("utf8")) groups.push_back(Utf8Group(sizes));
   if (wanted.erase("base64")) groups.push_back(Base64Group(sizes));
-  if (wanted.erase("json")) groups.push_back(JsonGroup(sizes));
+  if (wanted.erase("json")) {
+    for (Group& g : JsonGroups(sizes)) groups.push_back(std::move(g));
+  }
   if (!wanted.empty()) Die("--only: unknown comparison '" + *wanted.begin() + "'");
 
   if (calls > 0) {

@@ -15,6 +15,6 @@ struct Sizes {
 std::vector<Group> MsgpackGroups(const Sizes& sizes);  // encoding, decoding
 Group Utf8Group(const Sizes& sizes);
 Group Base64Group(const Sizes& sizes);
-Group JsonGroup(const Sizes& sizes);
+std::vector<Group> JsonGroups(const Sizes& sizes);  // events, strings
 
 }  // namespace sidetable::bench::codecs

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "sidecar/protocol/json/base64.h"
@@ -365,6 +366,42 @@ TEST(JsonWriterTest, EscapesAndNesting) {
   EXPECT_EQ(FormatDouble(1e21), "1e+21");
   EXPECT_EQ(FormatDouble(-0.0), "-0.0");
   EXPECT_EQ(FormatDouble(100), "100.0");
+}
+
+// The escaper finds bytes to escape eight at a time: every byte value at
+// every position of strings of 1..17 bytes (one and two words plus a tail)
+// must come out exactly as a byte-at-a-time escaper writes it.
+TEST(JsonWriterTest, EscapesEveryByteAtEveryPosition) {
+  auto reference = [](std::string_view s) {
+    std::string out = "\"";
+    for (unsigned char c : s) {
+      char buf[8];
+      if (c == '"') out += "\\\"";
+      else if (c == '\\') out += "\\\\";
+      else if (c == '\b') out += "\\b";
+      else if (c == '\f') out += "\\f";
+      else if (c == '\n') out += "\\n";
+      else if (c == '\r') out += "\\r";
+      else if (c == '\t') out += "\\t";
+      else if (c < 0x20 || c == 0x7F) out += (std::snprintf(buf, sizeof buf, "\\u%04x", c), buf);
+      else out.push_back(static_cast<char>(c));
+    }
+    return out + "\"";
+  };
+  for (size_t len = 1; len <= 17; len++) {
+    for (size_t at = 0; at < len; at++) {
+      for (int b = 0; b < 256; b++) {
+        std::string s(len, 'a');
+        s[at] = static_cast<char>(b);
+        std::string out;
+        AppendJsonString(s, &out);
+        ASSERT_EQ(out, reference(s)) << "byte " << b << " at " << at << " of " << len;
+      }
+    }
+  }
+  std::string out;
+  AppendJsonString("\x1F\x7F\xC3\xA9", &out);
+  EXPECT_EQ(out, "\"\\u001f\\u007f\xC3\xA9\"");  // lower-case hex; UTF-8 as it is
 }
 
 TEST(TablePrinterTest, AlignsUnionOfColumns) {
