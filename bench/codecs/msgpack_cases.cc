@@ -119,7 +119,7 @@ std::vector<Group> MsgpackGroups(const Sizes& sizes) {
   enc.notes.push_back(
       "The three write identical bytes (checked before timing). \"wire.h (now)\" is the real "
       "`wire::EncodeRequest` / `wire::EncodeQuery`; the other two run the same encoding code "
-      "(bench/codecs/msgpack_lib.cc) on the hand-written writer wire.h had before issue 11 and "
+      "(bench/codecs/msgpack_lib_pack.cc) on the hand-written writer wire.h had before issue 11 and "
       "on `msgpack::packer` directly.");
   if (PackDoubleChangesIntegralDoubles()) {
     enc.notes.push_back(

@@ -1,7 +1,7 @@
 // The hand-written MessagePack writer sidecar/protocol/msgpack.cc had before
 // issue 11, kept only as codec_bench's reference, behind the method names of
 // msgpack::packer so the same encoding code drives both
-// (bench/codecs/msgpack_lib.cc).
+// (bench/codecs/msgpack_lib_pack.cc).
 #pragma once
 
 #include <cstdint>
