@@ -11,3 +11,5 @@ find_package(CLI11 REQUIRED)
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 pkg_check_modules(RDKAFKA REQUIRED IMPORTED_TARGET rdkafka)
 find_package(simdjson REQUIRED CONFIG)
+# msgpack-cxx is header-only; its CMake target also pulls in Boost's headers.
+find_package(msgpack REQUIRED CONFIG)

@@ -1,5 +1,7 @@
 #include "engine/utf8.h"
 
+#include <simdjson.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -9,6 +11,8 @@ namespace {
 // Word-at-a-time helpers: validation and sizing run on every string of every
 // write, and most strings are ASCII.
 constexpr uint64_t kHighBits = 0x8080808080808080ull;
+// Below this length IsValidUtf8 scans ASCII itself before calling simdjson.
+constexpr size_t kShortString = 128;
 
 uint64_t Load8(const char* p) {
   uint64_t w;
@@ -25,37 +29,22 @@ size_t CountHighBits(uint64_t high_bits_only) {
 }  // namespace
 
 bool IsValidUtf8(std::string_view s) {
-  size_t i = 0;
+  // simdjson validates (overlongs, surrogates and code points above
+  // U+10FFFF are rejected). Most strings checked here are keys and property
+  // names, short and ASCII: below 128 bytes, eight bytes at a time is cheaper
+  // than entering simdjson (a call through its CPU dispatch that copies the
+  // partial last 64-byte block). codec_bench measured both (docs/performance.md,
+  // issue 11). Everything before the first byte >= 0x80 is ASCII, so a
+  // sequence starts there and simdjson takes the rest.
+  const char* p = s.data();
   const size_t n = s.size();
-  while (i < n) {
-    if (i + 8 <= n && (Load8(s.data() + i) & kHighBits) == 0) {
-      i += 8;  // eight ASCII bytes
-      continue;
-    }
-    auto c = static_cast<uint8_t>(s[i]);
-    if (c < 0x80) {
-      i++;
-      continue;
-    }
-    size_t len;
-    uint32_t cp;
-    if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1F; }
-    else if (c >= 0xE0 && c <= 0xEF) { len = 3; cp = c & 0x0F; }
-    else if (c >= 0xF0 && c <= 0xF4) { len = 4; cp = c & 0x07; }
-    else return false;
-    if (i + len > n) return false;
-    for (size_t k = 1; k < len; k++) {
-      auto cc = static_cast<uint8_t>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = cp << 6 | (cc & 0x3F);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-        (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return false;
-    }
-    i += len;
+  size_t i = 0;
+  if (n < kShortString) {
+    while (i + 8 <= n && (Load8(p + i) & kHighBits) == 0) i += 8;
+    while (i < n && static_cast<uint8_t>(p[i]) < 0x80) i++;
+    if (i == n) return true;
   }
-  return true;
+  return simdjson::validate_utf8(p + i, n - i);
 }
 
 size_t Utf16Length(std::string_view s) {

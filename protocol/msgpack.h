@@ -1,11 +1,21 @@
-// A minimal MessagePack writer and reader for the wire protocol.
+// The MessagePack writer and reader for the wire protocol.
 //
 // Only what docs/protocol.md uses: nil, bool, int, float64, str, bin, array,
-// map and ext. The reader works on a byte span, never reads past it, and
-// limits nesting, so hostile frames cost little (tests/fuzz/request_fuzz.cc).
-// Written here rather than taken from msgpack-cxx because decoding straight
-// into our types avoids msgpack-cxx's intermediate object tree (measured in
-// bench/codec_bench; see docs/protocol.md).
+// map and ext.
+//
+// Writer is msgpack-cxx's packer behind this small interface (msgpack.cc),
+// except for Double: the packer writes integral doubles as integers, which
+// would turn an Edm.Double into an Int32 on the wire. bench/codec_bench
+// measured the packer faster than the hand-written writer it replaced, with
+// identical bytes (docs/performance.md, "Codecs: hand-written vs kept
+// libraries (issue 11)").
+//
+// Reader is written here: it pulls values straight into our types from a
+// byte span, never reads past it and limits nesting, so hostile frames cost
+// little (tests/fuzz/request_fuzz.cc). msgpack-cxx's visitor parser (no
+// object tree) decodes the same requests and replies no faster in
+// bench/codec_bench, and would turn each decoder into an event-driven state
+// machine.
 //
 // Thread safety: values; one Writer or Reader per thread.
 #pragma once
@@ -19,8 +29,8 @@ namespace sidetable::msgpack {
 class Writer {
  public:
   explicit Writer(std::string* out) : out_(out) {}
-  void Nil() { out_->push_back(static_cast<char>(0xC0)); }
-  void Bool(bool b) { out_->push_back(static_cast<char>(b ? 0xC3 : 0xC2)); }
+  void Nil();
+  void Bool(bool b);
   void Int(int64_t v);
   void Uint(uint64_t v);
   void Double(double d);
@@ -31,7 +41,6 @@ class Writer {
   void Ext(int8_t type, std::string_view data);
 
  private:
-  void Be(uint64_t v, int bytes);
   std::string* out_;
 };
 

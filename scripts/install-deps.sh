@@ -9,6 +9,8 @@ PACKAGES=(
   librocksdb-dev libzmq3-dev cppzmq-dev librdkafka-dev
   libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
   libsimdjson-dev libyaml-cpp-dev libcli11-dev libxxhash-dev libcpp-httplib-dev
+  libmsgpack-cxx-dev                # the wire protocol's MessagePack writer
+  rapidjson-dev libsodium-dev       # only bench/codec_bench compares against these
   python3-zmq python3-msgpack
   docker-compose                    # only to validate compose/ (no container engine runs here)
 )

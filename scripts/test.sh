@@ -15,5 +15,6 @@ scripts/fuzz.sh --runs 300000
 # 3. The benchmarks still run (a smoke run; figures come from bench/, not here).
 build/bench/engine_bench --quick >/dev/null
 build/bench/query_bench --quick >/dev/null
+build/bench/codec_bench --quick >/dev/null
 build/bench/replay/sidetable-replay-bench --quick >/dev/null
 echo "benchmark smoke run: ok"

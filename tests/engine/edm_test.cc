@@ -125,3 +125,93 @@ TEST(Utf8, FastPathsAgreeWithReference) {
 
 }  // namespace
 }  // namespace sidetable
+
+namespace sidetable {
+namespace {
+
+// Unicode's table of well-formed byte sequences (The Unicode Standard,
+// table 3-7), one sequence at a time: the reference IsValidUtf8 must match.
+bool ReferenceUtf8(std::string_view s) {
+  size_t i = 0;
+  auto in = [&](size_t k, int lo, int hi) {
+    if (i + k >= s.size()) return false;
+    const int b = static_cast<uint8_t>(s[i + k]);
+    return b >= lo && b <= hi;
+  };
+  while (i < s.size()) {
+    const int b = static_cast<uint8_t>(s[i]);
+    size_t len;
+    if (b <= 0x7F) len = 1;
+    else if (b >= 0xC2 && b <= 0xDF && in(1, 0x80, 0xBF)) len = 2;
+    else if (b == 0xE0 && in(1, 0xA0, 0xBF) && in(2, 0x80, 0xBF)) len = 3;
+    else if (((b >= 0xE1 && b <= 0xEC) || b == 0xEE || b == 0xEF) && in(1, 0x80, 0xBF) && in(2, 0x80, 0xBF)) len = 3;
+    else if (b == 0xED && in(1, 0x80, 0x9F) && in(2, 0x80, 0xBF)) len = 3;
+    else if (b == 0xF0 && in(1, 0x90, 0xBF) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF)) len = 4;
+    else if (b >= 0xF1 && b <= 0xF3 && in(1, 0x80, 0xBF) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF)) len = 4;
+    else if (b == 0xF4 && in(1, 0x80, 0x8F) && in(2, 0x80, 0xBF) && in(3, 0x80, 0xBF)) len = 4;
+    else return false;
+    i += len;
+  }
+  return true;
+}
+
+// Every 1- and 2-byte string, and 3-byte strings with a lead >= 0xC0 and a
+// last byte at each edge of the continuation range, each after ASCII prefixes of several lengths (IsValidUtf8 scans ASCII
+// itself and hands the rest to simdjson at the first byte >= 0x80), and
+// followed by text or not.
+TEST(Utf8, AgreesWithUnicodeTableOnAllShortSequences) {
+  const std::string prefixes[] = {"", "a", "abcdefg", "abcdefgh", "abcdefghijklmnopq"};
+  const int edges[] = {0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0};
+  size_t valid = 0, checked = 0;
+  auto check = [&](const std::string& seq) {
+    const bool want = ReferenceUtf8(seq);
+    for (const auto& prefix : prefixes) {
+      ASSERT_EQ(IsValidUtf8(prefix + seq), want) << prefix << "|" << seq;
+      ASSERT_EQ(IsValidUtf8(prefix + seq + "xyz"), want) << prefix << "|" << seq << "|xyz";
+    }
+    valid += want;
+    checked++;
+  };
+  for (int a = 0; a < 256; a++) {
+    check(std::string(1, static_cast<char>(a)));
+    for (int b = 0; b < 256; b++) {
+      check({static_cast<char>(a), static_cast<char>(b)});
+      if (a < 0xC0) continue;
+      for (int c : edges) check({static_cast<char>(a), static_cast<char>(b), static_cast<char>(c)});
+    }
+  }
+  EXPECT_GT(valid, 20000u);  // both verdicts were exercised
+  EXPECT_GT(checked - valid, 100000u);
+}
+
+// Four-byte sequences around every boundary, and broken sequences placed at
+// every offset of long strings (simdjson works in 64-byte blocks).
+TEST(Utf8, AgreesWithUnicodeTableInLongStrings) {
+  const int edges[] = {0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0};
+  for (int lead = 0xEC; lead <= 0xFF; lead++) {
+    for (int b : edges) {
+      for (int c : edges) {
+        for (int d : edges) {
+          const std::string seq = {static_cast<char>(lead), static_cast<char>(b), static_cast<char>(c),
+                                   static_cast<char>(d)};
+          ASSERT_EQ(IsValidUtf8(seq), ReferenceUtf8(seq)) << std::hex << lead << " " << b << " " << c << " " << d;
+        }
+      }
+    }
+  }
+  std::string text;
+  while (text.size() < 300) text += "Z\xC3\xBCrich \xE4\xBB\xB7 \xF0\x9F\x98\x80 ascii ";
+  ASSERT_TRUE(IsValidUtf8(text));
+  const std::string breakers[] = {"\xFF", "\x80", "\xED\xA0\x80", "\xC0\xAF", "\xF4\x90\x80\x80", "\xE4\xBB"};
+  for (const auto& bad : breakers) {
+    for (size_t at = 0; at <= text.size(); at++) {
+      std::string s = text;
+      s.insert(at, bad);
+      ASSERT_EQ(IsValidUtf8(s), ReferenceUtf8(s)) << at;
+      ASSERT_FALSE(IsValidUtf8(s)) << at;  // inserting whole sequences never repairs one
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sidetable

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "events/base64.h"
@@ -255,6 +256,39 @@ TEST(EntityJsonTest, Base64MatchesRfc4648Vectors) {
   EXPECT_FALSE(Base64Decode("Zm9v\n"));
 }
 
+// The decoder's strictness is part of the JSON entity format (one text per
+// value): pin every edge, whatever implements it.
+TEST(EntityJsonTest, Base64DecodeRejectsEveryNonCanonicalText) {
+  const std::string_view kRejected[] = {
+      " Zm9v", "Zm 9v", "Zm9v ", "Zm9v\r\n", "\tZm9v",            // blanks anywhere
+      "Zg", "Zm8", "Zm9vYg", "Zm9vYmE",                          // padding missing
+      "Zg=", "Zm9vYg=",                                          // padding short
+      "Zm8==", "Zm9v=", "Zm9v====", "====", "=", "Zg===",        // padding extra or alone
+      "Zg==Zm9v", "Zm=9v", "Z=g=",                               // padding not at the end
+      "Zh==", "Zm9=", "Zm9vYh==", "Zm9vYmF=",                    // non-zero unused bits
+      "Zm-_", "Zm9v!", "Zm9\xC3\xA9", std::string_view("Zm9\0", 4),  // not in the alphabet
+  };
+  for (std::string_view text : kRejected) {
+    EXPECT_FALSE(Base64Decode(text)) << "accepted: '" << text << "'";
+  }
+  EXPECT_EQ(Base64Decode("AA=="), std::optional<std::string>(std::string(1, '\0')));
+  EXPECT_EQ(Base64Decode("//79"), std::optional<std::string>("\xFF\xFE\xFD"));
+  EXPECT_EQ(Base64Decode("+/+/"), std::optional<std::string>("\xFB\xFF\xBF"));
+}
+
+// Every byte value and every length mod 3 round-trips, and the text is
+// canonical (encoding the decoded bytes gives the same text back).
+TEST(EntityJsonTest, Base64RoundTripsAllByteValues) {
+  std::string bytes;
+  for (int i = 0; i < 256; i++) bytes.push_back(static_cast<char>(i));
+  for (size_t n = 0; n <= bytes.size(); n += 1 + n / 8) {
+    const std::string plain = bytes.substr(bytes.size() - n);
+    const std::string text = Base64Encode(plain);
+    EXPECT_EQ(text.size(), (n + 2) / 3 * 4);
+    EXPECT_EQ(Base64Decode(text), std::optional<std::string>(plain)) << n;
+  }
+}
+
 TEST(BatchJsonTest, ParsesOperationsAndConditions) {
   auto b = ParseBatchJson(
       R"([{"op":"Insert","entity":{"PartitionKey":"p","RowKey":"1","A":1}},
@@ -332,6 +366,42 @@ TEST(JsonWriterTest, EscapesAndNesting) {
   EXPECT_EQ(FormatDouble(1e21), "1e+21");
   EXPECT_EQ(FormatDouble(-0.0), "-0.0");
   EXPECT_EQ(FormatDouble(100), "100.0");
+}
+
+// The escaper finds bytes to escape eight at a time: every byte value at
+// every position of strings of 1..17 bytes (one and two words plus a tail)
+// must come out exactly as a byte-at-a-time escaper writes it.
+TEST(JsonWriterTest, EscapesEveryByteAtEveryPosition) {
+  auto reference = [](std::string_view s) {
+    std::string out = "\"";
+    for (unsigned char c : s) {
+      char buf[8];
+      if (c == '"') out += "\\\"";
+      else if (c == '\\') out += "\\\\";
+      else if (c == '\b') out += "\\b";
+      else if (c == '\f') out += "\\f";
+      else if (c == '\n') out += "\\n";
+      else if (c == '\r') out += "\\r";
+      else if (c == '\t') out += "\\t";
+      else if (c < 0x20 || c == 0x7F) out += (std::snprintf(buf, sizeof buf, "\\u%04x", c), buf);
+      else out.push_back(static_cast<char>(c));
+    }
+    return out + "\"";
+  };
+  for (size_t len = 1; len <= 17; len++) {
+    for (size_t at = 0; at < len; at++) {
+      for (int b = 0; b < 256; b++) {
+        std::string s(len, 'a');
+        s[at] = static_cast<char>(b);
+        std::string out;
+        AppendJsonString(s, &out);
+        ASSERT_EQ(out, reference(s)) << "byte " << b << " at " << at << " of " << len;
+      }
+    }
+  }
+  std::string out;
+  AppendJsonString("\x1F\x7F\xC3\xA9", &out);
+  EXPECT_EQ(out, "\"\\u001f\\u007f\xC3\xA9\"");  // lower-case hex; UTF-8 as it is
 }
 
 TEST(TablePrinterTest, AlignsUnionOfColumns) {
