@@ -5,6 +5,7 @@
 #include "engine/internal/codec.h"
 #include "engine/internal/engine_impl.h"
 #include "engine/internal/rocksdb_options.h"
+#include "engine/limits.h"
 
 namespace sidetable {
 std::mutex& PartitionLocks::For(uint32_t table_id, std::string_view pk) {
@@ -75,10 +76,14 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options,
   return std::unique_ptr<Engine>(new Engine(std::move(impl).value()));
 }
 
+// The caller is checked at every entry that records one in the change log,
+// so nothing downstream (audits, clients, Kafka) ever sees a bad one.
 Status Engine::CreateTable(std::string_view name, std::string_view caller) {
+  ST_RETURN_IF_ERROR(ValidateCaller(caller));
   return impl_->CreateTable(name, caller);
 }
 Status Engine::DeleteTable(std::string_view name, std::string_view caller) {
+  ST_RETURN_IF_ERROR(ValidateCaller(caller));
   return impl_->DeleteTable(name, caller);
 }
 Result<TableInfo> Engine::GetTable(std::string_view name) const {
@@ -89,10 +94,14 @@ Result<TableInfo> Engine::GetTable(std::string_view name) const {
 std::vector<TableInfo> Engine::ListTables(std::string_view prefix) const {
   return impl_->ListTables(prefix);
 }
-Result<WriteResult> Engine::Execute(const Batch& batch) { return impl_->Execute(batch); }
+Result<WriteResult> Engine::Execute(const Batch& batch) {
+  ST_RETURN_IF_ERROR(ValidateCaller(batch.caller()));
+  return impl_->Execute(batch);
+}
 Result<uint64_t> Engine::RequestArchive(std::string_view table, std::string_view pk,
                                         const std::vector<std::string>& row_keys,
                                         std::string_view archive_table, std::string_view caller) {
+  ST_RETURN_IF_ERROR(ValidateCaller(caller));
   return impl_->RequestArchive(table, pk, row_keys, archive_table, caller);
 }
 Result<Entity> Engine::Get(std::string_view table, std::string_view pk, std::string_view rk,

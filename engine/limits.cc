@@ -189,4 +189,15 @@ Status ValidateTableName(std::string_view name) {
   return Status::OK();
 }
 
+Status ValidateCaller(std::string_view caller) {
+  if (caller.size() > Limits::kMaxCallerBytes) {
+    return Status(Code::kInvalidInput, "caller is longer than " + std::to_string(Limits::kMaxCallerBytes) +
+                                           " bytes (" + std::to_string(caller.size()) + ")");
+  }
+  if (!IsValidUtf8(caller)) return Status(Code::kInvalidInput, "caller is not valid UTF-8");
+  const bool control = !ForEachCodePoint(caller, [](uint32_t cp) { return !(cp < 0x20 || (cp >= 0x7F && cp <= 0x9F)); });
+  if (control) return Status(Code::kInvalidInput, "caller contains a control character");
+  return Status::OK();
+}
+
 }  // namespace sidetable

@@ -23,6 +23,9 @@ struct Limits {
   static constexpr size_t kMaxBatchBytes = 4 * 1024 * 1024;  // must stay under
   static constexpr size_t kMinTableName = 3;
   static constexpr size_t kMaxTableName = 63;
+  // The writer id recorded in the change log with every change (like the
+  // service's x-ms-client-request-id, which it caps at 1 KiB).
+  static constexpr size_t kMaxCallerBytes = 1024;
 };
 
 // PartitionKey or RowKey: valid UTF-8, at most 1 KiB, none of / \ # ? and no
@@ -47,5 +50,9 @@ Status ValidateEntity(const Entity& e, size_t* size = nullptr);
 
 // 3..63 alphanumerics, not starting with a digit, not "tables".
 Status ValidateTableName(std::string_view name);
+
+// The caller recorded in the change log: valid UTF-8, at most 1 KiB, no
+// control characters, so that audits, CSV and every client can show it.
+Status ValidateCaller(std::string_view caller);
 
 }  // namespace sidetable

@@ -96,4 +96,30 @@ void AppendUtf8(std::string* out, uint32_t cp) {
   }
 }
 
+std::string ToValidUtf8(std::string_view s, size_t max_bytes) {
+  if (s.size() <= max_bytes && IsValidUtf8(s)) return std::string(s);
+  constexpr std::string_view kEllipsis = "...";
+  std::string out;
+  out.reserve(std::min(s.size(), max_bytes));
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto lead = static_cast<uint8_t>(s[i]);
+    const size_t n = lead < 0x80 ? 1 : lead >= 0xC2 && lead <= 0xDF ? 2 : lead >= 0xE0 && lead <= 0xEF ? 3
+                     : lead >= 0xF0 && lead <= 0xF4 ? 4 : 0;
+    std::string_view piece = "\xEF\xBF\xBD";  // U+FFFD
+    size_t advance = 1;
+    if (n > 0 && i + n <= s.size() && IsValidUtf8(s.substr(i, n))) {
+      piece = s.substr(i, n);
+      advance = n;
+    }
+    if (out.size() + piece.size() > max_bytes - std::min(max_bytes, kEllipsis.size())) {
+      out += kEllipsis;
+      return out;
+    }
+    out += piece;
+    i += advance;
+  }
+  return out;
+}
+
 }  // namespace sidetable

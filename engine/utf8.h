@@ -57,4 +57,10 @@ bool ForEachCodePoint(std::string_view s, Fn&& fn) {
 // Appends the UTF-8 encoding of a code point.
 void AppendUtf8(std::string* out, uint32_t cp);
 
+// `s` as valid UTF-8, for text that must be shown or sent whatever the input
+// was (error messages echo what a client sent): each byte that does not start
+// a well-formed sequence becomes U+FFFD. When the result would exceed
+// `max_bytes` it is cut at a character boundary and ends with "...".
+std::string ToValidUtf8(std::string_view s, size_t max_bytes = SIZE_MAX);
+
 }  // namespace sidetable

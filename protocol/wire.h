@@ -96,6 +96,10 @@ Status DecodeRequest(std::string_view frame, Request* out);
 void EncodeRequest(const Request& r, std::string* out);
 
 // ---- replies --------------------------------------------------------------------
+// An error reply's message is valid UTF-8 and at most this long, whatever
+// input it quotes.
+inline constexpr size_t kMaxErrorMessageBytes = 2048;
+
 // An error reply: {"code", "message", "index"?}.
 void EncodeError(const Header& request, const Status& s, std::string* out);
 

@@ -1,6 +1,8 @@
 // Reply bodies: the server encodes them, clients decode them.
 #include "protocol/wire.h"
 
+#include "engine/utf8.h"
+
 namespace sidetable::wire {
 namespace {
 
@@ -157,7 +159,9 @@ void EncodeError(const Header& request, const Status& s, std::string* out) {
   w.Str("code");
   w.Str(ErrorCodeName(s.code()));
   w.Str("message");
-  w.Str(s.message());
+  // Messages may quote what a client sent: the reply is valid UTF-8 and
+  // bounded whatever that was.
+  w.Str(ToValidUtf8(s.message(), kMaxErrorMessageBytes));
   if (s.op_index() >= 0) {
     w.Str("index");
     w.Int(s.op_index());

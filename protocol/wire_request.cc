@@ -3,6 +3,9 @@
 
 #include "protocol/wire.h"
 
+#include "engine/limits.h"
+#include "engine/utf8.h"
+
 namespace sidetable::wire {
 namespace {
 
@@ -156,6 +159,36 @@ Batch Request::ToBatch() const {
   return b;
 }
 
+namespace {
+
+Status Utf8Field(std::string_view field, std::string_view s) {
+  if (IsValidUtf8(s)) return Status::OK();
+  return Invalid("'" + std::string(field) + "' is not valid UTF-8");
+}
+
+// Every string of a request that is not entity data must be UTF-8 (the
+// engine checks keys, names and values itself, with their own codes), so
+// nothing the server logs, echoes or records carries bytes a reader cannot
+// decode. The caller is checked in full here too: it is recorded in the
+// change log.
+Status CheckRequestText(const Request& q) {
+  ST_RETURN_IF_ERROR(ValidateCaller(q.caller));
+  ST_RETURN_IF_ERROR(Utf8Field("table", q.table));
+  ST_RETURN_IF_ERROR(Utf8Field("pk", q.pk));
+  ST_RETURN_IF_ERROR(Utf8Field("rk", q.rk));
+  ST_RETURN_IF_ERROR(Utf8Field("filter", q.filter));
+  ST_RETURN_IF_ERROR(Utf8Field("target", q.target));
+  for (const auto& s : q.select) ST_RETURN_IF_ERROR(Utf8Field("select", s));
+  for (const auto& s : q.rks) ST_RETURN_IF_ERROR(Utf8Field("rks", s));
+  if (q.next_pk) ST_RETURN_IF_ERROR(Utf8Field("npk", *q.next_pk));
+  if (q.next_rk) ST_RETURN_IF_ERROR(Utf8Field("nrk", *q.next_rk));
+  if (q.next_table) ST_RETURN_IF_ERROR(Utf8Field("next", *q.next_table));
+  for (const auto& op : q.ops) ST_RETURN_IF_ERROR(Utf8Field("ifMatch", op.if_match));
+  return Status::OK();
+}
+
+}  // namespace
+
 Status DecodeRequest(std::string_view frame, Request* q) {
   Header h;
   if (!ParseHeader(frame, &h)) {
@@ -196,7 +229,7 @@ Status DecodeRequest(std::string_view frame, Request* q) {
   if (q->op == Op::kQuery && (q->next_pk.has_value() != q->next_rk.has_value())) {
     return Invalid("a continuation needs both 'npk' and 'nrk'");
   }
-  return Status::OK();
+  return CheckRequestText(*q);
 }
 
 void EncodeRequest(const Request& q, std::string* out) {

@@ -213,5 +213,29 @@ TEST(Utf8, AgreesWithUnicodeTableInLongStrings) {
   }
 }
 
+TEST(ToValidUtf8, KeepsValidTextAndReplacesEachBadByte) {
+  EXPECT_EQ(ToValidUtf8("caf\xC3\xA9"), "caf\xC3\xA9");
+  EXPECT_EQ(ToValidUtf8("a\xFFb"), "a\xEF\xBF\xBDb");
+  // An overlong form and a surrogate: every byte of them is replaced.
+  EXPECT_EQ(ToValidUtf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");
+  EXPECT_EQ(ToValidUtf8("\xED\xA0\x80x"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDx");
+  // A truncated sequence at the end.
+  EXPECT_EQ(ToValidUtf8("ok\xE2\x82"), "ok\xEF\xBF\xBD\xEF\xBF\xBD");
+  for (const std::string s : {std::string("\xFF\xFE"), std::string(300, '\x80'), std::string("a\0b", 3)}) {
+    EXPECT_TRUE(IsValidUtf8(ToValidUtf8(s)));
+  }
+}
+
+TEST(ToValidUtf8, CutsLongTextAtACharacterBoundary) {
+  std::string euros;
+  for (int i = 0; i < 100; i++) euros += "\xE2\x82\xAC";
+  const std::string cut = ToValidUtf8(euros, 20);
+  EXPECT_LE(cut.size(), 20u);
+  EXPECT_TRUE(IsValidUtf8(cut));
+  EXPECT_EQ(cut.substr(cut.size() - 3), "...");
+  EXPECT_EQ(ToValidUtf8(std::string(1 << 20, '\xFF'), 2048).size() <= 2048, true);
+  EXPECT_EQ(ToValidUtf8("short", 20), "short");
+}
+
 }  // namespace
 }  // namespace sidetable

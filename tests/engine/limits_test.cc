@@ -5,6 +5,20 @@
 namespace sidetable {
 namespace {
 
+TEST(ValidateCaller, AcceptsUpToOneKibOfPrintableUtf8) {
+  EXPECT_TRUE(ValidateCaller("").ok());
+  EXPECT_TRUE(ValidateCaller("hr-app \xC3\xA9").ok());
+  EXPECT_TRUE(ValidateCaller(std::string(Limits::kMaxCallerBytes, 'c')).ok());
+}
+
+TEST(ValidateCaller, RejectsLongInvalidOrControlCallers) {
+  EXPECT_EQ(ValidateCaller(std::string(Limits::kMaxCallerBytes + 1, 'c')).code(), Code::kInvalidInput);
+  for (std::string bad : std::vector<std::string>{"a\xFF", "\xC0\xAF", "\xED\xA0\x80", "tab\t", std::string("nul\0", 4),
+                                                   "del\x7F", "c1\xC2\x85"}) {
+    EXPECT_EQ(ValidateCaller(bad).code(), Code::kInvalidInput) << bad;
+  }
+}
+
 TEST(ValidateKey, AcceptsOrdinaryAndUnicodeKeys) {
   EXPECT_TRUE(ValidateKey("", "RowKey").ok());
   EXPECT_TRUE(ValidateKey("Sales_000223", "RowKey").ok());
