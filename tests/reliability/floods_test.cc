@@ -208,9 +208,17 @@ TEST_F(FairnessTest, OneFloodingConnectionDoesNotStarveAnother) {
   std::atomic<bool> done{false};
   std::thread flooder([&] {
     RawPeer peer(ctx_, server_->endpoint());
-    for (int i = 0; i < 400 && !done.load(); i++) {
+    // Built once, so the flood goes as fast as the socket takes it; the
+    // same rows again are a legal batch too (InsertOrReplace).
+    std::vector<std::string> frames;
+    for (int p = 0; p < 20; p++) {
+      frames.push_back(WriteFrame(0, "Flood", "f" + std::to_string(p), "r", 10, 2, 30000, OpKind::kInsertOrReplace));
+    }
+    for (int i = 0; i < 600 && !done.load(); i++) {
       const uint64_t id = static_cast<uint64_t>(i) + 1;
-      peer.Send(id, WriteFrame(id, "Flood", "f" + std::to_string(i % 20), "r" + std::to_string(i), 10, 2, 30000));
+      std::string& frame = frames[i % frames.size()];
+      wire::SetRequestId(&frame, id);
+      peer.Send(id, frame);
       peer.Collect(0);
     }
     peer.Collect(30000);

@@ -37,14 +37,14 @@ inline uint64_t ProcStatusBytes(pid_t pid, const std::string& field) {
 // String properties of `value_bytes` ASCII characters.
 inline std::string WriteFrame(uint64_t id, const std::string& table, const std::string& pk,
                               const std::string& rk_prefix, int entities, int props,
-                              size_t value_bytes) {
+                              size_t value_bytes, OpKind kind = OpKind::kInsert) {
   wire::Request r;
   r.id = id;
   r.op = wire::Op::kWrite;
   r.table = table;
   for (int e = 0; e < entities; e++) {
     Operation op;
-    op.kind = OpKind::kInsert;
+    op.kind = kind;
     op.entity.partition_key = pk;
     op.entity.row_key = rk_prefix + "-" + std::to_string(e);
     for (int p = 0; p < props; p++) {
