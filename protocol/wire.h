@@ -8,8 +8,12 @@
 // Int64, DateTime and Guid travel as MessagePack ext values.
 //
 // DecodeRequest() is the server's trust boundary: any byte string yields
-// either a Request or an InvalidInput status, never a crash
-// (tests/fuzz/request_fuzz.cc).
+// either a Request or an InvalidInput status (TooManyProperties for an
+// entity declaring more than 252), never a crash
+// (tests/fuzz/request_fuzz.cc). Declared counts are checked against the
+// limits and against what the bytes left can hold before anything is
+// allocated for them, so a decoded request is never much larger than its
+// frame.
 //
 // Thread safety: stateless functions over values.
 #pragma once

@@ -1,6 +1,7 @@
 // Request frames: header and body, both directions.
 #include <cstring>
 
+#include "engine/limits.h"
 #include "protocol/wire.h"
 
 #include "engine/limits.h"
@@ -27,9 +28,16 @@ Status ReadUint(msgpack::Reader& r, std::string_view key, uint64_t* out) {
   return Status::OK();
 }
 
-Status ReadStringList(msgpack::Reader& r, std::string_view key, std::vector<std::string>* out) {
+// `max` is the most the operation allows ($select: 255 names, rks: 100):
+// the declared count is checked before anything is reserved.
+Status ReadStringList(msgpack::Reader& r, std::string_view key, size_t max,
+                      std::vector<std::string>* out) {
   uint32_t n;
   if (!r.ArrayHeader(&n)) return Invalid("'" + std::string(key) + "' must be an array of strings");
+  if (n > max) {
+    return Invalid("'" + std::string(key) + "' holds at most " + std::to_string(max) +
+                   " strings, got " + std::to_string(n));
+  }
   if (n > r.remaining()) return Invalid("truncated '" + std::string(key) + "'");
   out->clear();
   out->reserve(n);
@@ -81,8 +89,8 @@ Status ReadField(msgpack::Reader& r, std::string_view key, Request* q) {
   if (key == "pk") return ReadString(r, key, &q->pk);
   if (key == "rk") return ReadString(r, key, &q->rk);
   if (key == "filter") return ReadString(r, key, &q->filter);
-  if (key == "select") return ReadStringList(r, key, &q->select);
-  if (key == "rks") return ReadStringList(r, key, &q->rks);
+  if (key == "select") return ReadStringList(r, key, Limits::kMaxUserProperties + 3, &q->select);
+  if (key == "rks") return ReadStringList(r, key, Limits::kMaxBatchOperations, &q->rks);
   if (key == "target") return ReadString(r, key, &q->target);
   if (key == "npk" || key == "nrk" || key == "next") {
     std::string s;
@@ -102,7 +110,11 @@ Status ReadField(msgpack::Reader& r, std::string_view key, Request* q) {
   if (key == "ops") {
     uint32_t n;
     if (!r.ArrayHeader(&n)) return Invalid("'ops' must be an array");
-    // A cheap bound before reserving: an operation takes several bytes.
+    // The declared count is untrusted: the batch limit first (the engine's
+    // own message), then what the bytes left can hold, before resizing.
+    if (n > Limits::kMaxBatchOperations) {
+      return Invalid("a batch holds at most 100 operations, got " + std::to_string(n));
+    }
     if (n > r.remaining() / 4) return Invalid("truncated 'ops'");
     q->ops.resize(n);
     for (uint32_t i = 0; i < n; i++) ST_RETURN_IF_ERROR(ReadOperation(r, &q->ops[i], i));

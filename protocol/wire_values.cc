@@ -1,6 +1,7 @@
 // Values, entities and change records on the wire.
 #include <cstring>
 
+#include "engine/limits.h"
 #include "protocol/wire.h"
 
 namespace sidetable::wire {
@@ -132,7 +133,15 @@ Status ReadEntity(msgpack::Reader& r, Entity* e) {
     } else if (key == "props") {
       uint32_t count;
       if (!r.MapHeader(&count)) return Status(Code::kInvalidInput, "props must be a map");
-      // Each property takes at least two bytes: a cheap bound before reserving.
+      // The declared count is untrusted: check it against the limit and
+      // against what the bytes left can hold (a property takes at least two)
+      // before reserving, so a small frame cannot make us allocate for
+      // millions of properties.
+      if (count > Limits::kMaxUserProperties) {
+        return Status(Code::kTooManyProperties,
+                      "entity has " + std::to_string(count) +
+                          " user properties; at most 252 (255 with the system properties)");
+      }
       if (count > r.remaining() / 2) return Status(Code::kInvalidInput, "truncated props");
       e->properties.reserve(count);
       for (uint32_t j = 0; j < count; j++) {

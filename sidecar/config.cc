@@ -38,6 +38,9 @@ Status LoadConfigFile(const std::string& path, ServerConfig* c) {
     Read(s, "http", &c->http);
     Read(s, "ready_file", &c->ready_file);
     Read(s, "shutdown_grace_ms", &c->shutdown_grace_ms);
+    Read(s, "max_inflight_bytes", &c->max_inflight_bytes);
+    Read(s, "max_inflight_per_connection", &c->max_inflight_per_connection);
+    Read(s, "max_inflight_bytes_per_connection", &c->max_inflight_bytes_per_connection);
 
     const YAML::Node st = root["storage"];
     Read(st, "path", &c->data_dir);
@@ -94,6 +97,21 @@ Status ValidateConfig(const ServerConfig& c) {
   if (c.workers < 1 || c.workers > 256) return bad("sidecar.workers must be 1..256");
   if (c.queue_depth < 1) return bad("sidecar.queue_depth must be at least 1");
   if (c.max_request_bytes < 1024) return bad("sidecar.max_request_bytes must be at least 1024");
+  // The frontend sizes ZeroMQ's maxmsgsize at twice max_request_bytes, an int.
+  if (c.max_request_bytes > (512u << 20)) return bad("sidecar.max_request_bytes must be at most 512 MiB");
+  if (c.shutdown_grace_ms < 0 || c.shutdown_grace_ms > 3'600'000) {
+    return bad("sidecar.shutdown_grace_ms must be 0..3600000");
+  }
+  // A bound below one request would refuse every request but the first.
+  if (c.max_inflight_bytes < c.max_request_bytes) {
+    return bad("sidecar.max_inflight_bytes must be at least sidecar.max_request_bytes");
+  }
+  if (c.max_inflight_per_connection < 1) return bad("sidecar.max_inflight_per_connection must be at least 1");
+  if (c.max_inflight_bytes_per_connection < c.max_request_bytes ||
+      c.max_inflight_bytes_per_connection > c.max_inflight_bytes) {
+    return bad("sidecar.max_inflight_bytes_per_connection must be between sidecar.max_request_bytes "
+               "and sidecar.max_inflight_bytes");
+  }
   if (c.log_format != "text" && c.log_format != "json") return bad("log.format must be text or json");
   if (c.query_max_examined < 1) return bad("query.max_examined must be positive");
   if (c.data_dir.empty()) return bad("storage.path must not be empty");

@@ -25,6 +25,11 @@ struct ServerConfig {
   std::string http = "127.0.0.1:9464";                // sidecar.http ("" = off)
   std::string ready_file;                             // sidecar.ready_file
   int shutdown_grace_ms = 10000;                      // sidecar.shutdown_grace_ms
+  // Admission bounds (sidecar/admission.h): requests accepted and not yet
+  // answered, charged at wire size + decoded size estimate.
+  uint64_t max_inflight_bytes = 256ull << 20;                // sidecar.max_inflight_bytes
+  uint64_t max_inflight_per_connection = 256;                // sidecar.max_inflight_per_connection
+  uint64_t max_inflight_bytes_per_connection = 64ull << 20;  // sidecar.max_inflight_bytes_per_connection
 
   std::string data_dir = "./sidetable-data";          // storage.path
   EngineOptions engine;                               // storage.*, changelog.*

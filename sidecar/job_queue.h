@@ -2,7 +2,10 @@
 //
 // TryPush never blocks: a full queue is the server's signal to answer
 // ServerBusy instead of growing memory. Close() lets the worker drain what is
-// queued and then stop.
+// queued and then stop; TakeAll() empties it for whoever answers the jobs
+// instead (shutdown: 503 once the grace runs out). A job is either popped
+// by the worker or taken, never both, under one mutex: a request answered
+// ServerBusy is never executed.
 #pragma once
 
 #include <chrono>
@@ -20,6 +23,7 @@ struct Job {
   bool delimiter = false;  // the client sent an empty delimiter frame (REQ socket)
   wire::Request request;
   std::chrono::steady_clock::time_point received;
+  uint64_t charge = 0;  // bytes charged to admission, given back once answered
 };
 
 class JobQueue {
@@ -42,6 +46,15 @@ class JobQueue {
     *job = std::move(jobs_.front());
     jobs_.pop_front();
     return true;
+  }
+
+  // Moves every queued job to *out (appended); they will not be executed.
+  void TakeAll(std::deque<Job>* out) {
+    std::lock_guard lock(mu_);
+    while (!jobs_.empty()) {
+      out->push_back(std::move(jobs_.front()));
+      jobs_.pop_front();
+    }
   }
 
   void Close() {

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "common/logging.h"
 #include "common/process.h"
@@ -50,6 +51,14 @@ int main(int argc, char** argv) {
   app.add_option("--workers", config.workers, "worker threads (sidecar.workers)");
   app.add_option("--queue-depth", config.queue_depth, "requests queued per worker (sidecar.queue_depth)");
   app.add_option("--max-request-bytes", config.max_request_bytes, "largest request frame");
+  app.add_option("--max-inflight-bytes", config.max_inflight_bytes,
+                 "bytes of requests accepted and not yet answered (sidecar.max_inflight_bytes)");
+  app.add_option("--max-inflight-per-connection", config.max_inflight_per_connection,
+                 "requests in flight per connection (sidecar.max_inflight_per_connection)");
+  app.add_option("--max-inflight-bytes-per-connection", config.max_inflight_bytes_per_connection,
+                 "bytes in flight per connection (sidecar.max_inflight_bytes_per_connection)");
+  app.add_option("--shutdown-grace-ms", config.shutdown_grace_ms,
+                 "on SIGTERM, time to finish queued requests (sidecar.shutdown_grace_ms)");
   app.add_option("--http", config.http, "health and metrics address host:port, '' = off");
   app.add_option("--ready-file", config.ready_file, "file written with the bound endpoints once serving");
   app.add_option("--log-level", config.log_level, "trace, debug, info, warn, error, off");
@@ -103,6 +112,15 @@ int main(int argc, char** argv) {
   }
   (*server)->Run();
   g_server = nullptr;
+  if (!(*server)->stopped_cleanly()) {
+    // A worker or the publisher is still running and uses the engine:
+    // destroying the server would wait for it. Every reply that could be
+    // sent was sent, acknowledged writes are durable (as after kill -9) and
+    // unpublished changes stay in the change log, so leave now.
+    spdlog::warn("stopped without waiting for the threads still running");
+    spdlog::default_logger()->flush();
+    std::_Exit(0);
+  }
   server->reset();
   spdlog::info("stopped");
   return 0;

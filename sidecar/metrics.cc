@@ -75,8 +75,13 @@ std::string Metrics::Render(const Gauges& g) const {
     Line(&out, "sidetable_errors_total",
          "code=\"" + std::string(ErrorCodeName(static_cast<Code>(c))) + "\"", v);
   }
+  out += "# HELP sidetable_server_busy_total ServerBusy (503) answered by the frontend, by reason.\n";
   out += "# TYPE sidetable_server_busy_total counter\n";
-  Line(&out, "sidetable_server_busy_total", "", busy_.load(std::memory_order_relaxed));
+  for (size_t i = 0; i < kBusyReasons; i++) {
+    Line(&out, "sidetable_server_busy_total",
+         "reason=\"" + std::string(BusyReasonName(static_cast<BusyReason>(i))) + "\"",
+         busy_[i].load(std::memory_order_relaxed));
+  }
   out += "# TYPE sidetable_malformed_frames_total counter\n";
   Line(&out, "sidetable_malformed_frames_total", "", malformed_.load(std::memory_order_relaxed));
   out += "# HELP sidetable_queue_depth Requests waiting for a worker.\n";
@@ -84,6 +89,16 @@ std::string Metrics::Render(const Gauges& g) const {
   Line(&out, "sidetable_queue_depth", "", g.queue_depth);
   out += "# TYPE sidetable_in_flight gauge\n";
   Line(&out, "sidetable_in_flight", "", g.in_flight);
+  out += "# HELP sidetable_inflight_bytes Requests accepted and not yet answered, wire + decoded bytes.\n";
+  out += "# TYPE sidetable_inflight_bytes gauge\n";
+  Line(&out, "sidetable_inflight_bytes", "", g.inflight_bytes);
+  out += "# TYPE sidetable_inflight_bytes_peak gauge\n";
+  Line(&out, "sidetable_inflight_bytes_peak", "", g.inflight_bytes_peak);
+  out += "# TYPE sidetable_inflight_bytes_limit gauge\n";
+  Line(&out, "sidetable_inflight_bytes_limit", "", g.inflight_bytes_limit);
+  out += "# HELP sidetable_inflight_connections Connections with a request in flight.\n";
+  out += "# TYPE sidetable_inflight_connections gauge\n";
+  Line(&out, "sidetable_inflight_connections", "", g.inflight_connections);
   out += "# HELP sidetable_changelog_lsn Newest committed change log sequence number.\n";
   out += "# TYPE sidetable_changelog_lsn gauge\n";
   Line(&out, "sidetable_changelog_lsn", "", g.last_lsn);

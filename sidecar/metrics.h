@@ -16,6 +16,7 @@
 
 #include "engine/status.h"
 #include "protocol/wire.h"
+#include "sidecar/admission.h"
 
 namespace sidetable::sidecar {
 
@@ -27,13 +28,24 @@ class Metrics {
 
   void RecordRequest(wire::Op op, Code code, uint64_t micros);
   void RecordTableWrite(const std::string& table, size_t operations, size_t entities_written);
-  void RecordBusy() { busy_.fetch_add(1, std::memory_order_relaxed); }
+  // A ServerBusy answered by the frontend, by reason (the handler's own
+  // "backlog full" 503s count only in errors_total{code="ServerBusy"}).
+  void RecordBusy(BusyReason why) {
+    busy_[static_cast<size_t>(why)].fetch_add(1, std::memory_order_relaxed);
+  }
+  uint64_t busy(BusyReason why) const {
+    return busy_[static_cast<size_t>(why)].load(std::memory_order_relaxed);
+  }
   void RecordMalformed() { malformed_.fetch_add(1, std::memory_order_relaxed); }
 
   // Gauges read at render time.
   struct Gauges {
     uint64_t queue_depth = 0;
     uint64_t in_flight = 0;
+    uint64_t inflight_bytes = 0;        // charged bytes of requests not yet answered
+    uint64_t inflight_bytes_peak = 0;
+    uint64_t inflight_bytes_limit = 0;  // sidecar.max_inflight_bytes
+    uint64_t inflight_connections = 0;  // connections with a request in flight
     uint64_t last_lsn = 0;
     uint64_t first_available_lsn = 0;
     bool publishing = false;  // the publisher gauges below are meaningful
@@ -60,7 +72,7 @@ class Metrics {
   };
   std::array<Histogram, kOps> latency_;
   std::array<std::atomic<uint64_t>, kCodes> errors_{};
-  std::atomic<uint64_t> busy_{0};
+  std::array<std::atomic<uint64_t>, kBusyReasons> busy_{};
   std::atomic<uint64_t> malformed_{0};
 
   struct TableCounters {

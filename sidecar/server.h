@@ -9,9 +9,19 @@
 // forwards to the client. Every worker queue is bounded: when full, the
 // request is answered with ServerBusy (503) at once.
 //
+// Admission (sidecar/admission.h) bounds the bytes in flight, in total and
+// per connection; every refusal is a ServerBusy the frontend answers itself,
+// within milliseconds, never queued behind the work.
+//
 // Lifecycle: Start() opens the engine and binds everything; Run() serves
-// until RequestStop() (async-signal-safe), then stops reading new requests,
-// finishes and answers everything accepted, and returns.
+// until RequestStop() (async-signal-safe), then answers new requests
+// ServerBusy, finishes queued ones until shutdown_grace_ms, answers those
+// still queued ServerBusy (never executing them), stops the publisher with
+// a bounded wait, and returns within the grace plus a fixed margin
+// (sidecar/server_impl.h). If something could not be stopped in time,
+// stopped_cleanly() is false and the caller must exit the process without
+// destroying the Server (the engine is still in use; acknowledged writes
+// are durable and unpublished changes stay in the change log).
 //
 // Thread safety: RequestStop() from any thread or a signal handler; the
 // accessors after Start().
@@ -38,6 +48,8 @@ class Server {
 
   void Run();
   void RequestStop() { stop_.store(true, std::memory_order_relaxed); }
+  // After Run(): false when a worker or the publisher was left running.
+  bool stopped_cleanly() const { return stopped_cleanly_; }
 
   // The endpoints actually bound (tcp port 0 resolved), and the HTTP port (0 = off).
   const std::vector<std::string>& endpoints() const { return endpoints_; }
@@ -63,6 +75,7 @@ class Server {
   std::vector<std::string> endpoints_;
   int http_port_ = 0;
   std::atomic<bool> stop_{false};
+  bool stopped_cleanly_ = true;
 };
 
 }  // namespace sidetable::sidecar

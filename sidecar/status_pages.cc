@@ -8,10 +8,22 @@ using common::JsonQuote;
 
 std::string HealthJson(Server& server, const ServerGauges& gauges) {
   EngineStats st = server.engine().Stats();
-  std::string body = "{\"status\":\"ok\",\"lsn\":" + std::to_string(st.last_lsn) +
+  std::string body = std::string("{\"status\":\"") + (gauges.shutting_down ? "stopping" : "ok") +
+                     "\",\"lsn\":" + std::to_string(st.last_lsn) +
                      ",\"first_lsn\":" + std::to_string(st.first_available_lsn) +
                      ",\"in_flight\":" + std::to_string(gauges.in_flight) +
-                     ",\"queue_depth\":" + std::to_string(gauges.queue_depth) + ",\"endpoints\":[";
+                     ",\"queue_depth\":" + std::to_string(gauges.queue_depth) +
+                     ",\"inflight_bytes\":" + std::to_string(gauges.inflight_bytes) +
+                     ",\"inflight_bytes_peak\":" + std::to_string(gauges.inflight_bytes_peak) +
+                     ",\"inflight_bytes_limit\":" + std::to_string(gauges.inflight_bytes_limit) +
+                     ",\"inflight_connections\":" + std::to_string(gauges.inflight_connections) +
+                     ",\"busy\":{";
+  for (size_t i = 0; i < kBusyReasons; i++) {
+    const auto why = static_cast<BusyReason>(i);
+    body += (i ? ",\"" : "\"") + std::string(BusyReasonName(why)) + "\":" +
+            std::to_string(server.metrics().busy(why));
+  }
+  body += "},\"endpoints\":[";
   for (size_t i = 0; i < server.endpoints().size(); i++) {
     body += (i ? "," : "") + JsonQuote(server.endpoints()[i]);
   }
@@ -34,6 +46,10 @@ std::string MetricsText(Server& server, const Metrics& metrics, const ServerGaug
   g.first_available_lsn = st.first_available_lsn;
   g.queue_depth = gauges.queue_depth;
   g.in_flight = gauges.in_flight;
+  g.inflight_bytes = gauges.inflight_bytes;
+  g.inflight_bytes_peak = gauges.inflight_bytes_peak;
+  g.inflight_bytes_limit = gauges.inflight_bytes_limit;
+  g.inflight_connections = gauges.inflight_connections;
   if (auto* p = server.publisher()) {
     changestream::PublisherStats ps = p->Stats();
     g.publishing = true;

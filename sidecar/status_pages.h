@@ -17,6 +17,11 @@ namespace sidetable::sidecar {
 struct ServerGauges {
   uint64_t queue_depth = 0;  // requests queued at the workers
   uint64_t in_flight = 0;    // requests accepted and not yet answered
+  uint64_t inflight_bytes = 0;        // their admission charge (sidecar/admission.h)
+  uint64_t inflight_bytes_peak = 0;
+  uint64_t inflight_bytes_limit = 0;
+  uint64_t inflight_connections = 0;
+  bool shutting_down = false;
 };
 
 std::string HealthJson(Server& server, const ServerGauges& gauges);

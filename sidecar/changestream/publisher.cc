@@ -3,6 +3,7 @@
 #include <librdkafka/rdkafka.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <set>
@@ -51,10 +52,16 @@ class Publisher::Impl {
     wake_ = true;
     cv_.notify_one();
   }
-  void RequestStop() {
+  void RequestStop(std::chrono::steady_clock::time_point flush_deadline) {
     std::lock_guard l(mu_);
     stop_ = true;
+    flush_deadline_ = flush_deadline;
     cv_.notify_one();
+  }
+  // Waits for Run() to return, at most until `deadline`.
+  bool WaitDone(std::chrono::steady_clock::time_point deadline) {
+    std::unique_lock l(mu_);
+    return done_cv_.wait_until(l, deadline, [&] { return done_; });
   }
 
   std::thread thread_;
@@ -87,6 +94,9 @@ class Publisher::Impl {
   std::mutex mu_;
   std::condition_variable cv_;
   bool wake_ = false, stop_ = false;
+  std::chrono::steady_clock::time_point flush_deadline_{};
+  std::condition_variable done_cv_;
+  bool done_ = false;
 
   // Publishing thread only:
   std::deque<InFlight> in_flight_;  // ascending LSNs, contiguous
@@ -335,12 +345,23 @@ void Publisher::Impl::Run() {
       wake_ = false;
     }
   }
-  // Stop: give in-flight records a bounded chance to be delivered.
-  rd_kafka_flush(rk_, 3000);
+  // Stop: give in-flight records a bounded chance to be delivered, within
+  // the deadline the caller of Stop() set.
+  std::chrono::steady_clock::time_point flush_deadline;
+  {
+    std::lock_guard l(mu_);
+    flush_deadline = flush_deadline_;
+  }
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      flush_deadline - std::chrono::steady_clock::now());
+  rd_kafka_flush(rk_, static_cast<int>(std::clamp<int64_t>(left.count(), 0, 3000)));
   rd_kafka_poll(rk_, 0);
   Advance();
   PersistWatermark(true);
   UpdateBacklog();
+  std::lock_guard l(mu_);
+  done_ = true;
+  done_cv_.notify_all();
 }
 
 Result<std::unique_ptr<Publisher>> Publisher::Start(Engine* engine, const KafkaOptions& options,
@@ -360,8 +381,16 @@ void Publisher::Notify() { impl_->Wake(); }
 
 void Publisher::Stop() {
   if (!impl_ || !impl_->thread_.joinable()) return;
-  impl_->RequestStop();
+  impl_->RequestStop(std::chrono::steady_clock::now() + std::chrono::seconds(3));
   impl_->thread_.join();
+}
+
+bool Publisher::Stop(std::chrono::steady_clock::time_point deadline) {
+  if (!impl_ || !impl_->thread_.joinable()) return true;
+  impl_->RequestStop(deadline);
+  if (!impl_->WaitDone(deadline)) return false;
+  impl_->thread_.join();
+  return true;
 }
 
 PublisherStats Publisher::Stats() const {

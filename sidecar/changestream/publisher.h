@@ -18,6 +18,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -60,6 +61,12 @@ class Publisher {
   void Notify();
   // Stops: delivers what is in flight (bounded wait) and persists the watermark.
   void Stop();
+  // The same, waiting at most until `deadline`. False when the publishing
+  // thread has not finished by then (e.g. blocked in a topic lookup while
+  // Kafka is unreachable): it is left running, so the caller must exit the
+  // process without destroying the publisher or the engine. Nothing is
+  // lost: what was not published stays in the change log.
+  bool Stop(std::chrono::steady_clock::time_point deadline);
 
   bool backlog_full() const { return backlog_full_.load(std::memory_order_relaxed); }
   uint64_t published_lsn() const { return published_.load(std::memory_order_acquire); }

@@ -253,7 +253,7 @@ TEST(Wire, RandomBytesNeverCrash) {
     Status s = DecodeRequest(f, &out);
     if (s.ok()) {
       accepted++;
-    } else {
+    } else if (s.code() != Code::kTooManyProperties) {  // a mutated props count over 252
       EXPECT_EQ(s.code(), Code::kInvalidInput);
     }
   }

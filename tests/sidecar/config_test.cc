@@ -63,6 +63,29 @@ TEST(Config, ValidationRanges) {
   c = ServerConfig();
   c.max_request_bytes = 10;
   EXPECT_EQ(ValidateConfig(c).code(), Code::kInvalidInput);
+  // Admission bounds (issue 12): below one request, or per connection above the total.
+  c = ServerConfig();
+  c.max_inflight_bytes = c.max_request_bytes - 1;
+  EXPECT_EQ(ValidateConfig(c).code(), Code::kInvalidInput);
+  c = ServerConfig();
+  c.max_inflight_per_connection = 0;
+  EXPECT_EQ(ValidateConfig(c).code(), Code::kInvalidInput);
+  c = ServerConfig();
+  c.max_inflight_bytes_per_connection = c.max_inflight_bytes + 1;
+  EXPECT_EQ(ValidateConfig(c).code(), Code::kInvalidInput);
+  c = ServerConfig();
+  c.shutdown_grace_ms = -1;
+  EXPECT_EQ(ValidateConfig(c).code(), Code::kInvalidInput);
+}
+
+TEST(Config, AdmissionKeysLoad) {
+  ServerConfig c;
+  ASSERT_TRUE(LoadText("sidecar:\n  max_inflight_bytes: 8388608\n  max_inflight_per_connection: 4\n"
+                       "  max_inflight_bytes_per_connection: 7340032\n", &c).ok());
+  EXPECT_EQ(c.max_inflight_bytes, 8388608u);
+  EXPECT_EQ(c.max_inflight_per_connection, 4u);
+  EXPECT_EQ(c.max_inflight_bytes_per_connection, 7340032u);
+  EXPECT_TRUE(ValidateConfig(c).ok());
 }
 
 }  // namespace

@@ -1,0 +1,75 @@
+#include "sidecar/admission.h"
+
+namespace sidetable::sidecar {
+
+std::string_view BusyReasonName(BusyReason r) {
+  static constexpr std::string_view kNames[kBusyReasons] = {
+      "queue_full", "inflight_bytes", "connection_requests", "connection_bytes", "shutting_down"};
+  const auto i = static_cast<size_t>(r);
+  return i < kBusyReasons ? kNames[i] : "unknown";
+}
+
+bool Admission::TryAdmit(const std::string& identity, uint64_t bytes, BusyReason* why,
+                         bool charge) {
+  std::lock_guard lock(mu_);
+  const uint64_t total = bytes_.load(std::memory_order_relaxed);
+  // An idle server admits anything (the frame is already under
+  // max_request_bytes), so no legal request is refused forever.
+  if (total > 0 && total + bytes > limits_.max_bytes) {
+    *why = BusyReason::kInflightBytes;
+    return false;
+  }
+  auto it = connections_.find(identity);
+  if (it != connections_.end()) {
+    if (it->second.requests >= limits_.max_connection_requests) {
+      *why = BusyReason::kConnectionRequests;
+      return false;
+    }
+    if (it->second.bytes + bytes > limits_.max_connection_bytes) {
+      *why = BusyReason::kConnectionBytes;
+      return false;
+    }
+  }
+  if (!charge) return true;
+  if (it == connections_.end()) it = connections_.emplace(identity, PerConnection{}).first;
+  it->second.requests++;
+  it->second.bytes += bytes;
+  const uint64_t now = total + bytes;
+  bytes_.store(now, std::memory_order_relaxed);
+  if (now > peak_.load(std::memory_order_relaxed)) peak_.store(now, std::memory_order_relaxed);
+  return true;
+}
+
+void Admission::Release(const std::string& identity, uint64_t bytes) {
+  std::lock_guard lock(mu_);
+  bytes_.store(bytes_.load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
+  auto it = connections_.find(identity);
+  if (it == connections_.end()) return;
+  it->second.bytes -= bytes;
+  // Forget idle connections: the map holds only what is in flight, so it is
+  // bounded by max_inflight_bytes, not by how many peers ever connected.
+  if (--it->second.requests == 0) connections_.erase(it);
+}
+
+size_t Admission::connections_in_flight() const {
+  std::lock_guard lock(mu_);
+  return connections_.size();
+}
+
+uint64_t DecodedBytes(const wire::Request& r) {
+  auto str = [](const std::string& s) -> uint64_t { return sizeof(std::string) + s.size(); };
+  uint64_t n = sizeof(wire::Request) + r.table.size() + r.caller.size() + r.pk.size() +
+               r.rk.size() + r.filter.size() + r.target.size();
+  for (const auto& s : r.select) n += str(s);
+  for (const auto& s : r.rks) n += str(s);
+  for (const Operation& op : r.ops) {
+    n += sizeof(Operation) + op.entity.partition_key.size() + op.entity.row_key.size() +
+         op.entity.etag.size() + op.if_match.size();
+    for (const auto& p : op.entity.properties) {
+      n += sizeof(p) + p.name.size() + p.value.bytes().size();
+    }
+  }
+  return n;
+}
+
+}  // namespace sidetable::sidecar

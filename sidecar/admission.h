@@ -1,0 +1,84 @@
+// Admission: which accepted-but-unanswered requests the server holds, and
+// the bounds that turn a flood into ServerBusy (503) instead of memory.
+//
+// A request is charged, from the moment the frontend admits it until its
+// reply is handed to the ROUTER socket, at its wire size plus an estimate of
+// its decoded size (DecodedBytes). Three bounds, checked by the frontend
+// before anything is queued:
+//   - max_inflight_bytes: the whole server;
+//   - max_inflight_per_connection requests and
+//     max_inflight_bytes_per_connection bytes: one ZeroMQ identity, so one
+//     flooding connection cannot fill every worker queue while the others
+//     starve.
+// A connection (or the server) with nothing in flight is always admitted,
+// so a single legal request can never be refused forever; the largest
+// charge is therefore the slack over each bound (docs/operations.md,
+// "Capacity and limits").
+//
+// Thread safety: TryAdmit() on the frontend thread, Release() on any worker
+// thread; the accessors from any thread (the HTTP pages).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "protocol/wire.h"
+
+namespace sidetable::sidecar {
+
+// Why a request was answered ServerBusy; labels the busy counter.
+enum class BusyReason : uint8_t {
+  kQueueFull = 0,          // the partition's worker queue is full (sidecar.queue_depth)
+  kInflightBytes,          // sidecar.max_inflight_bytes
+  kConnectionRequests,     // sidecar.max_inflight_per_connection
+  kConnectionBytes,        // sidecar.max_inflight_bytes_per_connection
+  kShuttingDown,           // SIGTERM: not accepted, or still queued when the grace ran out
+};
+inline constexpr size_t kBusyReasons = 5;
+std::string_view BusyReasonName(BusyReason r);  // "queue_full", ...
+
+struct AdmissionLimits {
+  uint64_t max_bytes = 0;
+  uint64_t max_connection_requests = 0;
+  uint64_t max_connection_bytes = 0;
+};
+
+class Admission {
+ public:
+  explicit Admission(const AdmissionLimits& limits) : limits_(limits) {}
+
+  // Charges `bytes` to `identity` and returns true, or returns false and
+  // sets *why without charging anything. With charge false it only answers
+  // whether it would admit (the frontend's check before decoding).
+  bool TryAdmit(const std::string& identity, uint64_t bytes, BusyReason* why, bool charge = true);
+  // Gives back what TryAdmit() charged, once the request is answered.
+  void Release(const std::string& identity, uint64_t bytes);
+
+  uint64_t bytes_in_flight() const { return bytes_.load(std::memory_order_relaxed); }
+  uint64_t peak_bytes_in_flight() const { return peak_.load(std::memory_order_relaxed); }
+  size_t connections_in_flight() const;
+
+ private:
+  struct PerConnection {
+    uint64_t requests = 0;
+    uint64_t bytes = 0;
+  };
+  const AdmissionLimits limits_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, PerConnection> connections_;  // only those with something in flight
+  std::atomic<uint64_t> bytes_{0};
+  std::atomic<uint64_t> peak_{0};
+};
+
+// What a decoded request costs in memory beyond its wire bytes: the strings
+// it owns and the vectors of operations and properties. An estimate (no
+// allocator overhead), but one that grows with every count a frame declares,
+// so a frame of many tiny properties is charged for what it really holds.
+uint64_t DecodedBytes(const wire::Request& r);
+
+}  // namespace sidetable::sidecar

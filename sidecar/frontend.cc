@@ -1,0 +1,166 @@
+// The frontend thread: reads request frames from the ROUTER socket, answers
+// what it can itself (too large, malformed, busy, shutting down) and queues
+// the rest on a worker. Every ServerBusy is produced here, straight onto the
+// ROUTER socket, so it never waits behind work.
+#include <xxhash.h>
+
+#include "engine/table_name.h"
+#include "sidecar/server_impl.h"
+
+namespace sidetable::sidecar {
+
+void Server::Impl::ReadRequests(int max) {
+  for (int i = 0; i < max && (router_.get(zmq::sockopt::events) & ZMQ_POLLIN); i++) OnRequest();
+}
+
+size_t Server::Impl::WorkerFor(const wire::Request& r) {
+  using wire::Op;
+  const std::string* pk = nullptr;
+  if (r.op == Op::kWrite && !r.ops.empty()) pk = &r.ops[0].entity.partition_key;
+  if (r.op == Op::kGet) pk = &r.pk;
+  if (pk == nullptr) return round_robin_++ % queues_.size();
+  // Same (table, PartitionKey), same worker: requests of one partition run
+  // in the order they arrived. Table names are case-insensitive.
+  std::string key;
+  key.reserve(r.table.size() + 1 + pk->size());
+  AppendTableKey(r.table, &key);
+  key.push_back('\0');
+  key.append(*pk);
+  return XXH3_64bits(key.data(), key.size()) % queues_.size();
+}
+
+void Server::Impl::SendReply(const std::string& identity, bool delimiter, const std::string& frame) {
+  router_.send(zmq::buffer(identity), zmq::send_flags::sndmore);
+  if (delimiter) router_.send(zmq::message_t(), zmq::send_flags::sndmore);
+  router_.send(zmq::buffer(frame), zmq::send_flags::dontwait);
+}
+
+void Server::Impl::AnswerBusy(const wire::Header& header, const std::string& identity,
+                              bool delimiter, BusyReason why,
+                              std::chrono::steady_clock::time_point received) {
+  const bool stopping = why == BusyReason::kShuttingDown;
+  Status s(Code::kServerBusy, stopping ? "server is shutting down; not executed, retry elsewhere or later"
+                                       : "the server is busy (" + std::string(BusyReasonName(why)) +
+                                             "); not executed, retry with back-off");
+  std::string out;
+  wire::EncodeError(header, s, &out);
+  SendReply(identity, delimiter, out);
+  owner_->metrics_.RecordBusy(why);
+  owner_->metrics_.RecordRequest(static_cast<wire::Op>(header.op <= wire::kMaxOp ? header.op : 0),
+                                 Code::kServerBusy, MicrosSince(received));
+  // One warning a second at most: a flood must not become a flood of logs.
+  busy_since_log_++;
+  const auto now = std::chrono::steady_clock::now();
+  if (!stopping && now - last_busy_log_ > std::chrono::seconds(1)) {
+    log_->warn("answering ServerBusy ({}; {} since the last warning): {} of {} bytes in flight on {} "
+               "connections, {} requests",
+               BusyReasonName(why), busy_since_log_, admission_.bytes_in_flight(),
+               config_.max_inflight_bytes, admission_.connections_in_flight(), in_flight_.load());
+    last_busy_log_ = now;
+    busy_since_log_ = 0;
+  }
+}
+
+void Server::Impl::OnRequest() {
+  const auto received = std::chrono::steady_clock::now();
+  std::vector<zmq::message_t> frames;
+  for (;;) {
+    zmq::message_t m;
+    if (!router_.recv(m, zmq::recv_flags::dontwait)) break;
+    const bool more = m.more();
+    frames.push_back(std::move(m));
+    if (!more || frames.size() > 8) break;
+  }
+  if (frames.empty()) return;
+  std::string identity = frames[0].to_string();
+  bool delimiter = false;
+  const zmq::message_t* payload = nullptr;
+  if (frames.size() == 2) {
+    payload = &frames[1];
+  } else if (frames.size() == 3 && frames[1].size() == 0) {
+    delimiter = true;
+    payload = &frames[2];
+  }
+  if (payload == nullptr) {
+    // Not one request frame: there is no request id to answer to.
+    owner_->metrics_.RecordMalformed();
+    log_->warn("peer {}: dropped a message of {} frames (one request frame expected)",
+               PeerId(identity), frames.size() - 1);
+    return;
+  }
+  std::string_view data(static_cast<const char*>(payload->data()), payload->size());
+  wire::Header header;
+  header.op = 0;
+  wire::ParseHeader(data, &header);  // best effort, for the error reply's id
+
+  auto reject = [&](const Status& s) {
+    std::string out;
+    wire::EncodeError(header, s, &out);
+    SendReply(identity, delimiter, out);
+    owner_->metrics_.RecordRequest(static_cast<wire::Op>(header.op <= wire::kMaxOp ? header.op : 0),
+                                   s.code(), MicrosSince(received));
+  };
+
+  // Cheapest answers first: nothing below is spent on a request that is
+  // refused anyway, so refusals keep pace with a flood.
+  if (owner_->stop_.load(std::memory_order_relaxed)) {
+    AnswerBusy(header, identity, delimiter, BusyReason::kShuttingDown, received);
+    return;
+  }
+  if (data.size() > config_.max_request_bytes) {
+    reject(Status(Code::kRequestBodyTooLarge, "request of " + std::to_string(data.size()) +
+                                                  " bytes is over the limit of " +
+                                                  std::to_string(config_.max_request_bytes)));
+    return;
+  }
+  // Before decoding, with the least the request can cost (its wire bytes):
+  // a frame that cannot fit is refused without spending time on it. The
+  // exact charge is taken after decoding.
+  BusyReason why;
+  if (!admission_.TryAdmit(identity, data.size() + sizeof(wire::Request), &why, /*charge=*/false)) {
+    AnswerBusy(header, identity, delimiter, why, received);
+    return;
+  }
+  Job job;
+  Status decoded = wire::DecodeRequest(data, &job.request);
+  if (!decoded.ok()) {
+    owner_->metrics_.RecordMalformed();
+    if (log_->should_log(spdlog::level::debug)) {
+      log_->debug("req {}/{}: rejected: {}", PeerId(identity), header.request_id, decoded.ToString());
+    }
+    reject(decoded);
+    return;
+  }
+  job.charge = data.size() + DecodedBytes(job.request);
+  if (!admission_.TryAdmit(identity, job.charge, &why)) {
+    AnswerBusy(header, identity, delimiter, why, received);
+    return;
+  }
+  job.envelope = std::move(identity);
+  job.delimiter = delimiter;
+  job.received = received;
+  const size_t w = WorkerFor(job.request);
+  in_flight_.fetch_add(1, std::memory_order_relaxed);
+  // TryPush only moves the job when it succeeds; on failure it is still ours.
+  if (!queues_[w]->TryPush(std::move(job))) {
+    in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    admission_.Release(job.envelope, job.charge);
+    AnswerBusy(header, job.envelope, job.delimiter, BusyReason::kQueueFull, received);
+  }
+}
+
+void Server::Impl::ForwardReplies() {
+  for (;;) {
+    zmq::message_t identity, flag, reply;
+    if (!replies_.recv(identity, zmq::recv_flags::dontwait)) return;
+    (void)replies_.recv(flag);
+    (void)replies_.recv(reply);
+    router_.send(identity, zmq::send_flags::sndmore);
+    if (flag.size() == 1 && *static_cast<const char*>(flag.data()) == 1) {
+      router_.send(zmq::message_t(), zmq::send_flags::sndmore);
+    }
+    router_.send(reply, zmq::send_flags::dontwait);
+  }
+}
+
+}  // namespace sidetable::sidecar

@@ -1,0 +1,109 @@
+// Server::Impl: the frontend, the workers and shutdown, shared by
+// server.cc (start-up, workers, the serving loop), frontend.cc (reading,
+// admitting and answering requests) and shutdown.cc (the drain on SIGTERM).
+// Internal to sidecar/.
+//
+// Threads: one frontend thread owns router_ and replies_ (Serve, Drain);
+// workers own their inproc PUSH sockets; admission_ and the queues are the
+// only state they share.
+#pragma once
+
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+#include <zmq.hpp>
+
+#include "common/http_endpoint.h"
+#include "sidecar/admission.h"
+#include "sidecar/handler.h"
+#include "sidecar/job_queue.h"
+#include "sidecar/server.h"
+#include "sidecar/status_pages.h"
+
+namespace sidetable::sidecar {
+
+// libzmq's buffer per connection, in frames: rcvhwm counts messages, not
+// bytes, so it is kept small and the frontend reads (and refuses) fast; the
+// bytes libzmq may hold per connection are then at most
+// (kRouterRcvHwm + 1) * maxmsgsize (docs/operations.md, "Capacity and limits").
+inline constexpr int kRouterRcvHwm = 8;
+// After the grace period: how long requests already executing may take
+// before the process gives up on them, and how long replies may take to
+// leave the socket.
+inline constexpr std::chrono::milliseconds kExecutingMargin{1000};
+inline constexpr std::chrono::milliseconds kReplyFlushMargin{500};
+// The publisher gets what is left of the grace, and at least this.
+inline constexpr std::chrono::milliseconds kPublisherMinimum{500};
+
+uint64_t MicrosSince(std::chrono::steady_clock::time_point since);
+std::string PeerId(std::string_view identity);
+// zmq_poll that treats a signal (EINTR) as "nothing ready".
+int Poll(zmq::pollitem_t* items, int n, int timeout_ms);
+
+class Server::Impl {
+ public:
+  Impl(Server* owner, const ServerConfig& config);
+
+  Status Bind();
+  void StartWorkers();
+  void Serve();
+  // Returns false when something could not be stopped in time (a worker
+  // still executing, or the publisher): the process must then exit without
+  // destroying the engine.
+  bool Drain();
+
+ private:
+  // frontend.cc
+  void ReadRequests(int max);
+  void OnRequest();
+  void ForwardReplies();
+  void SendReply(const std::string& identity, bool delimiter, const std::string& frame);
+  void AnswerBusy(const wire::Header& header, const std::string& identity, bool delimiter,
+                  BusyReason why, std::chrono::steady_clock::time_point received);
+  size_t WorkerFor(const wire::Request& r);
+  // server.cc
+  void WorkerLoop(size_t index);
+  void MaintenanceLoop();
+  void StopMaintenance();
+  // shutdown.cc
+  void RefuseQueued();
+  void CloseSockets();
+
+  Server* owner_;
+  const ServerConfig config_;
+  zmq::context_t ctx_;
+  zmq::socket_t router_;
+  zmq::socket_t replies_;
+  Handler handler_;
+  Admission admission_;
+  std::shared_ptr<spdlog::logger> log_;
+
+  std::vector<std::unique_ptr<JobQueue>> queues_;
+  std::vector<std::thread> workers_;
+  std::atomic<int> live_workers_{0};
+  std::atomic<uint64_t> in_flight_{0};
+  size_t round_robin_ = 0;
+  std::chrono::steady_clock::time_point last_busy_log_{};
+  uint64_t busy_since_log_ = 0;
+
+  std::thread maintenance_;
+  std::mutex maintenance_mu_;
+  std::condition_variable maintenance_cv_;
+  bool maintenance_stop_ = false;
+
+  ServerGauges Gauges() const;
+
+  std::unique_ptr<common::HttpEndpoint> http_;
+
+  friend class Server;
+};
+
+}  // namespace sidetable::sidecar
