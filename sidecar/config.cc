@@ -73,6 +73,7 @@ Status LoadConfigFile(const std::string& path, ServerConfig* c) {
     Read(k, "bootstrap_file", &c->kafka.bootstrap_file);
     Read(k, "max_backlog_events", &c->kafka.max_backlog_events);
     Read(k, "watermark_flush_ms", &c->kafka.watermark_flush_ms);
+    Read(k, "chunk_bytes", &c->kafka.chunk_bytes);
     if (k && k["properties"]) {
       for (auto it = k["properties"].begin(); it != k["properties"].end(); ++it) {
         c->kafka.properties[it->first.as<std::string>()] = it->second.as<std::string>();
@@ -120,6 +121,11 @@ Status ValidateConfig(const ServerConfig& c) {
   if (c.kafka.embedded_brokers < 1 || c.kafka.embedded_brokers > 9) return bad("kafka.embedded_brokers must be 1..9");
   if (c.kafka.max_backlog_events < 1) return bad("kafka.max_backlog_events must be at least 1");
   if (c.kafka.topic.empty()) return bad("kafka.topic must not be empty");
+  // The upper bound leaves the key (up to 2 KiB of table and PartitionKey)
+  // and the headers room under Kafka's default message.max.bytes.
+  if (c.kafka.chunk_bytes < 1024 || c.kafka.chunk_bytes > 990'000) {
+    return bad("kafka.chunk_bytes must be 1024..990000 (Kafka's default message.max.bytes is 1000000)");
+  }
   return Status::OK();
 }
 

@@ -9,10 +9,21 @@ Status Handler::Run(const wire::Request& r, std::string* body, uint16_t* http) c
   *http = 200;
   const bool writes = r.op == Op::kWrite || r.op == Op::kCreateTable ||
                       r.op == Op::kDeleteTable || r.op == Op::kRequestArchive;
-  if (writes && publisher_ != nullptr && publisher_->backlog_full()) {
-    // Never drop events: refuse new changes until Kafka has caught up.
-    return Status(Code::kServerBusy,
-                  "the change stream backlog is full (is Kafka reachable?); retry later");
+  // Never drop events: refuse new changes while the change log holds
+  // max_backlog_events unpublished ones. Admitted here, counted until done,
+  // so concurrent workers cannot overshoot the bound (publisher.h).
+  struct Admitted {
+    changestream::Publisher* p = nullptr;
+    ~Admitted() {
+      if (p) p->FinishWrite();
+    }
+  } admitted;
+  if (writes && publisher_ != nullptr) {
+    if (!publisher_->TryAdmitWrite()) {
+      return Status(Code::kServerBusy,
+                    "the change stream backlog is full (is Kafka reachable?); retry later");
+    }
+    admitted.p = publisher_;
   }
   switch (r.op) {
     case Op::kPing: {

@@ -122,6 +122,17 @@ std::string Metrics::Render(const Gauges& g) const {
     Line(&out, "sidetable_publisher_bytes_total", "", g.published_bytes_total);
     out += "# TYPE sidetable_publisher_delivery_errors_total counter\n";
     Line(&out, "sidetable_publisher_delivery_errors_total", "", g.delivery_errors_total);
+    out += "# HELP sidetable_changestream_blocked_lsn The LSN the change stream is stuck at (0 = moving); "
+           "/health says why.\n";
+    out += "# TYPE sidetable_changestream_blocked_lsn gauge\n";
+    Line(&out, "sidetable_changestream_blocked_lsn", "", g.blocked_lsn);
+    out += "# HELP sidetable_publisher_chunked_events_total Events delivered as chunk runs (larger than "
+           "kafka.chunk_bytes).\n";
+    out += "# TYPE sidetable_publisher_chunked_events_total counter\n";
+    Line(&out, "sidetable_publisher_chunked_events_total", "", g.chunked_events_total);
+    out += "# HELP sidetable_publisher_refused_writes_total Writes answered ServerBusy by the backlog bound.\n";
+    out += "# TYPE sidetable_publisher_refused_writes_total counter\n";
+    Line(&out, "sidetable_publisher_refused_writes_total", "", g.refused_writes_total);
   }
   std::lock_guard lock(tables_mu_);
   out += "# HELP sidetable_table_operations_total Entity operations committed, by table.\n";

@@ -56,6 +56,9 @@ class Metrics {
     uint64_t published_bytes_total = 0;
     uint64_t delivery_errors_total = 0;
     bool backlog_full = false;
+    uint64_t blocked_lsn = 0;
+    uint64_t chunked_events_total = 0;
+    uint64_t refused_writes_total = 0;
   };
   std::string Render(const Gauges& g) const;
 

@@ -8,8 +8,12 @@ using common::JsonQuote;
 
 std::string HealthJson(Server& server, const ServerGauges& gauges) {
   EngineStats st = server.engine().Stats();
-  std::string body = std::string("{\"status\":\"") + (gauges.shutting_down ? "stopping" : "ok") +
-                     "\",\"lsn\":" + std::to_string(st.last_lsn) +
+  changestream::PublisherStats ps;
+  if (auto* p = server.publisher()) ps = p->Stats();
+  // Degraded: the sidecar serves, but the change stream is stuck or full.
+  const bool degraded = server.publisher() != nullptr && (ps.blocked_lsn != 0 || ps.backlog_full);
+  const char* status = gauges.shutting_down ? "stopping" : degraded ? "degraded" : "ok";
+  std::string body = std::string("{\"status\":\"") + status + "\",\"lsn\":" + std::to_string(st.last_lsn) +
                      ",\"first_lsn\":" + std::to_string(st.first_available_lsn) +
                      ",\"in_flight\":" + std::to_string(gauges.in_flight) +
                      ",\"queue_depth\":" + std::to_string(gauges.queue_depth) +
@@ -29,11 +33,13 @@ std::string HealthJson(Server& server, const ServerGauges& gauges) {
   }
   body += "]";
   if (auto* p = server.publisher()) {
-    changestream::PublisherStats ps = p->Stats();
     body += ",\"kafka\":{\"bootstrap\":" + JsonQuote(p->bootstrap()) +
             ",\"published_lsn\":" + std::to_string(ps.published_lsn) +
             ",\"backlog_events\":" + std::to_string(ps.backlog_events) +
-            ",\"backlog_full\":" + (ps.backlog_full ? "true" : "false") + "}";
+            ",\"backlog_full\":" + (ps.backlog_full ? "true" : "false") +
+            ",\"blocked_lsn\":" + std::to_string(ps.blocked_lsn);
+    if (ps.blocked_lsn != 0) body += ",\"blocked_reason\":" + JsonQuote(ps.blocked_reason);
+    body += "}";
   }
   body += "}";
   return body;
@@ -60,6 +66,9 @@ std::string MetricsText(Server& server, const Metrics& metrics, const ServerGaug
     g.published_bytes_total = ps.bytes_total;
     g.delivery_errors_total = ps.delivery_errors;
     g.backlog_full = ps.backlog_full;
+    g.blocked_lsn = ps.blocked_lsn;
+    g.chunked_events_total = ps.chunked_events_total;
+    g.refused_writes_total = ps.refused_writes;
   }
   return metrics.Render(g);
 }

@@ -1,20 +1,26 @@
 // Reads a topic from the beginning without a consumer group (assign(), not
 // subscribe()), so tests do not wait ~3 s for a group to form. Bounded waits.
+// Chunked events (events/chunk.h) are joined: one KafkaMessage per event.
 #pragma once
 
 #include <librdkafka/rdkafka.h>
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
+
+#include "common/kafka/headers.h"
+#include "events/chunk.h"
 
 namespace sidetable::testing {
 
 struct KafkaMessage {
   std::string key, value;
   int32_t partition = 0;
-  int64_t offset = 0;
+  int64_t offset = 0;  // of the event's first message
+  uint32_t chunks = 1;  // messages it came in
 };
 
 class KafkaReader {
@@ -68,14 +74,7 @@ class KafkaReader {
     while (!done(messages_) && std::chrono::steady_clock::now() < until) {
       rd_kafka_message_t* m = rd_kafka_consumer_poll(rk_, 100);
       if (m == nullptr) continue;
-      if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        KafkaMessage km;
-        if (m->key) km.key.assign(static_cast<const char*>(m->key), m->key_len);
-        if (m->payload) km.value.assign(static_cast<const char*>(m->payload), m->len);
-        km.partition = m->partition;
-        km.offset = m->offset;
-        messages_.push_back(std::move(km));
-      }
+      if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) Add(m);
       rd_kafka_message_destroy(m);
     }
     return messages_;
@@ -84,6 +83,36 @@ class KafkaReader {
   int partitions() const { return partitions_; }
 
  private:
+  void Add(const rd_kafka_message_t* m) {
+    KafkaMessage km;
+    if (m->key) km.key.assign(static_cast<const char*>(m->key), m->key_len);
+    km.partition = m->partition;
+    km.offset = m->offset;
+    const std::string_view value(static_cast<const char*>(m->payload), m->payload ? m->len : 0);
+    Run& run = runs_[m->partition];
+    const auto chunk = kafka::HeaderValue(m, events::kChunkHeader);
+    events::ChunkInfo info;
+    if (!chunk || !events::ParseChunkHeaders(kafka::HeaderValue(m, events::kLsnHeader).value_or(""), *chunk,
+                                             kafka::HeaderValue(m, events::kSizeHeader).value_or(""), &info)
+                       .ok()) {
+      run.joiner.Reset();
+      km.value.assign(value);
+      messages_.push_back(std::move(km));
+      return;
+    }
+    if (info.index == 0) run.first_offset = m->offset;
+    if (run.joiner.Add(info, value) != events::ChunkJoiner::Step::kComplete) return;
+    km.value = run.joiner.TakeEvent();
+    km.offset = run.first_offset;
+    km.chunks = info.count;
+    messages_.push_back(std::move(km));
+  }
+
+  struct Run {
+    events::ChunkJoiner joiner;
+    int64_t first_offset = 0;
+  };
+  std::map<int32_t, Run> runs_;
   std::string topic_;
   rd_kafka_t* rk_ = nullptr;
   int partitions_ = 0;

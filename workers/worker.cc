@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -18,6 +19,8 @@
 #include "apply/table_store.h"
 #include "client/client.h"
 #include "common/http_endpoint.h"
+#include "common/kafka/headers.h"
+#include "events/chunk.h"
 #include "common/process.h"
 #include "workers/archive_rules.h"
 #include "workers/dead_letter.h"
@@ -44,6 +47,10 @@ class Worker::Impl {
   static void OnLog(const rd_kafka_t* rk, int level, const char* fac, const char* buf);
   void Rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts);
   void Handle(rd_kafka_message_t* m, bool* interrupted);
+  // The event a message completes: itself, or the chunk run it ends (then
+  // `joined` holds it). nullopt while a run is still partial, or for a
+  // fragment that cannot be joined.
+  std::optional<std::string_view> Join(rd_kafka_message_t* m, const TopicPartition& tp, std::string* joined);
   void Commit(const char* why);
   bool SleepUnlessStopped(int ms);
   std::string HealthJson() const;
@@ -68,6 +75,10 @@ class Worker::Impl {
   Clock::time_point commit_retry_at_ = Clock::now();
   uint64_t commit_failures_ = 0;
   std::set<TopicPartition> assigned_;
+  // Chunk runs being joined, per partition (events/chunk.h). A partition's
+  // run is dropped when it is revoked: its offsets were never committed, so
+  // the next owner reads the run again from its first chunk.
+  std::map<TopicPartition, events::ChunkJoiner> joiners_;
   std::atomic<bool> running_{false};
 };
 
@@ -208,6 +219,7 @@ void Worker::Impl::Rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_l
       }
     } else {
       assigned_.clear();
+      joiners_.clear();
       rd_kafka_assign(rk_, parts);
     }
     for (int i = 0; i < parts->cnt; i++) assigned_.insert({parts->elems[i].topic, parts->elems[i].partition});
@@ -218,6 +230,7 @@ void Worker::Impl::Rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_l
     for (int i = 0; i < parts->cnt; i++) {
       const TopicPartition tp{parts->elems[i].topic, parts->elems[i].partition};
       assigned_.erase(tp);
+      joiners_.erase(tp);
       pending_.erase(tp);  // not committed (failed commit): the next owner replays it
     }
     if (cooperative) {
@@ -227,6 +240,7 @@ void Worker::Impl::Rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_l
       }
     } else {
       assigned_.clear();
+      joiners_.clear();
       pending_.clear();
       rd_kafka_assign(rk_, nullptr);
     }
@@ -296,9 +310,46 @@ void Worker::Impl::Commit(const char* why) {
   }
 }
 
+std::optional<std::string_view> Worker::Impl::Join(rd_kafka_message_t* m, const TopicPartition& tp,
+                                                   std::string* joined) {
+  std::string_view value(static_cast<const char*>(m->payload), m->payload ? m->len : 0);
+  const auto chunk = kafka::HeaderValue(m, events::kChunkHeader);
+  if (!chunk) {
+    auto it = joiners_.find(tp);
+    if (it != joiners_.end() && it->second.in_run()) {
+      // The publisher sends an unfinished run again in full, later.
+      spdlog::info("{}/{}@{}: chunk run of LSN {} interrupted; it comes again", tp.first, tp.second, m->offset,
+                   it->second.run_lsn());
+      it->second.Reset();
+    }
+    return value;
+  }
+  events::ChunkInfo info;
+  Status s = events::ParseChunkHeaders(kafka::HeaderValue(m, events::kLsnHeader).value_or(""), *chunk,
+                                       kafka::HeaderValue(m, events::kSizeHeader).value_or(""), &info);
+  if (!s.ok()) return value;  // not joinable: the event processor dead-letters it as undecodable
+  events::ChunkJoiner& joiner = joiners_[tp];
+  switch (joiner.Add(info, value)) {
+    case events::ChunkJoiner::Step::kNeedMore:
+      return std::nullopt;
+    case events::ChunkJoiner::Step::kDropped:
+      spdlog::warn("{}/{}@{}: {}: skipped", tp.first, tp.second, m->offset, joiner.dropped_reason());
+      return std::nullopt;
+    case events::ChunkJoiner::Step::kComplete:
+      *joined = joiner.TakeEvent();
+      return std::string_view(*joined);
+  }
+  return std::nullopt;
+}
+
 void Worker::Impl::Handle(rd_kafka_message_t* m, bool* interrupted) {
   const std::string topic = rd_kafka_topic_name(m->rkt);
-  std::string_view value(static_cast<const char*>(m->payload), m->payload ? m->len : 0);
+  std::string joined;
+  // A chunk that does not end its run records no offset: a commit stays
+  // before the run's first chunk until the whole event is applied.
+  const std::optional<std::string_view> event = Join(m, {topic, m->partition}, &joined);
+  if (!event) return;
+  const std::string_view value = *event;
   apply::EventOutcome out = processor_->Process(value);
   if (out.kind == apply::EventOutcome::Kind::kInterrupted) {
     spdlog::info("lsn={} {}/{}@{}: not finished, left uncommitted ({})", out.lsn, topic, m->partition,

@@ -25,6 +25,11 @@ struct KafkaOptions {
   // Publishing state is persisted at most this often (at-least-once: a
   // restart may republish up to this much).
   int watermark_flush_ms = 200;
+  // Events larger than this go out as a run of chunk messages of at most
+  // this many bytes each (docs/change-events.md). Below Kafka's default
+  // 1,000,000-byte message.max.bytes with room for the key and headers, so
+  // any legal change is publishable on a default cluster.
+  uint64_t chunk_bytes = 900 * 1024;
   // Any further librdkafka producer setting (security.protocol, sasl.*, ...).
   std::map<std::string, std::string> properties;
 };

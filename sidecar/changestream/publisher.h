@@ -2,7 +2,8 @@
 //
 // A background thread reads the engine's change log from the persisted
 // "published" watermark and produces one Kafka message per record (one
-// committed EGT or table event), keyed by "<table>/<PartitionKey>" so one
+// committed EGT or table event; a record whose event is larger than
+// chunk_bytes goes out as a run of chunk messages, events/chunk.h), keyed by "<table>/<PartitionKey>" so one
 // partition's changes stay in order on one Kafka partition. The producer is
 // idempotent with acks=all and never times a message out, so retries across
 // broker outages keep the order. The watermark advances only over a
@@ -10,9 +11,18 @@
 // watermark_flush_ms: after a crash the publisher resumes from it and may
 // publish some records again (consumers drop duplicates by LSN).
 //
-// While Kafka is unreachable the change log holds the backlog; when it
-// exceeds max_backlog_events, backlog_full() turns true and the sidecar
-// answers writes with ServerBusy. Nothing is ever dropped.
+// While Kafka is unreachable the change log holds the backlog. The backlog is
+// counted where writes are admitted (TryAdmitWrite: the engine's last LSN
+// minus the published watermark, plus writes admitted and still running),
+// not by the publishing thread, so the bound max_backlog_events holds
+// exactly whatever that thread is doing; beyond it writes get ServerBusy.
+// Nothing is ever dropped. Topics are found or created on a thread of their
+// own (topic_setup.h): the publishing loop never waits on Kafka.
+//
+// A record that cannot be published (Kafka refuses it, or nothing has been
+// delivered for a while) is never silent: Stats() names the blocked LSN and
+// why, /health turns "degraded", and an error line naming the LSN is logged
+// every 10 s while it lasts.
 //
 // Thread safety: all public methods may be called from any thread.
 #pragma once
@@ -40,12 +50,17 @@ using kafka::EmbeddedKafka;
 
 struct PublisherStats {
   uint64_t published_lsn = 0;    // every record up to here is delivered
-  uint64_t backlog_events = 0;   // committed but not yet delivered
+  uint64_t backlog_events = 0;   // committed but not yet delivered (counted from the change log)
   uint64_t backlog_bytes = 0;    // approximate size of those records
   uint64_t events_total = 0;     // delivered since start (may include re-sends)
   uint64_t bytes_total = 0;
-  uint64_t delivery_errors = 0;
+  uint64_t delivery_errors = 0;  // produce and delivery errors, each attempt
+  uint64_t chunked_events_total = 0;  // delivered as chunk runs
+  uint64_t refused_writes = 0;   // writes refused by the backlog bound
   bool backlog_full = false;
+  // The record the stream is stuck at (0 = not stuck) and why.
+  uint64_t blocked_lsn = 0;
+  std::string blocked_reason;
 };
 
 class Publisher {
@@ -68,7 +83,15 @@ class Publisher {
   // lost: what was not published stays in the change log.
   bool Stop(std::chrono::steady_clock::time_point deadline);
 
-  bool backlog_full() const { return backlog_full_.load(std::memory_order_relaxed); }
+  // Admission of one write under the backlog bound; exact under concurrency
+  // (each admitted write counts until its LSN is in the engine's last LSN).
+  // Every true must be followed by one FinishWrite() once the write ran.
+  bool TryAdmitWrite();
+  void FinishWrite() { admitting_.fetch_sub(1, std::memory_order_acq_rel); }
+  // Committed changes not yet delivered, from the change log: at once
+  // accurate, whatever the publishing thread is doing.
+  uint64_t backlog_events() const;
+  bool backlog_full() const { return backlog_events() >= max_backlog_; }
   uint64_t published_lsn() const { return published_.load(std::memory_order_acquire); }
   PublisherStats Stats() const;
   const std::string& bootstrap() const { return bootstrap_; }
@@ -78,9 +101,12 @@ class Publisher {
  private:
   Publisher() = default;
   std::unique_ptr<Impl> impl_;
+  Engine* engine_ = nullptr;
+  uint64_t max_backlog_ = 0;
   std::string bootstrap_;
   std::atomic<uint64_t> published_{0};
-  std::atomic<bool> backlog_full_{false};
+  std::atomic<uint64_t> admitting_{0};  // writes admitted and still running
+  std::atomic<uint64_t> refused_{0};
 };
 
 // The topic a record of `table` goes to under `topic_template`.

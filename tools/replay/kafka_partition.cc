@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/kafka/headers.h"
 #include "tools/replay/kafka_consumer.h"
 
 namespace sidetable::replay::kafka {
@@ -164,12 +165,24 @@ Status PartitionReader::Take(const rd_kafka_message_t* m) {
     next_ = m->offset + 1;
     return Status::OK();
   }
+  if (!undecodable_.ok() && m->offset == undecodable_at_) return undecodable_;  // every time
+  int64_t first_offset = m->offset;
+  auto text = Join(m, &first_offset);
+  if (!text) {  // a chunk of a run not yet whole (position() stays at its start), or a fragment
+    next_ = m->offset + 1;
+    return Status::OK();
+  }
   events::Event event;
-  Status s =
-      ctx_->decoder.Decode(std::string_view(static_cast<const char*>(m->payload), m->len), &event);
+  Status s = ctx_->decoder.Decode(*text, &event);
+  joined_.clear();
+  joined_.shrink_to_fit();
   if (!s.ok()) {
-    return Status(Code::kInvalidInput, "partition " + std::to_string(partition_) + " offset " +
-                                           std::to_string(m->offset) + ": " + s.message());
+    // Stays unread: the position goes back before the run's first chunk.
+    next_ = first_offset;
+    undecodable_at_ = m->offset;
+    undecodable_ = Status(Code::kInvalidInput, "partition " + std::to_string(partition_) + " offset " +
+                                                   std::to_string(first_offset) + ": " + s.message());
+    return undecodable_;
   }
   next_ = m->offset + 1;
   ChangeRecord& r = event.record;
@@ -179,8 +192,33 @@ Status PartitionReader::Take(const rd_kafka_message_t* m) {
   last_lsn_ = r.lsn;
   if (r.commit_time < min_commit_ticks_) return Status::OK();
   head_ = std::move(r);
-  head_offset_ = m->offset;
+  head_offset_ = first_offset;
   return Status::OK();
+}
+
+std::optional<std::string_view> PartitionReader::Join(const rd_kafka_message_t* m, int64_t* first_offset) {
+  const std::string_view value(static_cast<const char*>(m->payload), m->len);
+  const auto chunk = ::sidetable::kafka::HeaderValue(m, events::kChunkHeader);
+  if (!chunk) {
+    joiner_.Reset();  // a partial run before it is sent again in full, later
+    return value;
+  }
+  events::ChunkInfo info;
+  Status s = events::ParseChunkHeaders(
+      ::sidetable::kafka::HeaderValue(m, events::kLsnHeader).value_or(""), *chunk,
+      ::sidetable::kafka::HeaderValue(m, events::kSizeHeader).value_or(""), &info);
+  if (!s.ok()) return value;  // fails to decode, with its offset in the message
+  if (info.index == 0) run_offset_ = m->offset;
+  switch (joiner_.Add(info, value)) {
+    case events::ChunkJoiner::Step::kComplete:
+      *first_offset = run_offset_;
+      joined_ = joiner_.TakeEvent();
+      return std::string_view(joined_);
+    case events::ChunkJoiner::Step::kNeedMore:
+    case events::ChunkJoiner::Step::kDropped:
+      break;
+  }
+  return std::nullopt;
 }
 
 void PartitionReader::ReleaseBuffer() {

@@ -22,6 +22,7 @@
 
 #include "engine/change_record.h"
 #include "engine/status.h"
+#include "events/chunk.h"
 #include "events/event.h"
 
 namespace sidetable::replay::kafka {
@@ -70,14 +71,17 @@ class PartitionReader {
   int64_t start() const { return start_; }
   int64_t end() const { return end_; }
   // The offset a resumed run continues at: after every message passed on
-  // or skipped, never after the head.
-  int64_t position() const { return head_ ? head_offset_ : next_; }
+  // or skipped, never after the head, nor inside a chunk run not yet whole.
+  int64_t position() const { return head_ ? head_offset_ : joiner_.in_run() ? run_offset_ : next_; }
 
  private:
   // Moves messages from the queue into buffer_, waiting if there are none.
   Status Refill();
   // Consumes one message (advancing next_), or fails leaving it unread.
   Status Take(const rd_kafka_message_t* m);
+  // The event text a message completes (itself, or the chunk run it ends,
+  // then held in joined_); nullopt while a run is partial or for a fragment.
+  std::optional<std::string_view> Join(const rd_kafka_message_t* m, int64_t* first_offset);
   void ReleaseBuffer();
   void PollClientErrors();
   void Pause();
@@ -97,6 +101,13 @@ class PartitionReader {
   uint64_t last_lsn_;       // per partition: anything at or below is a resend
   std::optional<ChangeRecord> head_;
   int64_t head_offset_ = 0;
+  // Chunked events (events/chunk.h): the run being joined and where it began.
+  events::ChunkJoiner joiner_;
+  int64_t run_offset_ = 0;
+  std::string joined_;
+  // An event that failed to decode, at the offset of its last message.
+  Status undecodable_;
+  int64_t undecodable_at_ = -1;
 };
 
 }  // namespace sidetable::replay::kafka

@@ -1,0 +1,329 @@
+// Reliability of the change stream (issue 12, items 1 and 6), with the real
+// `sidetable` (and `sidetable-worker`, `sidetable-cli`) against a librdkafka
+// mock cluster this test owns, on loopback:
+// - changes near Azure's limits (a ~900 KB entity, a 4 MiB EGT) reach Kafka
+//   and are joined back byte for byte equal to the change log; the worker and
+//   the replay read past them;
+// - with the brokers unreachable the backlog shows in /health at once and the
+//   bound max_backlog_events holds exactly under concurrent writes;
+// - a corrupt publish watermark stops start-up with a message naming it.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "client/client.h"
+#include "client/entity_builder.h"
+#include "common/kafka/embedded_kafka.h"
+#include "engine/engine.h"
+#include "events/event.h"
+#include "testing/kafka_reader.h"
+#include "testing/sidecar_process.h"
+#include "testing/temp_dir.h"
+#include "testing/worker_process.h"
+
+namespace sidetable {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using kafka::EmbeddedKafka;
+
+constexpr const char* kTopic = "sidetable.rs-test.changes";
+
+// Binary that base64 inflates (as Azure clients send it) but lz4 shrinks:
+// a random 4 KiB block repeated, so the mock cluster (which keeps ~5 MiB per
+// partition, compressed) holds a whole 4 MiB EGT.
+std::string Blob(size_t bytes, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::string block(4096, '\0');
+  for (char& c : block) c = static_cast<char>(rng());
+  std::string out;
+  while (out.size() < bytes) out += block;
+  out.resize(bytes);
+  return out;
+}
+
+// An entity of `blobs` 64 KiB binary properties (Azure's per-value limit).
+Entity Large(const std::string& pk, const std::string& rk, int blobs, uint32_t seed) {
+  client::EntityBuilder b(pk, rk);
+  b.String("Color", "blue").String("Name", "large-" + rk);
+  for (int i = 0; i < blobs; i++) b.Binary("B" + std::to_string(i), Blob(64 * 1024, seed + i));
+  return b.Build();
+}
+
+Entity Small(const std::string& pk, const std::string& rk, int n) {
+  return client::EntityBuilder(pk, rk).String("Color", n % 2 ? "red" : "green").String("Name", "n" + std::to_string(n)).Build();
+}
+
+// A number field of a flat JSON object ("key":123), or -1.
+int64_t JsonNumber(const std::string& body, const std::string& key) {
+  const size_t at = body.find("\"" + key + "\":");
+  if (at == std::string::npos) return -1;
+  return std::strtoll(body.c_str() + at + key.size() + 3, nullptr, 10);
+}
+
+class ChangeStreamReliabilityTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto k = EmbeddedKafka::Start(1);
+    ASSERT_TRUE(k.ok()) << k.status().ToString();
+    kafka_ = std::move(k).value();
+    ASSERT_TRUE(kafka_->CreateTopic(kTopic, 6).ok());
+  }
+
+  void StartSidecar(uint64_t max_backlog = 1'000'000) {
+    const std::string cfg = dir_.Sub("sidecar.yaml");
+    std::ofstream(cfg) << "sidecar:\n  id: rs-test\nkafka:\n  bootstrap: " << kafka_->bootstraps()
+                       << "\n  partitions: 6\n  max_backlog_events: " << max_backlog
+                       << "\n  watermark_flush_ms: 20\n";
+    server_ = std::make_unique<testing::SidecarProcess>(
+        SIDETABLE_BIN, dir_.Sub("db"), std::vector<std::string>{"--config", cfg, "--durability", "os"});
+    ASSERT_TRUE(server_->Start()) << server_->Log();
+    client::ClientOptions o;
+    o.endpoint = server_->endpoint();
+    o.max_attempts = 1;  // a ServerBusy is an answer here, not something to retry
+    o.timeout = std::chrono::milliseconds(20000);
+    client_ = std::move(client::Client::Connect(o)).value();
+  }
+
+  std::string Health() {
+    const std::string& h = server_->http();
+    const size_t colon = h.rfind(':');
+    httplib::Client http(h.substr(0, colon), std::stoi(h.substr(colon + 1)));
+    http.set_connection_timeout(2);
+    auto r = http.Get("/health");
+    return r ? r->body : "";
+  }
+
+  // Every event 1..last from Kafka, joined, checked byte for byte against
+  // the change log: the message value is exactly the encoding of the
+  // record ReadChanges returns. Returns how many messages each LSN took.
+  std::map<uint64_t, uint32_t> CheckKafkaEqualsChangeLog(uint64_t last) {
+    testing::KafkaReader reader(kafka_->bootstraps(), kTopic);
+    EXPECT_TRUE(reader.AssignAll());
+    std::map<uint64_t, std::string> by_lsn;
+    std::map<uint64_t, uint32_t> chunks;
+    size_t seen = 0;
+    const auto started = Clock::now();
+    reader.ReadUntil(
+        [&](const std::vector<testing::KafkaMessage>& all) {
+          for (; seen < all.size(); seen++) {
+            events::Event ev;
+            Status s = events::DecodeEvent(all[seen].value, &ev);
+            EXPECT_TRUE(s.ok()) << s.ToString();
+            EXPECT_EQ(all[seen].key, ev.record.table + "/" + ev.record.partition_key);
+            by_lsn[ev.record.lsn] = all[seen].value;
+            if (all[seen].chunks > 1) {  // the figures docs/change-events.md quotes
+              std::printf("LSN %llu: %zu-byte event in %u chunk messages, %.2f s after the reader started\n",
+                          static_cast<unsigned long long>(ev.record.lsn), all[seen].value.size(), all[seen].chunks,
+                          std::chrono::duration<double>(Clock::now() - started).count());
+            }
+            chunks[ev.record.lsn] = all[seen].chunks;
+          }
+          return by_lsn.size() >= last;
+        },
+        std::chrono::seconds(30));
+    EXPECT_EQ(by_lsn.size(), last) << server_->Log().substr(0, 4000);
+    for (uint64_t lsn = 1; lsn <= last; lsn++) {
+      auto log = client_->ReadChanges(lsn, 1, 64 << 20);
+      EXPECT_TRUE(log.ok()) << log.status().ToString();
+      if (!log.ok() || log->records.empty() || !by_lsn.count(lsn)) continue;
+      EXPECT_TRUE(by_lsn[lsn] == events::EncodeEvent(log->records[0], "rs-test"))
+          << "LSN " << lsn << " differs from the change log (" << by_lsn[lsn].size() << " bytes)";
+    }
+    return chunks;
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<EmbeddedKafka> kafka_;
+  std::unique_ptr<testing::SidecarProcess> server_;
+  std::unique_ptr<client::Client> client_;
+};
+
+// Issue 12.1: a ~900 KB entity (1.2 MB as an event) used to stop the stream
+// for good ("Message size too large" forever). The writes after it too.
+TEST_F(ChangeStreamReliabilityTest, LargeEntityReachesKafkaAndStreamGoesOn) {
+  StartSidecar();
+  ASSERT_TRUE(client_->CreateTable("People").ok());
+  ASSERT_TRUE(client_->InsertOrReplace("People", Large("p1", "big", 14, 1)).ok());  // 896 KiB of binary
+  for (int i = 0; i < 20; i++) ASSERT_TRUE(client_->InsertOrReplace("People", Small("p" + std::to_string(i % 4), std::to_string(i), i)).ok());
+  const uint64_t last = client_->Ping()->last_lsn;
+  ASSERT_EQ(last, 22u);
+  auto chunks = CheckKafkaEqualsChangeLog(last);
+  EXPECT_GT(chunks[2], 1u) << "the large event should have come in chunks";
+  EXPECT_EQ(chunks[3], 1u) << "a small event stays one message";
+
+  // The real worker keeps an index past the chunked event (a new consumer
+  // group: ~3 s before its first message on the mock).
+  const std::string wcfg = dir_.Sub("worker.yaml");
+  ASSERT_TRUE(kafka_->CreateTopic("rs-test.dlq", 1).ok());
+  std::ofstream(wcfg) << "kafka:\n  bootstrap: " << kafka_->bootstraps() << "\n  topic: " << kTopic
+                      << "\n  group: rs-test-group\n  session_timeout_ms: 3000\n"
+                      << "  commit_batch: 50\n  commit_interval_ms: 100\n"
+                      << "sidecar:\n  endpoint: " << server_->endpoint() << "\n  timeout_ms: 5000\n"
+                      << "retry:\n  max_attempts: 5\n  backoff_ms: 20\n  backoff_max_ms: 500\n"
+                      << "dead_letter:\n  topic: rs-test.dlq\nlog:\n  level: info\n"
+                      << "patterns:\n  - name: index_table\n    source: People\n"
+                      << "    target: PeopleByColor\n    properties: Color\n    project: [Name]\n";
+  testing::WorkerProcess worker(SIDETABLE_WORKER_BIN, wcfg, dir_.Sub("worker"));
+  ASSERT_TRUE(worker.Start()) << worker.Log();
+  size_t rows = 0;
+  bool big_indexed = false;
+  for (auto until = Clock::now() + std::chrono::seconds(30); Clock::now() < until && (rows < 21 || !big_indexed);) {
+    rows = 0;
+    big_indexed = false;
+    client::QueryIterator it = client_->Query({"PeopleByColor", "", {}, std::nullopt});
+    Entity e;
+    while (it.Next(&e)) {
+      rows++;
+      if (const Value* n = e.Find("Name"); n && n->ToString().find("large-big") != std::string::npos) big_indexed = true;
+    }
+    if (rows < 21 || !big_indexed) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(rows, 21u) << worker.Log().substr(0, 4000);
+  EXPECT_TRUE(big_indexed);
+  EXPECT_EQ(worker.Stop(), 0) << worker.Log();
+
+  // sidetable-cli replay from Kafka prints what it prints from the change log.
+  auto run = [&](const std::string& args, int* rc) {
+    const std::string cmd = std::string(SIDETABLE_CLI) + " --endpoint " + server_->endpoint() + " " + args +
+                            " --progress never 2>" + dir_.Sub("cli.err");
+    std::string out;
+    FILE* p = popen(cmd.c_str(), "r");
+    if (p == nullptr) return out;
+    char buf[65536];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    const int status = pclose(p);
+    *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return out;
+  };
+  int rc_log = -1, rc_kafka = -1;
+  const std::string from_log = run("replay --table People --to-lsn " + std::to_string(last), &rc_log);
+  const std::string from_kafka =
+      run("replay --table People --to-lsn " + std::to_string(last) + " --kafka " + kafka_->bootstraps(), &rc_kafka);
+  EXPECT_EQ(rc_log, 0) << testing::ReadWholeFile(dir_.Sub("cli.err"));
+  EXPECT_EQ(rc_kafka, 0) << testing::ReadWholeFile(dir_.Sub("cli.err"));
+  EXPECT_GT(from_log.size(), 1'000'000u);
+  EXPECT_TRUE(from_kafka == from_log) << from_kafka.size() << " vs " << from_log.size();
+  EXPECT_EQ(server_->Stop(), 0) << server_->Log();
+}
+
+// Issue 12.1: an EGT at Azure's 4 MiB limit of large entities (5.5 MB as an
+// event, base64), then more writes.
+TEST_F(ChangeStreamReliabilityTest, FourMebibyteEgtReachesKafkaWhole) {
+  StartSidecar();
+  ASSERT_TRUE(client_->CreateTable("Orders").ok());
+  Batch egt("Orders");
+  for (int i = 0; i < 4; i++) egt.InsertOrReplace(Large("egt", "r" + std::to_string(i), 15, 100 + 20 * i));
+  auto w = client_->Execute(egt);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  for (int i = 0; i < 10; i++) ASSERT_TRUE(client_->InsertOrReplace("Orders", Small("egt", "after" + std::to_string(i), i)).ok());
+  const uint64_t last = client_->Ping()->last_lsn;
+  ASSERT_EQ(last, 12u);
+  auto chunks = CheckKafkaEqualsChangeLog(last);
+  EXPECT_GE(chunks[2], 5u);
+  const std::string health = Health();
+  EXPECT_EQ(JsonNumber(health, "published_lsn"), static_cast<int64_t>(last)) << health;
+  EXPECT_NE(health.find("\"status\":\"ok\""), std::string::npos) << health;
+  EXPECT_EQ(server_->Stop(), 0) << server_->Log();
+}
+
+// Issue 12.6: brokers unreachable from the start. The backlog used to be
+// counted by the publisher thread, which sat in topic set-up: /health said 0
+// and writes went far past max_backlog_events.
+TEST_F(ChangeStreamReliabilityTest, OutageShowsAtOnceAndBacklogBoundIsExact) {
+  constexpr uint64_t kBound = 60;
+  ASSERT_TRUE(kafka_->SetBrokersDown(true).ok());
+  StartSidecar(kBound);
+  ASSERT_TRUE(client_->CreateTable("Orders").ok());
+  // 300 writes pipelined over 8 partitions (several server workers at once).
+  std::set<int> acked, busy;
+  int other = 0;
+  for (int i = 0; i < 300; i++) {
+    Batch b("Orders");
+    b.InsertOrReplace(Small("p" + std::to_string(i % 8), std::to_string(i), i));
+    client_->SendWrite(b, [&, i](Result<WriteResult> r) {
+      if (r.ok()) acked.insert(i);
+      else if (r.status().code() == Code::kServerBusy) busy.insert(i);
+      else other++;
+    });
+  }
+  client_->Drain();
+  const auto acked_at = Clock::now();
+  EXPECT_EQ(other, 0);
+  EXPECT_EQ(acked.size() + 1, kBound) << "the table event plus the writes fill the bound exactly";
+  EXPECT_EQ(busy.size(), 300 - acked.size());
+  EXPECT_EQ(client_->Ping()->last_lsn, kBound);
+  // /health shows the whole backlog at once (polled, at most ~1 s).
+  std::string health;
+  do {
+    health = Health();
+  } while (JsonNumber(health, "backlog_events") != static_cast<int64_t>(kBound) &&
+           Clock::now() - acked_at < std::chrono::seconds(1));
+  EXPECT_EQ(JsonNumber(health, "backlog_events"), static_cast<int64_t>(kBound)) << health;
+  EXPECT_NE(health.find("\"backlog_full\":true"), std::string::npos) << health;
+  EXPECT_NE(health.find("\"status\":\"degraded\""), std::string::npos) << health;
+  // Refused writes were not executed; reads keep working.
+  for (int i : busy) {
+    ASSERT_EQ(client_->Get("Orders", "p" + std::to_string(i % 8), std::to_string(i)).status().code(),
+              Code::kResourceNotFound);
+  }
+  // Kafka back: everything arrives, and writes are accepted again.
+  ASSERT_TRUE(kafka_->SetBrokersDown(false).ok());
+  CheckKafkaEqualsChangeLog(kBound);
+  bool accepted = false;
+  for (auto until = Clock::now() + std::chrono::seconds(20); !accepted && Clock::now() < until;) {
+    accepted = client_->InsertOrReplace("Orders", Small("p", "after", 1)).ok();
+    if (!accepted) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(accepted);
+  EXPECT_EQ(server_->Stop(), 0) << server_->Log();
+}
+
+// Runs the sidecar to its exit (bounded); the exit code, or -1.
+int RunToExit(const std::vector<std::string>& args, const std::string& log) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    FILE* f = std::fopen(log.c_str(), "w");
+    if (f) {
+      dup2(fileno(f), STDERR_FILENO);
+      dup2(fileno(f), STDOUT_FILENO);
+    }
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(args[0].c_str(), argv.data());
+    _exit(127);
+  }
+  return testing::SignalAndWait(&pid, 0, 20);  // signal 0: just wait
+}
+
+// The stored watermark used to go through std::stoull: a corrupt value threw
+// out of start-up (std::terminate, SIGABRT) instead of saying what is wrong.
+TEST_F(ChangeStreamReliabilityTest, CorruptWatermarkIsAClearStartUpError) {
+  StartSidecar();
+  ASSERT_TRUE(client_->CreateTable("Orders").ok());
+  client_.reset();
+  ASSERT_EQ(server_->Stop(), 0) << server_->Log();
+  {
+    EngineOptions eo;
+    auto engine = Engine::Open(eo, dir_.Sub("db"));
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    ASSERT_TRUE((*engine)->PutSetting("publisher/watermark", std::string("12x\x01", 4)).ok());
+  }
+  const std::string log = dir_.Sub("corrupt.log");
+  const int rc = RunToExit({SIDETABLE_BIN, "--data", dir_.Sub("db"), "--config", dir_.Sub("sidecar.yaml"),
+                            "--listen", "tcp://127.0.0.1:*", "--durability", "os"},
+                           log);
+  const std::string out = testing::ReadWholeFile(log);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("publisher/watermark"), std::string::npos) << out;
+  EXPECT_NE(out.find("corrupt"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace sidetable
