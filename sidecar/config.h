@@ -27,7 +27,13 @@ struct ServerConfig {
   int shutdown_grace_ms = 10000;                      // sidecar.shutdown_grace_ms
 
   std::string data_dir = "./sidetable-data";          // storage.path
-  EngineOptions engine;                               // storage.*, changelog.*
+  // storage.*, changelog.*; the server keeps a 64 MiB storage reserve
+  // (storage.reserve_mb) so that it can start on a full disk.
+  EngineOptions engine = [] {
+    EngineOptions o;
+    o.storage_reserve_bytes = 64ull << 20;
+    return o;
+  }();
   int retention_interval_seconds = 60;                // changelog.check_interval_seconds
 
   uint64_t query_max_examined = 100'000;              // query.max_examined

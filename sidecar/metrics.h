@@ -44,6 +44,9 @@ class Metrics {
     uint64_t published_bytes_total = 0;
     uint64_t delivery_errors_total = 0;
     bool backlog_full = false;
+    bool storage_ok = true;
+    uint64_t storage_write_refusals_total = 0;
+    uint64_t storage_free_bytes = 0;
   };
   std::string Render(const Gauges& g) const;
 
@@ -52,7 +55,7 @@ class Metrics {
 
  private:
   static constexpr size_t kOps = wire::kMaxOp + 1;
-  static constexpr size_t kCodes = static_cast<size_t>(Code::kUnavailable) + 1;
+  static constexpr size_t kCodes = static_cast<size_t>(kLastCode) + 1;
   struct Histogram {
     std::array<std::atomic<uint64_t>, kBucketsUs.size() + 1> buckets{};
     std::atomic<uint64_t> count{0};

@@ -8,7 +8,10 @@ using common::JsonQuote;
 
 std::string HealthJson(Server& server, const ServerGauges& gauges) {
   EngineStats st = server.engine().Stats();
-  std::string body = "{\"status\":\"ok\",\"lsn\":" + std::to_string(st.last_lsn) +
+  StorageHealth storage = server.engine().Storage();
+  const bool degraded = storage.state != StorageState::kOk;
+  std::string body = std::string("{\"status\":") + (degraded ? "\"degraded\"" : "\"ok\"") +
+                     ",\"lsn\":" + std::to_string(st.last_lsn) +
                      ",\"first_lsn\":" + std::to_string(st.first_available_lsn) +
                      ",\"in_flight\":" + std::to_string(gauges.in_flight) +
                      ",\"queue_depth\":" + std::to_string(gauges.queue_depth) + ",\"endpoints\":[";
@@ -16,6 +19,16 @@ std::string HealthJson(Server& server, const ServerGauges& gauges) {
     body += (i ? "," : "") + JsonQuote(server.endpoints()[i]);
   }
   body += "]";
+  // Why writes are refused, and since when (docs/operations.md#faults).
+  body += ",\"storage\":{\"state\":" + JsonQuote(std::string(StorageStateName(storage.state))) +
+          ",\"free_bytes\":" + std::to_string(storage.free_bytes) +
+          ",\"reserve_held\":" + (storage.reserve_held ? "true" : "false") +
+          ",\"write_refusals\":" + std::to_string(storage.write_refusals);
+  if (degraded) {
+    body += ",\"error\":" + JsonQuote(storage.error) +
+            ",\"since\":" + JsonQuote(FormatDateTime(storage.since));
+  }
+  body += "}";
   if (auto* p = server.publisher()) {
     changestream::PublisherStats ps = p->Stats();
     body += ",\"kafka\":{\"bootstrap\":" + JsonQuote(p->bootstrap()) +
@@ -34,6 +47,10 @@ std::string MetricsText(Server& server, const Metrics& metrics, const ServerGaug
   g.first_available_lsn = st.first_available_lsn;
   g.queue_depth = gauges.queue_depth;
   g.in_flight = gauges.in_flight;
+  StorageHealth storage = server.engine().Storage();
+  g.storage_ok = storage.state == StorageState::kOk;
+  g.storage_write_refusals_total = storage.write_refusals;
+  g.storage_free_bytes = storage.free_bytes;
   if (auto* p = server.publisher()) {
     changestream::PublisherStats ps = p->Stats();
     g.publishing = true;
