@@ -22,7 +22,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <random>
@@ -86,7 +88,12 @@ class DiskFullTest : public ::testing::Test {
   void TearDown() override {
     client_.reset();
     if (server_) server_->Kill();
-    if (mounted_) ::umount2(mnt_.c_str(), MNT_DETACH);
+    server_.reset();
+    // Detached even if something still holds it, so a failed run leaves no
+    // mount behind; a failure to unmount is reported, not ignored.
+    if (mounted_ && ::umount2(mnt_.c_str(), MNT_DETACH) != 0) {
+      ADD_FAILURE() << "cannot unmount " << mnt_ << ": " << std::strerror(errno);
+    }
   }
 
   void StartServer() {
@@ -194,18 +201,18 @@ class DiskFullTest : public ::testing::Test {
 };
 
 TEST_F(DiskFullTest, RefusesWritesServesReadsAndResumesWhenSpaceIsFreed) {
-  StartServer();
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   ASSERT_TRUE(client_->CreateTable(kTable).ok());
 
   // 1. Full: refused with the storage code, alive, reads work, health says why.
   Status refused = FillUntilRefused();
-  ExpectRefusedForSpace(refused);
+  ASSERT_NO_FATAL_FAILURE(ExpectRefusedForSpace(refused));
   ASSERT_GT(acked_.size(), 0u);
   ExpectAckedReadable();
 
   // 2. Free space: writes resume without a restart.
   ASSERT_EQ(::unlink((mnt_ + "/filler-a").c_str()), 0);
-  ExpectWritesResume(30);
+  ASSERT_NO_FATAL_FAILURE(ExpectWritesResume(30));
 
   // 3. Full again, to the last byte; restart on the full disk.
   ExpectRefusedForSpace(FillUntilRefused());
@@ -213,7 +220,7 @@ TEST_F(DiskFullTest, RefusesWritesServesReadsAndResumesWhenSpaceIsFreed) {
   client_.reset();
   const int code = server_->Stop(20);
   EXPECT_EQ(code, 0) << server_->Log();
-  StartServer();
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   ExpectAckedReadable();
   auto w = client_->InsertOrReplace(kTable, client::EntityBuilder("resume", "x").String("A", "x").Build());
   ExpectRefusedForSpace(w.status());
@@ -222,7 +229,7 @@ TEST_F(DiskFullTest, RefusesWritesServesReadsAndResumesWhenSpaceIsFreed) {
   // lost and the change log has no gaps.
   ASSERT_EQ(::unlink((mnt_ + "/filler-b").c_str()), 0);
   ASSERT_EQ(::unlink((mnt_ + "/filler-c").c_str()), 0);
-  ExpectWritesResume(30);
+  ASSERT_NO_FATAL_FAILURE(ExpectWritesResume(30));
   ExpectAckedReadable();
   const std::string h = Health();
   EXPECT_NE(h.find("\"storage\":{\"state\":\"ok\""), std::string::npos) << h;
