@@ -262,7 +262,7 @@ std::unique_ptr<Store> OpenRawOutboxStore(const std::string& path, const StoreOp
   internal::RocksDbOptionSet set = internal::MakeRocksDbOptions(EngineOptionsOf(options));
   set.db.create_if_missing = true;
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
-      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
+      {rocksdb::kDefaultColumnFamilyName, set.meta},
       {"entities", set.entities},
       {"changelog", set.changelog},
   };

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/edm.h"
+#include "engine/internal/storage_guard.h"
 
 namespace sidetable {
 
@@ -27,20 +28,22 @@ struct CommitQueue::Waiter {
 
 CommitQueue::CommitQueue(rocksdb::DB* db, bool sync, uint64_t last_lsn,
                          int64_t last_commit_time, size_t max_group,
-                         std::function<int64_t()> clock)
+                         std::function<int64_t()> clock, StorageGuard* storage)
     : db_(db),
       sync_(sync),
       max_group_(std::max<size_t>(1, max_group)),
       clock_(std::move(clock)),
+      storage_(storage),
       next_lsn_(last_lsn + 1),
       last_time_(last_commit_time),
       last_committed_(last_lsn) {}
 
 Status CommitQueue::Commit(CommitWork* work, uint64_t* lsn, int64_t* commit_time) {
+  // A full disk refuses at once, before the batch queues behind others.
+  if (storage_ != nullptr) ST_RETURN_IF_ERROR(storage_->AdmitWrite());
   Waiter w;
   w.work = work;
   std::unique_lock<std::mutex> lock(mu_);
-  if (failed_) return Status(Code::kUnavailable, "engine stopped after a write error; reopen it");
   queue_.push_back(&w);
   while (!w.done && queue_.front() != &w) w.cv.wait(lock);
   if (w.done) {
@@ -54,7 +57,6 @@ Status CommitQueue::Commit(CommitWork* work, uint64_t* lsn, int64_t* commit_time
   size_t bytes = 0;
   for (Waiter* q : queue_) {
     if (group.size() >= max_group_ || (!group.empty() && bytes > kMaxGroupBytes)) break;
-    if (failed_) break;
     q->lsn = next_lsn_++;
     // Commit times strictly increase, even if the wall clock steps back.
     last_time_ = std::max(clock_(), last_time_ + 1);
@@ -77,10 +79,15 @@ Status CommitQueue::Commit(CommitWork* work, uint64_t* lsn, int64_t* commit_time
     commits_.fetch_add(group.size(), std::memory_order_relaxed);
     groups_.fetch_add(1, std::memory_order_relaxed);
   } else {
-    // The LSNs of this group are burnt; refusing every later write keeps the
-    // change log free of gaps until the engine is reopened and recovers.
-    failed_ = true;
-    result = Status(Code::kUnavailable, "commit failed: " + s.ToString());
+    // Nothing of the group is visible (no memtable insert after a failed WAL
+    // write; a torn WAL record is dropped by point-in-time recovery or made
+    // obsolete by the flush of DB::Resume()), so its LSNs are reused: the
+    // next group starts where this one did. Groups commit one at a time, so
+    // no later LSN has been handed out.
+    next_lsn_ = group.front()->lsn;
+    result = storage_ != nullptr
+                 ? storage_->WriteFailed(s, group.size())
+                 : Status(Code::kUnavailable, "commit failed; the write was not applied: " + s.ToString());
   }
   for (Waiter* q : group) {
     queue_.pop_front();
@@ -88,17 +95,9 @@ Status CommitQueue::Commit(CommitWork* work, uint64_t* lsn, int64_t* commit_time
     q->done = true;
     if (q != &w) q->cv.notify_one();
   }
-  if (failed_) {
-    // Everyone still queued fails too (their LSNs were never assigned).
-    for (Waiter* q : queue_) {
-      q->status = Status(Code::kUnavailable, "engine stopped after a write error; reopen it");
-      q->done = true;
-      q->cv.notify_one();
-    }
-    queue_.clear();
-  } else if (!queue_.empty()) {
-    queue_.front()->cv.notify_one();
-  }
+  // The next leader tries its own group: after a failure RocksDB (stopped)
+  // refuses it at once, or it commits if the failure was passing.
+  if (!queue_.empty()) queue_.front()->cv.notify_one();
   *lsn = w.lsn;
   *commit_time = w.time;
   return w.status;

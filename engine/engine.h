@@ -8,8 +8,10 @@
 //
 // Lifecycle: Open() recovers from the write-ahead log (acknowledged batches
 // survive kill -9 in every durability mode, and power loss in kFsync), then
-// serves until destroyed. After an I/O error on commit the engine refuses
-// further writes with Code::kUnavailable: reopen it.
+// serves until destroyed. A full disk does not stop it: writes are refused
+// with Code::kInsufficientStorage (nothing of a refused write is visible),
+// reads go on, and writes resume once space is freed and CheckStorage() (the
+// owner's maintenance, about once a second) has seen it; see StorageHealth.
 //
 // Errors: every call returns Status/Result with an Azure error code; a failed
 // call has changed nothing.
@@ -50,6 +52,12 @@ struct EngineOptions {
   uint64_t changelog_max_bytes = 1ull << 30;
   // Batches queued for one group commit at most.
   size_t max_group_commit = 256;
+  // A file of this size kept in the data directory and given back before
+  // every open, so the engine can open (and serve reads) on a 100% full
+  // disk; writes are refused until it can be re-created, which needs twice
+  // its size free. Also the headroom RocksDB keeps for compactions after a
+  // full disk. 0 = none (the sidecar's default is 64 MiB).
+  uint64_t storage_reserve_bytes = 0;
   // The wall clock in DateTime ticks (tests inject one); null = system clock.
   std::function<int64_t()> clock;
 };
@@ -97,6 +105,25 @@ struct EngineStats {
   uint64_t first_available_lsn = 1;
   uint64_t commits = 0;          // batches committed since open
   uint64_t group_commits = 0;    // RocksDB writes those took
+};
+
+// The disk under the data directory, as writes see it.
+enum class StorageState : uint8_t {
+  kOk,       // writes are accepted
+  kNoSpace,  // the disk is full: writes get InsufficientStorage, reads go on
+  kFailed,   // another storage error stopped writes (ServiceUnavailable)
+};
+// "ok", "no_space", "failed".
+std::string_view StorageStateName(StorageState state);
+
+struct StorageHealth {
+  StorageState state = StorageState::kOk;
+  std::string error;            // why writes are refused; empty when ok
+  int64_t since = 0;            // DateTime ticks of the last change of state; 0 = ok since open
+  uint64_t free_bytes = 0;      // free on the data directory's filesystem at the last check
+  uint64_t reserve_bytes = 0;   // EngineOptions::storage_reserve_bytes
+  bool reserve_held = false;
+  uint64_t write_refusals = 0;  // writes refused for storage since open
 };
 
 class Engine {
@@ -148,6 +175,13 @@ class Engine {
   Result<uint64_t> ApplyRetention(uint64_t keep_from_lsn);
 
   EngineStats Stats() const;
+
+  // ---- storage health ----
+  StorageHealth Storage() const;
+  // Re-creates the storage reserve when space allows and asks RocksDB to
+  // resume after a background error (rate-limited). The owner calls it
+  // about once a second; it may block for a flush.
+  StorageHealth CheckStorage();
 
   // ---- small durable settings of the layers above (e.g. the change-stream
   // publisher's watermark). Keys are namespaced apart from the catalog.

@@ -1,5 +1,6 @@
 #include <spdlog/spdlog.h>
 
+#include <rocksdb/sst_file_manager.h>
 #include <xxhash.h>
 
 #include "engine/internal/codec.h"
@@ -22,20 +23,36 @@ Engine::Impl::~Impl() {
 }
 
 Result<std::unique_ptr<Engine::Impl>> Engine::Impl::Open(const EngineOptions& options,
-                                                         const std::string& path) {
+                                                         const std::string& path,
+                                                         rocksdb::Env* env) {
   auto impl = std::make_unique<Impl>();
   impl->options_ = options;
   if (!impl->options_.clock) impl->options_.clock = NowTicks;
 
   internal::RocksDbOptionSet opts = internal::MakeRocksDbOptions(options);
+  if (env != nullptr) {
+    opts.db.env = env;
+    opts.db.sst_file_manager.reset(rocksdb::NewSstFileManager(env));
+  }
+  impl->storage_ = std::make_shared<StorageGuard>(path, options.storage_reserve_bytes,
+                                                  impl->options_.clock);
+  // The reserve's space is what lets RocksDB open on a full disk (a new
+  // MANIFEST and WAL, the flush of the recovered memtables).
+  impl->storage_->ReleaseReserve();
+  opts.db.listeners.push_back(impl->storage_);
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
-      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()},
+      {rocksdb::kDefaultColumnFamilyName, opts.meta},
       {"entities", opts.entities},
       {"changelog", opts.changelog},
   };
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(opts.db, path, cfs, &impl->handles_, &raw);
   if (!s.ok()) {
+    if (s.IsNoSpace()) {
+      return Status(Code::kInsufficientStorage,
+                    "cannot open database at " + path + ": the disk is full (" + s.ToString() +
+                        "); free space on it and start again");
+    }
     return Status(Code::kUnavailable, "cannot open database at " + path + ": " + s.ToString());
   }
   impl->db_.reset(raw);
@@ -47,9 +64,11 @@ Result<std::unique_ptr<Engine::Impl>> Engine::Impl::Open(const EngineOptions& op
   uint64_t last_lsn = 0;
   int64_t last_time = 0;
   ST_RETURN_IF_ERROR(impl->RecoverLogPosition(&last_lsn, &last_time));
+  impl->storage_->Attach(impl->db_.get());
+  impl->storage_->Check();  // re-creates the reserve if there is room
   impl->commits_ = std::make_unique<CommitQueue>(
       impl->db_.get(), options.durability == Durability::kFsync, last_lsn, last_time,
-      options.max_group_commit, impl->options_.clock);
+      options.max_group_commit, impl->options_.clock, impl->storage_.get());
   spdlog::debug("engine: opened {} with {} tables, change log {}..{}", path,
                 impl->tables_.size(), impl->first_available_lsn_.load(), last_lsn);
   return impl;

@@ -1,8 +1,12 @@
 #include "engine/internal/rocksdb_options.h"
 
 #include <rocksdb/cache.h>
+#include <rocksdb/env.h>
 #include <rocksdb/filter_policy.h>
+#include <rocksdb/sst_file_manager.h>
 #include <rocksdb/table.h>
+
+#include <algorithm>
 
 namespace sidetable::internal {
 namespace {
@@ -52,6 +56,25 @@ RocksDbOptionSet MakeRocksDbOptions(const EngineOptions& options) {
   // A torn tail of the WAL after a crash is dropped; everything acknowledged
   // before it is kept (kPointInTimeRecovery), which keeps the log a prefix.
   db.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
+  // A failed WAL write must stop writes (a hard background error) rather than
+  // let later records follow a torn one in the same WAL: the commit queue
+  // reuses a failed group's LSNs on that basis. (The default, said aloud.)
+  db.paranoid_checks = true;
+  // The SstFileManager is what lets RocksDB recover from a full disk by
+  // itself (it polls free space and resumes). After a full disk it also
+  // keeps compactions from starting unless the reserve stays free beside
+  // their output (SetCompactionBufferSize). No max_allowed_space: its
+  // SpaceLimit error is not recovered automatically, and the disk's real
+  // size is the bound that matters here.
+  db.sst_file_manager.reset(rocksdb::NewSstFileManager(rocksdb::Env::Default()));
+  if (options.storage_reserve_bytes > 0) {
+    db.sst_file_manager->SetCompactionBufferSize(options.storage_reserve_bytes);
+  }
+  // The catalog is tiny, but its memtable size counts: after a full disk,
+  // RocksDB resumes by itself only once the largest write buffer of any
+  // column family is free, and the default (64 MiB) would hold small disks
+  // stopped for good.
+  set.meta.write_buffer_size = std::min<size_t>(options.write_buffer_bytes, 4 << 20);
   auto cache = rocksdb::NewLRUCache(options.block_cache_bytes);
   set.entities = EntityCfOptions(options, cache);
   set.changelog = LogCfOptions(options, cache);

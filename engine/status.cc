@@ -11,7 +11,7 @@ struct CodeInfo {
   int http;
 };
 
-constexpr std::array<CodeInfo, 22> kCodes = {{
+constexpr std::array<CodeInfo, 23> kCodes = {{
     {Code::kOk, "OK", 200},
     {Code::kInvalidInput, "InvalidInput", 400},
     {Code::kPropertyNameInvalid, "PropertyNameInvalid", 400},
@@ -34,6 +34,7 @@ constexpr std::array<CodeInfo, 22> kCodes = {{
     {Code::kInternal, "InternalError", 500},
     {Code::kServerBusy, "ServerBusy", 503},
     {Code::kUnavailable, "ServiceUnavailable", 503},
+    {Code::kInsufficientStorage, "InsufficientStorage", 507},
 }};
 
 const CodeInfo& Info(Code code) {

@@ -17,7 +17,8 @@
 namespace sidetable {
 
 // The error codes users of Azure Tables rely on, plus a few of our own
-// (kInternal, kUnavailable). Keep ErrorCodeName() and HttpStatus() in step.
+// (kInternal, kUnavailable, kInsufficientStorage). Keep ErrorCodeName() and
+// HttpStatus() in step, and kLastCode the last enumerator.
 enum class Code : uint8_t {
   kOk = 0,
   kInvalidInput,                  // 400
@@ -41,7 +42,11 @@ enum class Code : uint8_t {
   kInternal,                      // 500
   kServerBusy,                    // 503
   kUnavailable,                   // 503: the engine is closed or failed
+  // 507 (WebDAV's Insufficient Storage): the disk is full; the write was not
+  // acknowledged. Reads keep working and writes resume once space is freed.
+  kInsufficientStorage,
 };
+inline constexpr Code kLastCode = Code::kInsufficientStorage;
 
 // "EntityAlreadyExists", ...: the code as Azure spells it on the wire.
 std::string_view ErrorCodeName(Code code);

@@ -59,6 +59,10 @@ Status LoadConfigFile(const std::string& path, ServerConfig* c) {
       Read(st, "write_buffer_mb", &mb);
       c->engine.write_buffer_bytes = mb << 20;
     }
+    if (st && st["reserve_mb"]) {
+      Read(st, "reserve_mb", &mb);
+      c->engine.storage_reserve_bytes = static_cast<uint64_t>(mb) << 20;
+    }
     const YAML::Node cl = root["changelog"];
     Read(cl, "max_age_seconds", &c->engine.changelog_max_age_seconds);
     Read(cl, "max_bytes", &c->engine.changelog_max_bytes);

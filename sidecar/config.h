@@ -32,7 +32,13 @@ struct ServerConfig {
   uint64_t max_inflight_bytes_per_connection = 64ull << 20;  // sidecar.max_inflight_bytes_per_connection
 
   std::string data_dir = "./sidetable-data";          // storage.path
-  EngineOptions engine;                               // storage.*, changelog.*
+  // storage.*, changelog.*; the server keeps a 64 MiB storage reserve
+  // (storage.reserve_mb) so that it can start on a full disk.
+  EngineOptions engine = [] {
+    EngineOptions o;
+    o.storage_reserve_bytes = 64ull << 20;
+    return o;
+  }();
   int retention_interval_seconds = 60;                // changelog.check_interval_seconds
 
   uint64_t query_max_examined = 100'000;              // query.max_examined

@@ -104,6 +104,15 @@ std::string Metrics::Render(const Gauges& g) const {
   Line(&out, "sidetable_changelog_lsn", "", g.last_lsn);
   out += "# TYPE sidetable_changelog_first_lsn gauge\n";
   Line(&out, "sidetable_changelog_first_lsn", "", g.first_available_lsn);
+  out += "# HELP sidetable_storage_ok 1 while writes are accepted, 0 while a full disk (or another storage error) refuses them.\n";
+  out += "# TYPE sidetable_storage_ok gauge\n";
+  Line(&out, "sidetable_storage_ok", "", g.storage_ok ? 1 : 0);
+  out += "# HELP sidetable_storage_write_refusals_total Writes refused because the disk was full or storage failed.\n";
+  out += "# TYPE sidetable_storage_write_refusals_total counter\n";
+  Line(&out, "sidetable_storage_write_refusals_total", "", g.storage_write_refusals_total);
+  out += "# HELP sidetable_storage_free_bytes Free bytes on the data directory's filesystem (checked every second).\n";
+  out += "# TYPE sidetable_storage_free_bytes gauge\n";
+  Line(&out, "sidetable_storage_free_bytes", "", g.storage_free_bytes);
   if (g.publishing) {
     out += "# HELP sidetable_publisher_published_lsn Every change up to this LSN is on Kafka.\n";
     out += "# TYPE sidetable_publisher_published_lsn gauge\n";

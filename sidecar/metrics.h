@@ -59,6 +59,9 @@ class Metrics {
     uint64_t blocked_lsn = 0;
     uint64_t chunked_events_total = 0;
     uint64_t refused_writes_total = 0;
+    bool storage_ok = true;
+    uint64_t storage_write_refusals_total = 0;
+    uint64_t storage_free_bytes = 0;
   };
   std::string Render(const Gauges& g) const;
 
@@ -67,7 +70,7 @@ class Metrics {
 
  private:
   static constexpr size_t kOps = wire::kMaxOp + 1;
-  static constexpr size_t kCodes = static_cast<size_t>(Code::kUnavailable) + 1;
+  static constexpr size_t kCodes = static_cast<size_t>(kLastCode) + 1;
   struct Histogram {
     std::array<std::atomic<uint64_t>, kBucketsUs.size() + 1> buckets{};
     std::atomic<uint64_t> count{0};

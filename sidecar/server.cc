@@ -112,15 +112,25 @@ void Server::Impl::WorkerLoop(size_t index) {
 }
 
 void Server::Impl::MaintenanceLoop() {
+  // Storage is checked every second (a full disk should stop refusing writes
+  // soon after space is freed); retention runs at its own interval.
+  const auto retention_every = std::chrono::seconds(config_.retention_interval_seconds);
+  auto next_retention = std::chrono::steady_clock::now() + retention_every;
   std::unique_lock lock(maintenance_mu_);
   while (!maintenance_stop_) {
-    maintenance_cv_.wait_for(lock, std::chrono::seconds(config_.retention_interval_seconds));
+    maintenance_cv_.wait_for(lock, std::chrono::seconds(1));
     if (maintenance_stop_) break;
-    // Never trim what Kafka has not received.
-    const uint64_t keep_from =
-        owner_->publisher_ ? owner_->publisher_->published_lsn() + 1 : UINT64_MAX;
-    auto first = owner_->engine_->ApplyRetention(keep_from);
-    if (!first.ok()) log_->warn("change log retention: {}", first.status().ToString());
+    lock.unlock();
+    owner_->engine_->CheckStorage();  // logs its own transitions
+    if (std::chrono::steady_clock::now() >= next_retention) {
+      next_retention = std::chrono::steady_clock::now() + retention_every;
+      // Never trim what Kafka has not received.
+      const uint64_t keep_from =
+          owner_->publisher_ ? owner_->publisher_->published_lsn() + 1 : UINT64_MAX;
+      auto first = owner_->engine_->ApplyRetention(keep_from);
+      if (!first.ok()) log_->warn("change log retention: {}", first.status().ToString());
+    }
+    lock.lock();
   }
 }
 

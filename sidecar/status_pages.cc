@@ -10,8 +10,11 @@ std::string HealthJson(Server& server, const ServerGauges& gauges) {
   EngineStats st = server.engine().Stats();
   changestream::PublisherStats ps;
   if (auto* p = server.publisher()) ps = p->Stats();
-  // Degraded: the sidecar serves, but the change stream is stuck or full.
-  const bool degraded = server.publisher() != nullptr && (ps.blocked_lsn != 0 || ps.backlog_full);
+  StorageHealth storage = server.engine().Storage();
+  // Degraded: the sidecar serves, but writes are refused (storage) or the
+  // change stream is stuck or full.
+  const bool degraded = storage.state != StorageState::kOk ||
+                        (server.publisher() != nullptr && (ps.blocked_lsn != 0 || ps.backlog_full));
   const char* status = gauges.shutting_down ? "stopping" : degraded ? "degraded" : "ok";
   std::string body = std::string("{\"status\":\"") + status + "\",\"lsn\":" + std::to_string(st.last_lsn) +
                      ",\"first_lsn\":" + std::to_string(st.first_available_lsn) +
@@ -32,6 +35,16 @@ std::string HealthJson(Server& server, const ServerGauges& gauges) {
     body += (i ? "," : "") + JsonQuote(server.endpoints()[i]);
   }
   body += "]";
+  // Why writes are refused, and since when (docs/operations.md#faults).
+  body += ",\"storage\":{\"state\":" + JsonQuote(std::string(StorageStateName(storage.state))) +
+          ",\"free_bytes\":" + std::to_string(storage.free_bytes) +
+          ",\"reserve_held\":" + (storage.reserve_held ? "true" : "false") +
+          ",\"write_refusals\":" + std::to_string(storage.write_refusals);
+  if (degraded) {
+    body += ",\"error\":" + JsonQuote(storage.error) +
+            ",\"since\":" + JsonQuote(FormatDateTime(storage.since));
+  }
+  body += "}";
   if (auto* p = server.publisher()) {
     body += ",\"kafka\":{\"bootstrap\":" + JsonQuote(p->bootstrap()) +
             ",\"published_lsn\":" + std::to_string(ps.published_lsn) +
@@ -56,6 +69,10 @@ std::string MetricsText(Server& server, const Metrics& metrics, const ServerGaug
   g.inflight_bytes_peak = gauges.inflight_bytes_peak;
   g.inflight_bytes_limit = gauges.inflight_bytes_limit;
   g.inflight_connections = gauges.inflight_connections;
+  StorageHealth storage = server.engine().Storage();
+  g.storage_ok = storage.state == StorageState::kOk;
+  g.storage_write_refusals_total = storage.write_refusals;
+  g.storage_free_bytes = storage.free_bytes;
   if (auto* p = server.publisher()) {
     changestream::PublisherStats ps = p->Stats();
     g.publishing = true;

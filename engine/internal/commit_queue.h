@@ -7,6 +7,13 @@
 // the others. Because LSNs are handed out in the order the WAL receives them,
 // any crash leaves a contiguous prefix of the change log.
 //
+// A failed write (a full disk, most often) fails every batch of its group:
+// none is acknowledged, and none is visible, because RocksDB inserts into
+// its memtables only after the WAL write succeeded. Its LSNs are therefore
+// handed out again to the next group, so the change log stays gap-free; the
+// queue itself never latches shut (RocksDB refuses writes while it is stopped,
+// and the StorageGuard refuses them before they queue).
+//
 // Thread safety: Commit() may be called from any number of threads.
 #pragma once
 
@@ -26,6 +33,8 @@ class WriteBatch;
 
 namespace sidetable {
 
+class StorageGuard;
+
 class CommitWork {
  public:
   virtual ~CommitWork() = default;
@@ -39,7 +48,7 @@ class CommitWork {
 class CommitQueue {
  public:
   CommitQueue(rocksdb::DB* db, bool sync, uint64_t last_lsn, int64_t last_commit_time,
-              size_t max_group, std::function<int64_t()> clock);
+              size_t max_group, std::function<int64_t()> clock, StorageGuard* storage);
 
   // Blocks until `work` is durable or failed. On success fills lsn and time.
   Status Commit(CommitWork* work, uint64_t* lsn, int64_t* commit_time);
@@ -55,12 +64,12 @@ class CommitQueue {
   const bool sync_;
   const size_t max_group_;
   const std::function<int64_t()> clock_;
+  StorageGuard* const storage_;  // admits writes and names failures; outlives the queue
 
   std::mutex mu_;
   std::deque<Waiter*> queue_;
   uint64_t next_lsn_;
   int64_t last_time_;
-  bool failed_ = false;
 
   std::atomic<uint64_t> last_committed_;
   std::atomic<uint64_t> commits_{0};

@@ -2,7 +2,8 @@
 //
 // Split by concern: engine_open.cc (open, recovery, options), engine_tables.cc
 // (catalog), engine_write.cc (EGT validation and execution), engine_read.cc
-// (point reads and scans), engine_changelog.cc (reading and trimming the log).
+// (point reads and scans), engine_changelog.cc (reading and trimming the log),
+// engine_storage.cc (a full disk).
 #pragma once
 
 #include <rocksdb/db.h>
@@ -17,6 +18,7 @@
 
 #include "engine/engine.h"
 #include "engine/internal/commit_queue.h"
+#include "engine/internal/storage_guard.h"
 #include "engine/table_name.h"
 
 namespace sidetable {
@@ -45,7 +47,9 @@ class Engine::Impl {
   ~Impl();
 
   // engine_open.cc
-  static Result<std::unique_ptr<Impl>> Open(const EngineOptions& options, const std::string& path);
+  // `env` replaces RocksDB's default Env (tests inject faults with it).
+  static Result<std::unique_ptr<Impl>> Open(const EngineOptions& options, const std::string& path,
+                                            rocksdb::Env* env = nullptr);
 
   // engine_tables.cc
   Status CreateTable(std::string_view name, std::string_view caller);
@@ -82,6 +86,7 @@ class Engine::Impl {
   rocksdb::ColumnFamilyHandle* entities_cf_ = nullptr;  // rows
   rocksdb::ColumnFamilyHandle* log_cf_ = nullptr;       // change log by LSN
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+  std::shared_ptr<StorageGuard> storage_;  // also a listener of db_
   std::unique_ptr<CommitQueue> commits_;
   PartitionLocks partition_locks_;
 

@@ -13,6 +13,7 @@ namespace sidetable::internal {
 
 struct RocksDbOptionSet {
   rocksdb::DBOptions db;
+  rocksdb::ColumnFamilyOptions meta;       // "default": catalog, counters, settings
   rocksdb::ColumnFamilyOptions entities;   // "entities": rows, bloom-filtered
   rocksdb::ColumnFamilyOptions changelog;  // "changelog": the outbox, read in order
 };

@@ -19,7 +19,15 @@ from . import wire as _w
 from .types import Entity
 
 __all__ = ["Client", "Batch", "Handle", "SidetableError", "SidetableTimeout",
-           "WriteResult", "QueryPage", "ChangesPage"]
+           "WriteResult", "QueryPage", "ChangesPage", "INSUFFICIENT_STORAGE",
+           "SERVER_BUSY"]
+
+
+# Error codes a caller may want to act on (docs/protocol.md). A full disk:
+# the write was not applied, reads work, writes resume once space is freed
+# on the server; not retried automatically (it lasts until an operator acts).
+INSUFFICIENT_STORAGE = "InsufficientStorage"   # 507
+SERVER_BUSY = "ServerBusy"                     # 503, retried
 
 
 class SidetableError(Exception):
@@ -42,6 +50,11 @@ class SidetableError(Exception):
         if index is not None:
             text += " (operation %d)" % index
         Exception.__init__(self, text)
+
+    @property
+    def insufficient_storage(self):
+        """True for InsufficientStorage (507): the server's disk is full."""
+        return self.code == INSUFFICIENT_STORAGE
 
 
 class SidetableTimeout(SidetableError):

@@ -1,0 +1,193 @@
+// The engine on a full disk: StorageGuard (see internal/storage_guard.h).
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "engine/internal/engine_impl.h"
+#include "engine/internal/storage_guard.h"
+
+namespace sidetable {
+namespace {
+
+// RocksDB reports a full disk as IOError(NoSpace), and the SstFileManager's
+// max_allowed_space as IOError(SpaceLimit): both are "no space" to a client.
+bool IsSpaceError(const rocksdb::Status& s) {
+  return s.IsNoSpace() || (s.IsIOError() && s.subcode() == rocksdb::Status::kSpaceLimit);
+}
+
+// DB::Resume() at most this often: each failed attempt on a still-full disk
+// costs a flush attempt and a line in RocksDB's LOG.
+constexpr auto kResumeInterval = std::chrono::seconds(2);
+
+std::string Mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+}  // namespace
+
+std::string_view StorageStateName(StorageState s) {
+  switch (s) {
+    case StorageState::kOk: return "ok";
+    case StorageState::kNoSpace: return "no_space";
+    case StorageState::kFailed: return "failed";
+  }
+  return "failed";
+}
+
+StorageGuard::StorageGuard(std::string path, uint64_t reserve_bytes,
+                           std::function<int64_t()> clock)
+    : path_(std::move(path)),
+      reserve_file_(path_ + "/" + kReserveFileName),
+      reserve_bytes_(reserve_bytes),
+      clock_(std::move(clock)) {}
+
+void StorageGuard::ReleaseReserve() {
+  std::lock_guard lock(mu_);
+  if (::unlink(reserve_file_.c_str()) == 0) {
+    spdlog::info("storage: released the {} reserve in {} for start-up", Mib(reserve_bytes_), path_);
+  }
+  reserve_held_ = false;
+}
+
+bool StorageGuard::CreateReserve() {
+  int fd = ::open(reserve_file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  // posix_fallocate allocates real blocks (or writes them where the
+  // filesystem cannot): a sparse file would reserve nothing.
+  int rc = ::posix_fallocate(fd, 0, static_cast<off_t>(reserve_bytes_));
+  if (rc == 0) rc = ::fsync(fd) == 0 ? 0 : errno;
+  ::close(fd);
+  if (rc != 0) {
+    ::unlink(reserve_file_.c_str());
+    return false;
+  }
+  return true;
+}
+
+uint64_t StorageGuard::FreeBytes() const {
+  struct statvfs st {};
+  if (::statvfs(path_.c_str(), &st) != 0) return 0;
+  return static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+}
+
+StorageHealth StorageGuard::Check() {
+  const uint64_t free = FreeBytes();
+  bool resume = false;
+  {
+    std::lock_guard lock(mu_);
+    free_bytes_ = free;
+    // Twice the reserve: once for the file, once left free after it, so a
+    // disk that just got the reserve back is not full again at once.
+    if (reserve_bytes_ > 0 && !reserve_held_ && free >= 2 * reserve_bytes_) {
+      reserve_held_ = CreateReserve();
+      if (reserve_held_) free_bytes_ = FreeBytes();
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (!bg_error_.ok() && db_ != nullptr && now - last_resume_ >= kResumeInterval) {
+      resume = true;
+      last_resume_ = now;
+    }
+    UpdateLocked();
+  }
+  if (resume) {
+    // RocksDB recovers a full disk by itself once free space reaches its
+    // largest write buffer (SstFileManager; Resume() meanwhile answers Busy),
+    // but not other errors, and not after it gave up: Resume() covers those.
+    rocksdb::Status s = db_->Resume();
+    std::lock_guard lock(mu_);
+    if (s.ok()) {
+      bg_error_ = rocksdb::Status::OK();
+      UpdateLocked();
+    } else if (!s.IsBusy()) {
+      spdlog::debug("storage: resume: {}", s.ToString());
+    }
+  }
+  return Health();
+}
+
+StorageHealth StorageGuard::Health() const {
+  std::lock_guard lock(mu_);
+  StorageHealth h;
+  h.state = state_;
+  h.error = error_;
+  h.since = since_;
+  h.free_bytes = free_bytes_;
+  h.reserve_bytes = reserve_bytes_;
+  h.reserve_held = reserve_held_;
+  h.write_refusals = refusals_.load(std::memory_order_relaxed);
+  return h;
+}
+
+Status StorageGuard::AdmitWrite() {
+  if (writable_.load(std::memory_order_acquire)) return Status::OK();
+  refusals_.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard lock(mu_);
+  if (state_ == StorageState::kFailed) {
+    return Status(Code::kUnavailable, "storage failed; writes are refused: " + error_);
+  }
+  return Status(Code::kInsufficientStorage,
+                "the disk is full; writes are refused until space is freed (reads work): " + error_);
+}
+
+Status StorageGuard::WriteFailed(const rocksdb::Status& s, size_t writes) {
+  std::lock_guard lock(mu_);
+  if (IsSpaceError(s) && !IsSpaceError(bg_error_)) {
+    // Normally OnBackgroundError has recorded it already; a write error that
+    // RocksDB did not escalate still closes the gate until a check resumes.
+    bg_error_ = s;
+  }
+  UpdateLocked();
+  if (IsSpaceError(s) || state_ == StorageState::kNoSpace) {
+    refusals_.fetch_add(writes, std::memory_order_relaxed);
+    return Status(Code::kInsufficientStorage,
+                  "the disk is full; the write was not applied (reads work): " + s.ToString());
+  }
+  return Status(Code::kUnavailable, "commit failed; the write was not applied: " + s.ToString());
+}
+
+void StorageGuard::OnBackgroundError(rocksdb::BackgroundErrorReason, rocksdb::Status* error) {
+  if (error == nullptr || error->ok()) return;
+  std::lock_guard lock(mu_);
+  bg_error_ = *error;
+  UpdateLocked();
+}
+
+void StorageGuard::OnErrorRecoveryEnd(const rocksdb::BackgroundErrorRecoveryInfo& info) {
+  std::lock_guard lock(mu_);
+  bg_error_ = info.new_bg_error;
+  UpdateLocked();
+}
+
+void StorageGuard::UpdateLocked() {
+  StorageState next = StorageState::kOk;
+  std::string why;
+  if (!bg_error_.ok()) {
+    next = IsSpaceError(bg_error_) ? StorageState::kNoSpace : StorageState::kFailed;
+    why = "RocksDB stopped writes: " + bg_error_.ToString();
+  } else if (reserve_bytes_ > 0 && !reserve_held_) {
+    next = StorageState::kNoSpace;
+    why = "the " + Mib(reserve_bytes_) + " storage reserve cannot be re-created: " +
+          Mib(free_bytes_) + " free in " + path_ + ", " + Mib(2 * reserve_bytes_) + " needed";
+  }
+  if (next != state_) {
+    // One line per transition, whatever the number of refused writes.
+    if (next == StorageState::kOk) {
+      spdlog::info("storage: writes resume after {} ({} free)", StorageStateName(state_),
+                   Mib(free_bytes_));
+    } else {
+      spdlog::error("storage: {}: writes are refused, reads go on: {}", StorageStateName(next), why);
+    }
+    state_ = next;
+    since_ = clock_();
+  }
+  error_ = std::move(why);
+  writable_.store(next == StorageState::kOk, std::memory_order_release);
+}
+
+// ---- Engine::Impl and the facade ---------------------------------------
+
+StorageHealth Engine::Storage() const { return impl_->storage_->Health(); }
+StorageHealth Engine::CheckStorage() { return impl_->storage_->Check(); }
+
+}  // namespace sidetable

@@ -1,0 +1,92 @@
+// StorageGuard: how the engine lives with a full disk (internal header).
+//
+// Three things keep "a full disk refuses writes and keeps serving reads"
+// (docs/reliability.md, "A full disk"):
+//  - RocksDB's own background-error handling. A write that hits ENOSPC fails
+//    (no memtable insert, so nothing of it is visible) and RocksDB stops
+//    writes with a hard error; reads go on. It recovers by itself through
+//    its SstFileManager once free space reaches the write-buffer size; the
+//    guard also calls DB::Resume() from the owner's maintenance, for errors
+//    the automatic recovery does not take on or gave up on.
+//  - A reserve file (EngineOptions::storage_reserve_bytes) in the data
+//    directory. It is deleted before every open, so that RocksDB can open
+//    (new MANIFEST, WAL, flush of the recovered memtables) even when the disk
+//    is 100% full, and re-created once twice its size is free. While it is
+//    missing, writes are refused: the gap between "re-created" and "full
+//    again" is the hysteresis that keeps the engine from flapping.
+//  - One state (ok / no_space / failed) that writes consult first, the
+//    health page reports, and the log records once per transition.
+//
+// Thread safety: every method may be called from any thread. The listener
+// callbacks run on RocksDB's threads (some with its mutex held): they only
+// record, never call into the DB.
+#pragma once
+
+#include <rocksdb/db.h>
+#include <rocksdb/listener.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <string>
+
+#include "engine/engine.h"
+
+namespace sidetable {
+
+class StorageGuard : public rocksdb::EventListener {
+ public:
+  StorageGuard(std::string path, uint64_t reserve_bytes, std::function<int64_t()> clock);
+
+  // Before DB::Open: gives the reserve's space back to the filesystem.
+  void ReleaseReserve();
+  // After DB::Open; then Check() once to re-create the reserve.
+  void Attach(rocksdb::DB* db) { db_ = db; }
+
+  // The maintenance tick: re-creates the reserve when space allows and asks
+  // RocksDB to resume after a background error. Returns the health after.
+  StorageHealth Check();
+  StorageHealth Health() const;
+
+  // Per write, before any lock: OK, or the refusal (counted).
+  Status AdmitWrite();
+  // A failed RocksDB write of a group of `writes` batches: the Status each
+  // gets (InsufficientStorage for a full disk), with the state updated and
+  // the refusals counted.
+  Status WriteFailed(const rocksdb::Status& s, size_t writes);
+
+  // rocksdb::EventListener
+  void OnBackgroundError(rocksdb::BackgroundErrorReason reason, rocksdb::Status* error) override;
+  void OnErrorRecoveryEnd(const rocksdb::BackgroundErrorRecoveryInfo& info) override;
+
+ private:
+  // Recomputes the state from its inputs; logs a transition. Holds mu_.
+  void UpdateLocked();
+  bool CreateReserve();
+  uint64_t FreeBytes() const;
+
+  const std::string path_;
+  const std::string reserve_file_;
+  const uint64_t reserve_bytes_;
+  const std::function<int64_t()> clock_;
+  rocksdb::DB* db_ = nullptr;
+
+  mutable std::mutex mu_;
+  rocksdb::Status bg_error_;   // RocksDB's current background error, OK if none
+  bool reserve_held_ = false;
+  StorageState state_ = StorageState::kOk;
+  std::string error_;
+  int64_t since_ = 0;
+  uint64_t free_bytes_ = 0;
+  std::chrono::steady_clock::time_point last_resume_{};
+
+  // Read on every write without the mutex.
+  std::atomic<bool> writable_{true};
+  std::atomic<uint64_t> refusals_{0};
+};
+
+// "storage.reserve" lives here, beside RocksDB's files.
+inline constexpr const char* kReserveFileName = "SIDETABLE-RESERVE";
+
+}  // namespace sidetable

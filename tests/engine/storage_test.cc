@@ -1,0 +1,136 @@
+// The engine on a full disk: a FileSystem that fails WAL appends with
+// NoSpace on demand. A failed group commit acknowledges nothing, makes
+// nothing visible and leaves no gap in the LSNs; reads go on; writes resume
+// once the "disk" has room again, without reopening.
+#include <gtest/gtest.h>
+#include <rocksdb/env.h>
+#include <rocksdb/file_system.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "engine/internal/engine_impl.h"
+#include "testing/temp_dir.h"
+#include "tests/engine/engine_fixture.h"
+
+namespace sidetable::testing {
+namespace {
+
+class FullDiskFs : public rocksdb::FileSystemWrapper {
+ public:
+  explicit FullDiskFs(std::shared_ptr<rocksdb::FileSystem> base) : FileSystemWrapper(base) {}
+  const char* Name() const override { return "FullDiskFs"; }
+  std::atomic<bool> full{false};
+
+  rocksdb::IOStatus NewWritableFile(const std::string& fname, const rocksdb::FileOptions& opts,
+                                    std::unique_ptr<rocksdb::FSWritableFile>* result,
+                                    rocksdb::IODebugContext* dbg) override {
+    rocksdb::IOStatus s = target()->NewWritableFile(fname, opts, result, dbg);
+    if (s.ok() && fname.size() > 4 && fname.substr(fname.size() - 4) == ".log") {
+      *result = std::make_unique<File>(std::move(*result), &full);
+    }
+    return s;
+  }
+
+ private:
+  class File : public rocksdb::FSWritableFileOwnerWrapper {
+   public:
+    File(std::unique_ptr<rocksdb::FSWritableFile> f, std::atomic<bool>* full)
+        : FSWritableFileOwnerWrapper(std::move(f)), full_(full) {}
+    rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& o,
+                             rocksdb::IODebugContext* dbg) override {
+      if (full_->load()) return rocksdb::IOStatus::NoSpace("FullDiskFs", "disk full");
+      return FSWritableFileOwnerWrapper::Append(data, o, dbg);
+    }
+    rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& o,
+                             const rocksdb::DataVerificationInfo& info,
+                             rocksdb::IODebugContext* dbg) override {
+      if (full_->load()) return rocksdb::IOStatus::NoSpace("FullDiskFs", "disk full");
+      return FSWritableFileOwnerWrapper::Append(data, o, info, dbg);
+    }
+
+   private:
+    std::atomic<bool>* full_;
+  };
+};
+
+TEST(EngineStorageTest, FailedGroupCommitAcknowledgesNothingAndLeavesNoLsnGap) {
+  TempDir dir;
+  auto fs = std::make_shared<FullDiskFs>(rocksdb::FileSystem::Default());
+  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
+  EngineOptions options;
+  options.durability = Durability::kOs;
+  auto opened = Engine::Impl::Open(options, dir.Sub("db"), env.get());
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<Engine::Impl> engine = std::move(opened).value();
+
+  Status created = engine->CreateTable("Things", "");
+  ASSERT_TRUE(created.ok()) << created.ToString();
+  for (int i = 0; i < 3; i++) {
+    Batch b("Things");
+    b.Insert(MakeEntity("before", "r" + std::to_string(i), i));
+    ASSERT_TRUE(engine->Execute(b).ok());
+  }
+  const uint64_t last_before = engine->Stats().last_lsn;
+
+  // The disk fills: concurrent writers on different partitions share group
+  // commits; every one of them must fail, none acknowledged.
+  fs->full = true;
+  std::vector<std::thread> writers;
+  std::atomic<int> acknowledged{0}, other_codes{0};
+  for (int t = 0; t < 8; t++) {
+    writers.emplace_back([&, t] {
+      for (int i = 0; i < 20; i++) {
+        Batch b("Things");
+        b.Insert(MakeEntity("p" + std::to_string(t), "r" + std::to_string(i), i));
+        auto r = engine->Execute(b);
+        if (r.ok()) acknowledged++;
+        else if (r.status().code() != Code::kInsufficientStorage) other_codes++;
+      }
+    });
+  }
+  for (auto& w : writers) w.join();
+  EXPECT_EQ(acknowledged.load(), 0);
+  EXPECT_EQ(other_codes.load(), 0);
+  EXPECT_EQ(engine->storage_->Health().state, StorageState::kNoSpace);
+  EXPECT_GE(engine->storage_->Health().write_refusals, 160u);
+  EXPECT_EQ(engine->Stats().last_lsn, last_before);
+  // Reads go on; nothing of a refused write is visible.
+  EXPECT_TRUE(engine->Get("Things", "before", "r1", nullptr).ok());
+  EXPECT_EQ(engine->Get("Things", "p0", "r0", nullptr).status().code(), Code::kResourceNotFound);
+
+  // Room again: writes resume without reopening, at the next LSN.
+  fs->full = false;
+  Result<WriteResult> after = Status(Code::kInternal, "not tried");
+  for (int i = 0; i < 100 && !after.ok(); i++) {
+    engine->storage_->Check();
+    Batch b("Things");
+    b.Insert(MakeEntity("after", "r", 1));
+    after = engine->Execute(b);
+    if (!after.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(after->lsn, last_before + 1) << "an LSN gap after the failed commits";
+  EXPECT_EQ(engine->storage_->Health().state, StorageState::kOk);
+
+  // The change log is contiguous, before and after a reopen.
+  auto check_log = [&](Engine::Impl* e) {
+    auto changes = e->ReadChanges(1, 1000, 16 << 20);
+    ASSERT_TRUE(changes.ok());
+    ASSERT_EQ(changes->records.size(), last_before + 1);
+    for (size_t i = 0; i < changes->records.size(); i++) {
+      EXPECT_EQ(changes->records[i].lsn, i + 1);
+    }
+    EXPECT_EQ(changes->records.back().partition_key, "after");
+  };
+  check_log(engine.get());
+  engine.reset();
+  auto reopened = Engine::Impl::Open(options, dir.Sub("db"), env.get());
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  check_log(reopened->get());
+  EXPECT_EQ((*reopened)->Get("Things", "p0", "r0", nullptr).status().code(), Code::kResourceNotFound);
+}
+
+}  // namespace
+}  // namespace sidetable::testing

@@ -1,0 +1,257 @@
+// A full disk refuses writes and keeps serving reads (invariant 8), and
+// writes resume by themselves once space is freed (issue 12, item 2).
+//
+// The data directory is a 64 MiB tmpfs mounted by the test (root only). Two
+// filler files placed on it beforehand are how the test "frees space"
+// deterministically. The run:
+//   1. write through the client until a write is refused: the refusal is
+//      InsufficientStorage, the process is alive, every acknowledged entity
+//      reads back, /health says why;
+//   2. delete filler A: writes resume without a restart;
+//   3. fill again, then fill what is left with filler C (the disk is 100%
+//      full), restart: the process starts, reads work, writes are refused
+//      with InsufficientStorage;
+//   4. delete fillers B and C: writes resume without a restart; every
+//      acknowledged write is there and the change log has no gaps.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "client/client.h"
+#include "client/entity_builder.h"
+#include "testing/sidecar_process.h"
+#include "testing/temp_dir.h"
+
+namespace sidetable::testing {
+namespace {
+
+constexpr const char* kTable = "Full";
+constexpr size_t kValueBytes = 60000;
+
+// Writes `mib` MiB of zeros (or until the disk is full when mib == 0);
+// returns the bytes written.
+size_t WriteFiller(const std::string& path, size_t mib) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return 0;
+  std::string chunk(1 << 16, '\0');
+  size_t total = 0;
+  while (mib == 0 || total < (mib << 20)) {
+    ssize_t n = ::write(fd, chunk.data(), chunk.size());
+    if (n <= 0) break;
+    total += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return total;
+}
+
+bool Alive(pid_t pid) {
+  int status;
+  return pid > 0 && ::waitpid(pid, &status, WNOHANG) == 0;
+}
+
+class DiskFullTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) {
+      GTEST_SKIP() << "needs root to mount a small tmpfs for the data directory "
+                      "(run the reliability suite as root, or in the CI container)";
+    }
+    mnt_ = dir_.Sub("disk");
+    ASSERT_EQ(::mkdir(mnt_.c_str(), 0755), 0);
+    if (::mount("tmpfs", mnt_.c_str(), "tmpfs", 0, "size=64m") != 0) {
+      GTEST_SKIP() << "cannot mount a tmpfs at " << mnt_ << ": " << std::strerror(errno)
+                   << " (a container without CAP_SYS_ADMIN?)";
+    }
+    mounted_ = true;
+    // Small memtables so data reaches SST files (as on a real disk whose
+    // size dwarfs the write buffers), and a reserve the disk can hold.
+    config_ = dir_.Sub("sidetable.yaml");
+    std::ofstream(config_) << "storage:\n  durability: os\n  write_buffer_mb: 2\n"
+                              "  reserve_mb: 8\nchangelog:\n  check_interval_seconds: 1\n";
+    ASSERT_EQ(WriteFiller(mnt_ + "/filler-a", 8), 8u << 20);
+    ASSERT_EQ(WriteFiller(mnt_ + "/filler-b", 16), 16u << 20);
+  }
+
+  void TearDown() override {
+    client_.reset();
+    if (server_) server_->Kill();
+    server_.reset();
+    // Detached even if something still holds it, so a failed run leaves no
+    // mount behind; a failure to unmount is reported, not ignored.
+    if (mounted_ && ::umount2(mnt_.c_str(), MNT_DETACH) != 0) {
+      ADD_FAILURE() << "cannot unmount " << mnt_ << ": " << std::strerror(errno);
+    }
+  }
+
+  void StartServer() {
+    // The data directory is the mount point itself, so the process's log and
+    // ready file (beside it) stay off the full disk.
+    server_ = std::make_unique<SidecarProcess>(SIDETABLE_BIN, mnt_,
+                                               std::vector<std::string>{"--config", config_});
+    ASSERT_TRUE(server_->Start()) << server_->Log();
+    client::ClientOptions o;
+    o.endpoint = server_->endpoint();
+    o.timeout = std::chrono::milliseconds(10000);
+    o.max_attempts = 1;  // a refusal must be seen, not retried
+    auto c = client::Client::Connect(o);
+    ASSERT_TRUE(c.ok());
+    client_ = std::move(c).value();
+  }
+
+  std::string Health() {
+    auto colon = server_->http().rfind(':');
+    httplib::Client http(server_->http().substr(0, colon),
+                         std::stoi(server_->http().substr(colon + 1)));
+    auto r = http.Get("/health");
+    return r ? r->body : "(no reply)";
+  }
+
+  // One EGT of 8 entities of ~120 KB (Binary: 64 KiB each at most): random
+  // letters, so compression does
+  // not shrink them.
+  Batch BigBatch(int n) {
+    Batch b(kTable);
+    const std::string pk = "p" + std::to_string(n);
+    for (int i = 0; i < 8; i++) {
+      std::string v(kValueBytes, 'a');
+      for (char& ch : v) ch = static_cast<char>('a' + rng_() % 26);
+      const std::string rk = "r" + std::to_string(i);
+      Entity e = client::EntityBuilder(pk, rk).Binary("A", v).Binary("B", v).Build();
+      b.InsertOrReplace(std::move(e));
+      acked_candidates_[{pk, rk}] = v.substr(0, 32);
+    }
+    return b;
+  }
+
+  // Writes until a write is refused (bounded); returns the refusal.
+  Status FillUntilRefused() {
+    for (int attempt = 0; attempt < 200; attempt++) {
+      acked_candidates_.clear();
+      const int n = next_batch_++;
+      auto r = client_->Execute(BigBatch(n));
+      if (!r.ok()) return r.status();
+      for (auto& [key, prefix] : acked_candidates_) acked_[key] = prefix;
+      lsns_.push_back(r->lsn);
+    }
+    return Status(Code::kInternal, "the disk never filled up");
+  }
+
+  // Writes a small entity until one succeeds (at most `seconds`); every
+  // refusal on the way must be InsufficientStorage.
+  void ExpectWritesResume(int seconds) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    Status last;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const std::string rk = "small" + std::to_string(next_batch_++);
+      auto r = client_->InsertOrReplace(kTable,
+                                        client::EntityBuilder("resume", rk).String("A", "x").Build());
+      if (r.ok()) {
+        acked_[{"resume", rk}] = "x";
+        lsns_.push_back(r->lsn);
+        return;
+      }
+      last = r.status();
+      ASSERT_EQ(last.code(), Code::kInsufficientStorage) << last.ToString();
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    FAIL() << "writes did not resume within " << seconds << " s: " << last.ToString() << "\n"
+           << Health() << "\n" << server_->Log();
+  }
+
+  void ExpectAckedReadable() {
+    for (const auto& [key, prefix] : acked_) {
+      auto e = client_->Get(kTable, key.first, key.second);
+      ASSERT_TRUE(e.ok()) << key.first << "/" << key.second << ": " << e.status().ToString();
+      const Value* a = e->Find("A");
+      ASSERT_NE(a, nullptr);
+      EXPECT_EQ(a->bytes().substr(0, prefix.size()), prefix);
+    }
+  }
+
+  void ExpectRefusedForSpace(const Status& s) {
+    ASSERT_EQ(s.code(), Code::kInsufficientStorage) << s.ToString() << "\n" << server_->Log();
+    ASSERT_TRUE(Alive(server_->pid())) << server_->Log();
+    const std::string h = Health();
+    EXPECT_NE(h.find("\"status\":\"degraded\""), std::string::npos) << h;
+    EXPECT_NE(h.find("\"storage\":{\"state\":\"no_space\""), std::string::npos) << h;
+  }
+
+  TempDir dir_;
+  std::string mnt_, config_;
+  bool mounted_ = false;
+  std::unique_ptr<SidecarProcess> server_;
+  std::unique_ptr<client::Client> client_;
+  std::mt19937 rng_{12};
+  int next_batch_ = 0;
+  std::map<std::pair<std::string, std::string>, std::string> acked_candidates_, acked_;
+  std::vector<uint64_t> lsns_;
+};
+
+TEST_F(DiskFullTest, RefusesWritesServesReadsAndResumesWhenSpaceIsFreed) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  ASSERT_TRUE(client_->CreateTable(kTable).ok());
+
+  // 1. Full: refused with the storage code, alive, reads work, health says why.
+  Status refused = FillUntilRefused();
+  ASSERT_NO_FATAL_FAILURE(ExpectRefusedForSpace(refused));
+  ASSERT_GT(acked_.size(), 0u);
+  ExpectAckedReadable();
+
+  // 2. Free space: writes resume without a restart.
+  ASSERT_EQ(::unlink((mnt_ + "/filler-a").c_str()), 0);
+  ASSERT_NO_FATAL_FAILURE(ExpectWritesResume(30));
+
+  // 3. Full again, to the last byte; restart on the full disk.
+  ExpectRefusedForSpace(FillUntilRefused());
+  WriteFiller(mnt_ + "/filler-c", 0);
+  client_.reset();
+  const int code = server_->Stop(20);
+  EXPECT_EQ(code, 0) << server_->Log();
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  ExpectAckedReadable();
+  auto w = client_->InsertOrReplace(kTable, client::EntityBuilder("resume", "x").String("A", "x").Build());
+  ExpectRefusedForSpace(w.status());
+
+  // 4. Free space: writes resume without a restart; nothing acknowledged is
+  // lost and the change log has no gaps.
+  ASSERT_EQ(::unlink((mnt_ + "/filler-b").c_str()), 0);
+  ASSERT_EQ(::unlink((mnt_ + "/filler-c").c_str()), 0);
+  ASSERT_NO_FATAL_FAILURE(ExpectWritesResume(30));
+  ExpectAckedReadable();
+  const std::string h = Health();
+  EXPECT_NE(h.find("\"storage\":{\"state\":\"ok\""), std::string::npos) << h;
+
+  uint64_t expect = 0;
+  uint64_t from = 0;
+  std::vector<uint64_t> seen;
+  for (int pages = 0; pages < 1000; pages++) {
+    auto page = client_->ReadChanges(from, 50, 1 << 20);
+    ASSERT_TRUE(page.ok()) << page.status().ToString();
+    if (page->records.empty()) break;
+    for (const auto& rec : page->records) {
+      if (expect != 0) ASSERT_EQ(rec.lsn, expect) << "gap in the change log";
+      expect = rec.lsn + 1;
+      seen.push_back(rec.lsn);
+    }
+    from = expect;
+  }
+  for (uint64_t lsn : lsns_) {
+    EXPECT_TRUE(std::binary_search(seen.begin(), seen.end(), lsn)) << "acknowledged LSN " << lsn;
+  }
+}
+
+}  // namespace
+}  // namespace sidetable::testing
