@@ -215,10 +215,10 @@ TEST(Utf8, AgreesWithUnicodeTableInLongStrings) {
 
 TEST(ToValidUtf8, KeepsValidTextAndReplacesEachBadByte) {
   EXPECT_EQ(ToValidUtf8("caf\xC3\xA9"), "caf\xC3\xA9");
-  EXPECT_EQ(ToValidUtf8("a\xFFb"), "a\xEF\xBF\xBDb");
+  EXPECT_EQ(ToValidUtf8("a\xFF" "b"), "a\xEF\xBF\xBD" "b");
   // An overlong form and a surrogate: every byte of them is replaced.
   EXPECT_EQ(ToValidUtf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");
-  EXPECT_EQ(ToValidUtf8("\xED\xA0\x80x"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDx");
+  EXPECT_EQ(ToValidUtf8("\xED\xA0\x80" "x"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD" "x");
   // A truncated sequence at the end.
   EXPECT_EQ(ToValidUtf8("ok\xE2\x82"), "ok\xEF\xBF\xBD\xEF\xBF\xBD");
   for (const std::string s : {std::string("\xFF\xFE"), std::string(300, '\x80'), std::string("a\0b", 3)}) {

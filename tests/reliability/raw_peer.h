@@ -78,24 +78,30 @@ struct Reply {
   double ms() const { return std::chrono::duration<double, std::milli>(answered - sent).count(); }
 };
 
-// One connection. Sends block when the socket's (small) send queue is
-// full, so a request's send time is close to when it left for the server.
+// One connection. By default sends block when the socket's (small) send
+// queue is full, so a request's send time is close to when it left for the
+// server; `sndhwm` 0 queues without bound in the client instead (to put a
+// burst on the server at once).
 class RawPeer {
  public:
-  RawPeer(zmq::context_t& ctx, const std::string& endpoint) : s_(ctx, zmq::socket_type::dealer) {
+  RawPeer(zmq::context_t& ctx, const std::string& endpoint, int sndhwm = 2) : s_(ctx, zmq::socket_type::dealer) {
     s_.set(zmq::sockopt::linger, 0);
-    s_.set(zmq::sockopt::sndhwm, 2);
+    s_.set(zmq::sockopt::sndhwm, sndhwm);
     s_.connect(endpoint);
   }
 
-  // Sends `frame` (whose header carries `id`), collecting replies while it waits.
-  void Send(uint64_t id, const std::string& frame) {
-    for (;;) {
-      if (s_.send(zmq::buffer(frame), zmq::send_flags::dontwait)) break;
+  // Sends `frame` (whose header carries `id`), collecting replies while it
+  // waits, for at most `wait_ms`. False when it could not be sent (the server
+  // went away): that request is not counted as sent.
+  bool Send(uint64_t id, const std::string& frame, int wait_ms = 10000) {
+    const auto until = Clock::now() + std::chrono::milliseconds(wait_ms);
+    while (!s_.send(zmq::buffer(frame), zmq::send_flags::dontwait)) {
+      if (Clock::now() >= until) return false;
       Collect(1);
     }
     replies_[id].sent = Clock::now();
     sent_++;
+    return true;
   }
 
   // Reads replies for up to `ms` milliseconds (returns early once every
