@@ -22,6 +22,7 @@
 #include "engine/engine.h"
 #include "events/event.h"
 #include "testing/kafka_reader.h"
+#include "testing/shell.h"
 #include "testing/sidecar_process.h"
 #include "testing/temp_dir.h"
 #include "testing/worker_process.h"
@@ -192,14 +193,7 @@ TEST_F(ChangeStreamReliabilityTest, LargeEntityReachesKafkaAndStreamGoesOn) {
   auto run = [&](const std::string& args, int* rc) {
     const std::string cmd = std::string(SIDETABLE_CLI) + " --endpoint " + server_->endpoint() + " " + args +
                             " --progress never 2>" + dir_.Sub("cli.err");
-    std::string out;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (p == nullptr) return out;
-    char buf[65536];
-    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-    const int status = pclose(p);
-    *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return out;
+    return testing::RunShell(cmd, rc);
   };
   int rc_log = -1, rc_kafka = -1;
   const std::string from_log = run("replay --table People --to-lsn " + std::to_string(last), &rc_log);

@@ -4,8 +4,6 @@
 // request must get its error code and change nothing.
 #include <gtest/gtest.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -13,6 +11,7 @@
 #include "engine/limits.h"
 #include "engine/utf8.h"
 #include "protocol/wire.h"
+#include "testing/shell.h"
 #include "tests/sidecar/e2e_fixture.h"
 
 namespace sidetable {
@@ -214,12 +213,8 @@ TEST_F(StringsTest, ThePythonClientReadsTheChangeLogAfterBadCallersWereTried) {
                           "b = c.read_changes(1)\n"
                           "print(len(b.records))\n"
                           "' " + server_->endpoint() + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  char buf[4096];
-  std::string out;
-  while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int rc = ::pclose(p);
+  int rc = -1;
+  const std::string out = testing::RunShell(cmd, &rc);
   EXPECT_EQ(rc, 0) << out;
   // The table's creation and the one good insert.
   EXPECT_EQ(out, "2\n") << out;

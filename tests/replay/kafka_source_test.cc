@@ -19,6 +19,7 @@
 #include "events/event.h"
 #include "testing/child_process.h"
 #include "testing/kafka_reader.h"
+#include "testing/shell.h"
 #include "testing/sidecar_process.h"
 #include "testing/temp_dir.h"
 #include "tools/replay/source.h"
@@ -429,14 +430,7 @@ TEST_F(KafkaSourceTest, CliReadsKafkaAsItReadsTheChangeLog) {
   auto run = [&](const std::string& args, int* rc) {
     const std::string cmd = std::string(SIDETABLE_CLI) + " --endpoint " + server_->endpoint() + " " + args +
                             " --progress never 2>" + dir_.Sub("cli.err");
-    std::string out;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (p == nullptr) return out;
-    char buf[65536];
-    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-    const int status = pclose(p);
-    *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return out;
+    return testing::RunShell(cmd, rc);
   };
   const std::string kafka = " --kafka " + kafka_->bootstraps();
   const std::string at = std::to_string(last_lsn_ * 2 / 3);
