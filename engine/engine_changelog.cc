@@ -69,10 +69,15 @@ Result<uint64_t> Engine::Impl::TrimChanges(uint64_t below_lsn) {
   std::string v;
   codec::PutVarint64(&v, below_lsn);
   wb.Put(meta_cf_, kMetaLogTrimmedBelow, v);
+  // Through the storage gate, as PutSetting is (engine_open.cc says why).
+  if (storage_) ST_RETURN_IF_ERROR(storage_->AdmitWrite(/*client_write=*/false));
   rocksdb::WriteOptions wo;
   wo.sync = options_.durability == Durability::kFsync;
   rocksdb::Status s = db_->Write(wo, &wb);
-  if (!s.ok()) return Status(Code::kInternal, "trim: " + s.ToString());
+  if (!s.ok()) {
+    if (storage_) return storage_->WriteFailed(s, 0);
+    return Status(Code::kInternal, "trim: " + s.ToString());
+  }
   first_available_lsn_ = below_lsn;
   return below_lsn;
 }

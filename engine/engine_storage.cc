@@ -119,9 +119,9 @@ StorageHealth StorageGuard::Health() const {
   return h;
 }
 
-Status StorageGuard::AdmitWrite() {
+Status StorageGuard::AdmitWrite(bool client_write) {
   if (writable_.load(std::memory_order_acquire)) return Status::OK();
-  refusals_.fetch_add(1, std::memory_order_relaxed);
+  if (client_write) refusals_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard lock(mu_);
   if (state_ == StorageState::kFailed) {
     return Status(Code::kUnavailable, "storage failed; writes are refused: " + error_);

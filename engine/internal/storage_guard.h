@@ -50,7 +50,9 @@ class StorageGuard : public rocksdb::EventListener {
   StorageHealth Health() const;
 
   // Per write, before any lock: OK, or the refusal (counted).
-  Status AdmitWrite();
+  // `client_write` false for the engine's own bookkeeping (settings, log
+  // trimming): refused the same way, not counted as a client's refusal.
+  Status AdmitWrite(bool client_write = true);
   // A failed RocksDB write of a group of `writes` batches: the Status each
   // gets (InsufficientStorage for a full disk), with the state updated and
   // the refusals counted.
