@@ -6,13 +6,34 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <functional>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace sidetable::testing {
+
+// Starts args[0] with `args` as its argv, stdout and stderr going to
+// `log_path` (appended to, or truncated when `append` is false). Returns
+// the child's pid, or -1 when fork failed; a child that cannot exec exits 127.
+inline pid_t SpawnLogged(std::vector<std::string> args, const std::string& log_path, bool append = true) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (FILE* log = std::fopen(log_path.c_str(), append ? "a" : "w")) {
+      ::dup2(fileno(log), STDERR_FILENO);
+      ::dup2(fileno(log), STDOUT_FILENO);
+    }
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
 
 // Sends `sig` to *pid and waits at most `seconds` for it to exit; then kills
 // it. Returns the exit code, 128+signal, or -1 if it had to be killed (or

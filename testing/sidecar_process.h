@@ -46,19 +46,7 @@ class SidecarProcess {
       args.push_back("info");
     }
     args.insert(args.end(), extra_.begin(), extra_.end());
-    pid_ = fork();
-    if (pid_ == 0) {
-      FILE* log = std::fopen(log_file_.c_str(), "a");
-      if (log) {
-        dup2(fileno(log), STDERR_FILENO);
-        dup2(fileno(log), STDOUT_FILENO);
-      }
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(binary_.c_str(), argv.data());
-      _exit(127);
-    }
+    pid_ = SpawnLogged(std::move(args), log_file_);
     // The sidecar writes its ready file whole (rename), "pid" last.
     endpoints_.clear();
     return WaitForReadyFile(&pid_, ready_file_, 2000, [&](const std::string& kind, const std::string& value) {

@@ -28,19 +28,7 @@ class WorkerProcess {
     const std::string ready = scratch_ + ".ready";
     ::unlink(ready.c_str());
     std::vector<std::string> args = {binary_, "--config", config_, "--ready-file", ready, "--http", "127.0.0.1:0"};
-    pid_ = fork();
-    if (pid_ == 0) {
-      FILE* log = std::fopen((scratch_ + ".log").c_str(), "a");
-      if (log) {
-        dup2(fileno(log), STDERR_FILENO);
-        dup2(fileno(log), STDOUT_FILENO);
-      }
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(binary_.c_str(), argv.data());
-      _exit(127);
-    }
+    pid_ = SpawnLogged(std::move(args), scratch_ + ".log");
     return WaitForReadyFile(&pid_, ready, 1500, [&](const std::string& kind, const std::string& value) {
       if (kind == "http") http_ = value;
       return kind == "pid";

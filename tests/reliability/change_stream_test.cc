@@ -280,19 +280,7 @@ TEST_F(ChangeStreamReliabilityTest, OutageShowsAtOnceAndBacklogBoundIsExact) {
 
 // Runs the sidecar to its exit (bounded); the exit code, or -1.
 int RunToExit(const std::vector<std::string>& args, const std::string& log) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    FILE* f = std::fopen(log.c_str(), "w");
-    if (f) {
-      dup2(fileno(f), STDERR_FILENO);
-      dup2(fileno(f), STDOUT_FILENO);
-    }
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(args[0].c_str(), argv.data());
-    _exit(127);
-  }
+  pid_t pid = testing::SpawnLogged(args, log, /*append=*/false);
   return testing::SignalAndWait(&pid, 0, 20);  // signal 0: just wait
 }
 
