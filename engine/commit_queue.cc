@@ -66,15 +66,26 @@ Status CommitQueue::Commit(CommitWork* work, uint64_t* lsn, int64_t* commit_time
   }
   lock.unlock();
 
-  rocksdb::WriteBatch wb(std::min(bytes + 1024, kMaxGroupBytes * 2));
-  for (Waiter* q : group) q->work->Encode(q->lsn, q->time, &wb);
-  rocksdb::WriteOptions wo;
-  wo.sync = sync_;
-  rocksdb::Status s = db_->Write(wo, &wb);
+  // The gate again, right before the WAL: the disk may have filled and
+  // RocksDB recovered while this group queued, and after a recovery no WAL
+  // write may come before the storage guard's marker (storage_guard.h).
+  rocksdb::Status s;
+  Status refused = storage_ != nullptr ? storage_->AdmitWrite(/*client_write=*/false) : Status::OK();
+  if (refused.ok()) {
+    rocksdb::WriteBatch wb(std::min(bytes + 1024, kMaxGroupBytes * 2));
+    for (Waiter* q : group) q->work->Encode(q->lsn, q->time, &wb);
+    rocksdb::WriteOptions wo;
+    wo.sync = sync_;
+    s = db_->Write(wo, &wb);
+  }
 
   lock.lock();
   Status result;
-  if (s.ok()) {
+  if (!refused.ok()) {
+    next_lsn_ = group.front()->lsn;   // nothing written: the LSNs are reused
+    storage_->CountRefusals(group.size());
+    result = refused;
+  } else if (s.ok()) {
     last_committed_.store(group.back()->lsn, std::memory_order_release);
     commits_.fetch_add(group.size(), std::memory_order_relaxed);
     groups_.fetch_add(1, std::memory_order_relaxed);

@@ -40,6 +40,10 @@ Result<std::unique_ptr<Engine::Impl>> Engine::Impl::Open(const EngineOptions& op
   // MANIFEST and WAL, the flush of the recovered memtables).
   impl->storage_->ReleaseReserve();
   opts.db.listeners.push_back(impl->storage_);
+  if (options.create_if_missing) {
+    // RocksDB creates it too, but first logs a missing directory as an error.
+    (void)opts.db.env->CreateDirIfMissing(path);
+  }
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
       {rocksdb::kDefaultColumnFamilyName, opts.meta},
       {"entities", opts.entities},
@@ -64,7 +68,7 @@ Result<std::unique_ptr<Engine::Impl>> Engine::Impl::Open(const EngineOptions& op
   uint64_t last_lsn = 0;
   int64_t last_time = 0;
   ST_RETURN_IF_ERROR(impl->RecoverLogPosition(&last_lsn, &last_time));
-  impl->storage_->Attach(impl->db_.get());
+  impl->storage_->Attach(impl->db_.get(), impl->meta_cf_);
   impl->storage_->Check();  // re-creates the reserve if there is room
   impl->commits_ = std::make_unique<CommitQueue>(
       impl->db_.get(), options.durability == Durability::kFsync, last_lsn, last_time,

@@ -19,7 +19,7 @@ bool IsSpaceError(const rocksdb::Status& s) {
 }
 
 // DB::Resume() at most this often: each failed attempt on a still-full disk
-// costs a flush attempt and a line in RocksDB's LOG.
+// costs a flush attempt and a line in RocksDB's info log.
 constexpr auto kResumeInterval = std::chrono::seconds(2);
 
 std::string Mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
@@ -41,6 +41,11 @@ StorageGuard::StorageGuard(std::string path, uint64_t reserve_bytes,
       reserve_file_(path_ + "/" + kReserveFileName),
       reserve_bytes_(reserve_bytes),
       clock_(std::move(clock)) {}
+
+void StorageGuard::Attach(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* marker_cf) {
+  db_ = db;
+  marker_cf_ = marker_cf;
+}
 
 void StorageGuard::ReleaseReserve() {
   std::lock_guard lock(mu_);
@@ -97,6 +102,7 @@ StorageHealth StorageGuard::Check() {
     rocksdb::Status s = db_->Resume();
     std::lock_guard lock(mu_);
     if (s.ok()) {
+      if (!bg_error_.ok()) marker_needed_ = true;
       bg_error_ = rocksdb::Status::OK();
       UpdateLocked();
     } else if (!s.IsBusy()) {
@@ -119,8 +125,31 @@ StorageHealth StorageGuard::Health() const {
   return h;
 }
 
+void StorageGuard::PlaceMarker() {
+  std::lock_guard marker_lock(marker_mu_);
+  {
+    std::lock_guard lock(mu_);
+    if (!marker_needed_ || !bg_error_.ok()) return;   // placed by another, or failed again
+  }
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;   // the point: the memtable, never the WAL
+  rocksdb::Status s = db_->Put(wo, marker_cf_, kWalSwitchMarkerKey, rocksdb::Slice());
+  std::lock_guard lock(mu_);
+  if (s.ok() && bg_error_.ok()) marker_needed_ = false;
+  UpdateLocked();
+}
+
 Status StorageGuard::AdmitWrite(bool client_write) {
   if (writable_.load(std::memory_order_acquire)) return Status::OK();
+  bool place = false;
+  {
+    std::lock_guard lock(mu_);
+    place = marker_needed_ && bg_error_.ok() && db_ != nullptr && marker_cf_ != nullptr;
+  }
+  if (place) {
+    PlaceMarker();
+    if (writable_.load(std::memory_order_acquire)) return Status::OK();
+  }
   if (client_write) refusals_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard lock(mu_);
   if (state_ == StorageState::kFailed) {
@@ -155,6 +184,7 @@ void StorageGuard::OnBackgroundError(rocksdb::BackgroundErrorReason, rocksdb::St
 
 void StorageGuard::OnErrorRecoveryEnd(const rocksdb::BackgroundErrorRecoveryInfo& info) {
   std::lock_guard lock(mu_);
+  if (!bg_error_.ok() && info.new_bg_error.ok()) marker_needed_ = true;
   bg_error_ = info.new_bg_error;
   UpdateLocked();
 }
@@ -182,7 +212,9 @@ void StorageGuard::UpdateLocked() {
     since_ = clock_();
   }
   error_ = std::move(why);
-  writable_.store(next == StorageState::kOk, std::memory_order_release);
+  // Recovered but without the marker: the state says ok (nothing is wrong
+  // any more) while writes wait for the first of them to place it.
+  writable_.store(next == StorageState::kOk && !marker_needed_, std::memory_order_release);
 }
 
 // ---- Engine::Impl and the facade ---------------------------------------

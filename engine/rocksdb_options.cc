@@ -1,5 +1,7 @@
 #include "engine/internal/rocksdb_options.h"
 
+#include "engine/internal/rocksdb_logger.h"
+
 #include <rocksdb/cache.h>
 #include <rocksdb/env.h>
 #include <rocksdb/filter_policy.h>
@@ -49,6 +51,9 @@ RocksDbOptionSet MakeRocksDbOptions(const EngineOptions& options) {
   db.create_if_missing = options.create_if_missing;
   db.create_missing_column_families = true;
   db.max_background_jobs = 2;
+  // RocksDB's info log goes to our log, not to a LOG file beside the data:
+  // that file's writer aborts the process on a full disk (rocksdb_logger.h).
+  db.info_log = MakeRocksDbLogger();
   db.bytes_per_sync = 1 << 20;
   // The catalog column family is written rarely and would pin every WAL file
   // since its last write; bounding the WAL total makes RocksDB flush it.

@@ -16,6 +16,14 @@
 //    again" is the hysteresis that keeps the engine from flapping.
 //  - One state (ok / no_space / failed) that writes consult first, the
 //    health page reports, and the log records once per transition.
+//  - A WAL switch after every recovery. RocksDB 7.8 resumes by flushing the
+//    non-empty memtables, and only that flush starts a new WAL; when a WAL
+//    write failed while every memtable was empty (typically the first write
+//    after the previous recovery), it would keep the failed WAL's writer and
+//    the next write trips an assertion in Debian's librocksdb (an abort).
+//    So after a recovery, writes stay closed until one WAL-less marker is in
+//    the catalog's memtable: a later failure then always has a memtable to
+//    flush, and the flush always switches the WAL.
 //
 // Thread safety: every method may be called from any thread. The listener
 // callbacks run on RocksDB's threads (some with its mutex held): they only
@@ -41,18 +49,22 @@ class StorageGuard : public rocksdb::EventListener {
 
   // Before DB::Open: gives the reserve's space back to the filesystem.
   void ReleaseReserve();
-  // After DB::Open; then Check() once to re-create the reserve.
-  void Attach(rocksdb::DB* db) { db_ = db; }
+  // After DB::Open; then Check() once to re-create the reserve. `marker_cf`
+  // takes the WAL-switch marker (the catalog's column family).
+  void Attach(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* marker_cf);
 
   // The maintenance tick: re-creates the reserve when space allows and asks
   // RocksDB to resume after a background error. Returns the health after.
   StorageHealth Check();
   StorageHealth Health() const;
 
-  // Per write, before any lock: OK, or the refusal (counted).
-  // `client_write` false for the engine's own bookkeeping (settings, log
-  // trimming): refused the same way, not counted as a client's refusal.
+  // Per write, before any lock, and again by the commit leader right before
+  // the WAL write: OK, or the refusal (counted). `client_write` false for the
+  // engine's own bookkeeping (settings, log trimming, the leader's re-check):
+  // refused the same way, not counted as a client's refusal.
   Status AdmitWrite(bool client_write = true);
+  // Adds `writes` client refusals (a commit group refused by the re-check).
+  void CountRefusals(size_t writes) { refusals_.fetch_add(writes, std::memory_order_relaxed); }
   // A failed RocksDB write of a group of `writes` batches: the Status each
   // gets (InsufficientStorage for a full disk), with the state updated and
   // the refusals counted.
@@ -66,6 +78,9 @@ class StorageGuard : public rocksdb::EventListener {
   // Recomputes the state from its inputs; logs a transition. Holds mu_.
   void UpdateLocked();
   bool CreateReserve();
+  // After a recovery: puts the marker (no WAL) and opens writes. Holds
+  // marker_mu_, not mu_ (a write may wait on threads whose callbacks take it).
+  void PlaceMarker();
   uint64_t FreeBytes() const;
 
   const std::string path_;
@@ -73,10 +88,13 @@ class StorageGuard : public rocksdb::EventListener {
   const uint64_t reserve_bytes_;
   const std::function<int64_t()> clock_;
   rocksdb::DB* db_ = nullptr;
+  rocksdb::ColumnFamilyHandle* marker_cf_ = nullptr;
+  std::mutex marker_mu_;
 
   mutable std::mutex mu_;
   rocksdb::Status bg_error_;   // RocksDB's current background error, OK if none
   bool reserve_held_ = false;
+  bool marker_needed_ = false;   // recovered, marker not yet placed
   StorageState state_ = StorageState::kOk;
   std::string error_;
   int64_t since_ = 0;
@@ -87,6 +105,10 @@ class StorageGuard : public rocksdb::EventListener {
   std::atomic<bool> writable_{true};
   std::atomic<uint64_t> refusals_{0};
 };
+
+// The WAL-switch marker's key in the catalog column family (no other key
+// there starts with "storage/").
+inline constexpr const char* kWalSwitchMarkerKey = "storage/wal-switch";
 
 // "storage.reserve" lives here, beside RocksDB's files.
 inline constexpr const char* kReserveFileName = "SIDETABLE-RESERVE";
