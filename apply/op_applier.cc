@@ -28,21 +28,7 @@ const char* TableOpKindName(TableOp::Kind kind) {
   return "Unknown";
 }
 
-uint64_t SourceVersionOf(const Entity& e) {
-  const Value* v = e.Find(patterns::kSourceVersionProperty);
-  if (v == nullptr) return 0;
-  switch (v->type()) {
-    case EdmType::kInt64: return v->as_int64() < 0 ? 0 : static_cast<uint64_t>(v->as_int64());
-    case EdmType::kInt32: return v->as_int32() < 0 ? 0 : static_cast<uint64_t>(v->as_int32());
-    case EdmType::kString: {
-      uint64_t n = 0;
-      const std::string& s = v->bytes();
-      auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
-      return ec == std::errc() && p == s.data() + s.size() ? n : 0;
-    }
-    default: return 0;
-  }
-}
+uint64_t SourceVersionOf(const Entity& e) { return FenceOf(e); }
 
 Status OpApplier::EnsureTable(const std::string& table) {
   Status s = store_->CreateTable(table);

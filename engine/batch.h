@@ -24,7 +24,23 @@ enum class OpKind : uint8_t {
   kDelete = 4,           // needs the entity; If-Match
   kInsertOrReplace = 5,  // upsert, no condition
   kInsertOrMerge = 6,    // upsert, no condition
+  // Fenced writes, for pattern workers keeping derived tables (docs/patterns.md):
+  // the condition is the stored entity's kFenceProperty, checked inside the
+  // EGT, so a worker needs no read first. A fenced-out operation is skipped
+  // (not an error) and leaves no trace in the change log; the others commit.
+  // In the change log they appear as InsertOrReplace and Delete.
+  kFencedUpsert = 7,     // InsertOrReplace unless stored fence >= Operation::fence
+  kFencedDelete = 8,     // Delete unless absent or stored fence > Operation::fence
 };
+
+// The property that carries a derived entity's source version (the fence).
+inline constexpr const char* kFenceProperty = "SourceVersion";
+
+// The fence an entity carries: kFenceProperty as Edm.Int64, Edm.Int32 or a
+// decimal string; 0 when absent or unreadable.
+uint64_t FenceOf(const Entity& e);
+
+inline bool IsFenced(OpKind k) { return k == OpKind::kFencedUpsert || k == OpKind::kFencedDelete; }
 
 std::string_view OpKindName(OpKind kind);  // "Insert", "InsertOrMerge", ...
 bool ParseOpKind(std::string_view name, OpKind* kind);
@@ -36,6 +52,8 @@ struct Operation {
   // Update, Merge, Delete: an ETag, or "*" for unconditional. Must be empty
   // for Insert and the upserts.
   std::string if_match;
+  // FencedUpsert, FencedDelete: the source version (>= 1); 0 for the others.
+  uint64_t fence = 0;
 };
 
 class Batch {
@@ -52,6 +70,9 @@ class Batch {
   Batch& Delete(std::string pk, std::string rk, std::string if_match = "*");
   Batch& InsertOrReplace(Entity e) { return Add(OpKind::kInsertOrReplace, std::move(e), ""); }
   Batch& InsertOrMerge(Entity e) { return Add(OpKind::kInsertOrMerge, std::move(e), ""); }
+  // `e` should carry kFenceProperty = fence, as the derived entity's version.
+  Batch& FencedUpsert(Entity e, uint64_t fence);
+  Batch& FencedDelete(std::string pk, std::string rk, uint64_t fence);
   Batch& Add(OpKind kind, Entity e, std::string if_match);
   Batch& Add(Operation op) {
     ops_.push_back(std::move(op));
@@ -81,10 +102,14 @@ class Batch {
 
 // What a committed Batch returns: per operation, in order, the new ETag and
 // version (empty ETag for deletes), and the change log LSN of the commit.
+// With fenced operations: `skipped` lists the indexes of those fenced out
+// (their ETag is empty); when every operation was skipped nothing commits
+// and `lsn` is 0.
 struct WriteResult {
   uint64_t lsn = 0;
   int64_t timestamp = 0;
   std::vector<std::string> etags;
+  std::vector<uint32_t> skipped;
 };
 
 }  // namespace sidetable

@@ -38,7 +38,13 @@ Status ValidateBatch(const Batch& batch) {
     if (OpKindName(op.kind).empty()) {
       return Status(Code::kInvalidInput, "unknown operation kind", idx);
     }
-    if (op.kind == OpKind::kDelete) {
+    if (IsFenced(op.kind) && op.fence == 0) {
+      return Status(Code::kInvalidInput, std::string(OpKindName(op.kind)) + " needs a fence version >= 1", idx);
+    }
+    if (!IsFenced(op.kind) && op.fence != 0) {
+      return Status(Code::kInvalidInput, std::string(OpKindName(op.kind)) + " takes no fence version", idx);
+    }
+    if (op.kind == OpKind::kDelete || op.kind == OpKind::kFencedDelete) {
       ST_RETURN_IF_ERROR(ValidateKey(op.entity.partition_key, "PartitionKey").WithOpIndex(idx));
       ST_RETURN_IF_ERROR(ValidateKey(op.entity.row_key, "RowKey").WithOpIndex(idx));
       if (!op.entity.properties.empty()) {
@@ -86,7 +92,15 @@ struct PreparedOp {
   std::string before_row;  // empty: the entity did not exist
   const Entity* after;     // null for Delete
   Entity merged;           // storage for Merge / InsertOrMerge results
+  bool skipped = false;    // a fenced operation fenced out: not written
 };
+
+// The kind the change log records: fenced writes are plain ones there.
+OpKind LoggedKind(OpKind k) {
+  if (k == OpKind::kFencedUpsert) return OpKind::kInsertOrReplace;
+  if (k == OpKind::kFencedDelete) return OpKind::kDelete;
+  return k;
+}
 
 class EgtWork : public CommitWork {
  public:
@@ -103,11 +117,14 @@ class EgtWork : public CommitWork {
   void Encode(uint64_t lsn, int64_t time, rocksdb::WriteBatch* wb) override {
     std::string record;
     record.reserve(ApproximateBytes());
+    size_t written = 0;
+    for (const PreparedOp& p : ops_) written += p.skipped ? 0 : 1;
     codec::EncodeChangeHeader(lsn, ChangeKind::kEntities, time, table_.name, table_.id,
                               batch_.operations()[0].entity.partition_key, batch_.caller(),
-                              ops_.size(), &record);
+                              written, &record);
     std::string row;
     for (const PreparedOp& p : ops_) {
+      if (p.skipped) continue;
       row.clear();
       if (p.after != nullptr) {
         codec::EncodeRow(*p.after, lsn, time, &row);
@@ -115,7 +132,7 @@ class EgtWork : public CommitWork {
       } else {
         wb->Delete(e_->entities_cf_, p.key);
       }
-      codec::EncodeChangeOp({p.op->entity.row_key, p.op->kind, p.before_row, row}, &record);
+      codec::EncodeChangeOp({p.op->entity.row_key, LoggedKind(p.op->kind), p.before_row, row}, &record);
     }
     wb->Put(e_->log_cf_, codec::LogKey(lsn), record);
   }
@@ -158,6 +175,23 @@ Status Prepare(PreparedOp* p, int idx) {
                       idx);
       }
     }
+  }
+  if (IsFenced(op.kind)) {
+    // The fence, read from the stored entity inside the partition lock.
+    uint64_t stored = 0;
+    if (exists) {
+      Entity cur;
+      ST_RETURN_IF_ERROR(codec::DecodeRow(p->before_row, &cur).WithOpIndex(idx));
+      stored = FenceOf(cur);
+    }
+    if (op.kind == OpKind::kFencedUpsert) {
+      p->skipped = exists && stored >= op.fence;
+      p->after = &op.entity;
+    } else {
+      p->skipped = !exists || stored > op.fence;
+      p->after = nullptr;
+    }
+    return Status::OK();
   }
   switch (op.kind) {
     case OpKind::kDelete:
@@ -286,12 +320,24 @@ Result<WriteResult> Engine::Impl::Execute(const Batch& batch) {
     ST_RETURN_IF_ERROR(Prepare(&prepared[i], static_cast<int>(i)));
   }
 
-  EgtWork work(this, table->info, batch, prepared);
   WriteResult result;
+  size_t skipped = 0;
+  for (const PreparedOp& p : prepared) skipped += p.skipped ? 1 : 0;
+  if (skipped == prepared.size()) {
+    // Every operation fenced out: nothing to commit, no change record.
+    result.etags.assign(prepared.size(), std::string());
+    for (uint32_t i = 0; i < prepared.size(); i++) result.skipped.push_back(i);
+    return result;
+  }
+  EgtWork work(this, table->info, batch, prepared);
   ST_RETURN_IF_ERROR(commits_->Commit(&work, &result.lsn, &result.timestamp));
   result.etags.reserve(prepared.size());
   const std::string etag = MakeETag(result.lsn);
-  for (const PreparedOp& p : prepared) result.etags.push_back(p.after ? etag : std::string());
+  for (uint32_t i = 0; i < prepared.size(); i++) {
+    const PreparedOp& p = prepared[i];
+    if (p.skipped) result.skipped.push_back(i);
+    result.etags.push_back(p.after && !p.skipped ? etag : std::string());
+  }
   return result;
 }
 

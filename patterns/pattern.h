@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/batch.h"
 #include "engine/change_record.h"
 #include "engine/edm.h"
 #include "engine/status.h"
@@ -23,7 +24,8 @@ namespace sidetable::patterns {
 
 // The reserved property in derived entities that carries the source
 // entity's version (its change-log LSN): the fence.
-inline constexpr const char* kSourceVersionProperty = "SourceVersion";
+// The engine's fenced operations read the same property (engine/batch.h).
+inline constexpr const char* kSourceVersionProperty = kFenceProperty;
 
 struct TableOp {
   enum class Kind : uint8_t {

@@ -195,7 +195,7 @@ void EncodeTables(const TablesReply& r, std::string* out) {
 
 void EncodeWrite(const WriteResult& r, std::string* out) {
   msgpack::Writer w(out);
-  w.MapHeader(3);
+  w.MapHeader(r.skipped.empty() ? 3 : 4);
   w.Str("lsn");
   w.Uint(r.lsn);
   w.Str("ts");
@@ -203,6 +203,12 @@ void EncodeWrite(const WriteResult& r, std::string* out) {
   w.Str("etags");
   w.ArrayHeader(static_cast<uint32_t>(r.etags.size()));
   for (const auto& e : r.etags) w.Str(e);
+  if (!r.skipped.empty()) {
+    // Only fenced operations are ever skipped: other replies stay as they were.
+    w.Str("skipped");
+    w.ArrayHeader(static_cast<uint32_t>(r.skipped.size()));
+    for (uint32_t i : r.skipped) w.Uint(i);
+  }
 }
 
 void EncodeEntityReply(const Entity& e, std::string* out) {
@@ -332,6 +338,16 @@ Status DecodeWrite(std::string_view body, WriteResult* w) {
         std::string_view s;
         if (!r.Str(&s)) return false;
         w->etags.emplace_back(s);
+      }
+      return true;
+    }
+    if (key == "skipped") {
+      uint32_t n;
+      if (!r.ArrayHeader(&n)) return false;
+      for (uint32_t i = 0; i < n; i++) {
+        uint64_t v;
+        if (!r.Uint(&v) || v > UINT32_MAX) return false;
+        w->skipped.push_back(static_cast<uint32_t>(v));
       }
       return true;
     }

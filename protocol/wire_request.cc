@@ -68,6 +68,10 @@ Status ReadOperation(msgpack::Reader& r, Operation* op, size_t index) {
     } else if (key == "ifMatch") {
       if (!r.Str(&s)) return Status(Code::kInvalidInput, "ifMatch must be a string", static_cast<int>(index));
       op->if_match.assign(s);
+    } else if (key == "fence") {
+      if (!r.Uint(&op->fence)) {
+        return Status(Code::kInvalidInput, "fence must be an unsigned integer", static_cast<int>(index));
+      }
     } else if (!r.Skip()) {
       return Status(Code::kInvalidInput, "malformed operation", static_cast<int>(index));
     }
@@ -298,11 +302,15 @@ void EncodeRequest(const Request& q, std::string* out) {
     w.Str("ops");
     w.ArrayHeader(static_cast<uint32_t>(q.ops.size()));
     for (const Operation& op : q.ops) {
-      w.MapHeader(op.if_match.empty() ? 2 : 3);
+      w.MapHeader(2 + (op.if_match.empty() ? 0 : 1) + (op.fence == 0 ? 0 : 1));
       WriteString(w, "op", OpKindName(op.kind));
       w.Str("entity");
       WriteEntity(w, op.entity, false);
       if (!op.if_match.empty()) WriteString(w, "ifMatch", op.if_match);
+      if (op.fence != 0) {
+        w.Str("fence");
+        w.Uint(op.fence);
+      }
     }
   }
 }
