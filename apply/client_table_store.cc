@@ -6,7 +6,13 @@ namespace {
 
 class ClientTableStore final : public TableStore {
  public:
-  explicit ClientTableStore(client::Client* c) : c_(c) {}
+  ClientTableStore(client::Client* c, size_t window) : c_(c), window_(window < 1 ? 1 : window) {}
+
+  void SendWrite(const Batch& batch, WriteDone done) override {
+    while (c_->pending() >= window_) c_->Poll(std::chrono::milliseconds(100));
+    c_->SendWrite(batch, std::move(done));
+  }
+  void Flush() override { c_->Drain(); }
 
   Result<Entity> Get(const std::string& table, const std::string& pk, const std::string& rk) override {
     return c_->Get(table, pk, rk);
@@ -36,12 +42,13 @@ class ClientTableStore final : public TableStore {
 
  private:
   client::Client* c_;
+  size_t window_;
 };
 
 }  // namespace
 
-std::unique_ptr<TableStore> NewClientTableStore(client::Client* client) {
-  return std::make_unique<ClientTableStore>(client);
+std::unique_ptr<TableStore> NewClientTableStore(client::Client* client, size_t window) {
+  return std::make_unique<ClientTableStore>(client, window);
 }
 
 }  // namespace sidetable::apply

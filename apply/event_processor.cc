@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "apply/grouped_writes.h"
 #include "events/event.h"
 
 namespace sidetable::apply {
@@ -43,32 +44,122 @@ int BackoffMs(const RetryPolicy& p, int attempt, uint64_t seed) {
   return static_cast<int>(ms);
 }
 
-EventOutcome EventProcessor::Process(std::string_view value) {
-  EventOutcome out;
+bool EventProcessor::Prepare(std::string_view value, ChangeRecord* rec, std::vector<patterns::TableOp>* ops,
+                             EventOutcome* out) {
   events::Event ev;
   if (Status s = events::DecodeEvent(value, &ev); !s.ok()) {
-    out.kind = EventOutcome::Kind::kDeadLetter;
-    out.reason_kind = FailureKind::kDecode;
-    out.reason = "decode: " + s.ToString();
-    return out;
+    out->kind = EventOutcome::Kind::kDeadLetter;
+    out->reason_kind = FailureKind::kDecode;
+    out->reason = "decode: " + s.ToString();
+    return false;
   }
-  const ChangeRecord& rec = ev.record;
-  out.lsn = rec.lsn;
-  std::vector<patterns::TableOp> ops;
+  *rec = std::move(ev.record);
+  out->lsn = rec->lsn;
   for (const auto& p : *patterns_) {
-    if (!p->Wants(rec)) continue;
-    if (Status s = p->Apply(rec, &ops); !s.ok()) {
-      out.kind = EventOutcome::Kind::kDeadLetter;
-      out.reason_kind = FailureKind::kPattern;
-      out.reason = "pattern " + p->name() + ": " + s.ToString();
-      return out;
+    if (!p->Wants(*rec)) continue;
+    if (Status s = p->Apply(*rec, ops); !s.ok()) {
+      out->kind = EventOutcome::Kind::kDeadLetter;
+      out->reason_kind = FailureKind::kPattern;
+      out->reason = "pattern " + p->name() + ": " + s.ToString();
+      return false;
     }
   }
-  out.operations = ops.size();
+  out->operations = ops->size();
+  return true;
+}
+
+EventOutcome EventProcessor::Process(std::string_view value) {
+  EventOutcome out;
+  records_.assign(1, ChangeRecord());
+  has_record_.assign(1, false);
+  std::vector<patterns::TableOp> ops;
+  if (!Prepare(value, &records_[0], &ops, &out)) return out;
+  has_record_[0] = true;
   if (ops.empty()) {
     observer_->OnSkippedEvent();
     return out;
   }
+  ApplyInOrder(records_[0], ops, &out);
+  return out;
+}
+
+std::vector<EventOutcome> EventProcessor::ProcessBatch(const std::vector<std::string_view>& values) {
+  std::vector<EventOutcome> outs(values.size());
+  records_.assign(values.size(), ChangeRecord());
+  has_record_.assign(values.size(), false);
+  std::vector<std::vector<patterns::TableOp>> ops(values.size());
+  for (size_t i = 0; i < values.size(); i++) {
+    if (Prepare(values[i], &records_[i], &ops[i], &outs[i])) has_record_[i] = true;
+  }
+  if (store_ == nullptr) {
+    for (size_t i = 0; i < values.size(); i++) {
+      if (!has_record_[i]) continue;
+      if (ops[i].empty()) observer_->OnSkippedEvent();
+      else ApplyInOrder(records_[i], ops[i], &outs[i]);
+    }
+    return outs;
+  }
+  GroupedWrites grouped(store_, applier_, &policy_, observer_, &sleep_);
+  std::vector<EventOp> run;
+  std::vector<EventFailure> failures(values.size());
+  bool stopped = false;
+  auto flush = [&] {
+    if (run.empty()) return;
+    grouped.Apply(run, &failures);
+    run.clear();
+  };
+  for (size_t i = 0; i < values.size() && !stopped; i++) {
+    if (!has_record_[i]) continue;
+    if (ops[i].empty()) {
+      observer_->OnSkippedEvent();
+      continue;
+    }
+    bool barrier = false;
+    for (const auto& op : ops[i]) {
+      barrier = barrier || (op.kind != patterns::TableOp::Kind::kFencedUpsert &&
+                            op.kind != patterns::TableOp::Kind::kFencedDelete);
+    }
+    if (!barrier) {
+      for (const auto& op : ops[i]) run.push_back({&op, i});
+      continue;
+    }
+    flush();
+    for (const EventFailure& f : failures) stopped = stopped || f.interrupted;
+    if (stopped) break;
+    ApplyInOrder(records_[i], ops[i], &outs[i]);
+    stopped = outs[i].kind == EventOutcome::Kind::kInterrupted;
+  }
+  if (!stopped) flush();
+  // A stop during a back-off: nothing from the first event not fully applied
+  // on may be committed (the worker stops its offsets there).
+  size_t first_stopped = values.size();
+  for (size_t i = 0; i < values.size(); i++) {
+    if (failures[i].interrupted || outs[i].kind == EventOutcome::Kind::kInterrupted) {
+      first_stopped = i;
+      break;
+    }
+  }
+  for (size_t i = 0; i < values.size(); i++) {
+    const EventFailure& f = failures[i];
+    if (i >= first_stopped) {
+      if (outs[i].kind != EventOutcome::Kind::kInterrupted) {
+        outs[i].kind = EventOutcome::Kind::kInterrupted;
+        outs[i].reason = "stopped before it was applied: " + f.status.ToString();
+      }
+      continue;
+    }
+    if (outs[i].kind != EventOutcome::Kind::kApplied) continue;
+    if (!f.status.ok()) {
+      outs[i].kind = EventOutcome::Kind::kDeadLetter;
+      outs[i].reason_kind = f.permanent ? FailureKind::kPermanent : FailureKind::kRetriesExhausted;
+      outs[i].reason = "apply: " + f.status.ToString();
+    }
+  }
+  return outs;
+}
+
+void EventProcessor::ApplyInOrder(const ChangeRecord& rec, const std::vector<patterns::TableOp>& ops,
+                                  EventOutcome* out) {
   Status last;
   for (int attempt = 1; attempt <= policy_.max_attempts; attempt++) {
     if (attempt > 1) {
@@ -78,9 +169,9 @@ EventOutcome EventProcessor::Process(std::string_view value) {
       spdlog::warn("lsn={} table={} pk={}: attempt {}/{} after {} ms: {}", rec.lsn, rec.table,
                    rec.partition_key, attempt, policy_.max_attempts, wait, last.ToString());
       if (!sleep_(wait)) {
-        out.kind = EventOutcome::Kind::kInterrupted;
-        out.reason = "stopped during back-off: " + last.ToString();
-        return out;
+        out->kind = EventOutcome::Kind::kInterrupted;
+        out->reason = "stopped during back-off: " + last.ToString();
+        return;
       }
     }
     last = Status::OK();
@@ -93,19 +184,18 @@ EventOutcome EventProcessor::Process(std::string_view value) {
     if (last.ok()) {
       spdlog::debug("lsn={} table={} pk={}: {} operation(s) applied", rec.lsn, rec.table,
                    rec.partition_key, ops.size());
-      return out;
+      return;
     }
     if (!IsTransient(last.code())) {
-      out.kind = EventOutcome::Kind::kDeadLetter;
-      out.reason_kind = FailureKind::kPermanent;
-      out.reason = "apply: " + last.ToString();
-      return out;
+      out->kind = EventOutcome::Kind::kDeadLetter;
+      out->reason_kind = FailureKind::kPermanent;
+      out->reason = "apply: " + last.ToString();
+      return;
     }
   }
-  out.kind = EventOutcome::Kind::kDeadLetter;
-  out.reason_kind = FailureKind::kRetriesExhausted;
-  out.reason = "apply: gave up after " + std::to_string(policy_.max_attempts) + " attempts: " + last.ToString();
-  return out;
+  out->kind = EventOutcome::Kind::kDeadLetter;
+  out->reason_kind = FailureKind::kRetriesExhausted;
+  out->reason = "apply: gave up after " + std::to_string(policy_.max_attempts) + " attempts: " + last.ToString();
 }
 
 }  // namespace sidetable::apply

@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "apply/op_applier.h"
+#include "apply/table_store.h"
+#include "engine/change_record.h"
 #include "patterns/pattern.h"
 
 namespace sidetable::apply {
@@ -77,7 +79,26 @@ class EventProcessor {
 
   EventOutcome Process(std::string_view value);
 
+  // Many events at once (one Kafka poll), outcomes in input order. Each is
+  // decoded and run through the patterns as Process() does; the fenced
+  // upserts and deletes of consecutive events are applied together through
+  // GroupedWrites (grouped_writes.h) over `store`'s pipelined writes. An
+  // event with a clear or a move is a barrier: everything before it is
+  // applied first, then it alone as Process() applies it. Without
+  // EnableGrouping() it is Process() on each event in turn.
+  std::vector<EventOutcome> ProcessBatch(const std::vector<std::string_view>& values);
+  void EnableGrouping(TableStore* store) { store_ = store; }
+
+  // The decoded record of the last Process()/ProcessBatch() event at `i`
+  // (valid until the next call): the worker reads its table and commit time.
+  const ChangeRecord* record(size_t i) const { return i < records_.size() && has_record_[i] ? &records_[i] : nullptr; }
+
  private:
+  // Decode and patterns; false (with `out` set to a dead letter) on failure.
+  bool Prepare(std::string_view value, ChangeRecord* rec, std::vector<patterns::TableOp>* ops, EventOutcome* out);
+  // The one-at-a-time path with its retry loop (Process's second half).
+  void ApplyInOrder(const ChangeRecord& rec, const std::vector<patterns::TableOp>& ops, EventOutcome* out);
+
   const std::vector<std::unique_ptr<patterns::Pattern>>* patterns_;
   OpApplier* applier_;
   RetryPolicy policy_;
@@ -85,6 +106,9 @@ class EventProcessor {
   ApplyObserver* observer_;
   Sleeper sleep_;
   uint64_t jitter_ = 0x9e3779b97f4a7c15ull;
+  TableStore* store_ = nullptr;
+  std::vector<ChangeRecord> records_;
+  std::vector<bool> has_record_;
 };
 
 }  // namespace sidetable::apply

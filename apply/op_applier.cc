@@ -48,14 +48,17 @@ Status OpApplier::Apply(const TableOp& op, OpResult* r) {
   return Status(Code::kInvalidInput, "unknown table operation kind");
 }
 
+bool OpApplier::FencedByClear(const std::string& table, uint64_t version) {
+  std::lock_guard lock(cleared_mu_);
+  if (cleared_.empty()) return false;
+  auto it = cleared_.find(TableKey(table));
+  return it != cleared_.end() && version <= it->second;
+}
+
 Status OpApplier::FencedUpsert(const std::string& table, Entity entity, uint64_t version, OpResult* r) {
-  {
-    std::lock_guard lock(cleared_mu_);
-    auto it = cleared_.find(TableKey(table));
-    if (it != cleared_.end() && version <= it->second) {
-      *r = OpResult::kFenced;  // from before the source table was deleted
-      return Status::OK();
-    }
+  if (FencedByClear(table, version)) {
+    *r = OpResult::kFenced;  // from before the source table was deleted
+    return Status::OK();
   }
   entity.etag.clear();
   entity.timestamp = 0;

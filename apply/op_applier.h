@@ -51,6 +51,9 @@ class OpApplier {
   OpApplier(TableStore* store, int fence_attempts) : store_(store), attempts_(fence_attempts) {}
 
   Status Apply(const patterns::TableOp& op, OpResult* result);
+  // An upsert of `table` at `version` that a clear this process applied
+  // already covers (it must not re-create an entry; see cleared_).
+  bool FencedByClear(const std::string& table, uint64_t version);
 
  private:
   Status FencedUpsert(const std::string& table, Entity entity, uint64_t version, OpResult* r);

@@ -7,6 +7,7 @@
 // one per thread.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,9 +41,18 @@ class TableStore {
                                      const std::string& if_match) = 0;
   virtual Status CreateTable(const std::string& table) = 0;
   virtual Result<Page> QueryPage(const std::string& table, const std::string& filter, const Continuation& next) = 0;
+
+  // Pipelined EGTs (the grouped path of apply/grouped_writes.h): SendWrite
+  // queues one batch; `done` runs later, from a SendWrite that has to wait
+  // for room or from Flush(), in any order. Flush() returns once every
+  // write sent has had its `done` run.
+  using WriteDone = std::function<void(Result<WriteResult>)>;
+  virtual void SendWrite(const Batch& batch, WriteDone done) = 0;
+  virtual void Flush() = 0;
 };
 
-// Over a connected client (not owned).
-std::unique_ptr<TableStore> NewClientTableStore(client::Client* client);
+// Over a connected client (not owned), with at most `window` writes in flight
+// (keep it under the sidecar's sidecar.max_inflight_per_connection).
+std::unique_ptr<TableStore> NewClientTableStore(client::Client* client, size_t window = 128);
 
 }  // namespace sidetable::apply

@@ -60,14 +60,14 @@ Status LoadRoot(const YAML::Node& root, const std::string& origin, WorkerConfig*
   if (root.IsNull()) return Status::OK();
   if (!root.IsMap()) return Bad(origin, "the document must be a map");
   ST_RETURN_IF_ERROR(CheckKeys(root, "(top level)",
-                               {"kafka", "sidecar", "retry", "dead_letter", "http", "ready_file",
+                               {"kafka", "sidecar", "retry", "lag", "dead_letter", "http", "ready_file",
                                 "log", "patterns"},
                                origin));
   const YAML::Node k = root["kafka"];
   ST_RETURN_IF_ERROR(CheckKeys(k, "kafka",
                                {"bootstrap", "bootstrap_file", "bootstrap_wait_ms", "topic", "group",
                                 "session_timeout_ms", "commit_batch", "commit_interval_ms",
-                                "properties"},
+                                "poll_batch", "properties"},
                                origin));
   ST_RETURN_IF_ERROR(Read(k, "kafka", "bootstrap", &c->bootstrap, origin));
   ST_RETURN_IF_ERROR(Read(k, "kafka", "bootstrap_file", &c->bootstrap_file, origin));
@@ -77,6 +77,7 @@ Status LoadRoot(const YAML::Node& root, const std::string& origin, WorkerConfig*
   ST_RETURN_IF_ERROR(Read(k, "kafka", "session_timeout_ms", &c->session_timeout_ms, origin));
   ST_RETURN_IF_ERROR(Read(k, "kafka", "commit_batch", &c->commit_batch, origin));
   ST_RETURN_IF_ERROR(Read(k, "kafka", "commit_interval_ms", &c->commit_interval_ms, origin));
+  ST_RETURN_IF_ERROR(Read(k, "kafka", "poll_batch", &c->poll_batch, origin));
   if (k && k["properties"]) {
     if (!k["properties"].IsMap()) return Bad(origin, "kafka.properties must be a map");
     for (auto it = k["properties"].begin(); it != k["properties"].end(); ++it) {
@@ -88,7 +89,8 @@ Status LoadRoot(const YAML::Node& root, const std::string& origin, WorkerConfig*
   }
 
   const YAML::Node s = root["sidecar"];
-  ST_RETURN_IF_ERROR(CheckKeys(s, "sidecar", {"endpoint", "timeout_ms", "caller"}, origin));
+  ST_RETURN_IF_ERROR(CheckKeys(s, "sidecar", {"endpoint", "timeout_ms", "caller", "inflight"}, origin));
+  ST_RETURN_IF_ERROR(Read(s, "sidecar", "inflight", &c->inflight, origin));
   ST_RETURN_IF_ERROR(Read(s, "sidecar", "endpoint", &c->endpoint, origin));
   ST_RETURN_IF_ERROR(Read(s, "sidecar", "timeout_ms", &c->timeout_ms, origin));
   ST_RETURN_IF_ERROR(Read(s, "sidecar", "caller", &c->caller, origin));
@@ -100,6 +102,10 @@ Status LoadRoot(const YAML::Node& root, const std::string& origin, WorkerConfig*
   ST_RETURN_IF_ERROR(Read(r, "retry", "backoff_ms", &c->backoff_ms, origin));
   ST_RETURN_IF_ERROR(Read(r, "retry", "backoff_max_ms", &c->backoff_max_ms, origin));
   ST_RETURN_IF_ERROR(Read(r, "retry", "fence_attempts", &c->fence_attempts, origin));
+
+  const YAML::Node lg = root["lag"];
+  ST_RETURN_IF_ERROR(CheckKeys(lg, "lag", {"max_seconds"}, origin));
+  ST_RETURN_IF_ERROR(Read(lg, "lag", "max_seconds", &c->lag_max_seconds, origin));
 
   const YAML::Node d = root["dead_letter"];
   ST_RETURN_IF_ERROR(CheckKeys(d, "dead_letter", {"topic"}, origin));
@@ -169,6 +175,9 @@ Status ValidateWorkerConfig(const WorkerConfig& c) {
   if (c.session_timeout_ms < 1000) return bad("kafka.session_timeout_ms must be at least 1000");
   if (c.commit_batch < 1) return bad("kafka.commit_batch must be at least 1");
   if (c.commit_interval_ms < 1) return bad("kafka.commit_interval_ms must be at least 1");
+  if (c.poll_batch < 1 || c.poll_batch > 100000) return bad("kafka.poll_batch must be 1..100000");
+  if (c.inflight < 1 || c.inflight > 10000) return bad("sidecar.inflight must be 1..10000");
+  if (c.lag_max_seconds < 1) return bad("lag.max_seconds must be at least 1");
   if (c.endpoint.rfind("tcp://", 0) != 0 && c.endpoint.rfind("ipc://", 0) != 0) {
     return bad("sidecar.endpoint: '" + c.endpoint + "' is neither tcp:// nor ipc://");
   }

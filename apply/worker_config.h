@@ -25,20 +25,24 @@ struct WorkerConfig {
   std::vector<std::string> topics = {"sidetable.sidetable-dev.changes"};  // kafka.topic
   std::string group = "sidetable-workers";  // kafka.group
   int session_timeout_ms = 10000;           // kafka.session_timeout_ms
-  int commit_batch = 100;                   // kafka.commit_batch: messages per synchronous commit
+  int commit_batch = 1000;                  // kafka.commit_batch: messages per asynchronous commit
   int commit_interval_ms = 200;             // kafka.commit_interval_ms: commit at least this often
+  int poll_batch = 2000;                    // kafka.poll_batch: messages applied together at most
   std::map<std::string, std::string> properties;  // kafka.properties: any librdkafka setting
 
   // sidecar.*
   std::string endpoint = "tcp://127.0.0.1:5555";  // sidecar.endpoint
   int timeout_ms = 5000;                          // sidecar.timeout_ms: per request
   std::string caller = "sidetable-worker";        // sidecar.caller: writer id in the change log
+  int inflight = 128;                             // sidecar.inflight: pipelined writes in flight
 
   // retry.*
   int max_attempts = 8;      // retry.max_attempts: per event, first try included
   int backoff_ms = 100;      // retry.backoff_ms: first back-off, doubled per attempt
   int backoff_max_ms = 5000; // retry.backoff_max_ms
   int fence_attempts = 16;   // retry.fence_attempts: read-check-write rounds per operation
+
+  int lag_max_seconds = 30;  // lag.max_seconds: /health says degraded beyond this lag
 
   std::string dead_letter_topic = "sidetable.dead-letter";  // dead_letter.topic
 

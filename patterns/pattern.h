@@ -69,6 +69,15 @@ class Pattern {
   virtual bool Wants(const ChangeRecord& record) const = 0;
   // Appends the operations that make the derived tables reflect `record`.
   virtual Status Apply(const ChangeRecord& record, std::vector<TableOp>* out) const = 0;
+
+  // (source table, derived table) pairs this instance keeps: events of a
+  // table that is no pattern's source are skipped unread, and the worker
+  // records its applied watermark per pair (docs/consistency.md).
+  struct Derivation {
+    std::string source;
+    std::string derived;
+  };
+  virtual std::vector<Derivation> Derivations() const = 0;
 };
 
 }  // namespace sidetable::patterns

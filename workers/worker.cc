@@ -25,11 +25,11 @@
 #include "workers/archive_rules.h"
 #include "workers/dead_letter.h"
 #include "workers/metrics.h"
+#include "workers/progress.h"
 
 namespace sidetable::workers {
 
 using Clock = std::chrono::steady_clock;
-using TopicPartition = std::pair<std::string, int32_t>;
 
 class Worker::Impl {
  public:
@@ -46,12 +46,24 @@ class Worker::Impl {
   static int OnStats(rd_kafka_t* rk, char* json, size_t len, void* opaque);
   static void OnLog(const rd_kafka_t* rk, int level, const char* fac, const char* buf);
   void Rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts);
-  void Handle(rd_kafka_message_t* m, bool* interrupted);
+  // One poll's messages: joined, filtered, processed together (the event
+  // processor groups their writes), then offsets and progress recorded in
+  // order. Sets *interrupted when a stop came during a back-off.
+  void HandleBatch(const std::vector<rd_kafka_message_t*>& batch, bool* interrupted);
+  // Dead-letters one event before its offset may be committed; false when a
+  // stop came first.
+  bool SendDeadLetter(rd_kafka_message_t* m, std::string_view value, const apply::EventOutcome& out);
+  // Once a second: the sidecar's newest LSN (lag in LSNs, reachability) and
+  // partition counts not known yet; after every batch: watermarks.
+  void Housekeeping(bool after_batch);
+  void ReportWatermarks();
   // The event a message completes: itself, or the chunk run it ends (then
   // `joined` holds it). nullopt while a run is still partial, or for a
   // fragment that cannot be joined.
   std::optional<std::string_view> Join(rd_kafka_message_t* m, const TopicPartition& tp, std::string* joined);
-  void Commit(const char* why);
+  void Commit(const char* why, bool sync);
+  static void OnCommitted(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* offsets,
+                          void* opaque);
   bool SleepUnlessStopped(int ms);
   std::string HealthJson() const;
   Status WriteReadyFile();
@@ -67,7 +79,15 @@ class Worker::Impl {
   std::unique_ptr<DeadLetterProducer> dead_letters_;
   std::unique_ptr<common::HttpEndpoint> http_;
   std::unique_ptr<ArchiveScheduler> archive_;
+  std::unique_ptr<Progress> progress_;
   rd_kafka_t* rk_ = nullptr;
+  Clock::time_point last_housekeeping_{};
+  std::atomic<uint64_t> sidecar_last_lsn_{0};
+  std::atomic<bool> sidecar_ok_{true};
+  std::atomic<bool> kafka_ok_{true};
+  std::atomic<uint64_t> async_commit_errors_{0};
+  mutable std::mutex health_mu_;
+  std::string sidecar_error_;
   // Next offset to commit per partition: one past the last processed message.
   std::map<TopicPartition, int64_t> pending_;
   size_t pending_messages_ = 0;
@@ -101,6 +121,11 @@ Status Worker::Impl::Init() {
     if (!p.ok()) return p.status();
     patterns_.push_back(std::move(p).value());
   }
+  std::vector<patterns::Pattern::Derivation> derivations;
+  for (const auto& p : patterns_) {
+    for (auto& d : p->Derivations()) derivations.push_back(std::move(d));
+  }
+  progress_ = std::make_unique<Progress>(std::move(derivations));
   std::vector<ArchiveRule> rules;
   ST_RETURN_IF_ERROR(ParseArchiveRules(config_.patterns, &rules));
 
@@ -112,11 +137,12 @@ Status Worker::Impl::Init() {
   auto c = client::Client::Connect(co);
   if (!c.ok()) return c.status();
   client_ = std::move(c).value();
-  store_ = apply::NewClientTableStore(client_.get());
+  store_ = apply::NewClientTableStore(client_.get(), static_cast<size_t>(config_.inflight));
   applier_ = std::make_unique<apply::OpApplier>(store_.get(), config_.fence_attempts);
   apply::RetryPolicy policy{config_.max_attempts, config_.backoff_ms, config_.backoff_max_ms};
   processor_ = std::make_unique<apply::EventProcessor>(&patterns_, applier_.get(), policy, &metrics_,
                                                 [this](int ms) { return SleepUnlessStopped(ms); });
+  processor_->EnableGrouping(store_.get());
 
   auto dlq = DeadLetterProducer::Create(config_.bootstrap, config_.dead_letter_topic, config_.group,
                                         config_.properties, std::chrono::seconds(30));
@@ -147,6 +173,7 @@ Status Worker::Impl::Init() {
   rd_kafka_conf_set_rebalance_cb(conf, OnRebalance);
   rd_kafka_conf_set_stats_cb(conf, OnStats);
   rd_kafka_conf_set_log_cb(conf, OnLog);
+  rd_kafka_conf_set_offset_commit_cb(conf, OnCommitted);
   rk_ = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
   if (rk_ == nullptr) return Status(Code::kInvalidInput, std::string("kafka consumer: ") + err);
   rd_kafka_poll_set_consumer(rk_);
@@ -161,7 +188,9 @@ Status Worker::Impl::Init() {
   if (!config_.http.empty()) {
     common::HttpHandlers pages;
     pages.health_json = [this] { return HealthJson(); };
-    pages.metrics_text = [this] { return metrics_.Render(); };
+    pages.metrics_text = [this] {
+      return metrics_.Render() + progress_->Render(sidecar_last_lsn_.load(std::memory_order_relaxed));
+    };
     auto h = common::HttpEndpoint::Start(config_.http, "http", std::move(pages));
     if (!h.ok()) return h.status();
     http_ = std::move(h).value();
@@ -222,16 +251,21 @@ void Worker::Impl::Rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_l
       joiners_.clear();
       rd_kafka_assign(rk_, parts);
     }
-    for (int i = 0; i < parts->cnt; i++) assigned_.insert({parts->elems[i].topic, parts->elems[i].partition});
+    for (int i = 0; i < parts->cnt; i++) {
+      const TopicPartition tp{parts->elems[i].topic, parts->elems[i].partition};
+      assigned_.insert(tp);
+      progress_->Assigned(tp);
+    }
   } else {
     spdlog::info("rebalance: revoking [{}]{}", names,
                  rd_kafka_assignment_lost(rk_) ? " (lost: another member may own them already)" : "");
-    Commit("revoke");
+    Commit("revoke", /*sync=*/true);
     for (int i = 0; i < parts->cnt; i++) {
       const TopicPartition tp{parts->elems[i].topic, parts->elems[i].partition};
       assigned_.erase(tp);
       joiners_.erase(tp);
       pending_.erase(tp);  // not committed (failed commit): the next owner replays it
+      progress_->Revoked(tp);
     }
     if (cooperative) {
       if (rd_kafka_error_t* e = rd_kafka_incremental_unassign(rk_, parts)) {
@@ -239,6 +273,7 @@ void Worker::Impl::Rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_l
         rd_kafka_error_destroy(e);
       }
     } else {
+      for (const auto& tp : assigned_) progress_->Revoked(tp);
       assigned_.clear();
       joiners_.clear();
       pending_.clear();
@@ -256,6 +291,19 @@ int Worker::Impl::OnStats(rd_kafka_t*, char* json, size_t len, void* opaque) {
   simdjson::dom::parser parser;
   simdjson::dom::element root;
   if (parser.parse(json, len).get(root) != simdjson::SUCCESS) return 0;
+  // Kafka is reachable while at least one real broker connection is UP.
+  simdjson::dom::object brokers;
+  if (root["brokers"].get(brokers) == simdjson::SUCCESS) {
+    bool up = false, any = false;
+    for (auto [bname, bval] : brokers) {
+      int64_t nodeid = -1;
+      std::string_view state;
+      if (bval["nodeid"].get(nodeid) != simdjson::SUCCESS || nodeid < 0) continue;  // bootstrap/internal
+      any = true;
+      if (bval["state"].get(state) == simdjson::SUCCESS && state == "UP") up = true;
+    }
+    self->kafka_ok_.store(up || !any ? up : false, std::memory_order_relaxed);
+  }
   simdjson::dom::object topics;
   if (root["topics"].get(topics) != simdjson::SUCCESS) return 0;
   std::map<TopicPartition, int64_t> lag;
@@ -284,15 +332,26 @@ int Worker::Impl::OnStats(rd_kafka_t*, char* json, size_t len, void* opaque) {
   return 0;  // librdkafka frees `json`
 }
 
-void Worker::Impl::Commit(const char* why) {
+// Asynchronous: the loop goes on applying while the broker answers. The
+// offsets are those of applied (or dead-lettered) events only, so a commit
+// that fails or arrives late costs a replay, never a skipped event. The
+// revoke callback and shutdown commit synchronously.
+void Worker::Impl::Commit(const char* why, bool sync) {
   if (pending_.empty()) return;
   rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(pending_.size()));
   for (const auto& [tp, off] : pending_) {
     rd_kafka_topic_partition_list_add(list, tp.first.c_str(), tp.second)->offset = off;
   }
-  rd_kafka_resp_err_t e = rd_kafka_commit(rk_, list, /*async=*/0);
+  rd_kafka_resp_err_t e = rd_kafka_commit(rk_, list, sync ? 0 : 1);
   rd_kafka_topic_partition_list_destroy(list);
   last_commit_ = Clock::now();
+  if (!sync && e == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    // Queued; OnCommitted counts the outcome.
+    spdlog::debug("committing {} partition(s), {} message(s) ({})", pending_.size(), pending_messages_, why);
+    pending_.clear();
+    pending_messages_ = 0;
+    return;
+  }
   metrics_.RecordCommit(e == RD_KAFKA_RESP_ERR_NO_ERROR);
   if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
     spdlog::debug("committed {} partition(s), {} message(s) ({})", pending_.size(), pending_messages_, why);
@@ -307,6 +366,17 @@ void Worker::Impl::Commit(const char* why) {
   if (commit_failures_++ % 20 == 0) {
     spdlog::warn("offset commit ({}) failed: {}; retrying every {} ms (a replay after a crash is harmless)", why,
                  rd_kafka_err2str(e), config_.commit_interval_ms);
+  }
+}
+
+void Worker::Impl::OnCommitted(rd_kafka_t*, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t*,
+                               void* opaque) {
+  auto* self = static_cast<Impl*>(opaque);
+  if (err == RD_KAFKA_RESP_ERR__NO_OFFSET) return;  // nothing to commit
+  self->metrics_.RecordCommit(err == RD_KAFKA_RESP_ERR_NO_ERROR);
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR && self->async_commit_errors_.fetch_add(1) % 20 == 0) {
+    // The next commit carries newer offsets anyway; a lost one costs a replay.
+    spdlog::warn("asynchronous offset commit failed: {} (the next commit covers it)", rd_kafka_err2str(err));
   }
 }
 
@@ -342,75 +412,209 @@ std::optional<std::string_view> Worker::Impl::Join(rd_kafka_message_t* m, const 
   return std::nullopt;
 }
 
-void Worker::Impl::Handle(rd_kafka_message_t* m, bool* interrupted) {
+bool Worker::Impl::SendDeadLetter(rd_kafka_message_t* m, std::string_view value, const apply::EventOutcome& out) {
   const std::string topic = rd_kafka_topic_name(m->rkt);
-  std::string joined;
-  // A chunk that does not end its run records no offset: a commit stays
-  // before the run's first chunk until the whole event is applied.
-  const std::optional<std::string_view> event = Join(m, {topic, m->partition}, &joined);
-  if (!event) return;
-  const std::string_view value = *event;
-  apply::EventOutcome out = processor_->Process(value);
-  if (out.kind == apply::EventOutcome::Kind::kInterrupted) {
-    spdlog::info("lsn={} {}/{}@{}: not finished, left uncommitted ({})", out.lsn, topic, m->partition,
-                 m->offset, out.reason);
-    *interrupted = true;
-    return;
-  }
-  if (out.kind == apply::EventOutcome::Kind::kDeadLetter) {
-    DeadLetter d;
-    if (m->key) d.key.assign(static_cast<const char*>(m->key), m->key_len);
-    d.value.assign(value);
-    d.reason = out.reason;
-    d.source_topic = topic;
-    d.source_partition = m->partition;
-    d.source_offset = m->offset;
-    d.lsn = out.lsn;
-    spdlog::error("lsn={} {}/{}@{}: to dead-letter topic {}: {}", out.lsn, topic, m->partition, m->offset,
-                  config_.dead_letter_topic, out.reason);
-    // Committing past it needs it safely on the dead-letter topic first.
-    for (int attempt = 1;; attempt++) {
-      Status s = dead_letters_->Send(d);
-      if (s.ok()) break;
-      spdlog::error("lsn={}: dead-letter produce failed (attempt {}): {}", out.lsn, attempt, s.ToString());
-      if (!SleepUnlessStopped(std::min(config_.backoff_max_ms, config_.backoff_ms << std::min(attempt, 16)))) {
-        *interrupted = true;
-        return;
-      }
+  DeadLetter d;
+  if (m->key) d.key.assign(static_cast<const char*>(m->key), m->key_len);
+  d.value.assign(value);
+  d.reason = out.reason;
+  d.source_topic = topic;
+  d.source_partition = m->partition;
+  d.source_offset = m->offset;
+  d.lsn = out.lsn;
+  spdlog::error("lsn={} {}/{}@{}: to dead-letter topic {}: {}", out.lsn, topic, m->partition, m->offset,
+                config_.dead_letter_topic, out.reason);
+  // Committing past it needs it safely on the dead-letter topic first.
+  for (int attempt = 1;; attempt++) {
+    Status s = dead_letters_->Send(d);
+    if (s.ok()) break;
+    spdlog::error("lsn={}: dead-letter produce failed (attempt {}): {}", out.lsn, attempt, s.ToString());
+    if (!SleepUnlessStopped(std::min(config_.backoff_max_ms, config_.backoff_ms << std::min(attempt, 16)))) {
+      return false;
     }
-    metrics_.RecordDeadLetter(out.reason_kind);
   }
-  metrics_.RecordEvent();
-  if (out.lsn) metrics_.SetLastLsn(out.lsn);
-  pending_[{topic, m->partition}] = m->offset + 1;
-  pending_messages_++;
+  metrics_.RecordDeadLetter(out.reason_kind);
+  return true;
+}
+
+namespace {
+
+// The table a message's key names ("<table>/<PartitionKey>").
+std::string_view TableOfKey(const rd_kafka_message_t* m) {
+  if (m->key == nullptr) return {};
+  std::string_view key(static_cast<const char*>(m->key), m->key_len);
+  const size_t slash = key.find('/');
+  return slash == std::string_view::npos ? std::string_view() : key.substr(0, slash);
+}
+
+uint64_t LsnOf(const rd_kafka_message_t* m) {
+  const auto h = kafka::HeaderValue(m, events::kLsnHeader);
+  uint64_t lsn = 0;
+  if (!h || h->empty() || h->size() > 20) return 0;
+  for (char c : *h) {
+    if (c < '0' || c > '9') return 0;
+    lsn = lsn * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return lsn;
+}
+
+}  // namespace
+
+void Worker::Impl::HandleBatch(const std::vector<rd_kafka_message_t*>& batch, bool* interrupted) {
+  enum class Step : uint8_t { kPartial, kUnwanted, kEvent };
+  struct Item {
+    rd_kafka_message_t* m;
+    TopicPartition tp;
+    Step step = Step::kPartial;
+    std::string joined;
+    std::string_view value;
+    size_t event = 0;  // index into `values` for kEvent
+  };
+  std::vector<Item> items(batch.size());
+  std::vector<std::string_view> values;
+  values.reserve(batch.size());
+  const auto now = std::chrono::system_clock::now();
+  std::set<TopicPartition> started;
+  for (size_t i = 0; i < batch.size(); i++) {
+    Item& it = items[i];
+    it.m = batch[i];
+    it.tp = {rd_kafka_topic_name(it.m->rkt), it.m->partition};
+    if (started.insert(it.tp).second) {
+      rd_kafka_timestamp_type_t type;
+      const int64_t ts = rd_kafka_message_timestamp(it.m, &type);
+      progress_->BatchStarted(it.tp, ts >= 0 ? ts : 0, now);
+    }
+    const std::optional<std::string_view> event = Join(it.m, it.tp, &it.joined);
+    if (!event) continue;  // a chunk before the end of its run: no offset yet
+    it.value = *event;
+    // Events of tables no pattern reads are not even decoded (the workers'
+    // own derived writes come back on the same topic).
+    const std::string_view table = TableOfKey(it.m);
+    if (!table.empty() && !progress_->IsSource(table)) {
+      it.step = Step::kUnwanted;
+      continue;
+    }
+    it.step = Step::kEvent;
+    it.event = values.size();
+    values.push_back(it.value);
+  }
+
+  std::vector<apply::EventOutcome> outs = processor_->ProcessBatch(values);
+  std::set<TopicPartition> stopped;  // partitions whose offsets stop here
+  for (Item& it : items) {
+    if (it.step == Step::kPartial || stopped.count(it.tp)) continue;
+    uint64_t lsn = 0;
+    int64_t commit_time = 0;
+    if (it.step == Step::kUnwanted) {
+      metrics_.RecordSkippedEvent();
+      lsn = LsnOf(it.m);
+    } else {
+      const apply::EventOutcome& out = outs[it.event];
+      if (out.kind == apply::EventOutcome::Kind::kInterrupted) {
+        spdlog::info("lsn={} {}/{}@{}: not finished, left uncommitted ({})", out.lsn, it.tp.first, it.tp.second,
+                     it.m->offset, out.reason);
+        *interrupted = true;
+        stopped.insert(it.tp);
+        continue;
+      }
+      if (out.kind == apply::EventOutcome::Kind::kDeadLetter && !SendDeadLetter(it.m, it.value, out)) {
+        *interrupted = true;
+        stopped.insert(it.tp);
+        continue;
+      }
+      lsn = out.lsn;
+      if (const ChangeRecord* rec = processor_->record(it.event)) commit_time = rec->commit_time;
+    }
+    metrics_.RecordEvent();
+    if (lsn) metrics_.SetLastLsn(lsn);
+    // A partition revoked while this batch was collected is the new owner's
+    // now: its offsets are not ours to commit (re-applying is harmless).
+    if (!assigned_.count(it.tp)) continue;
+    progress_->Processed(it.tp, lsn, commit_time);
+    pending_[it.tp] = it.m->offset + 1;
+    pending_messages_++;
+  }
+  for (const auto& tp : started) {
+    int64_t lo = -1, hi = -1;
+    // Cached from fetch responses: no broker round trip.
+    rd_kafka_get_watermark_offsets(rk_, tp.first.c_str(), tp.second, &lo, &hi);
+    auto p = pending_.find(tp);
+    progress_->BatchDone(tp, !stopped.count(tp) && p != pending_.end() && hi >= 0 && p->second >= hi);
+  }
+}
+
+void Worker::Impl::ReportWatermarks() {
+  std::vector<WatermarkReport> reports = progress_->TakeReports();
+  if (reports.empty()) return;
+  Status s = Status::OK();  // MERGE-RYW: client_->AdvanceWatermarks
+  if (!s.ok()) {
+    progress_->Restore(reports);
+    spdlog::warn("applied watermarks not reported to the sidecar (sent again later): {}", s.ToString());
+  }
+}
+
+void Worker::Impl::Housekeeping(bool after_batch) {
+  const auto now = Clock::now();
+  if (after_batch) ReportWatermarks();
+  if (now - last_housekeeping_ < std::chrono::seconds(1)) return;
+  last_housekeeping_ = now;
+  for (const auto& topic : config_.topics) {
+    if (progress_->PartitionCount(topic) > 0) continue;
+    // The topic's partition count, for the watermarks (the sidecar maps a
+    // key to its partition with it).
+    rd_kafka_topic_t* t = rd_kafka_topic_new(rk_, topic.c_str(), nullptr);
+    const rd_kafka_metadata_t* md = nullptr;
+    if (t != nullptr && rd_kafka_metadata(rk_, 0, t, &md, 2000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      if (md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR && md->topics[0].partition_cnt > 0) {
+        progress_->SetPartitionCount(topic, md->topics[0].partition_cnt);
+      }
+      rd_kafka_metadata_destroy(md);
+    }
+    if (t != nullptr) rd_kafka_topic_destroy(t);
+  }
+  ReportWatermarks();
+  auto info = client_->Ping();
+  sidecar_ok_.store(info.ok(), std::memory_order_relaxed);
+  if (info.ok()) {
+    sidecar_last_lsn_.store(info->last_lsn, std::memory_order_relaxed);
+  } else {
+    std::lock_guard lock(health_mu_);
+    sidecar_error_ = info.status().ToString();
+  }
 }
 
 Status Worker::Impl::Run() {
+  std::vector<rd_kafka_message_t*> batch;
+  batch.reserve(static_cast<size_t>(config_.poll_batch));
   while (!stop_->load(std::memory_order_relaxed)) {
-    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk_, 100);
-    if (m != nullptr) {
+    batch.clear();
+    // The first message waits up to 100 ms; the rest of the batch is what
+    // librdkafka has fetched already (no wait).
+    for (int wait = 100; batch.size() < static_cast<size_t>(config_.poll_batch); wait = 0) {
+      rd_kafka_message_t* m = rd_kafka_consumer_poll(rk_, wait);
+      if (m == nullptr) break;
       if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        bool interrupted = false;
-        Handle(m, &interrupted);
-        rd_kafka_message_destroy(m);
-        if (interrupted) break;
-      } else {
-        if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
-          spdlog::warn("kafka: {}", rd_kafka_message_errstr(m));
-        }
-        rd_kafka_message_destroy(m);
+        batch.push_back(m);
+        continue;
       }
+      if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) spdlog::warn("kafka: {}", rd_kafka_message_errstr(m));
+      rd_kafka_message_destroy(m);
     }
+    bool interrupted = false;
+    if (!batch.empty()) HandleBatch(batch, &interrupted);
+    for (rd_kafka_message_t* m : batch) rd_kafka_message_destroy(m);
+    if (interrupted) break;
     const auto now = Clock::now();
     if (!pending_.empty() && now >= commit_retry_at_ &&
-        (pending_messages_ >= static_cast<size_t>(config_.commit_batch) || m == nullptr ||
+        (pending_messages_ >= static_cast<size_t>(config_.commit_batch) || batch.empty() ||
          now - last_commit_ >= std::chrono::milliseconds(config_.commit_interval_ms))) {
-      Commit(m == nullptr ? "idle" : "batch");
+      Commit(batch.empty() ? "idle" : "batch", /*sync=*/false);
     }
+    Housekeeping(!batch.empty());
   }
   spdlog::info("stopping: committing and leaving group {}", config_.group);
-  Commit("shutdown");
+  Commit("shutdown", /*sync=*/true);
+  ReportWatermarks();
   if (archive_) archive_->Stop();
   // Leaves the group: the revoke callback runs (and commits, nothing left).
   rd_kafka_resp_err_t e = rd_kafka_consumer_close(rk_);
@@ -419,15 +623,33 @@ Status Worker::Impl::Run() {
   return Status::OK();
 }
 
+// "degraded" names each reason: behind beyond lag.max_seconds, Kafka or the
+// sidecar out of reach (a worker whose Kafka went away used to say "ok").
 std::string Worker::Impl::HealthJson() const {
-  std::string s = "{\"status\":\"" + std::string(running_ ? "ok" : "stopping") + "\",\"group\":\"" + config_.group +
-                  "\",\"assigned_partitions\":" + std::to_string(metrics_.assigned()) +
+  const double lag = progress_->MaxLagSeconds(std::chrono::system_clock::now());
+  std::vector<std::string> problems;
+  if (lag > config_.lag_max_seconds) {
+    problems.push_back("behind: " + std::to_string(static_cast<int64_t>(lag)) + " s > lag.max_seconds " +
+                       std::to_string(config_.lag_max_seconds));
+  }
+  if (!kafka_ok_.load(std::memory_order_relaxed)) problems.push_back("kafka: no broker connection is up");
+  if (!sidecar_ok_.load(std::memory_order_relaxed)) {
+    std::lock_guard lock(health_mu_);
+    problems.push_back("sidecar: " + sidecar_error_);
+  }
+  std::string status = !running_ ? "stopping" : problems.empty() ? "ok" : "degraded";
+  std::string s = "{\"status\":\"" + status + "\",\"group\":" + common::JsonQuote(config_.group) +
+                  ",\"assigned_partitions\":" + std::to_string(metrics_.assigned()) +
                   ",\"events_total\":" + std::to_string(metrics_.events()) +
                   ",\"dead_letters_total\":" + std::to_string(metrics_.dead_letters()) +
                   ",\"retries_total\":" + std::to_string(metrics_.retries()) +
                   ",\"last_lsn\":" + std::to_string(metrics_.last_lsn()) +
-                  ",\"consumer_lag\":" + std::to_string(metrics_.total_lag()) + "}";
-  return s;
+                  ",\"consumer_lag\":" + std::to_string(metrics_.total_lag()) +
+                  ",\"lag_seconds\":" + std::to_string(lag) +
+                  ",\"kafka_reachable\":" + (kafka_ok_.load() ? "true" : "false") +
+                  ",\"sidecar_reachable\":" + (sidecar_ok_.load() ? "true" : "false") + ",\"problems\":[";
+  for (size_t i = 0; i < problems.size(); i++) s += (i ? "," : "") + common::JsonQuote(problems[i]);
+  return s + "]}";
 }
 
 Result<std::unique_ptr<Worker>> Worker::Start(const apply::WorkerConfig& config) {

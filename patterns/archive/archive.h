@@ -79,6 +79,8 @@ class ArchivePattern final : public Pattern {
   // ArchiveRequested records of the source table.
   bool Wants(const ChangeRecord& record) const override;
   Status Apply(const ChangeRecord& record, std::vector<TableOp>* out) const override;
+  // The configured target; a request may name another (not tracked).
+  std::vector<Derivation> Derivations() const override { return {{config_.source(), config_.target()}}; }
 
   const ArchiveConfig& config() const { return config_; }
 

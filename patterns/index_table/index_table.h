@@ -66,6 +66,7 @@ class IndexTablePattern final : public Pattern {
   const std::string& name() const override { return name_; }
   bool Wants(const ChangeRecord& record) const override;
   Status Apply(const ChangeRecord& record, std::vector<TableOp>* out) const override;
+  std::vector<Derivation> Derivations() const override { return {{config_.source, config_.target}}; }
 
   const IndexTableConfig& config() const { return config_; }
 

@@ -26,6 +26,7 @@ class CopyPattern : public patterns::Pattern {
   explicit CopyPattern(Status fail = Status::OK()) : fail_(std::move(fail)) {}
   const std::string& name() const override { return name_; }
   bool Wants(const ChangeRecord& r) const override { return r.table == "Src"; }
+  std::vector<Derivation> Derivations() const override { return {{"Src", "Derived"}}; }
   Status Apply(const ChangeRecord& r, std::vector<TableOp>* out) const override {
     if (!fail_.ok()) return fail_;
     for (const auto& op : r.ops) {

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "apply/table_store.h"
 
@@ -89,7 +90,67 @@ class FakeTableStore : public TableStore {
   }
   std::string last_filter;
 
+  // Pipelined EGTs: executed at once (all or nothing, the engine's fencing
+  // rules for the fenced kinds), their callbacks deferred to Flush() in
+  // reverse order, so tests see completions out of order as on a real
+  // connection. `write_hook` sees each batch first; a non-OK status fails
+  // the whole batch (with its op index, if any).
+  std::function<Status(const Batch& batch)> write_hook;
+  std::vector<Batch> writes;  // every batch sent, in order
+
+  void SendWrite(const Batch& batch, WriteDone done) override {
+    writes.push_back(batch);
+    Result<WriteResult> r = ExecuteBatch(batch);
+    deferred_.push_back([done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
+  }
+  void Flush() override {
+    while (!deferred_.empty()) {
+      auto batch = std::move(deferred_);
+      deferred_.clear();
+      for (auto it = batch.rbegin(); it != batch.rend(); ++it) (*it)();
+    }
+  }
+
  private:
+  std::vector<std::function<void()>> deferred_;
+
+  Result<WriteResult> ExecuteBatch(const Batch& batch) {
+    ST_RETURN_IF_ERROR(Hook("Write", batch.table()));
+    if (write_hook) ST_RETURN_IF_ERROR(write_hook(batch));
+    if (!tables.count(batch.table())) return Status(Code::kTableNotFound, batch.table());
+    WriteResult w;
+    Rows next = tables[batch.table()];
+    const auto& ops = batch.operations();
+    for (uint32_t i = 0; i < ops.size(); i++) {
+      const Operation& op = ops[i];
+      auto key = std::make_pair(op.entity.partition_key, op.entity.row_key);
+      auto it = next.find(key);
+      const uint64_t stored = it == next.end() ? 0 : FenceOf(it->second);
+      if (op.kind == OpKind::kFencedUpsert) {
+        if (it != next.end() && stored >= op.fence) {
+          w.skipped.push_back(i);
+          w.etags.emplace_back();
+          continue;
+        }
+        Entity e = op.entity;
+        e.etag = "W/\"" + std::to_string(next_version++) + "\"";
+        w.etags.push_back(e.etag);
+        next[key] = std::move(e);
+      } else if (op.kind == OpKind::kFencedDelete) {
+        if (it == next.end() || stored > op.fence) {
+          w.skipped.push_back(i);
+        } else {
+          next.erase(it);
+        }
+        w.etags.emplace_back();
+      } else {
+        return Status(Code::kInvalidInput, "the fake runs fenced batches only", static_cast<int>(i));
+      }
+    }
+    tables[batch.table()] = std::move(next);
+    return w;
+  }
+
   Status Hook(const std::string& call, const std::string& table) {
     calls[call]++;
     return before ? before(call, table) : Status::OK();

@@ -1,0 +1,196 @@
+#include "apply/grouped_writes.h"
+
+#include <spdlog/spdlog.h>
+
+#include <map>
+#include <unordered_map>
+
+#include "apply/event_processor.h"
+#include "engine/limits.h"
+#include "engine/table_name.h"
+
+namespace sidetable::apply {
+namespace {
+
+using Kind = patterns::TableOp::Kind;
+
+constexpr size_t kMaxGroupOps = 100;             // an EGT's limit
+constexpr size_t kMaxGroupBytes = 3u << 20;      // under the 4 MiB EGT payload limit
+
+struct Group {
+  std::string table;
+  std::vector<EventOp> ops;
+  int attempts = 0;
+  bool backoff = false;  // its last failure was transient
+  Status last;
+  std::vector<uint32_t> skipped;  // of the last successful write, ascending
+};
+
+size_t OpBytes(const patterns::TableOp& op) { return EntitySize(op.entity) + 32; }
+
+Batch BuildBatch(const Group& g) {
+  Batch b(g.table);
+  b.Reserve(g.ops.size());
+  for (const EventOp& eo : g.ops) {
+    const patterns::TableOp& op = *eo.op;
+    if (op.kind == Kind::kFencedUpsert) {
+      Entity e = op.entity;
+      e.etag.clear();
+      e.timestamp = 0;
+      e.Set(patterns::kSourceVersionProperty, Value::Int64(static_cast<int64_t>(op.version)));
+      b.FencedUpsert(std::move(e), op.version);
+    } else {
+      b.FencedDelete(op.entity.partition_key, op.entity.row_key, op.version);
+    }
+  }
+  return b;
+}
+
+void Fail(std::vector<EventFailure>* failures, size_t event, Status s, bool permanent) {
+  EventFailure& f = (*failures)[event];
+  if (!f.status.ok() || f.interrupted) return;  // the first failure wins
+  f.status = std::move(s);
+  f.permanent = permanent;
+}
+
+}  // namespace
+
+void GroupedWrites::Apply(const std::vector<EventOp>& ops, std::vector<EventFailure>* failures) {
+  // 1. Coalesce per target entity: the highest version wins (the last on a tie).
+  std::vector<EventOp> chosen;
+  chosen.reserve(ops.size());
+  std::unordered_map<std::string, size_t> slot;
+  slot.reserve(ops.size());
+  std::string key;
+  for (const EventOp& eo : ops) {
+    const patterns::TableOp& op = *eo.op;
+    if (op.kind == Kind::kFencedUpsert && applier_->FencedByClear(op.table, op.version)) {
+      observer_->OnOp(op.kind, OpResult::kFenced);  // from before the source table was deleted
+      continue;
+    }
+    key.clear();
+    AppendTableKey(op.table, &key);
+    key.push_back('\0');
+    key += op.entity.partition_key;
+    key.push_back('\0');
+    key += op.entity.row_key;
+    auto [it, fresh] = slot.try_emplace(key, chosen.size());
+    if (fresh) {
+      chosen.push_back(eo);
+    } else if (op.version >= chosen[it->second].op->version) {
+      observer_->OnOp(chosen[it->second].op->kind, OpResult::kFenced);
+      chosen[it->second] = eo;
+    } else {
+      observer_->OnOp(op.kind, OpResult::kFenced);
+    }
+  }
+
+  // 2. Groups per (table, PartitionKey), in order of first appearance.
+  std::vector<Group> groups;
+  std::map<std::pair<std::string, std::string>, size_t> open;  // the group still filling
+  std::vector<size_t> bytes;
+  for (const EventOp& eo : chosen) {
+    const patterns::TableOp& op = *eo.op;
+    key.clear();
+    AppendTableKey(op.table, &key);
+    auto k = std::make_pair(key, op.entity.partition_key);
+    auto it = open.find(k);
+    const size_t size = OpBytes(op);
+    if (it == open.end() || groups[it->second].ops.size() >= kMaxGroupOps ||
+        bytes[it->second] + size > kMaxGroupBytes) {
+      groups.push_back(Group{op.table, {}, 0, false, Status::OK(), {}});
+      bytes.push_back(0);
+      open[k] = groups.size() - 1;
+      it = open.find(k);
+    }
+    groups[it->second].ops.push_back(eo);
+    bytes[it->second] += size;
+  }
+
+  // 3. Rounds: send every unfinished group, wait for all, sort the results.
+  std::vector<Group*> todo;
+  todo.reserve(groups.size());
+  for (Group& g : groups) todo.push_back(&g);
+  for (int round = 1; !todo.empty(); round++) {
+    bool backoff = false;
+    for (Group* g : todo) backoff = backoff || g->backoff;
+    if (backoff) {
+      observer_->OnRetry();
+      jitter_ = jitter_ * 6364136223846793005ull + 1442695040888963407ull;
+      int max_attempts = 0;
+      for (Group* g : todo) max_attempts = std::max(max_attempts, g->attempts);
+      const int wait = BackoffMs(*policy_, max_attempts + 1, jitter_ >> 33);
+      spdlog::warn("{} group(s) of derived writes again in {} ms (round {}): {}", todo.size(), wait, round,
+                   todo.front()->last.ToString());
+      if (!(*sleep_)(wait)) {
+        for (Group* g : todo) {
+          for (const EventOp& eo : g->ops) {
+            EventFailure& f = (*failures)[eo.event];
+            if (f.status.ok()) f.status = Status(Code::kUnavailable, "stopped during back-off: " + g->last.ToString());
+            f.interrupted = true;
+          }
+        }
+        return;
+      }
+    }
+    for (Group* g : todo) {
+      g->attempts++;
+      groups_sent_++;
+      store_->SendWrite(BuildBatch(*g), [g](Result<WriteResult> r) {
+        g->last = r.ok() ? Status::OK() : r.status();
+        g->skipped.clear();
+        if (r.ok()) g->skipped = std::move(r.value().skipped);
+      });
+    }
+    store_->Flush();
+    std::vector<Group*> next;
+    for (Group* g : todo) {
+      const Status& s = g->last;
+      g->backoff = false;
+      if (s.ok()) {
+        size_t k = 0;
+        for (size_t i = 0; i < g->ops.size(); i++) {
+          const bool skipped = k < g->skipped.size() && g->skipped[k] == i;
+          if (skipped) k++;
+          observer_->OnOp(g->ops[i].op->kind, skipped ? OpResult::kFenced : OpResult::kWritten);
+        }
+        continue;
+      }
+      const Code c = s.code();
+      if (c == Code::kTableNotFound) {
+        // Derived tables appear by themselves.
+        Status created = store_->CreateTable(g->table);
+        if (created.ok() || created.code() == Code::kTableAlreadyExists) {
+          if (g->attempts < policy_->max_attempts) {
+            next.push_back(g);
+            continue;
+          }
+        } else {
+          g->last = created;
+        }
+      } else if (IsTransient(c)) {
+        if (g->attempts < policy_->max_attempts) {
+          g->backoff = true;
+          next.push_back(g);
+          continue;
+        }
+        for (const EventOp& eo : g->ops) {
+          Fail(failures, eo.event,
+               Status(c, "gave up after " + std::to_string(g->attempts) + " attempts: " + s.ToString()), false);
+        }
+        continue;
+      } else if (s.op_index() >= 0 && static_cast<size_t>(s.op_index()) < g->ops.size()) {
+        // That operation's event fails; the others go again at once.
+        const size_t bad = static_cast<size_t>(s.op_index());
+        Fail(failures, g->ops[bad].event, s.WithOpIndex(-1), true);
+        g->ops.erase(g->ops.begin() + static_cast<std::ptrdiff_t>(bad));
+        if (!g->ops.empty()) next.push_back(g);
+        continue;
+      }
+      for (const EventOp& eo : g->ops) Fail(failures, eo.event, g->last, true);
+    }
+    todo = std::move(next);
+  }
+}
+
+}  // namespace sidetable::apply
