@@ -51,8 +51,9 @@ class TableStore {
   virtual void Flush() = 0;
 };
 
-// Over a connected client (not owned), with at most `window` writes in flight
-// (keep it under the sidecar's sidecar.max_inflight_per_connection).
-std::unique_ptr<TableStore> NewClientTableStore(client::Client* client, size_t window = 128);
+// Over a connected client (not owned). SendWrite packs EGTs into WriteMany
+// requests (up to 100 EGTs or 1 MiB each), with at most `window` requests in
+// flight (keep window x 1 MiB under sidecar.max_inflight_bytes_per_connection).
+std::unique_ptr<TableStore> NewClientTableStore(client::Client* client, size_t window = 16);
 
 }  // namespace sidetable::apply

@@ -34,7 +34,7 @@ struct WorkerConfig {
   std::string endpoint = "tcp://127.0.0.1:5555";  // sidecar.endpoint
   int timeout_ms = 5000;                          // sidecar.timeout_ms: per request
   std::string caller = "sidetable-worker";        // sidecar.caller: writer id in the change log
-  int inflight = 128;                             // sidecar.inflight: pipelined writes in flight
+  int inflight = 16;                              // sidecar.inflight: WriteMany requests in flight
 
   // retry.*
   int max_attempts = 8;      // retry.max_attempts: per event, first try included

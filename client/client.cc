@@ -201,6 +201,15 @@ void Client::SendWrite(const Batch& batch, Done<WriteResult> done) {
   SendFrame(Encode(WriteRequest(batch), options_.caller), Decoded<WriteResult>(std::move(done), wire::DecodeWrite));
 }
 
+void Client::SendWriteMany(const std::vector<Batch>& batches, Done<std::vector<Result<WriteResult>>> done) {
+  wire::Request r = Make(wire::Op::kWriteMany);
+  r.caller = batches.empty() ? std::string() : batches.front().caller();
+  r.writes.reserve(batches.size());
+  for (const Batch& b : batches) r.writes.push_back({b.table(), b.operations()});
+  SendFrame(Encode(std::move(r), options_.caller),
+            Decoded<std::vector<Result<WriteResult>>>(std::move(done), wire::DecodeWriteMany));
+}
+
 void Client::SendGet(const std::string& table, const std::string& pk, const std::string& rk, Done<Entity> done,
                      const std::vector<std::string>& select) {
   SendFrame(Encode(GetRequest(table, pk, rk, select), options_.caller), Decoded<Entity>(std::move(done), wire::DecodeEntityReply));

@@ -121,6 +121,11 @@ class Client {
   // Each sends now; `done` runs from Poll()/Drain() when the final reply
   // arrives (after retries) or the request fails.
   void SendWrite(const Batch& batch, Done<WriteResult> done);
+  // Independent EGTs in one request (each commits on its own, in order; one
+  // failing does not stop the others): `done` gets one result per batch, or
+  // the request's own failure. All batches take the first one's caller.
+  // At most 1,000 batches and sidecar.max_request_bytes in all.
+  void SendWriteMany(const std::vector<Batch>& batches, Done<std::vector<Result<WriteResult>>> done);
   void SendGet(const std::string& table, const std::string& pk, const std::string& rk, Done<Entity> done,
                const std::vector<std::string>& select = {});
   void SendQuery(const QueryOptions& q, const std::optional<Continuation>& next, Done<Page> done);

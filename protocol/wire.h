@@ -45,8 +45,13 @@ enum class Op : uint8_t {
   kQuery = 7,
   kReadChanges = 8,
   kRequestArchive = 9,  // record an archive move for the archive pattern's workers
+  kAdvanceWatermarks = 10,  // a worker's applied watermarks (docs/consistency.md)
+  kReadWatermarks = 11,
+  kWriteMany = 12,   // independent EGTs in one request, each committed on its own
 };
-inline constexpr uint8_t kMaxOp = 9;
+inline constexpr uint8_t kMaxOp = 12;
+// WriteMany carries at most this many EGTs.
+inline constexpr size_t kMaxWriteManyBatches = 1000;
 std::string_view OpName(Op op);  // "Write", ... ("Unknown" otherwise)
 
 // MessagePack ext type codes for the Edm types MessagePack lacks.
@@ -74,6 +79,12 @@ void WriteEntity(msgpack::Writer& w, const Entity& e, bool with_meta);
 Status ReadEntity(msgpack::Reader& r, Entity* e);
 
 // ---- requests -----------------------------------------------------------------
+// One EGT of a WriteMany request.
+struct WriteItem {
+  std::string table;
+  std::vector<Operation> ops;
+};
+
 struct Request {
   uint64_t id = 0;
   Op op = Op::kPing;
@@ -91,9 +102,12 @@ struct Request {
   uint64_t max_bytes = 4 << 20;
   std::vector<std::string> rks;      // kRequestArchive
   std::string target;                // kRequestArchive: the archive table
+  std::vector<WriteItem> writes;     // kWriteMany (the caller applies to each)
 
   // The Batch a kWrite request describes.
   Batch ToBatch() const;
+  // The Batches of a kWriteMany request.
+  std::vector<Batch> ToBatches() const;
 };
 
 Status DecodeRequest(std::string_view frame, Request* out);
@@ -132,6 +146,8 @@ void EncodeEntityReply(const Entity& e, std::string* out);
 void EncodeQuery(const QueryReply& r, std::string* out);
 void EncodeChanges(const ChangeBatch& b, std::string* out);
 void EncodeLsn(uint64_t lsn, std::string* out);  // {"lsn": n}
+// {"results": [write result | {"code","message","index"?}, ...]}, in order.
+void EncodeWriteMany(const std::vector<Result<WriteResult>>& results, std::string* out);
 
 // Splits a reply frame. A reply whose status is not 2xx becomes the error
 // Status it carries (code, message, operation index).
@@ -143,5 +159,6 @@ Status DecodeEntityReply(std::string_view body, Entity* e);
 Status DecodeQuery(std::string_view body, QueryReply* r);
 Status DecodeChanges(std::string_view body, ChangeBatch* b);
 Status DecodeLsn(std::string_view body, uint64_t* lsn);
+Status DecodeWriteMany(std::string_view body, std::vector<Result<WriteResult>>* results);
 
 }  // namespace sidetable::wire

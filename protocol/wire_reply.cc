@@ -193,8 +193,9 @@ void EncodeTables(const TablesReply& r, std::string* out) {
   }
 }
 
-void EncodeWrite(const WriteResult& r, std::string* out) {
-  msgpack::Writer w(out);
+namespace {
+
+void WriteWriteResult(msgpack::Writer& w, const WriteResult& r) {
   w.MapHeader(r.skipped.empty() ? 3 : 4);
   w.Str("lsn");
   w.Uint(r.lsn);
@@ -209,6 +210,104 @@ void EncodeWrite(const WriteResult& r, std::string* out) {
     w.ArrayHeader(static_cast<uint32_t>(r.skipped.size()));
     for (uint32_t i : r.skipped) w.Uint(i);
   }
+}
+
+// One field of a write result; false on a malformed value.
+bool ReadWriteField(std::string_view key, msgpack::Reader& r, WriteResult* w) {
+  if (key == "lsn") return r.Uint(&w->lsn);
+  if (key == "ts") return ReadDateTime(r, &w->timestamp);
+  if (key == "etags") {
+    uint32_t n;
+    if (!r.ArrayHeader(&n) || n > r.remaining()) return false;
+    for (uint32_t i = 0; i < n; i++) {
+      std::string_view s;
+      if (!r.Str(&s)) return false;
+      w->etags.emplace_back(s);
+    }
+    return true;
+  }
+  if (key == "skipped") {
+    uint32_t n;
+    if (!r.ArrayHeader(&n) || n > r.remaining()) return false;
+    for (uint32_t i = 0; i < n; i++) {
+      uint64_t v;
+      if (!r.Uint(&v) || v > UINT32_MAX) return false;
+      w->skipped.push_back(static_cast<uint32_t>(v));
+    }
+    return true;
+  }
+  return r.Skip();
+}
+
+}  // namespace
+
+void EncodeWrite(const WriteResult& r, std::string* out) {
+  msgpack::Writer w(out);
+  WriteWriteResult(w, r);
+}
+
+void EncodeWriteMany(const std::vector<Result<WriteResult>>& results, std::string* out) {
+  msgpack::Writer w(out);
+  w.MapHeader(1);
+  w.Str("results");
+  w.ArrayHeader(static_cast<uint32_t>(results.size()));
+  for (const auto& r : results) {
+    if (r.ok()) {
+      WriteWriteResult(w, *r);
+      continue;
+    }
+    const Status& s = r.status();
+    w.MapHeader(s.op_index() >= 0 ? 3 : 2);
+    w.Str("code");
+    w.Str(ErrorCodeName(s.code()));
+    w.Str("message");
+    w.Str(ToValidUtf8(s.message(), kMaxErrorMessageBytes));
+    if (s.op_index() >= 0) {
+      w.Str("index");
+      w.Int(s.op_index());
+    }
+  }
+}
+
+Status DecodeWriteMany(std::string_view body, std::vector<Result<WriteResult>>* results) {
+  bool found = false;
+  Status st = ForEachField(body, [&](std::string_view key, msgpack::Reader& r) {
+    if (key != "results") return r.Skip();
+    found = true;
+    uint32_t n;
+    if (!r.ArrayHeader(&n) || n > r.remaining()) return false;
+    for (uint32_t i = 0; i < n; i++) {
+      uint32_t fields;
+      if (!r.MapHeader(&fields)) return false;
+      WriteResult w;
+      std::optional<Code> code;
+      std::string message;
+      int64_t index = -1;
+      for (uint32_t k = 0; k < fields; k++) {
+        std::string_view name, s;
+        if (!r.Str(&name)) return false;
+        if (name == "code") {
+          if (!r.Str(&s)) return false;
+          code = ParseErrorCode(s).value_or(Code::kInternal);
+        } else if (name == "message") {
+          if (!r.Str(&s)) return false;
+          message.assign(s);
+        } else if (name == "index") {
+          if (!r.Int(&index)) return false;
+        } else if (!ReadWriteField(name, r, &w)) {
+          return false;
+        }
+      }
+      if (code) {
+        results->push_back(Status(*code, std::move(message), static_cast<int>(index)));
+      } else {
+        results->push_back(std::move(w));
+      }
+    }
+    return true;
+  });
+  if (st.ok() && !found) return Malformed("no results");
+  return st;
 }
 
 void EncodeEntityReply(const Entity& e, std::string* out) {
@@ -328,31 +427,7 @@ Status DecodeTables(std::string_view body, TablesReply* t) {
 }
 
 Status DecodeWrite(std::string_view body, WriteResult* w) {
-  return ForEachField(body, [&](std::string_view key, msgpack::Reader& r) {
-    if (key == "lsn") return r.Uint(&w->lsn);
-    if (key == "ts") return ReadDateTime(r, &w->timestamp);
-    if (key == "etags") {
-      uint32_t n;
-      if (!r.ArrayHeader(&n)) return false;
-      for (uint32_t i = 0; i < n; i++) {
-        std::string_view s;
-        if (!r.Str(&s)) return false;
-        w->etags.emplace_back(s);
-      }
-      return true;
-    }
-    if (key == "skipped") {
-      uint32_t n;
-      if (!r.ArrayHeader(&n)) return false;
-      for (uint32_t i = 0; i < n; i++) {
-        uint64_t v;
-        if (!r.Uint(&v) || v > UINT32_MAX) return false;
-        w->skipped.push_back(static_cast<uint32_t>(v));
-      }
-      return true;
-    }
-    return r.Skip();
-  });
+  return ForEachField(body, [&](std::string_view key, msgpack::Reader& r) { return ReadWriteField(key, r, w); });
 }
 
 Status DecodeEntityReply(std::string_view body, Entity* e) {

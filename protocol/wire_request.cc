@@ -12,7 +12,8 @@ namespace {
 
 constexpr std::string_view kOpNames[] = {"Unknown", "Ping", "CreateTable", "DeleteTable",
                                          "ListTables", "Write", "Get", "Query", "ReadChanges",
-                                         "RequestArchive"};
+                                         "RequestArchive", "AdvanceWatermarks", "ReadWatermarks",
+                                         "WriteMany"};
 
 Status Invalid(std::string message) { return Status(Code::kInvalidInput, std::move(message)); }
 
@@ -82,6 +83,22 @@ Status ReadOperation(msgpack::Reader& r, Operation* op, size_t index) {
   return Status::OK();
 }
 
+Status ReadOps(msgpack::Reader& r, std::vector<Operation>* ops) {
+  uint32_t n;
+  if (!r.ArrayHeader(&n)) return Invalid("'ops' must be an array");
+  // The declared count is untrusted: the batch limit first (the engine's
+  // own message), then what the bytes left can hold, before resizing.
+  if (n > Limits::kMaxBatchOperations) {
+    return Invalid("a batch holds at most 100 operations, got " + std::to_string(n));
+  }
+  if (n > r.remaining() / 4) return Invalid("truncated 'ops'");
+  ops->resize(n);
+  for (uint32_t i = 0; i < n; i++) ST_RETURN_IF_ERROR(ReadOperation(r, &(*ops)[i], i));
+  return Status::OK();
+}
+
+void WriteOps(msgpack::Writer& w, const std::vector<Operation>& ops);
+
 Status ReadField(msgpack::Reader& r, std::string_view key, Request* q) {
   // Many MessagePack libraries send nil for "no value": treat it as absent.
   if (r.Peek() == msgpack::Kind::kNil) {
@@ -111,17 +128,36 @@ Status ReadField(msgpack::Reader& r, std::string_view key, Request* q) {
   if (key == "from") return ReadUint(r, key, &q->from_lsn);
   if (key == "max") return ReadUint(r, key, &q->max_records);
   if (key == "maxBytes") return ReadUint(r, key, &q->max_bytes);
-  if (key == "ops") {
+  if (key == "ops") return ReadOps(r, &q->ops);
+  if (key == "writes") {
     uint32_t n;
-    if (!r.ArrayHeader(&n)) return Invalid("'ops' must be an array");
-    // The declared count is untrusted: the batch limit first (the engine's
-    // own message), then what the bytes left can hold, before resizing.
-    if (n > Limits::kMaxBatchOperations) {
-      return Invalid("a batch holds at most 100 operations, got " + std::to_string(n));
+    if (!r.ArrayHeader(&n)) return Invalid("'writes' must be an array");
+    if (n > kMaxWriteManyBatches) {
+      return Invalid("WriteMany holds at most " + std::to_string(kMaxWriteManyBatches) + " batches, got " +
+                     std::to_string(n));
     }
-    if (n > r.remaining() / 4) return Invalid("truncated 'ops'");
-    q->ops.resize(n);
-    for (uint32_t i = 0; i < n; i++) ST_RETURN_IF_ERROR(ReadOperation(r, &q->ops[i], i));
+    if (n > r.remaining() / 8) return Invalid("truncated 'writes'");
+    q->writes.resize(n);
+    for (uint32_t i = 0; i < n; i++) {
+      WriteItem& item = q->writes[i];
+      uint32_t fields;
+      if (!r.MapHeader(&fields)) return Invalid("each of 'writes' must be a map");
+      for (uint32_t k = 0; k < fields; k++) {
+        std::string_view name;
+        if (!r.Str(&name)) return Invalid("field names in 'writes' must be strings");
+        if (name == "table") {
+          ST_RETURN_IF_ERROR(ReadString(r, name, &item.table));
+        } else if (name == "ops") {
+          Status s = ReadOps(r, &item.ops);
+          if (!s.ok()) return Status(s.code(), "writes[" + std::to_string(i) + "]: " + s.message(), s.op_index());
+        } else if (!r.Skip()) {
+          return Invalid("malformed field in 'writes'");
+        }
+      }
+      if (item.table.empty() || item.ops.empty()) {
+        return Invalid("writes[" + std::to_string(i) + "] needs 'table' and 'ops'");
+      }
+    }
     return Status::OK();
   }
   // Unknown fields are skipped: newer clients may send more.
@@ -167,6 +203,19 @@ void SetRequestId(std::string* frame, uint64_t request_id) {
   for (int i = 0; i < 8; i++) (*frame)[8 + i] = static_cast<char>(request_id >> (8 * i));
 }
 
+std::vector<Batch> Request::ToBatches() const {
+  std::vector<Batch> out;
+  out.reserve(writes.size());
+  for (const WriteItem& item : writes) {
+    Batch b(item.table);
+    b.SetCaller(caller);
+    b.Reserve(item.ops.size());
+    for (const Operation& op : item.ops) b.Add(op);
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
 Batch Request::ToBatch() const {
   Batch b(table);
   b.SetCaller(caller);
@@ -200,6 +249,10 @@ Status CheckRequestText(const Request& q) {
   if (q.next_rk) ST_RETURN_IF_ERROR(Utf8Field("nrk", *q.next_rk));
   if (q.next_table) ST_RETURN_IF_ERROR(Utf8Field("next", *q.next_table));
   for (const auto& op : q.ops) ST_RETURN_IF_ERROR(Utf8Field("ifMatch", op.if_match));
+  for (const auto& item : q.writes) {
+    ST_RETURN_IF_ERROR(Utf8Field("table", item.table));
+    for (const auto& op : item.ops) ST_RETURN_IF_ERROR(Utf8Field("ifMatch", op.if_match));
+  }
   return Status::OK();
 }
 
@@ -234,6 +287,9 @@ Status DecodeRequest(std::string_view frame, Request* q) {
     case Op::kGet:
       if (q->table.empty()) return Invalid("Get needs 'table', 'pk' and 'rk'");
       break;
+    case Op::kWriteMany:
+      if (q->writes.empty()) return Invalid("WriteMany needs 'writes' (1 to 1000 batches)");
+      break;
     case Op::kRequestArchive:
       if (q->table.empty() || q->target.empty() || q->rks.empty()) {
         return Invalid("RequestArchive needs 'table', 'pk', 'rks' and 'target'");
@@ -261,6 +317,8 @@ void EncodeRequest(const Request& q, std::string* out) {
   const bool archive = q.op == Op::kRequestArchive || !q.rks.empty() || !q.target.empty();
   const bool sel = !q.select.empty(), filt = !q.filter.empty();
   const bool changes = q.op == Op::kReadChanges;
+  const bool many = q.op == Op::kWriteMany || !q.writes.empty();
+  fields += many;
   fields += t + c + w_ops + (get ? 2 : 0) + sel + filt + q.top.has_value() +
             q.next_pk.has_value() + q.next_rk.has_value() + q.next_table.has_value() +
             (changes ? 3 : 0) + (archive ? 2 : 0);
@@ -300,19 +358,37 @@ void EncodeRequest(const Request& q, std::string* out) {
   }
   if (w_ops) {
     w.Str("ops");
-    w.ArrayHeader(static_cast<uint32_t>(q.ops.size()));
-    for (const Operation& op : q.ops) {
-      w.MapHeader(2 + (op.if_match.empty() ? 0 : 1) + (op.fence == 0 ? 0 : 1));
-      WriteString(w, "op", OpKindName(op.kind));
-      w.Str("entity");
-      WriteEntity(w, op.entity, false);
-      if (!op.if_match.empty()) WriteString(w, "ifMatch", op.if_match);
-      if (op.fence != 0) {
-        w.Str("fence");
-        w.Uint(op.fence);
-      }
+    WriteOps(w, q.ops);
+  }
+  if (many) {
+    w.Str("writes");
+    w.ArrayHeader(static_cast<uint32_t>(q.writes.size()));
+    for (const WriteItem& item : q.writes) {
+      w.MapHeader(2);
+      WriteString(w, "table", item.table);
+      w.Str("ops");
+      WriteOps(w, item.ops);
     }
   }
 }
+
+namespace {
+
+void WriteOps(msgpack::Writer& w, const std::vector<Operation>& ops) {
+  w.ArrayHeader(static_cast<uint32_t>(ops.size()));
+  for (const Operation& op : ops) {
+    w.MapHeader(2 + (op.if_match.empty() ? 0 : 1) + (op.fence == 0 ? 0 : 1));
+    WriteString(w, "op", OpKindName(op.kind));
+    w.Str("entity");
+    WriteEntity(w, op.entity, false);
+    if (!op.if_match.empty()) WriteString(w, "ifMatch", op.if_match);
+    if (op.fence != 0) {
+      w.Str("fence");
+      w.Uint(op.fence);
+    }
+  }
+}
+
+}  // namespace
 
 }  // namespace sidetable::wire

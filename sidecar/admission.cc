@@ -62,13 +62,17 @@ uint64_t DecodedBytes(const wire::Request& r) {
                r.rk.size() + r.filter.size() + r.target.size();
   for (const auto& s : r.select) n += str(s);
   for (const auto& s : r.rks) n += str(s);
-  for (const Operation& op : r.ops) {
-    n += sizeof(Operation) + op.entity.partition_key.size() + op.entity.row_key.size() +
-         op.entity.etag.size() + op.if_match.size();
-    for (const auto& p : op.entity.properties) {
-      n += sizeof(p) + p.name.size() + p.value.bytes().size();
+  auto ops = [](const std::vector<Operation>& list) {
+    uint64_t b = 0;
+    for (const Operation& op : list) {
+      b += sizeof(Operation) + op.entity.partition_key.size() + op.entity.row_key.size() +
+           op.entity.etag.size() + op.if_match.size();
+      for (const auto& p : op.entity.properties) b += sizeof(p) + p.name.size() + p.value.bytes().size();
     }
-  }
+    return b;
+  };
+  n += ops(r.ops);
+  for (const auto& item : r.writes) n += sizeof(item) + item.table.size() + ops(item.ops);
   return n;
 }
 

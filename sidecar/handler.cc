@@ -8,18 +8,20 @@ Status Handler::Run(const wire::Request& r, std::string* body, uint16_t* http) c
   using wire::Op;
   *http = 200;
   const bool writes = r.op == Op::kWrite || r.op == Op::kCreateTable ||
-                      r.op == Op::kDeleteTable || r.op == Op::kRequestArchive;
+                      r.op == Op::kDeleteTable || r.op == Op::kRequestArchive || r.op == Op::kWriteMany;
   // Never drop events: refuse new changes while the change log holds
   // max_backlog_events unpublished ones. Admitted here, counted until done,
   // so concurrent workers cannot overshoot the bound (publisher.h).
   struct Admitted {
     changestream::Publisher* p = nullptr;
+    uint64_t n = 1;
     ~Admitted() {
-      if (p) p->FinishWrite();
+      if (p) p->FinishWrite(n);
     }
   } admitted;
   if (writes && publisher_ != nullptr) {
-    if (!publisher_->TryAdmitWrite()) {
+    admitted.n = r.op == Op::kWriteMany ? std::max<uint64_t>(1, r.writes.size()) : 1;
+    if (!publisher_->TryAdmitWrite(admitted.n)) {
       return Status(Code::kServerBusy,
                     "the change stream backlog is full (is Kafka reachable?); retry later");
     }
@@ -71,6 +73,27 @@ Status Handler::Run(const wire::Request& r, std::string* body, uint16_t* http) c
       wire::EncodeWrite(*result, body);
       return Status::OK();
     }
+    case Op::kWriteMany: {
+      // Each EGT on its own: one failing does not stop the others, and the
+      // reply says per EGT what happened (a pattern worker's grouped writes).
+      std::vector<Result<WriteResult>> results;
+      results.reserve(r.writes.size());
+      for (const Batch& batch : r.ToBatches()) {
+        results.push_back(engine_->Execute(batch));
+        if (results.back().ok()) {
+          size_t written = 0;
+          for (const auto& op : batch.operations()) {
+            written += op.kind != OpKind::kDelete && op.kind != OpKind::kFencedDelete;
+          }
+          metrics_->RecordTableWrite(batch.table(), batch.size(), written);
+        }
+      }
+      wire::EncodeWriteMany(results, body);
+      return Status::OK();
+    }
+    case Op::kAdvanceWatermarks:
+    case Op::kReadWatermarks:
+      return Status(Code::kInvalidInput, "not supported by this sidecar yet");
     case Op::kGet: {
       auto e = engine_->Get(r.table, r.pk, r.rk, r.select.empty() ? nullptr : &r.select);
       if (!e.ok()) return e.status();
@@ -131,7 +154,7 @@ Code Handler::Handle(const wire::Request& r, std::string* out) const {
   uint16_t http = 200;
   Status s = Run(r, out, &http);
   if (s.ok() && publisher_ != nullptr &&
-      (r.op == wire::Op::kWrite || r.op == wire::Op::kCreateTable ||
+      (r.op == wire::Op::kWrite || r.op == wire::Op::kCreateTable || r.op == wire::Op::kWriteMany ||
        r.op == wire::Op::kDeleteTable || r.op == wire::Op::kRequestArchive)) {
     publisher_->Notify();
   }

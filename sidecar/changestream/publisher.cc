@@ -186,10 +186,10 @@ uint64_t Publisher::backlog_events() const {
 // either still counted there or (having decremented, so committed) in the
 // engine's last LSN, read after the increment. A write may be counted twice
 // for a moment (committed, not yet finished): that errs towards refusing.
-bool Publisher::TryAdmitWrite() {
-  const uint64_t running = admitting_.fetch_add(1, std::memory_order_acq_rel);
-  if (backlog_events() + running + 1 > max_backlog_) {
-    admitting_.fetch_sub(1, std::memory_order_acq_rel);
+bool Publisher::TryAdmitWrite(uint64_t n) {
+  const uint64_t running = admitting_.fetch_add(n, std::memory_order_acq_rel);
+  if (backlog_events() + running + n > max_backlog_) {
+    admitting_.fetch_sub(n, std::memory_order_acq_rel);
     refused_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }

@@ -85,9 +85,10 @@ class Publisher {
 
   // Admission of one write under the backlog bound; exact under concurrency
   // (each admitted write counts until its LSN is in the engine's last LSN).
-  // Every true must be followed by one FinishWrite() once the write ran.
-  bool TryAdmitWrite();
-  void FinishWrite() { admitting_.fetch_sub(1, std::memory_order_acq_rel); }
+  // Every true must be followed by one FinishWrite(n) once the write ran.
+  // `n`: the change records the request may commit (WriteMany: its EGTs).
+  bool TryAdmitWrite(uint64_t n = 1);
+  void FinishWrite(uint64_t n = 1) { admitting_.fetch_sub(n, std::memory_order_acq_rel); }
   // Committed changes not yet delivered, from the change log: at once
   // accurate, whatever the publishing thread is doing.
   uint64_t backlog_events() const;

@@ -298,3 +298,127 @@ TEST(RequestFuzzReplay, SeedsAndMutationsNeverCrash) {
 
 }  // namespace
 }  // namespace sidetable::wire
+
+namespace sidetable::wire {
+namespace {
+
+TEST(Wire, WriteManyAndFencedOperationsRoundTrip) {
+  Request r;
+  r.op = Op::kWriteMany;
+  r.caller = "worker";
+  Operation up{OpKind::kFencedUpsert, Rich(), "", 42};
+  Operation del{OpKind::kFencedDelete, {}, "", 43};
+  del.entity.partition_key = "p";
+  del.entity.row_key = "r";
+  r.writes.push_back({"Idx", {up}});
+  r.writes.push_back({"Other", {del, {OpKind::kInsert, Rich(), ""}}});
+  Request out = RoundTrip(r);
+  EXPECT_EQ(out.op, Op::kWriteMany);
+  ASSERT_EQ(out.writes.size(), 2u);
+  EXPECT_EQ(out.writes[0].table, "Idx");
+  ASSERT_EQ(out.writes[0].ops.size(), 1u);
+  EXPECT_EQ(out.writes[0].ops[0].kind, OpKind::kFencedUpsert);
+  EXPECT_EQ(out.writes[0].ops[0].fence, 42u);
+  EXPECT_EQ(out.writes[0].ops[0].entity.properties, Rich().properties);
+  EXPECT_EQ(out.writes[1].ops[0].fence, 43u);
+  EXPECT_EQ(out.writes[1].ops[1].fence, 0u);
+  auto batches = out.ToBatches();
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_EQ(batches[1].caller(), "worker");
+  EXPECT_EQ(batches[1].table(), "Other");
+
+  // Replies: results in order, errors with their code and index.
+  std::vector<Result<WriteResult>> results;
+  WriteResult w;
+  w.lsn = 7;
+  w.timestamp = 123;
+  w.etags = {"", "W/\"7\""};
+  w.skipped = {0};
+  results.push_back(w);
+  results.push_back(Status(Code::kEntityAlreadyExists, "exists", 1));
+  std::string body;
+  EncodeWriteMany(results, &body);
+  std::vector<Result<WriteResult>> back;
+  ASSERT_TRUE(DecodeWriteMany(body, &back).ok());
+  ASSERT_EQ(back.size(), 2u);
+  ASSERT_TRUE(back[0].ok());
+  EXPECT_EQ(back[0]->lsn, 7u);
+  EXPECT_EQ(back[0]->etags, w.etags);
+  EXPECT_EQ(back[0]->skipped, w.skipped);
+  ASSERT_FALSE(back[1].ok());
+  EXPECT_EQ(back[1].status().code(), Code::kEntityAlreadyExists);
+  EXPECT_EQ(back[1].status().op_index(), 1);
+
+  // A single write's reply carries "skipped" only when something was.
+  std::string one;
+  EncodeWrite(w, &one);
+  WriteResult single;
+  ASSERT_TRUE(DecodeWrite(one, &single).ok());
+  EXPECT_EQ(single.skipped, w.skipped);
+}
+
+TEST(Wire, BadWriteManyRequestsAreInvalidInput) {
+  auto frame = [](uint32_t batches, bool with_table, bool with_ops) {
+    std::string f = HeaderBytes(1, static_cast<uint8_t>(Op::kWriteMany));
+    msgpack::Writer w(&f);
+    w.MapHeader(1);
+    w.Str("writes");
+    w.ArrayHeader(batches);
+    for (uint32_t i = 0; i < batches && i < 2000; i++) {
+      w.MapHeader(static_cast<uint32_t>(with_table) + static_cast<uint32_t>(with_ops));
+      if (with_table) {
+        w.Str("table");
+        w.Str("T");
+      }
+      if (with_ops) {
+        w.Str("ops");
+        w.ArrayHeader(1);
+        w.MapHeader(2);
+        w.Str("op");
+        w.Str("Delete");
+        w.Str("entity");
+        w.MapHeader(2);
+        w.Str("pk");
+        w.Str("p");
+        w.Str("rk");
+        w.Str("r");
+      }
+    }
+    return f;
+  };
+  EXPECT_TRUE(DecodeBytes(frame(2, true, true)).ok());
+  EXPECT_EQ(DecodeBytes(frame(0, true, true)).code(), Code::kInvalidInput);       // nothing to write
+  EXPECT_EQ(DecodeBytes(frame(1, false, true)).code(), Code::kInvalidInput);      // no table
+  EXPECT_EQ(DecodeBytes(frame(1, true, false)).code(), Code::kInvalidInput);      // no ops
+  EXPECT_EQ(DecodeBytes(frame(1001, true, true)).code(), Code::kInvalidInput);    // over 1,000
+  // A declared count the bytes cannot hold fails before any allocation.
+  std::string lying = HeaderBytes(1, static_cast<uint8_t>(Op::kWriteMany));
+  msgpack::Writer w(&lying);
+  w.MapHeader(1);
+  w.Str("writes");
+  w.ArrayHeader(900);
+  EXPECT_EQ(DecodeBytes(lying).code(), Code::kInvalidInput);
+  // A fence must be an unsigned integer.
+  std::string bad_fence = HeaderBytes(1, 5);
+  msgpack::Writer b(&bad_fence);
+  b.MapHeader(2);
+  b.Str("table");
+  b.Str("T");
+  b.Str("ops");
+  b.ArrayHeader(1);
+  b.MapHeader(3);
+  b.Str("op");
+  b.Str("FencedDelete");
+  b.Str("fence");
+  b.Str("7");
+  b.Str("entity");
+  b.MapHeader(2);
+  b.Str("pk");
+  b.Str("p");
+  b.Str("rk");
+  b.Str("r");
+  EXPECT_EQ(DecodeBytes(bad_fence).code(), Code::kInvalidInput);
+}
+
+}  // namespace
+}  // namespace sidetable::wire
