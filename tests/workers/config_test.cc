@@ -21,17 +21,21 @@ kafka:
   session_timeout_ms: 6000
   commit_batch: 10
   commit_interval_ms: 50
+  poll_batch: 500
   properties:
     security.protocol: plaintext
 sidecar:
   endpoint: tcp://127.0.0.1:7000
   timeout_ms: 900
   caller: w1
+  inflight: 4
 retry:
   max_attempts: 3
   backoff_ms: 20
   backoff_max_ms: 200
   fence_attempts: 5
+lag:
+  max_seconds: 12
 dead_letter:
   topic: dlq
 http: 127.0.0.1:0
@@ -61,6 +65,9 @@ TEST(WorkerConfigTest, ReadsEveryKey) {
   EXPECT_EQ(c.session_timeout_ms, 6000);
   EXPECT_EQ(c.commit_batch, 10);
   EXPECT_EQ(c.commit_interval_ms, 50);
+  EXPECT_EQ(c.poll_batch, 500);
+  EXPECT_EQ(c.inflight, 4);
+  EXPECT_EQ(c.lag_max_seconds, 12);
   EXPECT_EQ(c.properties.at("security.protocol"), "plaintext");
   EXPECT_EQ(c.endpoint, "tcp://127.0.0.1:7000");
   EXPECT_EQ(c.timeout_ms, 900);
@@ -154,6 +161,10 @@ TEST(WorkerConfigTest, ValidationNamesTheKey) {
       {[](apply::WorkerConfig* c) { c->log_format = "xml"; }, "log.format"},
       {[](apply::WorkerConfig* c) { c->log_level = "loud"; }, "log.level"},
       {[](apply::WorkerConfig* c) { c->patterns.clear(); }, "patterns"},
+      {[](apply::WorkerConfig* c) { c->poll_batch = 0; }, "kafka.poll_batch"},
+      {[](apply::WorkerConfig* c) { c->poll_batch = 100001; }, "kafka.poll_batch"},
+      {[](apply::WorkerConfig* c) { c->inflight = 0; }, "sidecar.inflight"},
+      {[](apply::WorkerConfig* c) { c->lag_max_seconds = 0; }, "lag.max_seconds"},
   };
   for (const auto& bc : cases) {
     apply::WorkerConfig c = valid();

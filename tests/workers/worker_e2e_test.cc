@@ -200,6 +200,61 @@ bool WaitUntil(const std::function<bool()>& pred, std::chrono::seconds timeout) 
   return true;
 }
 
+std::string HealthBody(const testing::WorkerProcess& w) {
+  httplib::Client http("http://" + w.http());
+  http.set_connection_timeout(1);
+  auto res = http.Get("/health");
+  return res ? res->body : std::string();
+}
+
+std::string MetricsBody(const testing::WorkerProcess& w) {
+  httplib::Client http("http://" + w.http());
+  http.set_connection_timeout(1);
+  auto res = http.Get("/metrics");
+  return res ? res->body : std::string();
+}
+
+// A worker whose Kafka or sidecar went away said "ok" (with 0 partitions):
+// now /health says degraded and why, and recovers by itself.
+TEST_F(WorkerE2eTest, HealthSaysDegradedWhenKafkaOrTheSidecarGoesAway) {
+  auto w = StartWorker("w1");
+  ASSERT_TRUE(WaitUntil([&] { return HealthField(*w, "assigned_partitions") > 0; }, std::chrono::seconds(30)))
+      << HealthBody(*w);
+  ASSERT_TRUE(client_->InsertOrReplace("People", client::EntityBuilder("p", "r").String("Color", "red").String("Name", "n").Build()).ok());
+  ASSERT_TRUE(WaitUntil([&] { return HealthBody(*w).find("\"status\":\"ok\"") != std::string::npos; },
+                        std::chrono::seconds(15)))
+      << HealthBody(*w);
+  // Lag figures per derived table are on /metrics.
+  EXPECT_NE(MetricsBody(*w).find("sidetable_worker_lag_seconds{table=\"PeopleByColor\"}"), std::string::npos)
+      << MetricsBody(*w);
+
+  ASSERT_TRUE(kafka_->SetBrokersDown(true).ok());
+  EXPECT_TRUE(WaitUntil([&] { return HealthBody(*w).find("kafka: no broker connection is up") != std::string::npos; },
+                        std::chrono::seconds(20)))
+      << HealthBody(*w);
+  EXPECT_NE(HealthBody(*w).find("\"status\":\"degraded\""), std::string::npos);
+  ASSERT_TRUE(kafka_->SetBrokersDown(false).ok());
+  EXPECT_TRUE(WaitUntil([&] { return HealthBody(*w).find("\"kafka_reachable\":true") != std::string::npos; },
+                        std::chrono::seconds(20)))
+      << HealthBody(*w);
+
+  const std::string endpoint = server_->endpoint();
+  server_->Kill();
+  EXPECT_TRUE(WaitUntil([&] { return HealthBody(*w).find("\"sidecar_reachable\":false") != std::string::npos; },
+                        std::chrono::seconds(20)))
+      << HealthBody(*w);
+  EXPECT_NE(HealthBody(*w).find("\"status\":\"degraded\""), std::string::npos);
+  EXPECT_NE(HealthBody(*w).find("sidecar: "), std::string::npos);
+  // Back on the same endpoint: the worker reconnects by itself.
+  server_ = std::make_unique<testing::SidecarProcess>(
+      SIDETABLE_BIN, dir_.Sub("db"),
+      std::vector<std::string>{"--config", dir_.Sub("sidecar.yaml"), "--durability", "os", "--listen", endpoint});
+  ASSERT_TRUE(server_->Start()) << server_->Log();
+  EXPECT_TRUE(WaitUntil([&] { return HealthBody(*w).find("\"status\":\"ok\"") != std::string::npos; },
+                        std::chrono::seconds(30)))
+      << HealthBody(*w);
+}
+
 TEST_F(WorkerE2eTest, TwoWorkersKeepTheIndexThroughRepeatedKillNine) {
   auto a = StartWorker("worker-a");
   auto b = StartWorker("worker-b");
