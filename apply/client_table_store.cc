@@ -19,6 +19,10 @@ class ClientTableStore final : public TableStore {
     dones_.push_back(std::move(done));
     if (buffered_.size() >= kBatchesPerRequest || buffered_bytes_ >= kBytesPerRequest) SendBuffered();
   }
+  void SendGet(const std::string& table, const std::string& pk, const std::string& rk, GetDone done) override {
+    while (c_->pending() >= kMaxGetsInFlight) c_->Poll(std::chrono::milliseconds(100));
+    c_->SendGet(table, pk, rk, std::move(done));
+  }
   void Flush() override {
     SendBuffered();
     c_->Drain();
@@ -53,6 +57,7 @@ class ClientTableStore final : public TableStore {
  private:
   static constexpr size_t kBatchesPerRequest = 100;
   static constexpr size_t kBytesPerRequest = 1 << 20;
+  static constexpr size_t kMaxGetsInFlight = 128;   // under sidecar.max_inflight_per_connection
 
   void SendBuffered() {
     if (buffered_.empty()) return;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "apply/grouped_moves.h"
 #include "apply/grouped_writes.h"
 #include "events/event.h"
 
@@ -100,13 +101,36 @@ std::vector<EventOutcome> EventProcessor::ProcessBatch(const std::vector<std::st
     return outs;
   }
   GroupedWrites grouped(store_, applier_, &policy_, observer_, &sleep_);
-  std::vector<EventOp> run;
+  std::vector<EventOp> run;      // fenced upserts and deletes of consecutive events
+  std::vector<MoveItem> moves;   // moves of consecutive events
   std::vector<EventFailure> failures(values.size());
   bool stopped = false;
-  auto flush = [&] {
+  auto flush_run = [&] {
     if (run.empty()) return;
     grouped.Apply(run, &failures);
     run.clear();
+  };
+  auto flush_moves = [&] {
+    if (moves.empty()) return;
+    uint64_t moved = 0;
+    MoveMany(store_, applier_, &grouped, moves, &failures, observer_, &moved);
+    // A move that failed for a passing reason goes through the one-at-a-time
+    // path with its back-off (moves are idempotent).
+    size_t last = values.size();
+    for (const MoveItem& m : moves) {
+      if (m.event == last) continue;
+      last = m.event;
+      EventFailure& f = failures[m.event];
+      if (f.status.ok() || f.permanent || f.interrupted) continue;
+      f = EventFailure();
+      ApplyInOrder(records_[m.event], ops[m.event], &outs[m.event]);
+      if (outs[m.event].kind == EventOutcome::Kind::kInterrupted) f.interrupted = true;
+    }
+    moves.clear();
+  };
+  auto stop_seen = [&] {
+    for (const EventFailure& f : failures) stopped = stopped || f.interrupted;
+    return stopped;
   };
   for (size_t i = 0; i < values.size() && !stopped; i++) {
     if (!has_record_[i]) continue;
@@ -114,22 +138,33 @@ std::vector<EventOutcome> EventProcessor::ProcessBatch(const std::vector<std::st
       observer_->OnSkippedEvent();
       continue;
     }
-    bool barrier = false;
+    bool fenced = true, all_moves = true;
     for (const auto& op : ops[i]) {
-      barrier = barrier || (op.kind != patterns::TableOp::Kind::kFencedUpsert &&
-                            op.kind != patterns::TableOp::Kind::kFencedDelete);
+      fenced = fenced && (op.kind == patterns::TableOp::Kind::kFencedUpsert ||
+                          op.kind == patterns::TableOp::Kind::kFencedDelete);
+      all_moves = all_moves && op.kind == patterns::TableOp::Kind::kMove;
     }
-    if (!barrier) {
+    if (fenced) {
+      flush_moves();
       for (const auto& op : ops[i]) run.push_back({&op, i});
       continue;
     }
-    flush();
-    for (const EventFailure& f : failures) stopped = stopped || f.interrupted;
-    if (stopped) break;
+    if (all_moves) {
+      flush_run();
+      for (const auto& op : ops[i]) moves.push_back({&op, std::nullopt, i});
+      continue;
+    }
+    // A barrier (a clear, or kinds mixed): what came before first, then it.
+    flush_run();
+    flush_moves();
+    if (stop_seen()) break;
     ApplyInOrder(records_[i], ops[i], &outs[i]);
     stopped = outs[i].kind == EventOutcome::Kind::kInterrupted;
   }
-  if (!stopped) flush();
+  if (!stopped) {
+    flush_run();
+    flush_moves();
+  }
   // A stop during a back-off: nothing from the first event not fully applied
   // on may be committed (the worker stops its offsets there).
   size_t first_stopped = values.size();

@@ -48,6 +48,9 @@ class TableStore {
   // write sent has had its `done` run.
   using WriteDone = std::function<void(Result<WriteResult>)>;
   virtual void SendWrite(const Batch& batch, WriteDone done) = 0;
+  // A pipelined point read; `done` runs like a write's.
+  using GetDone = std::function<void(Result<Entity>)>;
+  virtual void SendGet(const std::string& table, const std::string& pk, const std::string& rk, GetDone done) = 0;
   virtual void Flush() = 0;
 };
 

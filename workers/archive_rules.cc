@@ -3,7 +3,11 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <optional>
+#include <thread>
 
+#include "apply/event_processor.h"
+#include "apply/grouped_moves.h"
 #include "client/client.h"
 
 namespace sidetable::workers {
@@ -29,6 +33,13 @@ Status RunArchiveRule(const ArchiveRule& rule, int64_t now_ticks, apply::TableSt
                       const std::atomic<bool>& stop, uint64_t* moved) {
   *moved = 0;
   const std::string filter = ArchiveFilter(rule, now_ticks);
+  // Retries stay with the scheduler (the next run); a group is tried twice.
+  const apply::RetryPolicy policy{2, 50, 200};
+  apply::ApplyObserver observer;
+  apply::GroupedWrites::Sleeper sleep = [&stop](int ms) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    return !stop.load(std::memory_order_relaxed);
+  };
   apply::Continuation next;
   do {
     auto page = store->QueryPage(rule.source(), filter, next);
@@ -38,12 +49,27 @@ Status RunArchiveRule(const ArchiveRule& rule, int64_t now_ticks, apply::TableSt
     }
     std::vector<patterns::TableOp> ops;
     patterns::ArchiveMoves(rule, page->entities, &ops);
+    if (stop.load(std::memory_order_relaxed)) return Status::OK();
+    // The page holds the sources as read: copies and deletes go grouped
+    // (apply/grouped_moves.h), a page in a few round trips.
+    std::vector<apply::MoveItem> items;
+    items.reserve(ops.size());
     for (const patterns::TableOp& op : ops) {
-      if (stop.load(std::memory_order_relaxed)) return Status::OK();
-      apply::OpResult r;
-      ST_RETURN_IF_ERROR(applier->Apply(op, &r));
-      if (r == apply::OpResult::kWritten) ++*moved;
+      std::optional<Entity> source;
+      for (const Entity& e : page->entities) {
+        if (e.partition_key == op.entity.partition_key && e.row_key == op.entity.row_key) {
+          source = e;
+          break;
+        }
+      }
+      items.push_back({&op, std::move(source), 0});
     }
+    std::vector<apply::EventFailure> failures(1);
+    uint64_t page_moved = 0;
+    apply::GroupedWrites writes(store, applier, &policy, &observer, &sleep);
+    apply::MoveMany(store, applier, &writes, items, &failures, &observer, &page_moved);
+    *moved += page_moved;
+    if (!failures[0].status.ok()) return failures[0].status;
     next = page->next;
   } while (next && !stop.load(std::memory_order_relaxed));
   return Status::OK();

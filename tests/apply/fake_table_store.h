@@ -103,6 +103,10 @@ class FakeTableStore : public TableStore {
     Result<WriteResult> r = ExecuteBatch(batch);
     deferred_.push_back([done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
   }
+  void SendGet(const std::string& table, const std::string& pk, const std::string& rk, GetDone done) override {
+    Result<Entity> r = Get(table, pk, rk);
+    deferred_.push_back([done = std::move(done), r = std::move(r)]() mutable { done(std::move(r)); });
+  }
   void Flush() override {
     while (!deferred_.empty()) {
       auto batch = std::move(deferred_);
