@@ -20,7 +20,7 @@ std::vector<std::string> Keys(size_t n) {
   std::vector<std::string> keys = {"a", "ab", "abc", "abcd", "abcde", "People/Sales",
                                    "t/\xc3\xa9\xe2\x82\xac", std::string("x/\0\xff", 4)};
   for (size_t i = keys.size(); i < n; i++) {
-    std::string k = "Table" + std::to_string(i % 7) + "/";
+    std::string k = "Table" + std::to_string(i % 7) + "/" + std::to_string(i);  // unique
     const size_t len = rng() % 40;
     for (size_t j = 0; j < len; j++) k.push_back(static_cast<char>(rng() & 0xff));
     keys.push_back(std::move(k));
