@@ -3,6 +3,8 @@
 // client's own types.
 #include "client/client.h"
 
+#include <algorithm>
+
 #include "protocol/wire.h"
 
 namespace sidetable::client {
@@ -31,12 +33,30 @@ wire::Request WriteRequest(const Batch& batch) {
   return r;
 }
 
+void SetRead(const ReadOptions& read, wire::Request* r) {
+  if (read.after.empty()) return;
+  r->after.reserve(read.after.size());
+  for (const auto& t : read.after) r->after.push_back(wire::AfterToken{t.source_table, t.lsn});
+  if (read.wait) r->wait_ms = static_cast<uint64_t>(std::max<int64_t>(read.wait->count(), 0));
+}
+
 wire::Request GetRequest(const std::string& table, const std::string& pk, const std::string& rk,
-                         const std::vector<std::string>& select) {
+                         const std::vector<std::string>& select, const ReadOptions& read = {}) {
   wire::Request r = Make(wire::Op::kGet, table);
   r.pk = pk;
   r.rk = rk;
   r.select = select;
+  SetRead(read, &r);
+  return r;
+}
+
+wire::Request WatermarksRequest(const std::vector<Watermark>& watermarks) {
+  wire::Request r = Make(wire::Op::kAdvanceWatermarks);
+  r.watermarks.reserve(watermarks.size());
+  for (const auto& w : watermarks) {
+    r.watermarks.push_back(wire::WatermarkEntry{w.derived_table, w.source_table, w.partition,
+                                                w.partitions, w.lsn, w.commit_time});
+  }
   return r;
 }
 
@@ -49,6 +69,7 @@ wire::Request QueryRequest(const QueryOptions& q, const std::optional<Continuati
     r.next_pk = next->first;
     r.next_rk = next->second;
   }
+  SetRead(q.read, &r);
   return r;
 }
 
@@ -173,7 +194,36 @@ Result<Page> Client::QueryPage(const QueryOptions& q, const std::optional<Contin
   return page;
 }
 
+Result<Entity> Client::Get(const std::string& table, const std::string& pk, const std::string& rk,
+                           const std::vector<std::string>& select, const ReadOptions& read) {
+  std::string body;
+  ST_RETURN_IF_ERROR(Call(Encode(GetRequest(table, pk, rk, select, read), options_.caller), &body));
+  Entity e;
+  ST_RETURN_IF_ERROR(wire::DecodeEntityReply(body, &e));
+  return e;
+}
+
 QueryIterator Client::Query(const QueryOptions& q) { return QueryIterator(this, q); }
+
+Status Client::AdvanceWatermarks(const std::vector<Watermark>& watermarks) {
+  std::string body;
+  return Call(Encode(WatermarksRequest(watermarks), options_.caller), &body);
+}
+
+Result<std::vector<Watermark>> Client::ReadWatermarks(const std::string& derived_table) {
+  wire::Request r = Make(wire::Op::kReadWatermarks);
+  r.derived = derived_table;
+  std::string body;
+  ST_RETURN_IF_ERROR(Call(Encode(r, options_.caller), &body));
+  std::vector<wire::WatermarkEntry> entries;
+  ST_RETURN_IF_ERROR(wire::DecodeWatermarks(body, &entries));
+  std::vector<Watermark> out;
+  out.reserve(entries.size());
+  for (auto& e : entries) {
+    out.push_back(Watermark{std::move(e.derived), std::move(e.source), e.partition, e.partitions, e.lsn, e.time});
+  }
+  return out;
+}
 
 Result<ChangeBatch> Client::ReadChanges(uint64_t from_lsn, uint32_t max_records, uint64_t max_bytes) {
   std::string body;
@@ -211,8 +261,14 @@ void Client::SendWriteMany(const std::vector<Batch>& batches, Done<std::vector<R
 }
 
 void Client::SendGet(const std::string& table, const std::string& pk, const std::string& rk, Done<Entity> done,
-                     const std::vector<std::string>& select) {
-  SendFrame(Encode(GetRequest(table, pk, rk, select), options_.caller), Decoded<Entity>(std::move(done), wire::DecodeEntityReply));
+                     const std::vector<std::string>& select, const ReadOptions& read) {
+  SendFrame(Encode(GetRequest(table, pk, rk, select, read), options_.caller),
+            Decoded<Entity>(std::move(done), wire::DecodeEntityReply));
+}
+
+void Client::SendAdvanceWatermarks(const std::vector<Watermark>& watermarks, std::function<void(Status)> done) {
+  SendFrame(Encode(WatermarksRequest(watermarks), options_.caller),
+            [done = std::move(done)](const Status& s, std::string_view) { done(s); });
 }
 
 void Client::SendQuery(const QueryOptions& q, const std::optional<Continuation>& next, Done<Page> done) {

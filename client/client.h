@@ -7,7 +7,8 @@
 // runs each callback as its reply arrives, in whatever order the server
 // answers.
 //
-// Its public types are its own (ServerInfo, Page, Continuation) and the
+// Its public types are its own (ServerInfo, Page, Continuation, Watermark,
+// SessionToken, ReadOptions) and the
 // entity model's (Entity, Batch, WriteResult, ChangeBatch, Status): the wire
 // format (protocol/) stays inside the library.
 //
@@ -49,11 +50,45 @@ struct ClientOptions {
   std::string caller;                            // recorded in the change log
 };
 
+// Read your own writes (docs/consistency.md): a session token says "I wrote
+// `source_table` up to change `lsn`". A read carrying tokens is answered
+// only once the table read (a derived table: an index, an archive) covers
+// every token of a source it is derived from; tokens of other tables have
+// nothing to wait for. Get them from WriteResult::lsn, or let a
+// client::Session (client/session.h) keep them.
+struct SessionToken {
+  std::string source_table;
+  uint64_t lsn = 0;
+  friend bool operator==(const SessionToken&, const SessionToken&) = default;
+};
+
+// Tokens for one read and how long the sidecar may wait for them (0..60 s;
+// unset: the sidecar's default, 5 s). Not covered in time:
+// Code::kReadSessionNotAvailable, never stale data.
+struct ReadOptions {
+  std::vector<SessionToken> after;
+  std::optional<std::chrono::milliseconds> wait;
+};
+
 struct QueryOptions {
   std::string table;
   std::string filter;
   std::vector<std::string> select;
   std::optional<int> top;  // page size (1..1000)
+  ReadOptions read;        // session tokens (every page waits for them)
+};
+
+// How far derived_table has applied source_table's change records that
+// travel on Kafka partition `partition` of `partitions`: every one up to
+// `lsn` (0: only registers the pair). Pattern workers report them.
+struct Watermark {
+  std::string derived_table;
+  std::string source_table;
+  int32_t partition = 0;
+  int32_t partitions = 1;
+  uint64_t lsn = 0;
+  int64_t commit_time = 0;  // DateTime ticks of record `lsn` (0 = unknown)
+  friend bool operator==(const Watermark&, const Watermark&) = default;
 };
 
 // What Ping() learns about the sidecar.
@@ -105,6 +140,9 @@ class Client {
   Result<WriteResult> InsertOrMerge(const std::string& table, Entity e);
   Result<Entity> Get(const std::string& table, const std::string& pk, const std::string& rk,
                      const std::vector<std::string>& select = {});
+  // Waits (on the sidecar) until `read.after` is covered.
+  Result<Entity> Get(const std::string& table, const std::string& pk, const std::string& rk,
+                     const std::vector<std::string>& select, const ReadOptions& read);
   // One page; pass the previous reply's continuation to get the next.
   Result<Page> QueryPage(const QueryOptions& q, const std::optional<Continuation>& next = {});
   // Every matching entity, following continuations page by page.
@@ -116,6 +154,11 @@ class Client {
   Result<uint64_t> RequestArchive(const std::string& table, const std::string& pk,
                                   const std::vector<std::string>& row_keys,
                                   const std::string& archive_table);
+  // Raises the stored watermarks to these (each only grows; durable). At
+  // most 1,000 entries; an lsn above the sidecar's last LSN is InvalidInput.
+  Status AdvanceWatermarks(const std::vector<Watermark>& watermarks);
+  // Every stored watermark, or those of one derived table.
+  Result<std::vector<Watermark>> ReadWatermarks(const std::string& derived_table = "");
 
   // ---- pipelined calls ---------------------------------------------------
   // Each sends now; `done` runs from Poll()/Drain() when the final reply
@@ -127,9 +170,10 @@ class Client {
   // At most 1,000 batches and sidecar.max_request_bytes in all.
   void SendWriteMany(const std::vector<Batch>& batches, Done<std::vector<Result<WriteResult>>> done);
   void SendGet(const std::string& table, const std::string& pk, const std::string& rk, Done<Entity> done,
-               const std::vector<std::string>& select = {});
+               const std::vector<std::string>& select = {}, const ReadOptions& read = {});
   void SendQuery(const QueryOptions& q, const std::optional<Continuation>& next, Done<Page> done);
   void SendReadChanges(uint64_t from_lsn, uint32_t max_records, uint64_t max_bytes, Done<ChangeBatch> done);
+  void SendAdvanceWatermarks(const std::vector<Watermark>& watermarks, std::function<void(Status)> done);
   // Receives and dispatches replies for up to `wait` (returns early once at
   // least one request completed). Handles back-off timers and time-outs.
   void Poll(std::chrono::milliseconds wait);

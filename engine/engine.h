@@ -188,6 +188,10 @@ class Engine {
   Status PutSetting(std::string_view key, std::string_view value);
   // nullopt when absent.
   Result<std::optional<std::string>> GetSetting(std::string_view key) const;
+  // Several settings in one atomic, durable write (all or none).
+  Status PutSettings(const std::vector<std::pair<std::string, std::string>>& settings);
+  // Every setting whose key starts with `prefix`, in key order.
+  Result<std::vector<std::pair<std::string, std::string>>> ListSettings(std::string_view prefix) const;
 
   class Impl;
 

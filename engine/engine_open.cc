@@ -149,34 +149,6 @@ Result<uint64_t> Engine::ApplyRetention(uint64_t keep_from_lsn) {
 }
 EngineStats Engine::Stats() const { return impl_->Stats(); }
 
-namespace {
-std::string SettingKey(std::string_view key) { return "x/" + std::string(key); }
-}  // namespace
-
-Status Engine::PutSetting(std::string_view key, std::string_view value) {
-  // Through the storage gate like every write: appending to a WAL whose
-  // writer already failed on a full disk, and then resuming, trips an
-  // assertion in RocksDB builds that keep them (Debian's does), found by
-  // scripts/chaos.sh when the publisher persisted its watermark every 50 ms.
-  if (impl_->storage_) ST_RETURN_IF_ERROR(impl_->storage_->AdmitWrite(/*client_write=*/false));
-  rocksdb::WriteOptions wo;
-  wo.sync = impl_->options_.durability == Durability::kFsync;
-  rocksdb::Status s = impl_->db_->Put(wo, impl_->meta_cf_, SettingKey(key), value);
-  if (!s.ok()) {
-    if (impl_->storage_) return impl_->storage_->WriteFailed(s, 0);
-    return Status(Code::kInternal, "writing setting: " + s.ToString());
-  }
-  return Status::OK();
-}
-
-Result<std::optional<std::string>> Engine::GetSetting(std::string_view key) const {
-  std::string value;
-  rocksdb::Status s = impl_->db_->Get(rocksdb::ReadOptions(), impl_->meta_cf_, SettingKey(key), &value);
-  if (s.IsNotFound()) return std::optional<std::string>();
-  if (!s.ok()) return Status(Code::kInternal, "reading setting: " + s.ToString());
-  return std::optional<std::string>(std::move(value));
-}
-
 ScanBounds ScanBounds::Partition(std::string_view pk) {
   ScanBounds b;
   b.start = std::make_pair(std::string(pk), std::string());

@@ -11,7 +11,7 @@ struct CodeInfo {
   int http;
 };
 
-constexpr std::array<CodeInfo, 23> kCodes = {{
+constexpr std::array<CodeInfo, 24> kCodes = {{
     {Code::kOk, "OK", 200},
     {Code::kInvalidInput, "InvalidInput", 400},
     {Code::kPropertyNameInvalid, "PropertyNameInvalid", 400},
@@ -35,6 +35,7 @@ constexpr std::array<CodeInfo, 23> kCodes = {{
     {Code::kServerBusy, "ServerBusy", 503},
     {Code::kUnavailable, "ServiceUnavailable", 503},
     {Code::kInsufficientStorage, "InsufficientStorage", 507},
+    {Code::kReadSessionNotAvailable, "ReadSessionNotAvailable", 504},
 }};
 
 const CodeInfo& Info(Code code) {

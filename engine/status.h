@@ -17,7 +17,7 @@
 namespace sidetable {
 
 // The error codes users of Azure Tables rely on, plus a few of our own
-// (kInternal, kUnavailable, kInsufficientStorage). Keep ErrorCodeName() and
+// (kInternal, kUnavailable, kInsufficientStorage, kReadSessionNotAvailable). Keep ErrorCodeName() and
 // HttpStatus() in step, and kLastCode the last enumerator.
 enum class Code : uint8_t {
   kOk = 0,
@@ -45,8 +45,12 @@ enum class Code : uint8_t {
   // 507 (WebDAV's Insufficient Storage): the disk is full; the write was not
   // acknowledged. Reads keep working and writes resume once space is freed.
   kInsufficientStorage,
+  // 504: a read that carried session tokens (docs/consistency.md) waited its
+  // waitMs and the derived table still did not cover them. Not 503: a blind
+  // retry would wait again for the same worker; the caller decides.
+  kReadSessionNotAvailable,
 };
-inline constexpr Code kLastCode = Code::kInsufficientStorage;
+inline constexpr Code kLastCode = Code::kReadSessionNotAvailable;
 
 // "EntityAlreadyExists", ...: the code as Azure spells it on the wire.
 std::string_view ErrorCodeName(Code code);

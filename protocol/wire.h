@@ -78,6 +78,30 @@ Status ReadValue(msgpack::Reader& r, std::string_view name, Value* v);
 void WriteEntity(msgpack::Writer& w, const Entity& e, bool with_meta);
 Status ReadEntity(msgpack::Reader& r, Entity* e);
 
+// ---- watermarks and read-your-writes (docs/consistency.md) -----------------------
+inline constexpr size_t kMaxWatermarkEntries = 1000;   // per AdvanceWatermarks
+inline constexpr int32_t kMaxWatermarkPartitions = 10000;
+inline constexpr size_t kMaxAfterTokens = 64;          // per Get or Query
+inline constexpr uint64_t kMaxWaitMs = 60000;
+inline constexpr uint64_t kDefaultWaitMs = 5000;       // when `after` is sent without waitMs
+
+// How far `derived` has applied the change records of `source` that travel
+// on Kafka partition `partition` of `partitions`: every record up to `lsn`.
+struct WatermarkEntry {
+  std::string derived;
+  std::string source;
+  int32_t partition = 0;
+  int32_t partitions = 1;
+  uint64_t lsn = 0;   // 0: only registers that derived is derived from source
+  int64_t time = 0;   // commit time of record `lsn`, DateTime ticks (0 = unknown)
+};
+
+// A session token: the reader wrote `source` up to `lsn`.
+struct AfterToken {
+  std::string source;
+  uint64_t lsn = 0;
+};
+
 // ---- requests -----------------------------------------------------------------
 // One EGT of a WriteMany request.
 struct WriteItem {
@@ -103,6 +127,10 @@ struct Request {
   std::vector<std::string> rks;      // kRequestArchive
   std::string target;                // kRequestArchive: the archive table
   std::vector<WriteItem> writes;     // kWriteMany (the caller applies to each)
+  std::vector<WatermarkEntry> watermarks;  // kAdvanceWatermarks
+  std::string derived;                     // kReadWatermarks: only this derived table ("" = all)
+  std::vector<AfterToken> after;           // kGet, kQuery: wait until these are covered
+  std::optional<uint64_t> wait_ms;         // with `after`: at most this long (else kDefaultWaitMs)
 
   // The Batch a kWrite request describes.
   Batch ToBatch() const;
@@ -148,6 +176,7 @@ void EncodeChanges(const ChangeBatch& b, std::string* out);
 void EncodeLsn(uint64_t lsn, std::string* out);  // {"lsn": n}
 // {"results": [write result | {"code","message","index"?}, ...]}, in order.
 void EncodeWriteMany(const std::vector<Result<WriteResult>>& results, std::string* out);
+void EncodeWatermarks(const std::vector<WatermarkEntry>& entries, std::string* out);  // {"watermarks": [...]}
 
 // Splits a reply frame. A reply whose status is not 2xx becomes the error
 // Status it carries (code, message, operation index).
@@ -160,5 +189,14 @@ Status DecodeQuery(std::string_view body, QueryReply* r);
 Status DecodeChanges(std::string_view body, ChangeBatch* b);
 Status DecodeLsn(std::string_view body, uint64_t* lsn);
 Status DecodeWriteMany(std::string_view body, std::vector<Result<WriteResult>>* results);
+Status DecodeWatermarks(std::string_view body, std::vector<WatermarkEntry>* entries);
+
+// The request fields of watermarks and session tokens (wire_session.cc),
+// used by DecodeRequest and EncodeRequest: counts are checked before
+// anything is allocated, names against the table-name rules.
+Status ReadWatermarkEntries(msgpack::Reader& r, std::vector<WatermarkEntry>* out);
+Status ReadAfterTokens(msgpack::Reader& r, std::vector<AfterToken>* out);
+void WriteWatermarkEntries(msgpack::Writer& w, const std::vector<WatermarkEntry>& entries);
+void WriteAfterTokens(msgpack::Writer& w, const std::vector<AfterToken>& tokens);
 
 }  // namespace sidetable::wire

@@ -125,6 +125,18 @@ Status ReadField(msgpack::Reader& r, std::string_view key, Request* q) {
     q->top = top;
     return Status::OK();
   }
+  if (key == "watermarks") return ReadWatermarkEntries(r, &q->watermarks);
+  if (key == "after") return ReadAfterTokens(r, &q->after);
+  if (key == "derived") return ReadString(r, key, &q->derived);
+  if (key == "waitMs") {
+    uint64_t ms;
+    ST_RETURN_IF_ERROR(ReadUint(r, key, &ms));
+    if (ms > kMaxWaitMs) {
+      return Invalid("'waitMs' must be at most " + std::to_string(kMaxWaitMs) + ", got " + std::to_string(ms));
+    }
+    q->wait_ms = ms;
+    return Status::OK();
+  }
   if (key == "from") return ReadUint(r, key, &q->from_lsn);
   if (key == "max") return ReadUint(r, key, &q->max_records);
   if (key == "maxBytes") return ReadUint(r, key, &q->max_bytes);
@@ -243,6 +255,7 @@ Status CheckRequestText(const Request& q) {
   ST_RETURN_IF_ERROR(Utf8Field("rk", q.rk));
   ST_RETURN_IF_ERROR(Utf8Field("filter", q.filter));
   ST_RETURN_IF_ERROR(Utf8Field("target", q.target));
+  ST_RETURN_IF_ERROR(Utf8Field("derived", q.derived));
   for (const auto& s : q.select) ST_RETURN_IF_ERROR(Utf8Field("select", s));
   for (const auto& s : q.rks) ST_RETURN_IF_ERROR(Utf8Field("rks", s));
   if (q.next_pk) ST_RETURN_IF_ERROR(Utf8Field("npk", *q.next_pk));
@@ -295,6 +308,9 @@ Status DecodeRequest(std::string_view frame, Request* q) {
         return Invalid("RequestArchive needs 'table', 'pk', 'rks' and 'target'");
       }
       break;
+    case Op::kAdvanceWatermarks:
+      if (q->watermarks.empty()) return Invalid("AdvanceWatermarks needs a non-empty 'watermarks'");
+      break;
     default:
       break;
   }
@@ -319,10 +335,25 @@ void EncodeRequest(const Request& q, std::string* out) {
   const bool changes = q.op == Op::kReadChanges;
   const bool many = q.op == Op::kWriteMany || !q.writes.empty();
   fields += many;
+  const bool wms = q.op == Op::kAdvanceWatermarks || !q.watermarks.empty();
+  const bool der = !q.derived.empty(), after = !q.after.empty();
   fields += t + c + w_ops + (get ? 2 : 0) + sel + filt + q.top.has_value() +
             q.next_pk.has_value() + q.next_rk.has_value() + q.next_table.has_value() +
-            (changes ? 3 : 0) + (archive ? 2 : 0);
+            (changes ? 3 : 0) + (archive ? 2 : 0) + wms + der + after + q.wait_ms.has_value();
   w.MapHeader(fields);
+  if (wms) {
+    w.Str("watermarks");
+    WriteWatermarkEntries(w, q.watermarks);
+  }
+  if (der) WriteString(w, "derived", q.derived);
+  if (after) {
+    w.Str("after");
+    WriteAfterTokens(w, q.after);
+  }
+  if (q.wait_ms) {
+    w.Str("waitMs");
+    w.Uint(*q.wait_ms);
+  }
   if (t) WriteString(w, "table", q.table);
   if (c) WriteString(w, "caller", q.caller);
   if (get) {

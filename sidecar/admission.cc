@@ -62,6 +62,9 @@ uint64_t DecodedBytes(const wire::Request& r) {
                r.rk.size() + r.filter.size() + r.target.size();
   for (const auto& s : r.select) n += str(s);
   for (const auto& s : r.rks) n += str(s);
+  for (const auto& w : r.watermarks) n += sizeof(w) + w.derived.size() + w.source.size();
+  for (const auto& t : r.after) n += sizeof(t) + t.source.size();
+  n += r.derived.size();
   auto ops = [](const std::vector<Operation>& list) {
     uint64_t b = 0;
     for (const Operation& op : list) {

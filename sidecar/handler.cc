@@ -1,5 +1,6 @@
 #include "sidecar/handler.h"
 
+#include "engine/limits.h"
 #include "engine/query/query.h"
 
 namespace sidetable::sidecar {
@@ -91,9 +92,6 @@ Status Handler::Run(const wire::Request& r, std::string* body, uint16_t* http) c
       wire::EncodeWriteMany(results, body);
       return Status::OK();
     }
-    case Op::kAdvanceWatermarks:
-    case Op::kReadWatermarks:
-      return Status(Code::kInvalidInput, "not supported by this sidecar yet");
     case Op::kGet: {
       auto e = engine_->Get(r.table, r.pk, r.rk, r.select.empty() ? nullptr : &r.select);
       if (!e.ok()) return e.status();
@@ -132,6 +130,14 @@ Status Handler::Run(const wire::Request& r, std::string* body, uint16_t* http) c
       wire::EncodeLsn(*lsn, body);
       return Status::OK();
     }
+    case Op::kAdvanceWatermarks:
+      ST_RETURN_IF_ERROR(watermarks_->Advance(r.watermarks));
+      wire::EncodeEmpty(body);
+      return Status::OK();
+    case Op::kReadWatermarks:
+      if (!r.derived.empty()) ST_RETURN_IF_ERROR(ValidateTableName(r.derived));
+      wire::EncodeWatermarks(watermarks_->Read(r.derived), body);
+      return Status::OK();
     case Op::kReadChanges: {
       if (r.max_records < 1 || r.max_records > 10'000) {
         return Status(Code::kInvalidInput, "max must be between 1 and 10000");

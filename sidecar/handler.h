@@ -12,6 +12,7 @@
 #include "sidecar/changestream/publisher.h"
 #include "sidecar/config.h"
 #include "sidecar/metrics.h"
+#include "sidecar/watermarks.h"
 
 namespace sidetable::sidecar {
 
@@ -19,8 +20,9 @@ class Handler {
  public:
   // `publisher` may be null (no change stream).
   Handler(Engine* engine, Metrics* metrics, const ServerConfig* config,
-          changestream::Publisher* publisher)
-      : engine_(engine), metrics_(metrics), config_(config), publisher_(publisher) {}
+          changestream::Publisher* publisher, Watermarks* watermarks)
+      : engine_(engine), metrics_(metrics), config_(config), publisher_(publisher),
+        watermarks_(watermarks) {}
 
   // Appends the whole reply frame (header and body) to *out and returns the
   // outcome (Code::kOk or the error code sent).
@@ -33,6 +35,7 @@ class Handler {
   Metrics* metrics_;
   const ServerConfig* config_;
   changestream::Publisher* publisher_;
+  Watermarks* watermarks_;
 };
 
 }  // namespace sidetable::sidecar

@@ -24,6 +24,10 @@ struct Job {
   wire::Request request;
   std::chrono::steady_clock::time_point received;
   uint64_t charge = 0;  // bytes charged to admission, given back once answered
+  // Read-your-writes (sidecar/parked_reads.h): the session tokens are known
+  // to be covered (a resumed read is not checked again), and when it parked.
+  bool covered = false;
+  std::chrono::steady_clock::time_point parked_at{};
 };
 
 class JobQueue {
@@ -33,6 +37,17 @@ class JobQueue {
   bool TryPush(Job&& job) {
     std::lock_guard lock(mu_);
     if (closed_ || jobs_.size() >= capacity_) return false;
+    jobs_.push_back(std::move(job));
+    cv_.notify_one();
+    return true;
+  }
+
+  // A parked read whose tokens became covered: over capacity if need be
+  // (it already holds its admission charge, which bounds these), never on a
+  // closed queue (false: the caller executes it itself).
+  bool PushResumed(Job&& job) {
+    std::lock_guard lock(mu_);
+    if (closed_) return false;
     jobs_.push_back(std::move(job));
     cv_.notify_one();
     return true;

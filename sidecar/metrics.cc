@@ -24,6 +24,15 @@ void Metrics::RecordRequest(wire::Op op, Code code, uint64_t micros) {
   if (code != Code::kOk) errors_[static_cast<size_t>(code)].fetch_add(1, std::memory_order_relaxed);
 }
 
+void Metrics::RecordSessionWait(uint64_t micros, bool timed_out) {
+  size_t b = 0;
+  while (b < kBucketsUs.size() && micros > kBucketsUs[b]) b++;
+  session_wait_.buckets[b].fetch_add(1, std::memory_order_relaxed);
+  session_wait_.count.fetch_add(1, std::memory_order_relaxed);
+  session_wait_.sum_us.fetch_add(micros, std::memory_order_relaxed);
+  if (timed_out) session_timeouts_.fetch_add(1, std::memory_order_relaxed);
+}
+
 void Metrics::RecordTableWrite(const std::string& table, size_t operations, size_t entities) {
   std::lock_guard lock(tables_mu_);
   TableCounters& t = tables_[table];
@@ -99,6 +108,31 @@ std::string Metrics::Render(const Gauges& g) const {
   out += "# HELP sidetable_inflight_connections Connections with a request in flight.\n";
   out += "# TYPE sidetable_inflight_connections gauge\n";
   Line(&out, "sidetable_inflight_connections", "", g.inflight_connections);
+  out += "# HELP sidetable_parked_reads Reads waiting for a derived table to cover their session tokens.\n";
+  out += "# TYPE sidetable_parked_reads gauge\n";
+  Line(&out, "sidetable_parked_reads", "", g.parked_reads);
+  out += "# HELP sidetable_session_waits_total Reads that had to wait for their session tokens.\n";
+  out += "# TYPE sidetable_session_waits_total counter\n";
+  Line(&out, "sidetable_session_waits_total", "", session_waits_.load(std::memory_order_relaxed));
+  out += "# HELP sidetable_session_timeouts_total Reads answered ReadSessionNotAvailable.\n";
+  out += "# TYPE sidetable_session_timeouts_total counter\n";
+  Line(&out, "sidetable_session_timeouts_total", "", session_timeouts_.load(std::memory_order_relaxed));
+  out += "# HELP sidetable_session_wait_seconds How long reads waited for their session tokens.\n";
+  out += "# TYPE sidetable_session_wait_seconds histogram\n";
+  {
+    uint64_t cumulative = 0;
+    for (size_t b = 0; b <= kBucketsUs.size(); b++) {
+      cumulative += session_wait_.buckets[b].load(std::memory_order_relaxed);
+      char le[32];
+      if (b < kBucketsUs.size()) std::snprintf(le, sizeof le, "%g", kBucketsUs[b] / 1e6);
+      else std::snprintf(le, sizeof le, "+Inf");
+      Line(&out, "sidetable_session_wait_seconds_bucket", std::string("le=\"") + le + "\"", cumulative);
+    }
+    char sum[64];
+    std::snprintf(sum, sizeof sum, "%.6f", session_wait_.sum_us.load(std::memory_order_relaxed) / 1e6);
+    out += std::string("sidetable_session_wait_seconds_sum ") + sum + "\n";
+    Line(&out, "sidetable_session_wait_seconds_count", "", session_wait_.count.load(std::memory_order_relaxed));
+  }
   out += "# HELP sidetable_changelog_lsn Newest committed change log sequence number.\n";
   out += "# TYPE sidetable_changelog_lsn gauge\n";
   Line(&out, "sidetable_changelog_lsn", "", g.last_lsn);

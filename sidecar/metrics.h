@@ -37,6 +37,13 @@ class Metrics {
     return busy_[static_cast<size_t>(why)].load(std::memory_order_relaxed);
   }
   void RecordMalformed() { malformed_.fetch_add(1, std::memory_order_relaxed); }
+  // Read-your-writes (docs/consistency.md): a read parked for its session
+  // tokens, and how long one waited (resumed, or answered
+  // ReadSessionNotAvailable when timed_out).
+  void RecordSessionParked() { session_waits_.fetch_add(1, std::memory_order_relaxed); }
+  void RecordSessionWait(uint64_t micros, bool timed_out);
+  uint64_t session_waits() const { return session_waits_.load(std::memory_order_relaxed); }
+  uint64_t session_timeouts() const { return session_timeouts_.load(std::memory_order_relaxed); }
 
   // Gauges read at render time.
   struct Gauges {
@@ -46,6 +53,7 @@ class Metrics {
     uint64_t inflight_bytes_peak = 0;
     uint64_t inflight_bytes_limit = 0;  // sidecar.max_inflight_bytes
     uint64_t inflight_connections = 0;  // connections with a request in flight
+    uint64_t parked_reads = 0;          // reads waiting for their session tokens
     uint64_t last_lsn = 0;
     uint64_t first_available_lsn = 0;
     bool publishing = false;  // the publisher gauges below are meaningful
@@ -80,6 +88,9 @@ class Metrics {
   std::array<std::atomic<uint64_t>, kCodes> errors_{};
   std::array<std::atomic<uint64_t>, kBusyReasons> busy_{};
   std::atomic<uint64_t> malformed_{0};
+  Histogram session_wait_;
+  std::atomic<uint64_t> session_waits_{0};
+  std::atomic<uint64_t> session_timeouts_{0};
 
   struct TableCounters {
     uint64_t operations = 0;

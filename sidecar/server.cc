@@ -6,8 +6,6 @@
 
 namespace sidetable::sidecar {
 
-constexpr const char* kRepliesEndpoint = "inproc://sidetable-replies";
-
 uint64_t MicrosSince(std::chrono::steady_clock::time_point since) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                    std::chrono::steady_clock::now() - since)
@@ -37,10 +35,13 @@ int Poll(zmq::pollitem_t* items, int n, int timeout_ms) {
 Server::Impl::Impl(Server* owner, const ServerConfig& config)
     : owner_(owner), config_(config), ctx_(1), router_(ctx_, zmq::socket_type::router),
       replies_(ctx_, zmq::socket_type::pull),
-      handler_(owner->engine_.get(), &owner->metrics_, &config_, owner->publisher_.get()),
+      handler_(owner->engine_.get(), &owner->metrics_, &config_, owner->publisher_.get(),
+               owner->watermarks_.get()),
       admission_(AdmissionLimits{config.max_inflight_bytes, config.max_inflight_per_connection,
                                  config.max_inflight_bytes_per_connection}),
-      log_(spdlog::default_logger()->clone("server")) {}
+      log_(spdlog::default_logger()->clone("server")),
+      parked_(&ctx_, kRepliesEndpoint, owner->watermarks_.get(),
+              [this](Job& job, zmq::socket_t& out) { ExpireParked(job, out); }) {}
 
 Status Server::Impl::Bind() {
   // Frames up to twice the request cap are read and answered
@@ -78,6 +79,7 @@ void Server::Impl::StartWorkers() {
   for (int i = 0; i < config_.workers; i++) {
     queues_.push_back(std::make_unique<JobQueue>(config_.queue_depth));
   }
+  parked_.Start();
   live_workers_ = config_.workers;
   for (int i = 0; i < config_.workers; i++) {
     workers_.emplace_back([this, i] { WorkerLoop(static_cast<size_t>(i)); });
@@ -90,25 +92,51 @@ void Server::Impl::WorkerLoop(size_t index) {
   out.set(zmq::sockopt::sndhwm, 0);  // bounded by admission, never drop a reply
   out.connect(kRepliesEndpoint);
   Job job;
-  while (queues_[index]->Pop(&job)) {
+  // Resumed reads this worker runs itself (their queues were closed).
+  std::deque<Job> local;
+  for (;;) {
+    if (!local.empty()) {
+      job = std::move(local.front());
+      local.pop_front();
+    } else if (!queues_[index]->Pop(&job)) {
+      break;
+    }
+    // Only reads that carry session tokens pay for them.
+    if (!job.request.after.empty() && !job.covered && !AdmitSession(job, out)) continue;
+    if (job.parked_at != std::chrono::steady_clock::time_point{}) {
+      owner_->metrics_.RecordSessionWait(MicrosSince(job.parked_at), /*timed_out=*/false);
+    }
     std::string reply;
     Code code = handler_.Handle(job.request, &reply);
-    const uint64_t us = MicrosSince(job.received);
-    owner_->metrics_.RecordRequest(job.request.op, code, us);
-    if (log_->should_log(spdlog::level::debug)) {
-      log_->debug("req {}/{}: {} {} -> {} in {} us", PeerId(job.envelope), job.request.id,
-                  wire::OpName(job.request.op), job.request.table, ErrorCodeName(code), us);
-    }
-    const char flag = job.delimiter ? 1 : 0;
-    out.send(zmq::buffer(job.envelope), zmq::send_flags::sndmore);
-    out.send(zmq::buffer(&flag, 1), zmq::send_flags::sndmore);
-    out.send(zmq::buffer(reply), zmq::send_flags::none);
-    admission_.Release(job.envelope, job.charge);
-    in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    const bool advanced = job.request.op == wire::Op::kAdvanceWatermarks && code == Code::kOk;
+    FinishJob(job, code, reply, out);
+    if (advanced) ResumeCovered(index, &local);
   }
   out.set(zmq::sockopt::linger, -1);
   out.close();
   live_workers_.fetch_sub(1);
+}
+
+void Server::Impl::FinishJob(Job& job, Code code, const std::string& reply, zmq::socket_t& out) {
+  const uint64_t us = MicrosSince(job.received);
+  owner_->metrics_.RecordRequest(job.request.op, code, us);
+  if (log_->should_log(spdlog::level::debug)) {
+    log_->debug("req {}/{}: {} {} -> {} in {} us", PeerId(job.envelope), job.request.id,
+                wire::OpName(job.request.op), job.request.table, ErrorCodeName(code), us);
+  }
+  const char flag = job.delimiter ? 1 : 0;
+  out.send(zmq::buffer(job.envelope), zmq::send_flags::sndmore);
+  out.send(zmq::buffer(&flag, 1), zmq::send_flags::sndmore);
+  out.send(zmq::buffer(reply), zmq::send_flags::none);
+  admission_.Release(job.envelope, job.charge);
+  in_flight_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void Server::Impl::FinishWithError(Job& job, const Status& s, zmq::socket_t& out) {
+  std::string reply;
+  wire::EncodeError(wire::Header{wire::kVersion, static_cast<uint8_t>(job.request.op), 0, job.request.id},
+                    s, &reply);
+  FinishJob(job, s.code(), reply, out);
 }
 
 void Server::Impl::MaintenanceLoop() {
@@ -163,6 +191,7 @@ ServerGauges Server::Impl::Gauges() const {
   g.inflight_bytes_limit = config_.max_inflight_bytes;
   g.inflight_connections = admission_.connections_in_flight();
   g.shutting_down = owner_->stop_.load(std::memory_order_relaxed);
+  g.parked_reads = parked_.size();
   return g;
 }
 
@@ -172,6 +201,9 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   auto engine = Engine::Open(config.engine, config.data_dir);
   if (!engine.ok()) return engine.status();
   server->engine_ = std::move(engine).value();
+  auto watermarks = Watermarks::Load(server->engine_.get());
+  if (!watermarks.ok()) return watermarks.status();
+  server->watermarks_ = std::move(watermarks).value();
   ST_RETURN_IF_ERROR(server->StartChangeStream(config));
   server->impl_ = std::make_unique<Impl>(server.get(), config);
   ST_RETURN_IF_ERROR(server->impl_->Bind());

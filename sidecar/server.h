@@ -38,6 +38,7 @@
 #include "sidecar/changestream/publisher.h"
 #include "sidecar/config.h"
 #include "sidecar/metrics.h"
+#include "sidecar/watermarks.h"
 
 namespace sidetable::sidecar {
 
@@ -55,6 +56,7 @@ class Server {
   const std::vector<std::string>& endpoints() const { return endpoints_; }
   int http_port() const { return http_port_; }
   Engine& engine() { return *engine_; }
+  Watermarks& watermarks() { return *watermarks_; }
   Metrics& metrics() { return metrics_; }
   // Null when kafka.bootstrap is empty.
   changestream::Publisher* publisher() { return publisher_.get(); }
@@ -68,6 +70,7 @@ class Server {
   Status StartChangeStream(const ServerConfig& config);
   // Destroyed in reverse order: workers, then the publisher, then Kafka, then the engine.
   std::unique_ptr<Engine> engine_;
+  std::unique_ptr<Watermarks> watermarks_;
   std::unique_ptr<kafka::EmbeddedKafka> embedded_kafka_;
   std::unique_ptr<changestream::Publisher> publisher_;
   std::unique_ptr<Impl> impl_;

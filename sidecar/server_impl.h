@@ -25,6 +25,7 @@
 #include "sidecar/admission.h"
 #include "sidecar/handler.h"
 #include "sidecar/job_queue.h"
+#include "sidecar/parked_reads.h"
 #include "sidecar/server.h"
 #include "sidecar/status_pages.h"
 
@@ -42,6 +43,8 @@ inline constexpr std::chrono::milliseconds kExecutingMargin{1000};
 inline constexpr std::chrono::milliseconds kReplyFlushMargin{500};
 // The publisher gets what is left of the grace, and at least this.
 inline constexpr std::chrono::milliseconds kPublisherMinimum{500};
+
+inline constexpr const char* kRepliesEndpoint = "inproc://sidetable-replies";
 
 uint64_t MicrosSince(std::chrono::steady_clock::time_point since);
 std::string PeerId(std::string_view identity);
@@ -71,10 +74,20 @@ class Server::Impl {
   size_t WorkerFor(const wire::Request& r);
   // server.cc
   void WorkerLoop(size_t index);
+  // Sends a worker's (or the timer's) reply through its PUSH socket and
+  // gives back what the job held.
+  void FinishJob(Job& job, Code code, const std::string& reply, zmq::socket_t& out);
+  void FinishWithError(Job& job, const Status& s, zmq::socket_t& out);
+  // session.cc (read-your-writes): true when the job may execute now;
+  // false when it was parked or answered.
+  bool AdmitSession(Job& job, zmq::socket_t& out);
+  void ExpireParked(Job& job, zmq::socket_t& out);
+  void ResumeCovered(size_t index, std::deque<Job>* local);
   void MaintenanceLoop();
   void StopMaintenance();
   // shutdown.cc
   void RefuseQueued();
+  void RefuseParked();
   void CloseSockets();
 
   Server* owner_;
@@ -87,6 +100,8 @@ class Server::Impl {
   std::shared_ptr<spdlog::logger> log_;
 
   std::vector<std::unique_ptr<JobQueue>> queues_;
+  // Before the workers, after ctx_: destroyed first, closing its socket.
+  ParkedReads parked_;
   std::vector<std::thread> workers_;
   std::atomic<int> live_workers_{0};
   std::atomic<uint64_t> in_flight_{0};

@@ -1,5 +1,7 @@
 // Shutdown (SIGTERM/SIGINT): what docs/protocol.md promises a client.
 //
+// 0. Reads parked for their session tokens are answered ServerBusy at once
+//    (never executed): their wait could outlast the grace.
 // 1. Until shutdown_grace_ms: queued requests are executed and answered;
 //    new ones are answered ServerBusy "shutting down" (the frontend keeps
 //    reading, so nothing that reaches the socket goes unanswered).
@@ -30,6 +32,19 @@ void Server::Impl::RefuseQueued() {
   }
 }
 
+void Server::Impl::RefuseParked() {
+  std::vector<Job> left;
+  parked_.Close(&left);
+  if (left.empty()) return;
+  log_->info("stopping: answering ServerBusy to {} reads waiting for their session tokens", left.size());
+  for (Job& job : left) {
+    wire::Header h{wire::kVersion, static_cast<uint8_t>(job.request.op), 0, job.request.id};
+    AnswerBusy(h, job.envelope, job.delimiter, BusyReason::kShuttingDown, job.received);
+    admission_.Release(job.envelope, job.charge);
+    in_flight_.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
 void Server::Impl::CloseSockets() {
   router_.close();
   replies_.close();
@@ -45,6 +60,7 @@ bool Server::Impl::Drain() {
   log_->info("stopping: answering new requests ServerBusy; finishing {} in flight (grace {} ms)",
              in_flight_.load(), config_.shutdown_grace_ms);
   for (auto& q : queues_) q->Close();  // workers finish what is queued, then exit
+  RefuseParked();
   zmq::pollitem_t items[] = {{router_.handle(), 0, ZMQ_POLLIN, 0},
                              {replies_.handle(), 0, ZMQ_POLLIN, 0}};
   auto serve_for = [&](int ms) {

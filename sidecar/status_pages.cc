@@ -24,6 +24,7 @@ std::string HealthJson(Server& server, const ServerGauges& gauges) {
                      ",\"inflight_bytes_peak\":" + std::to_string(gauges.inflight_bytes_peak) +
                      ",\"inflight_bytes_limit\":" + std::to_string(gauges.inflight_bytes_limit) +
                      ",\"inflight_connections\":" + std::to_string(gauges.inflight_connections) +
+                     ",\"parked_reads\":" + std::to_string(gauges.parked_reads) +
                      ",\"busy\":{";
   for (size_t i = 0; i < kBusyReasons; i++) {
     const auto why = static_cast<BusyReason>(i);
@@ -69,6 +70,7 @@ std::string MetricsText(Server& server, const Metrics& metrics, const ServerGaug
   g.inflight_bytes_peak = gauges.inflight_bytes_peak;
   g.inflight_bytes_limit = gauges.inflight_bytes_limit;
   g.inflight_connections = gauges.inflight_connections;
+  g.parked_reads = gauges.parked_reads;
   StorageHealth storage = server.engine().Storage();
   g.storage_ok = storage.state == StorageState::kOk;
   g.storage_write_refusals_total = storage.write_refusals;

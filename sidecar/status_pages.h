@@ -22,6 +22,7 @@ struct ServerGauges {
   uint64_t inflight_bytes_limit = 0;
   uint64_t inflight_connections = 0;
   bool shutting_down = false;
+  uint64_t parked_reads = 0;  // reads waiting for session tokens (parked_reads.h)
 };
 
 std::string HealthJson(Server& server, const ServerGauges& gauges);

@@ -546,7 +546,10 @@ void Worker::Impl::HandleBatch(const std::vector<rd_kafka_message_t*>& batch, bo
 void Worker::Impl::ReportWatermarks() {
   std::vector<WatermarkReport> reports = progress_->TakeReports();
   if (reports.empty()) return;
-  Status s = Status::OK();  // MERGE-RYW: client_->AdvanceWatermarks
+  std::vector<client::Watermark> w;
+  w.reserve(reports.size());
+  for (const auto& r : reports) w.push_back({r.derived, r.source, r.partition, r.partitions, r.lsn, r.commit_time});
+  Status s = client_->AdvanceWatermarks(w);
   if (!s.ok()) {
     progress_->Restore(reports);
     spdlog::warn("applied watermarks not reported to the sidecar (sent again later): {}", s.ToString());

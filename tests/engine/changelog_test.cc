@@ -144,6 +144,26 @@ TEST_F(ChangelogTest, SettingsPersistAcrossReopen) {
   EXPECT_EQ(engine_->ListTables().size(), 1u);
 }
 
+// The sidecar's watermarks: several keys in one write, listed by prefix
+// (and only that prefix) after a reopen.
+TEST_F(ChangelogTest, SettingsWrittenTogetherAreListedByPrefix) {
+  ASSERT_TRUE(engine_->PutSettings({{"wm/a/b", "1"}, {"wm/a/c", "2"}, {"wm/b/a", "3"}, {"wn/x", "4"}}).ok());
+  ASSERT_TRUE(engine_->PutSettings({}).ok());
+  ASSERT_TRUE(engine_->PutSetting("wm/a/b", "5").ok());
+  Reopen();
+  auto all = engine_->ListSettings("wm/");
+  ASSERT_TRUE(all.ok());
+  using KV = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(*all, (KV{{"wm/a/b", "5"}, {"wm/a/c", "2"}, {"wm/b/a", "3"}}));
+  auto some = engine_->ListSettings("wm/a/");
+  ASSERT_TRUE(some.ok());
+  EXPECT_EQ(some->size(), 2u);
+  auto none = engine_->ListSettings("zz");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+  EXPECT_EQ(engine_->GetSetting("wn/x")->value_or(""), "4");
+}
+
 }  // namespace
 }  // namespace sidetable
 

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/kafka/partitioner.h"
 #include "events/entity_json.h"
 #include "testing/child_process.h"
 #include "testing/text.h"
@@ -340,6 +341,54 @@ TEST_F(CliTest, ChangesShowCallerAndImages) {
 
   EXPECT_EQ(Lines(Ok({"changes", "--from", "2", "--max", "1"})), std::vector<std::string>{lines[1]});
   EXPECT_EQ(Ok({"changes", "--from", "4"}), "");
+}
+
+// lag against counts the test computes itself from what it wrote and where
+// KafkaPartitionFor puts each key.
+TEST_F(CliTest, LagCountsRecordsAboveEachPartitionsWatermark) {
+  ASSERT_TRUE(client_->CreateTable("Other").ok());
+  ASSERT_TRUE(client_->CreateTable("People").ok());
+  const uint64_t created = client_->Ping()->last_lsn;
+  ASSERT_TRUE(client_->CreateTable("Idx").ok());
+  // People's TableCreated record is a change of People too (key "People/").
+  std::vector<std::pair<std::string, uint64_t>> written = {{"", created}};  // (pk, lsn)
+  for (const char* pk : {"a", "b", "c", "d", "e", "f", "g", "h"}) {
+    auto w = client_->Insert("People", EntityBuilder(pk, "1").Int32("n", 1).Build());
+    ASSERT_TRUE(w.ok());
+    written.emplace_back(pk, w->lsn);
+  }
+  ASSERT_TRUE(client_->Insert("Other", EntityBuilder("a", "1").Build()).ok());  // not a source
+  const uint64_t mark0 = written[3].second;
+  ASSERT_TRUE(client_->AdvanceWatermarks({{"Idx", "People", 0, 2, mark0, 0}, {"Idx", "People", 1, 2, 0, 0}}).ok());
+  uint64_t lag[2] = {0, 0};
+  for (const auto& [pk, lsn] : written) {
+    const int32_t p = kafka::KafkaPartitionFor("People/" + pk, 2);
+    if (lsn > (p == 0 ? mark0 : 0)) lag[p]++;
+  }
+  ASSERT_GT(lag[0] + lag[1], 0u);
+  const std::string json = Ok({"lag", "--json"});
+  EXPECT_TRUE(Contains(json, R"("complete":true)")) << json;
+  EXPECT_TRUE(Contains(json, R"("derived":"Idx","source":"People","partitions":2,"lag":)" +
+                                 std::to_string(lag[0] + lag[1]))) << json;
+  EXPECT_TRUE(Contains(json, R"({"partition":0,"reported":true,"applied":)" + std::to_string(mark0) +
+                                 R"(,"lag":)" + std::to_string(lag[0]))) << json;
+  EXPECT_TRUE(Contains(json, R"({"partition":1,"reported":true,"applied":0,"lag":)" + std::to_string(lag[1])))
+      << json;
+  const std::string text = Ok({"lag"});
+  EXPECT_TRUE(Contains(text, "DERIVED")) << text;
+  EXPECT_EQ(Lines(text).size(), 3u) << text;  // header and two partitions
+  // Bounded: two records scanned, so the counts are lower bounds.
+  const std::string cut = Ok({"lag", "--max-scan", "2", "--json"});
+  EXPECT_TRUE(Contains(cut, R"("scanned":2,"complete":false)")) << cut;
+  EXPECT_TRUE(Contains(Ok({"lag", "--max-scan", "2"}), "≥"));
+  // A derived table with no watermarks has nothing to show; a bad name is refused.
+  EXPECT_TRUE(Contains(Ok({"lag", "--derived", "Other", "--json"}), R"("pairs":[])"));
+  ServerError({"lag", "--derived", "1bad"}, "InvalidInput (400)");
+  // Catching up to every record empties the lag.
+  const uint64_t top = written.back().second;
+  ASSERT_TRUE(client_->AdvanceWatermarks({{"Idx", "People", 0, 2, top, 0}, {"Idx", "People", 1, 2, top, 0}}).ok());
+  const std::string caught_up = Ok({"lag", "--json"});
+  EXPECT_TRUE(Contains(caught_up, R"("partitions":2,"lag":0,)")) << caught_up;
 }
 
 TEST(CliStandaloneTest, UnreachableEndpointExitsThree) {

@@ -93,5 +93,8 @@ int RunDelete(Session& s, const CommandArgs& a);
 int RunQuery(Session& s, const CommandArgs& a);
 int RunBatch(Session& s, const CommandArgs& a);
 int RunChanges(Session& s, const CommandArgs& a);
+// lag: watermarks and the change records above them (--derived in `table`,
+// --max-scan in `max`, --json as format "json").
+int RunLag(Session& s, const CommandArgs& a);
 
 }  // namespace sidetable::cli

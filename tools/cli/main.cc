@@ -94,6 +94,14 @@ int main(int argc, char** argv) {
   changes->add_option("--from", a.from, "first LSN")->capture_default_str();
   changes->add_option("--max", a.max, "most records to print")->check(CLI::PositiveNumber)->capture_default_str();
 
+  auto* lag = app.add_subcommand(
+      "lag", "per derived table, source and Kafka partition: the applied LSN and the change records above it");
+  lag->add_option("--derived", a.table, "only this derived table");
+  lag->add_option("--max-scan", a.max, "most change records to scan (counts above it are lower bounds)")
+      ->check(CLI::PositiveNumber);
+  bool lag_json = false;
+  lag->add_flag("--json", lag_json, "one JSON object instead of the text table");
+
   auto* verify = app.add_subcommand(
       "verify", "check derived tables against their sources (exit 4 on divergence)");
   verify->add_option("--config", a.input, "the worker configuration whose patterns to verify")
@@ -123,6 +131,11 @@ int main(int argc, char** argv) {
   if (command == "query") return RunQuery(s, a);
   if (command == "batch") return RunBatch(s, a);
   if (command == "changes") return RunChanges(s, a);
+  if (command == "lag") {
+    if (lag->count("--max-scan") == 0) a.max = 200'000;
+    a.format = lag_json ? "json" : "text";
+    return RunLag(s, a);
+  }
   if (IsReplayCommand(command)) return RunReplayCommand(s, replay_args, command);
   return s.Usage("unknown command " + command);
 }

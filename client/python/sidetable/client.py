@@ -8,6 +8,7 @@ at once.  Replies are matched to requests by request id, so they may arrive in
 any order.
 """
 
+import collections as _collections
 import heapq as _heapq
 import itertools as _itertools
 import random as _random
@@ -16,11 +17,11 @@ import time as _time
 import zmq as _zmq
 
 from . import wire as _w
-from .types import Entity
+from .types import DateTime, Entity
 
 __all__ = ["Client", "Batch", "Handle", "SidetableError", "SidetableTimeout",
            "WriteResult", "QueryPage", "ChangesPage", "INSUFFICIENT_STORAGE",
-           "SERVER_BUSY"]
+           "SERVER_BUSY", "READ_SESSION_NOT_AVAILABLE", "Watermark"]
 
 
 # Error codes a caller may want to act on (docs/protocol.md). A full disk:
@@ -28,6 +29,49 @@ __all__ = ["Client", "Batch", "Handle", "SidetableError", "SidetableTimeout",
 # on the server; not retried automatically (it lasts until an operator acts).
 INSUFFICIENT_STORAGE = "InsufficientStorage"   # 507
 SERVER_BUSY = "ServerBusy"                     # 503, retried
+# A read carrying session tokens (``after``) waited ``wait_ms`` and the
+# derived table still did not cover them; nothing stale was returned. Not
+# retried automatically (docs/consistency.md).
+READ_SESSION_NOT_AVAILABLE = "ReadSessionNotAvailable"   # 504
+
+# How far ``derived`` has applied ``source``'s change records on Kafka
+# partition ``partition`` of ``partitions``: every one up to ``lsn``
+# (0 only registers the pair). ``time`` is the commit time in DateTime ticks.
+Watermark = _collections.namedtuple(
+    "Watermark", "derived source partition partitions lsn time")
+Watermark.__new__.__defaults__ = (0,)
+
+
+def _enc_after(body, after, wait_ms):
+    """``after``: an iterable of ``(source_table, lsn)`` pairs or a mapping
+    ``{source_table: lsn}``."""
+    if after is None:
+        return body
+    items = after.items() if hasattr(after, "items") else after
+    tokens = [{"source": t, "lsn": int(lsn)} for t, lsn in items]
+    if tokens:
+        body["after"] = tokens
+        if wait_ms is not None:
+            body["waitMs"] = int(wait_ms)
+    return body
+
+
+def _enc_watermark(w):
+    if not isinstance(w, Watermark):
+        w = Watermark(**w) if hasattr(w, "keys") else Watermark(*w)
+    return {"derived": w.derived, "source": w.source,
+            "partition": w.partition, "partitions": w.partitions,
+            "lsn": w.lsn, "time": _w.encode_value(DateTime(w.time), "time")}
+
+
+def _dec_watermarks(body):
+    out = []
+    for m in body.get("watermarks", []):
+        t = m.get("time")
+        out.append(Watermark(m["derived"], m["source"], m["partition"],
+                             m["partitions"], m["lsn"],
+                             t.ticks if isinstance(t, DateTime) else 0))
+    return out
 
 
 class SidetableError(Exception):
@@ -528,15 +572,23 @@ class Client(object):
     def _req_insert_or_merge(self, table, entity, caller=None):
         return self._single(table, caller, "insert_or_merge", entity)
 
-    def _req_get(self, table, pk, rk, select=None):
+    def _req_get(self, table, pk, rk, select=None, after=None, wait_ms=None):
         body = {"table": table, "pk": pk, "rk": rk}
         if select is not None:
             body["select"] = list(select)
-        return _w.GET, body, _dec_get
+        return _w.GET, _enc_after(body, after, wait_ms), _dec_get
+
+    def _req_advance_watermarks(self, watermarks):
+        body = {"watermarks": [_enc_watermark(w) for w in watermarks]}
+        return _w.ADVANCE_WATERMARKS, body, _dec_none
+
+    def _req_read_watermarks(self, derived=None):
+        body = {} if derived is None else {"derived": derived}
+        return _w.READ_WATERMARKS, body, _dec_watermarks
 
     def _req_query_page(self, table, filter=None, select=None, top=None,
-                        continuation=None):
-        body = {"table": table}
+                        continuation=None, after=None, wait_ms=None):
+        body = _enc_after({"table": table}, after, wait_ms)
         if filter is not None:
             body["filter"] = filter
         if select is not None:
@@ -619,17 +671,22 @@ class Client(object):
     def insert_or_merge(self, table, entity, caller=None):
         return self._run(*self._req_insert_or_merge(table, entity, caller))
 
-    def get(self, table, pk, rk, select=None):
-        """The :class:`Entity`; ResourceNotFound (404) if missing."""
-        return self._run(*self._req_get(table, pk, rk, select))
+    def get(self, table, pk, rk, select=None, after=None, wait_ms=None):
+        """The :class:`Entity`; ResourceNotFound (404) if missing.
+
+        ``after`` (session tokens, ``{source_table: lsn}``) makes the server
+        answer only once ``table`` covers those writes of its sources, or
+        fail with ReadSessionNotAvailable after ``wait_ms`` (default 5000)."""
+        return self._run(*self._req_get(table, pk, rk, select, after, wait_ms))
 
     def query_page(self, table, filter=None, select=None, top=None,
-                   continuation=None):
+                   continuation=None, after=None, wait_ms=None):
         """One :class:`QueryPage`; pass its ``continuation`` for the next."""
         return self._run(*self._req_query_page(table, filter, select, top,
-                                               continuation))
+                                               continuation, after, wait_ms))
 
-    def query(self, table, filter=None, select=None, top=None, limit=None):
+    def query(self, table, filter=None, select=None, top=None, limit=None,
+              after=None, wait_ms=None):
         """An iterator over all matching entities, fetching pages lazily.
 
         ``top`` is the page size (1..1000, as in the protocol); ``limit``
@@ -637,7 +694,8 @@ class Client(object):
         count = 0
         cont = None
         while True:
-            page = self.query_page(table, filter, select, top, cont)
+            page = self.query_page(table, filter, select, top, cont, after,
+                                   wait_ms)
             for e in page.entities:
                 if limit is not None and count >= limit:
                     return
@@ -651,6 +709,15 @@ class Client(object):
         """Asks the archive pattern's workers to move these entities of one
         partition to `archive_table`; returns the change record's LSN."""
         return self._run(*self._req_request_archive(table, pk, row_keys, archive_table, caller))
+
+    def advance_watermarks(self, watermarks):
+        """Raise the stored watermarks (each only grows; durable): a list of
+        :class:`Watermark` (or dicts / tuples of its fields), at most 1,000."""
+        return self._run(*self._req_advance_watermarks(watermarks))
+
+    def read_watermarks(self, derived=None):
+        """Every stored :class:`Watermark`, or those of one derived table."""
+        return self._run(*self._req_read_watermarks(derived))
 
     def read_changes(self, from_lsn, max=None, max_bytes=None):
         """A :class:`ChangesPage` of change records with LSN >= from_lsn."""

@@ -29,11 +29,16 @@ GET = 6
 QUERY = 7
 READ_CHANGES = 8
 REQUEST_ARCHIVE = 9
+ADVANCE_WATERMARKS = 10   # docs/consistency.md
+READ_WATERMARKS = 11
+WRITE_MANY = 12           # independent EGTs in one request (pattern workers)
 
 OP_NAMES = {PING: "Ping", CREATE_TABLE: "CreateTable",
             DELETE_TABLE: "DeleteTable", LIST_TABLES: "ListTables",
             WRITE: "Write", GET: "Get", QUERY: "Query",
-            READ_CHANGES: "ReadChanges", REQUEST_ARCHIVE: "RequestArchive"}
+            READ_CHANGES: "ReadChanges", REQUEST_ARCHIVE: "RequestArchive",
+            ADVANCE_WATERMARKS: "AdvanceWatermarks",
+            READ_WATERMARKS: "ReadWatermarks", WRITE_MANY: "WriteMany"}
 
 # MessagePack ext types for Edm values.
 EXT_INT64 = 1

@@ -1,0 +1,66 @@
+// Read-your-writes on the server (docs/consistency.md): a Get or Query
+// carrying session tokens runs only once the derived table covers them.
+// The waiting is done by no thread: the job is parked (parked_reads.h) and
+// comes back when an AdvanceWatermarks covers it, or is answered
+// ReadSessionNotAvailable by the timer when its waitMs runs out.
+#include "sidecar/read_session.h"
+#include "sidecar/server_impl.h"
+
+namespace sidetable::sidecar {
+
+bool Server::Impl::AdmitSession(Job& job, zmq::socket_t& out) {
+  std::vector<Requirement> waiting;
+  Status s = ResolveSession(*owner_->engine_, *owner_->watermarks_, job.request, &waiting);
+  if (!s.ok()) {
+    FinishWithError(job, s, out);
+    return false;
+  }
+  if (waiting.empty()) return true;
+  const uint64_t wait_ms = job.request.wait_ms.value_or(wire::kDefaultWaitMs);
+  const auto now = std::chrono::steady_clock::now();
+  if (wait_ms == 0) {
+    job.parked_at = now;
+    ExpireParked(job, out);
+    return false;
+  }
+  job.parked_at = now;
+  switch (parked_.Park(&job, std::move(waiting), now + std::chrono::milliseconds(wait_ms))) {
+    case ParkedReads::Outcome::kParked:
+      owner_->metrics_.RecordSessionParked();
+      return false;
+    case ParkedReads::Outcome::kCovered:
+      return true;
+    case ParkedReads::Outcome::kClosed:
+      owner_->metrics_.RecordBusy(BusyReason::kShuttingDown);
+      FinishWithError(job, Status(Code::kServerBusy, "server is shutting down; not executed, retry elsewhere or later"),
+                      out);
+      return false;
+  }
+  return false;
+}
+
+void Server::Impl::ExpireParked(Job& job, zmq::socket_t& out) {
+  const uint64_t waited = MicrosSince(job.parked_at);
+  owner_->metrics_.RecordSessionWait(waited, /*timed_out=*/true);
+  FinishWithError(job, Status(Code::kReadSessionNotAvailable,
+                              "table '" + job.request.table + "' did not cover the session's writes within " +
+                                  std::to_string(job.request.wait_ms.value_or(wire::kDefaultWaitMs)) +
+                                  " ms (its pattern workers are behind or stopped); not executed"),
+                  out);
+}
+
+void Server::Impl::ResumeCovered(size_t index, std::deque<Job>* local) {
+  std::vector<Job> covered;
+  parked_.TakeCovered(&covered);
+  // Spread over the workers, starting with the next one; a closed queue
+  // (shutting down) means this worker runs it itself.
+  for (size_t i = 0; i < covered.size(); i++) {
+    Job& job = covered[i];
+    job.covered = true;
+    if (!queues_[(index + 1 + i) % queues_.size()]->PushResumed(std::move(job))) {
+      local->push_back(std::move(job));
+    }
+  }
+}
+
+}  // namespace sidetable::sidecar

@@ -1,0 +1,178 @@
+#include "sidecar/watermarks.h"
+
+#include <charconv>
+#include <sstream>
+
+#include "engine/table_name.h"
+
+namespace sidetable::sidecar {
+namespace {
+
+constexpr std::string_view kPrefix = "wm/";
+
+std::string SettingKey(const std::string& derived_key, const std::string& source_key) {
+  return std::string(kPrefix) + derived_key + "/" + source_key;
+}
+
+}  // namespace
+
+// "v1 <derived> <source> <partitions>" then " <partition>:<lsn>:<time>" per
+// partition. Names are letters and digits, so spaces separate safely.
+std::string Watermarks::Encode(const Pair& p) {
+  std::string out = "v1 " + p.derived + " " + p.source + " " + std::to_string(p.partitions);
+  for (const auto& [partition, a] : p.applied) {
+    out += " " + std::to_string(partition) + ":" + std::to_string(a.lsn) + ":" + std::to_string(a.time);
+  }
+  return out;
+}
+
+bool Watermarks::Decode(std::string_view value, Pair* p) {
+  std::istringstream in{std::string(value)};
+  std::string version;
+  if (!(in >> version >> p->derived >> p->source >> p->partitions) || version != "v1") return false;
+  if (p->partitions < 1 || p->partitions > wire::kMaxWatermarkPartitions) return false;
+  std::string item;
+  while (in >> item) {
+    int32_t partition = 0;
+    Applied a;
+    char c1 = 0, c2 = 0;
+    std::istringstream is(item);
+    if (!(is >> partition >> c1 >> a.lsn >> c2 >> a.time) || c1 != ':' || c2 != ':') return false;
+    if (partition < 0 || partition >= p->partitions) return false;
+    p->applied[partition] = a;
+  }
+  return true;
+}
+
+Result<std::unique_ptr<Watermarks>> Watermarks::Load(Engine* engine) {
+  std::unique_ptr<Watermarks> w(new Watermarks(engine));
+  auto stored = engine->ListSettings(kPrefix);
+  if (!stored.ok()) return stored.status();
+  for (const auto& [key, value] : *stored) {
+    Pair p;
+    // Written only by Advance(): anything else is a damaged store, and
+    // serving reads on a guess would break what they promise.
+    if (!Decode(value, &p)) {
+      return Status(Code::kInternal, "damaged watermark setting '" + key + "': '" + value + "'");
+    }
+    PairKey k{TableKey(p.derived).str(), TableKey(p.source).str()};
+    w->derived_[k.first]++;
+    w->pairs_[std::move(k)] = std::move(p);
+  }
+  return w;
+}
+
+Status Watermarks::Advance(const std::vector<wire::WatermarkEntry>& entries) {
+  const uint64_t last = engine_->Stats().last_lsn;
+  std::lock_guard advance(advance_mu_);
+  // The pairs this request touches, as they will be: computed from a copy,
+  // written, and only then published to readers.
+  std::map<PairKey, Pair> changed;
+  std::map<PairKey, int32_t> counts;  // the partition count this request names per pair
+  {
+    std::shared_lock lock(mu_);
+    for (size_t i = 0; i < entries.size(); i++) {
+      const wire::WatermarkEntry& e = entries[i];
+      const std::string where = "watermarks[" + std::to_string(i) + "]";
+      if (e.lsn > last) {
+        return Status(Code::kInvalidInput, where + ".lsn " + std::to_string(e.lsn) +
+                                               " is above the change log's last LSN " + std::to_string(last));
+      }
+      PairKey k{TableKey(e.derived).str(), TableKey(e.source).str()};
+      auto [count, fresh] = counts.emplace(k, e.partitions);
+      if (!fresh && count->second != e.partitions) {
+        return Status(Code::kInvalidInput, where + " names " + std::to_string(e.partitions) +
+                                               " partitions for a pair this request already gave " +
+                                               std::to_string(count->second));
+      }
+      auto it = changed.find(k);
+      if (it == changed.end()) {
+        auto old = pairs_.find(k);
+        Pair p = old != pairs_.end() ? old->second : Pair{};
+        if (old == pairs_.end() || p.partitions != e.partitions) {
+          // New pair, or the topic's partition count changed: partitions
+          // that no longer exist go; the others keep what they applied.
+          p.partitions = e.partitions;
+          p.applied.erase(p.applied.lower_bound(e.partitions), p.applied.end());
+        }
+        p.derived = e.derived;
+        p.source = e.source;
+        it = changed.emplace(k, std::move(p)).first;
+      }
+      Applied& a = it->second.applied[e.partition];
+      if (e.lsn > a.lsn || (e.lsn == a.lsn && a.time == 0)) {
+        a.lsn = e.lsn;
+        a.time = e.time;
+      }
+    }
+  }
+  std::vector<std::pair<std::string, std::string>> settings;
+  settings.reserve(changed.size());
+  for (const auto& [k, p] : changed) settings.emplace_back(SettingKey(k.first, k.second), Encode(p));
+  ST_RETURN_IF_ERROR(engine_->PutSettings(settings));
+  std::unique_lock lock(mu_);
+  for (auto& [k, p] : changed) {
+    auto [it, fresh] = pairs_.insert_or_assign(k, std::move(p));
+    if (fresh) derived_[k.first]++;
+  }
+  return Status::OK();
+}
+
+std::vector<wire::WatermarkEntry> Watermarks::Read(std::string_view derived) const {
+  std::vector<wire::WatermarkEntry> out;
+  const std::string key = derived.empty() ? std::string() : TableKey(derived).str();
+  std::shared_lock lock(mu_);
+  for (const auto& [k, p] : pairs_) {
+    if (!key.empty() && k.first != key) continue;
+    for (const auto& [partition, a] : p.applied) {
+      out.push_back(wire::WatermarkEntry{p.derived, p.source, partition, p.partitions, a.lsn, a.time});
+    }
+  }
+  return out;
+}
+
+bool Watermarks::IsDerived(std::string_view derived) const {
+  std::shared_lock lock(mu_);
+  if (derived_.empty()) return false;
+  return derived_.count(TableKey(derived).str()) > 0;
+}
+
+std::optional<int32_t> Watermarks::Partitions(std::string_view derived, std::string_view source) const {
+  PairKey k{TableKey(derived).str(), TableKey(source).str()};
+  std::shared_lock lock(mu_);
+  auto it = pairs_.find(k);
+  if (it == pairs_.end()) return std::nullopt;
+  return it->second.partitions;
+}
+
+bool Watermarks::CoversLocked(const Requirement& req) const {
+  auto it = pairs_.find(PairKey(req.derived_key, req.source_key));
+  if (it == pairs_.end()) return true;  // not registered: nothing to wait for
+  const Pair& p = it->second;
+  // The partition is only meaningful for the count it was computed with;
+  // after a change, every partition must be past the record.
+  if (req.partition >= 0 && req.partitions == p.partitions) {
+    auto a = p.applied.find(req.partition);
+    return a != p.applied.end() && a->second.lsn >= req.lsn;
+  }
+  if (static_cast<int32_t>(p.applied.size()) < p.partitions) return false;
+  for (const auto& [partition, a] : p.applied) {
+    if (a.lsn < req.lsn) return false;
+  }
+  return true;
+}
+
+bool Watermarks::Covers(const Requirement& req) const {
+  std::shared_lock lock(mu_);
+  return CoversLocked(req);
+}
+
+bool Watermarks::CoversAll(const std::vector<Requirement>& reqs) const {
+  std::shared_lock lock(mu_);
+  for (const auto& r : reqs) {
+    if (!CoversLocked(r)) return false;
+  }
+  return true;
+}
+
+}  // namespace sidetable::sidecar
