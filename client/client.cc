@@ -33,6 +33,12 @@ wire::Request WriteRequest(const Batch& batch) {
   return r;
 }
 
+// How long the server may hold a read that carries session tokens.
+std::chrono::milliseconds WaitAllowance(const ReadOptions& read) {
+  if (read.after.empty()) return std::chrono::milliseconds(0);
+  return read.wait.value_or(std::chrono::milliseconds(wire::kDefaultWaitMs));
+}
+
 void SetRead(const ReadOptions& read, wire::Request* r) {
   if (read.after.empty()) return;
   r->after.reserve(read.after.size());
@@ -188,7 +194,7 @@ Result<Entity> Client::Get(const std::string& table, const std::string& pk, cons
 
 Result<Page> Client::QueryPage(const QueryOptions& q, const std::optional<Continuation>& next) {
   std::string body;
-  ST_RETURN_IF_ERROR(Call(Encode(QueryRequest(q, next), options_.caller), &body));
+  ST_RETURN_IF_ERROR(Call(Encode(QueryRequest(q, next), options_.caller), &body, WaitAllowance(q.read)));
   Page page;
   ST_RETURN_IF_ERROR(DecodePage(body, &page));
   return page;
@@ -197,7 +203,8 @@ Result<Page> Client::QueryPage(const QueryOptions& q, const std::optional<Contin
 Result<Entity> Client::Get(const std::string& table, const std::string& pk, const std::string& rk,
                            const std::vector<std::string>& select, const ReadOptions& read) {
   std::string body;
-  ST_RETURN_IF_ERROR(Call(Encode(GetRequest(table, pk, rk, select, read), options_.caller), &body));
+  ST_RETURN_IF_ERROR(Call(Encode(GetRequest(table, pk, rk, select, read), options_.caller), &body,
+                          WaitAllowance(read)));
   Entity e;
   ST_RETURN_IF_ERROR(wire::DecodeEntityReply(body, &e));
   return e;
@@ -263,7 +270,7 @@ void Client::SendWriteMany(const std::vector<Batch>& batches, Done<std::vector<R
 void Client::SendGet(const std::string& table, const std::string& pk, const std::string& rk, Done<Entity> done,
                      const std::vector<std::string>& select, const ReadOptions& read) {
   SendFrame(Encode(GetRequest(table, pk, rk, select, read), options_.caller),
-            Decoded<Entity>(std::move(done), wire::DecodeEntityReply));
+            Decoded<Entity>(std::move(done), wire::DecodeEntityReply), WaitAllowance(read));
 }
 
 void Client::SendAdvanceWatermarks(const std::vector<Watermark>& watermarks, std::function<void(Status)> done) {
@@ -272,7 +279,8 @@ void Client::SendAdvanceWatermarks(const std::vector<Watermark>& watermarks, std
 }
 
 void Client::SendQuery(const QueryOptions& q, const std::optional<Continuation>& next, Done<Page> done) {
-  SendFrame(Encode(QueryRequest(q, next), options_.caller), Decoded<Page>(std::move(done), DecodePage));
+  SendFrame(Encode(QueryRequest(q, next), options_.caller), Decoded<Page>(std::move(done), DecodePage),
+            WaitAllowance(q.read));
 }
 
 void Client::SendReadChanges(uint64_t from_lsn, uint32_t max_records, uint64_t max_bytes, Done<ChangeBatch> done) {

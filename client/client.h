@@ -197,13 +197,16 @@ class Client {
     int attempts = 0;
     std::chrono::steady_clock::time_point deadline;   // of the current attempt
     std::chrono::steady_clock::time_point resend_at;  // when backing off
+    std::chrono::milliseconds wait{0};                // the server may hold it this long
     bool waiting_to_resend = false;
   };
 
   explicit Client(const ClientOptions& options);
   // Sends an encoded request (its id is assigned here, in the header).
-  void SendFrame(std::string frame, ReplyCallback done);
-  Status Call(std::string frame, std::string* body);
+  // `wait`: how long the server may hold the request on purpose (a read
+  // with session tokens); each attempt's deadline is timeout + wait.
+  void SendFrame(std::string frame, ReplyCallback done, std::chrono::milliseconds wait = {});
+  Status Call(std::string frame, std::string* body, std::chrono::milliseconds wait = {});
   void Transmit(Pending& p);
   void Finish(uint64_t id, const Status& s, std::string_view body);
   void ScheduleRetry(uint64_t id, Pending& p);

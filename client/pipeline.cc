@@ -36,16 +36,17 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
 void Client::Transmit(Pending& p) {
   p.attempts++;
   p.waiting_to_resend = false;
-  p.deadline = Clock::now() + options_.timeout;
+  p.deadline = Clock::now() + options_.timeout + p.wait;
   socket_->send(zmq::buffer(p.frame), zmq::send_flags::none);
 }
 
-void Client::SendFrame(std::string frame, ReplyCallback done) {
+void Client::SendFrame(std::string frame, ReplyCallback done, std::chrono::milliseconds wait) {
   const uint64_t id = next_id_++;
   wire::SetRequestId(&frame, id);
   Pending& p = pending_[id];
   p.frame = std::move(frame);
   p.done = std::move(done);
+  p.wait = wait;
   Transmit(p);
 }
 
@@ -136,14 +137,17 @@ void Client::Drain() {
   while (!pending_.empty()) Poll(std::chrono::milliseconds(100));
 }
 
-Status Client::Call(std::string frame, std::string* body) {
+Status Client::Call(std::string frame, std::string* body, std::chrono::milliseconds wait) {
   Status result(Code::kInternal, "no reply");
   bool done = false;
-  SendFrame(std::move(frame), [&](const Status& s, std::string_view b) {
-    result = s;
-    body->assign(b);
-    done = true;
-  });
+  SendFrame(
+      std::move(frame),
+      [&](const Status& s, std::string_view b) {
+        result = s;
+        body->assign(b);
+        done = true;
+      },
+      wait);
   while (!done) Poll(std::chrono::milliseconds(100));
   return result;
 }

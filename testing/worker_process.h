@@ -39,6 +39,7 @@ class WorkerProcess {
   int Stop(int seconds = 20) { return SignalAndWait(SIGTERM, seconds); }
   int Kill() { return SignalAndWait(SIGKILL, 10); }
   bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
   const std::string& http() const { return http_; }
   std::string Log() const { return ReadWholeFile(scratch_ + ".log"); }
 

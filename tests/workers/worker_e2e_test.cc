@@ -13,8 +13,11 @@
 #include <map>
 #include <random>
 #include <set>
+#include <csignal>
+#include <thread>
 
 #include "client/client.h"
+#include "client/session.h"
 #include "client/entity_builder.h"
 #include "common/kafka/embedded_kafka.h"
 #include "patterns/index_table/index_table.h"
@@ -59,6 +62,7 @@ class WorkerE2eTest : public ::testing::Test {
     std::ofstream(worker_cfg_) << "kafka:\n  bootstrap: " << kafka_->bootstraps() << "\n  topic: " << kTopic
                                << "\n  group: wk-test-group\n  session_timeout_ms: 3000\n"
                                << "  commit_batch: 50\n  commit_interval_ms: 100\n"
+                               << "  properties:\n    fetch.wait.max.ms: \"5\"\n"
                                << "sidecar:\n  endpoint: " << server_->endpoint() << "\n  timeout_ms: 5000\n"
                                << "retry:\n  max_attempts: 5\n  backoff_ms: 20\n  backoff_max_ms: 500\n"
                                << "dead_letter:\n  topic: " << kDlq << "\n"
@@ -253,6 +257,78 @@ TEST_F(WorkerE2eTest, HealthSaysDegradedWhenKafkaOrTheSidecarGoesAway) {
   EXPECT_TRUE(WaitUntil([&] { return HealthBody(*w).find("\"status\":\"ok\"") != std::string::npos; },
                         std::chrono::seconds(30)))
       << HealthBody(*w);
+}
+
+// Read your own writes through an index table: a session writes a person
+// and at once looks the person up by Color in the index; with the token the
+// read waits for the workers instead of missing. Workers are paused
+// (SIGSTOP) and killed (SIGKILL) along the way; every lookup must find its
+// own write, never a miss and never a time-out.
+TEST_F(WorkerE2eTest, SessionAlwaysFindsItsOwnWriteThroughTheIndex) {
+  auto a = StartWorker("ryw-a");
+  // The worker registers (derived, source) once it owns partitions; before
+  // that no token has anything to wait for (docs/consistency.md).
+  ASSERT_TRUE(WaitUntil([&] {
+    auto w = client_->ReadWatermarks("PeopleByColor");
+    return w.ok() && !w->empty();
+  }, std::chrono::seconds(30)));
+  auto cfg = patterns::IndexTableConfig::FromSettings(index_settings_);
+  ASSERT_TRUE(cfg.ok());
+
+  client::Session session(client_.get());
+  session.set_wait(std::chrono::milliseconds(30000));
+  std::unique_ptr<testing::WorkerProcess> b;
+  int found = 0;
+  std::vector<double> waits_ms;
+  std::thread resume;
+  for (int i = 0; i < 120; i++) {
+    if (i == 30) {
+      // Slowed: paused for 1.5 s while this session goes on writing and reading.
+      ASSERT_EQ(::kill(a->pid(), SIGSTOP), 0);
+      resume = std::thread([pid = a->pid()] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        ::kill(pid, SIGCONT);
+      });
+    }
+    if (i == 70) {
+      resume.join();
+      EXPECT_EQ(a->Kill(), 128 + SIGKILL);                   // killed; another takes over
+      b = StartWorker("ryw-b");
+    }
+    Entity person = client::EntityBuilder("p" + std::to_string(i % 7), "r" + std::to_string(i))
+                        .String("Name", "n" + std::to_string(i))
+                        .String("Color", "c" + std::to_string(i))
+                        .Build();
+    ASSERT_TRUE(session.InsertOrReplace("People", person).ok());
+    auto entries = patterns::ExpectedIndex(*cfg, {person});
+    ASSERT_EQ(entries.size(), 1u);
+    const auto t0 = Clock::now();
+    auto got = session.Get("PeopleByColor", entries[0].partition_key, entries[0].row_key);
+    waits_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+    ASSERT_TRUE(got.ok()) << "write " << i << ": " << got.status().ToString();
+    EXPECT_EQ(got->Find("Name")->bytes(), "n" + std::to_string(i));
+    found++;
+  }
+  if (resume.joinable()) resume.join();
+  EXPECT_EQ(found, 120);
+  std::sort(waits_ms.begin(), waits_ms.end());
+  std::cout << "read-your-writes waits: p50 " << waits_ms[waits_ms.size() / 2] << " ms, max " << waits_ms.back()
+            << " ms\n";
+  // Without the session's token the same lookup can miss: a plain read right
+  // after a write while the worker is paused does not find it.
+  ASSERT_EQ(::kill(b->pid(), SIGSTOP), 0);
+  Entity late = client::EntityBuilder("p0", "late").String("Name", "late").String("Color", "late").Build();
+  ASSERT_TRUE(client_->InsertOrReplace("People", late).ok());
+  auto entries = patterns::ExpectedIndex(*cfg, {late});
+  EXPECT_EQ(client_->Get("PeopleByColor", entries[0].partition_key, entries[0].row_key).status().code(),
+            Code::kResourceNotFound);
+  // And a session read of it times out with the distinct code, never stale.
+  client::Session waiting(client_.get());
+  waiting.set_wait(std::chrono::milliseconds(300));
+  ASSERT_TRUE(waiting.InsertOrReplace("People", late).ok());
+  EXPECT_EQ(waiting.Get("PeopleByColor", entries[0].partition_key, entries[0].row_key).status().code(),
+            Code::kReadSessionNotAvailable);
+  ASSERT_EQ(::kill(b->pid(), SIGCONT), 0);
 }
 
 TEST_F(WorkerE2eTest, TwoWorkersKeepTheIndexThroughRepeatedKillNine) {

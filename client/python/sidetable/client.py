@@ -165,7 +165,7 @@ class Handle(object):
     """A request in flight; like a future.  ``result()`` waits for it."""
 
     __slots__ = ("_client", "op", "request_id", "_frame", "_decode",
-                 "attempt", "_waiting_resend", "_done", "_result", "_error",
+                 "attempt", "_waiting_resend", "_done", "_result", "_error", "_wait",
                  "status")
 
     def __init__(self, client, op, request_id, frame, decode):
@@ -176,6 +176,7 @@ class Handle(object):
         self._decode = decode
         self.attempt = 0
         self._waiting_resend = False
+        self._wait = 0.0
         self._done = False
         self._result = None
         self._error = None
@@ -404,6 +405,10 @@ class Client(object):
             raise SidetableError(None, "Closed", "the client is closed", op=op)
         rid = next(self._ids)
         h = Handle(self, op, rid, _w.encode_request(op, rid, body), decode)
+        # A read with session tokens may be held by the server on purpose:
+        # each attempt may take that much longer.
+        if isinstance(body, dict) and "after" in body:
+            h._wait = body.get("waitMs", 5000) / 1000.0
         self._pending[rid] = h
         self._transmit(h)
         return h
@@ -414,7 +419,7 @@ class Client(object):
         if h.attempt > 1:
             self.resends += 1
         self._sock.send(h._frame, copy=False)
-        self._push(_time.monotonic() + self.timeout, h, "deadline")
+        self._push(_time.monotonic() + self.timeout + h._wait, h, "deadline")
 
     def _push(self, when, h, kind):
         _heapq.heappush(self._timers,
