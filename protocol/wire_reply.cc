@@ -1,29 +1,35 @@
 // Reply bodies: the server encodes them, clients decode them.
 #include "protocol/wire.h"
+#include "protocol/wire_codec.h"
 
 #include "engine/utf8.h"
 
 namespace sidetable::wire {
 namespace {
 
+using codec::Be8;
+using codec::FromBe8;
+using codec::Invalid;
+using codec::ReadDateTime;
+
 Status Malformed(const char* what) {
   return Status(Code::kInternal, std::string("malformed reply: ") + what);
 }
 
-std::string Be8(uint64_t v) {
-  std::string s(8, '\0');
-  for (int i = 0; i < 8; i++) s[i] = static_cast<char>(v >> (56 - 8 * i));
-  return s;
-}
-
-bool ReadDateTime(msgpack::Reader& r, int64_t* ticks) {
-  int8_t type;
-  std::string_view s;
-  if (!r.Ext(&type, &s) || type != kExtDateTime || s.size() != 8) return false;
-  uint64_t v = 0;
-  for (char c : s) v = v << 8 | static_cast<uint8_t>(c);
-  *ticks = static_cast<int64_t>(v);
-  return true;
+// {"code", "message", "index"?}: an error reply's body, and a failed
+// batch's entry in a WriteMany reply.
+void WriteErrorBody(msgpack::Writer& w, const Status& s) {
+  w.MapHeader(s.op_index() >= 0 ? 3 : 2);
+  w.Str("code");
+  w.Str(ErrorCodeName(s.code()));
+  w.Str("message");
+  // Messages may quote what a client sent: the reply is valid UTF-8 and
+  // bounded whatever that was.
+  w.Str(ToValidUtf8(s.message(), kMaxErrorMessageBytes));
+  if (s.op_index() >= 0) {
+    w.Str("index");
+    w.Int(s.op_index());
+  }
 }
 
 // Iterates the fields of a map body: fn(key, reader) returns false on a
@@ -155,17 +161,7 @@ void EncodeError(const Header& request, const Status& s, std::string* out) {
   h.status = static_cast<uint16_t>(HttpStatus(s.code()));
   AppendHeader(out, h);
   msgpack::Writer w(out);
-  w.MapHeader(s.op_index() >= 0 ? 3 : 2);
-  w.Str("code");
-  w.Str(ErrorCodeName(s.code()));
-  w.Str("message");
-  // Messages may quote what a client sent: the reply is valid UTF-8 and
-  // bounded whatever that was.
-  w.Str(ToValidUtf8(s.message(), kMaxErrorMessageBytes));
-  if (s.op_index() >= 0) {
-    w.Str("index");
-    w.Int(s.op_index());
-  }
+  WriteErrorBody(w, s);
 }
 
 void EncodeEmpty(std::string* out) { msgpack::Writer(out).MapHeader(0); }
@@ -256,16 +252,7 @@ void EncodeWriteMany(const std::vector<Result<WriteResult>>& results, std::strin
       WriteWriteResult(w, *r);
       continue;
     }
-    const Status& s = r.status();
-    w.MapHeader(s.op_index() >= 0 ? 3 : 2);
-    w.Str("code");
-    w.Str(ErrorCodeName(s.code()));
-    w.Str("message");
-    w.Str(ToValidUtf8(s.message(), kMaxErrorMessageBytes));
-    if (s.op_index() >= 0) {
-      w.Str("index");
-      w.Int(s.op_index());
-    }
+    WriteErrorBody(w, r.status());
   }
 }
 

@@ -3,6 +3,7 @@
 
 #include "engine/limits.h"
 #include "protocol/wire.h"
+#include "protocol/wire_codec.h"
 
 #include "engine/limits.h"
 #include "engine/utf8.h"
@@ -10,12 +11,15 @@
 namespace sidetable::wire {
 namespace {
 
+using codec::Be8;
+using codec::FromBe8;
+using codec::Invalid;
+using codec::ReadDateTime;
+
 constexpr std::string_view kOpNames[] = {"Unknown", "Ping", "CreateTable", "DeleteTable",
                                          "ListTables", "Write", "Get", "Query", "ReadChanges",
                                          "RequestArchive", "AdvanceWatermarks", "ReadWatermarks",
                                          "WriteMany"};
-
-Status Invalid(std::string message) { return Status(Code::kInvalidInput, std::move(message)); }
 
 Status ReadString(msgpack::Reader& r, std::string_view key, std::string* out) {
   std::string_view s;

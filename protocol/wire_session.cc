@@ -4,11 +4,15 @@
 #include "engine/limits.h"
 #include "engine/utf8.h"
 #include "protocol/wire.h"
+#include "protocol/wire_codec.h"
 
 namespace sidetable::wire {
 namespace {
 
-Status Invalid(std::string message) { return Status(Code::kInvalidInput, std::move(message)); }
+using codec::Be8;
+using codec::FromBe8;
+using codec::Invalid;
+using codec::ReadDateTime;
 
 std::string Where(std::string_view list, size_t i) {
   return "'" + std::string(list) + "'[" + std::to_string(i) + "]";
@@ -36,22 +40,6 @@ Status ReadInt32(msgpack::Reader& r, const std::string& where, std::string_view 
   }
   *out = static_cast<int32_t>(v);
   return Status::OK();
-}
-
-std::string Be8(uint64_t v) {
-  std::string s(8, '\0');
-  for (int i = 0; i < 8; i++) s[i] = static_cast<char>(v >> (56 - 8 * i));
-  return s;
-}
-
-bool ReadTicks(msgpack::Reader& r, int64_t* ticks) {
-  int8_t type;
-  std::string_view s;
-  if (!r.Ext(&type, &s) || type != kExtDateTime || s.size() != 8) return false;
-  uint64_t v = 0;
-  for (char c : s) v = v << 8 | static_cast<uint8_t>(c);
-  *ticks = static_cast<int64_t>(v);
-  return true;
 }
 
 Status ReadEntry(msgpack::Reader& r, size_t i, WatermarkEntry* e) {
@@ -82,7 +70,7 @@ Status ReadEntry(msgpack::Reader& r, size_t i, WatermarkEntry* e) {
       if (!r.Uint(&e->lsn)) return Invalid(where + ".lsn must be a non-negative integer");
       lsn = true;
     } else if (key == "time") {
-      if (!ReadTicks(r, &e->time)) return Invalid(where + ".time must be a DateTime");
+      if (!ReadDateTime(r, &e->time)) return Invalid(where + ".time must be a DateTime");
     } else if (!r.Skip()) {
       return Invalid(where + ": malformed field");
     }

@@ -3,21 +3,15 @@
 
 #include "engine/limits.h"
 #include "protocol/wire.h"
+#include "protocol/wire_codec.h"
 
 namespace sidetable::wire {
 namespace {
 
-std::string Be8(uint64_t v) {
-  std::string s(8, '\0');
-  for (int i = 0; i < 8; i++) s[i] = static_cast<char>(v >> (56 - 8 * i));
-  return s;
-}
-
-uint64_t FromBe8(std::string_view s) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++) v = v << 8 | static_cast<uint8_t>(s[i]);
-  return v;
-}
+using codec::Be8;
+using codec::FromBe8;
+using codec::Invalid;
+using codec::ReadDateTime;
 
 Status Bad(std::string_view name, const char* what) {
   return Status(Code::kInvalidInput, "property '" + std::string(name) + "': " + what);

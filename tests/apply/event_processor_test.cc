@@ -5,6 +5,7 @@
 
 #include "client/entity_builder.h"
 #include "events/event.h"
+#include "tests/apply/copy_pattern.h"
 #include "tests/apply/fake_table_store.h"
 
 namespace sidetable::apply {
@@ -20,36 +21,7 @@ struct CountingObserver : ApplyObserver {
   uint64_t skipped = 0, retries = 0, ops = 0;
 };
 
-// Copies every written entity of `source` into "Derived"; deletes follow.
-class CopyPattern : public patterns::Pattern {
- public:
-  explicit CopyPattern(Status fail = Status::OK()) : fail_(std::move(fail)) {}
-  const std::string& name() const override { return name_; }
-  bool Wants(const ChangeRecord& r) const override { return r.table == "Src"; }
-  std::vector<Derivation> Derivations() const override { return {{"Src", "Derived"}}; }
-  Status Apply(const ChangeRecord& r, std::vector<TableOp>* out) const override {
-    if (!fail_.ok()) return fail_;
-    for (const auto& op : r.ops) {
-      TableOp t;
-      t.table = "Derived";
-      t.version = op.version;
-      if (op.after) {
-        t.kind = TableOp::Kind::kFencedUpsert;
-        t.entity = *op.after;
-      } else {
-        t.kind = TableOp::Kind::kFencedDelete;
-        t.entity.partition_key = r.partition_key;
-        t.entity.row_key = op.row_key;
-      }
-      out->push_back(std::move(t));
-    }
-    return Status::OK();
-  }
-
- private:
-  std::string name_ = "copy";
-  Status fail_;
-};
+using testing::CopyPattern;
 
 std::string EventJson(const std::string& table, uint64_t lsn, const std::string& rk) {
   ChangeRecord rec;

@@ -8,6 +8,7 @@
 #include "apply/grouped_writes.h"
 #include "client/entity_builder.h"
 #include "events/event.h"
+#include "tests/apply/copy_pattern.h"
 #include "tests/apply/fake_table_store.h"
 
 namespace sidetable::apply {
@@ -15,33 +16,7 @@ namespace {
 
 using patterns::TableOp;
 
-// Copies entities of "Src" into "Derived" under the same keys.
-class CopyPattern : public patterns::Pattern {
- public:
-  const std::string& name() const override { return name_; }
-  bool Wants(const ChangeRecord& r) const override { return r.table == "Src"; }
-  std::vector<Derivation> Derivations() const override { return {{"Src", "Derived"}}; }
-  Status Apply(const ChangeRecord& r, std::vector<TableOp>* out) const override {
-    for (const auto& op : r.ops) {
-      TableOp t;
-      t.table = "Derived";
-      t.version = op.version;
-      if (op.after) {
-        t.kind = TableOp::Kind::kFencedUpsert;
-        t.entity = *op.after;
-      } else {
-        t.kind = TableOp::Kind::kFencedDelete;
-        t.entity.partition_key = r.partition_key;
-        t.entity.row_key = op.row_key;
-      }
-      out->push_back(std::move(t));
-    }
-    return Status::OK();
-  }
-
- private:
-  std::string name_ = "copy";
-};
+using testing::CopyPattern;
 
 struct Counting : ApplyObserver {
   void OnRetry() override { retries++; }
