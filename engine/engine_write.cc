@@ -63,7 +63,7 @@ Status ValidateBatch(const Batch& batch) {
                     std::string(OpKindName(op.kind)) + " takes no If-Match condition", idx);
     }
     if (op.entity.partition_key != ops[0].entity.partition_key) {
-      return Status(Code::kInvalidInput,
+      return Status(Code::kCommandsInBatchActOnDifferentPartitions,
                     "all operations of a batch must have the same PartitionKey", idx);
     }
     if (!rows.insert(op.entity.row_key).second) {

@@ -172,20 +172,22 @@ Status ValidateEntity(const Entity& e, size_t* size_out) {
 
 Status ValidateTableName(std::string_view name) {
   if (name.size() < Limits::kMinTableName || name.size() > Limits::kMaxTableName) {
-    return Status(Code::kInvalidInput, "table name must be 3 to 63 characters: '" +
+    return Status(Code::kOutOfRangeInput, "table name must be 3 to 63 characters: '" +
                                            std::string(name.substr(0, 80)) + "'");
   }
   for (char c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c))) {
-      return Status(Code::kInvalidInput,
+      return Status(Code::kInvalidResourceName,
                     "table name must be alphanumeric: '" + std::string(name) + "'");
     }
   }
   if (std::isdigit(static_cast<unsigned char>(name[0]))) {
-    return Status(Code::kInvalidInput,
+    return Status(Code::kInvalidResourceName,
                   "table name must not start with a digit: '" + std::string(name) + "'");
   }
-  if (TableNameEquals(name, "tables")) return Status(Code::kInvalidInput, "table name 'tables' is reserved");
+  if (TableNameEquals(name, "tables")) {
+    return Status(Code::kInvalidResourceName, "table name 'tables' is reserved");
+  }
   return Status::OK();
 }
 

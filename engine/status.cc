@@ -11,7 +11,7 @@ struct CodeInfo {
   int http;
 };
 
-constexpr std::array<CodeInfo, 24> kCodes = {{
+constexpr std::array<CodeInfo, 26> kCodes = {{
     {Code::kOk, "OK", 200},
     {Code::kInvalidInput, "InvalidInput", 400},
     {Code::kPropertyNameInvalid, "PropertyNameInvalid", 400},
@@ -36,6 +36,8 @@ constexpr std::array<CodeInfo, 24> kCodes = {{
     {Code::kUnavailable, "ServiceUnavailable", 503},
     {Code::kInsufficientStorage, "InsufficientStorage", 507},
     {Code::kReadSessionNotAvailable, "ReadSessionNotAvailable", 504},
+    {Code::kInvalidResourceName, "InvalidResourceName", 400},
+    {Code::kCommandsInBatchActOnDifferentPartitions, "CommandsInBatchActOnDifferentPartitions", 400},
 }};
 
 const CodeInfo& Info(Code code) {

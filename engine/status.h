@@ -49,8 +49,13 @@ enum class Code : uint8_t {
   // waitMs and the derived table still did not cover them. Not 503: a blind
   // retry would wait again for the same worker; the caller decides.
   kReadSessionNotAvailable,
+  // 400, as Azure names them: a table name with a leading digit, a character
+  // outside [A-Za-z0-9] or a reserved name (a wrong length is
+  // OutOfRangeInput); an EGT whose operations name two PartitionKeys.
+  kInvalidResourceName,
+  kCommandsInBatchActOnDifferentPartitions,
 };
-inline constexpr Code kLastCode = Code::kReadSessionNotAvailable;
+inline constexpr Code kLastCode = Code::kCommandsInBatchActOnDifferentPartitions;
 
 // "EntityAlreadyExists", ...: the code as Azure spells it on the wire.
 std::string_view ErrorCodeName(Code code);

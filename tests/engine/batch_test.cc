@@ -90,13 +90,26 @@ TEST_F(BatchTest, FourMiBPayloadIsTooLarge) {
   EXPECT_FAILS_UNCHANGED(Run(b), Code::kRequestBodyTooLarge);
 }
 
+// docs/protocol.md: validation (here a duplicate RowKey at index 3) wins over
+// an execution error at a lower index (an Insert of an existing entity at 1).
+TEST_F(BatchTest, ValidationErrorsWinOverExecutionErrors) {
+  ASSERT_TRUE(Insert("Tbl", MakeEntity("p", "exists")).ok());
+  Batch b("Tbl");
+  b.Insert(MakeEntity("p", "a")).Insert(MakeEntity("p", "exists")).Insert(MakeEntity("p", "b"))
+      .Insert(MakeEntity("p", "a"));
+  auto w = Run(b);
+  EXPECT_EQ(w.status().code(), Code::kInvalidDuplicateRow);
+  EXPECT_EQ(w.status().op_index(), 3);
+  EXPECT_FAILS_UNCHANGED(Run(b), Code::kInvalidDuplicateRow);
+}
+
 TEST_F(BatchTest, DifferentPartitionsAreRejected) {
   Batch b("Tbl");
   b.Insert(MakeEntity("p1", "a")).Insert(MakeEntity("p2", "b"));
   auto w = Run(b);
-  EXPECT_EQ(w.status().code(), Code::kInvalidInput);
-  EXPECT_EQ(w.status().op_index(), 1);
-  EXPECT_FAILS_UNCHANGED(Run(b), Code::kInvalidInput);
+  EXPECT_EQ(w.status().code(), Code::kCommandsInBatchActOnDifferentPartitions);
+  EXPECT_EQ(w.status().op_index(), 1) << "the first operation that differs";
+  EXPECT_FAILS_UNCHANGED(Run(b), Code::kCommandsInBatchActOnDifferentPartitions);
 }
 
 TEST_F(BatchTest, SameRowTwiceIsDuplicateRow) {
@@ -187,7 +200,7 @@ TEST_F(BatchTest, ArchiveRequestIsRecordedAndWritesNoRows) {
 
 TEST_F(BatchTest, BadArchiveRequestsChangeNothing) {
   EXPECT_FAILS_UNCHANGED(engine_->RequestArchive("Tbl", "p", {}, "Arch"), Code::kInvalidInput);
-  EXPECT_FAILS_UNCHANGED(engine_->RequestArchive("Tbl", "p", {"a"}, "1bad"), Code::kInvalidInput);
+  EXPECT_FAILS_UNCHANGED(engine_->RequestArchive("Tbl", "p", {"a"}, "1bad"), Code::kInvalidResourceName);
   EXPECT_FAILS_UNCHANGED(engine_->RequestArchive("Tbl", "p", {"a"}, "TBL"), Code::kInvalidInput);
   EXPECT_FAILS_UNCHANGED(engine_->RequestArchive("Tbl", "p", {"a/b"}, "Arch"), Code::kOutOfRangeInput);
   EXPECT_FAILS_UNCHANGED(engine_->RequestArchive("Tbl", "p", {"a", "a"}, "Arch"), Code::kInvalidDuplicateRow);

@@ -107,10 +107,12 @@ TEST(ValidateTableName, Rules) {
   for (const std::string& good : std::vector<std::string>{"abc", "Customers", "a12", std::string(63, 'a')}) {
     EXPECT_TRUE(ValidateTableName(good).ok()) << good;
   }
-  for (std::string bad : {std::string("ab"), std::string(64, 'a'), std::string("1abc"),
-                          std::string("ab-c"), std::string("ab_c"), std::string("tables"),
-                          std::string("Tables"), std::string("")}) {
-    EXPECT_EQ(ValidateTableName(bad).code(), Code::kInvalidInput) << bad;
+  for (std::string bad : {std::string("ab"), std::string(64, 'a'), std::string("")}) {
+    EXPECT_EQ(ValidateTableName(bad).code(), Code::kOutOfRangeInput) << bad;
+  }
+  for (std::string bad : {std::string("1abc"), std::string("ab-c"), std::string("ab_c"), std::string("tables"),
+                          std::string("Tables"), std::string("ab\xC3\xA9c")}) {
+    EXPECT_EQ(ValidateTableName(bad).code(), Code::kInvalidResourceName) << bad;
   }
 }
 

@@ -30,9 +30,12 @@ TEST_F(EngineTest, CreateExistingIsConflictAndChangesNothing) {
   EXPECT_FAILS_UNCHANGED(engine_->CreateTable("customers"), Code::kTableAlreadyExists);
 }
 
-TEST_F(EngineTest, BadTableNamesAreInvalidInput) {
-  for (std::string bad : std::vector<std::string>{"ab", "1abc", "a-bc", "tables", std::string(64, 'x')}) {
-    EXPECT_FAILS_UNCHANGED(engine_->CreateTable(bad), Code::kInvalidInput);
+TEST_F(EngineTest, BadTableNamesGetAzuresCodes) {
+  for (std::string bad : std::vector<std::string>{"1abc", "a-bc", "tables", "Tables"}) {
+    EXPECT_FAILS_UNCHANGED(engine_->CreateTable(bad), Code::kInvalidResourceName);
+  }
+  for (std::string bad : std::vector<std::string>{"ab", std::string(64, 'x')}) {
+    EXPECT_FAILS_UNCHANGED(engine_->CreateTable(bad), Code::kOutOfRangeInput);
   }
 }
 

@@ -20,7 +20,8 @@ TEST_F(SidecarTest, TablesLifecycle) {
   ASSERT_TRUE(client_->CreateTable("People").ok());
   ASSERT_TRUE(client_->CreateTable("Orders").ok());
   EXPECT_EQ(client_->CreateTable("people").code(), Code::kTableAlreadyExists);
-  EXPECT_EQ(client_->CreateTable("1bad").code(), Code::kInvalidInput);
+  EXPECT_EQ(client_->CreateTable("1bad").code(), Code::kInvalidResourceName);
+  EXPECT_EQ(client_->CreateTable("ab").code(), Code::kOutOfRangeInput);
   auto all = client_->ListTables();
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(*all, (std::vector<std::string>{"Orders", "People"}));

@@ -136,7 +136,7 @@ TEST_F(CliTest, TablesLifecycle) {
   EXPECT_EQ(Ok({"list-tables"}), "Orders\nPeople\n");
   EXPECT_EQ(Ok({"list-tables", "--filter", "TableName ge 'P'"}), "People\n");
   ServerError({"create-table", "people"}, "TableAlreadyExists (409)");
-  ServerError({"create-table", "1bad"}, "InvalidInput (400)");
+  ServerError({"create-table", "1bad"}, "InvalidResourceName (400)");
   EXPECT_EQ(Ok({"delete-table", "Orders"}), "");
   ServerError({"delete-table", "Orders"}, "TableNotFound (404)");
   EXPECT_EQ(Ok({"list-tables"}), "People\n");
