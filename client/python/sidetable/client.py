@@ -16,23 +16,20 @@ import time as _time
 
 import zmq as _zmq
 
+from . import filters as _filters
 from . import wire as _w
+from .errors import (ClientClosedError, ProtocolError, ResourceNotFoundError,
+                     SidetableError, SidetableTimeout, SidetableUnreachable,
+                     TableAlreadyExistsError, make_error,
+                     INSUFFICIENT_STORAGE, READ_SESSION_NOT_AVAILABLE,
+                     SERVER_BUSY)
 from .types import DateTime, Entity
 
 __all__ = ["Client", "Batch", "Handle", "SidetableError", "SidetableTimeout",
-           "WriteResult", "QueryPage", "ChangesPage", "INSUFFICIENT_STORAGE",
-           "SERVER_BUSY", "READ_SESSION_NOT_AVAILABLE", "Watermark"]
+           "SidetableUnreachable", "WriteResult", "QueryPage", "ChangesPage",
+           "INSUFFICIENT_STORAGE", "SERVER_BUSY", "READ_SESSION_NOT_AVAILABLE",
+           "Watermark", "check_endpoint"]
 
-
-# Error codes a caller may want to act on (docs/protocol.md). A full disk:
-# the write was not applied, reads work, writes resume once space is freed
-# on the server; not retried automatically (it lasts until an operator acts).
-INSUFFICIENT_STORAGE = "InsufficientStorage"   # 507
-SERVER_BUSY = "ServerBusy"                     # 503, retried
-# A read carrying session tokens (``after``) waited ``wait_ms`` and the
-# derived table still did not cover them; nothing stale was returned. Not
-# retried automatically (docs/consistency.md).
-READ_SESSION_NOT_AVAILABLE = "ReadSessionNotAvailable"   # 504
 
 # How far ``derived`` has applied ``source``'s change records on Kafka
 # partition ``partition`` of ``partitions``: every one up to ``lsn``
@@ -74,40 +71,6 @@ def _dec_watermarks(body):
     return out
 
 
-class SidetableError(Exception):
-    """An error reply (any non-2xx status) or a client-side failure.
-
-    ``status`` is the HTTP-style status (``None`` for client-side errors such
-    as a time-out), ``code`` the Azure error code (``"EntityAlreadyExists"``),
-    ``message`` the server's text, ``index`` the failing operation of a
-    batch (``None`` if the server gave none).
-    """
-
-    def __init__(self, status, code, message, index=None, op=None):
-        self.status = status
-        self.code = code
-        self.message = message
-        self.index = index
-        self.op = op
-        text = "%s %s: %s" % (status if status is not None else "-", code,
-                              message)
-        if index is not None:
-            text += " (operation %d)" % index
-        Exception.__init__(self, text)
-
-    @property
-    def insufficient_storage(self):
-        """True for InsufficientStorage (507): the server's disk is full."""
-        return self.code == INSUFFICIENT_STORAGE
-
-
-class SidetableTimeout(SidetableError):
-    """No reply within ``timeout`` on every attempt."""
-
-    def __init__(self, message, op=None):
-        SidetableError.__init__(self, None, "Timeout", message, op=op)
-
-
 class WriteResult(object):
     """The reply of a Write: ``lsn``, ``ts`` (:class:`DateTime`) and
     ``etags`` (one per operation, ``""`` for deletes)."""
@@ -128,8 +91,15 @@ class WriteResult(object):
 
 
 class QueryPage(object):
-    """One page of a query: ``entities``, ``continuation`` (``(npk, nrk)`` or
-    ``None`` on the last page), ``plan`` and ``examined``."""
+    """One page of a query.
+
+    ``entities`` (also ``items``; iterating a page and ``len(page)`` use
+    them) are the page's :class:`Entity` objects; ``continuation`` is an
+    opaque ``(npk, nrk)`` tuple to pass as ``continuation=`` for the next
+    page, ``None`` on the last page (``has_more``).  A page may be empty and
+    still have a continuation: the server bounds the work of one page.
+    ``plan`` names the scan used and ``examined`` counts entities read.
+    """
 
     __slots__ = ("entities", "continuation", "plan", "examined")
 
@@ -138,6 +108,20 @@ class QueryPage(object):
         self.continuation = continuation
         self.plan = plan
         self.examined = examined
+
+    @property
+    def items(self):
+        return self.entities
+
+    @property
+    def has_more(self):
+        return self.continuation is not None
+
+    def __iter__(self):
+        return iter(self.entities)
+
+    def __len__(self):
+        return len(self.entities)
 
     def __repr__(self):
         return "QueryPage(%d entities, continuation=%r, plan=%r)" % (
@@ -166,7 +150,7 @@ class Handle(object):
 
     __slots__ = ("_client", "op", "request_id", "_frame", "_decode",
                  "attempt", "_waiting_resend", "_done", "_result", "_error", "_wait",
-                 "status")
+                 "status", "_first_sent")
 
     def __init__(self, client, op, request_id, frame, decode):
         self._client = client
@@ -304,9 +288,154 @@ def _dec_changes(body):
                        body.get("first"), body.get("last"))
 
 
+# -- requests -----------------------------------------------------------------
+
+_SCHEMES = ("tcp://", "ipc://", "inproc://")
+
+
+def check_endpoint(endpoint):
+    """``ValueError`` with a hint unless ``endpoint`` is a ZeroMQ address
+    with a ``tcp://``, ``ipc://`` or ``inproc://`` scheme."""
+    if not isinstance(endpoint, str):
+        raise TypeError("endpoint must be a str such as 'tcp://127.0.0.1:5555'")
+    if endpoint.startswith(_SCHEMES) and len(endpoint) > endpoint.index("//") + 2:
+        return endpoint
+    text = endpoint.strip()
+    if "://" in text:
+        text = text.split("://", 1)[1]
+    if text.startswith("/") or text.endswith(".sock"):
+        hint = "ipc://" + text
+    elif text.isdigit():
+        hint = "tcp://127.0.0.1:" + text
+    elif ":" in text:
+        hint = "tcp://" + text
+    else:
+        hint = "tcp://%s:5555" % (text or "127.0.0.1")
+    raise ValueError("endpoint %r is not a ZeroMQ address (tcp://host:port or "
+                     "ipc:///path): did you mean %s?" % (endpoint, hint))
+
+
+class _Requests(object):
+    """Builds every request as ``(op, body, decoder)``; shared by
+    :class:`Client` and :class:`sidetable.aio.AsyncClient`."""
+
+    caller = None
+
+    def _caller(self, caller):
+        return self.caller if caller is None else caller
+
+    # -- request builders: (op, body, decoder) --
+
+    def _req_ping(self):
+        return _w.PING, {}, _dec_body
+
+    def _req_create_table(self, table, caller=None):
+        return _w.CREATE_TABLE, self._with_caller({"table": table}, caller), \
+            _dec_none
+
+    def _req_delete_table(self, table, caller=None):
+        return _w.DELETE_TABLE, self._with_caller({"table": table}, caller), \
+            _dec_none
+
+    def _req_list_tables_page(self, filter=None, top=None, next=None,
+                              parameters=None):
+        body = {}
+        if parameters is not None:
+            filter = _filters.format_filter(filter or "", parameters)
+        if filter is not None:
+            body["filter"] = filter
+        if top is not None:
+            body["top"] = top
+        if next is not None:
+            body["next"] = next
+        return _w.LIST_TABLES, body, _dec_tables
+
+    def _req_execute(self, batch):
+        body = {"table": batch.table, "ops": batch.ops}
+        return _w.WRITE, self._with_caller(body, batch.caller), _dec_write
+
+    def _single(self, table, caller, kind, entity, if_match=None):
+        b = Batch(table, caller)
+        getattr(b, kind)(entity, **({} if if_match is None
+                                    else {"if_match": if_match}))
+        return self._req_execute(b)
+
+    def _req_insert(self, table, entity, caller=None):
+        return self._single(table, caller, "insert", entity)
+
+    def _req_update(self, table, entity, if_match=None, caller=None):
+        return self._single(table, caller, "update", entity, if_match)
+
+    def _req_merge(self, table, entity, if_match=None, caller=None):
+        return self._single(table, caller, "merge", entity, if_match)
+
+    def _req_delete(self, table, entity_or_pk, rk=None, if_match=None,
+                    caller=None):
+        b = Batch(table, caller)
+        b.delete(entity_or_pk, rk, if_match)
+        return self._req_execute(b)
+
+    def _req_insert_or_replace(self, table, entity, caller=None):
+        return self._single(table, caller, "insert_or_replace", entity)
+
+    _req_upsert = _req_insert_or_replace
+
+    def _req_insert_or_merge(self, table, entity, caller=None):
+        return self._single(table, caller, "insert_or_merge", entity)
+
+    def _req_get(self, table, pk, rk, select=None, after=None, wait_ms=None):
+        body = {"table": table, "pk": pk, "rk": rk}
+        if select is not None:
+            body["select"] = list(select)
+        return _w.GET, _enc_after(body, after, wait_ms), _dec_get
+
+    def _req_advance_watermarks(self, watermarks):
+        body = {"watermarks": [_enc_watermark(w) for w in watermarks]}
+        return _w.ADVANCE_WATERMARKS, body, _dec_none
+
+    def _req_read_watermarks(self, derived=None):
+        body = {} if derived is None else {"derived": derived}
+        return _w.READ_WATERMARKS, body, _dec_watermarks
+
+    def _req_query_page(self, table, filter=None, select=None, top=None,
+                        continuation=None, after=None, wait_ms=None,
+                        parameters=None):
+        body = _enc_after({"table": table}, after, wait_ms)
+        if parameters is not None:
+            filter = _filters.format_filter(filter or "", parameters)
+        if filter is not None:
+            body["filter"] = filter
+        if select is not None:
+            body["select"] = list(select)
+        if top is not None:
+            body["top"] = top
+        if continuation is not None:
+            body["npk"], body["nrk"] = continuation
+        return _w.QUERY, body, _dec_query
+
+    def _req_read_changes(self, from_lsn, max=None, max_bytes=None):
+        body = {"from": from_lsn}
+        if max is not None:
+            body["max"] = max
+        if max_bytes is not None:
+            body["maxBytes"] = max_bytes
+        return _w.READ_CHANGES, body, _dec_changes
+
+    def _req_request_archive(self, table, pk, row_keys, archive_table, caller=None):
+        body = self._with_caller({"table": table, "pk": pk, "rks": list(row_keys),
+                                  "target": archive_table}, caller)
+        return _w.REQUEST_ARCHIVE, body, lambda b: b["lsn"]
+
+    def _with_caller(self, body, caller):
+        c = self._caller(caller)
+        if c is not None:
+            body["caller"] = c
+        return body
+
+
 # -- the client ---------------------------------------------------------------
 
-class Client(object):
+class Client(_Requests):
     """A connection to one sidetable sidecar.
 
     ``endpoint``: a ZeroMQ address such as ``tcp://127.0.0.1:5555``.
@@ -316,6 +445,14 @@ class Client(object):
     to ``max_backoff`` seconds) and random jitter; 0 disables retries.
     ``caller``: the identity recorded in the change log for this client's
     writes and table operations (can be overridden per call).
+    ``connect_timeout``: until the endpoint has answered once, time-outs are
+    retried only while a request is younger than this (default: ``timeout``,
+    at least 1 s); then :class:`SidetableUnreachable` says that nothing
+    answers there, instead of ``retries`` silent time-outs.  Once anything
+    has answered, time-outs are retried as usual (a restarting sidecar).
+
+    ``endpoint`` must have a ``tcp://``, ``ipc://`` or ``inproc://`` scheme;
+    anything else is a ``ValueError`` at once, with a suggestion.
 
     A retried request keeps its request id, so a late reply to an earlier
     attempt also completes it.  Note that a write retried after a time-out
@@ -324,20 +461,32 @@ class Client(object):
     """
 
     def __init__(self, endpoint, timeout=5.0, retries=5, caller=None,
-                 backoff=0.02, max_backoff=1.0, context=None):
-        self.endpoint = endpoint
+                 backoff=0.02, max_backoff=1.0, context=None,
+                 connect_timeout=None):
+        self.endpoint = check_endpoint(endpoint)
         self.timeout = float(timeout)
+        self.connect_timeout = (max(self.timeout, 1.0) if connect_timeout is None
+                                else float(connect_timeout))
+        self._answered = False       # has any reply arrived on this socket?
+        self._sock = None
         self.retries = int(retries)
         self.caller = caller
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
         self._own_context = context is None
         self._ctx = context or _zmq.Context()
-        self._sock = self._ctx.socket(_zmq.DEALER)
-        self._sock.setsockopt(_zmq.LINGER, 0)
-        self._sock.setsockopt(_zmq.SNDHWM, 0)
-        self._sock.setsockopt(_zmq.RCVHWM, 0)
-        self._sock.connect(endpoint)
+        sock = self._ctx.socket(_zmq.DEALER)
+        sock.setsockopt(_zmq.LINGER, 0)
+        sock.setsockopt(_zmq.SNDHWM, 0)
+        sock.setsockopt(_zmq.RCVHWM, 0)
+        try:
+            sock.connect(endpoint)
+        except _zmq.ZMQError as e:
+            sock.close(0)
+            if self._own_context:
+                self._ctx.term()
+            raise ValueError("cannot connect to %r: %s" % (endpoint, e))
+        self._sock = sock
         self._ids = _itertools.count(1)
         self._pending = {}           # request id -> Handle
         self._timers = []            # heap of (when, seq, handle, attempt, kind)
@@ -402,9 +551,11 @@ class Client(object):
 
     def _submit(self, op, body, decode):
         if self._sock is None:
-            raise SidetableError(None, "Closed", "the client is closed", op=op)
+            raise ClientClosedError(None, "Closed", "the client is closed",
+                                    op=op)
         rid = next(self._ids)
         h = Handle(self, op, rid, _w.encode_request(op, rid, body), decode)
+        h._first_sent = _time.monotonic()
         # A read with session tokens may be held by the server on purpose:
         # each attempt may take that much longer.
         if isinstance(body, dict) and "after" in body:
@@ -449,6 +600,7 @@ class Client(object):
         except Exception:
             self.stray_replies += 1
             return
+        self._answered = True
         h = self._pending.get(rid)
         if h is None or h._done:
             self.stray_replies += 1
@@ -458,13 +610,12 @@ class Client(object):
             try:
                 self._complete(h, result=h._decode(body))
             except Exception as e:  # a malformed reply
-                self._complete(h, error=SidetableError(
+                self._complete(h, error=ProtocolError(
                     status, "ProtocolError", "cannot decode reply: %s" % e,
                     op=h.op))
             return
-        err = SidetableError(status, body.get("code", "Unknown"),
-                             body.get("message", ""), body.get("index"),
-                             op=h.op)
+        err = make_error(status, body.get("code", "Unknown"),
+                         body.get("message", ""), body.get("index"), op=h.op)
         if status == 503:
             self.busy_replies += 1
             if h._waiting_resend:
@@ -481,10 +632,22 @@ class Client(object):
                 self._transmit(h)
         elif not h._waiting_resend:        # deadline of the current attempt
             self.timeouts += 1
+            if not self._answered and (
+                    h.attempt > self.retries or
+                    _time.monotonic() - h._first_sent >= self.connect_timeout):
+                self._complete(h, error=self._unreachable(h))
+                return
             self._retry_or_fail(h, SidetableTimeout(
                 "no reply to %s (request %d) within %.3g s after %d attempt(s)"
                 % (_w.OP_NAMES.get(h.op, h.op), h.request_id, self.timeout,
                    h.attempt), op=h.op))
+
+    def _unreachable(self, h):
+        return SidetableUnreachable(
+            "nothing answered at %s within %.3g s (%s, %d attempt(s)) \u2014 "
+            "is the sidecar running?" % (
+                self.endpoint, _time.monotonic() - h._first_sent,
+                _w.OP_NAMES.get(h.op, h.op), h.attempt), op=h.op)
 
     def _wait(self, handles, timeout=None):
         limit = None if timeout is None else _time.monotonic() + timeout
@@ -499,7 +662,7 @@ class Client(object):
             if not todo:
                 break
             if sock is None:
-                raise SidetableError(None, "Closed", "the client is closed")
+                raise ClientClosedError(None, "Closed", "the client is closed")
             wake = self._timers[0][0] if self._timers else now + 1.0
             if limit is not None:
                 if now >= limit:
@@ -518,132 +681,41 @@ class Client(object):
     def _run(self, op, body, decode):
         return self._submit(op, body, decode).result()
 
-    def _caller(self, caller):
-        return self.caller if caller is None else caller
-
-    # -- request builders: (op, body, decoder) --
-
-    def _req_ping(self):
-        return _w.PING, {}, _dec_body
-
-    def _req_create_table(self, table, caller=None):
-        return _w.CREATE_TABLE, self._with_caller({"table": table}, caller), \
-            _dec_none
-
-    def _req_delete_table(self, table, caller=None):
-        return _w.DELETE_TABLE, self._with_caller({"table": table}, caller), \
-            _dec_none
-
-    def _req_list_tables_page(self, filter=None, top=None, next=None):
-        body = {}
-        if filter is not None:
-            body["filter"] = filter
-        if top is not None:
-            body["top"] = top
-        if next is not None:
-            body["next"] = next
-        return _w.LIST_TABLES, body, _dec_tables
-
-    def _req_execute(self, batch):
-        body = {"table": batch.table, "ops": batch.ops}
-        return _w.WRITE, self._with_caller(body, batch.caller), _dec_write
-
-    def _single(self, table, caller, kind, entity, if_match=None):
-        b = Batch(table, caller)
-        getattr(b, kind)(entity, **({} if if_match is None
-                                    else {"if_match": if_match}))
-        return self._req_execute(b)
-
-    def _req_insert(self, table, entity, caller=None):
-        return self._single(table, caller, "insert", entity)
-
-    def _req_update(self, table, entity, if_match=None, caller=None):
-        return self._single(table, caller, "update", entity, if_match)
-
-    def _req_merge(self, table, entity, if_match=None, caller=None):
-        return self._single(table, caller, "merge", entity, if_match)
-
-    def _req_delete(self, table, entity_or_pk, rk=None, if_match=None,
-                    caller=None):
-        b = Batch(table, caller)
-        b.delete(entity_or_pk, rk, if_match)
-        return self._req_execute(b)
-
-    def _req_insert_or_replace(self, table, entity, caller=None):
-        return self._single(table, caller, "insert_or_replace", entity)
-
-    _req_upsert = _req_insert_or_replace
-
-    def _req_insert_or_merge(self, table, entity, caller=None):
-        return self._single(table, caller, "insert_or_merge", entity)
-
-    def _req_get(self, table, pk, rk, select=None, after=None, wait_ms=None):
-        body = {"table": table, "pk": pk, "rk": rk}
-        if select is not None:
-            body["select"] = list(select)
-        return _w.GET, _enc_after(body, after, wait_ms), _dec_get
-
-    def _req_advance_watermarks(self, watermarks):
-        body = {"watermarks": [_enc_watermark(w) for w in watermarks]}
-        return _w.ADVANCE_WATERMARKS, body, _dec_none
-
-    def _req_read_watermarks(self, derived=None):
-        body = {} if derived is None else {"derived": derived}
-        return _w.READ_WATERMARKS, body, _dec_watermarks
-
-    def _req_query_page(self, table, filter=None, select=None, top=None,
-                        continuation=None, after=None, wait_ms=None):
-        body = _enc_after({"table": table}, after, wait_ms)
-        if filter is not None:
-            body["filter"] = filter
-        if select is not None:
-            body["select"] = list(select)
-        if top is not None:
-            body["top"] = top
-        if continuation is not None:
-            body["npk"], body["nrk"] = continuation
-        return _w.QUERY, body, _dec_query
-
-    def _req_read_changes(self, from_lsn, max=None, max_bytes=None):
-        body = {"from": from_lsn}
-        if max is not None:
-            body["max"] = max
-        if max_bytes is not None:
-            body["maxBytes"] = max_bytes
-        return _w.READ_CHANGES, body, _dec_changes
-
-    def _req_request_archive(self, table, pk, row_keys, archive_table, caller=None):
-        body = self._with_caller({"table": table, "pk": pk, "rks": list(row_keys),
-                                  "target": archive_table}, caller)
-        return _w.REQUEST_ARCHIVE, body, lambda b: b["lsn"]
-
-    def _with_caller(self, body, caller):
-        c = self._caller(caller)
-        if c is not None:
-            body["caller"] = c
-        return body
-
     # -- synchronous API --
 
     def ping(self):
         """``{"version": 1, "sidecar": id, "lsn": last LSN}``."""
         return self._run(*self._req_ping())
 
-    def create_table(self, table, caller=None):
-        self._run(*self._req_create_table(table, caller))
+    def create_table(self, table, caller=None, exist_ok=False):
+        """Create ``table``; :class:`TableAlreadyExistsError` if it exists,
+        unless ``exist_ok``."""
+        try:
+            self._run(*self._req_create_table(table, caller))
+        except TableAlreadyExistsError:
+            if not exist_ok:
+                raise
 
-    def delete_table(self, table, caller=None):
-        self._run(*self._req_delete_table(table, caller))
+    def delete_table(self, table, caller=None, missing_ok=False):
+        """Delete ``table``; :class:`TableNotFoundError` if there is none,
+        unless ``missing_ok``."""
+        try:
+            self._run(*self._req_delete_table(table, caller))
+        except ResourceNotFoundError:
+            if not missing_ok:
+                raise
 
-    def list_tables_page(self, filter=None, top=None, next=None):
+    def list_tables_page(self, filter=None, top=None, next=None,
+                         parameters=None):
         """``(names, next)``; ``next`` is ``None`` on the last page."""
-        return self._run(*self._req_list_tables_page(filter, top, next))
+        return self._run(*self._req_list_tables_page(filter, top, next,
+                                                     parameters))
 
-    def list_tables(self, filter=None, top=None):
+    def list_tables(self, filter=None, top=None, parameters=None):
         """All table names (following continuations), ``top`` per page."""
-        names, nxt = self.list_tables_page(filter, top)
+        names, nxt = self.list_tables_page(filter, top, None, parameters)
         while nxt is not None:
-            more, nxt = self.list_tables_page(filter, top, nxt)
+            more, nxt = self.list_tables_page(filter, top, nxt, parameters)
             names.extend(more)
         return names
 
@@ -685,17 +757,43 @@ class Client(object):
         return self._run(*self._req_get(table, pk, rk, select, after, wait_ms))
 
     def query_page(self, table, filter=None, select=None, top=None,
-                   continuation=None, after=None, wait_ms=None):
-        """One :class:`QueryPage`; pass its ``continuation`` for the next."""
+                   continuation=None, after=None, wait_ms=None,
+                   parameters=None):
+        """One :class:`QueryPage`; pass its ``continuation`` for the next.
+
+        ``parameters`` (``{"name": value}``) fills ``@name`` placeholders of
+        ``filter`` with OData literals (:func:`sidetable.format_filter`)."""
         return self._run(*self._req_query_page(table, filter, select, top,
-                                               continuation, after, wait_ms))
+                                               continuation, after, wait_ms,
+                                               parameters))
+
+    def query_pages(self, table, filter=None, select=None, top=None,
+                    continuation=None, after=None, wait_ms=None,
+                    parameters=None):
+        """An iterator over :class:`QueryPage` objects, from ``continuation``
+        (or the start) to the last page; empty pages are included."""
+        if parameters is not None:
+            filter = _filters.format_filter(filter or "", parameters)
+        while True:
+            page = self.query_page(table, filter, select, top, continuation,
+                                   after, wait_ms)
+            yield page
+            continuation = page.continuation
+            if continuation is None:
+                return
 
     def query(self, table, filter=None, select=None, top=None, limit=None,
-              after=None, wait_ms=None):
+              after=None, wait_ms=None, parameters=None):
         """An iterator over all matching entities, fetching pages lazily.
 
         ``top`` is the page size (1..1000, as in the protocol); ``limit``
-        caps the total number of entities returned."""
+        caps the total number of entities returned; ``parameters`` as in
+        :meth:`query_page`."""
+        if parameters is not None:      # errors now, not at the first next()
+            filter = _filters.format_filter(filter or "", parameters)
+        return self._query(table, filter, select, top, limit, after, wait_ms)
+
+    def _query(self, table, filter, select, top, limit, after, wait_ms):
         count = 0
         cont = None
         while True:

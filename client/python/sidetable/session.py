@@ -104,10 +104,13 @@ class Session(object):
                                wait_ms=self.wait_ms)
 
     def query_page(self, table, filter=None, select=None, top=None,
-                   continuation=None):
+                   continuation=None, parameters=None):
         return self.client.query_page(table, filter, select, top, continuation,
-                                      after=self.tokens, wait_ms=self.wait_ms)
+                                      after=self.tokens, wait_ms=self.wait_ms,
+                                      parameters=parameters)
 
-    def query(self, table, filter=None, select=None, top=None, limit=None):
+    def query(self, table, filter=None, select=None, top=None, limit=None,
+              parameters=None):
         return self.client.query(table, filter, select, top, limit,
-                                 after=self.tokens, wait_ms=self.wait_ms)
+                                 after=self.tokens, wait_ms=self.wait_ms,
+                                 parameters=parameters)

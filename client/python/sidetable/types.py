@@ -194,35 +194,58 @@ Guid = _uuid.UUID
 
 
 class Entity(dict):
-    """An entity: a ``dict`` of properties plus its keys and metadata.
+    """An entity: a ``dict`` of its keys and properties, plus metadata.
 
-    ``Entity("Sales", "000223", {"Name": "Jones", "Age": 34})``.
-    ``pk`` and ``rk`` are the PartitionKey and RowKey; ``etag`` and
-    ``timestamp`` (a :class:`DateTime`) are set on entities read from the
-    server and ignored when writing.
+    ``Entity("Sales", "000223", {"Name": "Jones", "Age": 34})``.  Like the
+    Azure SDK's ``TableEntity`` the dict holds ``"PartitionKey"`` and
+    ``"RowKey"``; ``pk`` and ``rk`` are the same values as attributes and
+    ``props`` the user properties alone.  ``etag`` and ``timestamp`` (a
+    :class:`DateTime`) are set on entities read from the server and are not
+    sent when writing (they are not properties: a property named ``etag`` is
+    an ordinary user property).  ``props`` may repeat the keys only with the
+    same values; ``Timestamp`` and names starting with ``odata.`` are refused
+    when the entity is written (``ValueError``), never silently dropped.
     """
 
-    __slots__ = ("pk", "rk", "etag", "timestamp")
+    __slots__ = ("etag", "timestamp")
 
     def __init__(self, pk, rk, props=None, etag=None, timestamp=None, **kw):
         dict.__init__(self, props or {}, **kw)
-        self.pk = pk
-        self.rk = rk
+        for name, value in (("PartitionKey", pk), ("RowKey", rk)):
+            if name in self and self[name] != value:
+                raise ValueError("Entity(%r, %r): props hold %s %r, a "
+                                 "different key" % (pk, rk, name, self[name]))
+        dict.__setitem__(self, "PartitionKey", pk)
+        dict.__setitem__(self, "RowKey", rk)
         self.etag = etag
         self.timestamp = timestamp
 
     @property
+    def pk(self):
+        return self.get("PartitionKey")
+
+    @pk.setter
+    def pk(self, value):
+        self["PartitionKey"] = value
+
+    @property
+    def rk(self):
+        return self.get("RowKey")
+
+    @rk.setter
+    def rk(self, value):
+        self["RowKey"] = value
+
+    @property
     def props(self):
-        return dict(self)
+        """The user properties (without ``PartitionKey`` and ``RowKey``)."""
+        return {k: v for k, v in self.items() if k not in KEY_NAMES}
 
     def __repr__(self):
-        return "Entity(pk=%r, rk=%r, props=%s, etag=%r)" % (
-            self.pk, self.rk, dict.__repr__(self), self.etag)
+        return "Entity(pk=%r, rk=%r, props=%r, etag=%r)" % (
+            self.pk, self.rk, self.props, self.etag)
 
     def __eq__(self, other):
-        if isinstance(other, Entity):
-            return (self.pk == other.pk and self.rk == other.rk
-                    and dict.__eq__(self, other))
         return dict.__eq__(self, other)
 
     def __ne__(self, other):
@@ -231,4 +254,7 @@ class Entity(dict):
     __hash__ = None
 
     def copy(self):
-        return Entity(self.pk, self.rk, dict(self), self.etag, self.timestamp)
+        return Entity(self.pk, self.rk, self.props, self.etag, self.timestamp)
+
+
+KEY_NAMES = ("PartitionKey", "RowKey")

@@ -13,7 +13,7 @@ import datetime as _dt
 import msgpack as _msgpack
 
 from .types import (DateTime, Entity, Int32, Int64, INT32_MIN, INT32_MAX,
-                    INT64_MIN, INT64_MAX)
+                    INT64_MIN, INT64_MAX, KEY_NAMES)
 
 VERSION = 1
 HEADER = _struct.Struct("<BBHIQ")
@@ -116,20 +116,40 @@ def encode_props(props):
     return out
 
 
-_KEY_NAMES = ("PartitionKey", "RowKey", "Timestamp", "odata.etag", "etag")
+def _check_property_name(name):
+    """Names that are entity metadata, not properties: refused here with a
+    clear message instead of being dropped (or refused by the server with a
+    less helpful ``PropertyNameInvalid``)."""
+    if name == "Timestamp":
+        raise ValueError("property 'Timestamp' cannot be written: the server "
+                         "sets it on every write (read it as "
+                         "entity.timestamp); remove it from the entity")
+    if name.startswith("odata."):
+        raise ValueError("property %r is OData metadata, not a property "
+                         "(a property name may not contain '.'); for an ETag "
+                         "condition pass if_match=...; remove it from the "
+                         "entity" % (name,))
 
 
 def split_entity(entity):
     """(pk, rk, props) of an :class:`Entity` or an Azure-style mapping with
-    ``PartitionKey`` and ``RowKey`` keys."""
-    if isinstance(entity, Entity):
-        return entity.pk, entity.rk, dict(entity)
+    ``PartitionKey`` and ``RowKey`` keys.
+
+    Every other key is a user property and is sent (``etag`` included);
+    ``Timestamp`` and ``odata.*`` keys are a ``ValueError`` naming the key."""
     try:
         pk, rk = entity["PartitionKey"], entity["RowKey"]
     except (KeyError, TypeError):
         raise TypeError("an entity is a sidetable.Entity or a mapping with "
                         "'PartitionKey' and 'RowKey'")
-    return pk, rk, {k: v for k, v in entity.items() if k not in _KEY_NAMES}
+    props = {}
+    for k, v in entity.items():
+        if k in KEY_NAMES:
+            continue
+        if isinstance(k, str):
+            _check_property_name(k)
+        props[k] = v
+    return pk, rk, props
 
 
 def encode_entity(pk, rk, props=None):

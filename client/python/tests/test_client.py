@@ -103,7 +103,7 @@ class EntityTest(Base):
         self.assertIsInstance(w.ts, DateTime)
         e = self.c.get(self.t, "p", "r")
         self.assertEqual((e.pk, e.rk), ("p", "r"))
-        self.assertEqual(dict(e), {"Name": "Ana", "Age": 34})
+        self.assertEqual(e.props, {"Name": "Ana", "Age": 34})
         self.assertEqual(e.etag, w.etag)
         self.assertEqual(e.timestamp, w.ts)
         self.assertError(404, "ResourceNotFound", self.c.get, self.t, "p", "x")
@@ -113,12 +113,12 @@ class EntityTest(Base):
         err = self.assertError(409, "EntityAlreadyExists", self.c.insert,
                                self.t, Entity("p", "r", {"a": 1}))
         self.assertEqual(err.index, 0)
-        self.assertEqual(dict(self.c.get(self.t, "p", "r")), {})
+        self.assertEqual(self.c.get(self.t, "p", "r").props, {})
 
     def test_update_replaces(self):
         self.c.insert(self.t, Entity("p", "r", {"a": 1, "b": 2}))
         self.c.update(self.t, Entity("p", "r", {"c": 3}))
-        self.assertEqual(dict(self.c.get(self.t, "p", "r")), {"c": 3})
+        self.assertEqual(self.c.get(self.t, "p", "r").props, {"c": 3})
         self.assertError(404, "ResourceNotFound", self.c.update, self.t,
                          Entity("p", "missing", {"c": 3}))
 
@@ -143,7 +143,7 @@ class EntityTest(Base):
     def test_merge(self):
         self.c.insert(self.t, Entity("p", "r", {"a": 1, "b": 2}))
         self.c.merge(self.t, Entity("p", "r", {"b": 20, "c": 30}))
-        self.assertEqual(dict(self.c.get(self.t, "p", "r")),
+        self.assertEqual(self.c.get(self.t, "p", "r").props,
                          {"a": 1, "b": 20, "c": 30})
         self.assertError(404, "ResourceNotFound", self.c.merge, self.t,
                          Entity("p", "missing", {"c": 3}))
@@ -162,24 +162,24 @@ class EntityTest(Base):
 
     def test_insert_or_replace_and_merge(self):
         self.c.upsert(self.t, Entity("p", "r", {"a": 1, "b": 2}))
-        self.assertEqual(dict(self.c.get(self.t, "p", "r")), {"a": 1, "b": 2})
+        self.assertEqual(self.c.get(self.t, "p", "r").props, {"a": 1, "b": 2})
         self.c.insert_or_replace(self.t, Entity("p", "r", {"c": 3}))
-        self.assertEqual(dict(self.c.get(self.t, "p", "r")), {"c": 3})
+        self.assertEqual(self.c.get(self.t, "p", "r").props, {"c": 3})
         self.c.insert_or_merge(self.t, Entity("p", "r", {"d": 4}))
-        self.assertEqual(dict(self.c.get(self.t, "p", "r")), {"c": 3, "d": 4})
+        self.assertEqual(self.c.get(self.t, "p", "r").props, {"c": 3, "d": 4})
         self.c.insert_or_merge(self.t, Entity("p", "new", {"d": 4}))
-        self.assertEqual(dict(self.c.get(self.t, "p", "new")), {"d": 4})
+        self.assertEqual(self.c.get(self.t, "p", "new").props, {"d": 4})
 
     def test_get_select(self):
         self.c.insert(self.t, Entity("p", "r", {"a": 1, "b": 2, "c": 3}))
         e = self.c.get(self.t, "p", "r", select=["a", "c", "zz"])
-        self.assertEqual(dict(e), {"a": 1, "c": 3})
+        self.assertEqual(e.props, {"a": 1, "c": 3})
         self.assertIsNotNone(e.etag)
         self.assertIsNotNone(e.timestamp)
 
     def test_azure_style_mapping(self):
         self.c.insert(self.t, {"PartitionKey": "p", "RowKey": "r", "x": "y"})
-        self.assertEqual(dict(self.c.get(self.t, "p", "r")), {"x": "y"})
+        self.assertEqual(self.c.get(self.t, "p", "r").props, {"x": "y"})
 
     def test_keys_may_be_non_ascii_and_empty_props(self):
         self.c.insert(self.t, Entity("Ünïcödé", "日本語 😀"))
@@ -253,13 +253,13 @@ class TypesTest(Base):
 
     def test_every_type_round_trips(self):
         w = self.c.insert(self.t, Entity("p", "r", self.VALUES))
-        self.check(self.c.get(self.t, "p", "r"))
+        self.check(self.c.get(self.t, "p", "r").props)
         self.assertEqual(self.c.get(self.t, "p", "r")["DtTicks"].isoformat(),
                          "2014-08-22T00:50:32.1234567Z")
         (q,) = list(self.c.query(self.t))
-        self.check(q)
+        self.check(q.props)
         recs = self.c.read_changes(w.lsn, max=1).records
-        self.check(recs[0]["ops"][0]["after"])
+        self.check(recs[0]["ops"][0]["after"].props)
 
     def test_filters_see_exact_types(self):
         self.c.insert(self.t, Entity("p", "r", self.VALUES))
@@ -326,7 +326,7 @@ class BatchTest(Base):
         w = self.c.execute(b)
         self.assertEqual(w.etags, ['W/"%d"' % w.lsn] * 3 + [""] +
                          ['W/"%d"' % w.lsn])
-        rows = {e.rk: dict(e) for e in self.c.query(self.t)}
+        rows = {e.rk: e.props for e in self.c.query(self.t)}
         self.assertEqual(rows, {"a": {"v": 1}, "b": {"v": 2},
                                 "old": {"v": 1, "w": 2}, "c": {}})
 
@@ -381,7 +381,7 @@ class QueryTest(Base):
             self.c.execute(b)
 
     def keys(self, entities):
-        return [(e.pk, e.rk, dict(e)) for e in entities]
+        return [(e.pk, e.rk, e.props) for e in entities]
 
     def test_full_query(self):
         page = self.c.query_page(self.t)
@@ -413,7 +413,7 @@ class QueryTest(Base):
         got = list(self.c.query(self.t, top=5, limit=12))
         self.assertEqual(self.keys(got), self.expected[:12])
         sel = list(self.c.query(self.t, "i eq 3", select=["p"]))
-        self.assertEqual([dict(e) for e in sel], [{"p": p} for p in "abc"])
+        self.assertEqual([e.props for e in sel], [{"p": p} for p in "abc"])
         page = self.c.query_page(self.t, "PartitionKey eq 'a' and "
                                  "RowKey eq '0003'")
         self.assertEqual((page.plan, page.examined), ("point", 1))
@@ -522,15 +522,15 @@ class ChangesTest(Base):
         self.assertEqual((ins["rk"], ins["op"], ins["version"], ins["etag"]),
                          ("1", "Insert", w1.lsn, w1.etag))
         self.assertNotIn("before", ins)
-        self.assertEqual(dict(ins["after"]), {"Name": "Jones"})
+        self.assertEqual(ins["after"].props, {"Name": "Jones"})
         self.assertEqual(mer["op"], "Merge")
-        self.assertEqual(dict(mer["before"]), {"Name": "Jones"})
+        self.assertEqual(mer["before"].props, {"Name": "Jones"})
         self.assertEqual(mer["before"].etag, w1.etag)
-        self.assertEqual(dict(mer["after"]), {"Name": "Jones", "Age": 34})
+        self.assertEqual(mer["after"].props, {"Name": "Jones", "Age": 34})
         self.assertEqual((dele["op"], dele["etag"], dele["version"]),
                          ("Delete", "", w3.lsn))
         self.assertNotIn("after", dele)
-        self.assertEqual(dict(dele["before"]), {"Name": "Jones", "Age": 34})
+        self.assertEqual(dele["before"].props, {"Name": "Jones", "Age": 34})
         self.assertLessEqual(page.first, start)
         self.assertGreaterEqual(page.last, lsns[-1])
         times = [r["time"].ticks for r in recs]

@@ -76,7 +76,7 @@ class LifecycleTest(unittest.TestCase):
             server.start()
             with server.client() as c:
                 e = c.get("lifecycle", "p", "r")
-                self.assertEqual((dict(e), e.etag), ({"v": 1}, w.etag))
+                self.assertEqual((e.props, e.etag), ({"v": 1}, w.etag))
                 self.assertEqual(c.ping()["lsn"], w.lsn)
                 self.assertEqual(c.read_changes(1).records[-1]["caller"],
                                  "life")

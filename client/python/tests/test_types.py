@@ -107,9 +107,10 @@ class FrameTest(unittest.TestCase):
     def test_split_entity(self):
         self.assertEqual(wire.split_entity(Entity("p", "r", {"a": 1})),
                          ("p", "r", {"a": 1}))
-        self.assertEqual(wire.split_entity(
-            {"PartitionKey": "p", "RowKey": "r", "a": 1, "Timestamp": 0}),
-            ("p", "r", {"a": 1}))
+        # Issue 14: Timestamp was silently dropped here; now it is refused.
+        with self.assertRaisesRegex(ValueError, "'Timestamp'"):
+            wire.split_entity(
+                {"PartitionKey": "p", "RowKey": "r", "a": 1, "Timestamp": 0})
         with self.assertRaises(TypeError):
             wire.split_entity({"a": 1})
 

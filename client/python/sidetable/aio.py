@@ -1,0 +1,315 @@
+"""An asyncio client: :class:`AsyncClient` has the methods of
+:class:`sidetable.Client` as coroutines, over ``zmq.asyncio``.
+
+``async with AsyncClient("tcp://127.0.0.1:5555") as c: await c.insert(...)``.
+Many coroutines may call one client at once (``asyncio.gather``): each
+request has its own id and a single reader task hands replies out, so they
+are pipelined on one socket.  Retries follow the blocking client's rules:
+ServerBusy (503) and time-outs are retried ``retries`` times with jittered
+exponential back-off, reusing the request id; until the endpoint has
+answered once, a time-out past ``connect_timeout`` raises
+:class:`~sidetable.SidetableUnreachable`.  ``query`` and ``query_pages``
+are async generators.  Use the client from one event loop.
+"""
+
+import asyncio as _asyncio
+import itertools as _itertools
+import random as _random
+import time as _time
+
+import zmq as _zmq
+import zmq.asyncio as _zmq_asyncio
+
+from . import filters as _filters
+from . import wire as _w
+from .client import _Requests, check_endpoint
+from .errors import (ClientClosedError, ProtocolError, ResourceNotFoundError,
+                     SidetableTimeout, SidetableUnreachable,
+                     TableAlreadyExistsError, make_error)
+
+__all__ = ["AsyncClient"]
+
+
+class AsyncClient(_Requests):
+    """One DEALER socket to one sidecar; arguments as :class:`sidetable.Client`."""
+
+    def __init__(self, endpoint, timeout=5.0, retries=5, caller=None,
+                 backoff=0.02, max_backoff=1.0, context=None,
+                 connect_timeout=None):
+        self.endpoint = check_endpoint(endpoint)
+        self.timeout = float(timeout)
+        self.retries = int(retries)
+        self.caller = caller
+        self.backoff = float(backoff)
+        self.max_backoff = float(max_backoff)
+        self.connect_timeout = (max(self.timeout, 1.0) if connect_timeout is None
+                                else float(connect_timeout))
+        self._own_context = context is None
+        self._ctx = context or _zmq_asyncio.Context()
+        sock = self._ctx.socket(_zmq.DEALER)
+        sock.setsockopt(_zmq.LINGER, 0)
+        sock.setsockopt(_zmq.SNDHWM, 0)
+        sock.setsockopt(_zmq.RCVHWM, 0)
+        try:
+            sock.connect(endpoint)
+        except _zmq.ZMQError as e:
+            sock.close(0)
+            if self._own_context:
+                self._ctx.term()
+            raise ValueError("cannot connect to %r: %s" % (endpoint, e))
+        self._sock = sock
+        self._ids = _itertools.count(1)
+        self._pending = {}          # request id -> Future of (status, body)
+        self._reader = None
+        self._answered = False
+        self._rng = _random.Random()
+        self.busy_replies = 0
+        self.timeouts = 0
+        self.resends = 0
+        self.stray_replies = 0
+
+    # -- life cycle --
+
+    async def close(self):
+        if self._reader is not None:
+            self._reader.cancel()
+            try:
+                await self._reader
+            except (_asyncio.CancelledError, Exception):
+                pass
+            self._reader = None
+        if self._sock is not None:
+            self._sock.close(0)
+            self._sock = None
+            if self._own_context:
+                self._ctx.term()
+        for fut in self._pending.values():
+            if not fut.done():
+                fut.set_exception(ClientClosedError(
+                    None, "Closed", "the client is closed"))
+        self._pending.clear()
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.close()
+
+    @property
+    def in_flight(self):
+        return len(self._pending)
+
+    # -- transport --
+
+    async def _read_loop(self):
+        sock = self._sock
+        while True:
+            frame = await sock.recv()
+            try:
+                _op, status, rid, body = _w.decode_reply(frame)
+            except Exception:
+                self.stray_replies += 1
+                continue
+            self._answered = True
+            fut = self._pending.get(rid)
+            if fut is None or fut.done():
+                self.stray_replies += 1
+                continue
+            fut.set_result((status, body))
+
+    def _delay(self, attempt):
+        base = min(self.max_backoff, self.backoff * (2 ** (attempt - 1)))
+        return base * (0.5 + self._rng.random() * 0.5)
+
+    async def _run(self, op, body, decode):
+        if self._sock is None:
+            raise ClientClosedError(None, "Closed", "the client is closed",
+                                    op=op)
+        if self._reader is None:
+            self._reader = _asyncio.ensure_future(self._read_loop())
+        rid = next(self._ids)
+        frame = _w.encode_request(op, rid, body)
+        wait = (body.get("waitMs", 5000) / 1000.0
+                if isinstance(body, dict) and "after" in body else 0.0)
+        loop = _asyncio.get_running_loop()
+        fut = loop.create_future()
+        self._pending[rid] = fut
+        first = _time.monotonic()
+        attempt = 0
+        try:
+            while True:
+                attempt += 1
+                if attempt > 1:
+                    self.resends += 1
+                await self._sock.send(frame)
+                try:
+                    status, reply = await _asyncio.wait_for(
+                        _asyncio.shield(fut), self.timeout + wait)
+                except _asyncio.TimeoutError:
+                    self.timeouts += 1
+                    if not self._answered and (
+                            attempt > self.retries or
+                            _time.monotonic() - first >= self.connect_timeout):
+                        raise SidetableUnreachable(
+                            "nothing answered at %s within %.3g s (%s, %d "
+                            "attempt(s)) \u2014 is the sidecar running?" % (
+                                self.endpoint, _time.monotonic() - first,
+                                _w.OP_NAMES.get(op, op), attempt), op=op)
+                    if attempt > self.retries:
+                        raise SidetableTimeout(
+                            "no reply to %s (request %d) within %.3g s after "
+                            "%d attempt(s)" % (_w.OP_NAMES.get(op, op), rid,
+                                               self.timeout, attempt), op=op)
+                    await _asyncio.sleep(self._delay(attempt))
+                    if fut.done():       # a late reply to the earlier attempt
+                        status, reply = fut.result()
+                    else:
+                        continue
+                if 200 <= status < 300:
+                    try:
+                        return decode(reply)
+                    except Exception as e:
+                        raise ProtocolError(status, "ProtocolError",
+                                            "cannot decode reply: %s" % e,
+                                            op=op)
+                err = make_error(status, reply.get("code", "Unknown"),
+                                 reply.get("message", ""), reply.get("index"),
+                                 op=op)
+                if status != 503:
+                    raise err
+                self.busy_replies += 1
+                if attempt > self.retries:
+                    raise err
+                fut = loop.create_future()     # a 503 was not executed
+                self._pending[rid] = fut
+                await _asyncio.sleep(self._delay(attempt))
+        finally:
+            self._pending.pop(rid, None)
+
+    # -- the API: Client's, as coroutines --
+
+    async def ping(self):
+        return await self._run(*self._req_ping())
+
+    async def create_table(self, table, caller=None, exist_ok=False):
+        try:
+            await self._run(*self._req_create_table(table, caller))
+        except TableAlreadyExistsError:
+            if not exist_ok:
+                raise
+
+    async def delete_table(self, table, caller=None, missing_ok=False):
+        try:
+            await self._run(*self._req_delete_table(table, caller))
+        except ResourceNotFoundError:
+            if not missing_ok:
+                raise
+
+    async def list_tables_page(self, filter=None, top=None, next=None,
+                               parameters=None):
+        return await self._run(*self._req_list_tables_page(filter, top, next,
+                                                           parameters))
+
+    async def list_tables(self, filter=None, top=None, parameters=None):
+        names, nxt = await self.list_tables_page(filter, top, None, parameters)
+        while nxt is not None:
+            more, nxt = await self.list_tables_page(filter, top, nxt,
+                                                    parameters)
+            names.extend(more)
+        return names
+
+    async def execute(self, batch):
+        return await self._run(*self._req_execute(batch))
+
+    async def insert(self, table, entity, caller=None):
+        return await self._run(*self._req_insert(table, entity, caller))
+
+    async def update(self, table, entity, if_match=None, caller=None):
+        return await self._run(*self._req_update(table, entity, if_match,
+                                                 caller))
+
+    async def merge(self, table, entity, if_match=None, caller=None):
+        return await self._run(*self._req_merge(table, entity, if_match,
+                                                caller))
+
+    async def delete(self, table, entity_or_pk, rk=None, if_match=None,
+                     caller=None):
+        return await self._run(*self._req_delete(table, entity_or_pk, rk,
+                                                 if_match, caller))
+
+    async def insert_or_replace(self, table, entity, caller=None):
+        return await self._run(*self._req_insert_or_replace(table, entity,
+                                                            caller))
+
+    upsert = insert_or_replace
+
+    async def insert_or_merge(self, table, entity, caller=None):
+        return await self._run(*self._req_insert_or_merge(table, entity,
+                                                          caller))
+
+    async def get(self, table, pk, rk, select=None, after=None, wait_ms=None):
+        return await self._run(*self._req_get(table, pk, rk, select, after,
+                                              wait_ms))
+
+    async def query_page(self, table, filter=None, select=None, top=None,
+                         continuation=None, after=None, wait_ms=None,
+                         parameters=None):
+        return await self._run(*self._req_query_page(
+            table, filter, select, top, continuation, after, wait_ms,
+            parameters))
+
+    def query_pages(self, table, filter=None, select=None, top=None,
+                    continuation=None, after=None, wait_ms=None,
+                    parameters=None):
+        """An async iterator over the pages, following continuations."""
+        if parameters is not None:
+            filter = _filters.format_filter(filter or "", parameters)
+        return self._pages(table, filter, select, top, continuation, after,
+                           wait_ms)
+
+    async def _pages(self, table, filter, select, top, continuation, after,
+                     wait_ms):
+        while True:
+            page = await self.query_page(table, filter, select, top,
+                                         continuation, after, wait_ms)
+            yield page
+            continuation = page.continuation
+            if continuation is None:
+                return
+
+    def query(self, table, filter=None, select=None, top=None, limit=None,
+              after=None, wait_ms=None, parameters=None):
+        """An async iterator over every matching entity
+        (``async for e in c.query(...)``)."""
+        if parameters is not None:
+            filter = _filters.format_filter(filter or "", parameters)
+        return self._entities(table, filter, select, top, limit, after,
+                              wait_ms)
+
+    async def _entities(self, table, filter, select, top, limit, after,
+                        wait_ms):
+        count = 0
+        async for page in self._pages(table, filter, select, top, None,
+                                      after, wait_ms):
+            for e in page.entities:
+                if limit is not None and count >= limit:
+                    return
+                count += 1
+                yield e
+            if limit is not None and count >= limit:
+                return
+
+    async def request_archive(self, table, pk, row_keys, archive_table,
+                              caller=None):
+        return await self._run(*self._req_request_archive(
+            table, pk, row_keys, archive_table, caller))
+
+    async def advance_watermarks(self, watermarks):
+        return await self._run(*self._req_advance_watermarks(watermarks))
+
+    async def read_watermarks(self, derived=None):
+        return await self._run(*self._req_read_watermarks(derived))
+
+    async def read_changes(self, from_lsn, max=None, max_bytes=None):
+        return await self._run(*self._req_read_changes(from_lsn, max,
+                                                       max_bytes))
