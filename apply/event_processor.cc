@@ -24,6 +24,7 @@ bool IsTransient(Code code) {
   switch (code) {
     case Code::kServerBusy:
     case Code::kUnavailable:
+    case Code::kNoReply:
     case Code::kInternal:
     case Code::kTableBeingDeleted:
     // Only returned to us after a fence loop ran out of rounds: contention.

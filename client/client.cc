@@ -163,11 +163,24 @@ Result<WriteResult> Client::WriteOne(const std::string& table, OpKind kind, Enti
 Result<WriteResult> Client::Insert(const std::string& table, Entity e) {
   return WriteOne(table, OpKind::kInsert, std::move(e), "");
 }
-Result<WriteResult> Client::Update(const std::string& table, Entity e, std::string if_match) {
-  return WriteOne(table, OpKind::kUpdate, std::move(e), std::move(if_match));
+namespace {
+// The entity's own ETag unless the caller chose; "*" for an entity without one.
+std::string IfMatchFor(const Entity& e, std::optional<std::string> if_match) {
+  if (if_match) return std::move(*if_match);
+  return e.etag.empty() ? std::string("*") : e.etag;
 }
-Result<WriteResult> Client::Merge(const std::string& table, Entity e, std::string if_match) {
-  return WriteOne(table, OpKind::kMerge, std::move(e), std::move(if_match));
+}  // namespace
+
+Result<WriteResult> Client::Update(const std::string& table, Entity e, std::optional<std::string> if_match) {
+  std::string condition = IfMatchFor(e, std::move(if_match));
+  return WriteOne(table, OpKind::kUpdate, std::move(e), std::move(condition));
+}
+Result<WriteResult> Client::Merge(const std::string& table, Entity e, std::optional<std::string> if_match) {
+  std::string condition = IfMatchFor(e, std::move(if_match));
+  return WriteOne(table, OpKind::kMerge, std::move(e), std::move(condition));
+}
+Result<WriteResult> Client::Delete(const std::string& table, const Entity& e, std::optional<std::string> if_match) {
+  return Delete(table, e.partition_key, e.row_key, IfMatchFor(e, std::move(if_match)));
 }
 Result<WriteResult> Client::Delete(const std::string& table, std::string pk, std::string rk,
                                    std::string if_match) {
@@ -211,6 +224,10 @@ Result<Entity> Client::Get(const std::string& table, const std::string& pk, cons
 }
 
 QueryIterator Client::Query(const QueryOptions& q) { return QueryIterator(this, q); }
+
+ChangeIterator Client::Changes(uint64_t from_lsn, uint32_t page_records) {
+  return ChangeIterator(this, from_lsn, page_records == 0 ? 1 : page_records);
+}
 
 Status Client::AdvanceWatermarks(const std::vector<Watermark>& watermarks) {
   std::string body;
@@ -302,6 +319,28 @@ bool QueryIterator::Next(Entity* out) {
     page_ = std::move(page->entities);
     pos_ = 0;
     next_ = std::move(page->next);
+  }
+  *out = std::move(page_[pos_++]);
+  return true;
+}
+
+bool ChangeIterator::Next(ChangeRecord* out) {
+  while (pos_ >= page_.size()) {
+    if (done_) return false;
+    auto batch = client_->ReadChanges(next_lsn_, page_records_);
+    if (!batch.ok()) {
+      status_ = batch.status();
+      done_ = true;
+      return false;
+    }
+    if (batch->first_available_lsn > next_lsn_ && next_lsn_ > 0) gap_ = true;
+    page_ = std::move(batch->records);
+    pos_ = 0;
+    if (page_.empty()) {
+      done_ = true;
+      return false;
+    }
+    next_lsn_ = page_.back().lsn + 1;
   }
   *out = std::move(page_[pos_++]);
   return true;

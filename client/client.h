@@ -116,6 +116,7 @@ template <typename T>
 using Done = std::function<void(Result<T> result)>;
 
 class QueryIterator;
+class ChangeIterator;
 
 class Client {
  public:
@@ -132,8 +133,15 @@ class Client {
   Result<std::vector<std::string>> ListTables(const std::string& filter = "");
   Result<WriteResult> Execute(const Batch& batch);
   Result<WriteResult> Insert(const std::string& table, Entity e);
-  Result<WriteResult> Update(const std::string& table, Entity e, std::string if_match = "*");
-  Result<WriteResult> Merge(const std::string& table, Entity e, std::string if_match = "*");
+  // Update, Merge and Delete of an entity take their If-Match from the
+  // entity's ETag when none is given (as Azure's SDKs do for an entity read
+  // back): a concurrent change answers UpdateConditionNotSatisfied instead
+  // of being overwritten. Pass "*" for an unconditional write; an entity
+  // without an ETag is written unconditionally.
+  Result<WriteResult> Update(const std::string& table, Entity e, std::optional<std::string> if_match = {});
+  Result<WriteResult> Merge(const std::string& table, Entity e, std::optional<std::string> if_match = {});
+  Result<WriteResult> Delete(const std::string& table, const Entity& e, std::optional<std::string> if_match = {});
+  // By keys alone: unconditional unless an ETag is given.
   Result<WriteResult> Delete(const std::string& table, std::string pk, std::string rk,
                              std::string if_match = "*");
   Result<WriteResult> InsertOrReplace(const std::string& table, Entity e);
@@ -149,6 +157,8 @@ class Client {
   QueryIterator Query(const QueryOptions& q);
   Result<ChangeBatch> ReadChanges(uint64_t from_lsn, uint32_t max_records = 1000,
                                   uint64_t max_bytes = 4 << 20);
+  // Every change record from `from_lsn` on that exists now, page by page.
+  ChangeIterator Changes(uint64_t from_lsn, uint32_t page_records = 1000);
   // Asks the archive pattern's workers to move these entities of one
   // partition to `archive_table`; returns the change record's LSN.
   Result<uint64_t> RequestArchive(const std::string& table, const std::string& pk,
@@ -241,6 +251,30 @@ class QueryIterator {
   std::optional<Continuation> next_;
   bool started_ = false, done_ = false;
   size_t pages_ = 0;
+  Status status_;
+};
+
+// Iterates the change log; fetches pages lazily. It ends at the newest
+// record that existed when its last page was read (call Changes() again from
+// next_lsn() to follow later ones). Records trimmed before they were read
+// are skipped: first_lsn() of the batch tells, and gap() says whether any were.
+class ChangeIterator {
+ public:
+  ChangeIterator(Client* client, uint64_t from_lsn, uint32_t page_records)
+      : client_(client), next_lsn_(from_lsn), page_records_(page_records) {}
+  // Next record into *out; false at the end or on error (see status()).
+  bool Next(ChangeRecord* out);
+  const Status& status() const { return status_; }
+  uint64_t next_lsn() const { return next_lsn_; }
+  bool gap() const { return gap_; }  // records below the first available were asked for
+
+ private:
+  Client* client_;
+  uint64_t next_lsn_;
+  uint32_t page_records_;
+  std::vector<ChangeRecord> page_;
+  size_t pos_ = 0;
+  bool done_ = false, gap_ = false;
   Status status_;
 };
 

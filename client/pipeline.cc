@@ -103,7 +103,7 @@ void Client::CheckTimers() {
     if (p.attempts < options_.max_attempts) {
       ScheduleRetry(id, p);
     } else {
-      Finish(id, Status(Code::kUnavailable, "no reply from " + options_.endpoint + " after " +
+      Finish(id, Status(Code::kNoReply, "no reply from " + options_.endpoint + " after " +
                                                 std::to_string(p.attempts) + " attempt(s)"),
              {});
     }
@@ -156,10 +156,10 @@ Result<std::string> Client::RawRoundTrip(const std::string& frame) {
   socket_->send(zmq::buffer(frame), zmq::send_flags::none);
   zmq::pollitem_t item = {socket_->handle(), 0, ZMQ_POLLIN, 0};
   if (zmq_poll(&item, 1, static_cast<long>(options_.timeout.count())) <= 0) {
-    return Status(Code::kUnavailable, "no reply");
+    return Status(Code::kNoReply, "no reply");
   }
   zmq::message_t m;
-  if (!socket_->recv(m, zmq::recv_flags::none)) return Status(Code::kUnavailable, "no reply");
+  if (!socket_->recv(m, zmq::recv_flags::none)) return Status(Code::kNoReply, "no reply");
   return m.to_string();
 }
 

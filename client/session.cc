@@ -24,10 +24,10 @@ Result<WriteResult> Session::Execute(const Batch& batch) {
 Result<WriteResult> Session::Insert(const std::string& table, Entity e) {
   return Recorded(table, client_->Insert(table, std::move(e)));
 }
-Result<WriteResult> Session::Update(const std::string& table, Entity e, std::string if_match) {
+Result<WriteResult> Session::Update(const std::string& table, Entity e, std::optional<std::string> if_match) {
   return Recorded(table, client_->Update(table, std::move(e), std::move(if_match)));
 }
-Result<WriteResult> Session::Merge(const std::string& table, Entity e, std::string if_match) {
+Result<WriteResult> Session::Merge(const std::string& table, Entity e, std::optional<std::string> if_match) {
   return Recorded(table, client_->Merge(table, std::move(e), std::move(if_match)));
 }
 Result<WriteResult> Session::Delete(const std::string& table, std::string pk, std::string rk,
@@ -108,7 +108,10 @@ Status Session::Import(std::string_view exported) {
     const size_t eq = item.find('=');
     if (eq == std::string_view::npos) return Status(Code::kInvalidInput, "bad session token '" + std::string(item) + "'");
     std::string_view name = item.substr(0, eq), digits = item.substr(eq + 1);
-    ST_RETURN_IF_ERROR(ValidateTableName(name));
+    // A malformed token string, whatever the name's own code would be.
+    if (Status v = ValidateTableName(name); !v.ok()) {
+      return Status(Code::kInvalidInput, "session token: " + v.message());
+    }
     uint64_t lsn = 0;
     auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), lsn);
     if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size()) {

@@ -38,8 +38,9 @@ class Session {
   // ---- writes: recorded on success ----
   Result<WriteResult> Execute(const Batch& batch);
   Result<WriteResult> Insert(const std::string& table, Entity e);
-  Result<WriteResult> Update(const std::string& table, Entity e, std::string if_match = "*");
-  Result<WriteResult> Merge(const std::string& table, Entity e, std::string if_match = "*");
+  // If-Match defaults to the entity's ETag, as on Client.
+  Result<WriteResult> Update(const std::string& table, Entity e, std::optional<std::string> if_match = {});
+  Result<WriteResult> Merge(const std::string& table, Entity e, std::optional<std::string> if_match = {});
   Result<WriteResult> Delete(const std::string& table, std::string pk, std::string rk,
                              std::string if_match = "*");
   Result<WriteResult> InsertOrReplace(const std::string& table, Entity e);

@@ -54,8 +54,12 @@ enum class Code : uint8_t {
   // OutOfRangeInput); an EGT whose operations name two PartitionKeys.
   kInvalidResourceName,
   kCommandsInBatchActOnDifferentPartitions,
+  // Client-side only, never on the wire: no reply arrived in time on any
+  // attempt (the request may or may not have been executed). Distinct from
+  // the server's own 503 ServiceUnavailable. HttpStatus() is 0.
+  kNoReply,
 };
-inline constexpr Code kLastCode = Code::kCommandsInBatchActOnDifferentPartitions;
+inline constexpr Code kLastCode = Code::kNoReply;
 
 // "EntityAlreadyExists", ...: the code as Azure spells it on the wire.
 std::string_view ErrorCodeName(Code code);

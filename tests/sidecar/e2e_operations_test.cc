@@ -228,5 +228,72 @@ TEST_F(SidecarTest, WriteManyCommitsEachBatchOnItsOwn) {
   EXPECT_EQ(client_->Ping()->last_lsn, before);
 }
 
+// Update, Merge and Delete of an entity read back are conditional on its
+// ETag unless told otherwise (as with Azure's SDKs).
+TEST_F(SidecarTest, WritesOfAnEntityReadBackDefaultToItsEtag) {
+  ASSERT_TRUE(client_->CreateTable("People").ok());
+  ASSERT_TRUE(client_->Insert("People", Person("p", "r", 1)).ok());
+  auto read = client_->Get("People", "p", "r");
+  ASSERT_TRUE(read.ok());
+  // Someone else changes it meanwhile.
+  ASSERT_TRUE(client_->InsertOrReplace("People", Person("p", "r", 2)).ok());
+  Entity mine = *read;
+  mine.Set("Age", Value::Int32(99));
+  EXPECT_EQ(client_->Update("People", mine).status().code(), Code::kUpdateConditionNotSatisfied);
+  EXPECT_EQ(client_->Merge("People", mine).status().code(), Code::kUpdateConditionNotSatisfied);
+  EXPECT_EQ(client_->Delete("People", mine).status().code(), Code::kUpdateConditionNotSatisfied);
+  EXPECT_EQ(client_->Get("People", "p", "r")->Find("Age")->as_int32(), 2) << "a stale write went through";
+  // "*" overrides; an entity without an ETag is unconditional.
+  EXPECT_TRUE(client_->Merge("People", mine, "*").ok());
+  Entity fresh = Person("p", "r", 5);
+  EXPECT_TRUE(fresh.etag.empty());
+  EXPECT_TRUE(client_->Update("People", fresh).ok());
+  auto current = client_->Get("People", "p", "r");
+  ASSERT_TRUE(current.ok());
+  EXPECT_TRUE(client_->Delete("People", *current).ok()) << "its own ETag matches";
+  EXPECT_EQ(client_->Get("People", "p", "r").status().code(), Code::kResourceNotFound);
+}
+
+TEST_F(SidecarTest, ChangeIteratorWalksTheLogPageByPage) {
+  ASSERT_TRUE(client_->CreateTable("People").ok());
+  for (int i = 0; i < 25; i++) ASSERT_TRUE(client_->Insert("People", Person("p", "r" + std::to_string(i), i)).ok());
+  const uint64_t last = client_->Ping()->last_lsn;
+  client::ChangeIterator it = client_->Changes(1, 7);   // pages of 7
+  ChangeRecord rec;
+  uint64_t expect = 1;
+  while (it.Next(&rec)) EXPECT_EQ(rec.lsn, expect++);
+  EXPECT_TRUE(it.status().ok()) << it.status().ToString();
+  EXPECT_EQ(expect, last + 1) << "every record once, in order";
+  EXPECT_EQ(it.next_lsn(), last + 1);
+  EXPECT_FALSE(it.gap());
+  // From the end: nothing yet; after a write, exactly it.
+  client::ChangeIterator tail = client_->Changes(last + 1);
+  EXPECT_FALSE(tail.Next(&rec));
+  ASSERT_TRUE(client_->Insert("People", Person("p", "late", 1)).ok());
+  client::ChangeIterator again = client_->Changes(last + 1);
+  ASSERT_TRUE(again.Next(&rec));
+  EXPECT_EQ(rec.lsn, last + 1);
+  EXPECT_FALSE(again.Next(&rec));
+}
+
+// No reply is the client's own code, not the server's 503.
+TEST(ClientNoReply, NothingListeningIsNoReplyNotServiceUnavailable) {
+  client::ClientOptions o;
+  o.endpoint = "tcp://127.0.0.1:9";   // discard port: nothing answers ZeroMQ there
+  o.timeout = std::chrono::milliseconds(150);
+  o.max_attempts = 2;
+  o.backoff_initial = std::chrono::milliseconds(1);
+  auto c = client::Client::Connect(o);
+  ASSERT_TRUE(c.ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  auto info = (*c)->Ping();
+  ASSERT_FALSE(info.ok());
+  EXPECT_EQ(info.status().code(), Code::kNoReply) << info.status().ToString();
+  EXPECT_NE(info.status().message().find("no reply from tcp://127.0.0.1:9"), std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_NE(Code::kNoReply, Code::kUnavailable);
+  EXPECT_EQ(ErrorCodeName(Code::kNoReply), "NoReply");
+}
+
 }  // namespace
 }  // namespace sidetable

@@ -203,7 +203,7 @@ TEST_F(SessionTest, BadInputIsInvalidAndChangesNothing) {
   refused({Mark(1, 2), Mark(0, 2, 8)}, "two partition counts for one pair");
   refused(std::vector<Watermark>(1001, Mark(1, 2)), "1,001 entries");
   refused({}, "no entries");
-  EXPECT_EQ(client_->ReadWatermarks("no-such").status().code(), Code::kInvalidInput);
+  EXPECT_EQ(client_->ReadWatermarks("no-such").status().code(), Code::kInvalidResourceName);
 
   ASSERT_TRUE(client_->Insert("PeopleByAge", Person("34", "Sales_1", 34)).ok());
   const uint64_t last_now = last + 1;

@@ -383,7 +383,7 @@ TEST_F(CliTest, LagCountsRecordsAboveEachPartitionsWatermark) {
   EXPECT_TRUE(Contains(Ok({"lag", "--max-scan", "2"}), "≥"));
   // A derived table with no watermarks has nothing to show; a bad name is refused.
   EXPECT_TRUE(Contains(Ok({"lag", "--derived", "Other", "--json"}), R"("pairs":[])"));
-  ServerError({"lag", "--derived", "1bad"}, "InvalidInput (400)");
+  ServerError({"lag", "--derived", "1bad"}, "InvalidResourceName (400)");
   // Catching up to every record empties the lag.
   const uint64_t top = written.back().second;
   ASSERT_TRUE(client_->AdvanceWatermarks({{"Idx", "People", 0, 2, top, 0}, {"Idx", "People", 1, 2, top, 0}}).ok());

@@ -210,7 +210,7 @@ int ReportStopped(const ReplayArgs& a, uint64_t events) {
 
 int ReplayFail(Session& s, const Status& st) {
   if (st.code() == Code::kInvalidInput) return s.Usage(st.message());
-  if (st.code() == Code::kUnavailable) {
+  if (st.code() == Code::kUnavailable || st.code() == Code::kNoReply) {
     // No reply from the sidecar, or Kafka unreachable: both are exit 3.
     std::fprintf(stderr, "sidetable-cli: %s\n", st.message().c_str());
     return kExitNoReply;

@@ -13,7 +13,7 @@ namespace {
 // The client reports "no reply after N attempts" as Unavailable, the same
 // code a server uses for a closed engine; only the message tells them apart.
 bool IsNoReply(const Status& s) {
-  return s.code() == Code::kUnavailable && s.message().starts_with("no reply");
+  return s.code() == Code::kNoReply || (s.code() == Code::kUnavailable && s.message().starts_with("no reply"));
 }
 
 }  // namespace

@@ -70,7 +70,8 @@ class TableTest(Base):
         self.assertError(404, "TableNotFound", self.c.insert, name,
                          Entity("p", "r"))
         self.assertError(404, "TableNotFound", self.c.query_page, name)
-        self.assertError(400, "InvalidInput", self.c.create_table, "ab")
+        self.assertError(400, "OutOfRangeInput", self.c.create_table, "ab")
+        self.assertError(400, "InvalidResourceName", self.c.create_table, "1ab")
 
     def test_list_tables_paging(self):
         prefix = "lst%d" % time.monotonic_ns()
@@ -357,7 +358,7 @@ class BatchTest(Base):
         err = self.assertError(400, "InvalidDuplicateRow", self.c.execute, b)
         self.assertEqual(err.index, 2)
         b = Batch(self.t).insert(Entity("p", "a")).insert(Entity("q", "b"))
-        err = self.assertError(400, "InvalidInput", self.c.execute, b)
+        err = self.assertError(400, "CommandsInBatchActOnDifferentPartitions", self.c.execute, b)
         self.assertEqual(err.index, 1)
         self.assertError(400, "InvalidInput", self.c.execute, Batch(self.t))
         big = Batch(self.t)
