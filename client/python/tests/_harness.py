@@ -124,3 +124,17 @@ def table_name(prefix="t"):
     """A fresh valid table name (letters and digits, 3..63 characters)."""
     _names[0] += 1
     return "%s%dx%d" % (prefix, os.getpid(), _names[0])
+
+
+def stop_checked(server):
+    """tearDownModule's body: stops `server`, fails the module if it did not
+    exit cleanly (with its log), and removes its files either way."""
+    if server is None:
+        return
+    try:
+        code = server.stop()
+        if code != 0:
+            raise AssertionError("server exited with %r:\n%s" % (code, server.log()))
+    finally:
+        server.cleanup()
+

@@ -20,13 +20,7 @@ def setUpModule():
 
 
 def tearDownModule():
-    try:
-        code = SERVER.stop()
-        if code != 0:
-            raise AssertionError("server exited with %r, not 0:\n%s"
-                                 % (code, SERVER.log()))
-    finally:
-        SERVER.cleanup()
+    _harness.stop_checked(SERVER)
 
 
 class Base(unittest.TestCase):

@@ -18,13 +18,7 @@ def setUpModule():
 
 
 def tearDownModule():
-    try:
-        code = SERVER.stop()
-        if code != 0:
-            raise AssertionError("server exited with %r:\n%s"
-                                 % (code, SERVER.log()))
-    finally:
-        SERVER.cleanup()
+    _harness.stop_checked(SERVER)
 
 
 class MetadataNamedPropertiesTest(unittest.TestCase):

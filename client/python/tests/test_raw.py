@@ -18,13 +18,7 @@ def setUpModule():
 
 
 def tearDownModule():
-    try:
-        code = SERVER.stop()
-        if code != 0:
-            raise AssertionError("server exited with %r, not 0:\n%s"
-                                 % (code, SERVER.log()))
-    finally:
-        SERVER.cleanup()
+    _harness.stop_checked(SERVER)
 
 
 def header(version=1, op=1, status=0, reserved=0, rid=1):
