@@ -20,6 +20,7 @@ import time as _time
 import zmq as _zmq
 import zmq.asyncio as _zmq_asyncio
 
+from . import client as _client
 from . import filters as _filters
 from . import wire as _w
 from .client import _Requests, check_endpoint
@@ -46,18 +47,7 @@ class AsyncClient(_Requests):
                                 else float(connect_timeout))
         self._own_context = context is None
         self._ctx = context or _zmq_asyncio.Context()
-        sock = self._ctx.socket(_zmq.DEALER)
-        sock.setsockopt(_zmq.LINGER, 0)
-        sock.setsockopt(_zmq.SNDHWM, 0)
-        sock.setsockopt(_zmq.RCVHWM, 0)
-        try:
-            sock.connect(endpoint)
-        except _zmq.ZMQError as e:
-            sock.close(0)
-            if self._own_context:
-                self._ctx.term()
-            raise ValueError("cannot connect to %r: %s" % (endpoint, e))
-        self._sock = sock
+        self._sock = _client._dealer(self._ctx, endpoint, self._own_context)
         self._ids = _itertools.count(1)
         self._pending = {}          # request id -> Future of (status, body)
         self._reader = None

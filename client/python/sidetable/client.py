@@ -435,6 +435,25 @@ class _Requests(object):
 
 # -- the client ---------------------------------------------------------------
 
+
+def _dealer(ctx, endpoint, own_context):
+    """A DEALER socket connected to `endpoint` with the clients' options
+    (no linger, unbounded queues: the retry timers bound what waits); on a
+    bad endpoint the context is closed if it is ours and ValueError raised.
+    Shared by Client and aio.AsyncClient."""
+    sock = ctx.socket(_zmq.DEALER)
+    sock.setsockopt(_zmq.LINGER, 0)
+    sock.setsockopt(_zmq.SNDHWM, 0)
+    sock.setsockopt(_zmq.RCVHWM, 0)
+    try:
+        sock.connect(endpoint)
+    except _zmq.ZMQError as e:
+        sock.close(0)
+        if own_context:
+            ctx.term()
+        raise ValueError("cannot connect to %r: %s" % (endpoint, e))
+    return sock
+
 class Client(_Requests):
     """A connection to one sidetable sidecar.
 
@@ -475,18 +494,7 @@ class Client(_Requests):
         self.max_backoff = float(max_backoff)
         self._own_context = context is None
         self._ctx = context or _zmq.Context()
-        sock = self._ctx.socket(_zmq.DEALER)
-        sock.setsockopt(_zmq.LINGER, 0)
-        sock.setsockopt(_zmq.SNDHWM, 0)
-        sock.setsockopt(_zmq.RCVHWM, 0)
-        try:
-            sock.connect(endpoint)
-        except _zmq.ZMQError as e:
-            sock.close(0)
-            if self._own_context:
-                self._ctx.term()
-            raise ValueError("cannot connect to %r: %s" % (endpoint, e))
-        self._sock = sock
+        self._sock = _dealer(self._ctx, endpoint, self._own_context)
         self._ids = _itertools.count(1)
         self._pending = {}           # request id -> Handle
         self._timers = []            # heap of (when, seq, handle, attempt, kind)
