@@ -160,8 +160,16 @@ Result<WriteResult> Client::WriteOne(const std::string& table, OpKind kind, Enti
   return Execute(b);
 }
 
-Result<WriteResult> Client::Insert(const std::string& table, Entity e) {
-  return WriteOne(table, OpKind::kInsert, std::move(e), "");
+Result<WriteResult> Client::Insert(const std::string& table, Entity e, bool return_entity) {
+  Batch b(table);
+  b.Insert(std::move(e));
+  wire::Request r = WriteRequest(b);
+  r.no_content = !return_entity;
+  std::string body;
+  ST_RETURN_IF_ERROR(Call(Encode(std::move(r), options_.caller), &body));
+  WriteResult w;
+  ST_RETURN_IF_ERROR(wire::DecodeWrite(body, &w));
+  return w;
 }
 namespace {
 // The entity's own ETag unless the caller chose; "*" for an entity without one.

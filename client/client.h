@@ -132,7 +132,9 @@ class Client {
   // All tables (follows continuations), optionally filtered on TableName.
   Result<std::vector<std::string>> ListTables(const std::string& filter = "");
   Result<WriteResult> Execute(const Batch& batch);
-  Result<WriteResult> Insert(const std::string& table, Entity e);
+  // The result's `entity` is the entity as stored (Timestamp, ETag), as
+  // Azure's 201; `return_entity` false asks for no content (204).
+  Result<WriteResult> Insert(const std::string& table, Entity e, bool return_entity = true);
   // Update, Merge and Delete of an entity take their If-Match from the
   // entity's ETag when none is given (as Azure's SDKs do for an entity read
   // back): a concurrent change answers UpdateConditionNotSatisfied instead

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,9 @@ struct WriteResult {
   int64_t timestamp = 0;
   std::vector<std::string> etags;
   std::vector<uint32_t> skipped;
+  // A batch of one Insert: the entity as stored (keys, properties,
+  // Timestamp, ETag), as Azure's Insert Entity answers 201 with it.
+  std::optional<Entity> entity;
 };
 
 }  // namespace sidetable

@@ -127,6 +127,7 @@ struct Request {
   std::vector<std::string> rks;      // kRequestArchive
   std::string target;                // kRequestArchive: the archive table
   std::vector<WriteItem> writes;     // kWriteMany (the caller applies to each)
+  bool no_content = false;           // kWrite: leave the inserted entity out of the reply
   std::vector<WatermarkEntry> watermarks;  // kAdvanceWatermarks
   std::string derived;                     // kReadWatermarks: only this derived table ("" = all)
   std::vector<AfterToken> after;           // kGet, kQuery: wait until these are covered

@@ -192,7 +192,7 @@ void EncodeTables(const TablesReply& r, std::string* out) {
 namespace {
 
 void WriteWriteResult(msgpack::Writer& w, const WriteResult& r) {
-  w.MapHeader(r.skipped.empty() ? 3 : 4);
+  w.MapHeader(3 + (r.skipped.empty() ? 0 : 1) + (r.entity ? 1 : 0));
   w.Str("lsn");
   w.Uint(r.lsn);
   w.Str("ts");
@@ -206,11 +206,21 @@ void WriteWriteResult(msgpack::Writer& w, const WriteResult& r) {
     w.ArrayHeader(static_cast<uint32_t>(r.skipped.size()));
     for (uint32_t i : r.skipped) w.Uint(i);
   }
+  if (r.entity) {
+    w.Str("entity");
+    WriteEntity(w, *r.entity, /*with_meta=*/true);
+  }
 }
 
 // One field of a write result; false on a malformed value.
 bool ReadWriteField(std::string_view key, msgpack::Reader& r, WriteResult* w) {
   if (key == "lsn") return r.Uint(&w->lsn);
+  if (key == "entity") {
+    Entity e;
+    if (!ReadEntity(r, &e).ok()) return false;
+    w->entity = std::move(e);
+    return true;
+  }
   if (key == "ts") return ReadDateTime(r, &w->timestamp);
   if (key == "etags") {
     uint32_t n;

@@ -145,6 +145,10 @@ Status ReadField(msgpack::Reader& r, std::string_view key, Request* q) {
   if (key == "max") return ReadUint(r, key, &q->max_records);
   if (key == "maxBytes") return ReadUint(r, key, &q->max_bytes);
   if (key == "ops") return ReadOps(r, &q->ops);
+  if (key == "noContent") {
+    if (!r.Bool(&q->no_content)) return Invalid("'noContent' must be a boolean");
+    return Status::OK();
+  }
   if (key == "writes") {
     uint32_t n;
     if (!r.ArrayHeader(&n)) return Invalid("'writes' must be an array");
@@ -338,7 +342,7 @@ void EncodeRequest(const Request& q, std::string* out) {
   const bool sel = !q.select.empty(), filt = !q.filter.empty();
   const bool changes = q.op == Op::kReadChanges;
   const bool many = q.op == Op::kWriteMany || !q.writes.empty();
-  fields += many;
+  fields += many + q.no_content;
   const bool wms = q.op == Op::kAdvanceWatermarks || !q.watermarks.empty();
   const bool der = !q.derived.empty(), after = !q.after.empty();
   fields += t + c + w_ops + (get ? 2 : 0) + sel + filt + q.top.has_value() +
@@ -394,6 +398,10 @@ void EncodeRequest(const Request& q, std::string* out) {
   if (w_ops) {
     w.Str("ops");
     WriteOps(w, q.ops);
+  }
+  if (q.no_content) {
+    w.Str("noContent");
+    w.Bool(true);
   }
   if (many) {
     w.Str("writes");

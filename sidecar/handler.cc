@@ -71,6 +71,12 @@ Status Handler::Run(const wire::Request& r, std::string* body, uint16_t* http) c
       size_t written = 0;
       for (const auto& op : batch.operations()) written += op.kind != OpKind::kDelete;
       metrics_->RecordTableWrite(r.table, batch.size(), written);
+      if (result->entity) {
+        // Azure's Insert Entity: 201 with the entity, or 204 without it
+        // when the caller asked for no content.
+        *http = r.no_content ? 204 : 201;
+        if (r.no_content) result->entity.reset();
+      }
       wire::EncodeWrite(*result, body);
       return Status::OK();
     }

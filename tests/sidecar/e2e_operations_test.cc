@@ -295,5 +295,30 @@ TEST(ClientNoReply, NothingListeningIsNoReplyNotServiceUnavailable) {
   EXPECT_EQ(ErrorCodeName(Code::kNoReply), "NoReply");
 }
 
+// Insert answers with the entity as stored (201), or nothing (204) on request.
+TEST_F(SidecarTest, InsertReturnsTheStoredEntityUnlessAskedNotTo) {
+  ASSERT_TRUE(client_->CreateTable("People").ok());
+  auto w = client_->Insert("People", Person("p", "r", 7));
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  ASSERT_TRUE(w->entity.has_value());
+  EXPECT_EQ(w->entity->partition_key, "p");
+  EXPECT_EQ(w->entity->Find("Age")->as_int32(), 7);
+  EXPECT_EQ(w->entity->etag, w->etags[0]);
+  EXPECT_EQ(w->entity->timestamp, w->timestamp);
+  auto stored = client_->Get("People", "p", "r");
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->etag, w->entity->etag);
+  EXPECT_EQ(stored->timestamp, w->entity->timestamp);
+
+  auto quiet = client_->Insert("People", Person("p", "q", 8), /*return_entity=*/false);
+  ASSERT_TRUE(quiet.ok());
+  EXPECT_FALSE(quiet->entity.has_value());
+  EXPECT_EQ(quiet->etags.size(), 1u);
+  // Other writes carry no entity.
+  auto up = client_->InsertOrReplace("People", Person("p", "r", 9));
+  ASSERT_TRUE(up.ok());
+  EXPECT_FALSE(up->entity.has_value());
+}
+
 }  // namespace
 }  // namespace sidetable

@@ -211,8 +211,8 @@ class AsyncClient(_Requests):
     async def execute(self, batch):
         return await self._run(*self._req_execute(batch))
 
-    async def insert(self, table, entity, caller=None):
-        return await self._run(*self._req_insert(table, entity, caller))
+    async def insert(self, table, entity, caller=None, return_entity=True):
+        return await self._run(*self._req_insert(table, entity, caller, return_entity))
 
     async def update(self, table, entity, if_match=None, caller=None):
         return await self._run(*self._req_update(table, entity, if_match,

@@ -73,12 +73,14 @@ def _dec_watermarks(body):
 
 class WriteResult(object):
     """The reply of a Write: ``lsn``, ``ts`` (:class:`DateTime`) and
-    ``etags`` (one per operation, ``""`` for deletes)."""
+    ``etags`` (one per operation, ``""`` for deletes); for an insert also
+    ``entity``, the entity as stored (with Timestamp and ETag), unless it
+    was asked for with ``return_entity=False`` (then ``None``)."""
 
-    __slots__ = ("lsn", "ts", "etags")
+    __slots__ = ("lsn", "ts", "etags", "entity")
 
-    def __init__(self, lsn, ts, etags):
-        self.lsn, self.ts, self.etags = lsn, ts, etags
+    def __init__(self, lsn, ts, etags, entity=None):
+        self.lsn, self.ts, self.etags, self.entity = lsn, ts, etags, entity
 
     @property
     def etag(self):
@@ -250,8 +252,10 @@ def _dec_body(body):
 
 
 def _dec_write(body):
+    entity = body.get("entity")
     return WriteResult(body.get("lsn"), body.get("ts"),
-                       list(body.get("etags") or []))
+                       list(body.get("etags") or []),
+                       _w.decode_entity(entity) if entity is not None else None)
 
 
 def _dec_get(body):
@@ -360,8 +364,11 @@ class _Requests(object):
                                     else {"if_match": if_match}))
         return self._req_execute(b)
 
-    def _req_insert(self, table, entity, caller=None):
-        return self._single(table, caller, "insert", entity)
+    def _req_insert(self, table, entity, caller=None, return_entity=True):
+        op, body, dec = self._single(table, caller, "insert", entity)
+        if not return_entity:
+            body["noContent"] = True     # 204: no entity in the reply
+        return op, body, dec
 
     def _req_update(self, table, entity, if_match=None, caller=None):
         return self._single(table, caller, "update", entity, if_match)
@@ -731,8 +738,10 @@ class Client(_Requests):
         """Commit a :class:`Batch` atomically; a :class:`WriteResult`."""
         return self._run(*self._req_execute(batch))
 
-    def insert(self, table, entity, caller=None):
-        return self._run(*self._req_insert(table, entity, caller))
+    def insert(self, table, entity, caller=None, return_entity=True):
+        """Insert; the result's ``entity`` is the entity as stored (as
+        Azure's 201), or ``None`` with ``return_entity=False`` (204)."""
+        return self._run(*self._req_insert(table, entity, caller, return_entity))
 
     def update(self, table, entity, if_match=None, caller=None):
         """Replace; ``if_match`` an ETag (e.g. ``entity.etag``), ``"*"`` or

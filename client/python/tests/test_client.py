@@ -103,6 +103,18 @@ class EntityTest(Base):
         self.assertEqual(e.timestamp, w.ts)
         self.assertError(404, "ResourceNotFound", self.c.get, self.t, "p", "x")
 
+    def test_insert_returns_the_stored_entity(self):
+        w = self.c.insert(self.t, Entity("p", "r", {"Name": "Ana"}))
+        self.assertIsNotNone(w.entity)
+        self.assertEqual((w.entity.pk, w.entity.rk), ("p", "r"))
+        self.assertEqual(w.entity.props, {"Name": "Ana"})
+        self.assertEqual(w.entity.etag, w.etag)
+        self.assertEqual(w.entity.timestamp, w.ts)
+        q = self.c.insert(self.t, Entity("p", "q"), return_entity=False)
+        self.assertIsNone(q.entity)
+        self.assertEqual(len(q.etags), 1)
+        self.assertIsNone(self.c.insert_or_replace(self.t, Entity("p", "r")).entity)
+
     def test_insert_existing(self):
         self.c.insert(self.t, Entity("p", "r"))
         err = self.assertError(409, "EntityAlreadyExists", self.c.insert,

@@ -121,12 +121,12 @@ class RawFrameTest(unittest.TestCase):
         frame = frame.replace(b"\xcb" + struct.pack(">d", 7.0),
                               b"\xca" + struct.pack(">f", 1.5))
         op, status, rid, body = self.roundtrip(frame)
-        self.assertEqual((status, rid), (200, 21), body)
+        self.assertEqual((status, rid), (201, 21), body)
         # ts and etag in a request entity are ignored (the server sets them).
         fake_ts = msgpack.ExtType(2, struct.pack(">q", 504911232000000000))
         op, status, rid, w = self.write(22, table, {
             "pk": "p", "rk": "t", "ts": fake_ts, "etag": 'W/"1"'})
-        self.assertEqual((status, rid), (200, 22), w)
+        self.assertEqual((status, rid), (201, 22), w)
         for rk, props in (("f", {"f": 1.5}), ("t", {})):
             op, status, rid, body = self.roundtrip(
                 header(op=wire.GET, rid=23) +
@@ -176,9 +176,9 @@ class RawFrameTest(unittest.TestCase):
                     msgpack.packb(body))
         reply = self.s.recv()
         version, op, status, _, rid = struct.unpack("<BBHIQ", reply[:16])
-        self.assertEqual((version, op, status, rid), (1, 5, 200, 1))
+        self.assertEqual((version, op, status, rid), (1, 5, 201, 1))
         self.assertEqual(set(msgpack.unpackb(reply[16:])),
-                         {"lsn", "ts", "etags"})
+                         {"lsn", "ts", "etags", "entity"})
 
 
 if __name__ == "__main__":
