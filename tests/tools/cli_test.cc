@@ -391,6 +391,22 @@ TEST_F(CliTest, LagCountsRecordsAboveEachPartitionsWatermark) {
   EXPECT_TRUE(Contains(caught_up, R"("partitions":2,"lag":0,)")) << caught_up;
 }
 
+// Issue 14: a sidecar that is not there is said at once, with a hint; an
+// endpoint without its scheme gets the likely fix.
+TEST(CliStandaloneTest, NothingListeningIsSaidPromptlyAndSchemesAreHinted) {
+  testing::TempDir dir;
+  const auto start = std::chrono::steady_clock::now();
+  CliResult r = RunCli(dir, {"--endpoint", "tcp://127.0.0.1:1", "ping"});   // default timeout and retries
+  EXPECT_EQ(r.exit_code, 3) << Describe(r);
+  EXPECT_TRUE(Contains(r.err, "nothing answered at tcp://127.0.0.1:1")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "is the sidecar running?")) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4)) << "not 15 s of silent retries";
+
+  CliResult bare = RunCli(dir, {"--endpoint", "127.0.0.1:5555", "ping"});
+  EXPECT_EQ(bare.exit_code, 3) << Describe(bare);
+  EXPECT_TRUE(Contains(bare.err, "did you mean tcp://127.0.0.1:5555?")) << bare.err;
+}
+
 TEST(CliStandaloneTest, UnreachableEndpointExitsThree) {
   testing::TempDir dir;
   const auto start = std::chrono::steady_clock::now();
@@ -398,7 +414,7 @@ TEST(CliStandaloneTest, UnreachableEndpointExitsThree) {
   CliResult r = RunCli(dir, {"--endpoint", "tcp://127.0.0.1:1", "--timeout-ms", "200", "--retries", "1", "ping"});
   EXPECT_EQ(r.exit_code, 3) << Describe(r);
   EXPECT_EQ(r.out, "");
-  EXPECT_TRUE(Contains(r.err, "no reply")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "nothing answered")) << r.err;
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 
   CliResult write = RunCli(dir, {"--endpoint", "tcp://127.0.0.1:1", "--timeout-ms", "100", "--retries", "0",

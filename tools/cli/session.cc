@@ -1,4 +1,5 @@
 // Session: connection, error reporting and buffered output shared by all commands.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -21,10 +22,35 @@ bool IsNoReply(const Status& s) {
 client::Client* Session::Client() {
   if (client_) return client_.get();
   client_ = ConnectTo(options_.endpoint);
+  if (client_ == nullptr) return nullptr;
+  // First contact: one short Ping, so that a sidecar that is not there is
+  // said at once instead of after every retry of the real request.
+  client::ClientOptions probe_options;
+  probe_options.endpoint = options_.endpoint;
+  probe_options.timeout = std::chrono::milliseconds(std::min(options_.timeout_ms, 2000));
+  probe_options.max_attempts = 1;
+  auto probe = client::Client::Connect(probe_options);
+  if (probe.ok()) {
+    auto info = (*probe)->Ping();
+    if (!info.ok() && IsNoReply(info.status())) {
+      std::fprintf(stderr, "sidetable-cli: nothing answered at %s within %d ms: is the sidecar running? "
+                   "(--endpoint, --timeout-ms)\n",
+                   options_.endpoint.c_str(), static_cast<int>(probe_options.timeout.count()));
+      connect_exit = kExitNoReply;
+      client_.reset();
+      return nullptr;
+    }
+  }
   return client_.get();
 }
 
 std::unique_ptr<client::Client> Session::ConnectTo(const std::string& endpoint) {
+  if (!endpoint.starts_with("tcp://") && !endpoint.starts_with("ipc://") && !endpoint.starts_with("inproc://")) {
+    std::fprintf(stderr, "sidetable-cli: endpoint '%s' has no tcp:// or ipc:// scheme: did you mean tcp://%s?\n",
+                 endpoint.c_str(), endpoint.c_str());
+    connect_exit = kExitNoReply;   // "the endpoint cannot be used" (docs/cli.md)
+    return nullptr;
+  }
   client::ClientOptions o;
   o.endpoint = endpoint;
   o.timeout = std::chrono::milliseconds(options_.timeout_ms);
@@ -41,7 +67,8 @@ std::unique_ptr<client::Client> Session::ConnectTo(const std::string& endpoint) 
 
 int Session::Fail(const Status& s, bool batch) {
   if (IsNoReply(s)) {
-    std::fprintf(stderr, "sidetable-cli: %s\n", s.message().c_str());
+    std::fprintf(stderr, "sidetable-cli: %s: is the sidecar running? (--endpoint, --timeout-ms)\n",
+                 s.message().c_str());
     return kExitNoReply;
   }
   std::string line = std::string(ErrorCodeName(s.code())) + " (" + std::to_string(HttpStatus(s.code())) +
