@@ -111,8 +111,10 @@ struct WriteResult {
   int64_t timestamp = 0;
   std::vector<std::string> etags;
   std::vector<uint32_t> skipped;
-  // A batch of one Insert: the entity as stored (keys, properties,
-  // Timestamp, ETag), as Azure's Insert Entity answers 201 with it.
+  // A batch of one Insert, in the sidecar's reply: the entity as stored
+  // (keys, properties, Timestamp, ETag), as Azure's Insert Entity answers 201
+  // with it. Filled by the reply, not by the engine (nothing to copy when
+  // the caller asked for no content).
   std::optional<Entity> entity;
 };
 

@@ -338,11 +338,6 @@ Result<WriteResult> Engine::Impl::Execute(const Batch& batch) {
     if (p.skipped) result.skipped.push_back(i);
     result.etags.push_back(p.after && !p.skipped ? etag : std::string());
   }
-  if (ops.size() == 1 && ops[0].kind == OpKind::kInsert) {
-    result.entity = *prepared[0].after;
-    result.entity->timestamp = result.timestamp;
-    result.entity->etag = etag;
-  }
   return result;
 }
 

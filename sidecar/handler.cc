@@ -71,11 +71,15 @@ Status Handler::Run(const wire::Request& r, std::string* body, uint16_t* http) c
       size_t written = 0;
       for (const auto& op : batch.operations()) written += op.kind != OpKind::kDelete;
       metrics_->RecordTableWrite(r.table, batch.size(), written);
-      if (result->entity) {
-        // Azure's Insert Entity: 201 with the entity, or 204 without it
-        // when the caller asked for no content.
+      if (batch.size() == 1 && batch.operations()[0].kind == OpKind::kInsert) {
+        // Azure's Insert Entity: 201 with the entity as stored, or 204
+        // without it when the caller asked for no content.
         *http = r.no_content ? 204 : 201;
-        if (r.no_content) result->entity.reset();
+        if (!r.no_content) {
+          result->entity = batch.operations()[0].entity;
+          result->entity->timestamp = result->timestamp;
+          result->entity->etag = result->etags[0];
+        }
       }
       wire::EncodeWrite(*result, body);
       return Status::OK();
