@@ -4,6 +4,7 @@
 
 #include "apply/event_processor.h"
 #include "engine/etag.h"
+#include "engine/limits.h"
 #include "engine/table_name.h"
 
 namespace sidetable::apply {
@@ -13,9 +14,7 @@ using Kind = patterns::TableOp::Kind;
 
 struct Pending {
   const MoveItem* item;
-  Entity source;          // as copied
-  patterns::TableOp copy; // the fenced upsert into the target
-  bool copied = false;
+  patterns::TableOp copy;  // the fenced upsert into the target; its entity keeps the ETag copied
 };
 
 }  // namespace
@@ -70,7 +69,7 @@ void MoveMany(TableStore* store, OpApplier* applier, GroupedWrites* writes, cons
       observer->OnOp(Kind::kMove, OpResult::kFenced);  // rewritten after the decision
       continue;
     }
-    Pending p{&item, src, {}, false};
+    Pending p{&item, {}};
     p.copy.kind = Kind::kFencedUpsert;
     p.copy.table = op.table;
     p.copy.entity = std::move(src);
@@ -96,9 +95,9 @@ void MoveMany(TableStore* store, OpApplier* applier, GroupedWrites* writes, cons
   }
   std::vector<std::vector<Pending*>> todo;
   for (auto& [k, g] : groups) {
-    for (size_t at = 0; at < g.size(); at += 100) {
-      todo.emplace_back(g.begin() + static_cast<std::ptrdiff_t>(at),
-                        g.begin() + static_cast<std::ptrdiff_t>(std::min(g.size(), at + 100)));
+    for (size_t at = 0; at < g.size(); at += Limits::kMaxBatchOperations) {
+      const size_t end = std::min(g.size(), at + Limits::kMaxBatchOperations);
+      todo.emplace_back(g.begin() + static_cast<std::ptrdiff_t>(at), g.begin() + static_cast<std::ptrdiff_t>(end));
     }
   }
   std::vector<const MoveItem*> redo;
@@ -107,7 +106,7 @@ void MoveMany(TableStore* store, OpApplier* applier, GroupedWrites* writes, cons
     for (size_t gi = 0; gi < todo.size(); gi++) {
       Batch b(todo[gi].front()->item->op->source_table);
       for (Pending* p : todo[gi]) {
-        b.Delete(p->item->op->entity.partition_key, p->item->op->entity.row_key, p->source.etag);
+        b.Delete(p->item->op->entity.partition_key, p->item->op->entity.row_key, p->copy.entity.etag);
       }
       store->SendWrite(b, [&results, gi](Result<WriteResult> r) { results[gi] = r.ok() ? Status::OK() : r.status(); });
     }

@@ -14,7 +14,6 @@ namespace {
 
 using Kind = patterns::TableOp::Kind;
 
-constexpr size_t kMaxGroupOps = 100;             // an EGT's limit
 constexpr size_t kMaxGroupBytes = 3u << 20;      // under the 4 MiB EGT payload limit
 
 struct Group {
@@ -96,7 +95,7 @@ void GroupedWrites::Apply(const std::vector<EventOp>& ops, std::vector<EventFail
     auto k = std::make_pair(key, op.entity.partition_key);
     auto it = open.find(k);
     const size_t size = OpBytes(op);
-    if (it == open.end() || groups[it->second].ops.size() >= kMaxGroupOps ||
+    if (it == open.end() || groups[it->second].ops.size() >= Limits::kMaxBatchOperations ||
         bytes[it->second] + size > kMaxGroupBytes) {
       groups.push_back(Group{op.table, {}, 0, false, Status::OK(), {}});
       bytes.push_back(0);

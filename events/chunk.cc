@@ -27,6 +27,12 @@ std::vector<std::string_view> SplitEvent(std::string_view event, size_t chunk_by
   return pieces;
 }
 
+std::optional<uint64_t> ParseLsnHeader(std::string_view value) {
+  uint64_t lsn = 0;
+  if (!ParseNumber(value, &lsn)) return std::nullopt;
+  return lsn;
+}
+
 std::string FormatChunkHeader(uint32_t index, uint32_t count) {
   return std::to_string(index) + "/" + std::to_string(count);
 }

@@ -14,6 +14,8 @@
 // belongs to one thread and one partition.
 #pragma once
 
+#include <optional>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -44,6 +46,9 @@ std::vector<std::string_view> SplitEvent(std::string_view event, size_t chunk_by
 std::string FormatChunkHeader(uint32_t index, uint32_t count);
 // From the three header values of a chunk message; InvalidInput when any is
 // malformed or inconsistent (index >= count, count 0, size over the limit).
+// The decimal LSN of a sidetable-lsn header; nullopt if it is not one.
+std::optional<uint64_t> ParseLsnHeader(std::string_view value);
+
 Status ParseChunkHeaders(std::string_view lsn, std::string_view chunk, std::string_view size,
                          ChunkInfo* out);
 

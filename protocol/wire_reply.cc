@@ -8,8 +8,6 @@ namespace sidetable::wire {
 namespace {
 
 using codec::Be8;
-using codec::FromBe8;
-using codec::Invalid;
 using codec::ReadDateTime;
 
 Status Malformed(const char* what) {

@@ -11,10 +11,7 @@
 namespace sidetable::wire {
 namespace {
 
-using codec::Be8;
-using codec::FromBe8;
 using codec::Invalid;
-using codec::ReadDateTime;
 
 constexpr std::string_view kOpNames[] = {"Unknown", "Ping", "CreateTable", "DeleteTable",
                                          "ListTables", "Write", "Get", "Query", "ReadChanges",

@@ -10,7 +10,6 @@ namespace sidetable::wire {
 namespace {
 
 using codec::Be8;
-using codec::FromBe8;
 using codec::Invalid;
 using codec::ReadDateTime;
 

@@ -10,8 +10,6 @@ namespace {
 
 using codec::Be8;
 using codec::FromBe8;
-using codec::Invalid;
-using codec::ReadDateTime;
 
 Status Bad(std::string_view name, const char* what) {
   return Status(Code::kInvalidInput, "property '" + std::string(name) + "': " + what);

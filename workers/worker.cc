@@ -449,13 +449,7 @@ std::string_view TableOfKey(const rd_kafka_message_t* m) {
 
 uint64_t LsnOf(const rd_kafka_message_t* m) {
   const auto h = kafka::HeaderValue(m, events::kLsnHeader);
-  uint64_t lsn = 0;
-  if (!h || h->empty() || h->size() > 20) return 0;
-  for (char c : *h) {
-    if (c < '0' || c > '9') return 0;
-    lsn = lsn * 10 + static_cast<uint64_t>(c - '0');
-  }
-  return lsn;
+  return h ? events::ParseLsnHeader(*h).value_or(0) : 0;
 }
 
 }  // namespace

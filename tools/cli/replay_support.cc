@@ -85,7 +85,7 @@ Result<std::unique_ptr<replay::RecordSource>> OpenSource(Session& s, const Repla
       return Status(Code::kInvalidInput, "--topic, --kafka-offset, --kafka-time and --kafka-property need --kafka");
     }
     client::Client* c = s.Client();
-    if (!c) return Status(Code::kUnavailable, "no reply: cannot connect");
+    if (!c) return Status(Code::kNoReply, "no reply: cannot connect");
     replay::ChangeLogSourceOptions o;
     o.from_lsn = a.from_lsn;
     o.to_lsn = a.to_lsn;
@@ -97,7 +97,7 @@ Result<std::unique_ptr<replay::RecordSource>> OpenSource(Session& s, const Repla
   if (o.topic.empty()) {
     // The topic is named after the sidecar: ask it.
     client::Client* c = s.Client();
-    if (!c) return Status(Code::kUnavailable, "no reply: cannot connect");
+    if (!c) return Status(Code::kNoReply, "no reply: cannot connect");
     auto ping = c->Ping();
     if (!ping.ok()) return ping.status();
     o.topic = "sidetable." + ping->sidecar_id + ".changes";

@@ -11,11 +11,9 @@ namespace sidetable::cli {
 
 namespace {
 
-// The client reports "no reply after N attempts" as Unavailable, the same
-// code a server uses for a closed engine; only the message tells them apart.
-bool IsNoReply(const Status& s) {
-  return s.code() == Code::kNoReply || (s.code() == Code::kUnavailable && s.message().starts_with("no reply"));
-}
+// The client's own code for "no reply after N attempts" (never the server's
+// 503 ServiceUnavailable).
+bool IsNoReply(const Status& s) { return s.code() == Code::kNoReply; }
 
 }  // namespace
 
