@@ -418,6 +418,21 @@ TEST(Wire, BadWriteManyRequestsAreInvalidInput) {
   b.Str("rk");
   b.Str("r");
   EXPECT_EQ(DecodeBytes(bad_fence).code(), Code::kInvalidInput);
+  // noContent must be a boolean; true round-trips.
+  std::string bad_nc = HeaderBytes(1, 5);
+  msgpack::Writer n(&bad_nc);
+  n.MapHeader(2);
+  n.Str("table");
+  n.Str("T");
+  n.Str("noContent");
+  n.Str("yes");
+  EXPECT_EQ(DecodeBytes(bad_nc).code(), Code::kInvalidInput);
+  Request quiet;
+  quiet.op = Op::kWrite;
+  quiet.table = "T";
+  quiet.no_content = true;
+  quiet.ops.push_back({OpKind::kInsert, Rich(), ""});
+  EXPECT_TRUE(RoundTrip(quiet).no_content);
 }
 
 }  // namespace
