@@ -26,10 +26,12 @@ std::string Encode(wire::Request r, const std::string& default_caller) {
   return frame;
 }
 
-wire::Request WriteRequest(const Batch& batch) {
+// `id`: the batch's own client request id, or the one the client drew.
+wire::Request WriteRequest(const Batch& batch, std::string id) {
   wire::Request r = Make(wire::Op::kWrite, batch.table());
   r.caller = batch.caller();
   r.ops = batch.operations();
+  r.client_request_id = batch.client_request_id().empty() ? std::move(id) : batch.client_request_id();
   return r;
 }
 
@@ -147,7 +149,7 @@ Result<std::vector<std::string>> Client::ListTables(const std::string& filter) {
 
 Result<WriteResult> Client::Execute(const Batch& batch) {
   std::string body;
-  ST_RETURN_IF_ERROR(Call(Encode(WriteRequest(batch), options_.caller), &body));
+  ST_RETURN_IF_ERROR(Call(Encode(WriteRequest(batch, NewClientRequestId()), options_.caller), &body));
   WriteResult w;
   ST_RETURN_IF_ERROR(wire::DecodeWrite(body, &w));
   return w;
@@ -163,7 +165,7 @@ Result<WriteResult> Client::WriteOne(const std::string& table, OpKind kind, Enti
 Result<WriteResult> Client::Insert(const std::string& table, Entity e, bool return_entity) {
   Batch b(table);
   b.Insert(std::move(e));
-  wire::Request r = WriteRequest(b);
+  wire::Request r = WriteRequest(b, NewClientRequestId());
   r.no_content = !return_entity;
   std::string body;
   ST_RETURN_IF_ERROR(Call(Encode(std::move(r), options_.caller), &body));
@@ -280,14 +282,17 @@ Result<uint64_t> Client::RequestArchive(const std::string& table, const std::str
 }
 
 void Client::SendWrite(const Batch& batch, Done<WriteResult> done) {
-  SendFrame(Encode(WriteRequest(batch), options_.caller), Decoded<WriteResult>(std::move(done), wire::DecodeWrite));
+  SendFrame(Encode(WriteRequest(batch, NewClientRequestId()), options_.caller), Decoded<WriteResult>(std::move(done), wire::DecodeWrite));
 }
 
 void Client::SendWriteMany(const std::vector<Batch>& batches, Done<std::vector<Result<WriteResult>>> done) {
   wire::Request r = Make(wire::Op::kWriteMany);
   r.caller = batches.empty() ? std::string() : batches.front().caller();
   r.writes.reserve(batches.size());
-  for (const Batch& b : batches) r.writes.push_back({b.table(), b.operations()});
+  for (const Batch& b : batches) {
+    r.writes.push_back({b.table(), b.operations(),
+                        b.client_request_id().empty() ? NewClientRequestId() : b.client_request_id()});
+  }
   SendFrame(Encode(std::move(r), options_.caller),
             Decoded<std::vector<Result<WriteResult>>>(std::move(done), wire::DecodeWriteMany));
 }

@@ -14,9 +14,12 @@
 //
 // Retries: a request answered ServerBusy (never executed) or not answered
 // within `timeout` is sent again after an exponential back-off with jitter,
-// up to `max_attempts` in all. A timed-out write may have been executed; its
-// retry can then fail with EntityAlreadyExists or UpdateConditionNotSatisfied
-// (the same ambiguity as with Azure's SDKs). Set max_attempts = 1 to opt out.
+// up to `max_attempts` in all. Every write carries a client request id (the
+// Batch's own, or a random one the client draws), the same on each attempt:
+// a retry of a write that did commit is answered with its first outcome
+// (WriteResult::replayed), never applied twice, within the sidecar's
+// request-id window (docs/protocol.md). Set max_attempts = 1 to opt out of
+// retries.
 #pragma once
 
 #include <chrono>
@@ -48,6 +51,10 @@ struct ClientOptions {
   std::chrono::milliseconds backoff_initial{5};
   std::chrono::milliseconds backoff_max{1000};
   std::string caller;                            // recorded in the change log
+  // Give writes without their own client request id a random one (128
+  // bits, hex). Off only where writes are idempotent by construction (the
+  // pattern workers' fenced writes), to save the sidecar remembering them.
+  bool client_request_ids = true;
 };
 
 // Read your own writes (docs/consistency.md): a session token says "I wrote
@@ -234,6 +241,10 @@ class Client {
   std::map<uint64_t, Pending> pending_;
   size_t completed_ = 0;
   std::mt19937_64 rng_{std::random_device{}()};
+  // Client request ids: seeded from 256 bits of the OS's randomness, so two
+  // clients (or two runs) do not draw the same ids.
+  std::mt19937_64 ids_;
+  std::string NewClientRequestId();
 };
 
 // Iterates all entities of a query; fetches pages lazily.

@@ -11,7 +11,22 @@ namespace sidetable::client {
 
 using Clock = std::chrono::steady_clock;
 
-Client::Client(const ClientOptions& options) : options_(options) {}
+Client::Client(const ClientOptions& options) : options_(options) {
+  std::random_device os;
+  std::seed_seq seed{os(), os(), os(), os(), os(), os(), os(), os()};
+  ids_.seed(seed);
+}
+
+std::string Client::NewClientRequestId() {
+  if (!options_.client_request_ids) return {};
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id(32, '0');
+  for (int half = 0; half < 2; half++) {
+    uint64_t v = ids_();
+    for (int i = 0; i < 16; i++, v >>= 4) id[half * 16 + i] = kHex[v & 15];
+  }
+  return id;
+}
 
 Client::~Client() {
   if (socket_) socket_->close();

@@ -87,8 +87,19 @@ class Batch {
     return *this;
   }
 
+  // The client's id for this request (the service's x-ms-client-request-id;
+  // "" = none). A batch whose id the engine has already committed within the
+  // request-id window is not executed again: Execute() answers with the
+  // first outcome (WriteResult::replayed), so a client's retry after a lost
+  // reply applies the write exactly once. Recorded in the change log.
+  Batch& SetClientRequestId(std::string id) {
+    client_request_id_ = std::move(id);
+    return *this;
+  }
+
   const std::string& table() const { return table_; }
   const std::string& caller() const { return caller_; }
+  const std::string& client_request_id() const { return client_request_id_; }
   const std::vector<Operation>& operations() const { return ops_; }
   size_t size() const { return ops_.size(); }
 
@@ -98,6 +109,7 @@ class Batch {
  private:
   std::string table_;
   std::string caller_;
+  std::string client_request_id_;
   std::vector<Operation> ops_;
 };
 
@@ -111,6 +123,9 @@ struct WriteResult {
   int64_t timestamp = 0;
   std::vector<std::string> etags;
   std::vector<uint32_t> skipped;
+  // True when this is the remembered outcome of an earlier attempt with the
+  // same client request id: nothing was executed this time.
+  bool replayed = false;
   // A batch of one Insert, in the sidecar's reply: the entity as stored
   // (keys, properties, Timestamp, ETag), as Azure's Insert Entity answers 201
   // with it. Filled by the reply, not by the engine (nothing to copy when

@@ -44,13 +44,14 @@ Status DecodeImage(std::string_view row, const ChangeRecord& rec, std::string_vi
 Status DecodeHeader(Reader* r, ChangeRecord* out, uint64_t* op_count) {
   uint8_t format, kind;
   uint64_t lsn, ts, table_id;
-  std::string_view table, pk, caller;
+  std::string_view table, pk, caller, request_id;
   if (!r->Byte(&format)) return Corrupt("empty");
-  if (format != kChangeFormat) return Corrupt("unknown format version");
+  if (format != kChangeFormat && format != kChangeFormatV1) return Corrupt("unknown format version");
   std::string_view target;
   if (!r->Byte(&kind) || kind < 1 || kind > 4 || !r->Varint64(&lsn) || !r->Fixed64(&ts) ||
       !r->LengthPrefixed(&table) || !r->Varint64(&table_id) || !r->LengthPrefixed(&pk) ||
       !r->LengthPrefixed(&caller) ||
+      (format >= 2 && !r->LengthPrefixed(&request_id)) ||
       (kind == static_cast<uint8_t>(ChangeKind::kArchiveRequested) && !r->LengthPrefixed(&target)) ||
       !r->Varint64(op_count)) {
     return Corrupt("truncated header");
@@ -63,6 +64,7 @@ Status DecodeHeader(Reader* r, ChangeRecord* out, uint64_t* op_count) {
   out->table_id = static_cast<uint32_t>(table_id);
   out->partition_key.assign(pk);
   out->caller.assign(caller);
+  out->client_request_id.assign(request_id);
   return Status::OK();
 }
 
@@ -71,7 +73,7 @@ Status DecodeHeader(Reader* r, ChangeRecord* out, uint64_t* op_count) {
 void EncodeChangeHeader(uint64_t lsn, ChangeKind kind, int64_t commit_time,
                         std::string_view table, uint32_t table_id, std::string_view pk,
                         std::string_view caller, size_t op_count, std::string* dst,
-                        std::string_view target_table) {
+                        std::string_view target_table, std::string_view client_request_id) {
   dst->push_back(static_cast<char>(kChangeFormat));
   dst->push_back(static_cast<char>(kind));
   PutVarint64(dst, lsn);
@@ -80,6 +82,7 @@ void EncodeChangeHeader(uint64_t lsn, ChangeKind kind, int64_t commit_time,
   PutVarint64(dst, table_id);
   PutLengthPrefixed(dst, pk);
   PutLengthPrefixed(dst, caller);
+  PutLengthPrefixed(dst, client_request_id);
   if (kind == ChangeKind::kArchiveRequested) PutLengthPrefixed(dst, target_table);
   PutVarint64(dst, op_count);
 }

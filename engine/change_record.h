@@ -55,6 +55,9 @@ struct ChangeRecord {
   uint32_t table_id = 0;  // distinguishes a re-created table from its predecessor
   std::string partition_key;
   std::string caller;
+  // The writer's client request id ("" = none given): joins a client's log
+  // line with the audit trail.
+  std::string client_request_id;
   std::string target_table;  // kArchiveRequested only
   std::vector<ChangeOp> ops;
 };

@@ -58,6 +58,12 @@ struct EngineOptions {
   // its size free. Also the headroom RocksDB keeps for compactions after a
   // full disk. 0 = none (the sidecar's default is 64 MiB).
   uint64_t storage_reserve_bytes = 0;
+  // Exactly-once retries (Batch::SetClientRequestId): a retry is recognised
+  // for at least this many seconds after its first attempt committed, or
+  // until this many newer request ids were recorded, whichever comes first.
+  // At most twice the count is stored.
+  int64_t request_id_window_seconds = 900;
+  uint64_t request_id_window_count = 500'000;
   // The wall clock in DateTime ticks (tests inject one); null = system clock.
   std::function<int64_t()> clock;
 };

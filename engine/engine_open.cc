@@ -48,6 +48,7 @@ Result<std::unique_ptr<Engine::Impl>> Engine::Impl::Open(const EngineOptions& op
       {rocksdb::kDefaultColumnFamilyName, opts.meta},
       {"entities", opts.entities},
       {"changelog", opts.changelog},
+      {"requests", opts.requests},
   };
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(opts.db, path, cfs, &impl->handles_, &raw);
@@ -63,6 +64,11 @@ Result<std::unique_ptr<Engine::Impl>> Engine::Impl::Open(const EngineOptions& op
   impl->meta_cf_ = impl->handles_[0];
   impl->entities_cf_ = impl->handles_[1];
   impl->log_cf_ = impl->handles_[2];
+  impl->requests_ = std::make_unique<RequestLog>(
+      impl->db_.get(), impl->handles_[3],
+      RequestWindow{std::max<uint64_t>(1, options.request_id_window_count),
+                    std::max<int64_t>(1, options.request_id_window_seconds)});
+  ST_RETURN_IF_ERROR(impl->requests_->Load(impl->options_.clock()));
 
   ST_RETURN_IF_ERROR(impl->LoadCatalog());
   uint64_t last_lsn = 0;

@@ -29,6 +29,9 @@ Status ValidateBatch(const Batch& batch) {
   if (batch.caller().size() > 1024) {
     return Status(Code::kInvalidInput, "caller identity longer than 1024 bytes");
   }
+  if (!batch.client_request_id().empty()) {
+    ST_RETURN_IF_ERROR(ValidateClientRequestId(batch.client_request_id()));
+  }
   size_t payload = 0;
   std::unordered_set<std::string_view> rows;
   rows.reserve(ops.size());
@@ -105,8 +108,8 @@ OpKind LoggedKind(OpKind k) {
 class EgtWork : public CommitWork {
  public:
   EgtWork(Engine::Impl* e, const TableInfo& table, const Batch& batch,
-          std::vector<PreparedOp>& ops)
-      : e_(e), table_(table), batch_(batch), ops_(ops) {
+          std::vector<PreparedOp>& ops, uint64_t fingerprint)
+      : e_(e), table_(table), batch_(batch), ops_(ops), fingerprint_(fingerprint) {
     approx_bytes_ = 64;
     for (const PreparedOp& p : ops_) {
       approx_bytes_ += 2 * p.key.size() + p.before_row.size() + 32;
@@ -121,7 +124,7 @@ class EgtWork : public CommitWork {
     for (const PreparedOp& p : ops_) written += p.skipped ? 0 : 1;
     codec::EncodeChangeHeader(lsn, ChangeKind::kEntities, time, table_.name, table_.id,
                               batch_.operations()[0].entity.partition_key, batch_.caller(),
-                              written, &record);
+                              written, &record, {}, batch_.client_request_id());
     std::string row;
     for (const PreparedOp& p : ops_) {
       if (p.skipped) continue;
@@ -135,6 +138,21 @@ class EgtWork : public CommitWork {
       codec::EncodeChangeOp({p.op->entity.row_key, LoggedKind(p.op->kind), p.before_row, row}, &record);
     }
     wb->Put(e_->log_cf_, codec::LogKey(lsn), record);
+    if (!batch_.client_request_id().empty()) {
+      // The outcome is remembered in the same WriteBatch: it exists exactly
+      // when the write does.
+      RememberedOutcome outcome;
+      outcome.fingerprint = fingerprint_;
+      outcome.lsn = lsn;
+      outcome.time = time;
+      outcome.marks.reserve(ops_.size());
+      for (const PreparedOp& p : ops_) {
+        outcome.marks.push_back(p.skipped          ? RememberedOutcome::kSkipped
+                                : p.after != nullptr ? RememberedOutcome::kWritten
+                                                     : RememberedOutcome::kDeleted);
+      }
+      e_->requests_->Record(batch_.caller(), batch_.client_request_id(), outcome, time, wb);
+    }
   }
 
   size_t ApproximateBytes() const override { return approx_bytes_; }
@@ -144,6 +162,7 @@ class EgtWork : public CommitWork {
   const TableInfo& table_;
   const Batch& batch_;
   std::vector<PreparedOp>& ops_;
+  uint64_t fingerprint_;
   size_t approx_bytes_;
 };
 
@@ -292,6 +311,22 @@ Result<WriteResult> Engine::Impl::Execute(const Batch& batch) {
   const std::string& pk = ops[0].entity.partition_key;
   std::lock_guard partition_lock(partition_locks_.For(table->info.id, pk));
 
+  // A retry of a committed request: its first outcome, nothing executed.
+  // Under the partition lock, so an attempt still committing is seen.
+  uint64_t fingerprint = 0;
+  if (!batch.client_request_id().empty()) {
+    fingerprint = RequestFingerprint(batch);
+    auto known = requests_->Lookup(batch.caller(), batch.client_request_id());
+    if (!known.ok()) return known.status();
+    if (known->has_value()) {
+      if ((*known)->fingerprint != fingerprint || (*known)->marks.size() != ops.size()) {
+        return Status(Code::kInvalidInput, "client request id '" + batch.client_request_id() +
+                                               "' was already used for a different request");
+      }
+      return (*known)->ToResult();
+    }
+  }
+
   std::vector<PreparedOp> prepared(ops.size());
   for (size_t i = 0; i < ops.size(); i++) {
     prepared[i].op = &ops[i];
@@ -329,7 +364,7 @@ Result<WriteResult> Engine::Impl::Execute(const Batch& batch) {
     for (uint32_t i = 0; i < prepared.size(); i++) result.skipped.push_back(i);
     return result;
   }
-  EgtWork work(this, table->info, batch, prepared);
+  EgtWork work(this, table->info, batch, prepared, fingerprint);
   ST_RETURN_IF_ERROR(commits_->Commit(&work, &result.lsn, &result.timestamp));
   result.etags.reserve(prepared.size());
   const std::string etag = MakeETag(result.lsn);

@@ -202,4 +202,19 @@ Status ValidateCaller(std::string_view caller) {
   return Status::OK();
 }
 
+Status ValidateClientRequestId(std::string_view id) {
+  if (id.empty() || id.size() > Limits::kMaxClientRequestIdBytes) {
+    return Status(Code::kInvalidInput, "a client request id has 1 to " +
+                                           std::to_string(Limits::kMaxClientRequestIdBytes) +
+                                           " characters, got " + std::to_string(id.size()));
+  }
+  for (char c : id) {
+    if (c < 0x21 || c > 0x7E) {
+      return Status(Code::kInvalidInput,
+                    "a client request id holds printable ASCII characters only (no spaces)");
+    }
+  }
+  return Status::OK();
+}
+
 }  // namespace sidetable

@@ -26,6 +26,9 @@ struct Limits {
   // The writer id recorded in the change log with every change (like the
   // service's x-ms-client-request-id, which it caps at 1 KiB).
   static constexpr size_t kMaxCallerBytes = 1024;
+  // A client request id (exactly-once retries, docs/protocol.md): long
+  // enough for a UUID with a prefix, short enough to remember millions.
+  static constexpr size_t kMaxClientRequestIdBytes = 128;
 };
 
 // PartitionKey or RowKey: valid UTF-8, at most 1 KiB, none of / \ # ? and no
@@ -54,5 +57,9 @@ Status ValidateTableName(std::string_view name);
 // The caller recorded in the change log: valid UTF-8, at most 1 KiB, no
 // control characters, so that audits, CSV and every client can show it.
 Status ValidateCaller(std::string_view caller);
+
+// A client request id: 1..128 printable ASCII characters (0x21..0x7E), so
+// that it can be a log field, a CSV cell and a Kafka header as it is.
+Status ValidateClientRequestId(std::string_view id);
 
 }  // namespace sidetable

@@ -83,6 +83,10 @@ RocksDbOptionSet MakeRocksDbOptions(const EngineOptions& options) {
   auto cache = rocksdb::NewLRUCache(options.block_cache_bytes);
   set.entities = EntityCfOptions(options, cache);
   set.changelog = LogCfOptions(options, cache);
+  // Point lookups of ids that are almost always absent (a first attempt):
+  // the entity options' bloom filters suit it; it is small, so a small buffer.
+  set.requests = EntityCfOptions(options, cache);
+  set.requests.write_buffer_size = std::min<size_t>(options.write_buffer_bytes, 16 << 20);
   return set;
 }
 

@@ -53,7 +53,7 @@ void AppendValueJson(const Value& v, std::string* out);
 // {"lsn","timestamp","etags":[...]}; `single` writes "etag" (the only one) instead.
 std::string WriteResultToJson(const WriteResult& r, bool single);
 
-// {"lsn","kind","time","table","tableId","pk","caller","ops":[{"rk","op",
+// {"lsn","kind","time","table","tableId","pk","caller","clientRequestId"?,"ops":[{"rk","op",
 // "version","etag","before"?,"after"?}]} (before/after as entity objects).
 std::string ChangeRecordToJson(const ChangeRecord& r);
 // The same fields, written into an object the caller has opened (the Kafka

@@ -122,6 +122,9 @@ void WriteChangeRecordFields(const ChangeRecord& r, JsonWriter* out) {
   }
   if (r.kind == ChangeKind::kArchiveRequested) w.Key("targetTable").String(r.target_table);
   w.Key("caller").String(r.caller);
+  // Optional field (schema 1 readers skip unknown fields): written only
+  // when the writer gave one.
+  if (!r.client_request_id.empty()) w.Key("clientRequestId").String(r.client_request_id);
   w.Key("ops").BeginArray();
   for (const auto& op : r.ops) {
     w.BeginObject();

@@ -63,6 +63,7 @@ Status DecodeDocument(element doc, Event* out) {
   r.table_id = static_cast<uint32_t>(table_id);
   GetString(doc, "pk", &r.partition_key);
   GetString(doc, "caller", &r.caller);
+  GetString(doc, "clientRequestId", &r.client_request_id);
   GetString(doc, "targetTable", &r.target_table);
   simdjson::dom::array ops;
   if (doc["ops"].get_array().get(ops) != simdjson::SUCCESS) return Bad("no \"ops\" array");

@@ -7,7 +7,7 @@
 //
 //   {"schema":1,"source":"orders-sidecar-1","lsn":42,"kind":"Entities",
 //    "time":"2026-11-30T10:00:00.1234567Z","table":"Employees","tableId":3,
-//    "pk":"Sales","caller":"hr-app",
+//    "pk":"Sales","caller":"hr-app","clientRequestId":"7f3a...", (when given)
 //    "ops":[{"rk":"000223","op":"Merge","version":42,"etag":"W/\"42\"",
 //            "before":{...},"after":{...}}]}
 //

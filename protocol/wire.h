@@ -107,6 +107,7 @@ struct AfterToken {
 struct WriteItem {
   std::string table;
   std::vector<Operation> ops;
+  std::string client_request_id;  // "" = none
 };
 
 struct Request {
@@ -128,6 +129,9 @@ struct Request {
   std::string target;                // kRequestArchive: the archive table
   std::vector<WriteItem> writes;     // kWriteMany (the caller applies to each)
   bool no_content = false;           // kWrite: leave the inserted entity out of the reply
+  // kWrite: the client's id for the write, the same on every retry; a
+  // committed id is answered with its first outcome (docs/protocol.md).
+  std::string client_request_id;
   std::vector<WatermarkEntry> watermarks;  // kAdvanceWatermarks
   std::string derived;                     // kReadWatermarks: only this derived table ("" = all)
   std::vector<AfterToken> after;           // kGet, kQuery: wait until these are covered

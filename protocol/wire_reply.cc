@@ -47,7 +47,12 @@ Status ForEachField(std::string_view body, Fn&& fn) {
 
 void WriteChange(msgpack::Writer& w, const ChangeRecord& rec) {
   const bool archive = rec.kind == ChangeKind::kArchiveRequested;
-  w.MapHeader(archive ? 9 : 8);
+  const bool crid = !rec.client_request_id.empty();
+  w.MapHeader((archive ? 9 : 8) + (crid ? 1 : 0));
+  if (crid) {
+    w.Str("clientRequestId");
+    w.Str(rec.client_request_id);
+  }
   if (archive) {
     w.Str("target");
     w.Str(rec.target_table);
@@ -130,10 +135,15 @@ bool ReadChange(msgpack::Reader& r, ChangeRecord* rec) {
       if (!ParseChangeKind(s, &rec->kind)) return false;
     } else if (key == "time") {
       if (!ReadDateTime(r, &rec->commit_time)) return false;
-    } else if (key == "table" || key == "pk" || key == "caller" || key == "target") {
+    } else if (key == "table" || key == "pk" || key == "caller" || key == "target" ||
+               key == "clientRequestId") {
       if (!r.Str(&s)) return false;
-      (key == "table" ? rec->table : key == "pk" ? rec->partition_key
-                                   : key == "caller" ? rec->caller : rec->target_table).assign(s);
+      (key == "table"    ? rec->table
+       : key == "pk"     ? rec->partition_key
+       : key == "caller" ? rec->caller
+       : key == "target" ? rec->target_table
+                         : rec->client_request_id)
+          .assign(s);
     } else if (key == "tableId") {
       if (!r.Uint(&u)) return false;
       rec->table_id = static_cast<uint32_t>(u);
@@ -190,7 +200,7 @@ void EncodeTables(const TablesReply& r, std::string* out) {
 namespace {
 
 void WriteWriteResult(msgpack::Writer& w, const WriteResult& r) {
-  w.MapHeader(3 + (r.skipped.empty() ? 0 : 1) + (r.entity ? 1 : 0));
+  w.MapHeader(3 + (r.skipped.empty() ? 0 : 1) + (r.entity ? 1 : 0) + (r.replayed ? 1 : 0));
   w.Str("lsn");
   w.Uint(r.lsn);
   w.Str("ts");
@@ -208,11 +218,16 @@ void WriteWriteResult(msgpack::Writer& w, const WriteResult& r) {
     w.Str("entity");
     WriteEntity(w, *r.entity, /*with_meta=*/true);
   }
+  if (r.replayed) {
+    w.Str("replayed");
+    w.Bool(true);
+  }
 }
 
 // One field of a write result; false on a malformed value.
 bool ReadWriteField(std::string_view key, msgpack::Reader& r, WriteResult* w) {
   if (key == "lsn") return r.Uint(&w->lsn);
+  if (key == "replayed") return r.Bool(&w->replayed);
   if (key == "entity") {
     Entity e;
     if (!ReadEntity(r, &e).ok()) return false;

@@ -108,6 +108,7 @@ Status ReadField(msgpack::Reader& r, std::string_view key, Request* q) {
   }
   if (key == "table") return ReadString(r, key, &q->table);
   if (key == "caller") return ReadString(r, key, &q->caller);
+  if (key == "clientRequestId") return ReadString(r, key, &q->client_request_id);
   if (key == "pk") return ReadString(r, key, &q->pk);
   if (key == "rk") return ReadString(r, key, &q->rk);
   if (key == "filter") return ReadString(r, key, &q->filter);
@@ -164,6 +165,8 @@ Status ReadField(msgpack::Reader& r, std::string_view key, Request* q) {
         if (!r.Str(&name)) return Invalid("field names in 'writes' must be strings");
         if (name == "table") {
           ST_RETURN_IF_ERROR(ReadString(r, name, &item.table));
+        } else if (name == "clientRequestId") {
+          ST_RETURN_IF_ERROR(ReadString(r, name, &item.client_request_id));
         } else if (name == "ops") {
           Status s = ReadOps(r, &item.ops);
           if (!s.ok()) return Status(s.code(), "writes[" + std::to_string(i) + "]: " + s.message(), s.op_index());
@@ -226,6 +229,7 @@ std::vector<Batch> Request::ToBatches() const {
   for (const WriteItem& item : writes) {
     Batch b(item.table);
     b.SetCaller(caller);
+    b.SetClientRequestId(item.client_request_id);
     b.Reserve(item.ops.size());
     for (const Operation& op : item.ops) b.Add(op);
     out.push_back(std::move(b));
@@ -236,6 +240,7 @@ std::vector<Batch> Request::ToBatches() const {
 Batch Request::ToBatch() const {
   Batch b(table);
   b.SetCaller(caller);
+  b.SetClientRequestId(client_request_id);
   b.Reserve(ops.size());
   for (const Operation& op : ops) b.Add(op);
   return b;
@@ -255,6 +260,10 @@ Status Utf8Field(std::string_view field, std::string_view s) {
 // change log.
 Status CheckRequestText(const Request& q) {
   ST_RETURN_IF_ERROR(ValidateCaller(q.caller));
+  if (!q.client_request_id.empty()) ST_RETURN_IF_ERROR(ValidateClientRequestId(q.client_request_id));
+  for (const auto& item : q.writes) {
+    if (!item.client_request_id.empty()) ST_RETURN_IF_ERROR(ValidateClientRequestId(item.client_request_id));
+  }
   ST_RETURN_IF_ERROR(Utf8Field("table", q.table));
   ST_RETURN_IF_ERROR(Utf8Field("pk", q.pk));
   ST_RETURN_IF_ERROR(Utf8Field("rk", q.rk));
@@ -339,7 +348,8 @@ void EncodeRequest(const Request& q, std::string* out) {
   const bool sel = !q.select.empty(), filt = !q.filter.empty();
   const bool changes = q.op == Op::kReadChanges;
   const bool many = q.op == Op::kWriteMany || !q.writes.empty();
-  fields += many + q.no_content;
+  const bool crid = !q.client_request_id.empty();
+  fields += many + q.no_content + crid;
   const bool wms = q.op == Op::kAdvanceWatermarks || !q.watermarks.empty();
   const bool der = !q.derived.empty(), after = !q.after.empty();
   fields += t + c + w_ops + (get ? 2 : 0) + sel + filt + q.top.has_value() +
@@ -361,6 +371,7 @@ void EncodeRequest(const Request& q, std::string* out) {
   }
   if (t) WriteString(w, "table", q.table);
   if (c) WriteString(w, "caller", q.caller);
+  if (crid) WriteString(w, "clientRequestId", q.client_request_id);
   if (get) {
     WriteString(w, "pk", q.pk);
     WriteString(w, "rk", q.rk);
@@ -404,8 +415,9 @@ void EncodeRequest(const Request& q, std::string* out) {
     w.Str("writes");
     w.ArrayHeader(static_cast<uint32_t>(q.writes.size()));
     for (const WriteItem& item : q.writes) {
-      w.MapHeader(2);
+      w.MapHeader(item.client_request_id.empty() ? 2 : 3);
       WriteString(w, "table", item.table);
+      if (!item.client_request_id.empty()) WriteString(w, "clientRequestId", item.client_request_id);
       w.Str("ops");
       WriteOps(w, item.ops);
     }

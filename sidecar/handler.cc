@@ -1,5 +1,7 @@
 #include "sidecar/handler.h"
 
+#include <spdlog/spdlog.h>
+
 #include "engine/limits.h"
 #include "engine/query/query.h"
 
@@ -68,9 +70,17 @@ Status Handler::Run(const wire::Request& r, std::string* body, uint16_t* http) c
       Batch batch = r.ToBatch();
       auto result = engine_->Execute(batch);
       if (!result.ok()) return result.status();
-      size_t written = 0;
-      for (const auto& op : batch.operations()) written += op.kind != OpKind::kDelete;
-      metrics_->RecordTableWrite(r.table, batch.size(), written);
+      if (result->replayed) {
+        metrics_->RecordReplayedWrite();
+        spdlog::info("write {} by '{}' on {}: a retry of a committed request, answered with its "
+                     "first outcome (LSN {})",
+                     batch.client_request_id(), batch.caller(), batch.table(), result->lsn);
+      }
+      if (!result->replayed) {
+        size_t written = 0;
+        for (const auto& op : batch.operations()) written += op.kind != OpKind::kDelete;
+        metrics_->RecordTableWrite(r.table, batch.size(), written);
+      }
       if (batch.size() == 1 && batch.operations()[0].kind == OpKind::kInsert) {
         // Azure's Insert Entity: 201 with the entity as stored, or 204
         // without it when the caller asked for no content.
@@ -91,7 +101,8 @@ Status Handler::Run(const wire::Request& r, std::string* body, uint16_t* http) c
       results.reserve(r.writes.size());
       for (const Batch& batch : r.ToBatches()) {
         results.push_back(engine_->Execute(batch));
-        if (results.back().ok()) {
+        if (results.back().ok() && results.back()->replayed) metrics_->RecordReplayedWrite();
+        if (results.back().ok() && !results.back()->replayed) {
           size_t written = 0;
           for (const auto& op : batch.operations()) {
             written += op.kind != OpKind::kDelete && op.kind != OpKind::kFencedDelete;

@@ -93,6 +93,9 @@ std::string Metrics::Render(const Gauges& g) const {
   }
   out += "# TYPE sidetable_malformed_frames_total counter\n";
   Line(&out, "sidetable_malformed_frames_total", "", malformed_.load(std::memory_order_relaxed));
+  out += "# HELP sidetable_replayed_writes_total Write retries answered with the first outcome of their client request id.\n";
+  out += "# TYPE sidetable_replayed_writes_total counter\n";
+  Line(&out, "sidetable_replayed_writes_total", "", replayed_writes_.load(std::memory_order_relaxed));
   out += "# HELP sidetable_queue_depth Requests waiting for a worker.\n";
   out += "# TYPE sidetable_queue_depth gauge\n";
   Line(&out, "sidetable_queue_depth", "", g.queue_depth);

@@ -37,6 +37,8 @@ class Metrics {
     return busy_[static_cast<size_t>(why)].load(std::memory_order_relaxed);
   }
   void RecordMalformed() { malformed_.fetch_add(1, std::memory_order_relaxed); }
+  // A write answered with the remembered outcome of its client request id.
+  void RecordReplayedWrite() { replayed_writes_.fetch_add(1, std::memory_order_relaxed); }
   // Read-your-writes (docs/consistency.md): a read parked for its session
   // tokens, and how long one waited (resumed, or answered
   // ReadSessionNotAvailable when timed_out).
@@ -88,6 +90,7 @@ class Metrics {
   std::array<std::atomic<uint64_t>, kCodes> errors_{};
   std::array<std::atomic<uint64_t>, kBusyReasons> busy_{};
   std::atomic<uint64_t> malformed_{0};
+  std::atomic<uint64_t> replayed_writes_{0};
   Histogram session_wait_;
   std::atomic<uint64_t> session_waits_{0};
   std::atomic<uint64_t> session_timeouts_{0};

@@ -121,8 +121,12 @@ void Server::Impl::FinishJob(Job& job, Code code, const std::string& reply, zmq:
   const uint64_t us = MicrosSince(job.received);
   owner_->metrics_.RecordRequest(job.request.op, code, us);
   if (log_->should_log(spdlog::level::debug)) {
-    log_->debug("req {}/{}: {} {} -> {} in {} us", PeerId(job.envelope), job.request.id,
-                wire::OpName(job.request.op), job.request.table, ErrorCodeName(code), us);
+    // The client request id and caller join this line with the client's
+    // logs and with the change log's record of the write.
+    log_->debug("req {}/{}: {} {} -> {} in {} us (caller '{}', clientRequestId '{}')",
+                PeerId(job.envelope), job.request.id, wire::OpName(job.request.op),
+                job.request.table, ErrorCodeName(code), us, job.request.caller,
+                job.request.client_request_id);
   }
   const char flag = job.delimiter ? 1 : 0;
   out.send(zmq::buffer(job.envelope), zmq::send_flags::sndmore);

@@ -133,6 +133,9 @@ Status Worker::Impl::Init() {
   co.endpoint = config_.endpoint;
   co.timeout = std::chrono::milliseconds(config_.timeout_ms);
   co.max_attempts = 1;  // the event-level retry below backs off instead
+  // Fenced writes are idempotent by construction: no request ids for the
+  // sidecar to remember.
+  co.client_request_ids = false;
   co.caller = config_.caller;
   auto c = client::Client::Connect(co);
   if (!c.ok()) return c.status();

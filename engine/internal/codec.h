@@ -76,7 +76,10 @@ std::string LogKey(uint64_t lsn);
 // ---- change log ------------------------------------------------------------
 // The change log value (format byte first). Everyone outside the engine uses
 // Engine::ReadChanges.
-inline constexpr uint8_t kChangeFormat = 1;
+// Format 2 added the client request id after the caller; format 1 records
+// (written before it) are still read.
+inline constexpr uint8_t kChangeFormat = 2;
+inline constexpr uint8_t kChangeFormatV1 = 1;
 // Row images are passed pre-encoded (codec::EncodeRow) so the after image is
 // encoded once for both the row and the log.
 struct ChangeOpImages {
@@ -89,7 +92,8 @@ struct ChangeOpImages {
 void EncodeChangeHeader(uint64_t lsn, ChangeKind kind, int64_t commit_time,
                         std::string_view table, uint32_t table_id, std::string_view pk,
                         std::string_view caller, size_t op_count, std::string* dst,
-                        std::string_view target_table = {});
+                        std::string_view target_table = {},
+                        std::string_view client_request_id = {});
 void EncodeChangeOp(const ChangeOpImages& op, std::string* dst);
 Status DecodeChange(std::string_view value, ChangeRecord* out);
 // Only the header fields (lsn, kind, commit_time, table, pk, caller).

@@ -18,6 +18,7 @@
 
 #include "engine/engine.h"
 #include "engine/internal/commit_queue.h"
+#include "engine/internal/request_log.h"
 #include "engine/internal/storage_guard.h"
 #include "engine/table_name.h"
 
@@ -88,6 +89,7 @@ class Engine::Impl {
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   std::shared_ptr<StorageGuard> storage_;  // also a listener of db_
   std::unique_ptr<CommitQueue> commits_;
+  std::unique_ptr<RequestLog> requests_;
   PartitionLocks partition_locks_;
 
   // Catalog: lower-case name -> table.

@@ -16,6 +16,7 @@ struct RocksDbOptionSet {
   rocksdb::ColumnFamilyOptions meta;       // "default": catalog, counters, settings
   rocksdb::ColumnFamilyOptions entities;   // "entities": rows, bloom-filtered
   rocksdb::ColumnFamilyOptions changelog;  // "changelog": the outbox, read in order
+  rocksdb::ColumnFamilyOptions requests;   // "requests": recent client request ids
 };
 
 // Both column families share one block cache of options.block_cache_bytes.

@@ -36,8 +36,9 @@ class AsyncClient(_Requests):
 
     def __init__(self, endpoint, timeout=5.0, retries=5, caller=None,
                  backoff=0.02, max_backoff=1.0, context=None,
-                 connect_timeout=None):
+                 connect_timeout=None, client_request_ids=True):
         self.endpoint = check_endpoint(endpoint)
+        self.client_request_ids = bool(client_request_ids)
         self.timeout = float(timeout)
         self.retries = int(retries)
         self.caller = caller

@@ -13,6 +13,7 @@ import heapq as _heapq
 import itertools as _itertools
 import random as _random
 import time as _time
+import uuid as _uuid
 
 import zmq as _zmq
 
@@ -75,12 +76,16 @@ class WriteResult(object):
     """The reply of a Write: ``lsn``, ``ts`` (:class:`DateTime`) and
     ``etags`` (one per operation, ``""`` for deletes); for an insert also
     ``entity``, the entity as stored (with Timestamp and ETag), unless it
-    was asked for with ``return_entity=False`` (then ``None``)."""
+    was asked for with ``return_entity=False`` (then ``None``).
+    ``replayed`` is true when the sidecar answered a retry with the
+    remembered outcome of the write's first attempt (same client request
+    id): the write was applied once, by that attempt."""
 
-    __slots__ = ("lsn", "ts", "etags", "entity")
+    __slots__ = ("lsn", "ts", "etags", "entity", "replayed")
 
-    def __init__(self, lsn, ts, etags, entity=None):
+    def __init__(self, lsn, ts, etags, entity=None, replayed=False):
         self.lsn, self.ts, self.etags, self.entity = lsn, ts, etags, entity
+        self.replayed = replayed
 
     @property
     def etag(self):
@@ -197,11 +202,19 @@ class Handle(object):
 class Batch(object):
     """An entity group transaction: 1 to 100 operations on one PartitionKey
     of one table, committed entirely or not at all by
-    :meth:`Client.execute`."""
+    :meth:`Client.execute`.
 
-    def __init__(self, table, caller=None):
+    ``client_request_id``: the id that makes retries safe (1 to 128
+    printable ASCII characters, unique per caller); ``None`` lets the client
+    draw a random one.  Every attempt of the request carries it, and the
+    sidecar answers a retry of a committed write with the first outcome
+    instead of applying it again.  It is recorded in the change log, so it
+    joins your log lines with the audit trail."""
+
+    def __init__(self, table, caller=None, client_request_id=None):
         self.table = table
         self.caller = caller
+        self.client_request_id = client_request_id
         self.ops = []
 
     def __len__(self):
@@ -255,7 +268,8 @@ def _dec_write(body):
     entity = body.get("entity")
     return WriteResult(body.get("lsn"), body.get("ts"),
                        list(body.get("etags") or []),
-                       _w.decode_entity(entity) if entity is not None else None)
+                       _w.decode_entity(entity) if entity is not None else None,
+                       bool(body.get("replayed", False)))
 
 
 def _dec_get(body):
@@ -324,6 +338,7 @@ class _Requests(object):
     :class:`Client` and :class:`sidetable.aio.AsyncClient`."""
 
     caller = None
+    client_request_ids = True
 
     def _caller(self, caller):
         return self.caller if caller is None else caller
@@ -356,6 +371,11 @@ class _Requests(object):
 
     def _req_execute(self, batch):
         body = {"table": batch.table, "ops": batch.ops}
+        crid = batch.client_request_id
+        if crid is None and self.client_request_ids:
+            crid = _uuid.uuid4().hex     # drawn once: every retry sends the same
+        if crid is not None:
+            body["clientRequestId"] = crid
         return _w.WRITE, self._with_caller(body, batch.caller), _dec_write
 
     def _single(self, table, caller, kind, entity, if_match=None):
@@ -481,15 +501,19 @@ class Client(_Requests):
     anything else is a ``ValueError`` at once, with a suggestion.
 
     A retried request keeps its request id, so a late reply to an earlier
-    attempt also completes it.  Note that a write retried after a time-out
-    may already have been applied (the first attempt may have committed): an
-    Insert can then fail with EntityAlreadyExists.
+    attempt also completes it.  Every write also carries a client request
+    id (its batch's, or a random one), the same on each attempt: a write
+    retried after a time-out whose first attempt did commit is answered with
+    that first outcome (``WriteResult.replayed``), never applied twice,
+    within the sidecar's request-id window (docs/protocol.md).
+    ``client_request_ids=False`` sends none.
     """
 
     def __init__(self, endpoint, timeout=5.0, retries=5, caller=None,
                  backoff=0.02, max_backoff=1.0, context=None,
-                 connect_timeout=None):
+                 connect_timeout=None, client_request_ids=True):
         self.endpoint = check_endpoint(endpoint)
+        self.client_request_ids = bool(client_request_ids)
         self.timeout = float(timeout)
         self.connect_timeout = (max(self.timeout, 1.0) if connect_timeout is None
                                 else float(connect_timeout))

@@ -1,0 +1,92 @@
+// RequestLog: the committed outcomes of recent client request ids, so that a
+// client's retry of a write whose reply was lost is answered with the first
+// outcome instead of being executed again (docs/protocol.md, "Exactly-once
+// retries").
+//
+// An outcome is written into the same RocksDB WriteBatch as the rows and
+// change record of its EGT: it exists exactly when the write does, across
+// kill -9 and restarts. Only committed writes are remembered; a failed write
+// changed nothing, so its retry simply runs again.
+//
+// Bounded by generations: ids go into the current generation until it holds
+// `window_count` ids or is `window_seconds` old; starting generation g+1
+// deletes every generation below g with one range deletion. A lookup reads
+// generations g and g-1. So an id is answered for at least `window_seconds`
+// or until `window_count` newer ids were recorded, whichever comes first,
+// and at most 2 x window_count ids are ever stored.
+//
+// Keys (column family "requests"):
+//   'g' gen(8, BE)                      -> the generation's start time (ticks)
+//   'g' gen(8, BE) 0x01 caller 0x00 id  -> outcome
+// Callers contain no control characters, so (caller, id) is unambiguous:
+// the same id from two callers is two requests.
+//
+// Thread safety: Lookup() from any thread (it reads RocksDB); Record() from
+// the commit leader, serialised by an internal mutex.
+#pragma once
+
+#include <rocksdb/db.h>
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/batch.h"
+#include "engine/status.h"
+
+namespace sidetable {
+
+struct RequestWindow {
+  uint64_t count = 500'000;
+  int64_t seconds = 900;
+};
+
+// A request's identity beyond its id: a retry must send the same request.
+uint64_t RequestFingerprint(const Batch& batch);
+
+// What a committed EGT answered, compactly: every written operation's ETag
+// is the commit's, so per operation only "written", "deleted" or "skipped".
+struct RememberedOutcome {
+  uint64_t fingerprint = 0;
+  uint64_t lsn = 0;
+  int64_t time = 0;
+  enum Mark : uint8_t { kWritten = 0, kDeleted = 1, kSkipped = 2 };
+  std::vector<uint8_t> marks;
+
+  WriteResult ToResult() const;
+};
+
+class RequestLog {
+ public:
+  RequestLog(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, RequestWindow window);
+
+  // Finds the current generation and counts its ids (open time).
+  Status Load(int64_t now);
+
+  // The outcome remembered for (caller, id), if any.
+  Result<std::optional<RememberedOutcome>> Lookup(std::string_view caller,
+                                                  std::string_view id) const;
+
+  // Adds the outcome to `wb`, starting a new generation (and deleting the
+  // old ones in the same batch) when the current one is full or old.
+  void Record(std::string_view caller, std::string_view id, const RememberedOutcome& outcome,
+              int64_t now, rocksdb::WriteBatch* wb);
+
+  uint64_t generation() const;
+
+ private:
+  rocksdb::DB* const db_;
+  rocksdb::ColumnFamilyHandle* const cf_;
+  const RequestWindow window_;
+
+  mutable std::mutex mu_;
+  uint64_t gen_ = 1;       // guarded by mu_
+  int64_t gen_start_ = 0;  // guarded by mu_
+  uint64_t gen_count_ = 0; // guarded by mu_; ids recorded in gen_ (a failed group may overcount)
+  bool header_stored_ = false;  // guarded by mu_; gen_'s start time is in the store
+};
+
+}  // namespace sidetable

@@ -1,0 +1,184 @@
+#include "engine/internal/request_log.h"
+
+#include <rocksdb/write_batch.h>
+#include <xxhash.h>
+
+#include "engine/etag.h"
+#include "engine/internal/codec.h"
+
+namespace sidetable {
+namespace {
+
+constexpr uint8_t kOutcomeFormat = 1;
+
+std::string GenKey(uint64_t gen) {
+  std::string k(1, 'g');
+  codec::PutFixed64BE(&k, gen);
+  return k;
+}
+
+std::string IdKey(uint64_t gen, std::string_view caller, std::string_view id) {
+  std::string k = GenKey(gen);
+  k.push_back('\x01');
+  k.append(caller);
+  k.push_back('\0');
+  k.append(id);
+  return k;
+}
+
+void EncodeOutcome(const RememberedOutcome& o, std::string* dst) {
+  dst->push_back(static_cast<char>(kOutcomeFormat));
+  codec::PutFixed64(dst, o.fingerprint);
+  codec::PutVarint64(dst, o.lsn);
+  codec::PutFixed64(dst, static_cast<uint64_t>(o.time));
+  codec::PutLengthPrefixed(dst, std::string_view(reinterpret_cast<const char*>(o.marks.data()),
+                                                 o.marks.size()));
+}
+
+Status DecodeOutcome(std::string_view v, RememberedOutcome* o) {
+  codec::Reader r(v);
+  uint8_t format;
+  uint64_t time;
+  std::string_view marks;
+  if (!r.Byte(&format) || format != kOutcomeFormat || !r.Fixed64(&o->fingerprint) ||
+      !r.Varint64(&o->lsn) || !r.Fixed64(&time) || !r.LengthPrefixed(&marks) || !r.empty()) {
+    return Status(Code::kInternal, "corrupt request outcome");
+  }
+  o->time = static_cast<int64_t>(time);
+  o->marks.assign(marks.begin(), marks.end());
+  return Status::OK();
+}
+
+void HashString(XXH3_state_t* st, std::string_view s) {
+  const uint64_t n = s.size();
+  XXH3_64bits_update(st, &n, sizeof n);
+  XXH3_64bits_update(st, s.data(), s.size());
+}
+
+}  // namespace
+
+uint64_t RequestFingerprint(const Batch& batch) {
+  XXH3_state_t* st = XXH3_createState();
+  XXH3_64bits_reset(st);
+  HashString(st, batch.table());
+  for (const Operation& op : batch.operations()) {
+    const uint8_t kind = static_cast<uint8_t>(op.kind);
+    XXH3_64bits_update(st, &kind, 1);
+    HashString(st, op.entity.partition_key);
+    HashString(st, op.entity.row_key);
+    HashString(st, op.if_match);
+    XXH3_64bits_update(st, &op.fence, sizeof op.fence);
+    for (const Property& p : op.entity.properties) {
+      HashString(st, p.name);
+      const uint8_t type = static_cast<uint8_t>(p.value.type());
+      XXH3_64bits_update(st, &type, 1);
+      HashString(st, p.value.bytes());
+    }
+  }
+  const uint64_t h = XXH3_64bits_digest(st);
+  XXH3_freeState(st);
+  return h;
+}
+
+WriteResult RememberedOutcome::ToResult() const {
+  WriteResult r;
+  r.lsn = lsn;
+  r.timestamp = time;
+  r.replayed = true;
+  const std::string etag = MakeETag(lsn);
+  r.etags.reserve(marks.size());
+  for (uint32_t i = 0; i < marks.size(); i++) {
+    r.etags.push_back(marks[i] == kWritten ? etag : std::string());
+    if (marks[i] == kSkipped) r.skipped.push_back(i);
+  }
+  return r;
+}
+
+RequestLog::RequestLog(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, RequestWindow window)
+    : db_(db), cf_(cf), window_(window) {}
+
+Status RequestLog::Load(int64_t now) {
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf_));
+  it->SeekToLast();
+  std::lock_guard lock(mu_);
+  gen_ = 1;
+  gen_start_ = now;
+  gen_count_ = 0;
+  header_stored_ = false;
+  if (!it->status().ok()) return Status(Code::kInternal, "request log: " + it->status().ToString());
+  if (!it->Valid()) return Status::OK();
+  const rocksdb::Slice last = it->key();
+  if (last.size() < 9 || last[0] != 'g') return Status(Code::kInternal, "request log: bad key");
+  gen_ = codec::DecodeFixed64BE(last.data() + 1);
+  // The generation's header may be missing when the group that started it
+  // failed to write; then it counts as starting now.
+  const std::string header = GenKey(gen_);
+  it->Seek(header);
+  if (it->Valid() && it->key() == header && it->value().size() == 8) {
+    gen_start_ = static_cast<int64_t>(codec::DecodeFixed64BE(it->value().data()));
+    header_stored_ = true;
+  }
+  for (; it->Valid() && it->key().starts_with(header); it->Next()) {
+    if (it->key().size() > header.size()) gen_count_++;
+  }
+  if (!it->status().ok()) return Status(Code::kInternal, "request log: " + it->status().ToString());
+  return Status::OK();
+}
+
+Result<std::optional<RememberedOutcome>> RequestLog::Lookup(std::string_view caller,
+                                                            std::string_view id) const {
+  uint64_t gen;
+  {
+    std::lock_guard lock(mu_);
+    gen = gen_;
+  }
+  // Newest first: an id is recorded at most once, but read the likelier one first.
+  for (uint64_t g = gen; g + 1 >= gen && g >= 1; g--) {
+    std::string value;
+    rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), cf_, IdKey(g, caller, id), &value);
+    if (s.IsNotFound()) continue;
+    if (!s.ok()) return Status(Code::kInternal, "request log: " + s.ToString());
+    RememberedOutcome o;
+    ST_RETURN_IF_ERROR(DecodeOutcome(value, &o));
+    return std::optional<RememberedOutcome>(std::move(o));
+  }
+  return std::optional<RememberedOutcome>();
+}
+
+void RequestLog::Record(std::string_view caller, std::string_view id,
+                        const RememberedOutcome& outcome, int64_t now, rocksdb::WriteBatch* wb) {
+  uint64_t gen;
+  {
+    std::lock_guard lock(mu_);
+    const bool full = gen_count_ >= window_.count;
+    const bool old = now - gen_start_ >= window_.seconds * kTicksPerSecond;
+    if (full || old) {
+      gen_++;
+      gen_start_ = now;
+      gen_count_ = 0;
+      header_stored_ = false;
+      // Everything below the previous generation; a range that also covers
+      // what an earlier, failed roll meant to delete.
+      wb->DeleteRange(cf_, GenKey(0), GenKey(gen_ - 1));
+    }
+    if (!header_stored_) {
+      // The start time, so that age counts from it across restarts.
+      std::string start;
+      codec::PutFixed64BE(&start, static_cast<uint64_t>(gen_start_));
+      wb->Put(cf_, GenKey(gen_), start);
+      header_stored_ = true;
+    }
+    gen_count_++;
+    gen = gen_;
+  }
+  std::string value;
+  EncodeOutcome(outcome, &value);
+  wb->Put(cf_, IdKey(gen, caller, id), value);
+}
+
+uint64_t RequestLog::generation() const {
+  std::lock_guard lock(mu_);
+  return gen_;
+}
+
+}  // namespace sidetable

@@ -1,0 +1,203 @@
+// Client request ids (Batch::SetClientRequestId): a retry of a committed
+// write is answered with its first outcome and executes nothing; the memory
+// survives a reopen, is bounded by count and age, is per caller, refuses an
+// id reused for a different request, and shows in the change log.
+#include <gtest/gtest.h>
+
+#include "engine/etag.h"
+#include "engine/limits.h"
+#include "tests/engine/engine_fixture.h"
+
+namespace sidetable::testing {
+namespace {
+
+class RequestIdTest : public EngineTest {
+ protected:
+  void SetUp() override {
+    options_.clock = [this] { return now_; };
+    EngineTest::SetUp();
+    ASSERT_TRUE(engine_->CreateTable("T", "").ok());
+  }
+
+  static Batch WithId(Batch b, const std::string& id, const std::string& caller = "app") {
+    b.SetClientRequestId(id).SetCaller(caller);
+    return b;
+  }
+  Result<WriteResult> InsertWithId(const std::string& id, const std::string& rk, int n = 0,
+                                   const std::string& caller = "app") {
+    return Run(WithId(std::move(Batch("T").Insert(MakeEntity("p", rk, n))), id, caller));
+  }
+  size_t LogRecordsWithId(const std::string& id) {
+    auto changes = engine_->ReadChanges(1, 100000, 1 << 30);
+    EXPECT_TRUE(changes.ok());
+    size_t n = 0;
+    for (const auto& r : changes->records) n += r.client_request_id == id;
+    return n;
+  }
+
+  int64_t now_ = 638'000'000'000'000'000;  // fixed ticks; tests move it
+};
+
+TEST_F(RequestIdTest, ARetryOfACommittedInsertGetsTheFirstOutcome) {
+  auto first = InsertWithId("req-1", "r");
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_FALSE(first->replayed);
+  const uint64_t lsn = engine_->Stats().last_lsn;
+
+  // Without the id this would be EntityAlreadyExists: the retry's own first attempt.
+  auto retry = InsertWithId("req-1", "r");
+  ASSERT_TRUE(retry.ok()) << retry.status().ToString();
+  EXPECT_TRUE(retry->replayed);
+  EXPECT_EQ(retry->lsn, first->lsn);
+  EXPECT_EQ(retry->timestamp, first->timestamp);
+  EXPECT_EQ(retry->etags, first->etags);
+  EXPECT_EQ(engine_->Stats().last_lsn, lsn) << "the retry committed something";
+  EXPECT_EQ(LogRecordsWithId("req-1"), 1u);
+}
+
+TEST_F(RequestIdTest, AMergeRetriedAfterANewerWriteIsNotAppliedAgain) {
+  ASSERT_TRUE(InsertWithId("a", "r", 1).ok());
+  Entity m = MakeEntity("p", "r", 2);
+  auto merge = Run(WithId(std::move(Batch("T").Merge(m)), "b"));
+  ASSERT_TRUE(merge.ok());
+  // Someone else writes n=3 after the merge.
+  ASSERT_TRUE(Run(std::move(Batch("T").InsertOrReplace(MakeEntity("p", "r", 3)))).ok());
+  auto retry = Run(WithId(std::move(Batch("T").Merge(m)), "b"));
+  ASSERT_TRUE(retry.ok());
+  EXPECT_TRUE(retry->replayed);
+  EXPECT_EQ(retry->etags, merge->etags);
+  auto e = engine_->Get("T", "p", "r", nullptr);
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->Find("n")->ToString(), "3") << "the retried merge overwrote a newer write";
+}
+
+TEST_F(RequestIdTest, TheOutcomeOfEveryOperationKindIsRemembered) {
+  ASSERT_TRUE(InsertWithId("seed", "d").ok());
+  Batch b("T");
+  b.InsertOrMerge(MakeEntity("p", "x", 1)).Delete("p", "d").InsertOrReplace(MakeEntity("p", "y"));
+  auto first = Run(WithId(b, "egt"));
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->etags.size(), 3u);
+  EXPECT_EQ(first->etags[1], "") << "a delete has no ETag";
+  auto retry = Run(WithId(b, "egt"));
+  ASSERT_TRUE(retry.ok());
+  EXPECT_TRUE(retry->replayed);
+  EXPECT_EQ(retry->etags, first->etags);
+  EXPECT_EQ(retry->etags[0], MakeETag(first->lsn));
+}
+
+TEST_F(RequestIdTest, RemembersAcrossAReopen) {
+  auto first = InsertWithId("durable", "r");
+  ASSERT_TRUE(first.ok());
+  Reopen();
+  auto retry = InsertWithId("durable", "r");
+  ASSERT_TRUE(retry.ok()) << retry.status().ToString();
+  EXPECT_TRUE(retry->replayed);
+  EXPECT_EQ(retry->lsn, first->lsn);
+}
+
+TEST_F(RequestIdTest, AFailedAttemptIsNotRememberedAndItsRetryRunsAgain) {
+  ASSERT_TRUE(Insert("T", MakeEntity("p", "taken")).ok());
+  EXPECT_FAILS_UNCHANGED(InsertWithId("f", "taken"), Code::kEntityAlreadyExists);
+  ASSERT_TRUE(Run(std::move(Batch("T").Delete("p", "taken"))).ok());
+  auto retry = InsertWithId("f", "taken");
+  ASSERT_TRUE(retry.ok()) << retry.status().ToString();
+  EXPECT_FALSE(retry->replayed) << "a failure changed nothing, so nothing is replayed";
+}
+
+TEST_F(RequestIdTest, AnIdReusedForADifferentRequestIsRefusedAndChangesNothing) {
+  ASSERT_TRUE(InsertWithId("same", "r1", 1).ok());
+  EXPECT_FAILS_UNCHANGED(InsertWithId("same", "r2", 1), Code::kInvalidInput);  // other key
+  EXPECT_FAILS_UNCHANGED(InsertWithId("same", "r1", 2), Code::kInvalidInput);  // other value
+  EXPECT_FAILS_UNCHANGED(
+      Run(WithId(std::move(Batch("T").InsertOrReplace(MakeEntity("p", "r1", 1))), "same")),
+      Code::kInvalidInput);  // other kind
+}
+
+TEST_F(RequestIdTest, IdsArePerCaller) {
+  ASSERT_TRUE(InsertWithId("shared", "r1", 0, "alice").ok());
+  auto bob = InsertWithId("shared", "r2", 0, "bob");
+  ASSERT_TRUE(bob.ok()) << bob.status().ToString();
+  EXPECT_FALSE(bob->replayed);
+}
+
+TEST_F(RequestIdTest, BadIdsAreRefusedAndChangeNothing) {
+  for (const std::string& bad : {std::string(Limits::kMaxClientRequestIdBytes + 1, 'a'),
+                                 std::string("with space"), std::string("tab\tid"),
+                                 std::string("caf\xC3\xA9")}) {
+    EXPECT_FAILS_UNCHANGED(InsertWithId(bad, "r"), Code::kInvalidInput);
+  }
+  ASSERT_TRUE(InsertWithId(std::string(Limits::kMaxClientRequestIdBytes, 'a'), "r").ok());
+}
+
+TEST_F(RequestIdTest, TheChangeRecordCarriesTheId) {
+  ASSERT_TRUE(InsertWithId("audit-me", "r").ok());
+  ASSERT_TRUE(Insert("T", MakeEntity("p", "r2")).ok());
+  auto changes = engine_->ReadChanges(1, 100, 1 << 20);
+  ASSERT_TRUE(changes.ok());
+  ASSERT_GE(changes->records.size(), 3u);
+  const auto& recs = changes->records;
+  EXPECT_EQ(recs[recs.size() - 2].client_request_id, "audit-me");
+  EXPECT_EQ(recs.back().client_request_id, "");
+}
+
+TEST_F(RequestIdTest, TheWindowIsBoundedByCount) {
+  options_.request_id_window_count = 10;
+  Reopen();
+  ASSERT_TRUE(InsertWithId("oldest", "r0").ok());
+  // 10 fill the first generation; the next 10 the second; the 21st starts a
+  // third, which drops the first.
+  for (int i = 1; i <= 9; i++) ASSERT_TRUE(InsertWithId("id" + std::to_string(i), "r" + std::to_string(i)).ok());
+  for (int i = 10; i <= 19; i++) ASSERT_TRUE(InsertWithId("id" + std::to_string(i), "r" + std::to_string(i)).ok());
+  // Still remembered: fewer than `count` ids newer than its generation.
+  auto retry = InsertWithId("oldest", "r0");
+  ASSERT_TRUE(retry.ok());
+  EXPECT_TRUE(retry->replayed);
+  ASSERT_TRUE(InsertWithId("id20", "r20").ok());
+  // Forgotten now: the retry runs again and meets its own first attempt.
+  EXPECT_FAILS_UNCHANGED(InsertWithId("oldest", "r0"), Code::kEntityAlreadyExists);
+  auto recent = InsertWithId("id15", "r15");
+  ASSERT_TRUE(recent.ok());
+  EXPECT_TRUE(recent->replayed);
+}
+
+TEST_F(RequestIdTest, TheWindowIsBoundedByAgeAndSurvivesReopenWithItsGeneration) {
+  options_.request_id_window_seconds = 60;
+  Reopen();
+  ASSERT_TRUE(InsertWithId("early", "r0").ok());
+  now_ += 59 * kTicksPerSecond;
+  Reopen();  // the generation's start time is kept, not reset to now
+  now_ += 2 * kTicksPerSecond;
+  ASSERT_TRUE(InsertWithId("second-gen", "r1").ok());  // 61 s: starts generation 2
+  auto retry = InsertWithId("early", "r0");
+  ASSERT_TRUE(retry.ok());
+  EXPECT_TRUE(retry->replayed) << "the previous generation is still read";
+  now_ += 61 * kTicksPerSecond;
+  ASSERT_TRUE(InsertWithId("third-gen", "r2").ok());  // drops generation 1
+  EXPECT_FAILS_UNCHANGED(InsertWithId("early", "r0"), Code::kEntityAlreadyExists);
+  auto kept = InsertWithId("second-gen", "r1");
+  ASSERT_TRUE(kept.ok());
+  EXPECT_TRUE(kept->replayed);
+}
+
+TEST_F(RequestIdTest, FencedBatchesRememberWhatWasSkipped) {
+  ASSERT_TRUE(engine_->CreateTable("Idx", "").ok());
+  Entity d = MakeEntity("p", "a");
+  d.Set(kFenceProperty, Value::Int64(5));
+  ASSERT_TRUE(Run(std::move(Batch("Idx").FencedUpsert(d, 5))).ok());
+  Entity newer = MakeEntity("p", "b");
+  newer.Set(kFenceProperty, Value::Int64(3));
+  Batch b("Idx");
+  b.FencedUpsert(d, 4).FencedUpsert(newer, 3);  // first fenced out, second written
+  auto first = Run(WithId(b, "fenced"));
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->skipped, std::vector<uint32_t>{0});
+  auto retry = Run(WithId(b, "fenced"));
+  ASSERT_TRUE(retry.ok());
+  EXPECT_TRUE(retry->replayed);
+  EXPECT_EQ(retry->skipped, first->skipped);
+  EXPECT_EQ(retry->etags, first->etags);
+}
+
+}  // namespace
+}  // namespace sidetable::testing
