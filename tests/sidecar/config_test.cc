@@ -9,6 +9,15 @@
 namespace sidetable::sidecar {
 namespace {
 
+// compose/ mounts its own sidecar config: it must load as strictly as the examples.
+TEST(Config, ComposeConfigLoadsAndValidates) {
+  ServerConfig c;
+  Status s = LoadConfigFile(std::string(ST_CONFIG_DIR) + "/../compose/config/sidetable.yaml", &c);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  EXPECT_EQ(c.kafka.replication_factor, 1) << "compose runs one broker";
+}
+
 TEST(Config, ExampleFilesLoadAndValidate) {
   for (const char* name : {"sidetable.dev.yaml", "sidetable.prod.yaml"}) {
     ServerConfig c;
