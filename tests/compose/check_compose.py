@@ -235,7 +235,7 @@ def self_test(source):
     broken(lambda t: svc(t, "app").update(command=["--endpoint", "tcp://sidecar:5555"]), "127.0.0.1")
     broken(lambda t: svc(t, "worker-2").update(ports=["127.0.0.1:9465:9465"]), "same host port")
     broken(lambda t: svc(t, "sidecar").pop("healthcheck"), "no health check")
-    broken(lambda t: t.update(dockerfile=t["dockerfile"].replace("USER sidetable", "USER root")), "non-root")
+    broken(lambda t: t.update(dockerfile=t["dockerfile"].replace("USER 10001:10001", "USER root")), "non-root")
     broken(lambda t: t.update(dockerfile=re.sub(r"FROM debian:12 AS build\n", "", t["dockerfile"])), "multi-stage")
     broken(lambda t: t.update(dockerignore=""), ".git")
     print("self-test: every rule caught its break")
