@@ -2,7 +2,11 @@
 
 #include <httplib.h>
 
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 
 namespace sidetable::common {
@@ -17,6 +21,13 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& hos
   int port = std::atoi(host_port.c_str() + colon + 1);
   std::unique_ptr<HttpEndpoint> ep(new HttpEndpoint());
   ep->http_ = std::make_unique<httplib::Server>();
+  // cpp-httplib's default sets SO_REUSEPORT, with which a second process
+  // binds the same port and the two answer /health in turn. SO_REUSEADDR
+  // alone still allows a quick restart (TIME_WAIT) but refuses a port in use.
+  ep->http_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   ep->http_->Get("/health", [health = std::move(handlers.health_json)](const httplib::Request&,
                                                                         httplib::Response& res) {
     res.set_content(health(), "application/json");
@@ -29,7 +40,11 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& hos
     port = ep->http_->bind_to_any_port(host);
     if (port < 0) return Status(Code::kUnavailable, setting + ": cannot bind on " + host);
   } else if (!ep->http_->bind_to_port(host, port)) {
-    return Status(Code::kUnavailable, setting + ": cannot bind on " + host_port);
+    const int err = errno;
+    return Status(Code::kUnavailable,
+                  setting + ": cannot bind on " + host_port + " (" + std::strerror(err) +
+                      (err == EADDRINUSE ? "; another process, perhaps a second worker, already uses this port: "
+                                           "give each its own" : "") + ")");
   }
   ep->port_ = port;
   ep->thread_ = std::thread([raw = ep->http_.get()] { raw->listen_after_bind(); });

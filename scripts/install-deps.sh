@@ -13,6 +13,7 @@ PACKAGES=(
   rapidjson-dev libsodium-dev       # only bench/codec_bench compares against these
   python3-zmq python3-msgpack
   docker-compose                    # only to validate compose/ (no container engine runs here)
+  file dpkg-dev                     # CPack's .deb: dpkg-shlibdeps and file (tests/packaging)
 )
 
 missing=()

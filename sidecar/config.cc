@@ -2,92 +2,192 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <iterator>
+#include <set>
+#include <type_traits>
+
 namespace sidetable::sidecar {
 namespace {
 
-template <typename T>
-void Read(const YAML::Node& parent, const char* key, T* out) {
-  if (parent && parent[key]) *out = parent[key].as<T>();
+// Every message names the file and the key, as `sidetable --config` prints it
+// ("configs/x.yaml: storage.durabilty: unknown key").
+class FileReader {
+ public:
+  explicit FileReader(std::string path) : path_(std::move(path)) {}
+
+  Status Bad(const std::string& key, const std::string& message) const {
+    return Status(Code::kInvalidInput, path_ + ": " + key + ": " + message);
+  }
+
+  // A section must be a map whose keys are all in `allowed`: a typo such as
+  // `durabilty` used to be ignored and leave the default in force.
+  Status Section(const YAML::Node& root, const std::string& name, const std::set<std::string>& allowed,
+                 YAML::Node* out) const {
+    const YAML::Node node = root[name];
+    if (!node || node.IsNull()) return Status::OK();  // absent or empty: the defaults
+    out->reset(node);  // rebinds (operator= would assign into the node)
+    if (!out->IsMap()) return Bad(name, "must be a map of settings");
+    for (auto it = out->begin(); it != out->end(); ++it) {
+      const std::string key = it->first.as<std::string>();
+      if (!allowed.count(key)) return Bad(name + "." + key, "unknown key (see configs/sidetable.dev.yaml)");
+    }
+    return Status::OK();
+  }
+
+  template <typename T>
+  Status Read(const YAML::Node& section, const std::string& name, const char* key, T* out) const {
+    if (!section || !section[key]) return Status::OK();
+    const YAML::Node v = section[key];
+    // yaml-cpp reads "-1" into an unsigned as a huge number: refuse the sign.
+    if constexpr (std::is_unsigned_v<T>) {
+      if (v.IsScalar() && !v.Scalar().empty() && v.Scalar()[0] == '-') {
+        return Bad(name + "." + key, "must not be negative, got " + v.Scalar());
+      }
+    }
+    if (!v.IsScalar()) return Bad(name + "." + key, "must be a single value");
+    try {
+      *out = v.as<T>();
+    } catch (const YAML::Exception&) {
+      return Bad(name + "." + key, "not a valid " + TypeName<T>() + ": '" + v.Scalar() + "'");
+    }
+    return Status::OK();
+  }
+
+  // Megabytes into bytes, refusing values whose byte count would overflow.
+  Status ReadMb(const YAML::Node& section, const std::string& name, const char* key, uint64_t* bytes) const {
+    if (!section || !section[key]) return Status::OK();
+    uint64_t mb = 0;
+    ST_RETURN_IF_ERROR(Read(section, name, key, &mb));
+    if (mb > (uint64_t{1} << 30)) return Bad(name + "." + key, "too large: " + std::to_string(mb) + " MiB");
+    *bytes = mb << 20;
+    return Status::OK();
+  }
+
+ private:
+  template <typename T>
+  static std::string TypeName() {
+    if constexpr (std::is_same_v<T, std::string>) return "string";
+    else if constexpr (std::is_unsigned_v<T>) return "non-negative integer";
+    else return "integer";
+  }
+  const std::string path_;
+};
+
+Status LoadSidecar(const FileReader& f, const YAML::Node& root, ServerConfig* c) {
+  YAML::Node s;
+  ST_RETURN_IF_ERROR(f.Section(root, "sidecar",
+                               {"id", "listen", "workers", "queue_depth", "max_request_bytes", "http",
+                                "ready_file", "shutdown_grace_ms", "max_inflight_bytes",
+                                "max_inflight_per_connection", "max_inflight_bytes_per_connection"},
+                               &s));
+  if (!s) return Status::OK();
+  ST_RETURN_IF_ERROR(f.Read(s, "sidecar", "id", &c->id));
+  if (const YAML::Node l = s["listen"]) {
+    c->listen.clear();
+    if (l.IsScalar()) {
+      c->listen.push_back(l.Scalar());
+    } else if (l.IsSequence()) {
+      for (const auto& e : l) {
+        if (!e.IsScalar()) return f.Bad("sidecar.listen", "list items must be endpoints (strings)");
+        c->listen.push_back(e.Scalar());
+      }
+    } else {
+      return f.Bad("sidecar.listen", "must be an endpoint or a list of endpoints");
+    }
+  }
+  ST_RETURN_IF_ERROR(f.Read(s, "sidecar", "workers", &c->workers));
+  ST_RETURN_IF_ERROR(f.Read(s, "sidecar", "queue_depth", &c->queue_depth));
+  ST_RETURN_IF_ERROR(f.Read(s, "sidecar", "max_request_bytes", &c->max_request_bytes));
+  ST_RETURN_IF_ERROR(f.Read(s, "sidecar", "http", &c->http));
+  ST_RETURN_IF_ERROR(f.Read(s, "sidecar", "ready_file", &c->ready_file));
+  ST_RETURN_IF_ERROR(f.Read(s, "sidecar", "shutdown_grace_ms", &c->shutdown_grace_ms));
+  ST_RETURN_IF_ERROR(f.Read(s, "sidecar", "max_inflight_bytes", &c->max_inflight_bytes));
+  ST_RETURN_IF_ERROR(f.Read(s, "sidecar", "max_inflight_per_connection", &c->max_inflight_per_connection));
+  return f.Read(s, "sidecar", "max_inflight_bytes_per_connection", &c->max_inflight_bytes_per_connection);
+}
+
+Status LoadStorage(const FileReader& f, const YAML::Node& root, ServerConfig* c) {
+  YAML::Node st, cl, q;
+  ST_RETURN_IF_ERROR(f.Section(root, "storage",
+                               {"path", "durability", "block_cache_mb", "write_buffer_mb", "reserve_mb"}, &st));
+  ST_RETURN_IF_ERROR(f.Read(st, "storage", "path", &c->data_dir));
+  std::string durability;
+  ST_RETURN_IF_ERROR(f.Read(st, "storage", "durability", &durability));
+  if (durability == "fsync") c->engine.durability = Durability::kFsync;
+  else if (durability == "os") c->engine.durability = Durability::kOs;
+  else if (!durability.empty() || (st && st["durability"])) {
+    return f.Bad("storage.durability", "must be fsync or os, got '" + durability + "'");
+  }
+  uint64_t bytes = c->engine.block_cache_bytes;
+  ST_RETURN_IF_ERROR(f.ReadMb(st, "storage", "block_cache_mb", &bytes));
+  c->engine.block_cache_bytes = static_cast<size_t>(bytes);
+  bytes = c->engine.write_buffer_bytes;
+  ST_RETURN_IF_ERROR(f.ReadMb(st, "storage", "write_buffer_mb", &bytes));
+  c->engine.write_buffer_bytes = static_cast<size_t>(bytes);
+  ST_RETURN_IF_ERROR(f.ReadMb(st, "storage", "reserve_mb", &c->engine.storage_reserve_bytes));
+
+  ST_RETURN_IF_ERROR(
+      f.Section(root, "changelog", {"max_age_seconds", "max_bytes", "check_interval_seconds"}, &cl));
+  ST_RETURN_IF_ERROR(f.Read(cl, "changelog", "max_age_seconds", &c->engine.changelog_max_age_seconds));
+  ST_RETURN_IF_ERROR(f.Read(cl, "changelog", "max_bytes", &c->engine.changelog_max_bytes));
+  ST_RETURN_IF_ERROR(f.Read(cl, "changelog", "check_interval_seconds", &c->retention_interval_seconds));
+  ST_RETURN_IF_ERROR(f.Section(root, "query", {"max_examined"}, &q));
+  return f.Read(q, "query", "max_examined", &c->query_max_examined);
+}
+
+Status LoadKafkaAndLog(const FileReader& f, const YAML::Node& root, ServerConfig* c) {
+  YAML::Node k, l;
+  ST_RETURN_IF_ERROR(f.Section(root, "kafka",
+                               {"bootstrap", "topic", "partitions", "replication_factor", "embedded_brokers",
+                                "bootstrap_file", "max_backlog_events", "watermark_flush_ms", "chunk_bytes",
+                                "properties"},
+                               &k));
+  ST_RETURN_IF_ERROR(f.Read(k, "kafka", "bootstrap", &c->kafka.bootstrap));
+  ST_RETURN_IF_ERROR(f.Read(k, "kafka", "topic", &c->kafka.topic));
+  ST_RETURN_IF_ERROR(f.Read(k, "kafka", "partitions", &c->kafka.partitions));
+  ST_RETURN_IF_ERROR(f.Read(k, "kafka", "replication_factor", &c->kafka.replication_factor));
+  ST_RETURN_IF_ERROR(f.Read(k, "kafka", "embedded_brokers", &c->kafka.embedded_brokers));
+  ST_RETURN_IF_ERROR(f.Read(k, "kafka", "bootstrap_file", &c->kafka.bootstrap_file));
+  ST_RETURN_IF_ERROR(f.Read(k, "kafka", "max_backlog_events", &c->kafka.max_backlog_events));
+  ST_RETURN_IF_ERROR(f.Read(k, "kafka", "watermark_flush_ms", &c->kafka.watermark_flush_ms));
+  ST_RETURN_IF_ERROR(f.Read(k, "kafka", "chunk_bytes", &c->kafka.chunk_bytes));
+  if (k && k["properties"] && !k["properties"].IsNull()) {
+    const YAML::Node p = k["properties"];
+    if (!p.IsMap()) return f.Bad("kafka.properties", "must be a map of librdkafka settings");
+    for (auto it = p.begin(); it != p.end(); ++it) {
+      const std::string key = it->first.as<std::string>();
+      if (!it->second.IsScalar()) return f.Bad("kafka.properties." + key, "must be a single value");
+      c->kafka.properties[key] = it->second.Scalar();
+    }
+  }
+  ST_RETURN_IF_ERROR(f.Section(root, "log", {"level", "format"}, &l));
+  ST_RETURN_IF_ERROR(f.Read(l, "log", "level", &c->log_level));
+  return f.Read(l, "log", "format", &c->log_format);
 }
 
 }  // namespace
 
-Status LoadConfigFile(const std::string& path, ServerConfig* c) {
+Status LoadConfigFile(const std::string& path, ServerConfig* config) {
+  const FileReader f(path);
+  // Read into a copy: a file that fails leaves *config as it was.
+  ServerConfig c = *config;
   try {
     YAML::Node root = YAML::LoadFile(path);
-    static const char* kSections[] = {"sidecar", "storage", "changelog", "query", "log", "kafka"};
+    if (root.IsNull()) return Status::OK();  // an empty file: all defaults
+    if (!root.IsMap()) return Status(Code::kInvalidInput, path + ": the document must be a map of sections");
+    static const std::set<std::string> kSections = {"sidecar", "storage", "changelog", "query", "log", "kafka"};
     for (auto it = root.begin(); it != root.end(); ++it) {
-      std::string key = it->first.as<std::string>();
-      bool known = false;
-      for (const char* s : kSections) known |= key == s;
-      if (!known) return Status(Code::kInvalidInput, path + ": unknown section '" + key + "'");
+      const std::string key = it->first.as<std::string>();
+      if (!kSections.count(key)) return f.Bad(key, "unknown section");
     }
-    const YAML::Node s = root["sidecar"];
-    Read(s, "id", &c->id);
-    if (s && s["listen"]) {
-      c->listen.clear();
-      if (s["listen"].IsSequence()) {
-        for (const auto& e : s["listen"]) c->listen.push_back(e.as<std::string>());
-      } else {
-        c->listen.push_back(s["listen"].as<std::string>());
-      }
-    }
-    Read(s, "workers", &c->workers);
-    Read(s, "queue_depth", &c->queue_depth);
-    Read(s, "max_request_bytes", &c->max_request_bytes);
-    Read(s, "http", &c->http);
-    Read(s, "ready_file", &c->ready_file);
-    Read(s, "shutdown_grace_ms", &c->shutdown_grace_ms);
-    Read(s, "max_inflight_bytes", &c->max_inflight_bytes);
-    Read(s, "max_inflight_per_connection", &c->max_inflight_per_connection);
-    Read(s, "max_inflight_bytes_per_connection", &c->max_inflight_bytes_per_connection);
-
-    const YAML::Node st = root["storage"];
-    Read(st, "path", &c->data_dir);
-    if (st && st["durability"]) {
-      std::string d = st["durability"].as<std::string>();
-      if (d == "fsync") c->engine.durability = Durability::kFsync;
-      else if (d == "os") c->engine.durability = Durability::kOs;
-      else return Status(Code::kInvalidInput, path + ": storage.durability must be fsync or os");
-    }
-    size_t mb;
-    if (st && st["block_cache_mb"]) {
-      Read(st, "block_cache_mb", &mb);
-      c->engine.block_cache_bytes = mb << 20;
-    }
-    if (st && st["write_buffer_mb"]) {
-      Read(st, "write_buffer_mb", &mb);
-      c->engine.write_buffer_bytes = mb << 20;
-    }
-    if (st && st["reserve_mb"]) {
-      Read(st, "reserve_mb", &mb);
-      c->engine.storage_reserve_bytes = static_cast<uint64_t>(mb) << 20;
-    }
-    const YAML::Node cl = root["changelog"];
-    Read(cl, "max_age_seconds", &c->engine.changelog_max_age_seconds);
-    Read(cl, "max_bytes", &c->engine.changelog_max_bytes);
-    Read(cl, "check_interval_seconds", &c->retention_interval_seconds);
-    Read(root["query"], "max_examined", &c->query_max_examined);
-    const YAML::Node k = root["kafka"];
-    Read(k, "bootstrap", &c->kafka.bootstrap);
-    Read(k, "topic", &c->kafka.topic);
-    Read(k, "partitions", &c->kafka.partitions);
-    Read(k, "replication_factor", &c->kafka.replication_factor);
-    Read(k, "embedded_brokers", &c->kafka.embedded_brokers);
-    Read(k, "bootstrap_file", &c->kafka.bootstrap_file);
-    Read(k, "max_backlog_events", &c->kafka.max_backlog_events);
-    Read(k, "watermark_flush_ms", &c->kafka.watermark_flush_ms);
-    Read(k, "chunk_bytes", &c->kafka.chunk_bytes);
-    if (k && k["properties"]) {
-      for (auto it = k["properties"].begin(); it != k["properties"].end(); ++it) {
-        c->kafka.properties[it->first.as<std::string>()] = it->second.as<std::string>();
-      }
-    }
-    Read(root["log"], "level", &c->log_level);
-    Read(root["log"], "format", &c->log_format);
+    ST_RETURN_IF_ERROR(LoadSidecar(f, root, &c));
+    ST_RETURN_IF_ERROR(LoadStorage(f, root, &c));
+    ST_RETURN_IF_ERROR(LoadKafkaAndLog(f, root, &c));
   } catch (const YAML::Exception& e) {
     return Status(Code::kInvalidInput, path + ": " + e.what());
   }
+  *config = std::move(c);
   return Status::OK();
 }
 
@@ -120,11 +220,18 @@ Status ValidateConfig(const ServerConfig& c) {
   if (c.log_format != "text" && c.log_format != "json") return bad("log.format must be text or json");
   if (c.query_max_examined < 1) return bad("query.max_examined must be positive");
   if (c.data_dir.empty()) return bad("storage.path must not be empty");
+  if (c.engine.changelog_max_age_seconds < 0) return bad("changelog.max_age_seconds must be 0 or more");
+  if (c.retention_interval_seconds < 1) return bad("changelog.check_interval_seconds must be at least 1");
+  static const char* kLevels[] = {"trace", "debug", "info", "warn", "warning", "error", "err", "critical", "off"};
+  if (std::find(std::begin(kLevels), std::end(kLevels), c.log_level) == std::end(kLevels)) {
+    return bad("log.level must be trace, debug, info, warn, error, critical or off, got '" + c.log_level + "'");
+  }
   if (c.kafka.partitions < 1) return bad("kafka.partitions must be at least 1");
   if (c.kafka.replication_factor < 1) return bad("kafka.replication_factor must be at least 1");
   if (c.kafka.embedded_brokers < 1 || c.kafka.embedded_brokers > 9) return bad("kafka.embedded_brokers must be 1..9");
   if (c.kafka.max_backlog_events < 1) return bad("kafka.max_backlog_events must be at least 1");
   if (c.kafka.topic.empty()) return bad("kafka.topic must not be empty");
+  if (c.kafka.watermark_flush_ms < 1) return bad("kafka.watermark_flush_ms must be at least 1");
   // The upper bound leaves the key (up to 2 KiB of table and PartitionKey)
   // and the headers room under Kafka's default message.max.bytes.
   if (c.kafka.chunk_bytes < 1024 || c.kafka.chunk_bytes > 990'000) {

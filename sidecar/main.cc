@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "common/logging.h"
 #include "common/process.h"
@@ -16,6 +17,10 @@
 
 using namespace sidetable;
 using namespace sidetable::sidecar;
+
+#ifndef SIDETABLE_VERSION
+#define SIDETABLE_VERSION "unknown"
+#endif
 
 namespace {
 
@@ -64,11 +69,17 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", config.log_level, "trace, debug, info, warn, error, off");
   app.add_option("--log-format", config.log_format, "text or json");
   std::string kafka_bootstrap;
-  app.add_option("--kafka", kafka_bootstrap, "Kafka bootstrap servers, or 'embedded' (kafka.bootstrap)");
+  CLI::Option* kafka_flag = app.add_option(
+      "--kafka", kafka_bootstrap,
+      "Kafka bootstrap servers host:port,..., 'embedded' (an in-process mock, development only) or "
+      "'none' (no change stream) (kafka.bootstrap)");
+  app.set_version_flag("--version", std::string("sidetable ") + SIDETABLE_VERSION);
   // Config file first, then flags on top: parse twice.
   CLI11_PARSE(app, argc, argv);
   if (!config_file.empty()) {
     ServerConfig from_file;
+    // Unknown keys and bad values name the file and the key: a typo must not
+    // silently leave a default (durability!) in force.
     Status s = LoadConfigFile(config_file, &from_file);
     if (!s.ok()) {
       std::fprintf(stderr, "sidetable: %s\n", s.message().c_str());
@@ -80,17 +91,27 @@ int main(int argc, char** argv) {
     kafka_bootstrap.clear();
     CLI11_PARSE(app, argc, argv);
   }
+  // An empty --kafka is refused rather than read as "not given": it usually
+  // is an unset shell variable, and the file's value would silently win.
+  if (kafka_flag->count() > 0 && kafka_bootstrap.empty()) {
+    std::fprintf(stderr,
+                 "sidetable: --kafka '': give host:port,..., 'embedded' or 'none' (no change stream)\n");
+    return 2;
+  }
   if (!listen.empty()) config.listen = listen;
   if (!kafka_bootstrap.empty()) config.kafka.bootstrap = kafka_bootstrap == "none" ? "" : kafka_bootstrap;
   if (durability == "os") config.engine.durability = Durability::kOs;
   if (durability == "fsync") config.engine.durability = Durability::kFsync;
 
-  if (Status s = common::SetupLogging(config.log_level, config.log_format); !s.ok()) {
-    std::fprintf(stderr, "sidetable: %s\n", s.message().c_str());
+  // Before logging is set up, so that the message is plain text on stderr
+  // and names where the value came from: the file, or a flag over it.
+  if (Status s = ValidateConfig(config); !s.ok()) {
+    std::fprintf(stderr, "sidetable: configuration%s: %s\n",
+                 config_file.empty() ? "" : (" (" + config_file + " and flags)").c_str(), s.message().c_str());
     return 2;
   }
-  if (Status s = ValidateConfig(config); !s.ok()) {
-    spdlog::error("configuration: {}", s.message());
+  if (Status s = common::SetupLogging(config.log_level, config.log_format); !s.ok()) {
+    std::fprintf(stderr, "sidetable: %s\n", s.message().c_str());
     return 2;
   }
   auto server = Server::Start(config);

@@ -222,6 +222,13 @@ Status Server::StartChangeStream(const ServerConfig& config) {
     auto embedded = kafka::EmbeddedKafka::Start(k.embedded_brokers);
     if (!embedded.ok()) return embedded.status();
     embedded_kafka_ = std::move(embedded).value();
+    // Create the change topic before its address is published: a worker that
+    // subscribed first had the mock auto-create it with its default of 4
+    // partitions, and kafka.partitions was then ignored (issue 16).
+    if (k.topic.find("{table}") == std::string::npos) {
+      ST_RETURN_IF_ERROR(
+          embedded_kafka_->CreateTopic(changestream::TopicFor(k.topic, config.id, ""), k.partitions));
+    }
     const std::string file =
         k.bootstrap_file.empty() ? config.data_dir + "/kafka.bootstrap" : k.bootstrap_file;
     std::ofstream out(file, std::ios::trunc);

@@ -7,16 +7,26 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <csignal>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <memory>
 
 #include "apply/worker_config.h"
 #include "common/logging.h"
 #include "common/process.h"
+#include "workers/bootstrap_watch.h"
 #include "workers/worker.h"
 
 using namespace sidetable;
 using namespace sidetable::workers;
+
+#ifndef SIDETABLE_VERSION
+#define SIDETABLE_VERSION "unknown"
+#endif
 
 namespace {
 
@@ -48,6 +58,21 @@ void Apply(const Flags& f, apply::WorkerConfig* c) {
   if (f.backoff_ms != -1) c->backoff_ms = f.backoff_ms;
 }
 
+// The embedded Kafka of a development sidecar came back on another address.
+// Start over as a new process on it: the old cluster and its group are gone
+// with the sidecar, so there is nothing to commit or leave, and a clean
+// in-process close would wait on a broker that no longer answers. Offsets
+// not committed are replayed, which fencing makes harmless.
+[[noreturn]] void RestartOn(const std::string& address, char** argv) {
+  spdlog::warn("kafka.bootstrap_file now names {}: the sidecar's embedded Kafka restarted; restarting onto it",
+               address);
+  spdlog::default_logger()->flush();
+  ::close_range(3, ~0U, 0);  // the HTTP port and Kafka sockets must not leak into the new image
+  ::execv("/proc/self/exe", argv);
+  std::fprintf(stderr, "sidetable-worker: cannot restart (%s); exiting\n", std::strerror(errno));
+  std::_Exit(1);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -69,6 +94,7 @@ int main(int argc, char** argv) {
   app.add_option("--backoff-ms", f.backoff_ms, "first back-off (retry.backoff_ms)");
   app.add_option("--log-level", f.log_level, "trace, debug, info, warn, error, off (log.level)");
   app.add_option("--log-format", f.log_format, "text or json (log.format)");
+  app.set_version_flag("--version", std::string("sidetable-worker ") + SIDETABLE_VERSION);
   CLI11_PARSE(app, argc, argv);
 
   apply::WorkerConfig config;
@@ -87,6 +113,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "sidetable-worker: %s\n", s.message().c_str());
     return 2;
   }
+  const bool from_file = config.bootstrap.empty();
   if (Status s = apply::ResolveBootstrap(&config); !s.ok()) {
     spdlog::error("configuration: {}", s.message());
     return 2;
@@ -100,7 +127,14 @@ int main(int argc, char** argv) {
   }
   g_worker = worker->get();
   common::InstallStopSignals(OnSignal);
+  std::unique_ptr<BootstrapWatch> watch;
+  if (from_file) {
+    watch = std::make_unique<BootstrapWatch>(config.bootstrap_file, config.bootstrap,
+                                             std::chrono::milliseconds(500),
+                                             [argv](const std::string& address) { RestartOn(address, argv); });
+  }
   Status s = (*worker)->Run();
+  watch.reset();
   g_worker = nullptr;
   worker->reset();
   if (!s.ok()) {

@@ -9,6 +9,15 @@
 namespace sidetable::sidecar {
 namespace {
 
+// compose/ mounts its own sidecar config: it must load as strictly as the examples.
+TEST(Config, ComposeConfigLoadsAndValidates) {
+  ServerConfig c;
+  Status s = LoadConfigFile(std::string(ST_CONFIG_DIR) + "/../compose/config/sidetable.yaml", &c);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  EXPECT_EQ(c.kafka.replication_factor, 1) << "compose runs one broker";
+}
+
 TEST(Config, ExampleFilesLoadAndValidate) {
   for (const char* name : {"sidetable.dev.yaml", "sidetable.prod.yaml"}) {
     ServerConfig c;
@@ -85,6 +94,83 @@ TEST(Config, AdmissionKeysLoad) {
   EXPECT_EQ(c.max_inflight_bytes, 8388608u);
   EXPECT_EQ(c.max_inflight_per_connection, 4u);
   EXPECT_EQ(c.max_inflight_bytes_per_connection, 7340032u);
+  EXPECT_TRUE(ValidateConfig(c).ok());
+}
+
+// Issue 16: a typo inside a section used to be ignored, so `durabilty: os`
+// silently meant fsync. Each must fail naming the file and the key, and
+// leave the configuration as it was.
+TEST(Config, UnknownKeysInsideSectionsNameTheKeyAndTheFile) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("typo.yaml");
+  const std::pair<const char*, const char*> cases[] = {
+      {"sidecar:\n  id: changed\n  listn: tcp://127.0.0.1:1\n", "sidecar.listn"},
+      {"sidecar:\n  id: changed\n  wrkers: 8\n", "sidecar.wrkers"},
+      {"sidecar:\n  id: changed\nstorage:\n  durabilty: os\n", "storage.durabilty"},
+      {"sidecar:\n  id: changed\nkafka:\n  partition: 3\n", "kafka.partition"},
+      {"sidecar:\n  id: changed\nlog:\n  lvl: debug\n", "log.lvl"},
+      {"sidecar:\n  id: changed\nchangelog:\n  max_age: 1\n", "changelog.max_age"},
+      {"sidecar:\n  id: changed\nquery:\n  max_examine: 1\n", "query.max_examine"},
+  };
+  for (const auto& [text, key] : cases) {
+    std::ofstream(path) << text;
+    ServerConfig c;
+    c.id = "before";
+    Status s = LoadConfigFile(path, &c);
+    EXPECT_EQ(s.code(), Code::kInvalidInput) << text;
+    EXPECT_NE(s.message().find(path), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find(key), std::string::npos) << s.message();
+    EXPECT_EQ(c.id, "before") << "a file that fails changes nothing: " << text;
+    EXPECT_EQ(c.engine.durability, Durability::kFsync);
+  }
+}
+
+TEST(Config, BadValuesNameTheKeyAndTheFile) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("bad.yaml");
+  const std::pair<const char*, const char*> cases[] = {
+      {"sidecar:\n  workers: lots\n", "sidecar.workers"},
+      {"sidecar:\n  queue_depth: -5\n", "sidecar.queue_depth"},
+      {"sidecar:\n  listen: {a: b}\n", "sidecar.listen"},
+      {"storage:\n  block_cache_mb: -1\n", "storage.block_cache_mb"},
+      {"storage:\n  durability: [os]\n", "storage.durability"},
+      {"storage:\n  durability: sometimes\n", "storage.durability"},
+      {"kafka:\n  partitions: twelve\n", "kafka.partitions"},
+      {"kafka:\n  properties: [acks]\n", "kafka.properties"},
+      {"kafka:\n  properties:\n    acks: [all]\n", "kafka.properties.acks"},
+      {"log: verbose\n", "log"},
+  };
+  for (const auto& [text, key] : cases) {
+    std::ofstream(path) << text;
+    ServerConfig c;
+    Status s = LoadConfigFile(path, &c);
+    EXPECT_EQ(s.code(), Code::kInvalidInput) << text;
+    EXPECT_NE(s.message().find(path + ": " + key), std::string::npos) << s.message();
+    EXPECT_EQ(c.workers, ServerConfig().workers);
+    EXPECT_EQ(c.engine.block_cache_bytes, ServerConfig().engine.block_cache_bytes);
+  }
+}
+
+TEST(Config, RangeErrorsNameTheKey) {
+  ServerConfig c;
+  c.log_level = "loud";
+  EXPECT_NE(ValidateConfig(c).message().find("log.level"), std::string::npos);
+  c = ServerConfig();
+  c.retention_interval_seconds = 0;
+  EXPECT_NE(ValidateConfig(c).message().find("changelog.check_interval_seconds"), std::string::npos);
+  c = ServerConfig();
+  c.kafka.watermark_flush_ms = 0;
+  EXPECT_NE(ValidateConfig(c).message().find("kafka.watermark_flush_ms"), std::string::npos);
+  c = ServerConfig();
+  c.engine.changelog_max_age_seconds = -1;
+  EXPECT_NE(ValidateConfig(c).message().find("changelog.max_age_seconds"), std::string::npos);
+}
+
+TEST(Config, EmptyFileAndEmptySectionsKeepTheDefaults) {
+  ServerConfig c;
+  ASSERT_TRUE(LoadText("", &c).ok());
+  ASSERT_TRUE(LoadText("sidecar:\nstorage:\nkafka:\n  properties:\n", &c).ok());
+  EXPECT_EQ(c.workers, ServerConfig().workers);
   EXPECT_TRUE(ValidateConfig(c).ok());
 }
 

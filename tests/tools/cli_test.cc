@@ -345,6 +345,41 @@ TEST_F(CliTest, ChangesShowCallerAndImages) {
 
 // lag against counts the test computes itself from what it wrote and where
 // KafkaPartitionFor puts each key.
+// `changes --follow` (issue 16): prints what is there, then each new record
+// as it commits, and stops cleanly on SIGTERM.
+TEST_F(CliTest, ChangesFollowPrintsNewRecordsAsTheyCommit) {
+  ASSERT_TRUE(client_->CreateTable("Tail").ok());
+  ASSERT_TRUE(client_->Insert("Tail", EntityBuilder("p", "before").Build()).ok());
+  const std::string out = dir_.Sub("follow.out");
+  pid_t pid = testing::SpawnLogged({SIDETABLE_CLI, "--endpoint", server_->endpoint(), "changes", "--follow"}, out,
+                                   /*append=*/false);
+  auto wait_for = [&](const std::string& text) {
+    for (int i = 0; i < 1000; i++) {  // at most 10 s
+      if (Contains(ReadAll(out), text)) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  };
+  EXPECT_TRUE(wait_for("\"before\"")) << ReadAll(out);
+  ASSERT_TRUE(client_->Insert("Tail", EntityBuilder("p", "after-1").Build()).ok());
+  EXPECT_TRUE(wait_for("\"after-1\"")) << ReadAll(out);
+  ASSERT_TRUE(client_->Insert("Tail", EntityBuilder("p", "after-2").Build()).ok());
+  EXPECT_TRUE(wait_for("\"after-2\"")) << ReadAll(out);
+  EXPECT_EQ(testing::SignalAndWait(&pid, SIGTERM, 10), 0) << ReadAll(out);
+  // Each record once, in commit order.
+  const std::string text = ReadAll(out);
+  EXPECT_LT(text.find("\"before\""), text.find("\"after-1\""));
+  EXPECT_LT(text.find("\"after-1\""), text.find("\"after-2\""));
+  int after2_lines = 0;
+  for (const auto& line : Lines(text)) after2_lines += Contains(line, "\"after-2\"") ? 1 : 0;
+  EXPECT_EQ(after2_lines, 1) << text;
+
+  // --max still bounds it: exits by itself once that many are printed.
+  CliResult bounded = Cli({"changes", "--follow", "--max", "2"});
+  EXPECT_EQ(bounded.exit_code, 0) << Describe(bounded);
+  EXPECT_EQ(Lines(bounded.out).size(), 2u) << bounded.out;
+}
+
 TEST_F(CliTest, LagCountsRecordsAboveEachPartitionsWatermark) {
   ASSERT_TRUE(client_->CreateTable("Other").ok());
   ASSERT_TRUE(client_->CreateTable("People").ok());
@@ -512,6 +547,27 @@ TEST_F(VerifyTest, BadConfigIsAUsageError) {
   std::ofstream(dir_.Sub("bad.yaml")) << "patterns:\n  - name: nonsense\n";
   EXPECT_EQ(Cli({"verify", "--config", dir_.Sub("bad.yaml")}).exit_code, 2);
   EXPECT_EQ(Cli({"verify", "--config", dir_.Sub("absent.yaml")}).exit_code, 2);
+}
+
+// Issue 16: a source table that does not exist used to print "checked 0"
+// and exit 0. It is an error naming the table; a derived table that does not
+// exist yet is still fine (it appears with its first entry).
+TEST_F(VerifyTest, AMissingSourceTableIsAnError) {
+  std::ofstream(dir_.Sub("typo.yaml")) << "patterns:\n  - name: index_table\n    source: Peeple\n"
+                                          "    target: PeopleByName\n    properties: Name\n";
+  CliResult r = Cli({"verify", "--config", dir_.Sub("typo.yaml")});
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_TRUE(Contains(r.err, "source table 'Peeple'")) << Describe(r);
+  EXPECT_EQ(r.out, "") << "nothing on stdout on failure";
+  auto tables = client_->ListTables();
+  ASSERT_TRUE(tables.ok());
+  for (const auto& t : *tables) EXPECT_NE(t, "Peeple") << "verify created nothing";
+
+  std::ofstream(dir_.Sub("archive.yaml")) << "patterns:\n  - name: archive\n    source: Nobody\n"
+                                             "    target: NobodyArchive\n";
+  CliResult a = Cli({"verify", "--config", dir_.Sub("archive.yaml")});
+  EXPECT_EQ(a.exit_code, 1) << Describe(a);
+  EXPECT_TRUE(Contains(a.err, "source table 'Nobody'")) << Describe(a);
 }
 
 }  // namespace

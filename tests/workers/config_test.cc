@@ -97,7 +97,7 @@ TEST(WorkerConfigTest, ScalarTopicAndShippedConfigsLoad) {
   apply::WorkerConfig c;
   ASSERT_TRUE(apply::LoadWorkerConfigText("kafka:\n  topic: one\n", "t", &c).ok());
   EXPECT_EQ(c.topics, std::vector<std::string>{"one"});
-  for (const char* f : {"configs/worker.dev.yaml", "configs/worker.prod.yaml"}) {
+  for (const char* f : {"configs/worker.dev.yaml", "configs/worker.prod.yaml", "compose/config/worker.yaml"}) {
     apply::WorkerConfig shipped;
     Status s = apply::LoadWorkerConfigFile(std::string(SIDETABLE_SOURCE_DIR) + "/" + f, &shipped);
     ASSERT_TRUE(s.ok()) << f << ": " << s.ToString();

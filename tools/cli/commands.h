@@ -48,6 +48,7 @@ struct CommandArgs {
   std::string format = "jsonl";
   uint64_t from = 1;
   uint64_t max = 1000;
+  bool follow = false;  // changes --follow: wait for new records (tail -f)
 };
 
 // One command's process-wide state: the lazily connected client and the

@@ -1,4 +1,4 @@
-// Commands that read or manage: ping, tables, query, changes.
+// Commands that read or manage: ping, tables, query (changes: commands_changes.cc).
 #include <algorithm>
 
 #include "events/entity_json.h"
@@ -74,25 +74,6 @@ int RunQuery(Session& s, const CommandArgs& a) {
   }
   if (!it.status().ok()) return s.Fail(it.status());
   if (table) s.out = printer.Render();
-  return s.Finish();
-}
-
-int RunChanges(Session& s, const CommandArgs& a) {
-  client::Client* c = s.Client();
-  if (!c) return s.connect_exit;
-  uint64_t from = a.from, remaining = a.max;
-  while (remaining > 0) {
-    auto batch = c->ReadChanges(from, static_cast<uint32_t>(std::min<uint64_t>(remaining, 10'000)));
-    if (!batch.ok()) return s.Fail(batch.status());
-    if (batch->records.empty()) break;
-    for (const auto& r : batch->records) {
-      s.out += ChangeRecordToJson(r);
-      s.out += '\n';
-      from = r.lsn + 1;
-      if (--remaining == 0) break;
-    }
-    if (from > batch->last_lsn) break;
-  }
   return s.Finish();
 }
 

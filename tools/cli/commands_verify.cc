@@ -5,7 +5,8 @@
 //     pattern's own ExpectedIndex() and compares it with the target table:
 //     missing, extra and stale entries (stale = same keys, other content).
 //   archive: no entity may be in both the source and the archive table.
-// Exit 0 when everything matches, 4 on divergence (kExitDiverged).
+// Exit 0 when everything matches, 4 on divergence (kExitDiverged), 1 when a
+// source table does not exist.
 #include <map>
 
 #include "apply/worker_config.h"
@@ -19,14 +20,20 @@ namespace {
 
 using Key = std::pair<std::string, std::string>;
 
-// Every entity of a table (all properties, with ETags), keyed; TableNotFound
-// counts as empty (a derived table appears with its first entry).
-Status ReadTable(client::Client* c, const std::string& table, std::map<Key, Entity>* out) {
+// Every entity of a table (all properties, with ETags), keyed. A derived
+// table that does not exist counts as empty (it appears with its first
+// entry); a source table that does not exist is an error: "checked 0" and
+// exit 0 there hid a typo in the config or the wrong endpoint (issue 16).
+Status ReadTable(client::Client* c, const std::string& table, bool is_source, const std::string& pattern,
+                 std::map<Key, Entity>* out) {
   auto it = c->Query({.table = table});
   Entity e;
   while (it.Next(&e)) out->emplace(Key{e.partition_key, e.row_key}, std::move(e));
-  if (!it.status().ok() && it.status().code() != Code::kTableNotFound) return it.status();
-  return Status::OK();
+  if (it.status().ok()) return Status::OK();
+  if (it.status().code() != Code::kTableNotFound) return it.status();
+  if (!is_source) return Status::OK();
+  return Status(Code::kTableNotFound, "verify: source table '" + table + "' of " + pattern +
+                                          " does not exist (a typo in the config, or another sidecar?)");
 }
 
 struct Report {
@@ -41,12 +48,12 @@ void Line(std::string* out, const std::string& pattern, const char* what, const 
 Status VerifyIndex(client::Client* c, const patterns::PatternConfig& pc, std::string* out, Report* r) {
   auto config = patterns::IndexTableConfig::FromSettings(pc);
   if (!config.ok()) return config.status();
+  const std::string name = "index_table " + config->source + " -> " + config->target;
   std::map<Key, Entity> source, actual;
-  ST_RETURN_IF_ERROR(ReadTable(c, config->source, &source));
-  ST_RETURN_IF_ERROR(ReadTable(c, config->target, &actual));
+  ST_RETURN_IF_ERROR(ReadTable(c, config->source, /*is_source=*/true, name, &source));
+  ST_RETURN_IF_ERROR(ReadTable(c, config->target, /*is_source=*/false, name, &actual));
   std::vector<Entity> sources;
   for (auto& [k, e] : source) sources.push_back(e);
-  const std::string name = "index_table " + config->source + " -> " + config->target;
   for (const Entity& want : patterns::ExpectedIndex(*config, sources)) {
     r->checked++;
     Key k{want.partition_key, want.row_key};
@@ -72,10 +79,10 @@ Status VerifyIndex(client::Client* c, const patterns::PatternConfig& pc, std::st
 Status VerifyArchive(client::Client* c, const patterns::PatternConfig& pc, std::string* out, Report* r) {
   auto config = patterns::ArchiveConfig::FromSettings(pc);
   if (!config.ok()) return config.status();
-  std::map<Key, Entity> source, archive;
-  ST_RETURN_IF_ERROR(ReadTable(c, config->source(), &source));
-  ST_RETURN_IF_ERROR(ReadTable(c, config->target(), &archive));
   const std::string name = "archive " + config->source() + " -> " + config->target();
+  std::map<Key, Entity> source, archive;
+  ST_RETURN_IF_ERROR(ReadTable(c, config->source(), /*is_source=*/true, name, &source));
+  ST_RETURN_IF_ERROR(ReadTable(c, config->target(), /*is_source=*/false, name, &archive));
   for (const auto& [k, e] : archive) {
     r->checked++;
     if (source.count(k)) {

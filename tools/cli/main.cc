@@ -8,13 +8,21 @@
 // except by the streaming replay commands (replay_commands.h).
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
+#include <string>
+
 #include "tools/cli/commands.h"
 #include "tools/cli/replay_commands.h"
 
 using namespace sidetable::cli;
 
+#ifndef SIDETABLE_VERSION
+#define SIDETABLE_VERSION "unknown"
+#endif
+
 int main(int argc, char** argv) {
   CLI::App app{"sidetable-cli: tables, entities, queries and the change log of a sidetable sidecar"};
+  app.set_version_flag("--version", std::string("sidetable-cli ") + SIDETABLE_VERSION);
   app.require_subcommand(1);
   app.fallthrough();  // global options may also follow the command
   GlobalOptions g;
@@ -92,7 +100,11 @@ int main(int argc, char** argv) {
 
   auto* changes = app.add_subcommand("changes", "print change-log records as JSON lines");
   changes->add_option("--from", a.from, "first LSN")->capture_default_str();
-  changes->add_option("--max", a.max, "most records to print")->check(CLI::PositiveNumber)->capture_default_str();
+  changes->add_option("--max", a.max, "most records to print (with --follow: no limit unless given)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  changes->add_flag("--follow,-f", a.follow,
+                    "then wait for new records and print each as it commits, until Ctrl-C (like tail -f)");
 
   auto* lag = app.add_subcommand(
       "lag", "per derived table, source and Kafka partition: the applied LSN and the change records above it");
@@ -130,7 +142,10 @@ int main(int argc, char** argv) {
   if (command == "delete") return RunDelete(s, a);
   if (command == "query") return RunQuery(s, a);
   if (command == "batch") return RunBatch(s, a);
-  if (command == "changes") return RunChanges(s, a);
+  if (command == "changes") {
+    if (a.follow && changes->count("--max") == 0) a.max = UINT64_MAX;
+    return RunChanges(s, a);
+  }
   if (command == "lag") {
     if (lag->count("--max-scan") == 0) a.max = 200'000;
     a.format = lag_json ? "json" : "text";

@@ -1,0 +1,260 @@
+#!/usr/bin/python3
+"""Checks that compose/ can work on a real Docker host, by reading the files.
+
+No container engine runs on the development machines or in CI, so the
+compose file, the configs it mounts, the Dockerfile and .dockerignore are
+checked against each other (issue 16): topics and their replication,
+ports, paths, health checks, the app sharing the sidecar's network, the
+workers' production settings, a non-root multi-stage Debian 12 image.
+
+  check_compose.py --source DIR     check the tree
+  check_compose.py --self-test      prove each rule fails on a broken copy
+"""
+import argparse
+import copy
+import os
+import re
+import sys
+
+import yaml
+
+
+def load(source):
+    """The compose file and the config files it mounts, keyed by service."""
+    compose_dir = os.path.join(source, "compose")
+    with open(os.path.join(compose_dir, "docker-compose.yml")) as f:
+        compose = yaml.safe_load(f)
+    mounted = {}  # (service, container path) -> parsed YAML
+    for name, svc in compose["services"].items():
+        for v in svc.get("volumes", []):
+            host, _, rest = v.partition(":")
+            if not host.startswith("."):
+                continue  # a named volume
+            target = rest.split(":")[0]
+            with open(os.path.normpath(os.path.join(compose_dir, host))) as f:
+                mounted[(name, target)] = yaml.safe_load(f)
+    with open(os.path.join(compose_dir, "Dockerfile")) as f:
+        dockerfile = f.read()
+    ignore_path = os.path.join(source, ".dockerignore")
+    dockerignore = open(ignore_path).read() if os.path.exists(ignore_path) else ""
+    return {"compose": compose, "mounted": mounted, "dockerfile": dockerfile, "dockerignore": dockerignore}
+
+
+def flag(command, name):
+    """The value of --name VALUE or --name=VALUE in a command list."""
+    command = command or []
+    for i, a in enumerate(command):
+        if a == name and i + 1 < len(command):
+            return command[i + 1]
+        if a.startswith(name + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def config_of(t, service):
+    svc = t["compose"]["services"][service]
+    path = flag(svc.get("command"), "--config")
+    if path is None:
+        raise AssertionError(f"{service}: no --config in its command")
+    if (service, path) not in t["mounted"]:
+        raise AssertionError(f"{service}: --config {path} is not a file mounted from compose/")
+    return t["mounted"][(service, path)]
+
+
+def volume_target(svc, volume):
+    for v in svc.get("volumes", []):
+        parts = v.split(":")
+        if parts[0] == volume:
+            return parts[1]
+    return None
+
+
+def port_of(address):
+    return int(address.rsplit(":", 1)[1])
+
+
+def health_port(svc):
+    test = " ".join(svc.get("healthcheck", {}).get("test", []))
+    m = re.search(r"http://127\.0\.0\.1:(\d+)/health", test)
+    return int(m.group(1)) if m else None
+
+
+def workers(t):
+    return [n for n, s in t["compose"]["services"].items() if s.get("entrypoint") == ["sidetable-worker"]]
+
+
+def check(t):
+    """Returns a list of problems (empty = all agree)."""
+    problems = []
+
+    def rule(ok, message):
+        if not ok:
+            problems.append(message)
+
+    services = t["compose"]["services"]
+    kafka = services["kafka"]
+    env = kafka["environment"]
+    brokers = len(str(env["KAFKA_CONTROLLER_QUORUM_VOTERS"]).split(","))
+    sidecar = services["sidecar"]
+    sc = config_of(t, "sidecar")
+    init_env = services["kafka-init"]["environment"]
+
+    # Kafka keeps its data on its volume.
+    rule(env.get("KAFKA_LOG_DIRS") == volume_target(kafka, "kafka-data"),
+         "kafka: KAFKA_LOG_DIRS must be the kafka-data volume's mount point "
+         f"({volume_target(kafka, 'kafka-data')}), got {env.get('KAFKA_LOG_DIRS')}")
+
+    # Topics: the sidecar's replication fits the brokers, and with automatic
+    # creation off every topic in use is created by kafka-init or the sidecar.
+    ks = sc["kafka"]
+    rule(ks["bootstrap"] == "kafka:9092", f"sidecar: kafka.bootstrap must be kafka:9092, got {ks['bootstrap']}")
+    rule(int(ks["replication_factor"]) <= brokers,
+         f"sidecar: kafka.replication_factor {ks['replication_factor']} > {brokers} broker(s): "
+         "the change topic would never be created")
+    for key in ("KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR", "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR",
+                "KAFKA_DEFAULT_REPLICATION_FACTOR", "KAFKA_MIN_INSYNC_REPLICAS"):
+        rule(int(env.get(key, 0)) <= brokers and key in env, f"kafka: {key} must be set and at most {brokers}")
+    change_topic = ks["topic"].replace("{sidecar}", sc["sidecar"]["id"])
+    rule("{table}" not in ks["topic"], "sidecar: one change topic (no {table}) for compose")
+    rule(init_env["CHANGE_TOPIC"] == change_topic,
+         f"kafka-init: CHANGE_TOPIC {init_env['CHANGE_TOPIC']} is not the sidecar's topic {change_topic}")
+    rule(int(init_env["CHANGE_PARTITIONS"]) == int(ks["partitions"]),
+         f"kafka-init: CHANGE_PARTITIONS {init_env['CHANGE_PARTITIONS']} != kafka.partitions {ks['partitions']}")
+    rule(int(init_env["REPLICATION_FACTOR"]) == int(ks["replication_factor"]),
+         "kafka-init: REPLICATION_FACTOR differs from the sidecar's kafka.replication_factor")
+    auto_create = str(env.get("KAFKA_AUTO_CREATE_TOPICS_ENABLE", "true")).lower() == "true"
+    init_script = " ".join(services["kafka-init"].get("command", []))
+    rule("$$DEAD_LETTER_TOPIC" in init_script and "$$CHANGE_TOPIC" in init_script,
+         "kafka-init: its command must create $$CHANGE_TOPIC and $$DEAD_LETTER_TOPIC")
+
+    # The sidecar: data on its volume, HTTP and ZeroMQ reachable, health on /health.
+    s = sc["sidecar"]
+    rule(sc["storage"]["path"] == volume_target(sidecar, "sidecar-data"),
+         f"sidecar: storage.path {sc['storage']['path']} is not the sidecar-data volume")
+    rule(health_port(sidecar) == port_of(s["http"]), f"sidecar: health check port != sidecar.http {s['http']}")
+    zmq_ports = [port_of(e) for e in s["listen"] if e.startswith("tcp://")]
+    rule(any(e.startswith("tcp://0.0.0.0:") for e in s["listen"]),
+         "sidecar: listen on tcp://0.0.0.0 so workers in other containers reach it")
+    rule(s["http"].startswith("0.0.0.0:"), "sidecar: http must bind 0.0.0.0 for its published port")
+    published = [str(p).rsplit(":", 1)[1] for p in sidecar.get("ports", [])]
+    rule(str(port_of(s["http"])) in published, "sidecar: /health's port must be published")
+    grace_s = int(s["shutdown_grace_ms"]) / 1000
+    stop = sidecar.get("stop_grace_period", "10s")
+    rule(stop.endswith("s") and int(stop[:-1]) >= grace_s + 2,
+         f"sidecar: stop_grace_period {stop} must be at least shutdown_grace_ms + 2 s ({grace_s + 2:.0f}s)")
+    rule("sidecar-data" in t["compose"].get("volumes", {}) and "kafka-data" in t["compose"].get("volumes", {}),
+         "volumes: kafka-data and sidecar-data must be declared")
+
+    # Workers: the sidecar's topic and a created dead-letter topic, the
+    # sidecar's endpoint, their own health port, production settings.
+    ws = workers(t)
+    rule(len(ws) >= 2, "at least two workers in one group")
+    host_ports = []
+    groups = set()
+    for name in ws:
+        svc = services[name]
+        wc = config_of(t, name)
+        k = wc["kafka"]
+        topics = k["topic"] if isinstance(k["topic"], list) else [k["topic"]]
+        rule(topics == [change_topic], f"{name}: kafka.topic {topics} is not the sidecar's {change_topic}")
+        rule(k.get("bootstrap") == ks["bootstrap"], f"{name}: kafka.bootstrap differs from the sidecar's")
+        dlq = wc["dead_letter"]["topic"]
+        rule(dlq == init_env["DEAD_LETTER_TOPIC"] or auto_create,
+             f"{name}: dead_letter.topic {dlq} is never created (kafka-init creates {init_env['DEAD_LETTER_TOPIC']})")
+        endpoint = wc["sidecar"]["endpoint"]
+        rule(endpoint.startswith("tcp://sidecar:") and int(endpoint.rsplit(":", 1)[1]) in zmq_ports,
+             f"{name}: sidecar.endpoint {endpoint} is not the sidecar service's port {zmq_ports}")
+        rule(health_port(svc) == port_of(wc["http"]), f"{name}: health check port != http {wc['http']}")
+        rule(wc["http"].startswith("0.0.0.0:"), f"{name}: http must bind 0.0.0.0 for its published port")
+        for p in svc.get("ports", []):
+            host_ports.append(str(p).rsplit(":", 2)[-2])
+        props = (k.get("properties") or {})
+        rule(int(props.get("fetch.wait.max.ms", 500)) >= 100,
+             f"{name}: fetch.wait.max.ms {props.get('fetch.wait.max.ms')} is the in-process mock's tuning")
+        rule(not k.get("bootstrap_file"), f"{name}: bootstrap_file is for the embedded development Kafka")
+        groups.add(k["group"])
+        deps = svc.get("depends_on", {})
+        rule(deps.get("kafka-init", {}).get("condition") == "service_completed_successfully",
+             f"{name}: must wait for kafka-init (its dead-letter topic)")
+    rule(len(groups) == 1, f"workers must share one consumer group, got {sorted(groups)}")
+    rule(len(host_ports) == len(set(host_ports)), f"workers publish the same host port: {host_ports}")
+
+    # The application reaches its sidecar the way a sidecar is reached.
+    app = services.get("app", {})
+    rule(app.get("network_mode") == "service:sidecar", "app: network_mode must be service:sidecar")
+    endpoint = flag(app.get("command"), "--endpoint") or ""
+    rule(endpoint.startswith("tcp://127.0.0.1:") and int(endpoint.rsplit(":", 1)[1]) in zmq_ports,
+         f"app: --endpoint {endpoint} must be the sidecar's port on 127.0.0.1")
+    rule("ports" not in app, "app: a service in another's network namespace cannot publish ports")
+
+    # Every service with a health check that others wait on has one.
+    for name, svc in services.items():
+        for dep, how in (svc.get("depends_on") or {}).items():
+            if isinstance(how, dict) and how.get("condition") == "service_healthy":
+                rule("healthcheck" in services[dep], f"{name} waits for {dep} to be healthy; it has no health check")
+
+    # The image: multi-stage Debian 12, non-root, a build context without .git and build/.
+    df = t["dockerfile"]
+    froms = re.findall(r"^FROM\s+(\S+)", df, re.M)
+    rule(len(froms) >= 2 and all(f.startswith("debian:12") or f.startswith("debian:bookworm") for f in froms),
+         f"Dockerfile: a multi-stage build on Debian 12, got FROM {froms}")
+    last_stage = df[df.rfind("\nFROM"):]
+    users = re.findall(r"^USER\s+(\S+)", last_stage, re.M)
+    rule(bool(users) and users[-1] not in ("root", "0", "0:0"), "Dockerfile: the final stage must run as non-root")
+    ignored = {l.strip().rstrip("/") for l in t["dockerignore"].splitlines() if l.strip() and not l.startswith("#")}
+    for needed in (".git", "build"):
+        rule(needed in ignored, f".dockerignore must exclude {needed}")
+    return problems
+
+
+def self_test(source):
+    """Each rule must catch the break it is about."""
+    base = load(source)
+    assert check(base) == [], check(base)
+
+    def broken(mutate, expect):
+        t = copy.deepcopy(base)
+        mutate(t)
+        problems = check(t)
+        assert any(expect in p for p in problems), f"{expect!r} not caught: {problems}"
+
+    svc = lambda t, n: t["compose"]["services"][n]
+    cfg = lambda t, n: config_of(t, n)
+    broken(lambda t: svc(t, "kafka")["environment"].pop("KAFKA_LOG_DIRS"), "KAFKA_LOG_DIRS")
+    broken(lambda t: cfg(t, "sidecar")["kafka"].update(replication_factor=3), "replication_factor 3")
+    broken(lambda t: cfg(t, "sidecar")["kafka"].update(partitions=24), "CHANGE_PARTITIONS")
+    broken(lambda t: cfg(t, "sidecar")["sidecar"].update(id="other"), "CHANGE_TOPIC")
+    broken(lambda t: cfg(t, "worker-1")["dead_letter"].update(topic="x.dlq"), "never created")
+    broken(lambda t: cfg(t, "worker-1")["kafka"]["properties"].update({"fetch.wait.max.ms": "5"}), "mock")
+    broken(lambda t: cfg(t, "worker-1")["sidecar"].update(endpoint="tcp://sidecar:6000"), "sidecar.endpoint")
+    broken(lambda t: cfg(t, "worker-1").update(http="127.0.0.1:9465"), "bind 0.0.0.0")
+    broken(lambda t: cfg(t, "sidecar")["storage"].update(path="/data"), "storage.path")
+    broken(lambda t: cfg(t, "sidecar")["sidecar"].update(http="0.0.0.0:9000"), "health check port")
+    broken(lambda t: cfg(t, "sidecar")["sidecar"].update(shutdown_grace_ms=60000), "stop_grace_period")
+    broken(lambda t: svc(t, "app").pop("network_mode"), "network_mode")
+    broken(lambda t: svc(t, "app").update(command=["--endpoint", "tcp://sidecar:5555"]), "127.0.0.1")
+    broken(lambda t: svc(t, "worker-2").update(ports=["127.0.0.1:9465:9465"]), "same host port")
+    broken(lambda t: svc(t, "sidecar").pop("healthcheck"), "no health check")
+    broken(lambda t: t.update(dockerfile=t["dockerfile"].replace("USER 10001:10001", "USER root")), "non-root")
+    broken(lambda t: t.update(dockerfile=re.sub(r"FROM debian:12 AS build\n", "", t["dockerfile"])), "multi-stage")
+    broken(lambda t: t.update(dockerignore=""), ".git")
+    print("self-test: every rule caught its break")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--source", default=os.path.join(os.path.dirname(__file__), "..", ".."))
+    ap.add_argument("--self-test", action="store_true")
+    args = ap.parse_args()
+    if args.self_test:
+        self_test(args.source)
+        return 0
+    problems = check(load(args.source))
+    for p in problems:
+        print("compose: " + p)
+    print(f"compose: {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
