@@ -1,12 +1,12 @@
 // Signing and verifying tokens (HMAC-SHA256, libsodium), the keyring, and
 // key files.
 #include <sodium.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 
 #include "protocol/token.h"
 
@@ -132,17 +132,30 @@ Result<std::string> DecodeKey(std::string_view text) {
 }
 
 Result<std::string> LoadKeyFile(const std::string& path) {
+  // The mode is read from the open descriptor, so the file checked is the
+  // file read.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status(Code::kInvalidInput, "cannot open key file " + path);
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0) return Status(Code::kInvalidInput, "cannot read key file " + path);
-  if (!S_ISREG(st.st_mode)) return Status(Code::kInvalidInput, "key file " + path + " is not a regular file");
-  if (st.st_mode & (S_IRWXG | S_IRWXO)) {
-    return Status(Code::kInvalidInput, "key file " + path + " is accessible by group or others: chmod 600 " + path);
+  std::string text;
+  Status s;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    s = Status(Code::kInvalidInput, "key file " + path + " is not a regular file");
+  } else if (st.st_mode & (S_IRWXG | S_IRWXO)) {
+    s = Status(Code::kInvalidInput, "key file " + path + " is accessible by group or others: chmod 600 " + path);
+  } else if (st.st_size > 4096) {
+    s = Status(Code::kInvalidInput, "key file " + path + " is larger than 4 KiB: not a key");
+  } else {
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(fd, buf, sizeof buf)) > 0 && text.size() <= 4096) text.append(buf, static_cast<size_t>(n));
+    if (n < 0) s = Status(Code::kInvalidInput, "cannot read key file " + path);
+    sodium_memzero(buf, sizeof buf);
   }
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in) return Status(Code::kInvalidInput, "cannot read key file " + path);
-  Result<std::string> key = DecodeKey(text.str());
+  ::close(fd);
+  if (!s.ok()) return s;
+  Result<std::string> key = DecodeKey(text);
+  sodium_memzero(text.data(), text.size());
   if (!key.ok()) return Status(Code::kInvalidInput, "key file " + path + ": " + key.status().message());
   return key;
 }
