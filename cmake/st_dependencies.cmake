@@ -10,6 +10,8 @@ find_package(yaml-cpp REQUIRED)
 find_package(CLI11 REQUIRED)
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 pkg_check_modules(RDKAFKA REQUIRED IMPORTED_TARGET rdkafka)
+# HMAC-SHA256 and base64url for signed tokens (protocol/token.h).
+pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
 find_package(simdjson REQUIRED CONFIG)
 # msgpack-cxx is header-only; its CMake target also pulls in Boost's headers.
 find_package(msgpack REQUIRED CONFIG)

@@ -11,7 +11,7 @@ struct CodeInfo {
   int http;
 };
 
-constexpr std::array<CodeInfo, 27> kCodes = {{
+constexpr std::array<CodeInfo, 28> kCodes = {{
     {Code::kOk, "OK", 200},
     {Code::kInvalidInput, "InvalidInput", 400},
     {Code::kPropertyNameInvalid, "PropertyNameInvalid", 400},
@@ -38,6 +38,7 @@ constexpr std::array<CodeInfo, 27> kCodes = {{
     {Code::kReadSessionNotAvailable, "ReadSessionNotAvailable", 504},
     {Code::kInvalidResourceName, "InvalidResourceName", 400},
     {Code::kCommandsInBatchActOnDifferentPartitions, "CommandsInBatchActOnDifferentPartitions", 400},
+    {Code::kAuthenticationFailed, "AuthenticationFailed", 403},
     {Code::kNoReply, "NoReply", 0},
 }};
 

@@ -54,6 +54,10 @@ enum class Code : uint8_t {
   // OutOfRangeInput); an EGT whose operations name two PartitionKeys.
   kInvalidResourceName,
   kCommandsInBatchActOnDifferentPartitions,
+  // 403, as Azure names it: a token whose signature does not match, signed
+  // with an unknown key, expired, not yet valid, or revoked through its
+  // stored access policy (protocol/token.h).
+  kAuthenticationFailed,
   // Client-side only, never on the wire: no reply arrived in time on any
   // attempt (the request may or may not have been executed). Distinct from
   // the server's own 503 ServiceUnavailable. HttpStatus() is 0.

@@ -10,7 +10,8 @@ PACKAGES=(
   libspdlog-dev libgtest-dev libgmock-dev libbenchmark-dev
   libsimdjson-dev libyaml-cpp-dev libcli11-dev libxxhash-dev libcpp-httplib-dev
   libmsgpack-cxx-dev                # the wire protocol's MessagePack writer
-  rapidjson-dev libsodium-dev       # only bench/codec_bench compares against these
+  libsodium-dev                     # HMAC-SHA256 of signed tokens (protocol/token.h)
+  rapidjson-dev                     # only bench/codec_bench compares against it
   python3-zmq python3-msgpack
   docker-compose                    # only to validate compose/ (no container engine runs here)
   file dpkg-dev                     # CPack's .deb: dpkg-shlibdeps and file (tests/packaging)

@@ -13,6 +13,7 @@
 
 #include "tools/cli/commands.h"
 #include "tools/cli/replay_commands.h"
+#include "tools/cli/token_commands.h"
 
 using namespace sidetable::cli;
 
@@ -121,6 +122,8 @@ int main(int argc, char** argv) {
 
   ReplayArgs replay_args;
   AddReplayCommands(app, replay_args);
+  TokenArgs token_args;
+  CLI::App* token = AddTokenCommands(app, token_args);
 
   try {
     app.parse(argc, argv);
@@ -130,6 +133,7 @@ int main(int argc, char** argv) {
 
   const std::string command = app.get_subcommands().at(0)->get_name();
   Session s(g);
+  if (command == "token") return RunTokenCommand(s, token_args, token->get_subcommands().at(0)->get_name());
   if (command == "ping") return RunPing(s, a);
   if (command == "verify") return RunVerify(s, a);
   if (command == "create-table") return RunCreateTable(s, a);

@@ -21,7 +21,7 @@ __all__ = [
     "InvalidResourceNameError",
     "CommandsInBatchActOnDifferentPartitionsError",
     "AuthorizationError", "AuthorizationFailureError",
-    "AuthorizationPermissionMismatchError",
+    "AuthorizationPermissionMismatchError", "AuthenticationFailedError",
     "ResourceNotFoundError", "TableNotFoundError",
     "ConflictError", "ResourceExistsError", "EntityAlreadyExistsError",
     "TableAlreadyExistsError", "TableBeingDeletedError",
@@ -155,6 +155,12 @@ class AuthorizationFailureError(AuthorizationError):
 
 class AuthorizationPermissionMismatchError(AuthorizationError):
     CODE = "AuthorizationPermissionMismatch"
+
+
+class AuthenticationFailedError(AuthorizationError):
+    """403: the token's signature does not match, its key is unknown, it
+    expired, is not yet valid, or its stored access policy was removed."""
+    CODE = "AuthenticationFailed"
 
 
 class ResourceNotFoundError(SidetableError):

@@ -37,6 +37,7 @@ WIRE_CODES = {
     "ServiceUnavailable": 503, "InsufficientStorage": 507,
     "ReadSessionNotAvailable": 504, "InvalidResourceName": 400,
     "CommandsInBatchActOnDifferentPartitions": 400,
+    "AuthenticationFailed": 403,
 }
 
 

@@ -1,0 +1,139 @@
+// What a verified token allows: stored access policies, the table scope,
+// permissions and the key range.
+#include <set>
+
+#include "engine/table_name.h"
+#include "protocol/token.h"
+
+namespace sidetable::token {
+namespace {
+
+Status Unauthorized(std::string message) { return Status(Code::kAuthorizationFailure, std::move(message)); }
+
+// Prefixes compare case-insensitively, like table names (engine/table_name.h).
+bool StartsWithFolded(std::string_view table, std::string_view prefix) {
+  return table.size() >= prefix.size() && TableNameEquals(table.substr(0, prefix.size()), prefix);
+}
+
+// Composite (PartitionKey, RowKey) order; a bound without a RowKey takes the
+// whole partition on its side.
+bool AtOrAfter(std::string_view pk, std::string_view rk, const KeyBound& lower) {
+  if (pk != lower.pk) return pk > lower.pk;
+  return !lower.rk || rk >= *lower.rk;
+}
+
+bool AtOrBefore(std::string_view pk, std::string_view rk, const KeyBound& upper) {
+  if (pk != upper.pk) return pk < upper.pk;
+  return !upper.rk || rk <= *upper.rk;
+}
+
+}  // namespace
+
+std::optional<TimePoint> EffectiveStart(const Token& t) {
+  if (t.spec.start) return t.spec.start;
+  return t.policy ? t.policy->start : std::nullopt;
+}
+
+std::optional<TimePoint> EffectiveExpiry(const Token& t) {
+  if (t.spec.expiry) return t.spec.expiry;
+  return t.policy ? t.policy->expiry : std::nullopt;
+}
+
+Permissions EffectivePermissions(const Token& t) {
+  if (t.spec.permissions) return *t.spec.permissions;
+  return t.policy && t.policy->permissions ? *t.policy->permissions : 0;
+}
+
+Status ValidatePolicies(std::span<const StoredPolicy> policies) {
+  if (policies.size() > kMaxPoliciesPerTable) {
+    return Status(Code::kInvalidInput, "a table has at most 5 stored access policies");
+  }
+  std::set<std::string_view> ids;
+  for (const StoredPolicy& p : policies) {
+    if (p.id.empty() || p.id.size() > kMaxPolicyIdLength) {
+      return Status(Code::kInvalidInput, "stored access policy id must be 1-64 characters");
+    }
+    if (!ids.insert(p.id).second) return Status(Code::kInvalidInput, "stored access policy '" + p.id + "' given twice");
+    if (p.start && p.expiry && *p.start >= *p.expiry) {
+      return Status(Code::kInvalidInput, "stored access policy '" + p.id + "': start must be before expiry");
+    }
+    if (p.permissions && (*p.permissions == 0 || (*p.permissions & ~kAllPermissions))) {
+      return Status(Code::kInvalidInput, "stored access policy '" + p.id + "': permissions must be letters of raudmc");
+    }
+  }
+  return Status::OK();
+}
+
+Result<Token> ResolvePolicy(const Token& token, std::span<const StoredPolicy> table_policies) {
+  if (token.spec.policy_id.empty()) return token;
+  const StoredPolicy* found = nullptr;
+  for (const StoredPolicy& p : table_policies) {
+    if (p.id == token.spec.policy_id) found = &p;
+  }
+  const std::string& id = token.spec.policy_id;
+  if (!found) {
+    return Status(Code::kAuthenticationFailed, "stored access policy '" + id + "' does not exist on table " +
+                                                   token.spec.table + " (tokens issued under a removed policy are revoked)");
+  }
+  // As the service: each field comes from the token or the policy, never both.
+  const TokenSpec& s = token.spec;
+  if ((s.start && found->start) || (s.expiry && found->expiry) || (s.permissions && found->permissions)) {
+    return Status(Code::kInvalidInput, "token and stored access policy '" + id +
+                                           "' both set start, expiry or permissions");
+  }
+  Token out = token;
+  out.policy = *found;
+  if (!EffectiveExpiry(out)) {
+    return Status(Code::kAuthenticationFailed, "neither the token nor stored access policy '" + id + "' gives an expiry");
+  }
+  if (EffectivePermissions(out) == 0) {
+    return Status(Code::kAuthenticationFailed,
+                  "neither the token nor stored access policy '" + id + "' gives permissions");
+  }
+  return out;
+}
+
+bool CoversTable(const Token& t, std::string_view table) {
+  return t.spec.table_is_prefix ? StartsWithFolded(table, t.spec.table) : TableNameEquals(table, t.spec.table);
+}
+
+bool KeyRange::Contains(std::string_view pk, std::string_view rk) const {
+  return (!lower || AtOrAfter(pk, rk, *lower)) && (!upper || AtOrBefore(pk, rk, *upper));
+}
+
+KeyRange TokenKeyRange(const Token& t) {
+  KeyRange r;
+  if (t.spec.start_pk) r.lower = KeyBound{*t.spec.start_pk, t.spec.start_rk};
+  if (t.spec.end_pk) r.upper = KeyBound{*t.spec.end_pk, t.spec.end_rk};
+  return r;
+}
+
+Status CheckTable(const Token& t, Permission p, std::string_view table) {
+  if (!CoversTable(t, table)) {
+    return Unauthorized("token does not cover table " + std::string(table.substr(0, 63)));
+  }
+  if (!(EffectivePermissions(t) & static_cast<Permissions>(p))) {
+    return Status(Code::kAuthorizationPermissionMismatch,
+                  "token lacks permission '" + PermissionString(static_cast<Permissions>(p)) + "' (it has '" +
+                      PermissionString(EffectivePermissions(t)) + "')");
+  }
+  return Status::OK();
+}
+
+Status CheckPoint(const Token& t, Permission p, std::string_view table, std::string_view pk, std::string_view rk) {
+  ST_RETURN_IF_ERROR(CheckTable(t, p, table));
+  // The keys are not quoted: the caller knows them, a log line need not.
+  if (!TokenKeyRange(t).Contains(pk, rk)) return Unauthorized("keys are outside the token's key range");
+  return Status::OK();
+}
+
+Result<KeyRange> ConfineQuery(const Token& t, std::string_view table) {
+  ST_RETURN_IF_ERROR(CheckTable(t, Permission::kRead, table));
+  return TokenKeyRange(t);
+}
+
+bool MaySeeTable(const Token& t, std::string_view table) {
+  return EffectivePermissions(t) != 0 && CoversTable(t, table);
+}
+
+}  // namespace sidetable::token

@@ -1,0 +1,33 @@
+// sidetable-cli's token commands (docs/security.md): `token issue` signs a
+// token with a key file, `token inspect` decodes one without verifying it.
+// Neither talks to a sidecar: issuing needs only the key.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <optional>
+#include <string>
+
+#include "tools/cli/commands.h"
+
+namespace sidetable::cli {
+
+struct TokenArgs {
+  std::string key_file, key_id;
+  std::string table;
+  std::optional<std::string> table_prefix;  // "" is every table
+  // "" is a valid key bound, so presence is kept apart from the value.
+  std::optional<std::string> pk_start, rk_start, pk_end, rk_end;
+  std::string perms;
+  std::string start, expiry;  // a duration from now (90s, 15m, 1h, 7d; -5m) or YYYY-MM-DDTHH:MM:SSZ
+  std::string tenant, identity, policy;
+  std::string token;  // inspect: the text, or "-" for stdin
+};
+
+// Registers `token` with its `issue` and `inspect` subcommands on `app`;
+// returns the `token` command.
+CLI::App* AddTokenCommands(CLI::App& app, TokenArgs& args);
+// `sub` is "issue" or "inspect".
+int RunTokenCommand(Session& s, const TokenArgs& args, const std::string& sub);
+
+}  // namespace sidetable::cli
