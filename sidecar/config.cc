@@ -132,6 +132,12 @@ Status LoadStorage(const FileReader& f, const YAML::Node& root, ServerConfig* c)
   ST_RETURN_IF_ERROR(f.Read(cl, "changelog", "max_age_seconds", &c->engine.changelog_max_age_seconds));
   ST_RETURN_IF_ERROR(f.Read(cl, "changelog", "max_bytes", &c->engine.changelog_max_bytes));
   ST_RETURN_IF_ERROR(f.Read(cl, "changelog", "check_interval_seconds", &c->retention_interval_seconds));
+  // Exactly-once write retries (docs/protocol.md): how long and for how
+  // many newer writes a client request id is remembered.
+  YAML::Node rt;
+  ST_RETURN_IF_ERROR(f.Section(root, "retries", {"window_seconds", "window_count"}, &rt));
+  ST_RETURN_IF_ERROR(f.Read(rt, "retries", "window_seconds", &c->engine.request_id_window_seconds));
+  ST_RETURN_IF_ERROR(f.Read(rt, "retries", "window_count", &c->engine.request_id_window_count));
   ST_RETURN_IF_ERROR(f.Section(root, "query", {"max_examined"}, &q));
   return f.Read(q, "query", "max_examined", &c->query_max_examined);
 }
@@ -176,7 +182,7 @@ Status LoadConfigFile(const std::string& path, ServerConfig* config) {
     YAML::Node root = YAML::LoadFile(path);
     if (root.IsNull()) return Status::OK();  // an empty file: all defaults
     if (!root.IsMap()) return Status(Code::kInvalidInput, path + ": the document must be a map of sections");
-    static const std::set<std::string> kSections = {"sidecar", "storage", "changelog", "query", "log", "kafka"};
+    static const std::set<std::string> kSections = {"sidecar", "storage", "changelog", "retries", "query", "log", "kafka"};
     for (auto it = root.begin(); it != root.end(); ++it) {
       const std::string key = it->first.as<std::string>();
       if (!kSections.count(key)) return f.Bad(key, "unknown section");
@@ -222,6 +228,8 @@ Status ValidateConfig(const ServerConfig& c) {
   if (c.data_dir.empty()) return bad("storage.path must not be empty");
   if (c.engine.changelog_max_age_seconds < 0) return bad("changelog.max_age_seconds must be 0 or more");
   if (c.retention_interval_seconds < 1) return bad("changelog.check_interval_seconds must be at least 1");
+  if (c.engine.request_id_window_seconds < 1) return bad("retries.window_seconds must be at least 1");
+  if (c.engine.request_id_window_count < 1) return bad("retries.window_count must be at least 1");
   static const char* kLevels[] = {"trace", "debug", "info", "warn", "warning", "error", "err", "critical", "off"};
   if (std::find(std::begin(kLevels), std::end(kLevels), c.log_level) == std::end(kLevels)) {
     return bad("log.level must be trace, debug, info, warn, error, critical or off, got '" + c.log_level + "'");

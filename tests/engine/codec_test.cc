@@ -138,3 +138,42 @@ TEST(Ordinal, CompareMatchesUtf16) {
 
 }  // namespace
 }  // namespace sidetable
+
+namespace sidetable::codec {
+namespace {
+
+// Change records of format 1 (written before client request ids) are still
+// read; format 2 carries the id after the caller.
+TEST(ChangeCodec, ReadsFormatOneAndTwo) {
+  std::string v2;
+  EncodeChangeHeader(7, ChangeKind::kTableCreated, 99, "Orders", 3, "", "app", 0, &v2, {}, "req-1");
+  ChangeRecord r2;
+  ASSERT_TRUE(DecodeChange(v2, &r2).ok());
+  EXPECT_EQ(r2.caller, "app");
+  EXPECT_EQ(r2.client_request_id, "req-1");
+  EXPECT_EQ(r2.lsn, 7u);
+
+  // Format 1, byte for byte as it was written: no id field.
+  std::string v1;
+  v1.push_back(static_cast<char>(kChangeFormatV1));
+  v1.push_back(static_cast<char>(ChangeKind::kTableCreated));
+  PutVarint64(&v1, 7);
+  PutFixed64(&v1, 99);
+  PutLengthPrefixed(&v1, "Orders");
+  PutVarint64(&v1, 3);
+  PutLengthPrefixed(&v1, "");
+  PutLengthPrefixed(&v1, "app");
+  PutVarint64(&v1, 0);
+  ChangeRecord r1;
+  ASSERT_TRUE(DecodeChange(v1, &r1).ok());
+  EXPECT_EQ(r1.caller, "app");
+  EXPECT_EQ(r1.client_request_id, "");
+  EXPECT_EQ(r1.table, "Orders");
+
+  std::string v3 = v2;
+  v3[0] = 3;
+  EXPECT_EQ(DecodeChange(v3, &r1).code(), Code::kInternal) << "an unknown format is corrupt";
+}
+
+}  // namespace
+}  // namespace sidetable::codec

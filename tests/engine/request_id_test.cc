@@ -16,7 +16,7 @@ class RequestIdTest : public EngineTest {
   void SetUp() override {
     options_.clock = [this] { return now_; };
     EngineTest::SetUp();
-    ASSERT_TRUE(engine_->CreateTable("T", "").ok());
+    ASSERT_TRUE(engine_->CreateTable("Items", "").ok());
   }
 
   static Batch WithId(Batch b, const std::string& id, const std::string& caller = "app") {
@@ -25,7 +25,7 @@ class RequestIdTest : public EngineTest {
   }
   Result<WriteResult> InsertWithId(const std::string& id, const std::string& rk, int n = 0,
                                    const std::string& caller = "app") {
-    return Run(WithId(std::move(Batch("T").Insert(MakeEntity("p", rk, n))), id, caller));
+    return Run(WithId(std::move(Batch("Items").Insert(MakeEntity("p", rk, n))), id, caller));
   }
   size_t LogRecordsWithId(const std::string& id) {
     auto changes = engine_->ReadChanges(1, 100000, 1 << 30);
@@ -58,25 +58,25 @@ TEST_F(RequestIdTest, ARetryOfACommittedInsertGetsTheFirstOutcome) {
 TEST_F(RequestIdTest, AMergeRetriedAfterANewerWriteIsNotAppliedAgain) {
   ASSERT_TRUE(InsertWithId("a", "r", 1).ok());
   Entity m = MakeEntity("p", "r", 2);
-  auto merge = Run(WithId(std::move(Batch("T").Merge(m)), "b"));
+  auto merge = Run(WithId(std::move(Batch("Items").Merge(m)), "b"));
   ASSERT_TRUE(merge.ok());
   // Someone else writes n=3 after the merge.
-  ASSERT_TRUE(Run(std::move(Batch("T").InsertOrReplace(MakeEntity("p", "r", 3)))).ok());
-  auto retry = Run(WithId(std::move(Batch("T").Merge(m)), "b"));
+  ASSERT_TRUE(Run(std::move(Batch("Items").InsertOrReplace(MakeEntity("p", "r", 3)))).ok());
+  auto retry = Run(WithId(std::move(Batch("Items").Merge(m)), "b"));
   ASSERT_TRUE(retry.ok());
   EXPECT_TRUE(retry->replayed);
   EXPECT_EQ(retry->etags, merge->etags);
-  auto e = engine_->Get("T", "p", "r", nullptr);
+  auto e = engine_->Get("Items", "p", "r", nullptr);
   ASSERT_TRUE(e.ok());
   EXPECT_EQ(e->Find("n")->ToString(), "3") << "the retried merge overwrote a newer write";
 }
 
 TEST_F(RequestIdTest, TheOutcomeOfEveryOperationKindIsRemembered) {
   ASSERT_TRUE(InsertWithId("seed", "d").ok());
-  Batch b("T");
+  Batch b("Items");
   b.InsertOrMerge(MakeEntity("p", "x", 1)).Delete("p", "d").InsertOrReplace(MakeEntity("p", "y"));
   auto first = Run(WithId(b, "egt"));
-  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
   ASSERT_EQ(first->etags.size(), 3u);
   EXPECT_EQ(first->etags[1], "") << "a delete has no ETag";
   auto retry = Run(WithId(b, "egt"));
@@ -97,9 +97,9 @@ TEST_F(RequestIdTest, RemembersAcrossAReopen) {
 }
 
 TEST_F(RequestIdTest, AFailedAttemptIsNotRememberedAndItsRetryRunsAgain) {
-  ASSERT_TRUE(Insert("T", MakeEntity("p", "taken")).ok());
+  ASSERT_TRUE(Insert("Items", MakeEntity("p", "taken")).ok());
   EXPECT_FAILS_UNCHANGED(InsertWithId("f", "taken"), Code::kEntityAlreadyExists);
-  ASSERT_TRUE(Run(std::move(Batch("T").Delete("p", "taken"))).ok());
+  ASSERT_TRUE(Run(std::move(Batch("Items").Delete("p", "taken"))).ok());
   auto retry = InsertWithId("f", "taken");
   ASSERT_TRUE(retry.ok()) << retry.status().ToString();
   EXPECT_FALSE(retry->replayed) << "a failure changed nothing, so nothing is replayed";
@@ -110,7 +110,7 @@ TEST_F(RequestIdTest, AnIdReusedForADifferentRequestIsRefusedAndChangesNothing) 
   EXPECT_FAILS_UNCHANGED(InsertWithId("same", "r2", 1), Code::kInvalidInput);  // other key
   EXPECT_FAILS_UNCHANGED(InsertWithId("same", "r1", 2), Code::kInvalidInput);  // other value
   EXPECT_FAILS_UNCHANGED(
-      Run(WithId(std::move(Batch("T").InsertOrReplace(MakeEntity("p", "r1", 1))), "same")),
+      Run(WithId(std::move(Batch("Items").InsertOrReplace(MakeEntity("p", "r1", 1))), "same")),
       Code::kInvalidInput);  // other kind
 }
 
@@ -132,7 +132,7 @@ TEST_F(RequestIdTest, BadIdsAreRefusedAndChangeNothing) {
 
 TEST_F(RequestIdTest, TheChangeRecordCarriesTheId) {
   ASSERT_TRUE(InsertWithId("audit-me", "r").ok());
-  ASSERT_TRUE(Insert("T", MakeEntity("p", "r2")).ok());
+  ASSERT_TRUE(Insert("Items", MakeEntity("p", "r2")).ok());
   auto changes = engine_->ReadChanges(1, 100, 1 << 20);
   ASSERT_TRUE(changes.ok());
   ASSERT_GE(changes->records.size(), 3u);

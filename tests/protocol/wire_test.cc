@@ -127,6 +127,7 @@ TEST(Wire, RepliesRoundTrip) {
   ASSERT_TRUE(DecodeChanges(body, &cb2).ok());
   ASSERT_EQ(cb2.records.size(), 1u);
   EXPECT_EQ(cb2.records[0].caller, "me");
+  EXPECT_EQ(cb2.records[0].client_request_id, "") << "absent when the writer sent none";
   EXPECT_EQ(cb2.records[0].commit_time, 99);
   EXPECT_EQ(cb2.records[0].ops[0].before->properties, op.before->properties);
   EXPECT_FALSE(cb2.records[0].ops[0].after->properties.empty());
@@ -433,6 +434,73 @@ TEST(Wire, BadWriteManyRequestsAreInvalidInput) {
   quiet.no_content = true;
   quiet.ops.push_back({OpKind::kInsert, Rich(), ""});
   EXPECT_TRUE(RoundTrip(quiet).no_content);
+}
+
+// Client request ids: on Write and on each WriteMany item, into the Batch;
+// `replayed` in the write reply; the id in change records. A bad id is
+// InvalidInput whatever carries it.
+TEST(Wire, ClientRequestIdsRoundTripAndBadOnesAreRefused) {
+  Request w;
+  w.op = Op::kWrite;
+  w.table = "T";
+  w.client_request_id = "7f3a-retry-safe";
+  w.ops.push_back({OpKind::kInsert, Rich(), ""});
+  Request back = RoundTrip(w);
+  EXPECT_EQ(back.client_request_id, "7f3a-retry-safe");
+  EXPECT_EQ(back.ToBatch().client_request_id(), "7f3a-retry-safe");
+
+  Request many;
+  many.op = Op::kWriteMany;
+  many.writes.push_back({"T", {{OpKind::kInsert, Rich(), ""}}, "one"});
+  many.writes.push_back({"T", {{OpKind::kInsert, Rich(), ""}}, ""});
+  Request many_back = RoundTrip(many);
+  auto batches = many_back.ToBatches();
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_EQ(batches[0].client_request_id(), "one");
+  EXPECT_EQ(batches[1].client_request_id(), "");
+
+  for (const std::string& bad : {std::string("has space"), std::string(129, 'x'), std::string("\x01")}) {
+    Request b = w;
+    b.client_request_id = bad;
+    std::string frame;
+    EncodeRequest(b, &frame);
+    Request out;
+    EXPECT_EQ(DecodeRequest(frame, &out).code(), Code::kInvalidInput) << bad;
+    Request m = many;
+    m.writes[1].client_request_id = bad;
+    frame.clear();
+    EncodeRequest(m, &frame);
+    EXPECT_EQ(DecodeRequest(frame, &out).code(), Code::kInvalidInput) << bad;
+  }
+
+  WriteResult r;
+  r.lsn = 9;
+  r.etags = {"W/\"9\""};
+  std::string body;
+  EncodeWrite(r, &body);
+  WriteResult plain;
+  ASSERT_TRUE(DecodeWrite(body, &plain).ok());
+  EXPECT_FALSE(plain.replayed);
+  r.replayed = true;
+  body.clear();
+  EncodeWrite(r, &body);
+  WriteResult again;
+  ASSERT_TRUE(DecodeWrite(body, &again).ok());
+  EXPECT_TRUE(again.replayed);
+  EXPECT_EQ(again.lsn, 9u);
+
+  ChangeBatch cb;
+  ChangeRecord rec;
+  rec.lsn = 1;
+  rec.table = "T";
+  rec.client_request_id = "abc";
+  cb.records.push_back(rec);
+  body.clear();
+  EncodeChanges(cb, &body);
+  ChangeBatch cb2;
+  ASSERT_TRUE(DecodeChanges(body, &cb2).ok());
+  ASSERT_EQ(cb2.records.size(), 1u);
+  EXPECT_EQ(cb2.records[0].client_request_id, "abc");
 }
 
 }  // namespace

@@ -356,6 +356,10 @@ TEST(ChangeRecordJsonTest, WritesRecordWithImages) {
             R"("tableId":3,"pk":"Sales","caller":"hr-app","ops":[{"rk":"1","op":"Merge","version":42,)"
             R"("etag":"W/\"42\"","after":{"PartitionKey":"Sales","RowKey":"1","Big":"1",)"
             R"("Big@odata.type":"Edm.Int64"}}]})");
+  // The client request id, when the writer gave one, right after the caller.
+  r.client_request_id = "req-7";
+  EXPECT_NE(ChangeRecordToJson(r).find(R"("caller":"hr-app","clientRequestId":"req-7","ops")"),
+            std::string::npos);
 }
 
 TEST(JsonWriterTest, EscapesAndNesting) {

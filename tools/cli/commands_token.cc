@@ -2,13 +2,13 @@
 #include <chrono>
 #include <iostream>
 
-#include "protocol/token.h"
+#include "client/tokens.h"
 #include "tools/cli/token_commands.h"
 
 namespace sidetable::cli {
 namespace {
 
-namespace tk = sidetable::token;
+namespace tk = sidetable::client::tokens;
 
 tk::TimePoint Now() { return std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()); }
 
