@@ -76,7 +76,16 @@ void WriteValue(msgpack::Writer& w, const Value& v);
 Status ReadValue(msgpack::Reader& r, std::string_view name, Value* v);
 // {"pk","rk","props"} plus "ts" and "etag" when with_meta.
 void WriteEntity(msgpack::Writer& w, const Entity& e, bool with_meta);
-Status ReadEntity(msgpack::Reader& r, Entity* e);
+// An entity read with $select, as Azure answers it: "pk", "rk" and "ts" only
+// when PartitionKey, RowKey, Timestamp are selected; "etag" always; in
+// "props" the selected properties the entity has, and nil for each selected
+// one it lacks. `e` holds only selected properties already.
+void WriteSelectedEntity(msgpack::Writer& w, const Entity& e, const std::vector<std::string>& select);
+// Requests: pk and rk are required and a nil value is InvalidInput. Replies
+// (kReply): pk and rk may be absent (not selected) and a nil value (a
+// selected property the entity lacks) is left out of e->properties.
+enum class EntityRead : uint8_t { kRequest, kReply };
+Status ReadEntity(msgpack::Reader& r, Entity* e, EntityRead mode = EntityRead::kRequest);
 
 // ---- watermarks and read-your-writes (docs/consistency.md) -----------------------
 inline constexpr size_t kMaxWatermarkEntries = 1000;   // per AdvanceWatermarks
@@ -166,6 +175,7 @@ struct TablesReply {
 };
 struct QueryReply {
   std::vector<Entity> entities;
+  std::vector<std::string> select;  // the query's $select (empty: whole entities)
   std::optional<std::string> next_pk, next_rk;
   std::string plan;
   uint64_t examined = 0;
@@ -175,7 +185,8 @@ void EncodePing(const PingReply& r, std::string* out);
 void EncodeEmpty(std::string* out);
 void EncodeTables(const TablesReply& r, std::string* out);
 void EncodeWrite(const WriteResult& r, std::string* out);
-void EncodeEntityReply(const Entity& e, std::string* out);
+// `select`: the Get's $select (null or empty: the whole entity).
+void EncodeEntityReply(const Entity& e, std::string* out, const std::vector<std::string>* select = nullptr);
 void EncodeQuery(const QueryReply& r, std::string* out);
 void EncodeChanges(const ChangeBatch& b, std::string* out);
 void EncodeLsn(uint64_t lsn, std::string* out);  // {"lsn": n}

@@ -112,7 +112,7 @@ bool ReadChangeOp(msgpack::Reader& r, ChangeOp* op) {
       op->etag.assign(s);
     } else if (key == "before" || key == "after") {
       Entity e;
-      if (!ReadEntity(r, &e).ok()) return false;
+      if (!ReadEntity(r, &e, EntityRead::kReply).ok()) return false;
       (key == "before" ? op->before : op->after) = std::move(e);
     } else if (!r.Skip()) {
       return false;
@@ -230,7 +230,7 @@ bool ReadWriteField(std::string_view key, msgpack::Reader& r, WriteResult* w) {
   if (key == "replayed") return r.Bool(&w->replayed);
   if (key == "entity") {
     Entity e;
-    if (!ReadEntity(r, &e).ok()) return false;
+    if (!ReadEntity(r, &e, EntityRead::kReply).ok()) return false;
     w->entity = std::move(e);
     return true;
   }
@@ -320,11 +320,15 @@ Status DecodeWriteMany(std::string_view body, std::vector<Result<WriteResult>>* 
   return st;
 }
 
-void EncodeEntityReply(const Entity& e, std::string* out) {
+void EncodeEntityReply(const Entity& e, std::string* out, const std::vector<std::string>* select) {
   msgpack::Writer w(out);
   w.MapHeader(1);
   w.Str("entity");
-  WriteEntity(w, e, true);
+  if (select != nullptr && !select->empty()) {
+    WriteSelectedEntity(w, e, *select);
+  } else {
+    WriteEntity(w, e, true);
+  }
 }
 
 void EncodeQuery(const QueryReply& r, std::string* out) {
@@ -332,7 +336,11 @@ void EncodeQuery(const QueryReply& r, std::string* out) {
   w.MapHeader(3 + (r.next_pk ? 2 : 0));
   w.Str("entities");
   w.ArrayHeader(static_cast<uint32_t>(r.entities.size()));
-  for (const auto& e : r.entities) WriteEntity(w, e, true);
+  if (r.select.empty()) {
+    for (const auto& e : r.entities) WriteEntity(w, e, true);
+  } else {
+    for (const auto& e : r.entities) WriteSelectedEntity(w, e, r.select);
+  }
   if (r.next_pk) {
     w.Str("npk");
     w.Str(*r.next_pk);
@@ -445,7 +453,7 @@ Status DecodeEntityReply(std::string_view body, Entity* e) {
   Status s = ForEachField(body, [&](std::string_view key, msgpack::Reader& r) {
     if (key == "entity") {
       found = true;
-      return ReadEntity(r, e).ok();
+      return ReadEntity(r, e, EntityRead::kReply).ok();
     }
     return r.Skip();
   });
@@ -461,7 +469,7 @@ Status DecodeQuery(std::string_view body, QueryReply* q) {
       if (!r.ArrayHeader(&n) || n > r.remaining()) return false;
       q->entities.resize(n);
       for (uint32_t i = 0; i < n; i++) {
-        if (!ReadEntity(r, &q->entities[i]).ok()) return false;
+        if (!ReadEntity(r, &q->entities[i], EntityRead::kReply).ok()) return false;
       }
       return true;
     }

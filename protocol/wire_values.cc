@@ -1,4 +1,5 @@
 // Values, entities and change records on the wire.
+#include <algorithm>
 #include <cstring>
 
 #include "engine/limits.h"
@@ -102,7 +103,46 @@ void WriteEntity(msgpack::Writer& w, const Entity& e, bool with_meta) {
   }
 }
 
-Status ReadEntity(msgpack::Reader& r, Entity* e) {
+void WriteSelectedEntity(msgpack::Writer& w, const Entity& e, const std::vector<std::string>& select) {
+  bool pk = false, rk = false, ts = false;
+  // Selected user properties the entity lacks, each once, in $select order.
+  std::vector<std::string_view> nulls;
+  for (const std::string& name : select) {
+    if (name == "PartitionKey") pk = true;
+    else if (name == "RowKey") rk = true;
+    else if (name == "Timestamp") ts = true;
+    else if (e.Find(name) == nullptr && std::find(nulls.begin(), nulls.end(), name) == nulls.end()) {
+      nulls.push_back(name);
+    }
+  }
+  w.MapHeader(2 + pk + rk + ts);
+  if (pk) {
+    w.Str("pk");
+    w.Str(e.partition_key);
+  }
+  if (rk) {
+    w.Str("rk");
+    w.Str(e.row_key);
+  }
+  if (ts) {
+    w.Str("ts");
+    w.Ext(kExtDateTime, Be8(static_cast<uint64_t>(e.timestamp)));
+  }
+  w.Str("etag");
+  w.Str(e.etag);
+  w.Str("props");
+  w.MapHeader(static_cast<uint32_t>(e.properties.size() + nulls.size()));
+  for (const auto& p : e.properties) {
+    w.Str(p.name);
+    WriteValue(w, p.value);
+  }
+  for (std::string_view name : nulls) {
+    w.Str(name);
+    w.Nil();
+  }
+}
+
+Status ReadEntity(msgpack::Reader& r, Entity* e, EntityRead mode) {
   uint32_t n;
   if (!r.MapHeader(&n)) return Status(Code::kInvalidInput, "an entity must be a map");
   bool has_pk = false, has_rk = false;
@@ -139,6 +179,10 @@ Status ReadEntity(msgpack::Reader& r, Entity* e) {
       for (uint32_t j = 0; j < count; j++) {
         std::string_view name;
         if (!r.Str(&name)) return Status(Code::kInvalidInput, "property names must be strings");
+        if (mode == EntityRead::kReply && r.Peek() == msgpack::Kind::kNil) {
+          r.Nil();  // selected, and the entity lacks it: absent here too
+          continue;
+        }
         Value v;
         ST_RETURN_IF_ERROR(ReadValue(r, name, &v));
         e->properties.push_back({std::string(name), std::move(v)});
@@ -147,7 +191,9 @@ Status ReadEntity(msgpack::Reader& r, Entity* e) {
       return Status(Code::kInvalidInput, "malformed entity field '" + std::string(key) + "'");
     }
   }
-  if (!has_pk || !has_rk) return Status(Code::kInvalidInput, "an entity needs pk and rk");
+  if (mode == EntityRead::kRequest && (!has_pk || !has_rk)) {
+    return Status(Code::kInvalidInput, "an entity needs pk and rk");
+  }
   return Status::OK();
 }
 

@@ -116,7 +116,7 @@ Status Handler::Run(const wire::Request& r, std::string* body, uint16_t* http) c
     case Op::kGet: {
       auto e = engine_->Get(r.table, r.pk, r.rk, r.select.empty() ? nullptr : &r.select);
       if (!e.ok()) return e.status();
-      wire::EncodeEntityReply(*e, body);
+      wire::EncodeEntityReply(*e, body, &r.select);
       return Status::OK();
     }
     case Op::kQuery: {
@@ -136,6 +136,7 @@ Status Handler::Run(const wire::Request& r, std::string* body, uint16_t* http) c
       if (!page.ok()) return page.status();
       wire::QueryReply reply;
       reply.entities = std::move(page->entities);
+      reply.select = r.select;
       if (page->continuation) {
         reply.next_pk = page->continuation->next_partition_key;
         reply.next_rk = page->continuation->next_row_key;

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <cmath>
 #include <limits>
 #include <random>
@@ -501,6 +503,112 @@ TEST(Wire, ClientRequestIdsRoundTripAndBadOnesAreRefused) {
   ASSERT_TRUE(DecodeChanges(body, &cb2).ok());
   ASSERT_EQ(cb2.records.size(), 1u);
   EXPECT_EQ(cb2.records[0].client_request_id, "abc");
+}
+
+// $select as Azure answers it: keys and Timestamp only when selected, the
+// ETag always, a selected property the entity lacks as nil (dropped by the
+// C++ decoder: absent means null there); replies without keys decode, a
+// request entity without keys or with a nil value does not.
+TEST(Wire, SelectedEntitiesCarryOnlyWhatWasSelected) {
+  Entity e;
+  e.partition_key = "p";
+  e.row_key = "r";
+  e.timestamp = 4242;
+  e.etag = "W/\"7\"";
+  e.Set("a", Value::Int32(1));
+  const std::vector<std::string> select = {"a", "zz", "zz", "RowKey"};
+  std::string body;
+  EncodeEntityReply(e, &body, &select);
+  msgpack::Reader r(body);
+  uint32_t n;
+  ASSERT_TRUE(r.MapHeader(&n));
+  std::string_view key;
+  ASSERT_TRUE(r.Str(&key));
+  ASSERT_EQ(key, "entity");
+  ASSERT_TRUE(r.MapHeader(&n));
+  std::map<std::string, std::string> fields;
+  std::vector<std::string> props, nil_props;
+  for (uint32_t i = 0; i < n; i++) {
+    ASSERT_TRUE(r.Str(&key));
+    if (key == "props") {
+      uint32_t m;
+      ASSERT_TRUE(r.MapHeader(&m));
+      for (uint32_t j = 0; j < m; j++) {
+        std::string_view name;
+        ASSERT_TRUE(r.Str(&name));
+        if (r.Peek() == msgpack::Kind::kNil) {
+          r.Nil();
+          nil_props.emplace_back(name);
+        } else {
+          ASSERT_TRUE(r.Skip());
+          props.emplace_back(name);
+        }
+      }
+      fields["props"] = "";
+    } else {
+      fields[std::string(key)] = "";
+      ASSERT_TRUE(r.Skip());
+    }
+  }
+  EXPECT_EQ(fields.count("pk"), 0u);
+  EXPECT_EQ(fields.count("ts"), 0u);
+  EXPECT_EQ(fields.count("rk"), 1u);
+  EXPECT_EQ(fields.count("etag"), 1u);
+  EXPECT_EQ(props, std::vector<std::string>{"a"});
+  EXPECT_EQ(nil_props, std::vector<std::string>{"zz"}) << "each missing one once";
+
+  Entity back;
+  ASSERT_TRUE(DecodeEntityReply(body, &back).ok());
+  EXPECT_EQ(back.partition_key, "");
+  EXPECT_EQ(back.row_key, "r");
+  EXPECT_EQ(back.etag, e.etag);
+  EXPECT_EQ(back.timestamp, 0);
+  ASSERT_EQ(back.properties.size(), 1u);
+  EXPECT_EQ(back.properties[0].name, "a");
+
+  // Without $select: the whole entity, as before.
+  body.clear();
+  EncodeEntityReply(e, &body);
+  Entity whole;
+  ASSERT_TRUE(DecodeEntityReply(body, &whole).ok());
+  EXPECT_EQ(whole.partition_key, "p");
+  EXPECT_EQ(whole.timestamp, 4242);
+
+  // A query page projects every entity the same way.
+  QueryReply q;
+  q.entities = {e, e};
+  q.select = {"PartitionKey", "Timestamp"};
+  body.clear();
+  EncodeQuery(q, &body);
+  QueryReply qb;
+  ASSERT_TRUE(DecodeQuery(body, &qb).ok());
+  ASSERT_EQ(qb.entities.size(), 2u);
+  EXPECT_EQ(qb.entities[1].partition_key, "p");
+  EXPECT_EQ(qb.entities[1].row_key, "");
+  EXPECT_EQ(qb.entities[1].timestamp, 4242);
+
+  // In a request, an entity needs its keys and takes no nil value.
+  std::string nil_frame = HeaderBytes(1, 5);
+  msgpack::Writer w(&nil_frame);
+  w.MapHeader(2);
+  w.Str("table");
+  w.Str("T");
+  w.Str("ops");
+  w.ArrayHeader(1);
+  w.MapHeader(2);
+  w.Str("op");
+  w.Str("Insert");
+  w.Str("entity");
+  w.MapHeader(3);
+  w.Str("pk");
+  w.Str("p");
+  w.Str("rk");
+  w.Str("r");
+  w.Str("props");
+  w.MapHeader(1);
+  w.Str("x");
+  w.Nil();
+  EXPECT_EQ(DecodeBytes(nil_frame).code(), Code::kInvalidInput);
 }
 
 }  // namespace

@@ -113,10 +113,25 @@ TEST_F(SidecarTest, QueryPagesFollowContinuations) {
   while (it.Next(&e)) {
     EXPECT_LT(e.Find("Age")->as_int32(), 10);
     EXPECT_EQ(e.properties.size(), 1u);
+    // Keys and Timestamp only when selected (Azure's $select); the ETag always.
+    EXPECT_EQ(e.partition_key, "");
+    EXPECT_EQ(e.row_key, "");
+    EXPECT_EQ(e.timestamp, 0);
+    EXPECT_FALSE(e.etag.empty());
     n++;
   }
   EXPECT_TRUE(it.status().ok()) << it.status().ToString();
   EXPECT_EQ(n, 30);
+  auto keyed = client_->QueryPage({.table = "People", .filter = "Age lt 10",
+                                   .select = {"RowKey", "Timestamp", "Nope"}, .top = 3});
+  ASSERT_TRUE(keyed.ok()) << keyed.status().ToString();
+  ASSERT_FALSE(keyed->entities.empty());
+  for (const Entity& k : keyed->entities) {
+    EXPECT_FALSE(k.row_key.empty());
+    EXPECT_EQ(k.partition_key, "");
+    EXPECT_NE(k.timestamp, 0);
+    EXPECT_TRUE(k.properties.empty()) << "Nope is null: absent in the C++ entity";
+  }
   EXPECT_GE(it.pages(), 5u);
   auto bad = client_->QueryPage({.table = "People", .filter = "Age gt"});
   EXPECT_EQ(bad.status().code(), Code::kInvalidInput);

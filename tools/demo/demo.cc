@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
 
   std::printf("4. A query: Sales employees older than 30 (a partition scan, pages of 2):\n");
   auto it = db.Query({.table = "Employees", .filter = "PartitionKey eq 'Sales' and Age gt 30",
-                      .select = {"FirstName", "LastName", "Age"}, .top = 2});
+                      .select = {"PartitionKey", "RowKey", "FirstName", "LastName", "Age"}, .top = 2});
   Entity e;
   while (it.Next(&e)) Show(e);
   if (!it.status().ok()) return Fail("query", it.status());

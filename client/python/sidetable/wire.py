@@ -163,8 +163,14 @@ def decode_entity(m):
     """An entity map of a reply as an :class:`Entity`."""
     if m is None:
         return None
-    return Entity(m.get("pk"), m.get("rk"), m.get("props") or {},
-                  etag=m.get("etag"), timestamp=m.get("ts"))
+    e = Entity(m.get("pk"), m.get("rk"), m.get("props") or {},
+               etag=m.get("etag"), timestamp=m.get("ts"))
+    # With $select, the keys come back only when selected (as Azure answers);
+    # a selected property the entity lacks is in props as None.
+    for key, name in (("pk", "PartitionKey"), ("rk", "RowKey")):
+        if key not in m:
+            dict.pop(e, name, None)
+    return e
 
 
 def pack_body(body):

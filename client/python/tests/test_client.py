@@ -180,9 +180,17 @@ class EntityTest(Base):
     def test_get_select(self):
         self.c.insert(self.t, Entity("p", "r", {"a": 1, "b": 2, "c": 3}))
         e = self.c.get(self.t, "p", "r", select=["a", "c", "zz"])
-        self.assertEqual(e.props, {"a": 1, "c": 3})
+        # As Azure answers $select: only what was selected (a missing one as
+        # None), the keys and Timestamp only when selected, the ETag always.
+        self.assertEqual(dict(e), {"a": 1, "c": 3, "zz": None})
         self.assertIsNotNone(e.etag)
-        self.assertIsNotNone(e.timestamp)
+        self.assertIsNone(e.timestamp)
+        self.assertIsNone(e.pk)
+        k = self.c.get(self.t, "p", "r", select=["PartitionKey", "RowKey",
+                                                 "Timestamp", "b"])
+        self.assertEqual(dict(k), {"PartitionKey": "p", "RowKey": "r", "b": 2})
+        self.assertIsNotNone(k.timestamp)
+        self.assertEqual(k.etag, e.etag)
 
     def test_azure_style_mapping(self):
         self.c.insert(self.t, {"PartitionKey": "p", "RowKey": "r", "x": "y"})
@@ -419,8 +427,12 @@ class QueryTest(Base):
     def test_limit_select_and_plans(self):
         got = list(self.c.query(self.t, top=5, limit=12))
         self.assertEqual(self.keys(got), self.expected[:12])
-        sel = list(self.c.query(self.t, "i eq 3", select=["p"]))
-        self.assertEqual([e.props for e in sel], [{"p": p} for p in "abc"])
+        sel = list(self.c.query(self.t, "i eq 3", select=["p", "missing"]))
+        self.assertEqual([dict(e) for e in sel],
+                         [{"p": p, "missing": None} for p in "abc"])
+        self.assertTrue(all(e.etag and e.timestamp is None for e in sel))
+        keyed = list(self.c.query(self.t, "i eq 3", select=["RowKey"]))
+        self.assertEqual([dict(e) for e in keyed], [{"RowKey": "0003"}] * 3)
         page = self.c.query_page(self.t, "PartitionKey eq 'a' and "
                                  "RowKey eq '0003'")
         self.assertEqual((page.plan, page.examined), ("point", 1))
