@@ -83,6 +83,24 @@ Status ReadValue(msgpack::Reader& r, std::string_view name, Value* v) {
   }
 }
 
+namespace {
+
+// The "props" map: the properties, then a nil for each name in `nulls`.
+void WriteProps(msgpack::Writer& w, const std::vector<Property>& props,
+                const std::vector<std::string_view>& nulls) {
+  w.MapHeader(static_cast<uint32_t>(props.size() + nulls.size()));
+  for (const auto& p : props) {
+    w.Str(p.name);
+    WriteValue(w, p.value);
+  }
+  for (std::string_view name : nulls) {
+    w.Str(name);
+    w.Nil();
+  }
+}
+
+}  // namespace
+
 void WriteEntity(msgpack::Writer& w, const Entity& e, bool with_meta) {
   w.MapHeader(with_meta ? 5 : 3);
   w.Str("pk");
@@ -96,11 +114,7 @@ void WriteEntity(msgpack::Writer& w, const Entity& e, bool with_meta) {
     w.Str(e.etag);
   }
   w.Str("props");
-  w.MapHeader(static_cast<uint32_t>(e.properties.size()));
-  for (const auto& p : e.properties) {
-    w.Str(p.name);
-    WriteValue(w, p.value);
-  }
+  WriteProps(w, e.properties, {});
 }
 
 void WriteSelectedEntity(msgpack::Writer& w, const Entity& e, const std::vector<std::string>& select) {
@@ -131,15 +145,7 @@ void WriteSelectedEntity(msgpack::Writer& w, const Entity& e, const std::vector<
   w.Str("etag");
   w.Str(e.etag);
   w.Str("props");
-  w.MapHeader(static_cast<uint32_t>(e.properties.size() + nulls.size()));
-  for (const auto& p : e.properties) {
-    w.Str(p.name);
-    WriteValue(w, p.value);
-  }
-  for (std::string_view name : nulls) {
-    w.Str(name);
-    w.Nil();
-  }
+  WriteProps(w, e.properties, nulls);
 }
 
 Status ReadEntity(msgpack::Reader& r, Entity* e, EntityRead mode) {

@@ -588,26 +588,7 @@ TEST(Wire, SelectedEntitiesCarryOnlyWhatWasSelected) {
   EXPECT_EQ(qb.entities[1].timestamp, 4242);
 
   // In a request, an entity needs its keys and takes no nil value.
-  std::string nil_frame = HeaderBytes(1, 5);
-  msgpack::Writer w(&nil_frame);
-  w.MapHeader(2);
-  w.Str("table");
-  w.Str("T");
-  w.Str("ops");
-  w.ArrayHeader(1);
-  w.MapHeader(2);
-  w.Str("op");
-  w.Str("Insert");
-  w.Str("entity");
-  w.MapHeader(3);
-  w.Str("pk");
-  w.Str("p");
-  w.Str("rk");
-  w.Str("r");
-  w.Str("props");
-  w.MapHeader(1);
-  w.Str("x");
-  w.Nil();
+  const std::string nil_frame = WriteWithValue(std::string(1, '\xc0'));  // MessagePack nil
   EXPECT_EQ(DecodeBytes(nil_frame).code(), Code::kInvalidInput);
 }
 
