@@ -3,7 +3,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <chrono>
+#include <cctype>
 #include <fstream>
+#include <sstream>
 #include <set>
 #include <thread>
 
@@ -89,11 +91,22 @@ Status LoadRoot(const YAML::Node& root, const std::string& origin, WorkerConfig*
   }
 
   const YAML::Node s = root["sidecar"];
-  ST_RETURN_IF_ERROR(CheckKeys(s, "sidecar", {"endpoint", "timeout_ms", "caller", "inflight"}, origin));
+  ST_RETURN_IF_ERROR(
+      CheckKeys(s, "sidecar", {"endpoint", "timeout_ms", "caller", "inflight", "token_file"}, origin));
   ST_RETURN_IF_ERROR(Read(s, "sidecar", "inflight", &c->inflight, origin));
   ST_RETURN_IF_ERROR(Read(s, "sidecar", "endpoint", &c->endpoint, origin));
   ST_RETURN_IF_ERROR(Read(s, "sidecar", "timeout_ms", &c->timeout_ms, origin));
   ST_RETURN_IF_ERROR(Read(s, "sidecar", "caller", &c->caller, origin));
+  ST_RETURN_IF_ERROR(Read(s, "sidecar", "token_file", &c->token_file, origin));
+  if (!c->token_file.empty()) {
+    std::ifstream in(c->token_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in) return Bad(origin, "sidecar.token_file: cannot read " + c->token_file);
+    c->token = text.str();
+    while (!c->token.empty() && std::isspace(static_cast<unsigned char>(c->token.back()))) c->token.pop_back();
+    if (c->token.empty()) return Bad(origin, "sidecar.token_file: " + c->token_file + " is empty");
+  }
 
   const YAML::Node r = root["retry"];
   ST_RETURN_IF_ERROR(

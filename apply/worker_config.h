@@ -35,6 +35,11 @@ struct WorkerConfig {
   int timeout_ms = 5000;                          // sidecar.timeout_ms: per request
   std::string caller = "sidetable-worker";        // sidecar.caller: writer id in the change log
   int inflight = 16;                              // sidecar.inflight: WriteMany requests in flight
+  // sidecar.token_file: a signed access token for a sidecar with
+  // auth.mode: tokens (docs/security.md; a worker needs r, a, u, d on its
+  // derived tables and c for its watermarks). Read once, at start-up.
+  std::string token_file;
+  std::string token;  // its text, loaded with the file
 
   // retry.*
   int max_attempts = 8;      // retry.max_attempts: per event, first try included

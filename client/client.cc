@@ -18,9 +18,12 @@ wire::Request Make(wire::Op op, const std::string& table = "") {
 }
 
 // The id is set when the frame is sent. Every request carries the caller
-// (the change log records it for writes and table operations).
-std::string Encode(wire::Request r, const std::string& default_caller) {
-  if (r.caller.empty()) r.caller = default_caller;
+// (the change log records it for writes and table operations) and the
+// token, when there is one (an authenticating sidecar records the token's
+// identity instead of the caller).
+std::string Encode(wire::Request r, const ClientOptions& o) {
+  if (r.caller.empty()) r.caller = o.caller;
+  r.token = o.token;
   std::string frame;
   wire::EncodeRequest(r, &frame);
   return frame;
@@ -114,7 +117,7 @@ auto Decoded(Done<T> done, Decode decode) {
 
 Result<ServerInfo> Client::Ping() {
   std::string body;
-  ST_RETURN_IF_ERROR(Call(Encode(Make(wire::Op::kPing), options_.caller), &body));
+  ST_RETURN_IF_ERROR(Call(Encode(Make(wire::Op::kPing), options_), &body));
   wire::PingReply p;
   ST_RETURN_IF_ERROR(wire::DecodePing(body, &p));
   return ServerInfo{p.version, std::move(p.sidecar_id), p.last_lsn};
@@ -122,12 +125,12 @@ Result<ServerInfo> Client::Ping() {
 
 Status Client::CreateTable(const std::string& table) {
   std::string body;
-  return Call(Encode(Make(wire::Op::kCreateTable, table), options_.caller), &body);
+  return Call(Encode(Make(wire::Op::kCreateTable, table), options_), &body);
 }
 
 Status Client::DeleteTable(const std::string& table) {
   std::string body;
-  return Call(Encode(Make(wire::Op::kDeleteTable, table), options_.caller), &body);
+  return Call(Encode(Make(wire::Op::kDeleteTable, table), options_), &body);
 }
 
 Result<std::vector<std::string>> Client::ListTables(const std::string& filter) {
@@ -138,7 +141,7 @@ Result<std::vector<std::string>> Client::ListTables(const std::string& filter) {
     r.filter = filter;
     r.next_table = next;
     std::string body;
-    ST_RETURN_IF_ERROR(Call(Encode(r, options_.caller), &body));
+    ST_RETURN_IF_ERROR(Call(Encode(r, options_), &body));
     wire::TablesReply t;
     ST_RETURN_IF_ERROR(wire::DecodeTables(body, &t));
     all.insert(all.end(), t.tables.begin(), t.tables.end());
@@ -149,7 +152,7 @@ Result<std::vector<std::string>> Client::ListTables(const std::string& filter) {
 
 Result<WriteResult> Client::Execute(const Batch& batch) {
   std::string body;
-  ST_RETURN_IF_ERROR(Call(Encode(WriteRequest(batch, NewClientRequestId()), options_.caller), &body));
+  ST_RETURN_IF_ERROR(Call(Encode(WriteRequest(batch, NewClientRequestId()), options_), &body));
   WriteResult w;
   ST_RETURN_IF_ERROR(wire::DecodeWrite(body, &w));
   return w;
@@ -168,7 +171,7 @@ Result<WriteResult> Client::Insert(const std::string& table, Entity e, bool retu
   wire::Request r = WriteRequest(b, NewClientRequestId());
   r.no_content = !return_entity;
   std::string body;
-  ST_RETURN_IF_ERROR(Call(Encode(std::move(r), options_.caller), &body));
+  ST_RETURN_IF_ERROR(Call(Encode(std::move(r), options_), &body));
   WriteResult w;
   ST_RETURN_IF_ERROR(wire::DecodeWrite(body, &w));
   return w;
@@ -209,7 +212,7 @@ Result<WriteResult> Client::InsertOrMerge(const std::string& table, Entity e) {
 Result<Entity> Client::Get(const std::string& table, const std::string& pk, const std::string& rk,
                            const std::vector<std::string>& select) {
   std::string body;
-  ST_RETURN_IF_ERROR(Call(Encode(GetRequest(table, pk, rk, select), options_.caller), &body));
+  ST_RETURN_IF_ERROR(Call(Encode(GetRequest(table, pk, rk, select), options_), &body));
   Entity e;
   ST_RETURN_IF_ERROR(wire::DecodeEntityReply(body, &e));
   return e;
@@ -217,7 +220,7 @@ Result<Entity> Client::Get(const std::string& table, const std::string& pk, cons
 
 Result<Page> Client::QueryPage(const QueryOptions& q, const std::optional<Continuation>& next) {
   std::string body;
-  ST_RETURN_IF_ERROR(Call(Encode(QueryRequest(q, next), options_.caller), &body, WaitAllowance(q.read)));
+  ST_RETURN_IF_ERROR(Call(Encode(QueryRequest(q, next), options_), &body, WaitAllowance(q.read)));
   Page page;
   ST_RETURN_IF_ERROR(DecodePage(body, &page));
   return page;
@@ -226,7 +229,7 @@ Result<Page> Client::QueryPage(const QueryOptions& q, const std::optional<Contin
 Result<Entity> Client::Get(const std::string& table, const std::string& pk, const std::string& rk,
                            const std::vector<std::string>& select, const ReadOptions& read) {
   std::string body;
-  ST_RETURN_IF_ERROR(Call(Encode(GetRequest(table, pk, rk, select, read), options_.caller), &body,
+  ST_RETURN_IF_ERROR(Call(Encode(GetRequest(table, pk, rk, select, read), options_), &body,
                           WaitAllowance(read)));
   Entity e;
   ST_RETURN_IF_ERROR(wire::DecodeEntityReply(body, &e));
@@ -241,14 +244,14 @@ ChangeIterator Client::Changes(uint64_t from_lsn, uint32_t page_records) {
 
 Status Client::AdvanceWatermarks(const std::vector<Watermark>& watermarks) {
   std::string body;
-  return Call(Encode(WatermarksRequest(watermarks), options_.caller), &body);
+  return Call(Encode(WatermarksRequest(watermarks), options_), &body);
 }
 
 Result<std::vector<Watermark>> Client::ReadWatermarks(const std::string& derived_table) {
   wire::Request r = Make(wire::Op::kReadWatermarks);
   r.derived = derived_table;
   std::string body;
-  ST_RETURN_IF_ERROR(Call(Encode(r, options_.caller), &body));
+  ST_RETURN_IF_ERROR(Call(Encode(r, options_), &body));
   std::vector<wire::WatermarkEntry> entries;
   ST_RETURN_IF_ERROR(wire::DecodeWatermarks(body, &entries));
   std::vector<Watermark> out;
@@ -259,9 +262,24 @@ Result<std::vector<Watermark>> Client::ReadWatermarks(const std::string& derived
   return out;
 }
 
+Status Client::SetTablePolicies(const std::string& table, const std::vector<tokens::StoredPolicy>& policies) {
+  wire::Request r = Make(wire::Op::kSetTablePolicies, table);
+  r.policies = policies;
+  std::string body;
+  return Call(Encode(std::move(r), options_), &body);
+}
+
+Result<std::vector<tokens::StoredPolicy>> Client::GetTablePolicies(const std::string& table) {
+  std::string body;
+  ST_RETURN_IF_ERROR(Call(Encode(Make(wire::Op::kGetTablePolicies, table), options_), &body));
+  std::vector<tokens::StoredPolicy> out;
+  ST_RETURN_IF_ERROR(wire::DecodePolicies(body, &out));
+  return out;
+}
+
 Result<ChangeBatch> Client::ReadChanges(uint64_t from_lsn, uint32_t max_records, uint64_t max_bytes) {
   std::string body;
-  ST_RETURN_IF_ERROR(Call(Encode(ChangesRequest(from_lsn, max_records, max_bytes), options_.caller), &body));
+  ST_RETURN_IF_ERROR(Call(Encode(ChangesRequest(from_lsn, max_records, max_bytes), options_), &body));
   ChangeBatch b;
   ST_RETURN_IF_ERROR(wire::DecodeChanges(body, &b));
   return b;
@@ -275,14 +293,14 @@ Result<uint64_t> Client::RequestArchive(const std::string& table, const std::str
   r.rks = row_keys;
   r.target = archive_table;
   std::string body;
-  ST_RETURN_IF_ERROR(Call(Encode(r, options_.caller), &body));
+  ST_RETURN_IF_ERROR(Call(Encode(r, options_), &body));
   uint64_t lsn = 0;
   ST_RETURN_IF_ERROR(wire::DecodeLsn(body, &lsn));
   return lsn;
 }
 
 void Client::SendWrite(const Batch& batch, Done<WriteResult> done) {
-  SendFrame(Encode(WriteRequest(batch, NewClientRequestId()), options_.caller), Decoded<WriteResult>(std::move(done), wire::DecodeWrite));
+  SendFrame(Encode(WriteRequest(batch, NewClientRequestId()), options_), Decoded<WriteResult>(std::move(done), wire::DecodeWrite));
 }
 
 void Client::SendWriteMany(const std::vector<Batch>& batches, Done<std::vector<Result<WriteResult>>> done) {
@@ -293,28 +311,28 @@ void Client::SendWriteMany(const std::vector<Batch>& batches, Done<std::vector<R
     r.writes.push_back({b.table(), b.operations(),
                         b.client_request_id().empty() ? NewClientRequestId() : b.client_request_id()});
   }
-  SendFrame(Encode(std::move(r), options_.caller),
+  SendFrame(Encode(std::move(r), options_),
             Decoded<std::vector<Result<WriteResult>>>(std::move(done), wire::DecodeWriteMany));
 }
 
 void Client::SendGet(const std::string& table, const std::string& pk, const std::string& rk, Done<Entity> done,
                      const std::vector<std::string>& select, const ReadOptions& read) {
-  SendFrame(Encode(GetRequest(table, pk, rk, select, read), options_.caller),
+  SendFrame(Encode(GetRequest(table, pk, rk, select, read), options_),
             Decoded<Entity>(std::move(done), wire::DecodeEntityReply), WaitAllowance(read));
 }
 
 void Client::SendAdvanceWatermarks(const std::vector<Watermark>& watermarks, std::function<void(Status)> done) {
-  SendFrame(Encode(WatermarksRequest(watermarks), options_.caller),
+  SendFrame(Encode(WatermarksRequest(watermarks), options_),
             [done = std::move(done)](const Status& s, std::string_view) { done(s); });
 }
 
 void Client::SendQuery(const QueryOptions& q, const std::optional<Continuation>& next, Done<Page> done) {
-  SendFrame(Encode(QueryRequest(q, next), options_.caller), Decoded<Page>(std::move(done), DecodePage),
+  SendFrame(Encode(QueryRequest(q, next), options_), Decoded<Page>(std::move(done), DecodePage),
             WaitAllowance(q.read));
 }
 
 void Client::SendReadChanges(uint64_t from_lsn, uint32_t max_records, uint64_t max_bytes, Done<ChangeBatch> done) {
-  SendFrame(Encode(ChangesRequest(from_lsn, max_records, max_bytes), options_.caller),
+  SendFrame(Encode(ChangesRequest(from_lsn, max_records, max_bytes), options_),
             Decoded<ChangeBatch>(std::move(done), wire::DecodeChanges));
 }
 

@@ -36,6 +36,7 @@
 #include "engine/change_record.h"
 #include "engine/edm.h"
 #include "engine/status.h"
+#include "client/tokens.h"
 
 namespace zmq {
 class context_t;
@@ -51,6 +52,11 @@ struct ClientOptions {
   std::chrono::milliseconds backoff_initial{5};
   std::chrono::milliseconds backoff_max{1000};
   std::string caller;                            // recorded in the change log
+  // A signed access token (docs/security.md), sent with every request; an
+  // authenticating sidecar (auth.mode: tokens) refuses requests without
+  // one, and records the token's identity in the change log instead of
+  // `caller`. Issue one with client/tokens.h; replace it with SetToken().
+  std::string token;
   // Give writes without their own client request id a random one (128
   // bits, hex). Off only where writes are idempotent by construction (the
   // pattern workers' fenced writes), to save the sidecar remembering them.
@@ -205,6 +211,15 @@ class Client {
   Result<std::string> RawRoundTrip(const std::string& frame);
 
   const ClientOptions& options() const { return options_; }
+  // Replaces the token for requests sent from now on (a refreshed token
+  // before the old one expires); requests already pending keep theirs.
+  void SetToken(std::string token) { options_.token = std::move(token); }
+
+  // ---- stored access policies (needs permission m on the table) ----------
+  // Replaces the table's policies (at most 5; an empty list removes all).
+  // Changing or removing a policy revokes every token issued under it.
+  Status SetTablePolicies(const std::string& table, const std::vector<tokens::StoredPolicy>& policies);
+  Result<std::vector<tokens::StoredPolicy>> GetTablePolicies(const std::string& table);
 
  private:
   // The final status and the reply body (valid only during the call).

@@ -14,6 +14,7 @@ namespace sidetable::client::tokens {
 
 using token::Permission;
 using token::Permissions;
+using token::StoredPolicy;
 using token::TimePoint;
 using token::Token;
 using token::TokenSpec;

@@ -29,6 +29,7 @@
 #include "engine/edm.h"
 #include "engine/status.h"
 #include "protocol/msgpack.h"
+#include "protocol/token.h"
 
 namespace sidetable::wire {
 
@@ -48,8 +49,10 @@ enum class Op : uint8_t {
   kAdvanceWatermarks = 10,  // a worker's applied watermarks (docs/consistency.md)
   kReadWatermarks = 11,
   kWriteMany = 12,   // independent EGTs in one request, each committed on its own
+  kSetTablePolicies = 13,  // replace a table's stored access policies (docs/security.md)
+  kGetTablePolicies = 14,
 };
-inline constexpr uint8_t kMaxOp = 12;
+inline constexpr uint8_t kMaxOp = 14;
 // WriteMany carries at most this many EGTs.
 inline constexpr size_t kMaxWriteManyBatches = 1000;
 std::string_view OpName(Op op);  // "Write", ... ("Unknown" otherwise)
@@ -145,6 +148,11 @@ struct Request {
   std::string derived;                     // kReadWatermarks: only this derived table ("" = all)
   std::vector<AfterToken> after;           // kGet, kQuery: wait until these are covered
   std::optional<uint64_t> wait_ms;         // with `after`: at most this long (else kDefaultWaitMs)
+  // Every operation: the signed access token (docs/security.md), "" = none.
+  // With authentication on, the sidecar verifies it and records its
+  // identity in the change log instead of `caller`.
+  std::string token;
+  std::vector<token::StoredPolicy> policies;  // kSetTablePolicies (empty: remove all)
 
   // The Batch a kWrite request describes.
   Batch ToBatch() const;
@@ -193,6 +201,8 @@ void EncodeLsn(uint64_t lsn, std::string* out);  // {"lsn": n}
 // {"results": [write result | {"code","message","index"?}, ...]}, in order.
 void EncodeWriteMany(const std::vector<Result<WriteResult>>& results, std::string* out);
 void EncodeWatermarks(const std::vector<WatermarkEntry>& entries, std::string* out);  // {"watermarks": [...]}
+// {"policies": [{"id", "start"?, "expiry"?, "sp"?}, ...]}: GetTablePolicies.
+void EncodePolicies(const std::vector<token::StoredPolicy>& policies, std::string* out);
 
 // Splits a reply frame. A reply whose status is not 2xx becomes the error
 // Status it carries (code, message, operation index).
@@ -206,6 +216,13 @@ Status DecodeChanges(std::string_view body, ChangeBatch* b);
 Status DecodeLsn(std::string_view body, uint64_t* lsn);
 Status DecodeWriteMany(std::string_view body, std::vector<Result<WriteResult>>* results);
 Status DecodeWatermarks(std::string_view body, std::vector<WatermarkEntry>* entries);
+Status DecodePolicies(std::string_view body, std::vector<token::StoredPolicy>* policies);
+
+// Stored access policies as a request field and a reply body
+// (wire_policy.cc): at most token::kMaxPoliciesPerTable, each checked
+// (token::ValidatePolicies) before it is accepted.
+Status ReadPolicies(msgpack::Reader& r, std::vector<token::StoredPolicy>* out);
+void WritePolicies(msgpack::Writer& w, const std::vector<token::StoredPolicy>& policies);
 
 // The request fields of watermarks and session tokens (wire_session.cc),
 // used by DecodeRequest and EncodeRequest: counts are checked before

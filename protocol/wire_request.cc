@@ -16,7 +16,7 @@ using codec::Invalid;
 constexpr std::string_view kOpNames[] = {"Unknown", "Ping", "CreateTable", "DeleteTable",
                                          "ListTables", "Write", "Get", "Query", "ReadChanges",
                                          "RequestArchive", "AdvanceWatermarks", "ReadWatermarks",
-                                         "WriteMany"};
+                                         "WriteMany", "SetTablePolicies", "GetTablePolicies"};
 
 Status ReadString(msgpack::Reader& r, std::string_view key, std::string* out) {
   std::string_view s;
@@ -108,6 +108,12 @@ Status ReadField(msgpack::Reader& r, std::string_view key, Request* q) {
   }
   if (key == "table") return ReadString(r, key, &q->table);
   if (key == "caller") return ReadString(r, key, &q->caller);
+  if (key == "token") {
+    ST_RETURN_IF_ERROR(ReadString(r, key, &q->token));
+    if (q->token.size() > token::kMaxTokenLength) return Invalid("'token' is longer than 8192 bytes");
+    return Status::OK();
+  }
+  if (key == "policies") return ReadPolicies(r, &q->policies);
   if (key == "clientRequestId") return ReadString(r, key, &q->client_request_id);
   if (key == "pk") return ReadString(r, key, &q->pk);
   if (key == "rk") return ReadString(r, key, &q->rk);
@@ -309,6 +315,7 @@ Status DecodeRequest(std::string_view frame, Request* q) {
   if (!r.empty()) return Invalid("trailing bytes after the request body");
   switch (q->op) {
     case Op::kCreateTable: case Op::kDeleteTable: case Op::kWrite: case Op::kQuery:
+    case Op::kSetTablePolicies: case Op::kGetTablePolicies:
       if (q->table.empty()) return Invalid(std::string(OpName(q->op)) + " needs 'table'");
       break;
     case Op::kGet:
@@ -352,10 +359,17 @@ void EncodeRequest(const Request& q, std::string* out) {
   fields += many + q.no_content + crid;
   const bool wms = q.op == Op::kAdvanceWatermarks || !q.watermarks.empty();
   const bool der = !q.derived.empty(), after = !q.after.empty();
+  const bool tok = !q.token.empty(), pol = q.op == Op::kSetTablePolicies || !q.policies.empty();
+  fields += tok + pol;
   fields += t + c + w_ops + (get ? 2 : 0) + sel + filt + q.top.has_value() +
             q.next_pk.has_value() + q.next_rk.has_value() + q.next_table.has_value() +
             (changes ? 3 : 0) + (archive ? 2 : 0) + wms + der + after + q.wait_ms.has_value();
   w.MapHeader(fields);
+  if (tok) WriteString(w, "token", q.token);
+  if (pol) {
+    w.Str("policies");
+    WritePolicies(w, q.policies);
+  }
   if (wms) {
     w.Str("watermarks");
     WriteWatermarkEntries(w, q.watermarks);

@@ -4,7 +4,8 @@ namespace sidetable::sidecar {
 
 std::string_view BusyReasonName(BusyReason r) {
   static constexpr std::string_view kNames[kBusyReasons] = {
-      "queue_full", "inflight_bytes", "connection_requests", "connection_bytes", "shutting_down"};
+      "queue_full", "inflight_bytes", "connection_requests", "connection_bytes", "shutting_down",
+      "tenant_quota"};
   const auto i = static_cast<size_t>(r);
   return i < kBusyReasons ? kNames[i] : "unknown";
 }

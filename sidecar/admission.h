@@ -38,8 +38,9 @@ enum class BusyReason : uint8_t {
   kConnectionRequests,     // sidecar.max_inflight_per_connection
   kConnectionBytes,        // sidecar.max_inflight_bytes_per_connection
   kShuttingDown,           // SIGTERM: not accepted, or still queued when the grace ran out
+  kTenantQuota,            // the token's tenant is over auth.quotas (sidecar/auth/tenant_quotas.h)
 };
-inline constexpr size_t kBusyReasons = 5;
+inline constexpr size_t kBusyReasons = 6;
 std::string_view BusyReasonName(BusyReason r);  // "queue_full", ...
 
 struct AdmissionLimits {

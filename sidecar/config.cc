@@ -182,7 +182,7 @@ Status LoadConfigFile(const std::string& path, ServerConfig* config) {
     YAML::Node root = YAML::LoadFile(path);
     if (root.IsNull()) return Status::OK();  // an empty file: all defaults
     if (!root.IsMap()) return Status(Code::kInvalidInput, path + ": the document must be a map of sections");
-    static const std::set<std::string> kSections = {"sidecar", "storage", "changelog", "retries", "query", "log", "kafka"};
+    static const std::set<std::string> kSections = {"sidecar", "storage", "changelog", "retries", "query", "log", "kafka", "auth"};
     for (auto it = root.begin(); it != root.end(); ++it) {
       const std::string key = it->first.as<std::string>();
       if (!kSections.count(key)) return f.Bad(key, "unknown section");
@@ -190,6 +190,7 @@ Status LoadConfigFile(const std::string& path, ServerConfig* config) {
     ST_RETURN_IF_ERROR(LoadSidecar(f, root, &c));
     ST_RETURN_IF_ERROR(LoadStorage(f, root, &c));
     ST_RETURN_IF_ERROR(LoadKafkaAndLog(f, root, &c));
+    ST_RETURN_IF_ERROR(auth::LoadAuthConfig(path, root, &c.auth));
   } catch (const YAML::Exception& e) {
     return Status(Code::kInvalidInput, path + ": " + e.what());
   }
@@ -245,7 +246,7 @@ Status ValidateConfig(const ServerConfig& c) {
   if (c.kafka.chunk_bytes < 1024 || c.kafka.chunk_bytes > 990'000) {
     return bad("kafka.chunk_bytes must be 1024..990000 (Kafka's default message.max.bytes is 1000000)");
   }
-  return Status::OK();
+  return auth::ValidateAuthConfig(c.auth);
 }
 
 }  // namespace sidetable::sidecar

@@ -12,6 +12,7 @@
 
 #include "engine/engine.h"
 #include "engine/status.h"
+#include "sidecar/auth/auth_config.h"
 #include "sidecar/changestream/kafka_options.h"
 
 namespace sidetable::sidecar {
@@ -44,6 +45,8 @@ struct ServerConfig {
   uint64_t query_max_examined = 100'000;              // query.max_examined
 
   changestream::KafkaOptions kafka;                   // kafka.*
+
+  auth::AuthConfig auth;                              // auth.* (tokens, keys, tenant quotas)
 
   std::string log_level = "info";                     // log.level
   std::string log_format = "text";                    // log.format: text | json

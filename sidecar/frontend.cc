@@ -122,6 +122,7 @@ void Server::Impl::OnRequest() {
     return;
   }
   Job job;
+  job.received = received;
   Status decoded = wire::DecodeRequest(data, &job.request);
   if (!decoded.ok()) {
     owner_->metrics_.RecordMalformed();
@@ -131,8 +132,15 @@ void Server::Impl::OnRequest() {
     reject(decoded);
     return;
   }
+  job.wire_bytes = data.size();
+  if (owner_->authenticator_ && !Authenticate(job, header, identity, delimiter)) return;
+  // Gives back the tenant's quota slot of a request refused below.
+  auto release_tenant = [&] {
+    if (job.principal) quotas_.Release(job.principal->spec.tenant);
+  };
   job.charge = data.size() + DecodedBytes(job.request);
   if (!admission_.TryAdmit(identity, job.charge, &why)) {
+    release_tenant();
     AnswerBusy(header, identity, delimiter, why, received);
     return;
   }
@@ -145,8 +153,39 @@ void Server::Impl::OnRequest() {
   if (!queues_[w]->TryPush(std::move(job))) {
     in_flight_.fetch_sub(1, std::memory_order_relaxed);
     admission_.Release(job.envelope, job.charge);
+    release_tenant();
     AnswerBusy(header, job.envelope, job.delimiter, BusyReason::kQueueFull, received);
   }
+}
+
+bool Server::Impl::Authenticate(Job& job, const wire::Header& header, const std::string& identity,
+                                bool delimiter) {
+  const auto now = std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
+  auto principal = owner_->authenticator_->Authenticate(job.request.token, now);
+  if (!principal.ok()) {
+    std::string out;
+    wire::EncodeError(header, principal.status(), &out);
+    SendReply(identity, delimiter, out);
+    owner_->metrics_.RecordRequest(job.request.op, principal.status().code(), MicrosSince(job.received));
+    // Never the token itself: it is a bearer credential.
+    log_->info("req {}/{}: {} refused: {}", PeerId(identity), header.request_id, wire::OpName(job.request.op),
+               principal.status().ToString());
+    return false;
+  }
+  job.principal = std::move(principal).value();
+  const std::string& tenant = job.principal->spec.tenant;
+  if (!quotas_.TryAdmit(tenant, job.wire_bytes, job.received)) {
+    owner_->tenant_metrics_.Record(tenant, Code::kServerBusy, job.wire_bytes, 0, 0);
+    if (log_->should_log(spdlog::level::debug)) {
+      log_->debug("req {}/{}: tenant '{}' over its quota", PeerId(identity), header.request_id, tenant);
+    }
+    AnswerBusy(header, identity, delimiter, BusyReason::kTenantQuota, job.received);
+    return false;
+  }
+  // Invariant 9: the change log records who the token says, never what the
+  // request typed.
+  job.request.caller = job.principal->spec.identity;
+  return true;
 }
 
 void Server::Impl::ForwardReplies() {

@@ -4,12 +4,16 @@
 
 #include "engine/limits.h"
 #include "engine/query/query.h"
+#include "sidecar/auth/authorize.h"
 
 namespace sidetable::sidecar {
 
-Status Handler::Run(const wire::Request& r, std::string* body, uint16_t* http) const {
+Status Handler::Run(const wire::Request& r, const token::Token* principal, std::string* body, uint16_t* http,
+                    uint64_t* entities) const {
   using wire::Op;
   *http = 200;
+  // Before anything is admitted or read: a refusal changes nothing.
+  if (principal != nullptr) ST_RETURN_IF_ERROR(auth::Authorize(*principal, r));
   const bool writes = r.op == Op::kWrite || r.op == Op::kCreateTable ||
                       r.op == Op::kDeleteTable || r.op == Op::kRequestArchive || r.op == Op::kWriteMany;
   // Never drop events: refuse new changes while the change log holds
@@ -38,6 +42,17 @@ Status Handler::Run(const wire::Request& r, std::string* body, uint16_t* http) c
       wire::EncodePing(p, body);
       return Status::OK();
     }
+    case Op::kSetTablePolicies:
+      ST_RETURN_IF_ERROR(engine_->GetTable(r.table).status());
+      ST_RETURN_IF_ERROR(policies_->Set(r.table, r.policies));
+      spdlog::info("stored access policies of {} set by '{}': {} policies", r.table, r.caller, r.policies.size());
+      *http = 204;
+      wire::EncodeEmpty(body);
+      return Status::OK();
+    case Op::kGetTablePolicies:
+      ST_RETURN_IF_ERROR(engine_->GetTable(r.table).status());
+      wire::EncodePolicies(policies_->Get(r.table), body);
+      return Status::OK();
     case Op::kCreateTable:
       ST_RETURN_IF_ERROR(engine_->CreateTable(r.table, r.caller));
       *http = 201;
@@ -45,6 +60,11 @@ Status Handler::Run(const wire::Request& r, std::string* body, uint16_t* http) c
       return Status::OK();
     case Op::kDeleteTable:
       ST_RETURN_IF_ERROR(engine_->DeleteTable(r.table, r.caller));
+      // A table created again under the name starts without policies, so
+      // tokens issued under the old ones stay revoked.
+      if (Status s = policies_->Set(r.table, {}); !s.ok()) {
+        spdlog::warn("deleting the stored access policies of {}: {}", r.table, s.ToString());
+      }
       *http = 204;
       wire::EncodeEmpty(body);
       return Status::OK();
@@ -58,6 +78,9 @@ Status Handler::Run(const wire::Request& r, std::string* body, uint16_t* http) c
         q.top = static_cast<int>(*r.top);
       }
       q.next_table_name = r.next_table;
+      if (principal != nullptr) {
+        q.visible = [principal](std::string_view table) { return token::MaySeeTable(*principal, table); };
+      }
       auto page = query::QueryTables(*engine_, q);
       if (!page.ok()) return page.status();
       wire::TablesReply reply;
@@ -70,6 +93,7 @@ Status Handler::Run(const wire::Request& r, std::string* body, uint16_t* http) c
       Batch batch = r.ToBatch();
       auto result = engine_->Execute(batch);
       if (!result.ok()) return result.status();
+      *entities = batch.size();
       if (result->replayed) {
         metrics_->RecordReplayedWrite();
         spdlog::info("write {} by '{}' on {}: a retry of a committed request, answered with its "
@@ -100,7 +124,17 @@ Status Handler::Run(const wire::Request& r, std::string* body, uint16_t* http) c
       std::vector<Result<WriteResult>> results;
       results.reserve(r.writes.size());
       for (const Batch& batch : r.ToBatches()) {
+        // Authorised per EGT: one out of the token's scope gets its own
+        // refusal and is not executed; the others are.
+        if (principal != nullptr) {
+          Status allowed = auth::AuthorizeOperations(*principal, batch.table(), batch.operations());
+          if (!allowed.ok()) {
+            results.push_back(allowed);
+            continue;
+          }
+        }
         results.push_back(engine_->Execute(batch));
+        if (results.back().ok()) *entities += batch.size();
         if (results.back().ok() && results.back()->replayed) metrics_->RecordReplayedWrite();
         if (results.back().ok() && !results.back()->replayed) {
           size_t written = 0;
@@ -116,6 +150,7 @@ Status Handler::Run(const wire::Request& r, std::string* body, uint16_t* http) c
     case Op::kGet: {
       auto e = engine_->Get(r.table, r.pk, r.rk, r.select.empty() ? nullptr : &r.select);
       if (!e.ok()) return e.status();
+      *entities = 1;
       wire::EncodeEntityReply(*e, body, &r.select);
       return Status::OK();
     }
@@ -132,9 +167,17 @@ Status Handler::Run(const wire::Request& r, std::string* body, uint16_t* http) c
       }
       if (r.next_pk) q.continuation = query::Continuation{*r.next_pk, r.next_rk.value_or("")};
       q.max_examined = config_->query_max_examined;
+      if (principal != nullptr) {
+        // The scan itself is confined to the token's range: rows outside
+        // are never read, and a continuation cannot lead outside.
+        auto confine = auth::QueryConfinement(*principal, r.table);
+        if (!confine.ok()) return confine.status();
+        q.confine = *confine;
+      }
       auto page = query::ExecuteQuery(*engine_, q);
       if (!page.ok()) return page.status();
       wire::QueryReply reply;
+      *entities = page->entities.size();
       reply.entities = std::move(page->entities);
       reply.select = r.select;
       if (page->continuation) {
@@ -158,7 +201,15 @@ Status Handler::Run(const wire::Request& r, std::string* body, uint16_t* http) c
       return Status::OK();
     case Op::kReadWatermarks:
       if (!r.derived.empty()) ST_RETURN_IF_ERROR(ValidateTableName(r.derived));
-      wire::EncodeWatermarks(watermarks_->Read(r.derived), body);
+      {
+        std::vector<wire::WatermarkEntry> entries = watermarks_->Read(r.derived);
+        if (principal != nullptr) {
+          std::erase_if(entries, [&](const wire::WatermarkEntry& e) {
+            return !token::CheckTable(*principal, token::Permission::kRead, e.derived).ok();
+          });
+        }
+        wire::EncodeWatermarks(entries, body);
+      }
       return Status::OK();
     case Op::kReadChanges: {
       if (r.max_records < 1 || r.max_records > 10'000) {
@@ -174,13 +225,16 @@ Status Handler::Run(const wire::Request& r, std::string* body, uint16_t* http) c
   return Status(Code::kInvalidInput, "unknown operation");
 }
 
-Code Handler::Handle(const wire::Request& r, std::string* out) const {
+Code Handler::Handle(const wire::Request& r, const token::Token* principal, std::string* out,
+                     uint64_t* entities) const {
   // The body is encoded straight after a header written last, so a large
   // reply (a query page, a page of the change log) is not copied once more.
   const size_t start = out->size();
   out->append(wire::kHeaderBytes, '\0');
   uint16_t http = 200;
-  Status s = Run(r, out, &http);
+  uint64_t counted = 0;
+  Status s = Run(r, principal, out, &http, &counted);
+  if (entities != nullptr) *entities = counted;
   if (s.ok() && publisher_ != nullptr &&
       (r.op == wire::Op::kWrite || r.op == wire::Op::kCreateTable || r.op == wire::Op::kWriteMany ||
        r.op == wire::Op::kDeleteTable || r.op == wire::Op::kRequestArchive)) {

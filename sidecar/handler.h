@@ -8,7 +8,9 @@
 #include <string>
 
 #include "engine/engine.h"
+#include "protocol/token.h"
 #include "protocol/wire.h"
+#include "sidecar/auth/policy_store.h"
 #include "sidecar/changestream/publisher.h"
 #include "sidecar/config.h"
 #include "sidecar/metrics.h"
@@ -20,22 +22,28 @@ class Handler {
  public:
   // `publisher` may be null (no change stream).
   Handler(Engine* engine, Metrics* metrics, const ServerConfig* config,
-          changestream::Publisher* publisher, Watermarks* watermarks)
+          changestream::Publisher* publisher, Watermarks* watermarks, auth::PolicyStore* policies)
       : engine_(engine), metrics_(metrics), config_(config), publisher_(publisher),
-        watermarks_(watermarks) {}
+        watermarks_(watermarks), policies_(policies) {}
 
   // Appends the whole reply frame (header and body) to *out and returns the
-  // outcome (Code::kOk or the error code sent).
-  Code Handle(const wire::Request& request, std::string* out) const;
+  // outcome (Code::kOk or the error code sent). `principal` is the request's
+  // verified token (null: authentication off): every operation is checked
+  // against it before it touches data (sidecar/auth/authorize.h).
+  // *entities, when given, gets the entities written or returned.
+  Code Handle(const wire::Request& request, const token::Token* principal, std::string* out,
+              uint64_t* entities = nullptr) const;
 
  private:
-  Status Run(const wire::Request& r, std::string* body, uint16_t* http_status) const;
+  Status Run(const wire::Request& r, const token::Token* principal, std::string* body, uint16_t* http_status,
+             uint64_t* entities) const;
 
   Engine* engine_;
   Metrics* metrics_;
   const ServerConfig* config_;
   changestream::Publisher* publisher_;
   Watermarks* watermarks_;
+  auth::PolicyStore* policies_;
 };
 
 }  // namespace sidetable::sidecar

@@ -11,9 +11,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 
+#include "protocol/token.h"
 #include "protocol/wire.h"
 
 namespace sidetable::sidecar {
@@ -24,6 +26,10 @@ struct Job {
   wire::Request request;
   std::chrono::steady_clock::time_point received;
   uint64_t charge = 0;  // bytes charged to admission, given back once answered
+  // The verified token (auth.mode: tokens; null otherwise). Its tenant
+  // holds a quota slot until the job is answered.
+  std::shared_ptr<const token::Token> principal;
+  uint64_t wire_bytes = 0;
   // Read-your-writes (sidecar/parked_reads.h): the session tokens are known
   // to be covered (a resumed read is not checked again), and when it parked.
   bool covered = false;

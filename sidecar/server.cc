@@ -36,9 +36,10 @@ Server::Impl::Impl(Server* owner, const ServerConfig& config)
     : owner_(owner), config_(config), ctx_(1), router_(ctx_, zmq::socket_type::router),
       replies_(ctx_, zmq::socket_type::pull),
       handler_(owner->engine_.get(), &owner->metrics_, &config_, owner->publisher_.get(),
-               owner->watermarks_.get()),
+               owner->watermarks_.get(), owner->policies_.get()),
       admission_(AdmissionLimits{config.max_inflight_bytes, config.max_inflight_per_connection,
                                  config.max_inflight_bytes_per_connection}),
+      quotas_(config_.auth),
       log_(spdlog::default_logger()->clone("server")),
       parked_(&ctx_, kRepliesEndpoint, owner->watermarks_.get(),
               [this](Job& job, zmq::socket_t& out) { ExpireParked(job, out); }) {}
@@ -107,9 +108,10 @@ void Server::Impl::WorkerLoop(size_t index) {
       owner_->metrics_.RecordSessionWait(MicrosSince(job.parked_at), /*timed_out=*/false);
     }
     std::string reply;
-    Code code = handler_.Handle(job.request, &reply);
+    uint64_t entities = 0;
+    Code code = handler_.Handle(job.request, job.principal.get(), &reply, &entities);
     const bool advanced = job.request.op == wire::Op::kAdvanceWatermarks && code == Code::kOk;
-    FinishJob(job, code, reply, out);
+    FinishJob(job, code, reply, out, entities);
     if (advanced) ResumeCovered(index, &local);
   }
   out.set(zmq::sockopt::linger, -1);
@@ -117,16 +119,28 @@ void Server::Impl::WorkerLoop(size_t index) {
   live_workers_.fetch_sub(1);
 }
 
-void Server::Impl::FinishJob(Job& job, Code code, const std::string& reply, zmq::socket_t& out) {
+void Server::Impl::FinishJob(Job& job, Code code, const std::string& reply, zmq::socket_t& out,
+                             uint64_t entities) {
   const uint64_t us = MicrosSince(job.received);
   owner_->metrics_.RecordRequest(job.request.op, code, us);
   if (log_->should_log(spdlog::level::debug)) {
     // The client request id and caller join this line with the client's
-    // logs and with the change log's record of the write.
-    log_->debug("req {}/{}: {} {} -> {} in {} us (caller '{}', clientRequestId '{}')",
+    // logs and with the change log's record of the write; the tenant with
+    // its per-tenant metrics.
+    log_->debug("req {}/{}: {} {} -> {} in {} us (tenant '{}', caller '{}', clientRequestId '{}')",
                 PeerId(job.envelope), job.request.id, wire::OpName(job.request.op),
-                job.request.table, ErrorCodeName(code), us, job.request.caller,
+                job.request.table, ErrorCodeName(code), us,
+                job.principal ? job.principal->spec.tenant : std::string(), job.request.caller,
                 job.request.client_request_id);
+  }
+  if (code == Code::kAuthorizationFailure || code == Code::kAuthorizationPermissionMismatch) {
+    log_->info("req {}/{}: {} {} refused ({}) for tenant '{}', identity '{}'", PeerId(job.envelope),
+               job.request.id, wire::OpName(job.request.op), job.request.table, ErrorCodeName(code),
+               job.principal ? job.principal->spec.tenant : std::string(), job.request.caller);
+  }
+  if (job.principal) {
+    owner_->tenant_metrics_.Record(job.principal->spec.tenant, code, job.wire_bytes, reply.size(), entities);
+    quotas_.Release(job.principal->spec.tenant);
   }
   const char flag = job.delimiter ? 1 : 0;
   out.send(zmq::buffer(job.envelope), zmq::send_flags::sndmore);
@@ -208,6 +222,14 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   auto watermarks = Watermarks::Load(server->engine_.get());
   if (!watermarks.ok()) return watermarks.status();
   server->watermarks_ = std::move(watermarks).value();
+  auto policies = auth::PolicyStore::Load(server->engine_.get());
+  if (!policies.ok()) return policies.status();
+  server->policies_ = std::move(policies).value();
+  if (config.auth.tokens) {
+    auto authenticator = auth::Authenticator::Create(config.auth, server->policies_.get());
+    if (!authenticator.ok()) return authenticator.status();
+    server->authenticator_ = std::move(authenticator).value();
+  }
   ST_RETURN_IF_ERROR(server->StartChangeStream(config));
   server->impl_ = std::make_unique<Impl>(server.get(), config);
   ST_RETURN_IF_ERROR(server->impl_->Bind());

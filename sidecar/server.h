@@ -35,6 +35,9 @@
 
 #include "common/kafka/embedded_kafka.h"
 #include "engine/engine.h"
+#include "sidecar/auth/authenticator.h"
+#include "sidecar/auth/policy_store.h"
+#include "sidecar/auth/tenant_metrics.h"
 #include "sidecar/changestream/publisher.h"
 #include "sidecar/config.h"
 #include "sidecar/metrics.h"
@@ -58,6 +61,7 @@ class Server {
   Engine& engine() { return *engine_; }
   Watermarks& watermarks() { return *watermarks_; }
   Metrics& metrics() { return metrics_; }
+  auth::TenantMetrics& tenant_metrics() { return tenant_metrics_; }
   // Null when kafka.bootstrap is empty.
   changestream::Publisher* publisher() { return publisher_.get(); }
   // The Kafka bootstrap servers in use ("" when not publishing).
@@ -71,10 +75,13 @@ class Server {
   // Destroyed in reverse order: workers, then the publisher, then Kafka, then the engine.
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<Watermarks> watermarks_;
+  std::unique_ptr<auth::PolicyStore> policies_;
+  std::unique_ptr<auth::Authenticator> authenticator_;  // null: auth.mode off
   std::unique_ptr<kafka::EmbeddedKafka> embedded_kafka_;
   std::unique_ptr<changestream::Publisher> publisher_;
   std::unique_ptr<Impl> impl_;
   Metrics metrics_;
+  auth::TenantMetrics tenant_metrics_;
   std::vector<std::string> endpoints_;
   int http_port_ = 0;
   std::atomic<bool> stop_{false};

@@ -23,6 +23,7 @@
 
 #include "common/http_endpoint.h"
 #include "sidecar/admission.h"
+#include "sidecar/auth/tenant_quotas.h"
 #include "sidecar/handler.h"
 #include "sidecar/job_queue.h"
 #include "sidecar/parked_reads.h"
@@ -72,11 +73,15 @@ class Server::Impl {
   void AnswerBusy(const wire::Header& header, const std::string& identity, bool delimiter,
                   BusyReason why, std::chrono::steady_clock::time_point received);
   size_t WorkerFor(const wire::Request& r);
+  // auth.mode tokens: verifies the job's token, records its identity as the
+  // caller and takes the tenant's quota; false when the request was answered
+  // (403 or ServerBusy).
+  bool Authenticate(Job& job, const wire::Header& header, const std::string& identity, bool delimiter);
   // server.cc
   void WorkerLoop(size_t index);
   // Sends a worker's (or the timer's) reply through its PUSH socket and
   // gives back what the job held.
-  void FinishJob(Job& job, Code code, const std::string& reply, zmq::socket_t& out);
+  void FinishJob(Job& job, Code code, const std::string& reply, zmq::socket_t& out, uint64_t entities = 0);
   void FinishWithError(Job& job, const Status& s, zmq::socket_t& out);
   // session.cc (read-your-writes): true when the job may execute now;
   // false when it was parked or answered.
@@ -97,6 +102,7 @@ class Server::Impl {
   zmq::socket_t replies_;
   Handler handler_;
   Admission admission_;
+  auth::TenantQuotas quotas_;
   std::shared_ptr<spdlog::logger> log_;
 
   std::vector<std::unique_ptr<JobQueue>> queues_;

@@ -89,7 +89,9 @@ std::string MetricsText(Server& server, const Metrics& metrics, const ServerGaug
     g.chunked_events_total = ps.chunked_events_total;
     g.refused_writes_total = ps.refused_writes;
   }
-  return metrics.Render(g);
+  std::string text = metrics.Render(g);
+  server.tenant_metrics().Render(&text);
+  return text;
 }
 
 }  // namespace sidetable::sidecar

@@ -85,6 +85,7 @@ Result<std::unique_ptr<ArchiveScheduler>> ArchiveScheduler::Start(std::vector<Ar
   co.endpoint = o.endpoint;
   co.timeout = std::chrono::milliseconds(o.timeout_ms);
   co.caller = o.caller;
+  co.token = o.token;
   auto c = client::Client::Connect(co);
   if (!c.ok()) return c.status();
   s->client_ = std::move(c).value();

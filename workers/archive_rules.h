@@ -56,6 +56,7 @@ struct ArchiveOptions {
   int timeout_ms = 5000;
   std::string caller;
   int fence_attempts = 16;
+  std::string token;  // sidecar.token_file's token ("" = none)
 };
 
 class ArchiveScheduler {

@@ -137,6 +137,7 @@ Status Worker::Impl::Init() {
   // sidecar to remember.
   co.client_request_ids = false;
   co.caller = config_.caller;
+  co.token = config_.token;
   auto c = client::Client::Connect(co);
   if (!c.ok()) return c.status();
   client_ = std::move(c).value();
@@ -199,7 +200,7 @@ Status Worker::Impl::Init() {
     http_ = std::move(h).value();
   }
   if (!rules.empty()) {
-    ArchiveOptions ao{config_.endpoint, config_.timeout_ms, config_.caller, config_.fence_attempts};
+    ArchiveOptions ao{config_.endpoint, config_.timeout_ms, config_.caller, config_.fence_attempts, config_.token};
     auto a = ArchiveScheduler::Start(std::move(rules), ao, &metrics_);
     if (!a.ok()) return a.status();
     archive_ = std::move(a).value();

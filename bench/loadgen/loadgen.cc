@@ -43,6 +43,7 @@ constexpr const char* kKindNames[kNumKinds] = {"insert", "get", "upsert", "query
 
 struct Config {
   std::string endpoint = "tcp://127.0.0.1:5555";
+  std::string token;  // --token: a signed access token (auth.mode: tokens)
   int connections = 1;
   int depth = 32;
   double duration_s = 10;
@@ -171,6 +172,7 @@ class Connection {
         rng_(sh.cfg->seed ? sh.cfg->seed + static_cast<uint64_t>(index) : std::random_device{}()) {
     client::ClientOptions o;
     o.endpoint = cfg_.endpoint;
+    o.token = cfg_.token;
     o.max_attempts = cfg_.max_attempts;
     o.timeout = std::chrono::milliseconds(cfg_.timeout_ms);
     o.caller = "loadgen";
@@ -364,6 +366,7 @@ void ParseMix(Config* cfg) {
 void Preload(const Config& cfg, const EntityMaker& maker, uint64_t rows_per_partition) {
   client::ClientOptions o;
   o.endpoint = cfg.endpoint;
+  o.token = cfg.token;
   o.timeout = std::chrono::milliseconds(cfg.timeout_ms);
   o.max_attempts = 10;  // ServerBusy while loading: back off and retry
   auto c = client::Client::Connect(o);
@@ -410,6 +413,7 @@ int Main(int argc, char** argv) {
   Config cfg;
   CLI::App app{"sidetable-loadgen: load generator for a sidetable sidecar (C++ client, pipelined)"};
   app.add_option("--endpoint", cfg.endpoint, "server endpoint")->capture_default_str();
+  app.add_option("--token", cfg.token, "signed access token for a sidecar with auth.mode: tokens (docs/security.md)");
   app.add_option("--connections", cfg.connections, "connections (one client and thread each)")
       ->check(CLI::Range(1, 256))->capture_default_str();
   app.add_option("--depth", cfg.depth, "requests in flight per connection")
@@ -462,6 +466,7 @@ int Main(int argc, char** argv) {
     // Table, and the size of one insert request on the wire.
     client::ClientOptions o;
     o.endpoint = cfg.endpoint;
+    o.token = cfg.token;
     o.timeout = std::chrono::milliseconds(cfg.timeout_ms);
     auto c = client::Client::Connect(o);
     if (!c.ok()) Die(c.status().ToString());

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,6 +44,10 @@ struct Query {
   std::optional<int> top;           // 1..1000 entities per page
   std::optional<Continuation> continuation;
   uint64_t max_examined = 100'000;  // work bound of one page
+  // The only keys the query may reach (an access token's range, set by the
+  // sidecar): the planned scan is intersected with it, so rows outside are
+  // never examined and no continuation leads outside. Absent: the table.
+  std::optional<ScanBounds> confine;
 };
 
 enum class PlanKind : uint8_t {
@@ -99,6 +104,10 @@ struct TableQuery {
   std::string filter;
   std::optional<int> top;
   std::optional<std::string> next_table_name;
+  // Tables the caller may see (an access token's scope); null = all. A
+  // table it may not see is skipped before the page is counted, so neither
+  // a page nor its continuation names one.
+  std::function<bool(std::string_view)> visible;
 };
 struct TablePage {
   std::vector<TableInfo> tables;

@@ -63,6 +63,25 @@ void Project(Entity* e, const std::vector<std::string>& keep) {
               props.end());
 }
 
+// (pk, rk) pairs in storage order.
+bool PairLess(const std::pair<std::string, std::string>& a, const std::pair<std::string, std::string>& b) {
+  const int c = CompareOrdinal(a.first, b.first);
+  return c < 0 || (c == 0 && CompareOrdinal(a.second, b.second) < 0);
+}
+
+// The plan's bounds intersected with the confinement; false when nothing
+// is left.
+bool Confine(const ScanBounds& confine, ScanBounds* b) {
+  if (confine.start && (!b->start || PairLess(*b->start, *confine.start))) b->start = confine.start;
+  if (confine.end && (!b->end || PairLess(*confine.end, *b->end))) b->end = confine.end;
+  return !(b->start && b->end && !PairLess(*b->start, *b->end));
+}
+
+bool Inside(const ScanBounds& b, const std::string& pk, const std::string& rk) {
+  const std::pair<std::string, std::string> key{pk, rk};
+  return !(b.start && PairLess(key, *b.start)) && !(b.end && !PairLess(key, *b.end));
+}
+
 Result<QueryPage> RunPoint(const Engine& engine, const Query& q, const Plan& plan,
                            const FilterNode* filter, const std::vector<std::string>* keep) {
   QueryPage page;
@@ -105,7 +124,18 @@ Result<QueryPage> ExecuteQuery(const Engine& engine, const Query& q) {
   auto parsed = ParseOptional(q.filter);
   if (!parsed.ok()) return parsed.status();
   const FilterNode* filter = parsed->get();
-  const Plan plan = MakePlan(filter);
+  Plan plan = MakePlan(filter);
+  if (q.confine) {
+    // A point outside the confinement, or a range that misses it, reads
+    // nothing (the table must still exist).
+    if (plan.kind == PlanKind::kPoint &&
+        !Inside(*q.confine, plan.point_partition_key, plan.point_row_key)) {
+      plan.kind = PlanKind::kEmpty;
+    } else if (plan.kind != PlanKind::kPoint && plan.kind != PlanKind::kEmpty &&
+               !Confine(*q.confine, &plan.bounds)) {
+      plan.kind = PlanKind::kEmpty;
+    }
+  }
   const auto select = UserSelect(q.select);
   const std::vector<std::string>* keep = select ? &*select : nullptr;
 
@@ -162,6 +192,7 @@ Result<TablePage> QueryTables(const Engine& engine, const TableQuery& q) {
     // lower-case order and the continuation is a lower-case name.
     const std::string lower = TableKey(t.name).str();
     if (next && lower < *next) continue;
+    if (q.visible && !q.visible(t.name)) continue;
     if (filter) {
       Entity row;
       row.Set("TableName", Value::String(t.name));

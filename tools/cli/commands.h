@@ -33,6 +33,9 @@ struct GlobalOptions {
   int timeout_ms = 5000;  // per attempt
   std::string caller;
   int retries = 2;  // attempts after the first
+  // A signed access token for an authenticating sidecar: the text, or a
+  // file holding it (--token-file; SIDETABLE_TOKEN_FILE).
+  std::string token, token_file;
 };
 
 // The arguments of every command; each command reads the ones it declares.

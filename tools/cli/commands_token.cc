@@ -6,11 +6,14 @@
 #include "tools/cli/token_commands.h"
 
 namespace sidetable::cli {
-namespace {
 
 namespace tk = sidetable::client::tokens;
 
+namespace {
+
 tk::TimePoint Now() { return std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()); }
+
+}  // namespace
 
 // "1h", "-5m", "7d", "90s", or an absolute time.
 Result<tk::TimePoint> ParseWhen(const std::string& text) {
@@ -37,6 +40,8 @@ Result<tk::TimePoint> ParseWhen(const std::string& text) {
   }
   return Now() + std::chrono::seconds(negative ? -n * unit : n * unit);
 }
+
+namespace {
 
 int Issue(Session& s, const TokenArgs& a) {
   if (a.table.empty() == !a.table_prefix) return s.Usage("token issue: give one of --table, --table-prefix");

@@ -1,6 +1,7 @@
 // sidetable-cli: the command line for people and scripts (docs/cli.md).
 //
-//   sidetable-cli [--endpoint E] [--timeout-ms N] [--caller C] [--retries N] COMMAND ...
+//   sidetable-cli [--endpoint E] [--timeout-ms N] [--caller C] [--retries N]
+//                 [--token T | --token-file F] COMMAND ...
 //
 // Exit codes: 0 success, 1 the server answered an error, 2 usage or input
 // error, 3 no reply or connection failure, 4 verify found a divergence, 5 a
@@ -35,6 +36,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 3'600'000))
       ->capture_default_str();
   app.add_option("--caller", g.caller, "writer identity recorded in the change log");
+  app.add_option("--token", g.token, "signed access token sent with every request (docs/security.md)")
+      ->envname("SIDETABLE_TOKEN");
+  app.add_option("--token-file", g.token_file, "file holding the access token (instead of --token)")
+      ->envname("SIDETABLE_TOKEN_FILE");
   app.add_option("--retries", g.retries,
                  "attempts after the first when there is no reply or the server is busy "
                  "(a retried write may have been applied already)")
@@ -124,6 +129,8 @@ int main(int argc, char** argv) {
   AddReplayCommands(app, replay_args);
   TokenArgs token_args;
   CLI::App* token = AddTokenCommands(app, token_args);
+  PolicyArgs policy_args;
+  CLI::App* policy = AddPolicyCommands(app, policy_args);
 
   try {
     app.parse(argc, argv);
@@ -134,6 +141,7 @@ int main(int argc, char** argv) {
   const std::string command = app.get_subcommands().at(0)->get_name();
   Session s(g);
   if (command == "token") return RunTokenCommand(s, token_args, token->get_subcommands().at(0)->get_name());
+  if (command == "policy") return RunPolicyCommand(s, policy_args, policy->get_subcommands().at(0)->get_name());
   if (command == "ping") return RunPing(s, a);
   if (command == "verify") return RunVerify(s, a);
   if (command == "create-table") return RunCreateTable(s, a);

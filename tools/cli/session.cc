@@ -54,6 +54,17 @@ std::unique_ptr<client::Client> Session::ConnectTo(const std::string& endpoint) 
   o.timeout = std::chrono::milliseconds(options_.timeout_ms);
   o.max_attempts = options_.retries + 1;
   o.caller = options_.caller;
+  o.token = options_.token;
+  if (!options_.token_file.empty()) {
+    std::string text;
+    if (!ReadFileArgument(options_.token_file, &text)) {
+      std::fprintf(stderr, "sidetable-cli: cannot read --token-file %s\n", options_.token_file.c_str());
+      connect_exit = kExitUsage;
+      return nullptr;
+    }
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+    o.token = text;
+  }
   auto c = client::Client::Connect(o);
   if (!c.ok()) {
     std::fprintf(stderr, "sidetable-cli: %s\n", c.status().message().c_str());

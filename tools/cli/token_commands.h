@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "client/tokens.h"
 #include "tools/cli/commands.h"
 
 namespace sidetable::cli {
@@ -23,6 +24,17 @@ struct TokenArgs {
   std::string tenant, identity, policy;
   std::string token;  // inspect: the text, or "-" for stdin
 };
+
+// "1h", "-5m", "7d", "90s" from now, or YYYY-MM-DDTHH:MM:SSZ.
+Result<client::tokens::TimePoint> ParseWhen(const std::string& text);
+
+// `policy set|get|clear`: a table's stored access policies on the sidecar
+// (commands_policy.cc).
+struct PolicyArgs {
+  std::string table, id, perms, start, expiry;
+};
+CLI::App* AddPolicyCommands(CLI::App& app, PolicyArgs& args);
+int RunPolicyCommand(Session& s, const PolicyArgs& args, const std::string& sub);
 
 // Registers `token` with its `issue` and `inspect` subcommands on `app`;
 // returns the `token` command.

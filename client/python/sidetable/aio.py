@@ -36,8 +36,9 @@ class AsyncClient(_Requests):
 
     def __init__(self, endpoint, timeout=5.0, retries=5, caller=None,
                  backoff=0.02, max_backoff=1.0, context=None,
-                 connect_timeout=None, client_request_ids=True):
+                 connect_timeout=None, client_request_ids=True, token=None):
         self.endpoint = check_endpoint(endpoint)
+        self.token = token
         self.client_request_ids = bool(client_request_ids)
         self.timeout = float(timeout)
         self.retries = int(retries)
@@ -119,7 +120,7 @@ class AsyncClient(_Requests):
         if self._reader is None:
             self._reader = _asyncio.ensure_future(self._read_loop())
         rid = next(self._ids)
-        frame = _w.encode_request(op, rid, body)
+        frame = _w.encode_request(op, rid, body, self.token)
         wait = (body.get("waitMs", 5000) / 1000.0
                 if isinstance(body, dict) and "after" in body else 0.0)
         loop = _asyncio.get_running_loop()
@@ -300,6 +301,12 @@ class AsyncClient(_Requests):
 
     async def read_watermarks(self, derived=None):
         return await self._run(*self._req_read_watermarks(derived))
+
+    async def set_table_policies(self, table, policies):
+        await self._run(*self._req_set_table_policies(table, policies))
+
+    async def get_table_policies(self, table):
+        return await self._run(*self._req_get_table_policies(table))
 
     async def read_changes(self, from_lsn, max=None, max_bytes=None):
         return await self._run(*self._req_read_changes(from_lsn, max,

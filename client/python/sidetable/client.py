@@ -333,6 +333,26 @@ def check_endpoint(endpoint):
                      "ipc:///path): did you mean %s?" % (endpoint, hint))
 
 
+def _policy_to_wire(p):
+    """A stored access policy as a dict: ``id``, and optional ``start`` and
+    ``expiry`` (aware datetimes or RFC 3339 "...Z" text) and ``permissions``
+    (letters of ``raudmc``)."""
+    from sidetable import tokens as _tokens
+    out = {"id": p["id"]}
+    for key in ("start", "expiry"):
+        v = p.get(key)
+        if v is not None:
+            out[key] = v if isinstance(v, str) else _tokens.format_time(v)
+    if p.get("permissions") is not None:
+        out["sp"] = p["permissions"]
+    return out
+
+
+def _policy_from_wire(p):
+    return {"id": p["id"], "start": p.get("start"), "expiry": p.get("expiry"),
+            "permissions": p.get("sp")}
+
+
 class _Requests(object):
     """Builds every request as ``(op, body, decoder)``; shared by
     :class:`Client` and :class:`sidetable.aio.AsyncClient`."""
@@ -419,6 +439,14 @@ class _Requests(object):
     def _req_advance_watermarks(self, watermarks):
         body = {"watermarks": [_enc_watermark(w) for w in watermarks]}
         return _w.ADVANCE_WATERMARKS, body, _dec_none
+
+    def _req_set_table_policies(self, table, policies):
+        body = {"table": table, "policies": [_policy_to_wire(p) for p in policies]}
+        return _w.SET_TABLE_POLICIES, body, _dec_body
+
+    def _req_get_table_policies(self, table):
+        return _w.GET_TABLE_POLICIES, {"table": table}, \
+            lambda b: [_policy_from_wire(p) for p in b.get("policies", [])]
 
     def _req_read_watermarks(self, derived=None):
         body = {} if derived is None else {"derived": derived}
@@ -511,8 +539,11 @@ class Client(_Requests):
 
     def __init__(self, endpoint, timeout=5.0, retries=5, caller=None,
                  backoff=0.02, max_backoff=1.0, context=None,
-                 connect_timeout=None, client_request_ids=True):
+                 connect_timeout=None, client_request_ids=True, token=None):
         self.endpoint = check_endpoint(endpoint)
+        # A signed access token (docs/security.md) sent with every request;
+        # assign ``client.token`` to refresh it.
+        self.token = token
         self.client_request_ids = bool(client_request_ids)
         self.timeout = float(timeout)
         self.connect_timeout = (max(self.timeout, 1.0) if connect_timeout is None
@@ -593,7 +624,7 @@ class Client(_Requests):
             raise ClientClosedError(None, "Closed", "the client is closed",
                                     op=op)
         rid = next(self._ids)
-        h = Handle(self, op, rid, _w.encode_request(op, rid, body), decode)
+        h = Handle(self, op, rid, _w.encode_request(op, rid, body, self.token), decode)
         h._first_sent = _time.monotonic()
         # A read with session tokens may be held by the server on purpose:
         # each attempt may take that much longer.
@@ -862,6 +893,17 @@ class Client(_Requests):
     def read_watermarks(self, derived=None):
         """Every stored :class:`Watermark`, or those of one derived table."""
         return self._run(*self._req_read_watermarks(derived))
+
+    def set_table_policies(self, table, policies):
+        """Replace ``table``'s stored access policies (at most 5 dicts with
+        ``id`` and optional ``start``, ``expiry``, ``permissions``; ``[]``
+        removes all). Changing or removing one revokes the tokens issued
+        under it at once. Needs permission ``m``."""
+        self._run(*self._req_set_table_policies(table, policies))
+
+    def get_table_policies(self, table):
+        """``table``'s stored access policies, as dicts (times as text)."""
+        return self._run(*self._req_get_table_policies(table))
 
     def read_changes(self, from_lsn, max=None, max_bytes=None):
         """A :class:`ChangesPage` of change records with LSN >= from_lsn."""

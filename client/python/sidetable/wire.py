@@ -32,13 +32,17 @@ REQUEST_ARCHIVE = 9
 ADVANCE_WATERMARKS = 10   # docs/consistency.md
 READ_WATERMARKS = 11
 WRITE_MANY = 12           # independent EGTs in one request (pattern workers)
+SET_TABLE_POLICIES = 13   # stored access policies (docs/security.md)
+GET_TABLE_POLICIES = 14
 
 OP_NAMES = {PING: "Ping", CREATE_TABLE: "CreateTable",
             DELETE_TABLE: "DeleteTable", LIST_TABLES: "ListTables",
             WRITE: "Write", GET: "Get", QUERY: "Query",
             READ_CHANGES: "ReadChanges", REQUEST_ARCHIVE: "RequestArchive",
             ADVANCE_WATERMARKS: "AdvanceWatermarks",
-            READ_WATERMARKS: "ReadWatermarks", WRITE_MANY: "WriteMany"}
+            READ_WATERMARKS: "ReadWatermarks", WRITE_MANY: "WriteMany",
+            SET_TABLE_POLICIES: "SetTablePolicies",
+            GET_TABLE_POLICIES: "GetTablePolicies"}
 
 # MessagePack ext types for Edm values.
 EXT_INT64 = 1
@@ -182,7 +186,11 @@ def unpack_body(data):
                             strict_map_key=False)
 
 
-def encode_request(op, request_id, body):
+def encode_request(op, request_id, body, token=None):
+    """The request frame; ``token`` (a signed access token, text) travels in
+    the body's ``token`` field (docs/protocol.md)."""
+    if token:
+        body = dict(body, token=token)
     return pack_header(op, request_id) + pack_body(body)
 
 

@@ -1,0 +1,52 @@
+#include "sidecar/auth/policy_store.h"
+
+#include <mutex>
+
+#include "engine/table_name.h"
+#include "protocol/wire.h"
+
+namespace sidetable::sidecar::auth {
+namespace {
+
+constexpr std::string_view kPrefix = "auth/policies/";
+
+}  // namespace
+
+Result<std::unique_ptr<PolicyStore>> PolicyStore::Load(Engine* engine) {
+  std::unique_ptr<PolicyStore> store(new PolicyStore(engine));
+  auto settings = engine->ListSettings(kPrefix);
+  if (!settings.ok()) return settings.status();
+  for (const auto& [key, value] : *settings) {
+    std::vector<token::StoredPolicy> policies;
+    Status s = wire::DecodePolicies(value, &policies);
+    if (!s.ok()) return Status(Code::kInternal, "stored access policies of '" + key + "': " + s.message());
+    if (!policies.empty()) store->by_table_[key.substr(kPrefix.size())] = std::move(policies);
+  }
+  return store;
+}
+
+std::vector<token::StoredPolicy> PolicyStore::Get(std::string_view table) const {
+  const std::string key = TableKey(table).str();
+  std::shared_lock lock(mu_);
+  auto it = by_table_.find(key);
+  return it == by_table_.end() ? std::vector<token::StoredPolicy>{} : it->second;
+}
+
+Status PolicyStore::Set(std::string_view table, std::vector<token::StoredPolicy> policies) {
+  ST_RETURN_IF_ERROR(token::ValidatePolicies(policies));
+  const std::string key = TableKey(table).str();
+  std::string encoded;
+  wire::EncodePolicies(policies, &encoded);
+  // Durable first, visible second, under one lock: a revoked policy is never
+  // visible again once Set() returned, and a restart sees the same list.
+  std::unique_lock lock(mu_);
+  ST_RETURN_IF_ERROR(engine_->PutSetting(std::string(kPrefix) + key, encoded));
+  if (policies.empty()) {
+    by_table_.erase(key);
+  } else {
+    by_table_[key] = std::move(policies);
+  }
+  return Status::OK();
+}
+
+}  // namespace sidetable::sidecar::auth
