@@ -2,7 +2,11 @@
 
 #include <unistd.h>
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <csignal>
+#include <thread>
 #include <cstdio>
 #include <fstream>
 
@@ -10,8 +14,26 @@ namespace sidetable::common {
 
 void InstallStopSignals(void (*on_stop)(int)) {
   std::signal(SIGPIPE, SIG_IGN);
+  // The handler serves only a thread that started before this call (it has
+  // the signals unblocked); every later thread leaves them to the waiter.
   std::signal(SIGTERM, on_stop);
   std::signal(SIGINT, on_stop);
+  // Blocked here, in main() before any other thread starts, so every thread
+  // inherits the mask and none is ever interrupted: a blocking ZeroMQ call
+  // interrupted by a signal fails with EINTR, which cppzmq throws, and an
+  // uncaught throw in a worker thread aborts the process on SIGTERM. One
+  // thread takes the signals with sigwait() instead.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  std::thread([stop, on_stop] {
+    for (;;) {
+      int sig = 0;
+      if (sigwait(&stop, &sig) == 0) on_stop(sig);
+    }
+  }).detach();
 }
 
 Status WriteReadyFile(const std::string& path, const std::vector<std::pair<std::string, std::string>>& lines) {

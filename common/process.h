@@ -13,9 +13,13 @@
 
 namespace sidetable::common {
 
-// SIGTERM and SIGINT call `on_stop` (which must be async-signal-safe: set a
-// flag, write to a pipe); SIGPIPE is ignored so that a peer that went away
-// is an error code, not the end of the process.
+// SIGTERM and SIGINT call `on_stop` from a thread of their own (sigwait),
+// never by interrupting another thread: they are blocked in every thread
+// started after this call, so no blocking call (a ZeroMQ send or poll, a
+// RocksDB write) ever fails with EINTR because of them. Call it from main()
+// before starting threads. `on_stop` should still only set a flag or wake a
+// loop. SIGPIPE is ignored so that a peer that went away is an error code,
+// not the end of the process.
 void InstallStopSignals(void (*on_stop)(int));
 
 // Writes "<key> <value>" lines and then "pid <pid>" to `path`, atomically

@@ -25,8 +25,12 @@ using namespace sidetable::sidecar;
 namespace {
 
 std::atomic<Server*> g_server{nullptr};
+// A stop asked for while the server was still starting. Set before g_server
+// is read, and main() sets g_server before reading it: one side sees the other.
+std::atomic<bool> g_stop_requested{false};
 
 void OnSignal(int) {
+  g_stop_requested = true;
   if (Server* s = g_server.load()) s->RequestStop();
 }
 
@@ -114,13 +118,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "sidetable: %s\n", s.message().c_str());
     return 2;
   }
+  // Before any thread starts, so that every thread inherits the blocked
+  // stop signals (common/process.h).
+  common::InstallStopSignals(OnSignal);
   auto server = Server::Start(config);
   if (!server.ok()) {
     spdlog::error("start-up failed: {}", server.status().ToString());
     return 1;
   }
   g_server = server->get();
-  common::InstallStopSignals(OnSignal);
+  if (g_stop_requested) (*server)->RequestStop();
   for (const auto& ep : (*server)->endpoints()) spdlog::info("listening on {}", ep);
   if ((*server)->http_port() > 0) {
     spdlog::info("health and metrics on http://127.0.0.1:{}/health, /metrics", (*server)->http_port());

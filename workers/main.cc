@@ -31,8 +31,11 @@ using namespace sidetable::workers;
 namespace {
 
 std::atomic<Worker*> g_worker{nullptr};
+// A stop asked for while the worker was still starting (see sidecar/main.cc).
+std::atomic<bool> g_stop_requested{false};
 
 void OnSignal(int) {
+  g_stop_requested = true;
   if (Worker* w = g_worker.load()) w->RequestStop();
 }
 
@@ -118,7 +121,9 @@ int main(int argc, char** argv) {
     spdlog::error("configuration: {}", s.message());
     return 2;
   }
-  std::signal(SIGPIPE, SIG_IGN);
+  // Before any thread starts, so that every thread inherits the blocked
+  // stop signals (common/process.h).
+  common::InstallStopSignals(OnSignal);
   auto worker = Worker::Start(config);
   if (!worker.ok()) {
     spdlog::error("start-up failed: {}", worker.status().ToString());
@@ -126,7 +131,7 @@ int main(int argc, char** argv) {
     return worker.status().code() == Code::kInvalidInput ? 2 : 1;
   }
   g_worker = worker->get();
-  common::InstallStopSignals(OnSignal);
+  if (g_stop_requested) (*worker)->RequestStop();
   std::unique_ptr<BootstrapWatch> watch;
   if (from_file) {
     watch = std::make_unique<BootstrapWatch>(config.bootstrap_file, config.bootstrap,
