@@ -35,6 +35,9 @@ struct WorkerConfig {
   int timeout_ms = 5000;                          // sidecar.timeout_ms: per request
   std::string caller = "sidetable-worker";        // sidecar.caller: writer id in the change log
   int inflight = 16;                              // sidecar.inflight: WriteMany requests in flight
+  // CURVE to the sidecar (docs/security.md, "Transport"): both or neither.
+  std::string curve_server_key_file;              // sidecar.curve_server_key_file: the sidecar's public key
+  std::string curve_key_file;                     // sidecar.curve_key_file: this worker's secret key (0600)
 
   // retry.*
   int max_attempts = 8;      // retry.max_attempts: per event, first try included

@@ -40,6 +40,7 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
   c->socket_->set(zmq::sockopt::linger, 0);
   c->socket_->set(zmq::sockopt::sndhwm, 0);
   c->socket_->set(zmq::sockopt::rcvhwm, 0);
+  ST_RETURN_IF_ERROR(c->SetCurve());
   try {
     c->socket_->connect(options.endpoint);
   } catch (const zmq::error_t& e) {

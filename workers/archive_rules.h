@@ -24,6 +24,7 @@
 
 #include "apply/op_applier.h"
 #include "apply/table_store.h"
+#include "client/client.h"
 #include "engine/status.h"
 #include "patterns/archive/archive.h"
 #include "patterns/registry.h"
@@ -56,6 +57,7 @@ struct ArchiveOptions {
   int timeout_ms = 5000;
   std::string caller;
   int fence_attempts = 16;
+  client::CurveClientKeys curve;  // empty: a plain connection
 };
 
 class ArchiveScheduler {

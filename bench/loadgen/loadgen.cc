@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "client/client.h"
+#include "client/curve.h"
 #include "engine/batch.h"
 #include "engine/edm.h"
 #include "engine/status.h"
@@ -64,9 +65,20 @@ struct Config {
   std::string json_path;
   std::string label;
   uint64_t seed = 0;
+  // CURVE (docs/security.md, "Transport"): the sidecar's public key file and
+  // this client's secret key file; read once into `curve`.
+  std::string curve_server_key_file, curve_key_file;
+  client::CurveClientKeys curve;
 
   double weights[kNumKinds] = {};
 };
+
+// The options every connection of this run shares.
+client::ClientOptions BaseOptions(const Config& cfg) {
+  client::ClientOptions o = BaseOptions(cfg);
+  o.curve = cfg.curve;
+  return o;
+}
 
 // ---- the ~1 KiB entity ---------------------------------------------------------
 // Six typed properties (String, Int32, Double, Boolean, DateTime, Guid) plus a
@@ -169,10 +181,8 @@ class Connection {
   Connection(const Shared& sh, int index, uint64_t quota)
       : sh_(sh), cfg_(*sh.cfg), index_(index), quota_(quota),
         rng_(sh.cfg->seed ? sh.cfg->seed + static_cast<uint64_t>(index) : std::random_device{}()) {
-    client::ClientOptions o;
-    o.endpoint = cfg_.endpoint;
+    client::ClientOptions o = BaseOptions(cfg_);
     o.max_attempts = cfg_.max_attempts;
-    o.timeout = std::chrono::milliseconds(cfg_.timeout_ms);
     o.caller = "loadgen";
     auto c = client::Client::Connect(o);
     if (!c.ok()) Die(c.status().ToString());
@@ -450,19 +460,25 @@ int Main(int argc, char** argv) {
   app.add_option("--json", cfg.json_path, "also write the results as JSON to this file");
   app.add_option("--label", cfg.label, "a name for this run in the JSON");
   app.add_option("--seed", cfg.seed, "random seed (0 = random)");
+  app.add_option("--curve-server-key", cfg.curve_server_key_file,
+                 "CURVE: the sidecar's public key file (with --curve-key)");
+  app.add_option("--curve-key", cfg.curve_key_file, "CURVE: this client's secret key file, allowed by the sidecar");
   CLI11_PARSE(app, argc, argv);
   if (cfg.strict) {
     cfg.connections = 1;
     cfg.depth = 1;
   }
   ParseMix(&cfg);
+  {
+    auto keys = client::LoadCurveKeys(cfg.curve_server_key_file, cfg.curve_key_file);
+    if (!keys.ok()) Die("--curve-server-key/--curve-key: " + keys.status().message());
+    cfg.curve = std::move(keys).value();
+  }
 
   EntityMaker maker(cfg.entity_bytes);
   {
     // Table, and the size of one insert request on the wire.
-    client::ClientOptions o;
-    o.endpoint = cfg.endpoint;
-    o.timeout = std::chrono::milliseconds(cfg.timeout_ms);
+    client::ClientOptions o = BaseOptions(cfg);
     auto c = client::Client::Connect(o);
     if (!c.ok()) Die(c.status().ToString());
     auto ping = c.value()->Ping();

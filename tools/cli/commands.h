@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct GlobalOptions {
   int timeout_ms = 5000;  // per attempt
   std::string caller;
   int retries = 2;  // attempts after the first
+  // CURVE (docs/security.md, "Transport"): the sidecar's public key file and
+  // this client's secret key file; both or neither.
+  std::string curve_server_key_file, curve_key_file;
 };
 
 // The arguments of every command; each command reads the ones it declares.
@@ -73,8 +77,13 @@ class Session {
   int connect_exit = kExitOk;
 
  private:
+  // The client options every connection shares (CURVE keys read once);
+  // false after reporting a bad key file.
+  bool BaseOptions(client::ClientOptions* o);
+
   GlobalOptions options_;
   std::unique_ptr<client::Client> client_;
+  std::optional<client::CurveClientKeys> curve_;
 };
 
 // The text of a JSON argument: `arg` itself, or all of stdin when it is "-".

@@ -36,8 +36,12 @@ class AsyncClient(_Requests):
 
     def __init__(self, endpoint, timeout=5.0, retries=5, caller=None,
                  backoff=0.02, max_backoff=1.0, context=None,
-                 connect_timeout=None, client_request_ids=True):
+                 connect_timeout=None, client_request_ids=True,
+                 curve_server_key=None, curve_public_key=None,
+                 curve_secret_key=None):
         self.endpoint = check_endpoint(endpoint)
+        curve = _client._curve_keys(curve_server_key, curve_public_key,
+                                    curve_secret_key)
         self.client_request_ids = bool(client_request_ids)
         self.timeout = float(timeout)
         self.retries = int(retries)
@@ -48,7 +52,8 @@ class AsyncClient(_Requests):
                                 else float(connect_timeout))
         self._own_context = context is None
         self._ctx = context or _zmq_asyncio.Context()
-        self._sock = _client._dealer(self._ctx, endpoint, self._own_context)
+        self._sock = _client._dealer(self._ctx, endpoint, self._own_context,
+                                     curve)
         self._ids = _itertools.count(1)
         self._pending = {}          # request id -> Future of (status, body)
         self._reader = None
