@@ -75,7 +75,9 @@ struct Config {
 
 // The options every connection of this run shares.
 client::ClientOptions BaseOptions(const Config& cfg) {
-  client::ClientOptions o = BaseOptions(cfg);
+  client::ClientOptions o;
+  o.endpoint = cfg.endpoint;
+  o.timeout = std::chrono::milliseconds(cfg.timeout_ms);
   o.curve = cfg.curve;
   return o;
 }
@@ -372,9 +374,7 @@ void ParseMix(Config* cfg) {
 // Loads --preload entities (InsertOrReplace, so re-runs on the same table are
 // fine) in EGTs of up to 100 per partition, 16 in flight on one connection.
 void Preload(const Config& cfg, const EntityMaker& maker, uint64_t rows_per_partition) {
-  client::ClientOptions o;
-  o.endpoint = cfg.endpoint;
-  o.timeout = std::chrono::milliseconds(cfg.timeout_ms);
+  client::ClientOptions o = BaseOptions(cfg);
   o.max_attempts = 10;  // ServerBusy while loading: back off and retry
   auto c = client::Client::Connect(o);
   if (!c.ok()) Die(c.status().ToString());

@@ -137,7 +137,10 @@ class AsyncClient(_Requests):
                 attempt += 1
                 if attempt > 1:
                     self.resends += 1
-                await self._sock.send(frame)
+                try:
+                    await self._sock.send(frame, _zmq.NOBLOCK)
+                except _zmq.Again:
+                    pass   # no connection (a refused CURVE handshake): time out below
                 try:
                     status, reply = await _asyncio.wait_for(
                         _asyncio.shield(fut), self.timeout + wait)

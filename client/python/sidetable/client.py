@@ -646,7 +646,13 @@ class Client(_Requests):
         h._waiting_resend = False
         if h.attempt > 1:
             self.resends += 1
-        self._sock.send(h._frame, copy=False)
+        try:
+            self._sock.send(h._frame, _zmq.NOBLOCK, copy=False)
+        except _zmq.Again:
+            # No connection to queue on: none yet, or its handshake was
+            # refused (CURVE). The deadline below retries or gives up,
+            # instead of blocking here for ever.
+            pass
         self._push(_time.monotonic() + self.timeout + h._wait, h, "deadline")
 
     def _push(self, when, h, kind):

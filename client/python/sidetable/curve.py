@@ -18,6 +18,7 @@ import os
 import stat
 
 import zmq as _zmq
+from zmq.utils import z85 as _z85
 
 __all__ = ["load_public_key_file", "load_secret_key_file", "write_key_pair",
            "is_z85_key"]
@@ -36,7 +37,7 @@ def is_z85_key(text):
     if not isinstance(text, str) or len(text) != 40 or not set(text) <= _Z85:
         return False
     try:
-        _zmq.utils.z85.decode(text)
+        _z85.decode(text)
     except Exception:   # a group above 2**32
         return False
     return True

@@ -104,7 +104,7 @@ class CurveTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             Client(SERVER.endpoint, **dict(keys, curve_secret_key="short"))
         with self.assertRaises(ValueError):
-            AsyncClient(SERVER.endpoint, **dict(keys, curve_public_key="x" * 40))
+            AsyncClient(SERVER.endpoint, **dict(keys, curve_public_key="~" * 40))
 
     def test_key_files(self):
         prefix = os.path.join(SERVER.tmp, "kf")
