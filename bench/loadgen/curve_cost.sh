@@ -71,7 +71,9 @@ load() {  # load MODE LABEL ARGS...
   local mode="$1" label="$2"; shift 2
   local ep="$PLAIN_EP" extra=()
   if [[ "$mode" == curve ]]; then ep="$CURVE_EP"; extra=("${KEYS[@]}"); fi
-  "$LOADGEN" --endpoint "$ep" "${extra[@]}" --label "$label/$mode" --json "$WORK/one.json" "$@" >/dev/null
+  # loadgen appends to its --json file: give it a fresh one each run.
+  rm -f "$WORK/one.json"
+  "$LOADGEN" --endpoint "$ep" "${extra[@]}" --label "$label/$mode" --json "$WORK/one.json" "$@" >/dev/null 2>>"$WORK/loadgen.log"
   cat "$WORK/one.json" >> "$RESULTS"; echo >> "$RESULTS"
 }
 for mode in plain curve; do
@@ -97,7 +99,8 @@ for r in rows:
         continue
     op = next(iter(r["ops"].values()))
     by.setdefault(work, {}).setdefault(mode, []).append((op["p50_us"], op["p99_us"], r["ops_per_s"]))
-print("rounds: %s (median of each)" % sys.argv[2])
+print("rounds: %s (median of each; every run: %s)" % (sys.argv[2], ", ".join(
+    "%s %.0f" % (r["label"], next(iter(r["ops"].values()))["p50_us"]) for r in rows if not r["label"].startswith("preload"))))
 print("%-18s %12s %12s %8s %12s %12s %8s" % ("workload", "plain p50us", "curve p50us", "ratio",
                                             "plain ops/s", "curve ops/s", "ratio"))
 for work, modes in by.items():
