@@ -199,6 +199,11 @@ ServerGauges Server::Impl::Gauges() const {
   g.inflight_connections = admission_.connections_in_flight();
   g.shutting_down = owner_->stop_.load(std::memory_order_relaxed);
   g.parked_reads = parked_.size();
+  if (zap_) {
+    g.curve = true;
+    g.curve_allowed = zap_->allowed();
+    g.curve_refused = zap_->refused();
+  }
   return g;
 }
 

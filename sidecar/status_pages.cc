@@ -89,7 +89,15 @@ std::string MetricsText(Server& server, const Metrics& metrics, const ServerGaug
     g.chunked_events_total = ps.chunked_events_total;
     g.refused_writes_total = ps.refused_writes;
   }
-  return metrics.Render(g);
+  std::string out = metrics.Render(g);
+  if (gauges.curve) {
+    out += "# HELP sidetable_curve_handshakes_total CURVE handshakes by the allow-list's answer "
+           "(security.curve_clients_file).\n";
+    out += "# TYPE sidetable_curve_handshakes_total counter\n";
+    out += "sidetable_curve_handshakes_total{result=\"allowed\"} " + std::to_string(gauges.curve_allowed) + "\n";
+    out += "sidetable_curve_handshakes_total{result=\"refused\"} " + std::to_string(gauges.curve_refused) + "\n";
+  }
+  return out;
 }
 
 }  // namespace sidetable::sidecar

@@ -26,7 +26,12 @@ class ZapHandler::Loop {
     while (!owner->stop_.load(std::memory_order_relaxed)) {
       zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
       if (zmq_poll(&item, 1, 200) < 0 && zmq_errno() == ETERM) break;
-      if (item.revents & ZMQ_POLLIN) Answer(owner);
+      try {
+        if (item.revents & ZMQ_POLLIN) Answer(owner);
+      } catch (const zmq::error_t& e) {
+        if (e.num() == ETERM) break;  // the context is closing
+        log_->error("ZAP: {}", e.what());
+      }
       if (std::chrono::steady_clock::now() >= next_check) {
         ReloadIfChanged();
         next_check = std::chrono::steady_clock::now() + std::chrono::seconds(1);

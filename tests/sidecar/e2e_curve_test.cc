@@ -103,6 +103,20 @@ TEST_F(CurveTest, AnAllowedKeyWorksAndEveryOtherClientIsRefusedWhileServingGoesO
   EXPECT_EQ(got->Find("V")->as_int32(), 7);
   EXPECT_TRUE(Connect(KeysOf(allowed_))->Ping().ok());
   EXPECT_TRUE(testing::Contains(sidecar_->Log(), "refused a CURVE handshake")) << sidecar_->Log();
+  // Counted in /metrics (the plain client fails before the allow-list is asked).
+  const std::string& http = sidecar_->http();
+  httplib::Client metrics(http.substr(0, http.rfind(':')), std::stoi(http.substr(http.rfind(':') + 1)));
+  auto page = metrics.Get("/metrics");
+  ASSERT_TRUE(page);
+  auto counter = [&](const std::string& result) -> long {
+    const std::string name = "sidetable_curve_handshakes_total{result=\"" + result + "\"} ";
+    const size_t at = page->body.find(name);
+    return at == std::string::npos ? -1 : std::atol(page->body.c_str() + at + name.size());
+  };
+  // The stranger at least once (ZeroMQ reconnects and asks again); the
+  // plain client and the wrong server key fail before the allow-list.
+  EXPECT_GE(counter("refused"), 1) << page->body;
+  EXPECT_GE(counter("allowed"), 2) << page->body;
   EXPECT_TRUE(testing::Contains(sidecar_->Log(), stranger_.public_key)) << "the refused key is logged";
   EXPECT_TRUE(testing::Contains(sidecar_->Log(), "CURVE on every listener: server public key " +
                                                      server_keys_.public_key));
