@@ -91,8 +91,12 @@ Status LoadRoot(const YAML::Node& root, const std::string& origin, WorkerConfig*
   }
 
   const YAML::Node s = root["sidecar"];
-  ST_RETURN_IF_ERROR(
-      CheckKeys(s, "sidecar", {"endpoint", "timeout_ms", "caller", "inflight", "token_file"}, origin));
+  ST_RETURN_IF_ERROR(CheckKeys(s, "sidecar",
+                               {"endpoint", "timeout_ms", "caller", "inflight", "token_file",
+                                "curve_server_key_file", "curve_key_file"},
+                               origin));
+  ST_RETURN_IF_ERROR(Read(s, "sidecar", "curve_server_key_file", &c->curve_server_key_file, origin));
+  ST_RETURN_IF_ERROR(Read(s, "sidecar", "curve_key_file", &c->curve_key_file, origin));
   ST_RETURN_IF_ERROR(Read(s, "sidecar", "inflight", &c->inflight, origin));
   ST_RETURN_IF_ERROR(Read(s, "sidecar", "endpoint", &c->endpoint, origin));
   ST_RETURN_IF_ERROR(Read(s, "sidecar", "timeout_ms", &c->timeout_ms, origin));
@@ -195,6 +199,9 @@ Status ValidateWorkerConfig(const WorkerConfig& c) {
     return bad("sidecar.endpoint: '" + c.endpoint + "' is neither tcp:// nor ipc://");
   }
   if (c.timeout_ms < 1) return bad("sidecar.timeout_ms must be positive");
+  if (c.curve_server_key_file.empty() != c.curve_key_file.empty()) {
+    return bad("sidecar.curve_server_key_file and sidecar.curve_key_file: give both (CURVE) or neither");
+  }
   if (c.max_attempts < 1 || c.max_attempts > 1000) return bad("retry.max_attempts must be 1..1000");
   if (c.backoff_ms < 0) return bad("retry.backoff_ms must not be negative");
   if (c.backoff_max_ms < c.backoff_ms) return bad("retry.backoff_max_ms must be >= retry.backoff_ms");

@@ -40,6 +40,9 @@ struct WorkerConfig {
   // derived tables and c for its watermarks). Read once, at start-up.
   std::string token_file;
   std::string token;  // its text, loaded with the file
+  // CURVE to the sidecar (docs/security.md, "Transport"): both or neither.
+  std::string curve_server_key_file;              // sidecar.curve_server_key_file: the sidecar's public key
+  std::string curve_key_file;                     // sidecar.curve_key_file: this worker's secret key (0600)
 
   // retry.*
   int max_attempts = 8;      // retry.max_attempts: per event, first try included

@@ -45,6 +45,14 @@ class socket_t;
 
 namespace sidetable::client {
 
+// Empty: a plain connection.
+struct CurveClientKeys {
+  std::string server_public_key;
+  std::string public_key;
+  std::string secret_key;
+  bool enabled() const { return !server_public_key.empty(); }
+};
+
 struct ClientOptions {
   std::string endpoint = "tcp://127.0.0.1:5555";
   std::chrono::milliseconds timeout{5000};       // per attempt
@@ -61,6 +69,12 @@ struct ClientOptions {
   // bits, hex). Off only where writes are idempotent by construction (the
   // pattern workers' fenced writes), to save the sidecar remembering them.
   bool client_request_ids = true;
+  // ZeroMQ CURVE (docs/security.md, "Transport"): the sidecar's public key
+  // and this client's key pair, Z85 text (40 characters each); all three or
+  // none. client/curve.h reads them from key files (LoadCurveKeys). A
+  // sidecar that does not allow this client's public key refuses it at the
+  // handshake: requests then go unanswered (Code::kNoReply), never reaching it.
+  CurveClientKeys curve;
 };
 
 // Read your own writes (docs/consistency.md): a session token says "I wrote
@@ -236,6 +250,8 @@ class Client {
   };
 
   explicit Client(const ClientOptions& options);
+  // curve.cc: CURVE options on the socket, before it connects.
+  Status SetCurve();
   // Sends an encoded request (its id is assigned here, in the header).
   // `wait`: how long the server may hold the request on purpose (a read
   // with session tokens); each attempt's deadline is timeout + wait.

@@ -40,6 +40,7 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
   c->socket_->set(zmq::sockopt::linger, 0);
   c->socket_->set(zmq::sockopt::sndhwm, 0);
   c->socket_->set(zmq::sockopt::rcvhwm, 0);
+  ST_RETURN_IF_ERROR(c->SetCurve());
   try {
     c->socket_->connect(options.endpoint);
   } catch (const zmq::error_t& e) {
@@ -52,7 +53,10 @@ void Client::Transmit(Pending& p) {
   p.attempts++;
   p.waiting_to_resend = false;
   p.deadline = Clock::now() + options_.timeout + p.wait;
-  socket_->send(zmq::buffer(p.frame), zmq::send_flags::none);
+  // Never blocks: with no connection to queue on (none yet, or its CURVE
+  // handshake was refused) the attempt is lost and its deadline retries or
+  // gives up (kNoReply), instead of the call hanging.
+  (void)socket_->send(zmq::buffer(p.frame), zmq::send_flags::dontwait);
 }
 
 void Client::SendFrame(std::string frame, ReplyCallback done, std::chrono::milliseconds wait) {

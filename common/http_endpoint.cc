@@ -47,6 +47,7 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& hos
                                            "give each its own" : "") + ")");
   }
   ep->port_ = port;
+  ep->host_ = host;
   ep->thread_ = std::thread([raw = ep->http_.get()] { raw->listen_after_bind(); });
   return ep;
 }

@@ -38,6 +38,8 @@ class HttpEndpoint {
   HttpEndpoint& operator=(const HttpEndpoint&) = delete;
 
   int port() const { return port_; }
+  // "host:port" as bound (the configured host, the port resolved).
+  std::string address() const { return host_ + ":" + std::to_string(port_); }
   void Stop();
 
  private:
@@ -45,6 +47,7 @@ class HttpEndpoint {
   std::unique_ptr<httplib::Server> http_;
   std::thread thread_;
   int port_ = 0;
+  std::string host_;
 };
 
 // A JSON string literal for health bodies: quotes, backslashes and control

@@ -7,6 +7,8 @@
 #include <set>
 #include <type_traits>
 
+#include "sidecar/listener_policy.h"
+
 namespace sidetable::sidecar {
 namespace {
 
@@ -172,6 +174,33 @@ Status LoadKafkaAndLog(const FileReader& f, const YAML::Node& root, ServerConfig
   return f.Read(l, "log", "format", &c->log_format);
 }
 
+// security.* (docs/security.md, "Transport"). The two switches are spelled
+// true or false, nothing else: `insecure: yes` must not open a listener.
+Status LoadSecurity(const FileReader& f, const YAML::Node& root, ServerConfig* c) {
+  YAML::Node s;
+  ST_RETURN_IF_ERROR(
+      f.Section(root, "security", {"curve_secret_key_file", "curve_clients_file", "insecure", "http_public"}, &s));
+  if (!s) return Status::OK();
+  ST_RETURN_IF_ERROR(f.Read(s, "security", "curve_secret_key_file", &c->security.curve_secret_key_file));
+  ST_RETURN_IF_ERROR(f.Read(s, "security", "curve_clients_file", &c->security.curve_clients_file));
+  for (auto [key, out] : {std::pair{"insecure", &c->security.insecure}, {"http_public", &c->security.http_public}}) {
+    if (!s[key]) continue;
+    const YAML::Node v = s[key];
+    if (!v.IsScalar() || (v.Scalar() != "true" && v.Scalar() != "false")) {
+      return f.Bad(std::string("security.") + key, "must be true or false, got '" + (v.IsScalar() ? v.Scalar() : "") + "'");
+    }
+    *out = v.Scalar() == "true";
+  }
+  Status loaded = LoadSecurityKeys(&c->security);
+  if (!loaded.ok()) {
+    // "security.curve_secret_key_file: key file ...": split off the key.
+    const std::string& m = loaded.message();
+    const size_t colon = m.find(": ");
+    return f.Bad(m.substr(0, colon), m.substr(colon + 2));
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Status LoadConfigFile(const std::string& path, ServerConfig* config) {
@@ -182,7 +211,8 @@ Status LoadConfigFile(const std::string& path, ServerConfig* config) {
     YAML::Node root = YAML::LoadFile(path);
     if (root.IsNull()) return Status::OK();  // an empty file: all defaults
     if (!root.IsMap()) return Status(Code::kInvalidInput, path + ": the document must be a map of sections");
-    static const std::set<std::string> kSections = {"sidecar", "storage", "changelog", "retries", "query", "log", "kafka", "auth"};
+    static const std::set<std::string> kSections = {"sidecar", "storage", "changelog", "retries", "query",
+                                                     "log", "kafka", "auth", "security"};
     for (auto it = root.begin(); it != root.end(); ++it) {
       const std::string key = it->first.as<std::string>();
       if (!kSections.count(key)) return f.Bad(key, "unknown section");
@@ -191,6 +221,7 @@ Status LoadConfigFile(const std::string& path, ServerConfig* config) {
     ST_RETURN_IF_ERROR(LoadStorage(f, root, &c));
     ST_RETURN_IF_ERROR(LoadKafkaAndLog(f, root, &c));
     ST_RETURN_IF_ERROR(auth::LoadAuthConfig(path, root, &c.auth));
+    ST_RETURN_IF_ERROR(LoadSecurity(f, root, &c));
   } catch (const YAML::Exception& e) {
     return Status(Code::kInvalidInput, path + ": " + e.what());
   }
@@ -246,7 +277,8 @@ Status ValidateConfig(const ServerConfig& c) {
   if (c.kafka.chunk_bytes < 1024 || c.kafka.chunk_bytes > 990'000) {
     return bad("kafka.chunk_bytes must be 1024..990000 (Kafka's default message.max.bytes is 1000000)");
   }
-  return auth::ValidateAuthConfig(c.auth);
+  ST_RETURN_IF_ERROR(auth::ValidateAuthConfig(c.auth));
+  return CheckListenerPolicy(c);
 }
 
 }  // namespace sidetable::sidecar

@@ -14,6 +14,7 @@
 #include "engine/status.h"
 #include "sidecar/auth/auth_config.h"
 #include "sidecar/changestream/kafka_options.h"
+#include "sidecar/security_config.h"
 
 namespace sidetable::sidecar {
 
@@ -47,6 +48,7 @@ struct ServerConfig {
   changestream::KafkaOptions kafka;                   // kafka.*
 
   auth::AuthConfig auth;                              // auth.* (tokens, keys, tenant quotas)
+  SecurityConfig security;                            // security.* (sidecar/security_config.h)
 
   std::string log_level = "info";                     // log.level
   std::string log_format = "text";                    // log.format: text | json
@@ -55,7 +57,8 @@ struct ServerConfig {
 // Reads a YAML file over the defaults in *config.
 Status LoadConfigFile(const std::string& path, ServerConfig* config);
 
-// Checks ranges and combinations (e.g. at least one endpoint).
+// Checks ranges and combinations (e.g. at least one endpoint), and the
+// listener policy (sidecar/listener_policy.h).
 Status ValidateConfig(const ServerConfig& config);
 
 }  // namespace sidetable::sidecar

@@ -39,7 +39,9 @@ void OnSignal(int) {
 Status WriteReadyFile(const std::string& path, Server& server) {
   std::vector<std::pair<std::string, std::string>> lines;
   for (const auto& ep : server.endpoints()) lines.emplace_back("zmq", ep);
-  if (server.http_port() > 0) lines.emplace_back("http", "127.0.0.1:" + std::to_string(server.http_port()));
+  // The address bound, as configured (0.0.0.0:9464 when so configured):
+  // what was actually exposed, not where a local client would connect.
+  if (server.http_port() > 0) lines.emplace_back("http", server.http_address());
   if (!server.kafka_bootstrap().empty()) lines.emplace_back("kafka", server.kafka_bootstrap());
   return common::WriteReadyFile(path, lines);
 }
@@ -130,7 +132,7 @@ int main(int argc, char** argv) {
   if (g_stop_requested) (*server)->RequestStop();
   for (const auto& ep : (*server)->endpoints()) spdlog::info("listening on {}", ep);
   if ((*server)->http_port() > 0) {
-    spdlog::info("health and metrics on http://127.0.0.1:{}/health, /metrics", (*server)->http_port());
+    spdlog::info("health and metrics on http://{}/health, /metrics", (*server)->http_address());
   }
   if (!config.ready_file.empty()) {
     if (Status s = WriteReadyFile(config.ready_file, **server); !s.ok()) {

@@ -2,6 +2,7 @@
 
 #include <fstream>
 
+#include "sidecar/listener_policy.h"
 #include "sidecar/server_impl.h"
 
 namespace sidetable::sidecar {
@@ -55,6 +56,7 @@ Status Server::Impl::Bind() {
                                                               1000, 4 * config_.max_inflight_per_connection))));
   router_.set(zmq::sockopt::rcvhwm, kRouterRcvHwm);
   router_.set(zmq::sockopt::linger, static_cast<int>(kReplyFlushMargin.count()));
+  ST_RETURN_IF_ERROR(SecureRouter());
   for (const auto& ep : config_.listen) {
     try {
       router_.bind(ep);
@@ -72,6 +74,7 @@ Status Server::Impl::Bind() {
     if (!http.ok()) return http.status();
     http_ = std::move(http).value();
     owner_->http_port_ = http_->port();
+    owner_->http_address_ = http_->address();
   }
   return Status::OK();
 }
@@ -210,6 +213,11 @@ ServerGauges Server::Impl::Gauges() const {
   g.inflight_connections = admission_.connections_in_flight();
   g.shutting_down = owner_->stop_.load(std::memory_order_relaxed);
   g.parked_reads = parked_.size();
+  if (zap_) {
+    g.curve = true;
+    g.curve_allowed = zap_->allowed();
+    g.curve_refused = zap_->refused();
+  }
   return g;
 }
 
@@ -258,6 +266,7 @@ Status Server::StartChangeStream(const ServerConfig& config) {
     if (!out) return Status(Code::kUnavailable, "cannot write " + file);
     spdlog::info("embedded Kafka (librdkafka mock cluster) at {}; address written to {}",
                  embedded_kafka_->bootstraps(), file);
+    if (std::string warning = EmbeddedKafkaWarning(config); !warning.empty()) spdlog::warn("{}", warning);
   }
   auto publisher = changestream::Publisher::Start(engine_.get(), k, config.id, embedded_kafka_.get());
   if (!publisher.ok()) return publisher.status();

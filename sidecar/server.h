@@ -58,6 +58,8 @@ class Server {
   // The endpoints actually bound (tcp port 0 resolved), and the HTTP port (0 = off).
   const std::vector<std::string>& endpoints() const { return endpoints_; }
   int http_port() const { return http_port_; }
+  // "host:port" as bound ("" = off): the ready file reports it.
+  const std::string& http_address() const { return http_address_; }
   Engine& engine() { return *engine_; }
   Watermarks& watermarks() { return *watermarks_; }
   Metrics& metrics() { return metrics_; }
@@ -84,6 +86,7 @@ class Server {
   auth::TenantMetrics tenant_metrics_;
   std::vector<std::string> endpoints_;
   int http_port_ = 0;
+  std::string http_address_;
   std::atomic<bool> stop_{false};
   bool stopped_cleanly_ = true;
 };

@@ -29,6 +29,7 @@
 #include "sidecar/parked_reads.h"
 #include "sidecar/server.h"
 #include "sidecar/status_pages.h"
+#include "sidecar/zap_handler.h"
 
 namespace sidetable::sidecar {
 
@@ -90,6 +91,9 @@ class Server::Impl {
   void ResumeCovered(size_t index, std::deque<Job>* local);
   void MaintenanceLoop();
   void StopMaintenance();
+  // transport.cc: CURVE on the ROUTER socket and its ZAP handler, before
+  // any endpoint is bound (security.curve_secret_key_file).
+  Status SecureRouter();
   // shutdown.cc
   void RefuseQueued();
   void RefuseParked();
@@ -98,6 +102,8 @@ class Server::Impl {
   Server* owner_;
   const ServerConfig config_;
   zmq::context_t ctx_;
+  // CURVE's allow-list (security.*): after ctx_, so destroyed before it.
+  std::unique_ptr<ZapHandler> zap_;
   zmq::socket_t router_;
   zmq::socket_t replies_;
   Handler handler_;

@@ -48,6 +48,7 @@ void Server::Impl::RefuseParked() {
 void Server::Impl::CloseSockets() {
   router_.close();
   replies_.close();
+  zap_.reset();  // its socket too, or terminating the context would wait for it
   // Terminating the context waits for queued replies to be sent, at most
   // the router's linger (kReplyFlushMargin).
   ctx_.close();

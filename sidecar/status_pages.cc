@@ -89,9 +89,16 @@ std::string MetricsText(Server& server, const Metrics& metrics, const ServerGaug
     g.chunked_events_total = ps.chunked_events_total;
     g.refused_writes_total = ps.refused_writes;
   }
-  std::string text = metrics.Render(g);
-  server.tenant_metrics().Render(&text);
-  return text;
+  std::string out = metrics.Render(g);
+  server.tenant_metrics().Render(&out);
+  if (gauges.curve) {
+    out += "# HELP sidetable_curve_handshakes_total CURVE handshakes by the allow-list's answer "
+           "(security.curve_clients_file).\n";
+    out += "# TYPE sidetable_curve_handshakes_total counter\n";
+    out += "sidetable_curve_handshakes_total{result=\"allowed\"} " + std::to_string(gauges.curve_allowed) + "\n";
+    out += "sidetable_curve_handshakes_total{result=\"refused\"} " + std::to_string(gauges.curve_refused) + "\n";
+  }
+  return out;
 }
 
 }  // namespace sidetable::sidecar

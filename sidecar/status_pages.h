@@ -23,6 +23,9 @@ struct ServerGauges {
   uint64_t inflight_connections = 0;
   bool shutting_down = false;
   uint64_t parked_reads = 0;  // reads waiting for session tokens (parked_reads.h)
+  // CURVE handshakes the ZAP handler answered (zap_handler.h); curve false: off.
+  bool curve = false;
+  uint64_t curve_allowed = 0, curve_refused = 0;
 };
 
 std::string HealthJson(Server& server, const ServerGauges& gauges);

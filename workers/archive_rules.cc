@@ -83,6 +83,7 @@ Result<std::unique_ptr<ArchiveScheduler>> ArchiveScheduler::Start(std::vector<Ar
   s->metrics_ = metrics;
   client::ClientOptions co;
   co.endpoint = o.endpoint;
+  co.curve = o.curve;
   co.timeout = std::chrono::milliseconds(o.timeout_ms);
   co.caller = o.caller;
   co.token = o.token;

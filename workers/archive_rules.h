@@ -24,6 +24,7 @@
 
 #include "apply/op_applier.h"
 #include "apply/table_store.h"
+#include "client/client.h"
 #include "engine/status.h"
 #include "patterns/archive/archive.h"
 #include "patterns/registry.h"
@@ -57,6 +58,7 @@ struct ArchiveOptions {
   std::string caller;
   int fence_attempts = 16;
   std::string token;  // sidecar.token_file's token ("" = none)
+  client::CurveClientKeys curve;  // empty: a plain connection
 };
 
 class ArchiveScheduler {

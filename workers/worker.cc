@@ -18,6 +18,7 @@
 #include "apply/op_applier.h"
 #include "apply/table_store.h"
 #include "client/client.h"
+#include "client/curve.h"
 #include "common/http_endpoint.h"
 #include "common/kafka/headers.h"
 #include "events/chunk.h"
@@ -100,6 +101,7 @@ class Worker::Impl {
   // the next owner reads the run again from its first chunk.
   std::map<TopicPartition, events::ChunkJoiner> joiners_;
   std::atomic<bool> running_{false};
+  client::CurveClientKeys curve_;  // sidecar.curve_*_file, read at Init
 };
 
 Worker::Impl::~Impl() {
@@ -129,7 +131,14 @@ Status Worker::Impl::Init() {
   std::vector<ArchiveRule> rules;
   ST_RETURN_IF_ERROR(ParseArchiveRules(config_.patterns, &rules));
 
+  // CURVE keys, read once for the table writes and the archive rules.
+  auto curve = client::LoadCurveKeys(config_.curve_server_key_file, config_.curve_key_file);
+  if (!curve.ok()) {
+    return Status(Code::kInvalidInput, "sidecar.curve_server_key_file/sidecar.curve_key_file: " + curve.status().message());
+  }
+  curve_ = std::move(curve).value();
   client::ClientOptions co;
+  co.curve = curve_;
   co.endpoint = config_.endpoint;
   co.timeout = std::chrono::milliseconds(config_.timeout_ms);
   co.max_attempts = 1;  // the event-level retry below backs off instead
@@ -200,7 +209,8 @@ Status Worker::Impl::Init() {
     http_ = std::move(h).value();
   }
   if (!rules.empty()) {
-    ArchiveOptions ao{config_.endpoint, config_.timeout_ms, config_.caller, config_.fence_attempts, config_.token};
+    ArchiveOptions ao{config_.endpoint, config_.timeout_ms, config_.caller, config_.fence_attempts,
+                      config_.token, curve_};
     auto a = ArchiveScheduler::Start(std::move(rules), ao, &metrics_);
     if (!a.ok()) return a.status();
     archive_ = std::move(a).value();

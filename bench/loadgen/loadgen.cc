@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "client/client.h"
+#include "client/curve.h"
 #include "engine/batch.h"
 #include "engine/edm.h"
 #include "engine/status.h"
@@ -65,9 +66,23 @@ struct Config {
   std::string json_path;
   std::string label;
   uint64_t seed = 0;
+  // CURVE (docs/security.md, "Transport"): the sidecar's public key file and
+  // this client's secret key file; read once into `curve`.
+  std::string curve_server_key_file, curve_key_file;
+  client::CurveClientKeys curve;
 
   double weights[kNumKinds] = {};
 };
+
+// The options every connection of this run shares.
+client::ClientOptions BaseOptions(const Config& cfg) {
+  client::ClientOptions o;
+  o.endpoint = cfg.endpoint;
+  o.timeout = std::chrono::milliseconds(cfg.timeout_ms);
+  o.curve = cfg.curve;
+  o.token = cfg.token;
+  return o;
+}
 
 // ---- the ~1 KiB entity ---------------------------------------------------------
 // Six typed properties (String, Int32, Double, Boolean, DateTime, Guid) plus a
@@ -170,11 +185,8 @@ class Connection {
   Connection(const Shared& sh, int index, uint64_t quota)
       : sh_(sh), cfg_(*sh.cfg), index_(index), quota_(quota),
         rng_(sh.cfg->seed ? sh.cfg->seed + static_cast<uint64_t>(index) : std::random_device{}()) {
-    client::ClientOptions o;
-    o.endpoint = cfg_.endpoint;
-    o.token = cfg_.token;
+    client::ClientOptions o = BaseOptions(cfg_);
     o.max_attempts = cfg_.max_attempts;
-    o.timeout = std::chrono::milliseconds(cfg_.timeout_ms);
     o.caller = "loadgen";
     auto c = client::Client::Connect(o);
     if (!c.ok()) Die(c.status().ToString());
@@ -364,10 +376,7 @@ void ParseMix(Config* cfg) {
 // Loads --preload entities (InsertOrReplace, so re-runs on the same table are
 // fine) in EGTs of up to 100 per partition, 16 in flight on one connection.
 void Preload(const Config& cfg, const EntityMaker& maker, uint64_t rows_per_partition) {
-  client::ClientOptions o;
-  o.endpoint = cfg.endpoint;
-  o.token = cfg.token;
-  o.timeout = std::chrono::milliseconds(cfg.timeout_ms);
+  client::ClientOptions o = BaseOptions(cfg);
   o.max_attempts = 10;  // ServerBusy while loading: back off and retry
   auto c = client::Client::Connect(o);
   if (!c.ok()) Die(c.status().ToString());
@@ -454,20 +463,25 @@ int Main(int argc, char** argv) {
   app.add_option("--json", cfg.json_path, "also write the results as JSON to this file");
   app.add_option("--label", cfg.label, "a name for this run in the JSON");
   app.add_option("--seed", cfg.seed, "random seed (0 = random)");
+  app.add_option("--curve-server-key", cfg.curve_server_key_file,
+                 "CURVE: the sidecar's public key file (with --curve-key)");
+  app.add_option("--curve-key", cfg.curve_key_file, "CURVE: this client's secret key file, allowed by the sidecar");
   CLI11_PARSE(app, argc, argv);
   if (cfg.strict) {
     cfg.connections = 1;
     cfg.depth = 1;
   }
   ParseMix(&cfg);
+  {
+    auto keys = client::LoadCurveKeys(cfg.curve_server_key_file, cfg.curve_key_file);
+    if (!keys.ok()) Die("--curve-server-key/--curve-key: " + keys.status().message());
+    cfg.curve = std::move(keys).value();
+  }
 
   EntityMaker maker(cfg.entity_bytes);
   {
     // Table, and the size of one insert request on the wire.
-    client::ClientOptions o;
-    o.endpoint = cfg.endpoint;
-    o.token = cfg.token;
-    o.timeout = std::chrono::milliseconds(cfg.timeout_ms);
+    client::ClientOptions o = BaseOptions(cfg);
     auto c = client::Client::Connect(o);
     if (!c.ok()) Die(c.status().ToString());
     auto ping = c.value()->Ping();

@@ -136,6 +136,10 @@ def check(t):
     rule(any(e.startswith("tcp://0.0.0.0:") for e in s["listen"]),
          "sidecar: listen on tcp://0.0.0.0 so workers in other containers reach it")
     rule(s["http"].startswith("0.0.0.0:"), "sidecar: http must bind 0.0.0.0 for its published port")
+    # The listener policy (docs/security.md, "Transport"): without it the
+    # sidecar refuses to start on 0.0.0.0 (compose has no CURVE keys or tokens).
+    rule((sc.get("security") or {}).get("insecure") is True,
+         "sidecar: security.insecure must be true to listen on 0.0.0.0 without CURVE and tokens")
     published = [str(p).rsplit(":", 1)[1] for p in sidecar.get("ports", [])]
     rule(str(port_of(s["http"])) in published, "sidecar: /health's port must be published")
     grace_s = int(s["shutdown_grace_ms"]) / 1000
@@ -230,6 +234,7 @@ def self_test(source):
     broken(lambda t: cfg(t, "worker-1").update(http="127.0.0.1:9465"), "bind 0.0.0.0")
     broken(lambda t: cfg(t, "sidecar")["storage"].update(path="/data"), "storage.path")
     broken(lambda t: cfg(t, "sidecar")["sidecar"].update(http="0.0.0.0:9000"), "health check port")
+    broken(lambda t: cfg(t, "sidecar").pop("security"), "security.insecure")
     broken(lambda t: cfg(t, "sidecar")["sidecar"].update(shutdown_grace_ms=60000), "stop_grace_period")
     broken(lambda t: svc(t, "app").pop("network_mode"), "network_mode")
     broken(lambda t: svc(t, "app").update(command=["--endpoint", "tcp://sidecar:5555"]), "127.0.0.1")

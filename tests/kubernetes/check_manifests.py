@@ -105,6 +105,9 @@ def check(objects):
     ports = {p["name"]: p["containerPort"] for p in side.get("ports", [])}
     http_port = port_of(sc["sidecar"]["http"])
     rule(sc["sidecar"]["http"].startswith("0.0.0.0:"), "sidecar.http must bind 0.0.0.0 for the kubelet's probes")
+    # The listener policy (docs/security.md, "Transport"): 0.0.0.0 needs an opt-out.
+    rule((sc.get("security") or {}).get("insecure") is True,
+         "sidetable.yaml: security.insecure must be true to listen on 0.0.0.0 without CURVE and tokens")
     rule(ports.get("http") == http_port, f"sidetable: port http {ports.get('http')} != sidecar.http {http_port}")
     zmq = [port_of(e) for e in sc["sidecar"]["listen"] if e.startswith("tcp://")]
     rule(ports.get("zmq") in zmq, f"sidetable: port zmq {ports.get('zmq')} not in sidecar.listen {zmq}")
@@ -214,6 +217,7 @@ def self_test(source):
     broken(lambda o: pod(o)["volumes"][0].pop("persistentVolumeClaim"), "PersistentVolumeClaim")
     broken(lambda o: cfg(o, "sidetable.yaml", lambda d: d["storage"].update(path="/data")), "storage.path")
     broken(lambda o: cfg(o, "sidetable.yaml", lambda d: d["sidecar"].update(http="127.0.0.1:9464")), "0.0.0.0")
+    broken(lambda o: cfg(o, "sidetable.yaml", lambda d: d.pop("security")), "security.insecure")
     broken(lambda o: side(o)["resources"].pop("requests"), "resource requests")
     broken(lambda o: find(o, "Deployment", "orders")["spec"].update(replicas=3), "one replica")
     broken(lambda o: cfg(o, "worker.yaml", lambda d: d["kafka"].update(topic="x")), "kafka.topic")

@@ -29,6 +29,8 @@ sidecar:
   timeout_ms: 900
   caller: w1
   inflight: 4
+  curve_server_key_file: /etc/sidetable/sidecar.pub
+  curve_key_file: /etc/sidetable/w1.key
 retry:
   max_attempts: 3
   backoff_ms: 20
@@ -67,6 +69,8 @@ TEST(WorkerConfigTest, ReadsEveryKey) {
   EXPECT_EQ(c.commit_interval_ms, 50);
   EXPECT_EQ(c.poll_batch, 500);
   EXPECT_EQ(c.inflight, 4);
+  EXPECT_EQ(c.curve_server_key_file, "/etc/sidetable/sidecar.pub");
+  EXPECT_EQ(c.curve_key_file, "/etc/sidetable/w1.key");
   EXPECT_EQ(c.lag_max_seconds, 12);
   EXPECT_EQ(c.properties.at("security.protocol"), "plaintext");
   EXPECT_EQ(c.endpoint, "tcp://127.0.0.1:7000");
@@ -164,6 +168,8 @@ TEST(WorkerConfigTest, ValidationNamesTheKey) {
       {[](apply::WorkerConfig* c) { c->poll_batch = 0; }, "kafka.poll_batch"},
       {[](apply::WorkerConfig* c) { c->poll_batch = 100001; }, "kafka.poll_batch"},
       {[](apply::WorkerConfig* c) { c->inflight = 0; }, "sidecar.inflight"},
+      {[](apply::WorkerConfig* c) { c->curve_key_file = "w.key"; }, "sidecar.curve_server_key_file"},
+      {[](apply::WorkerConfig* c) { c->curve_server_key_file = "s.pub"; }, "sidecar.curve_key_file"},
       {[](apply::WorkerConfig* c) { c->lag_max_seconds = 0; }, "lag.max_seconds"},
   };
   for (const auto& bc : cases) {

@@ -17,12 +17,14 @@
 #include <thread>
 
 #include "client/client.h"
+#include "client/curve.h"
 #include "client/session.h"
 #include "client/entity_builder.h"
 #include "common/kafka/embedded_kafka.h"
 #include "patterns/index_table/index_table.h"
 #include "testing/sidecar_process.h"
 #include "testing/temp_dir.h"
+#include "testing/text.h"
 #include "testing/worker_process.h"
 #include "workers/dead_letter.h"
 
@@ -45,13 +47,14 @@ class WorkerE2eTest : public ::testing::Test {
     ASSERT_TRUE(kafka_->CreateTopic(kDlq, 1).ok());
     const std::string cfg = dir_.Sub("sidecar.yaml");
     std::ofstream(cfg) << "sidecar:\n  id: wk-test\nkafka:\n  bootstrap: " << kafka_->bootstraps()
-                       << "\n  partitions: 4\n  watermark_flush_ms: 20\n";
+                       << "\n  partitions: 4\n  watermark_flush_ms: 20\n" << CurveSetUp();
     server_ = std::make_unique<testing::SidecarProcess>(
         SIDETABLE_BIN, dir_.Sub("db"), std::vector<std::string>{"--config", cfg, "--durability", "os"});
     ASSERT_TRUE(server_->Start()) << server_->Log();
     client::ClientOptions o;
     o.endpoint = server_->endpoint();
     o.timeout = std::chrono::milliseconds(10000);
+    o.curve = test_keys_;
     client_ = std::move(client::Client::Connect(o)).value();
     ASSERT_TRUE(client_->CreateTable("People").ok());
 
@@ -64,6 +67,7 @@ class WorkerE2eTest : public ::testing::Test {
                                << "  commit_batch: 50\n  commit_interval_ms: 100\n"
                                << "  properties:\n    fetch.wait.max.ms: \"5\"\n"
                                << "sidecar:\n  endpoint: " << server_->endpoint() << "\n  timeout_ms: 5000\n"
+                               << worker_curve_keys_
                                << "retry:\n  max_attempts: 5\n  backoff_ms: 20\n  backoff_max_ms: 500\n"
                                << "dead_letter:\n  topic: " << kDlq << "\n"
                                << "log:\n  level: info\n"
@@ -175,7 +179,13 @@ class WorkerE2eTest : public ::testing::Test {
     return out;
   }
 
+  // CURVE (WorkerCurveE2eTest): the sidecar's security section; fills the
+  // test client's keys and the worker's sidecar.curve_* keys.
+  virtual std::string CurveSetUp() { return ""; }
+
   testing::TempDir dir_;
+  client::CurveClientKeys test_keys_;
+  std::string worker_curve_keys_;
   std::unique_ptr<EmbeddedKafka> kafka_;
   std::unique_ptr<testing::SidecarProcess> server_;
   std::unique_ptr<client::Client> client_;
@@ -456,6 +466,43 @@ TEST_F(WorkerE2eTest, PoisonEventGoesToTheDeadLetterTopicAndTheWorkerMovesOn) {
   EXPECT_NE(res->body.find("sidetable_worker_dead_letters_total{reason=\"decode\"} 1"), std::string::npos)
       << res->body;
   EXPECT_EQ(w->Stop(), 0) << w->Log();
+}
+
+// The same sidecar with CURVE on its listener (docs/security.md,
+// "Transport"): the worker connects with sidecar.curve_server_key_file and
+// sidecar.curve_key_file, its key on the allow-list with the test's.
+class WorkerCurveE2eTest : public WorkerE2eTest {
+ protected:
+  std::string CurveSetUp() override {
+    namespace ck = client::curve_keys;
+    ck::KeyPair server = ck::GenerateKeyPair().value(), test = ck::GenerateKeyPair().value();
+    ck::KeyPair worker = ck::GenerateKeyPair().value();
+    EXPECT_TRUE(ck::WriteKeyPair(dir_.Sub("server"), server).ok());
+    EXPECT_TRUE(ck::WriteKeyPair(dir_.Sub("worker"), worker).ok());
+    std::ofstream(dir_.Sub("clients")) << test.public_key << " test\n" << worker.public_key << " worker\n";
+    test_keys_ = {server.public_key, test.public_key, test.secret_key};
+    worker_curve_keys_ = "  curve_server_key_file: " + dir_.Sub("server.pub") +
+                         "\n  curve_key_file: " + dir_.Sub("worker.key") + "\n";
+    return "security:\n  curve_secret_key_file: " + dir_.Sub("server.key") +
+           "\n  curve_clients_file: " + dir_.Sub("clients") + "\n";
+  }
+};
+
+TEST_F(WorkerCurveE2eTest, TheWorkerKeepsTheIndexThroughACurveListener) {
+  auto w = StartWorker("curve-worker");
+  for (int i = 0; i < 20; i++) {
+    ASSERT_TRUE(client_->InsertOrReplace("People", client::EntityBuilder("p" + std::to_string(i % 3),
+                                                                         "r" + std::to_string(i))
+                                                       .String("Color", i % 2 ? "red" : "blue")
+                                                       .String("Name", "n" + std::to_string(i))
+                                                       .Build())
+                    .ok());
+  }
+  std::vector<std::string> expected, actual;
+  EXPECT_TRUE(WaitForIndex(std::chrono::seconds(30), &expected, &actual)) << w->Log();
+  EXPECT_EQ(expected.size(), 20u);
+  EXPECT_TRUE(testing::Contains(server_->Log(), "2 client keys allowed")) << server_->Log();
+  EXPECT_FALSE(testing::Contains(server_->Log(), "refused a")) << server_->Log();
 }
 
 }  // namespace

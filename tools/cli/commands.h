@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,9 @@ struct GlobalOptions {
   // A signed access token for an authenticating sidecar: the text, or a
   // file holding it (--token-file; SIDETABLE_TOKEN_FILE).
   std::string token, token_file;
+  // CURVE (docs/security.md, "Transport"): the sidecar's public key file and
+  // this client's secret key file; both or neither.
+  std::string curve_server_key_file, curve_key_file;
 };
 
 // The arguments of every command; each command reads the ones it declares.
@@ -76,8 +80,13 @@ class Session {
   int connect_exit = kExitOk;
 
  private:
+  // The client options every connection shares (CURVE keys read once);
+  // false after reporting a bad key file.
+  bool BaseOptions(client::ClientOptions* o);
+
   GlobalOptions options_;
   std::unique_ptr<client::Client> client_;
+  std::optional<client::CurveClientKeys> curve_;
 };
 
 // The text of a JSON argument: `arg` itself, or all of stdin when it is "-".

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "tools/cli/commands.h"
+#include "tools/cli/curve_commands.h"
 #include "tools/cli/replay_commands.h"
 #include "tools/cli/token_commands.h"
 
@@ -45,6 +46,12 @@ int main(int argc, char** argv) {
                  "(a retried write may have been applied already)")
       ->check(CLI::Range(0, 100))
       ->capture_default_str();
+  app.add_option("--curve-server-key", g.curve_server_key_file,
+                 "CURVE: the sidecar's public key file (SERVER.pub); with --curve-key")
+      ->envname("SIDETABLE_CURVE_SERVER_KEY");
+  app.add_option("--curve-key", g.curve_key_file,
+                 "CURVE: this client's secret key file (PREFIX.key, owner-only), allowed by the sidecar")
+      ->envname("SIDETABLE_CURVE_KEY");
 
   auto table_arg = [&](CLI::App* cmd) { cmd->add_option("TABLE", a.table, "table name")->required(); };
   auto keys_args = [&](CLI::App* cmd) {
@@ -131,6 +138,8 @@ int main(int argc, char** argv) {
   CLI::App* token = AddTokenCommands(app, token_args);
   PolicyArgs policy_args;
   CLI::App* policy = AddPolicyCommands(app, policy_args);
+  std::string curve_prefix;
+  AddCurveCommands(app, curve_prefix);
 
   try {
     app.parse(argc, argv);
@@ -142,6 +151,7 @@ int main(int argc, char** argv) {
   Session s(g);
   if (command == "token") return RunTokenCommand(s, token_args, token->get_subcommands().at(0)->get_name());
   if (command == "policy") return RunPolicyCommand(s, policy_args, policy->get_subcommands().at(0)->get_name());
+  if (command == "curve") return RunCurveKeygen(s, curve_prefix);
   if (command == "ping") return RunPing(s, a);
   if (command == "verify") return RunVerify(s, a);
   if (command == "create-table") return RunCreateTable(s, a);

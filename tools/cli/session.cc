@@ -5,6 +5,7 @@
 #include <iostream>
 #include <iterator>
 
+#include "client/curve.h"
 #include "tools/cli/commands.h"
 
 namespace sidetable::cli {
@@ -24,6 +25,7 @@ client::Client* Session::Client() {
   // First contact: one short Ping, so that a sidecar that is not there is
   // said at once instead of after every retry of the real request.
   client::ClientOptions probe_options;
+  (void)BaseOptions(&probe_options);  // read once by ConnectTo above
   probe_options.endpoint = options_.endpoint;
   probe_options.timeout = std::chrono::milliseconds(std::min(options_.timeout_ms, 2000));
   probe_options.max_attempts = 1;
@@ -50,6 +52,7 @@ std::unique_ptr<client::Client> Session::ConnectTo(const std::string& endpoint) 
     return nullptr;
   }
   client::ClientOptions o;
+  if (!BaseOptions(&o)) return nullptr;
   o.endpoint = endpoint;
   o.timeout = std::chrono::milliseconds(options_.timeout_ms);
   o.max_attempts = options_.retries + 1;
@@ -72,6 +75,20 @@ std::unique_ptr<client::Client> Session::ConnectTo(const std::string& endpoint) 
     return nullptr;
   }
   return std::move(c).value();
+}
+
+bool Session::BaseOptions(client::ClientOptions* o) {
+  if (!curve_) {
+    auto keys = client::LoadCurveKeys(options_.curve_server_key_file, options_.curve_key_file);
+    if (!keys.ok()) {
+      std::fprintf(stderr, "sidetable-cli: --curve-server-key/--curve-key: %s\n", keys.status().message().c_str());
+      connect_exit = kExitUsage;
+      return false;
+    }
+    curve_ = std::move(keys).value();
+  }
+  o->curve = *curve_;
+  return true;
 }
 
 int Session::Fail(const Status& s, bool batch) {

@@ -15,11 +15,11 @@ from .client import (Batch, ChangesPage, Client, Handle, QueryPage,
                      Watermark, WriteResult, check_endpoint)
 from .filters import format_filter, odata_literal
 from .session import Session
-from . import errors, index_keys, wire
+from . import curve, errors, index_keys, wire
 
 __all__ = ["Batch", "ChangesPage", "Client", "DateTime", "Entity", "Guid",
            "Handle", "Int32", "Int64", "QueryPage", "WriteResult", "wire",
-           "errors", "index_keys", "INT32_MIN", "INT32_MAX", "INT64_MIN",
+           "curve", "errors", "index_keys", "INT32_MIN", "INT32_MAX", "INT64_MIN",
            "INT64_MAX", "Session", "Watermark", "format_filter",
            "odata_literal", "check_endpoint"] + list(_error_names)
 __version__ = "0.2.0"

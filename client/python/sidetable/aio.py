@@ -36,9 +36,13 @@ class AsyncClient(_Requests):
 
     def __init__(self, endpoint, timeout=5.0, retries=5, caller=None,
                  backoff=0.02, max_backoff=1.0, context=None,
-                 connect_timeout=None, client_request_ids=True, token=None):
+                 connect_timeout=None, client_request_ids=True, token=None,
+                 curve_server_key=None, curve_public_key=None,
+                 curve_secret_key=None):
         self.endpoint = check_endpoint(endpoint)
         self.token = token
+        curve = _client._curve_keys(curve_server_key, curve_public_key,
+                                    curve_secret_key)
         self.client_request_ids = bool(client_request_ids)
         self.timeout = float(timeout)
         self.retries = int(retries)
@@ -49,7 +53,8 @@ class AsyncClient(_Requests):
                                 else float(connect_timeout))
         self._own_context = context is None
         self._ctx = context or _zmq_asyncio.Context()
-        self._sock = _client._dealer(self._ctx, endpoint, self._own_context)
+        self._sock = _client._dealer(self._ctx, endpoint, self._own_context,
+                                     curve)
         self._ids = _itertools.count(1)
         self._pending = {}          # request id -> Future of (status, body)
         self._reader = None
@@ -133,7 +138,10 @@ class AsyncClient(_Requests):
                 attempt += 1
                 if attempt > 1:
                     self.resends += 1
-                await self._sock.send(frame)
+                try:
+                    await self._sock.send(frame, _zmq.NOBLOCK)
+                except _zmq.Again:
+                    pass   # no connection (a refused CURVE handshake): time out below
                 try:
                     status, reply = await _asyncio.wait_for(
                         _asyncio.shield(fut), self.timeout + wait)

@@ -17,6 +17,7 @@ import uuid as _uuid
 
 import zmq as _zmq
 
+from . import curve as _curve
 from . import filters as _filters
 from . import wire as _w
 from .errors import (ClientClosedError, ProtocolError, ResourceNotFoundError,
@@ -491,15 +492,40 @@ class _Requests(object):
 # -- the client ---------------------------------------------------------------
 
 
-def _dealer(ctx, endpoint, own_context):
+def _curve_keys(server_key, public_key, secret_key):
+    """The three CURVE keys as Z85 bytes, or None for a plain connection;
+    ValueError unless all three or none are given, each a Z85 key."""
+    keys = (server_key, public_key, secret_key)
+    if all(k is None for k in keys):
+        return None
+    out = []
+    for name, k in zip(("curve_server_key", "curve_public_key",
+                        "curve_secret_key"), keys):
+        if isinstance(k, str):
+            k = k.encode("ascii", "replace")
+        if not _curve.is_z85_key(k):
+            raise ValueError("%s: CURVE needs the server's public key and this "
+                             "client's key pair, each a Z85 key of 40 "
+                             "characters (sidetable.curve reads key files)"
+                             % name)
+        out.append(k)
+    if not _zmq.has("curve"):
+        raise ValueError("this libzmq was built without CURVE")
+    return tuple(out)
+
+
+def _dealer(ctx, endpoint, own_context, curve=None):
     """A DEALER socket connected to `endpoint` with the clients' options
-    (no linger, unbounded queues: the retry timers bound what waits); on a
-    bad endpoint the context is closed if it is ours and ValueError raised.
+    (no linger, unbounded queues: the retry timers bound what waits), and
+    CURVE when `curve` holds (server, public, secret) keys; on a bad
+    endpoint the context is closed if it is ours and ValueError raised.
     Shared by Client and aio.AsyncClient."""
     sock = ctx.socket(_zmq.DEALER)
     sock.setsockopt(_zmq.LINGER, 0)
     sock.setsockopt(_zmq.SNDHWM, 0)
     sock.setsockopt(_zmq.RCVHWM, 0)
+    if curve is not None:
+        sock.curve_serverkey, sock.curve_publickey, sock.curve_secretkey = curve
     try:
         sock.connect(endpoint)
     except _zmq.ZMQError as e:
@@ -535,15 +561,27 @@ class Client(_Requests):
     that first outcome (``WriteResult.replayed``), never applied twice,
     within the sidecar's request-id window (docs/protocol.md).
     ``client_request_ids=False`` sends none.
+
+    ``curve_server_key``, ``curve_public_key``, ``curve_secret_key``: ZeroMQ
+    CURVE (docs/security.md, "Transport"): the sidecar's public key and this
+    client's key pair, Z85 (40 characters, str or bytes); all three or none.
+    :mod:`sidetable.curve` reads them from key files.  A sidecar that does
+    not allow this client's key refuses it at the handshake: nothing
+    answers, so requests end in :class:`SidetableUnreachable` after
+    ``connect_timeout``.
     """
 
     def __init__(self, endpoint, timeout=5.0, retries=5, caller=None,
                  backoff=0.02, max_backoff=1.0, context=None,
-                 connect_timeout=None, client_request_ids=True, token=None):
+                 connect_timeout=None, client_request_ids=True, token=None,
+                 curve_server_key=None, curve_public_key=None,
+                 curve_secret_key=None):
         self.endpoint = check_endpoint(endpoint)
         # A signed access token (docs/security.md) sent with every request;
         # assign ``client.token`` to refresh it.
         self.token = token
+        curve = _curve_keys(curve_server_key, curve_public_key,
+                            curve_secret_key)
         self.client_request_ids = bool(client_request_ids)
         self.timeout = float(timeout)
         self.connect_timeout = (max(self.timeout, 1.0) if connect_timeout is None
@@ -556,7 +594,7 @@ class Client(_Requests):
         self.max_backoff = float(max_backoff)
         self._own_context = context is None
         self._ctx = context or _zmq.Context()
-        self._sock = _dealer(self._ctx, endpoint, self._own_context)
+        self._sock = _dealer(self._ctx, endpoint, self._own_context, curve)
         self._ids = _itertools.count(1)
         self._pending = {}           # request id -> Handle
         self._timers = []            # heap of (when, seq, handle, attempt, kind)
@@ -639,7 +677,13 @@ class Client(_Requests):
         h._waiting_resend = False
         if h.attempt > 1:
             self.resends += 1
-        self._sock.send(h._frame, copy=False)
+        try:
+            self._sock.send(h._frame, _zmq.NOBLOCK, copy=False)
+        except _zmq.Again:
+            # No connection to queue on: none yet, or its handshake was
+            # refused (CURVE). The deadline below retries or gives up,
+            # instead of blocking here for ever.
+            pass
         self._push(_time.monotonic() + self.timeout + h._wait, h, "deadline")
 
     def _push(self, when, h, kind):
