@@ -61,6 +61,7 @@ struct Config {
   bool no_load = false;
   std::string table = "loadgen";
   bool strict = false;
+  bool no_request_ids = false;  // --no-request-ids
   int max_attempts = 1;
   int timeout_ms = 10000;
   std::string json_path;
@@ -81,6 +82,7 @@ client::ClientOptions BaseOptions(const Config& cfg) {
   o.timeout = std::chrono::milliseconds(cfg.timeout_ms);
   o.curve = cfg.curve;
   o.token = cfg.token;
+  o.client_request_ids = !cfg.no_request_ids;
   return o;
 }
 
@@ -455,6 +457,8 @@ int Main(int argc, char** argv) {
                "do not load: the --preload entities are already there (from an earlier run)");
   app.add_option("--table", cfg.table, "table (created if missing)")->capture_default_str();
   app.add_flag("--strict", cfg.strict, "strict round trip: 1 connection, depth 1");
+  app.add_flag("--no-request-ids", cfg.no_request_ids,
+               "send writes without client request ids (to measure what exactly-once retries cost)");
   app.add_option("--max-attempts", cfg.max_attempts,
                  "client attempts per request (1 = ServerBusy is reported, not retried)")
       ->check(CLI::Range(1, 100))->capture_default_str();

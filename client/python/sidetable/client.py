@@ -615,6 +615,16 @@ class Client(_Requests):
             if self._own_context:
                 self._ctx.term()
 
+    def __del__(self):
+        # A client dropped without close(): close its socket before its
+        # context goes, here and in order. Left to the garbage collector,
+        # the context could be destroyed first and wait for ever on the
+        # socket (seen as a hang of the whole test suite).
+        try:
+            self.close()
+        except Exception:
+            pass
+
     def __enter__(self):
         return self
 

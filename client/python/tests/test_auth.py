@@ -44,17 +44,22 @@ def issue(table, perms, prefix=False, identity="py-alice", **kw):
 
 
 class AuthTests(unittest.TestCase):
+    def client(self, **kw):
+        c = SERVER.client(**kw)
+        self.addCleanup(c.close)
+        return c
+
     def setUp(self):
-        self.admin = SERVER.client(timeout=10.0, token=issue("", "raudmc", prefix=True))
+        self.admin = self.client(timeout=10.0, token=issue("", "raudmc", prefix=True))
         self.table = _harness.table_name("auth")
         self.admin.create_table(self.table)
 
     def test_no_token_is_refused(self):
         with self.assertRaises(AuthenticationFailedError):
-            SERVER.client(timeout=10.0, retries=1).ping()
+            self.client(timeout=10.0, retries=1).ping()
 
     def test_scope_is_enforced(self):
-        reader = SERVER.client(timeout=10.0, token=issue(self.table, "r"))
+        reader = self.client(timeout=10.0, token=issue(self.table, "r"))
         with self.assertRaises(AuthorizationPermissionMismatchError):
             reader.insert(self.table, Entity("p", "r", {"V": 1}))
         self.admin.insert(self.table, Entity("p", "r", {"V": 1}))
@@ -64,7 +69,7 @@ class AuthTests(unittest.TestCase):
         self.assertEqual(reader.list_tables(), [self.table])
 
     def test_identity_is_recorded_not_caller(self):
-        writer = SERVER.client(timeout=10.0, caller="mallory",
+        writer = self.client(timeout=10.0, caller="mallory",
                                token=issue(self.table, "a", identity="py-bob"))
         writer.insert(self.table, Entity("p", "x", {}))
         changes = self.admin.read_changes(1)
@@ -78,7 +83,7 @@ class AuthTests(unittest.TestCase):
         self.assertEqual(self.admin.get_table_policies(self.table)[0]["id"], "ro")
         spec_token = tokens.issue_token(tokens.TokenSpec(
             table=self.table, tenant="py", identity="py-carol", policy_id="ro"), "k1", KEY)
-        c = SERVER.client(timeout=10.0, token=spec_token)
+        c = self.client(timeout=10.0, token=spec_token)
         list(c.query(self.table))
         self.admin.set_table_policies(self.table, [])
         with self.assertRaises(AuthenticationFailedError):
