@@ -1,6 +1,8 @@
 // The IssueToken operation (op 15) on a real sidecar: a token holding m has
 // the sidecar sign a token within its own scope (docs/security.md, "Issuing
 // tokens"), and nothing outside it.
+#include "testing/child_process.h"
+#include "testing/text.h"
 #include "tests/sidecar/e2e_auth_fixture.h"
 
 namespace sidetable::testing {
@@ -142,6 +144,46 @@ TEST_F(IssueTokenTest, OutOfScopeRequestsAreRefusedAndNothingIsIssued) {
   EXPECT_EQ(server_->Log().find("for 'refused"), std::string::npos) << server_->Log();
   // And a valid one after them still is.
   EXPECT_TRUE(app_->IssueToken(UserSpec()).ok());
+}
+
+// `sidetable-cli token issue --via-sidecar`, under the CLI's --token.
+TEST_F(IssueTokenTest, TheCliIssuesThroughTheSidecar) {
+  tok::TokenSpec app = Spec("acme", true, "raudm", "cli-app");
+  app.start_pk = "acme|";
+  app.end_pk = "acme|~";
+  const std::string app_token = Issue(app);
+  static int n = 0;
+  auto cli = [&](std::vector<std::string> tail, std::string* output) {
+    std::vector<std::string> args = {SIDETABLE_CLI, "--endpoint", server_->endpoint(), "--token", app_token,
+                                     "--retries", "0", "token", "issue"};
+    args.insert(args.end(), tail.begin(), tail.end());
+    const std::string log = dir_.Sub("cli" + std::to_string(n++) + ".log");
+    pid_t pid = SpawnLogged(args, log, /*append=*/false);
+    const int code = SignalAndWait(&pid, 0, 30);
+    *output = ReadWholeFile(log);
+    return code;
+  };
+  const std::vector<std::string> user = {"--via-sidecar", "--table", "acmeOrders", "--pk-start", "acme|1",
+                                         "--pk-end", "acme|1", "--perms", "r", "--expiry", "30m",
+                                         "--tenant", "acme", "--identity", "cli-user"};
+  std::string out;
+  ASSERT_EQ(cli(user, &out), 0) << out;
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  auto parsed = tok::ParseToken(out);
+  ASSERT_TRUE(parsed.ok()) << out;
+  EXPECT_EQ(parsed->spec.identity, "cli-user");
+  EXPECT_EQ(parsed->key_id, "k1");
+  EXPECT_TRUE(Connect(out)->Get("acmeOrders", "acme|1", "r").ok());
+  // Out of scope: refused by the sidecar, nothing printed but the error.
+  std::vector<std::string> other = user;
+  other[2] = "globexOrders";
+  EXPECT_NE(cli(other, &out), 0);
+  EXPECT_TRUE(Contains(out, "AuthorizationFailure")) << out;
+  EXPECT_FALSE(Contains(out, "sig=")) << out;
+  // --via-sidecar signs with the sidecar's key: a key file is a usage error.
+  std::vector<std::string> keyed = user;
+  keyed.insert(keyed.end(), {"--key-file", dir_.Sub("k1.key"), "--key-id", "k1"});
+  EXPECT_EQ(cli(keyed, &out), 2) << out;
 }
 
 TEST(IssueTokenAuthOff, IsRefusedWithInvalidInput) {
