@@ -177,7 +177,7 @@ TEST_F(IssueTokenTest, TheCliIssuesThroughTheSidecar) {
   // Out of scope: refused by the sidecar, nothing printed but the error.
   std::vector<std::string> other = user;
   other[2] = "globexOrders";
-  EXPECT_NE(cli(other, &out), 0);
+  EXPECT_EQ(cli(other, &out), 1);
   EXPECT_TRUE(Contains(out, "AuthorizationFailure")) << out;
   EXPECT_FALSE(Contains(out, "sig=")) << out;
   // --via-sidecar signs with the sidecar's key: a key file is a usage error.
