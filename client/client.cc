@@ -277,6 +277,16 @@ Result<std::vector<tokens::StoredPolicy>> Client::GetTablePolicies(const std::st
   return out;
 }
 
+Result<std::string> Client::IssueToken(const tokens::TokenSpec& spec) {
+  wire::Request r = Make(wire::Op::kIssueToken, "");
+  r.issue = spec;
+  std::string body;
+  ST_RETURN_IF_ERROR(Call(Encode(std::move(r), options_), &body));
+  std::string text;
+  ST_RETURN_IF_ERROR(wire::DecodeIssuedToken(body, &text));
+  return text;
+}
+
 Result<ChangeBatch> Client::ReadChanges(uint64_t from_lsn, uint32_t max_records, uint64_t max_bytes) {
   std::string body;
   ST_RETURN_IF_ERROR(Call(Encode(ChangesRequest(from_lsn, max_records, max_bytes), options_), &body));

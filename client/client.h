@@ -235,6 +235,16 @@ class Client {
   Status SetTablePolicies(const std::string& table, const std::vector<tokens::StoredPolicy>& policies);
   Result<std::vector<tokens::StoredPolicy>> GetTablePolicies(const std::string& table);
 
+  // ---- delegation (needs permission m; auth.mode: tokens) -----------------
+  // Has the sidecar sign a token for `spec` with its own key: the valet-key
+  // pattern without handing the application tier a key. The spec must lie
+  // within this client's token (table or prefix inside its table scope, key
+  // range inside its range, permissions a subset, its own expiry not after
+  // this token's, the same tenant, a stored policy that exists); otherwise
+  // AuthorizationFailure or AuthorizationPermissionMismatch and nothing is
+  // issued. InvalidInput from a sidecar with authentication off.
+  Result<std::string> IssueToken(const tokens::TokenSpec& spec);
+
  private:
   // The final status and the reply body (valid only during the call).
   using ReplyCallback = std::function<void(const Status& status, std::string_view body)>;

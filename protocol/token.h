@@ -206,4 +206,31 @@ Result<KeyRange> ConfineQuery(const Token& t, std::string_view table);
 // Table listing: whether `table` may be shown (covered, any permission).
 bool MaySeeTable(const Token& t, std::string_view table);
 
+// Delegation (the IssueToken operation, docs/security.md "Issuing tokens"):
+// whether `issuer`, a verified token with its policy resolved, may have the
+// sidecar sign `wanted`. Checks, in this order:
+//   m             the issuer holds the admin permission
+//                 (else AuthorizationPermissionMismatch);
+//   tenant        equal to the issuer's when the issuer's is non-empty;
+//   table         an exact table the issuer covers, or a prefix that starts
+//                 with the issuer's prefix (case-insensitive); never a prefix
+//                 under an exact-table issuer;
+//   key range     each side inside the issuer's: a side may be open only
+//                 where the issuer's is open; bounds compare as
+//                 (PartitionKey, RowKey) pairs (a lower bound without RowKey
+//                 is the partition's first row, an upper one its last);
+//   policy        `si` names a policy in `wanted_table_policies` (the stored
+//                 policies of wanted.table), else InvalidInput; resolved
+//                 against it for the next two checks;
+//   permissions   the wanted token's effective permissions (its own or its
+//                 policy's) are a subset of the issuer's effective ones
+//                 (else AuthorizationPermissionMismatch);
+//   expiry        the wanted token carries its own `se` (a policy's expiry
+//                 could be moved later), not after the issuer's effective
+//                 expiry; `st` is optional.
+// Out of scope is AuthorizationFailure. Structure (field syntax, limits) is
+// IssueToken's to check. Pure: no clock, no keys.
+Status CheckDelegation(const Token& issuer, const TokenSpec& wanted,
+                       std::span<const StoredPolicy> wanted_table_policies);
+
 }  // namespace sidetable::token

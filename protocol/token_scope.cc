@@ -136,4 +136,74 @@ bool MaySeeTable(const Token& t, std::string_view table) {
   return EffectivePermissions(t) != 0 && CoversTable(t, table);
 }
 
+namespace {
+
+// Lower bounds: (pk, no RowKey) is the partition's first row, (pk, "").
+bool LowerWithin(const std::optional<KeyBound>& wanted, const std::optional<KeyBound>& issuer) {
+  if (!issuer) return true;
+  if (!wanted) return false;  // open where the issuer's is closed
+  if (wanted->pk != issuer->pk) return wanted->pk > issuer->pk;
+  return wanted->rk.value_or("") >= issuer->rk.value_or("");
+}
+
+// Upper bounds: (pk, no RowKey) is after every row of the partition.
+bool UpperWithin(const std::optional<KeyBound>& wanted, const std::optional<KeyBound>& issuer) {
+  if (!issuer) return true;
+  if (!wanted) return false;
+  if (wanted->pk != issuer->pk) return wanted->pk < issuer->pk;
+  if (!issuer->rk) return true;
+  return wanted->rk && *wanted->rk <= *issuer->rk;
+}
+
+}  // namespace
+
+Status CheckDelegation(const Token& issuer, const TokenSpec& wanted,
+                       std::span<const StoredPolicy> wanted_table_policies) {
+  const Permissions held = EffectivePermissions(issuer);
+  if (!(held & static_cast<Permissions>(Permission::kAdmin))) {
+    return Status(Code::kAuthorizationPermissionMismatch,
+                  "issuing a token needs permission 'm' (the token has '" + PermissionString(held) + "')");
+  }
+  if (!issuer.spec.tenant.empty() && wanted.tenant != issuer.spec.tenant) {
+    return Unauthorized("a token may be issued only for the issuer's own tenant");
+  }
+  const TokenSpec& own = issuer.spec;
+  const bool table_ok = wanted.table_is_prefix
+                            ? own.table_is_prefix && StartsWithFolded(wanted.table, own.table)
+                            : CoversTable(issuer, wanted.table);
+  if (!table_ok) {
+    return Unauthorized(std::string("the requested table ") + (wanted.table_is_prefix ? "prefix " : "") +
+                        "is outside the issuer's table scope");
+  }
+  Token w;
+  w.spec = wanted;
+  const KeyRange mine = TokenKeyRange(issuer), theirs = TokenKeyRange(w);
+  if (!LowerWithin(theirs.lower, mine.lower) || !UpperWithin(theirs.upper, mine.upper)) {
+    return Unauthorized("the requested key range is outside the issuer's key range");
+  }
+  if (!wanted.policy_id.empty()) {
+    auto resolved = ResolvePolicy(w, wanted_table_policies);
+    if (!resolved.ok()) {
+      // Not a credential failure here: the request names a policy that is not there.
+      return Status(Code::kInvalidInput, resolved.status().message());
+    }
+    w = std::move(resolved).value();
+  }
+  const Permissions want = EffectivePermissions(w);
+  if (want & ~held) {
+    return Status(Code::kAuthorizationPermissionMismatch,
+                  "the requested permissions '" + PermissionString(want) + "' exceed the issuer's '" +
+                      PermissionString(held) + "'");
+  }
+  if (!wanted.expiry) {
+    return Status(Code::kInvalidInput, "an issued token needs its own expiry (se)");
+  }
+  const std::optional<TimePoint> limit = EffectiveExpiry(issuer);
+  if (!limit || *wanted.expiry > *limit) {
+    return Unauthorized("the requested expiry " + FormatTime(*wanted.expiry) + " is after the issuer's " +
+                        (limit ? FormatTime(*limit) : std::string("(none)")));
+  }
+  return Status::OK();
+}
+
 }  // namespace sidetable::token

@@ -51,8 +51,9 @@ enum class Op : uint8_t {
   kWriteMany = 12,   // independent EGTs in one request, each committed on its own
   kSetTablePolicies = 13,  // replace a table's stored access policies (docs/security.md)
   kGetTablePolicies = 14,
+  kIssueToken = 15,  // sign a token within the caller's own scope (docs/security.md)
 };
-inline constexpr uint8_t kMaxOp = 14;
+inline constexpr uint8_t kMaxOp = 15;
 // WriteMany carries at most this many EGTs.
 inline constexpr size_t kMaxWriteManyBatches = 1000;
 std::string_view OpName(Op op);  // "Write", ... ("Unknown" otherwise)
@@ -153,6 +154,7 @@ struct Request {
   // identity in the change log instead of `caller`.
   std::string token;
   std::vector<token::StoredPolicy> policies;  // kSetTablePolicies (empty: remove all)
+  std::optional<token::TokenSpec> issue;      // kIssueToken: the token wanted (`spec`)
 
   // The Batch a kWrite request describes.
   Batch ToBatch() const;
@@ -217,6 +219,20 @@ Status DecodeLsn(std::string_view body, uint64_t* lsn);
 Status DecodeWriteMany(std::string_view body, std::vector<Result<WriteResult>>* results);
 Status DecodeWatermarks(std::string_view body, std::vector<WatermarkEntry>* entries);
 Status DecodePolicies(std::string_view body, std::vector<token::StoredPolicy>* policies);
+
+// IssueToken (wire_issue.cc): the request's `spec`, a map of the token text
+// format's fields ("tn" or "tp", "spk", "srk", "epk", "erk", "sp", "st",
+// "se", "tenant", "caller", "si"; string values written as in a token,
+// unescaped), and the reply {"token": "<token text>"}. ReadTokenSpec
+// refuses an unknown or repeated field, a non-string value, more than
+// kMaxTokenSpecFields entries, a value over the token's limits, bad
+// permission letters or times (InvalidInput); the rest of the token rules
+// are checked when it is signed (token::IssueToken).
+inline constexpr uint32_t kMaxTokenSpecFields = 11;
+Status ReadTokenSpec(msgpack::Reader& r, token::TokenSpec* out);
+void WriteTokenSpec(msgpack::Writer& w, const token::TokenSpec& spec);
+void EncodeIssuedToken(std::string_view token, std::string* out);
+Status DecodeIssuedToken(std::string_view body, std::string* token);
 
 // Stored access policies as a request field and a reply body
 // (wire_policy.cc): at most token::kMaxPoliciesPerTable, each checked

@@ -16,7 +16,8 @@ using codec::Invalid;
 constexpr std::string_view kOpNames[] = {"Unknown", "Ping", "CreateTable", "DeleteTable",
                                          "ListTables", "Write", "Get", "Query", "ReadChanges",
                                          "RequestArchive", "AdvanceWatermarks", "ReadWatermarks",
-                                         "WriteMany", "SetTablePolicies", "GetTablePolicies"};
+                                         "WriteMany", "SetTablePolicies", "GetTablePolicies",
+                                         "IssueToken"};
 
 Status ReadString(msgpack::Reader& r, std::string_view key, std::string* out) {
   std::string_view s;
@@ -114,6 +115,12 @@ Status ReadField(msgpack::Reader& r, std::string_view key, Request* q) {
     return Status::OK();
   }
   if (key == "policies") return ReadPolicies(r, &q->policies);
+  if (key == "spec") {
+    token::TokenSpec spec;
+    ST_RETURN_IF_ERROR(ReadTokenSpec(r, &spec));
+    q->issue = std::move(spec);
+    return Status::OK();
+  }
   if (key == "clientRequestId") return ReadString(r, key, &q->client_request_id);
   if (key == "pk") return ReadString(r, key, &q->pk);
   if (key == "rk") return ReadString(r, key, &q->rk);
@@ -332,6 +339,9 @@ Status DecodeRequest(std::string_view frame, Request* q) {
     case Op::kAdvanceWatermarks:
       if (q->watermarks.empty()) return Invalid("AdvanceWatermarks needs a non-empty 'watermarks'");
       break;
+    case Op::kIssueToken:
+      if (!q->issue) return Invalid("IssueToken needs 'spec' (the fields of the token wanted)");
+      break;
     default:
       break;
   }
@@ -360,7 +370,8 @@ void EncodeRequest(const Request& q, std::string* out) {
   const bool wms = q.op == Op::kAdvanceWatermarks || !q.watermarks.empty();
   const bool der = !q.derived.empty(), after = !q.after.empty();
   const bool tok = !q.token.empty(), pol = q.op == Op::kSetTablePolicies || !q.policies.empty();
-  fields += tok + pol;
+  const bool spec = q.issue.has_value();
+  fields += tok + pol + spec;
   fields += t + c + w_ops + (get ? 2 : 0) + sel + filt + q.top.has_value() +
             q.next_pk.has_value() + q.next_rk.has_value() + q.next_table.has_value() +
             (changes ? 3 : 0) + (archive ? 2 : 0) + wms + der + after + q.wait_ms.has_value();
@@ -369,6 +380,10 @@ void EncodeRequest(const Request& q, std::string* out) {
   if (pol) {
     w.Str("policies");
     WritePolicies(w, q.policies);
+  }
+  if (spec) {
+    w.Str("spec");
+    WriteTokenSpec(w, *q.issue);
   }
   if (wms) {
     w.Str("watermarks");

@@ -53,6 +53,8 @@ Status Handler::Run(const wire::Request& r, const token::Token* principal, std::
       ST_RETURN_IF_ERROR(engine_->GetTable(r.table).status());
       wire::EncodePolicies(policies_->Get(r.table), body);
       return Status::OK();
+    case Op::kIssueToken:
+      return IssueToken(r, principal, body);
     case Op::kCreateTable:
       ST_RETURN_IF_ERROR(engine_->CreateTable(r.table, r.caller));
       *http = 201;
@@ -223,6 +225,31 @@ Status Handler::Run(const wire::Request& r, const token::Token* principal, std::
     }
   }
   return Status(Code::kInvalidInput, "unknown operation");
+}
+
+Status Handler::IssueToken(const wire::Request& r, const token::Token* principal, std::string* body) const {
+  if (principal == nullptr || authenticator_ == nullptr) {
+    return Status(Code::kInvalidInput,
+                  "IssueToken needs auth.mode: tokens: with authentication off there is no caller to delegate "
+                  "from and no key to sign with");
+  }
+  const token::TokenSpec& want = *r.issue;
+  std::vector<token::StoredPolicy> table_policies;
+  if (!want.policy_id.empty() && !want.table_is_prefix) table_policies = policies_->Get(want.table);
+  // Nothing is signed unless the wanted token lies within the caller's.
+  ST_RETURN_IF_ERROR(token::CheckDelegation(*principal, want, table_policies));
+  // The identity is what the change log will record for the new token.
+  if (Status s = ValidateCaller(want.identity); !s.ok()) {
+    return Status(Code::kInvalidInput, "token identity: " + s.message());
+  }
+  auto text = authenticator_->Sign(want);
+  if (!text.ok()) return text.status();
+  // Never the token text or its signature: it is a bearer credential.
+  spdlog::info("token issued by '{}' for '{}': tenant {}, table {}{}, expiry {}, key {}", principal->spec.identity,
+               want.identity, want.tenant, want.table_is_prefix ? "prefix " : "", want.table,
+               token::FormatTime(*want.expiry), authenticator_->signing_key_id());
+  wire::EncodeIssuedToken(*text, body);
+  return Status::OK();
 }
 
 Code Handler::Handle(const wire::Request& r, const token::Token* principal, std::string* out,

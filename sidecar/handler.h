@@ -10,6 +10,7 @@
 #include "engine/engine.h"
 #include "protocol/token.h"
 #include "protocol/wire.h"
+#include "sidecar/auth/authenticator.h"
 #include "sidecar/auth/policy_store.h"
 #include "sidecar/changestream/publisher.h"
 #include "sidecar/config.h"
@@ -20,11 +21,13 @@ namespace sidetable::sidecar {
 
 class Handler {
  public:
-  // `publisher` may be null (no change stream).
+  // `publisher` may be null (no change stream); `authenticator` is null
+  // with auth.mode off (it signs the tokens IssueToken hands out).
   Handler(Engine* engine, Metrics* metrics, const ServerConfig* config,
-          changestream::Publisher* publisher, Watermarks* watermarks, auth::PolicyStore* policies)
+          changestream::Publisher* publisher, Watermarks* watermarks, auth::PolicyStore* policies,
+          const auth::Authenticator* authenticator = nullptr)
       : engine_(engine), metrics_(metrics), config_(config), publisher_(publisher),
-        watermarks_(watermarks), policies_(policies) {}
+        watermarks_(watermarks), policies_(policies), authenticator_(authenticator) {}
 
   // Appends the whole reply frame (header and body) to *out and returns the
   // outcome (Code::kOk or the error code sent). `principal` is the request's
@@ -37,6 +40,8 @@ class Handler {
  private:
   Status Run(const wire::Request& r, const token::Token* principal, std::string* body, uint16_t* http_status,
              uint64_t* entities) const;
+  // Signs r.issue when `principal` may delegate it (docs/security.md).
+  Status IssueToken(const wire::Request& r, const token::Token* principal, std::string* body) const;
 
   Engine* engine_;
   Metrics* metrics_;
@@ -44,6 +49,7 @@ class Handler {
   changestream::Publisher* publisher_;
   Watermarks* watermarks_;
   auth::PolicyStore* policies_;
+  const auth::Authenticator* authenticator_;
 };
 
 }  // namespace sidetable::sidecar

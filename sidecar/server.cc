@@ -37,7 +37,7 @@ Server::Impl::Impl(Server* owner, const ServerConfig& config)
     : owner_(owner), config_(config), ctx_(1), router_(ctx_, zmq::socket_type::router),
       replies_(ctx_, zmq::socket_type::pull),
       handler_(owner->engine_.get(), &owner->metrics_, &config_, owner->publisher_.get(),
-               owner->watermarks_.get(), owner->policies_.get()),
+               owner->watermarks_.get(), owner->policies_.get(), owner->authenticator_.get()),
       admission_(AdmissionLimits{config.max_inflight_bytes, config.max_inflight_per_connection,
                                  config.max_inflight_bytes_per_connection}),
       quotas_(config_.auth),

@@ -26,6 +26,10 @@ Result<std::unique_ptr<Authenticator>> Authenticator::Create(const AuthConfig& c
   for (const auto& k : config.keys) {
     auto key = token::LoadKeyFile(k.file);
     if (!key.ok()) return Status(Code::kInvalidInput, "auth.keys '" + k.id + "': " + key.status().message());
+    if (a->signing_key_id_.empty()) {
+      a->signing_key_id_ = k.id;
+      a->signing_key_ = *key;
+    }
     ST_RETURN_IF_ERROR(a->keyring_.Add(k.id, std::move(key).value()));
   }
   return a;
@@ -76,6 +80,11 @@ Result<std::shared_ptr<const token::Token>> Authenticator::Authenticate(std::str
   if (verified_.size() >= capacity_) verified_.clear();
   verified_.emplace(std::string(text), std::move(shared));
   return resolved;
+}
+
+Result<std::string> Authenticator::Sign(const token::TokenSpec& spec) const {
+  if (signing_key_.empty()) return Status(Code::kInvalidInput, "no signing key configured (auth.keys)");
+  return token::IssueToken(spec, signing_key_id_, signing_key_);
 }
 
 size_t Authenticator::cached() const {

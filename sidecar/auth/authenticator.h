@@ -38,12 +38,20 @@ class Authenticator {
 
   size_t cached() const;
 
+  // Signs `spec` with the signing key: the first key listed in auth.keys
+  // (list the new key first while rotating). For the IssueToken operation,
+  // after its delegation check (token::CheckDelegation). InvalidInput for a
+  // spec token::IssueToken refuses.
+  Result<std::string> Sign(const token::TokenSpec& spec) const;
+  const std::string& signing_key_id() const { return signing_key_id_; }
+
  private:
   Authenticator(const PolicyStore* policies, size_t capacity) : policies_(policies), capacity_(capacity) {}
   Result<std::shared_ptr<const token::Token>> Resolve(const std::shared_ptr<const token::Token>& parsed,
                                                       token::TimePoint now) const;
 
   token::Keyring keyring_;  // not changed after Create()
+  std::string signing_key_id_, signing_key_;  // auth.keys[0]
   const PolicyStore* policies_;
   const size_t capacity_;
   mutable std::mutex mu_;

@@ -21,6 +21,8 @@
 //   AdvanceWatermarks         u and c on each entry's derived table (what a
 //                             pattern worker's token holds)
 //   ReadWatermarks            r on the derived table; all: only those covered
+//   IssueToken                m, and the wanted token within this one's scope
+//                             (token::CheckDelegation, run by the handler)
 //
 // Thread safety: pure functions.
 #pragma once

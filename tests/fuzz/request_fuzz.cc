@@ -29,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Request r2;
   if (!DecodeRequest(again, &r2).ok()) std::abort();
   if (r2.op != r.op || r2.id != r.id || r2.table != r.table || r2.ops.size() != r.ops.size() ||
-      r2.filter != r.filter || r2.select != r.select) {
+      r2.filter != r.filter || r2.select != r.select || r2.issue.has_value() != r.issue.has_value()) {
     std::abort();
   }
   for (size_t i = 0; i < r.ops.size(); i++) {

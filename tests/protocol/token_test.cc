@@ -509,6 +509,192 @@ TEST(TokenPolicy, AtMostFiveUniquePoliciesPerTable) {
   EXPECT_EQ(ValidatePolicies(ps).code(), Code::kInvalidInput);
 }
 
+// ---- delegation: CheckDelegation (the IssueToken operation) -----------------
+
+// An app tier's token: m and raud on tables "acme*", partitions b..d (from
+// RowKey m of b to RowKey p of d), tenant acme, until 2030.
+Token Issuer() {
+  TokenSpec s = Spec();
+  s.table = "acme";
+  s.table_is_prefix = true;
+  s.start_pk = "b";
+  s.start_rk = "m";
+  s.end_pk = "d";
+  s.end_rk = "p";
+  s.permissions = ParsePermissions("raudm").value();
+  s.identity = "app-tier";
+  return Issue(s);
+}
+
+// Exactly the issuer's scope, minus m, for another identity.
+TokenSpec Wanted() {
+  TokenSpec s = Spec();
+  s.table = "acmeOrders";
+  s.start_pk = "b";
+  s.start_rk = "m";
+  s.end_pk = "d";
+  s.end_rk = "p";
+  s.permissions = ParsePermissions("r").value();
+  s.identity = "acme user 7";
+  return s;
+}
+
+// A policy with either field left out (nullptr).
+StoredPolicy Pol(const std::string& id, const char* letters, const char* expiry) {
+  StoredPolicy p;
+  p.id = id;
+  if (letters) p.permissions = ParsePermissions(letters).value();
+  if (expiry) p.expiry = At(expiry);
+  return p;
+}
+
+Code Delegate(const Token& issuer, const TokenSpec& wanted, std::vector<StoredPolicy> policies = {}) {
+  return CheckDelegation(issuer, wanted, policies).code();
+}
+
+TEST(TokenDelegation, WithinScopeIsAllowed) {
+  EXPECT_EQ(Delegate(Issuer(), Wanted()), Code::kOk);
+  TokenSpec w = Wanted();
+  w.permissions = ParsePermissions("raudm").value();  // all of the issuer's, m included
+  w.expiry = At("2030-01-01T00:00:00Z");               // the issuer's own expiry
+  w.start = At("2029-01-01T00:00:00Z");                // a start is optional
+  EXPECT_EQ(Delegate(Issuer(), w), Code::kOk);
+}
+
+TEST(TokenDelegation, NeedsTheAdminPermission) {
+  TokenSpec s = Issuer().spec;
+  s.permissions = ParsePermissions("raud").value();
+  EXPECT_EQ(Delegate(Issue(s), Wanted()), Code::kAuthorizationPermissionMismatch);
+}
+
+TEST(TokenDelegation, TableMustBeInsideTheIssuersTableScope) {
+  TokenSpec w = Wanted();
+  w.table = "ACMEorders";  // case-insensitive, as table names are
+  EXPECT_EQ(Delegate(Issuer(), w), Code::kOk);
+  w.table = "globexOrders";
+  EXPECT_EQ(Delegate(Issuer(), w), Code::kAuthorizationFailure);
+  // A prefix inside the issuer's prefix, and not a shorter one.
+  w.table = "AcmeOr";
+  w.table_is_prefix = true;
+  EXPECT_EQ(Delegate(Issuer(), w), Code::kOk);
+  w.table = "acm";
+  EXPECT_EQ(Delegate(Issuer(), w), Code::kAuthorizationFailure);
+  w.table = "";
+  EXPECT_EQ(Delegate(Issuer(), w), Code::kAuthorizationFailure);
+  // An exact-table issuer: that table only, never a prefix (even its name).
+  TokenSpec exact = Issuer().spec;
+  exact.table = "acmeOrders";
+  exact.table_is_prefix = false;
+  const Token e = Issue(exact);
+  w.table = "acmeOrders";
+  EXPECT_EQ(Delegate(e, w), Code::kAuthorizationFailure);
+  w.table_is_prefix = false;
+  EXPECT_EQ(Delegate(e, w), Code::kOk);
+  w.table = "acmeOrders2";
+  EXPECT_EQ(Delegate(e, w), Code::kAuthorizationFailure);
+}
+
+TEST(TokenDelegation, KeyRangeMustBeInsideTheIssuersRange) {
+  const Token issuer = Issuer();  // (b, m) .. (d, p)
+  auto with = [](std::optional<std::string> spk, std::optional<std::string> srk, std::optional<std::string> epk,
+                 std::optional<std::string> erk) {
+    TokenSpec w = Wanted();
+    w.start_pk = std::move(spk);
+    w.start_rk = std::move(srk);
+    w.end_pk = std::move(epk);
+    w.end_rk = std::move(erk);
+    return w;
+  };
+  EXPECT_EQ(Delegate(issuer, with("c", std::nullopt, "c", std::nullopt)), Code::kOk);  // partition c
+  EXPECT_EQ(Delegate(issuer, with("b", "n", "d", "o")), Code::kOk);
+  // Lower side: before (b, m), or the whole of partition b, or open.
+  EXPECT_EQ(Delegate(issuer, with("b", "l", "c", std::nullopt)), Code::kAuthorizationFailure);
+  EXPECT_EQ(Delegate(issuer, with("b", std::nullopt, "c", std::nullopt)), Code::kAuthorizationFailure);
+  EXPECT_EQ(Delegate(issuer, with("a", "z", "c", std::nullopt)), Code::kAuthorizationFailure);
+  EXPECT_EQ(Delegate(issuer, with(std::nullopt, std::nullopt, "c", std::nullopt)), Code::kAuthorizationFailure);
+  // Upper side: after (d, p), or the whole of partition d, or open.
+  EXPECT_EQ(Delegate(issuer, with("c", std::nullopt, "d", "q")), Code::kAuthorizationFailure);
+  EXPECT_EQ(Delegate(issuer, with("c", std::nullopt, "d", std::nullopt)), Code::kAuthorizationFailure);
+  EXPECT_EQ(Delegate(issuer, with("c", std::nullopt, "e", "")), Code::kAuthorizationFailure);
+  EXPECT_EQ(Delegate(issuer, with("c", std::nullopt, std::nullopt, std::nullopt)), Code::kAuthorizationFailure);
+  // An issuer open on a side allows any bound there, and open.
+  TokenSpec open = Issuer().spec;
+  open.start_pk = open.start_rk = open.end_pk = open.end_rk = std::nullopt;
+  EXPECT_EQ(Delegate(Issue(open), with(std::nullopt, std::nullopt, std::nullopt, std::nullopt)), Code::kOk);
+  EXPECT_EQ(Delegate(Issue(open), with("a", std::nullopt, "z", std::nullopt)), Code::kOk);
+  // Partition bounds without RowKeys inside partition bounds.
+  TokenSpec part = Issuer().spec;
+  part.start_rk = part.end_rk = std::nullopt;  // all of b .. all of d
+  EXPECT_EQ(Delegate(Issue(part), with("b", std::nullopt, "d", std::nullopt)), Code::kOk);
+  EXPECT_EQ(Delegate(Issue(part), with("b", "", "d", "zzz")), Code::kOk);
+}
+
+TEST(TokenDelegation, PermissionsMustBeASubset) {
+  TokenSpec w = Wanted();
+  w.permissions = ParsePermissions("raud").value();
+  EXPECT_EQ(Delegate(Issuer(), w), Code::kOk);
+  w.permissions = ParsePermissions("rc").value();  // c: the issuer lacks it
+  EXPECT_EQ(Delegate(Issuer(), w), Code::kAuthorizationPermissionMismatch);
+  // The issuer's effective permissions: from its stored policy.
+  TokenSpec via = Issuer().spec;
+  via.table = "acmeOrders";
+  via.table_is_prefix = false;
+  via.permissions = std::nullopt;
+  via.policy_id = "admins";
+  Result<Token> issuer = ResolvePolicy(Issue(via), std::vector<StoredPolicy>{Pol("admins", "rm", nullptr)});
+  ASSERT_TRUE(issuer.ok()) << issuer.status().ToString();
+  w.permissions = ParsePermissions("r").value();
+  EXPECT_EQ(Delegate(*issuer, w), Code::kOk);
+  w.permissions = ParsePermissions("ra").value();
+  EXPECT_EQ(Delegate(*issuer, w), Code::kAuthorizationPermissionMismatch);
+}
+
+TEST(TokenDelegation, ExpiryIsRequiredAndNotAfterTheIssuers) {
+  TokenSpec w = Wanted();
+  w.expiry = At("2030-01-01T00:00:01Z");
+  EXPECT_EQ(Delegate(Issuer(), w), Code::kAuthorizationFailure);
+  w.expiry = std::nullopt;
+  EXPECT_EQ(Delegate(Issuer(), w), Code::kInvalidInput);
+  // The issuer's effective expiry: from its stored policy.
+  TokenSpec via = Issuer().spec;
+  via.table = "acmeOrders";
+  via.table_is_prefix = false;
+  via.expiry = std::nullopt;
+  via.policy_id = "admins";
+  Result<Token> issuer =
+      ResolvePolicy(Issue(via), std::vector<StoredPolicy>{Pol("admins", nullptr, "2027-01-01T00:00:00Z")});
+  ASSERT_TRUE(issuer.ok()) << issuer.status().ToString();
+  w.expiry = At("2027-01-01T00:00:00Z");
+  EXPECT_EQ(Delegate(*issuer, w), Code::kOk);
+  w.expiry = At("2027-01-01T00:00:01Z");
+  EXPECT_EQ(Delegate(*issuer, w), Code::kAuthorizationFailure);
+}
+
+TEST(TokenDelegation, TenantMustBeTheIssuers) {
+  TokenSpec w = Wanted();
+  w.tenant = "globex";
+  EXPECT_EQ(Delegate(Issuer(), w), Code::kAuthorizationFailure);
+  w.tenant = "ACME";  // labels are exact
+  EXPECT_EQ(Delegate(Issuer(), w), Code::kAuthorizationFailure);
+  // An issuer without a tenant (not issuable today, but the rule says so).
+  Token any = Issuer();
+  any.spec.tenant.clear();
+  EXPECT_EQ(Delegate(any, w), Code::kOk);
+}
+
+TEST(TokenDelegation, StoredPolicyMustExistOnTheTable) {
+  TokenSpec w = Wanted();
+  w.permissions = std::nullopt;
+  w.policy_id = "readers";
+  EXPECT_EQ(Delegate(Issuer(), w), Code::kInvalidInput);
+  EXPECT_EQ(Delegate(Issuer(), w, {Pol("writers", "r", nullptr)}), Code::kInvalidInput);
+  EXPECT_EQ(Delegate(Issuer(), w, {Pol("readers", "r", nullptr)}), Code::kOk);
+  // The policy's permissions count: wider than the issuer's is refused.
+  EXPECT_EQ(Delegate(Issuer(), w, {Pol("readers", "rc", nullptr)}), Code::kAuthorizationPermissionMismatch);
+  // A policy giving the expiry too: the token's own se and the policy's clash.
+  EXPECT_EQ(Delegate(Issuer(), w, {Pol("readers", "r", "2029-01-01T00:00:00Z")}), Code::kInvalidInput);
+}
+
 TEST(TokenKeys, DecodeKeyAcceptsBase64Only) {
   const std::string raw = KeyBytes(0, 32);
   EXPECT_EQ(DecodeKey("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n").value(), raw);

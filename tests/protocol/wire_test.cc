@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 
 #include <cmath>
@@ -217,6 +218,93 @@ std::string WriteWithValue(const std::string& encoded_value) {
   w.Str("v");
   f += encoded_value;
   return f;
+}
+
+TEST(Wire, IssueTokenRequestAndReplyRoundTrip) {
+  Request in;
+  in.op = Op::kIssueToken;
+  in.id = 9;
+  in.token = "v=1&kid=k1";
+  token::TokenSpec s;
+  s.table = "acme";
+  s.table_is_prefix = true;
+  s.start_pk = "acme|";
+  s.start_rk = "";
+  s.end_pk = "acme|~";
+  s.end_rk = "z \xC3\xA9&=%";
+  s.permissions = token::ParsePermissions("ra").value();
+  s.start = token::ParseTime("2026-01-01T00:00:00Z").value();
+  s.expiry = token::ParseTime("2026-12-31T23:59:59Z").value();
+  s.tenant = "acme";
+  s.identity = "acme web/1";
+  in.issue = s;
+  Request out = RoundTrip(in);
+  EXPECT_EQ(out.op, Op::kIssueToken);
+  EXPECT_EQ(OpName(out.op), "IssueToken");
+  ASSERT_TRUE(out.issue.has_value());
+  // The same fields give the same canonical token text.
+  EXPECT_EQ(token::CanonicalString("k1", *out.issue), token::CanonicalString("k1", s));
+  s.table_is_prefix = false;
+  s.table = "orders";
+  s.policy_id = "readers";
+  s.permissions.reset();
+  in.issue = s;
+  out = RoundTrip(in);
+  ASSERT_TRUE(out.issue.has_value());
+  EXPECT_EQ(token::CanonicalString("k1", *out.issue), token::CanonicalString("k1", s));
+
+  std::string reply;
+  EncodeIssuedToken("v=1&kid=k1&sig=x", &reply);
+  std::string text;
+  ASSERT_TRUE(DecodeIssuedToken(reply, &text).ok());
+  EXPECT_EQ(text, "v=1&kid=k1&sig=x");
+  reply.clear();
+  EncodeEmpty(&reply);
+  EXPECT_EQ(DecodeIssuedToken(reply, &text).code(), Code::kInternal);
+}
+
+TEST(Wire, BadIssueTokenSpecsAreInvalidInput) {
+  // {"spec": <fields>} as op 15.
+  auto decode = [](const std::function<void(msgpack::Writer&)>& spec) {
+    std::string f = HeaderBytes(1, 15);
+    msgpack::Writer w(&f);
+    w.MapHeader(1);
+    w.Str("spec");
+    spec(w);
+    Request r;
+    return DecodeRequest(f, &r);
+  };
+  auto fields = [&](std::vector<std::pair<std::string, std::string>> kv) {
+    return decode([&](msgpack::Writer& w) {
+      w.MapHeader(static_cast<uint32_t>(kv.size()));
+      for (const auto& [k, v] : kv) {
+        w.Str(k);
+        w.Str(v);
+      }
+    });
+  };
+  EXPECT_TRUE(fields({{"tn", "orders"}, {"tenant", "acme"}, {"caller", "x"}}).ok());
+  EXPECT_EQ(DecodeBytes(HeaderBytes(1, 15) + "\x80").code(), Code::kInvalidInput);  // no spec
+  EXPECT_EQ(decode([](msgpack::Writer& w) { w.Str("tn=orders"); }).code(), Code::kInvalidInput);
+  EXPECT_EQ(fields({{"tenant", "acme"}}).code(), Code::kInvalidInput);  // no table
+  EXPECT_EQ(fields({{"tn", "a"}, {"tp", "b"}}).code(), Code::kInvalidInput);
+  EXPECT_EQ(fields({{"tn", "a"}, {"tn", "b"}}).code(), Code::kInvalidInput);
+  EXPECT_EQ(fields({{"tn", "a"}, {"sig", "b"}}).code(), Code::kInvalidInput);  // not a spec field
+  EXPECT_EQ(fields({{"tn", "a"}, {"kid", "k1"}}).code(), Code::kInvalidInput);
+  EXPECT_EQ(fields({{"tn", "a"}, {"sp", "rx"}}).code(), Code::kInvalidInput);
+  EXPECT_EQ(fields({{"tn", "a"}, {"se", "2026-01-01 00:00:00"}}).code(), Code::kInvalidInput);
+  EXPECT_EQ(fields({{"tn", "a"}, {"spk", std::string(token::kMaxKeyBoundLength + 1, 'k')}}).code(),
+            Code::kInvalidInput);
+  EXPECT_EQ(fields({{"tn", "a"}, {"caller", std::string(token::kMaxIdentityLength + 1, 'c')}}).code(),
+            Code::kInvalidInput);
+  EXPECT_EQ(decode([](msgpack::Writer& w) {
+              w.MapHeader(2);
+              w.Str("tn");
+              w.Int(5);
+            }).code(),
+            Code::kInvalidInput);
+  // A declared count beyond the fields there are is refused before reading on.
+  EXPECT_EQ(decode([](msgpack::Writer& w) { w.MapHeader(1u << 30); }).code(), Code::kInvalidInput);
 }
 
 TEST(Wire, BadValuesAreInvalidInputWithTheOperationIndex) {

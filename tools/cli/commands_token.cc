@@ -45,6 +45,12 @@ namespace {
 
 int Issue(Session& s, const TokenArgs& a) {
   if (a.table.empty() == !a.table_prefix) return s.Usage("token issue: give one of --table, --table-prefix");
+  if (a.via_sidecar && (!a.key_file.empty() || !a.key_id.empty())) {
+    return s.Usage("token issue: --via-sidecar signs with the sidecar's key: leave out --key-file and --key-id");
+  }
+  if (!a.via_sidecar && (a.key_file.empty() || a.key_id.empty())) {
+    return s.Usage("token issue: give --key-file and --key-id, or --via-sidecar (with --token)");
+  }
   tk::TokenSpec spec;
   spec.table_is_prefix = a.table_prefix.has_value();
   spec.table = spec.table_is_prefix ? *a.table_prefix : a.table;
@@ -70,6 +76,14 @@ int Issue(Session& s, const TokenArgs& a) {
   spec.tenant = a.tenant;
   spec.identity = a.identity;
   spec.policy_id = a.policy;
+  if (a.via_sidecar) {
+    client::Client* c = s.Client();
+    if (!c) return s.connect_exit;
+    Result<std::string> token = c->IssueToken(spec);
+    if (!token.ok()) return s.Fail(token.status());
+    s.out = *token + "\n";
+    return s.Finish();
+  }
   Result<std::string> key = tk::LoadKeyFile(a.key_file);
   if (!key.ok()) return s.Usage(key.status().message());
   Result<std::string> token = tk::IssueToken(spec, a.key_id, *key);
@@ -137,9 +151,11 @@ int Inspect(Session& s, const TokenArgs& a) {
 CLI::App* AddTokenCommands(CLI::App& app, TokenArgs& a) {
   auto* token = app.add_subcommand("token", "issue or inspect signed access tokens (docs/security.md)");
   token->require_subcommand(1);
-  auto* issue = token->add_subcommand("issue", "sign a token with a key file and print it");
-  issue->add_option("--key-file", a.key_file, "file holding the signing key, base64, mode 600")->required();
-  issue->add_option("--key-id", a.key_id, "the key's id, as the sidecar's keyring names it")->required();
+  auto* issue = token->add_subcommand("issue", "sign a token with a key file (or have the sidecar sign it) and print it");
+  issue->add_option("--key-file", a.key_file, "file holding the signing key, base64, mode 600");
+  issue->add_option("--key-id", a.key_id, "the key's id, as the sidecar's keyring names it");
+  issue->add_flag("--via-sidecar", a.via_sidecar,
+                  "have the sidecar sign it (IssueToken): --token must hold m, and the new token lie within it");
   issue->add_option("--table", a.table, "the one table the token is for");
   auto optional = [&](const char* name, std::optional<std::string>& out, const char* help) {
     issue->add_option_function<std::string>(name, [&out](const std::string& v) { out = v; }, help);

@@ -1,6 +1,9 @@
 // sidetable-cli's token commands (docs/security.md): `token issue` signs a
 // token with a key file, `token inspect` decodes one without verifying it.
-// Neither talks to a sidecar: issuing needs only the key.
+// `token issue` needs only the key and talks to no sidecar; `token issue
+// --via-sidecar` has the sidecar sign it instead (the IssueToken operation:
+// the CLI's own --token must hold m and the requested token must lie within
+// it).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -15,6 +18,7 @@ namespace sidetable::cli {
 
 struct TokenArgs {
   std::string key_file, key_id;
+  bool via_sidecar = false;  // the sidecar signs, under the CLI's --token
   std::string table;
   std::optional<std::string> table_prefix;  // "" is every table
   // "" is a valid key bound, so presence is kept apart from the value.

@@ -316,6 +316,10 @@ class AsyncClient(_Requests):
     async def get_table_policies(self, table):
         return await self._run(*self._req_get_table_policies(table))
 
+    async def issue_token(self, spec):
+        """As :meth:`sidetable.client.Client.issue_token`."""
+        return await self._run(*self._req_issue_token(spec))
+
     async def read_changes(self, from_lsn, max=None, max_bytes=None):
         return await self._run(*self._req_read_changes(from_lsn, max,
                                                        max_bytes))

@@ -449,6 +449,11 @@ class _Requests(object):
         return _w.GET_TABLE_POLICIES, {"table": table}, \
             lambda b: [_policy_from_wire(p) for p in b.get("policies", [])]
 
+    def _req_issue_token(self, spec):
+        from sidetable import tokens as _tokens
+        body = {"spec": dict(_tokens.spec_fields(spec))}
+        return _w.ISSUE_TOKEN, body, lambda b: b["token"]
+
     def _req_read_watermarks(self, derived=None):
         body = {} if derived is None else {"derived": derived}
         return _w.READ_WATERMARKS, body, _dec_watermarks
@@ -958,6 +963,17 @@ class Client(_Requests):
     def get_table_policies(self, table):
         """``table``'s stored access policies, as dicts (times as text)."""
         return self._run(*self._req_get_table_policies(table))
+
+    def issue_token(self, spec):
+        """Has the sidecar sign a token for ``spec`` (a
+        :class:`sidetable.tokens.TokenSpec`) with its own key, and returns
+        the text. This client's token must hold ``m`` and ``spec`` must lie
+        within it (table, key range, permissions, its own expiry not after
+        this token's, the same tenant); otherwise
+        ``AuthorizationFailureError`` or
+        ``AuthorizationPermissionMismatchError`` and nothing is issued.
+        ``InvalidInputError`` from a sidecar with authentication off."""
+        return self._run(*self._req_issue_token(spec))
 
     def read_changes(self, from_lsn, max=None, max_bytes=None):
         """A :class:`ChangesPage` of change records with LSN >= from_lsn."""

@@ -10,6 +10,10 @@ exactly its table and key range (the valet-key pattern)::
                             tenant="acme", identity="acme-web")
     text = tokens.issue_token(spec, "k1", key)
 
+Without a key, a client whose own token holds ``m`` can have the sidecar
+sign one within its scope: ``Client.issue_token(spec)`` (docs/security.md,
+"Issuing tokens").
+
 The text is byte-for-byte what ``sidetable-cli token issue`` and the C++
 ``token::IssueToken`` (protocol/token.h) produce for the same fields: one
 canonical spelling, HMAC-SHA256 over ``"sidetable-token\\n"`` followed by the
@@ -27,7 +31,7 @@ import stat
 from dataclasses import dataclass
 from typing import Optional
 
-__all__ = ["PERMISSIONS", "TokenSpec", "canonical_string", "issue_token",
+__all__ = ["PERMISSIONS", "TokenSpec", "canonical_string", "spec_fields", "issue_token",
            "inspect_token", "format_time", "decode_key", "load_key_file"]
 
 #: Permission letters in their canonical order: read, add, update, delete,
@@ -85,10 +89,12 @@ def _permissions(letters):
     return "".join(c for c in PERMISSIONS if c in letters)
 
 
-def canonical_string(key_id, spec):
-    """The token text without ``&sig=...``: the signed fields, in order."""
-    fields = [("v", "1"), ("kid", key_id),
-              ("tp" if spec.table_is_prefix else "tn", spec.table)]
+def spec_fields(spec):
+    """The fields of ``spec`` as the token writes them, in order, unescaped:
+    ``[("tn", "orders"), ("sp", "ra"), ("se", "2026-...Z"), ...]``. As a
+    dict, this is the ``spec`` of the IssueToken request (docs/protocol.md),
+    which ``Client.issue_token`` sends."""
+    fields = [("tp" if spec.table_is_prefix else "tn", spec.table)]
     for name, value in (("spk", spec.start_pk), ("srk", spec.start_rk),
                         ("epk", spec.end_pk), ("erk", spec.end_rk)):
         if value is not None:
@@ -102,6 +108,12 @@ def canonical_string(key_id, spec):
     fields += [("tenant", spec.tenant), ("caller", spec.identity)]
     if spec.policy_id:
         fields.append(("si", spec.policy_id))
+    return fields
+
+
+def canonical_string(key_id, spec):
+    """The token text without ``&sig=...``: the signed fields, in order."""
+    fields = [("v", "1"), ("kid", key_id)] + spec_fields(spec)
     return "&".join("%s=%s" % (k, _encode(v)) for k, v in fields)
 
 

@@ -34,6 +34,7 @@ READ_WATERMARKS = 11
 WRITE_MANY = 12           # independent EGTs in one request (pattern workers)
 SET_TABLE_POLICIES = 13   # stored access policies (docs/security.md)
 GET_TABLE_POLICIES = 14
+ISSUE_TOKEN = 15          # the sidecar signs a token within the caller's scope
 
 OP_NAMES = {PING: "Ping", CREATE_TABLE: "CreateTable",
             DELETE_TABLE: "DeleteTable", LIST_TABLES: "ListTables",
@@ -42,7 +43,7 @@ OP_NAMES = {PING: "Ping", CREATE_TABLE: "CreateTable",
             ADVANCE_WATERMARKS: "AdvanceWatermarks",
             READ_WATERMARKS: "ReadWatermarks", WRITE_MANY: "WriteMany",
             SET_TABLE_POLICIES: "SetTablePolicies",
-            GET_TABLE_POLICIES: "GetTablePolicies"}
+            GET_TABLE_POLICIES: "GetTablePolicies", ISSUE_TOKEN: "IssueToken"}
 
 # MessagePack ext types for Edm values.
 EXT_INT64 = 1

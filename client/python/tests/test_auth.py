@@ -10,7 +10,8 @@ import unittest
 
 import _harness
 from sidetable import (AuthenticationFailedError, AuthorizationFailureError,
-                       AuthorizationPermissionMismatchError, Entity, tokens)
+                       AuthorizationPermissionMismatchError, Entity,
+                       InvalidInputError, tokens)
 from sidetable.aio import AsyncClient
 
 KEY = os.urandom(32)
@@ -43,23 +44,27 @@ def issue(table, perms, prefix=False, identity="py-alice", **kw):
     return tokens.issue_token(spec, "k1", KEY)
 
 
-class AuthTests(unittest.TestCase):
-    def client(self, **kw):
-        c = SERVER.client(**kw)
+class _Closing(unittest.TestCase):
+    def client(self, token=None, server=None, **kw):
+        # Closed when the test ends: a client left to the cyclic garbage
+        # collector can hang its context's term() in a later test.
+        c = (server or SERVER).client(timeout=10.0, token=token, **kw)
         self.addCleanup(c.close)
         return c
 
+
+class AuthTests(_Closing):
     def setUp(self):
-        self.admin = self.client(timeout=10.0, token=issue("", "raudmc", prefix=True))
+        self.admin = self.client(token=issue("", "raudmc", prefix=True))
         self.table = _harness.table_name("auth")
         self.admin.create_table(self.table)
 
     def test_no_token_is_refused(self):
         with self.assertRaises(AuthenticationFailedError):
-            self.client(timeout=10.0, retries=1).ping()
+            self.client(retries=1).ping()
 
     def test_scope_is_enforced(self):
-        reader = self.client(timeout=10.0, token=issue(self.table, "r"))
+        reader = self.client(token=issue(self.table, "r"))
         with self.assertRaises(AuthorizationPermissionMismatchError):
             reader.insert(self.table, Entity("p", "r", {"V": 1}))
         self.admin.insert(self.table, Entity("p", "r", {"V": 1}))
@@ -69,8 +74,8 @@ class AuthTests(unittest.TestCase):
         self.assertEqual(reader.list_tables(), [self.table])
 
     def test_identity_is_recorded_not_caller(self):
-        writer = self.client(timeout=10.0, caller="mallory",
-                               token=issue(self.table, "a", identity="py-bob"))
+        writer = self.client(caller="mallory",
+                             token=issue(self.table, "a", identity="py-bob"))
         writer.insert(self.table, Entity("p", "x", {}))
         changes = self.admin.read_changes(1)
         mine = [r for r in changes.records if r["table"] == self.table and r.get("ops")]
@@ -83,7 +88,7 @@ class AuthTests(unittest.TestCase):
         self.assertEqual(self.admin.get_table_policies(self.table)[0]["id"], "ro")
         spec_token = tokens.issue_token(tokens.TokenSpec(
             table=self.table, tenant="py", identity="py-carol", policy_id="ro"), "k1", KEY)
-        c = self.client(timeout=10.0, token=spec_token)
+        c = self.client(token=spec_token)
         list(c.query(self.table))
         self.admin.set_table_policies(self.table, [])
         with self.assertRaises(AuthenticationFailedError):
@@ -98,6 +103,87 @@ class AuthTests(unittest.TestCase):
             finally:
                 await c.close()
         self.assertEqual(asyncio.run(run()), 2)
+
+
+def user_spec(table_name, identity="py-user", **kw):
+    """Partition t|1 of ``table_name``, read and add, for 30 minutes."""
+    fields = dict(table=table_name, tenant="py", identity=identity, permissions="ra",
+                  start_pk="t|1", end_pk="t|1",
+                  expiry=dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=30))
+    fields.update(kw)
+    return tokens.TokenSpec(**fields)
+
+
+class IssueTokenTests(_Closing):
+    """The IssueToken operation: a token holding m has the sidecar sign one
+    within its own scope (docs/security.md, "Issuing tokens")."""
+
+    def setUp(self):
+        admin = self.client(issue("", "raudmc", prefix=True))
+        self.table = _harness.table_name("issue")
+        admin.create_table(self.table)
+        admin.insert(self.table, Entity("t|1", "r", {"V": 1}))
+        admin.insert(self.table, Entity("t|2", "r", {"V": 2}))
+        # The application tier: m and raud on this table, partitions t|..t|~.
+        self.app = self.client(issue(
+            self.table, "raudm", identity="py-app", start_pk="t|", end_pk="t|~"))
+
+    def test_issued_token_works_for_exactly_its_scope(self):
+        text = self.app.issue_token(user_spec(self.table))
+        fields = tokens.inspect_token(text)
+        self.assertEqual((fields["kid"], fields["caller"], fields["tn"]),
+                         ("k1", "py-user", self.table))
+        user = self.client(text)
+        self.assertEqual(user.get(self.table, "t|1", "r")["V"], 1)
+        user.insert(self.table, Entity("t|1", "new", {}))
+        with self.assertRaises(AuthorizationFailureError):
+            user.get(self.table, "t|2", "r")
+        with self.assertRaises(AuthorizationPermissionMismatchError):
+            user.delete(self.table, "t|1", "r")
+
+    def test_out_of_scope_is_refused(self):
+        later = dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=2)
+        cases = [
+            (AuthorizationFailureError, dict(table=_harness.table_name("other"))),
+            (AuthorizationFailureError, dict(end_pk="u")),
+            (AuthorizationFailureError, dict(start_pk=None)),
+            (AuthorizationPermissionMismatchError, dict(permissions="rc")),
+            (AuthorizationFailureError, dict(expiry=later)),
+            (AuthorizationFailureError, dict(tenant="other")),
+        ]
+        for error, change in cases:
+            with self.subTest(change=change), self.assertRaises(error):
+                self.app.issue_token(user_spec(self.table, **change))
+        plain = self.client(issue(self.table, "raud"))
+        with self.assertRaises(AuthorizationPermissionMismatchError):
+            plain.issue_token(user_spec(self.table))
+
+    def test_aio_client_issues(self):
+        async def run():
+            c = AsyncClient(SERVER.endpoint, timeout=10.0, token=self.app.token)
+            try:
+                text = await c.issue_token(user_spec(self.table, identity="py-aio"))
+                with self.assertRaises(AuthorizationFailureError):
+                    await c.issue_token(user_spec(self.table, end_pk="u"))
+                return text
+            finally:
+                await c.close()
+        text = asyncio.run(run())
+        self.assertEqual(tokens.inspect_token(text)["caller"], "py-aio")
+        user = self.client(text)
+        self.assertEqual(user.get(self.table, "t|1", "r")["V"], 1)
+
+    def test_auth_off_refuses(self):
+        server = _harness.Server(workers=1).start()
+        try:
+            c = server.client(timeout=10.0)
+            try:
+                with self.assertRaises(InvalidInputError):
+                    c.issue_token(user_spec("orders"))
+            finally:
+                c.close()
+        finally:
+            _harness.stop_checked(server)
 
 
 if __name__ == "__main__":
