@@ -27,10 +27,10 @@ ids_p=""; ids_s=""; no_p=""; no_s=""
 for r in $(seq "$ROUNDS"); do
   if [ $((r % 2)) -eq 1 ]; then order="ids none"; else order="none ids"; fi
   for m in $order; do
-    if [ "$m" = ids ]; then out=$(run "round $r ids: ")
+    if [ "$m" = ids ]; then out=$(run "round $r ids:")
     else out=$(run "round $r none:" --no-request-ids); fi
     echo "$out"
-    p=$(echo "$out" | awk '{print $5}'); s=$(echo "$out" | awk '{print $10}')
+    p=$(echo "$out" | awk '{print $5}'); s=$(echo "$out" | awk '{print $9}')
     if [ "$m" = ids ]; then ids_p="$ids_p $p"; ids_s="$ids_s $s"; else no_p="$no_p $p"; no_s="$no_s $s"; fi
   done
 done
