@@ -1,5 +1,7 @@
 #include "protocol/curve_keys.h"
 
+#include "protocol/key_file.h"
+
 #include <fcntl.h>
 #include <sodium.h>
 #include <sys/stat.h>
@@ -25,33 +27,9 @@ Status Bad(const std::string& path, const std::string& message) {
   return Status(Code::kInvalidInput, "key file " + path + ": " + message);
 }
 
-// The whole file (at most 1 MiB), read from one descriptor so that the mode
-// checked is the file read.
+// The whole file (at most 1 MiB); secret key files must be owner-only.
 Result<std::string> ReadKeyText(const std::string& path, bool secret) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status(Code::kInvalidInput, "cannot open key file " + path);
-  struct stat st;
-  std::string text;
-  Status s;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    s = Bad(path, "not a regular file");
-  } else if (secret && (st.st_mode & (S_IRWXG | S_IRWXO))) {
-    s = Bad(path, "a secret key accessible by group or others: chmod 600 " + path);
-  } else if (st.st_size > (1 << 20)) {
-    s = Bad(path, "larger than 1 MiB: not a key file");
-  } else {
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::read(fd, buf, sizeof buf)) > 0 && text.size() <= (1u << 20)) text.append(buf, static_cast<size_t>(n));
-    if (n < 0) s = Status(Code::kInvalidInput, "cannot read key file " + path);
-    sodium_memzero(buf, sizeof buf);
-  }
-  ::close(fd);
-  if (!s.ok()) {
-    sodium_memzero(text.data(), text.size());
-    return s;
-  }
-  return text;
+  return keyfile::Read(path, /*owner_only=*/secret, 1 << 20);
 }
 
 // The key lines of a key file: (line number, key, label).

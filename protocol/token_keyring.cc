@@ -1,14 +1,13 @@
 // Signing and verifying tokens (HMAC-SHA256, libsodium), the keyring, and
 // key files.
 #include <sodium.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <mutex>
 
 #include "protocol/token.h"
+
+#include "protocol/key_file.h"
 
 namespace sidetable::token {
 namespace {
@@ -132,28 +131,9 @@ Result<std::string> DecodeKey(std::string_view text) {
 }
 
 Result<std::string> LoadKeyFile(const std::string& path) {
-  // The mode is read from the open descriptor, so the file checked is the
-  // file read.
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status(Code::kInvalidInput, "cannot open key file " + path);
-  struct stat st;
-  std::string text;
-  Status s;
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    s = Status(Code::kInvalidInput, "key file " + path + " is not a regular file");
-  } else if (st.st_mode & (S_IRWXG | S_IRWXO)) {
-    s = Status(Code::kInvalidInput, "key file " + path + " is accessible by group or others: chmod 600 " + path);
-  } else if (st.st_size > 4096) {
-    s = Status(Code::kInvalidInput, "key file " + path + " is larger than 4 KiB: not a key");
-  } else {
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::read(fd, buf, sizeof buf)) > 0 && text.size() <= 4096) text.append(buf, static_cast<size_t>(n));
-    if (n < 0) s = Status(Code::kInvalidInput, "cannot read key file " + path);
-    sodium_memzero(buf, sizeof buf);
-  }
-  ::close(fd);
-  if (!s.ok()) return s;
+  Result<std::string> read = keyfile::Read(path, /*owner_only=*/true, 4096);
+  if (!read.ok()) return read.status();
+  std::string text = std::move(read).value();
   Result<std::string> key = DecodeKey(text);
   sodium_memzero(text.data(), text.size());
   if (!key.ok()) return Status(Code::kInvalidInput, "key file " + path + ": " + key.status().message());
