@@ -39,18 +39,10 @@ class AsyncClient(_Requests):
                  connect_timeout=None, client_request_ids=True, token=None,
                  curve_server_key=None, curve_public_key=None,
                  curve_secret_key=None):
-        self.endpoint = check_endpoint(endpoint)
-        self.token = token
-        curve = _client._curve_keys(curve_server_key, curve_public_key,
-                                    curve_secret_key)
-        self.client_request_ids = bool(client_request_ids)
-        self.timeout = float(timeout)
-        self.retries = int(retries)
-        self.caller = caller
-        self.backoff = float(backoff)
-        self.max_backoff = float(max_backoff)
-        self.connect_timeout = (max(self.timeout, 1.0) if connect_timeout is None
-                                else float(connect_timeout))
+        curve = self._settings(endpoint, timeout, retries, caller, backoff,
+                               max_backoff, connect_timeout, client_request_ids,
+                               token, curve_server_key, curve_public_key,
+                               curve_secret_key)
         self._own_context = context is None
         self._ctx = context or _zmq_asyncio.Context()
         self._sock = _client._dealer(self._ctx, endpoint, self._own_context,

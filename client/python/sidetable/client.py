@@ -364,6 +364,27 @@ class _Requests(object):
     def _caller(self, caller):
         return self.caller if caller is None else caller
 
+    def _settings(self, endpoint, timeout, retries, caller, backoff,
+                  max_backoff, connect_timeout, client_request_ids, token,
+                  curve_server_key, curve_public_key, curve_secret_key):
+        """The constructor arguments both clients share, checked and kept;
+        returns the CURVE keys for :func:`_dealer` (None: plain)."""
+        self.endpoint = check_endpoint(endpoint)
+        # A signed access token (docs/security.md) sent with every request;
+        # assign ``client.token`` to refresh it.
+        self.token = token
+        curve = _curve_keys(curve_server_key, curve_public_key,
+                            curve_secret_key)
+        self.client_request_ids = bool(client_request_ids)
+        self.timeout = float(timeout)
+        self.connect_timeout = (max(self.timeout, 1.0) if connect_timeout is None
+                                else float(connect_timeout))
+        self.retries = int(retries)
+        self.caller = caller
+        self.backoff = float(backoff)
+        self.max_backoff = float(max_backoff)
+        return curve
+
     # -- request builders: (op, body, decoder) --
 
     def _req_ping(self):
@@ -581,22 +602,12 @@ class Client(_Requests):
                  connect_timeout=None, client_request_ids=True, token=None,
                  curve_server_key=None, curve_public_key=None,
                  curve_secret_key=None):
-        self.endpoint = check_endpoint(endpoint)
-        # A signed access token (docs/security.md) sent with every request;
-        # assign ``client.token`` to refresh it.
-        self.token = token
-        curve = _curve_keys(curve_server_key, curve_public_key,
-                            curve_secret_key)
-        self.client_request_ids = bool(client_request_ids)
-        self.timeout = float(timeout)
-        self.connect_timeout = (max(self.timeout, 1.0) if connect_timeout is None
-                                else float(connect_timeout))
+        self._sock = None            # before anything can fail: __del__ reads it
+        curve = self._settings(endpoint, timeout, retries, caller, backoff,
+                               max_backoff, connect_timeout, client_request_ids,
+                               token, curve_server_key, curve_public_key,
+                               curve_secret_key)
         self._answered = False       # has any reply arrived on this socket?
-        self._sock = None
-        self.retries = int(retries)
-        self.caller = caller
-        self.backoff = float(backoff)
-        self.max_backoff = float(max_backoff)
         self._own_context = context is None
         self._ctx = context or _zmq.Context()
         self._sock = _dealer(self._ctx, endpoint, self._own_context, curve)
