@@ -101,51 +101,55 @@ void WriteProps(msgpack::Writer& w, const std::vector<Property>& props,
 
 }  // namespace
 
-void WriteEntity(msgpack::Writer& w, const Entity& e, bool with_meta) {
-  w.MapHeader(with_meta ? 5 : 3);
-  w.Str("pk");
-  w.Str(e.partition_key);
-  w.Str("rk");
-  w.Str(e.row_key);
-  if (with_meta) {
+namespace {
+
+// The entity map, its fields always in this order: pk, rk, ts, etag, props
+// (with a nil for each name in `nulls`).
+struct EntityFields {
+  bool pk = true, rk = true, ts = true, etag = true;
+};
+void WriteEntityMap(msgpack::Writer& w, const Entity& e, EntityFields f,
+                    const std::vector<std::string_view>& nulls) {
+  w.MapHeader(1 + f.pk + f.rk + f.ts + f.etag);
+  if (f.pk) {
+    w.Str("pk");
+    w.Str(e.partition_key);
+  }
+  if (f.rk) {
+    w.Str("rk");
+    w.Str(e.row_key);
+  }
+  if (f.ts) {
     w.Str("ts");
     w.Ext(kExtDateTime, Be8(static_cast<uint64_t>(e.timestamp)));
+  }
+  if (f.etag) {
     w.Str("etag");
     w.Str(e.etag);
   }
   w.Str("props");
-  WriteProps(w, e.properties, {});
+  WriteProps(w, e.properties, nulls);
+}
+
+}  // namespace
+
+void WriteEntity(msgpack::Writer& w, const Entity& e, bool with_meta) {
+  WriteEntityMap(w, e, EntityFields{true, true, with_meta, with_meta}, {});
 }
 
 void WriteSelectedEntity(msgpack::Writer& w, const Entity& e, const std::vector<std::string>& select) {
-  bool pk = false, rk = false, ts = false;
+  EntityFields f{false, false, false, true};  // the ETag always, as metadata
   // Selected user properties the entity lacks, each once, in $select order.
   std::vector<std::string_view> nulls;
   for (const std::string& name : select) {
-    if (name == "PartitionKey") pk = true;
-    else if (name == "RowKey") rk = true;
-    else if (name == "Timestamp") ts = true;
+    if (name == "PartitionKey") f.pk = true;
+    else if (name == "RowKey") f.rk = true;
+    else if (name == "Timestamp") f.ts = true;
     else if (e.Find(name) == nullptr && std::find(nulls.begin(), nulls.end(), name) == nulls.end()) {
       nulls.push_back(name);
     }
   }
-  w.MapHeader(2 + pk + rk + ts);
-  if (pk) {
-    w.Str("pk");
-    w.Str(e.partition_key);
-  }
-  if (rk) {
-    w.Str("rk");
-    w.Str(e.row_key);
-  }
-  if (ts) {
-    w.Str("ts");
-    w.Ext(kExtDateTime, Be8(static_cast<uint64_t>(e.timestamp)));
-  }
-  w.Str("etag");
-  w.Str(e.etag);
-  w.Str("props");
-  WriteProps(w, e.properties, nulls);
+  WriteEntityMap(w, e, f, nulls);
 }
 
 Status ReadEntity(msgpack::Reader& r, Entity* e, EntityRead mode) {
