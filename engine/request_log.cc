@@ -176,9 +176,4 @@ void RequestLog::Record(std::string_view caller, std::string_view id,
   wb->Put(cf_, IdKey(gen, caller, id), value);
 }
 
-uint64_t RequestLog::generation() const {
-  std::lock_guard lock(mu_);
-  return gen_;
-}
-
 }  // namespace sidetable

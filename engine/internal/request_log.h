@@ -75,8 +75,6 @@ class RequestLog {
   void Record(std::string_view caller, std::string_view id, const RememberedOutcome& outcome,
               int64_t now, rocksdb::WriteBatch* wb);
 
-  uint64_t generation() const;
-
  private:
   rocksdb::DB* const db_;
   rocksdb::ColumnFamilyHandle* const cf_;
