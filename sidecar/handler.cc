@@ -8,6 +8,21 @@
 
 namespace sidetable::sidecar {
 
+void Handler::RecordWrite(const Batch& batch, const WriteResult& result) const {
+  if (result.replayed) {
+    metrics_->RecordReplayedWrite();
+    spdlog::info("write {} by '{}' on {}: a retry of a committed request, answered with its "
+                 "first outcome (LSN {})",
+                 batch.client_request_id(), batch.caller(), batch.table(), result.lsn);
+    return;
+  }
+  size_t written = 0;
+  for (const auto& op : batch.operations()) {
+    written += op.kind != OpKind::kDelete && op.kind != OpKind::kFencedDelete;
+  }
+  metrics_->RecordTableWrite(batch.table(), batch.size(), written);
+}
+
 Status Handler::Run(const wire::Request& r, const token::Token* principal, std::string* body, uint16_t* http,
                     uint64_t* entities) const {
   using wire::Op;
@@ -96,17 +111,7 @@ Status Handler::Run(const wire::Request& r, const token::Token* principal, std::
       auto result = engine_->Execute(batch);
       if (!result.ok()) return result.status();
       *entities = batch.size();
-      if (result->replayed) {
-        metrics_->RecordReplayedWrite();
-        spdlog::info("write {} by '{}' on {}: a retry of a committed request, answered with its "
-                     "first outcome (LSN {})",
-                     batch.client_request_id(), batch.caller(), batch.table(), result->lsn);
-      }
-      if (!result->replayed) {
-        size_t written = 0;
-        for (const auto& op : batch.operations()) written += op.kind != OpKind::kDelete;
-        metrics_->RecordTableWrite(r.table, batch.size(), written);
-      }
+      RecordWrite(batch, *result);
       if (batch.size() == 1 && batch.operations()[0].kind == OpKind::kInsert) {
         // Azure's Insert Entity: 201 with the entity as stored, or 204
         // without it when the caller asked for no content.
@@ -136,14 +141,9 @@ Status Handler::Run(const wire::Request& r, const token::Token* principal, std::
           }
         }
         results.push_back(engine_->Execute(batch));
-        if (results.back().ok()) *entities += batch.size();
-        if (results.back().ok() && results.back()->replayed) metrics_->RecordReplayedWrite();
-        if (results.back().ok() && !results.back()->replayed) {
-          size_t written = 0;
-          for (const auto& op : batch.operations()) {
-            written += op.kind != OpKind::kDelete && op.kind != OpKind::kFencedDelete;
-          }
-          metrics_->RecordTableWrite(batch.table(), batch.size(), written);
+        if (results.back().ok()) {
+          *entities += batch.size();
+          RecordWrite(batch, *results.back());
         }
       }
       wire::EncodeWriteMany(results, body);

@@ -42,6 +42,9 @@ class Handler {
              uint64_t* entities) const;
   // Signs r.issue when `principal` may delegate it (docs/security.md).
   Status IssueToken(const wire::Request& r, const token::Token* principal, std::string* body) const;
+  // After a committed (or replayed) EGT: the table's write counters, or the
+  // replay counter and log line with the client request id.
+  void RecordWrite(const Batch& batch, const WriteResult& result) const;
 
   Engine* engine_;
   Metrics* metrics_;
