@@ -36,9 +36,49 @@ CommitQueue::CommitQueue(rocksdb::DB* db, bool sync, uint64_t last_lsn,
       storage_(storage),
       next_lsn_(last_lsn + 1),
       last_time_(last_commit_time),
+      last_written_(last_lsn),
       last_committed_(last_lsn) {}
 
-Status CommitQueue::Commit(CommitWork* work, uint64_t* lsn, int64_t* commit_time) {
+Status CommitQueue::Commit(CommitWork* work, uint64_t* lsn, int64_t* commit_time, bool wait_durable) {
+  Status s = Write(work, lsn, commit_time);
+  if (!s.ok() || !wait_durable) return s;
+  return SyncTo(*lsn);
+}
+
+Status CommitQueue::SyncTo(uint64_t lsn) {
+  if (last_committed_.load(std::memory_order_acquire) >= lsn) return Status::OK();
+  std::unique_lock lock(sync_mu_);
+  while (last_committed_.load(std::memory_order_acquire) < lsn) {
+    if (syncing_) {
+      sync_cv_.wait(lock);
+      continue;
+    }
+    // This caller syncs for everyone: every group written so far is in the
+    // WAL file (groups are written one at a time, in LSN order).
+    syncing_ = true;
+    const uint64_t target = last_written_.load(std::memory_order_acquire);
+    lock.unlock();
+    const rocksdb::Status s = db_->SyncWAL();
+    lock.lock();
+    syncing_ = false;
+    sync_cv_.notify_all();
+    if (!s.ok()) {
+      // The others retry on their own (RocksDB refuses at once while
+      // stopped).
+      if (storage_ != nullptr) (void)storage_->WriteFailed(s, 0);
+      return Status(Code::kUnavailable,
+                    "the write reached the write-ahead log but its fsync failed (" + s.ToString() +
+                        "); it is visible, and may not survive a power loss");
+    }
+    syncs_.fetch_add(1, std::memory_order_relaxed);
+    if (target > last_committed_.load(std::memory_order_relaxed)) {
+      last_committed_.store(target, std::memory_order_release);
+    }
+  }
+  return Status::OK();
+}
+
+Status CommitQueue::Write(CommitWork* work, uint64_t* lsn, int64_t* commit_time) {
   // A full disk refuses at once, before the batch queues behind others.
   if (storage_ != nullptr) ST_RETURN_IF_ERROR(storage_->AdmitWrite());
   Waiter w;
@@ -74,9 +114,9 @@ Status CommitQueue::Commit(CommitWork* work, uint64_t* lsn, int64_t* commit_time
   if (refused.ok()) {
     rocksdb::WriteBatch wb(std::min(bytes + 1024, kMaxGroupBytes * 2));
     for (Waiter* q : group) q->work->Encode(q->lsn, q->time, &wb);
-    rocksdb::WriteOptions wo;
-    wo.sync = sync_;
-    s = db_->Write(wo, &wb);
+    // Never synced here: SyncTo() makes groups durable, one fsync for as
+    // many of them as have been written meanwhile.
+    s = db_->Write(rocksdb::WriteOptions(), &wb);
   }
 
   lock.lock();
@@ -86,7 +126,8 @@ Status CommitQueue::Commit(CommitWork* work, uint64_t* lsn, int64_t* commit_time
     storage_->CountRefusals(group.size());
     result = refused;
   } else if (s.ok()) {
-    last_committed_.store(group.back()->lsn, std::memory_order_release);
+    last_written_.store(group.back()->lsn, std::memory_order_release);
+    if (!sync_) last_committed_.store(group.back()->lsn, std::memory_order_release);
     commits_.fetch_add(group.size(), std::memory_order_relaxed);
     groups_.fetch_add(1, std::memory_order_relaxed);
   } else {

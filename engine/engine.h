@@ -111,6 +111,7 @@ struct EngineStats {
   uint64_t first_available_lsn = 1;
   uint64_t commits = 0;          // batches committed since open
   uint64_t group_commits = 0;    // RocksDB writes those took
+  uint64_t wal_syncs = 0;        // WAL fsyncs that made them durable (kFsync)
 };
 
 // The disk under the data directory, as writes see it.
@@ -149,7 +150,20 @@ class Engine {
   std::vector<TableInfo> ListTables(std::string_view prefix = "") const;
 
   // ---- entities ----
-  Result<WriteResult> Execute(const Batch& batch);
+  // Returns once the batch is durable (Durability::kFsync: its WAL fsync;
+  // kOs: written). With wait_durable false it returns once the batch is
+  // written and visible: the caller must then WaitDurable(result.lsn)
+  // before it acknowledges the write to anyone (see commit_queue.h); a
+  // replayed result's LSN is its first attempt's, which may not be durable
+  // yet either.
+  Result<WriteResult> Execute(const Batch& batch, bool wait_durable = true);
+  // Blocks until `lsn` is durable: one WAL fsync serves every caller
+  // waiting meanwhile. OK at once for lsn 0, an LSN already durable, or in
+  // Durability::kOs. An error means the fsync failed (the write is visible,
+  // its survival of a power loss unknown).
+  Status WaitDurable(uint64_t lsn);
+  // The newest LSN that is durable; the change log is read up to it.
+  uint64_t durable_lsn() const;
   // Records in the change log that the application wants entities (one
   // partition, 1..100 RowKeys) moved to `archive_table`; the archive pattern's
   // workers carry it out. Writes no rows. Returns the record's LSN.
@@ -188,6 +202,10 @@ class Engine {
   // resume after a background error (rate-limited). The owner calls it
   // about once a second; it may block for a flush.
   StorageHealth CheckStorage();
+  // True while RocksDB delays or stops writes (a write stall: compaction is
+  // behind), so a write may block for a while; cheap, for callers that
+  // must not block (the sidecar's frontend sends writes to its workers then).
+  bool WritesMayWait() const;
 
   // ---- small durable settings of the layers above (e.g. the change-stream
   // publisher's watermark). Keys are namespaced apart from the catalog.

@@ -90,6 +90,7 @@ EngineStats Engine::Impl::Stats() const {
   st.first_available_lsn = first_available_lsn_.load();
   st.commits = commits_->commits();
   st.group_commits = commits_->groups();
+  st.wal_syncs = commits_->syncs();
   return st;
 }
 
@@ -123,10 +124,16 @@ Result<TableInfo> Engine::GetTable(std::string_view name) const {
 std::vector<TableInfo> Engine::ListTables(std::string_view prefix) const {
   return impl_->ListTables(prefix);
 }
-Result<WriteResult> Engine::Execute(const Batch& batch) {
+Result<WriteResult> Engine::Execute(const Batch& batch, bool wait_durable) {
   ST_RETURN_IF_ERROR(ValidateCaller(batch.caller()));
-  return impl_->Execute(batch);
+  auto result = impl_->Execute(batch);
+  // Outside the partition lock: the next write of the partition can be
+  // written while this one waits for the shared fsync.
+  if (result.ok() && wait_durable) ST_RETURN_IF_ERROR(impl_->commits_->SyncTo(result->lsn));
+  return result;
 }
+Status Engine::WaitDurable(uint64_t lsn) { return impl_->commits_->SyncTo(lsn); }
+uint64_t Engine::durable_lsn() const { return impl_->commits_->last_committed_lsn(); }
 Result<uint64_t> Engine::RequestArchive(std::string_view table, std::string_view pk,
                                         const std::vector<std::string>& row_keys,
                                         std::string_view archive_table, std::string_view caller) {

@@ -189,6 +189,17 @@ void StorageGuard::OnErrorRecoveryEnd(const rocksdb::BackgroundErrorRecoveryInfo
   UpdateLocked();
 }
 
+void StorageGuard::OnStallConditionsChanged(const rocksdb::WriteStallInfo& info) {
+  // Per column family: one may recover while another still stalls.
+  std::lock_guard lock(stall_mu_);
+  if (info.condition.cur == rocksdb::WriteStallCondition::kNormal) {
+    stalled_cfs_.erase(info.cf_name);
+  } else {
+    stalled_cfs_.insert(info.cf_name);
+  }
+  stalled_.store(!stalled_cfs_.empty(), std::memory_order_relaxed);
+}
+
 void StorageGuard::UpdateLocked() {
   StorageState next = StorageState::kOk;
   std::string why;
@@ -221,5 +232,6 @@ void StorageGuard::UpdateLocked() {
 
 StorageHealth Engine::Storage() const { return impl_->storage_->Health(); }
 StorageHealth Engine::CheckStorage() { return impl_->storage_->Check(); }
+bool Engine::WritesMayWait() const { return impl_->storage_->WritesStalled(); }
 
 }  // namespace sidetable

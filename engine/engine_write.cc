@@ -365,7 +365,9 @@ Result<WriteResult> Engine::Impl::Execute(const Batch& batch) {
     return result;
   }
   EgtWork work(this, table->info, batch, prepared, fingerprint);
-  ST_RETURN_IF_ERROR(commits_->Commit(&work, &result.lsn, &result.timestamp));
+  // Durability is waited for by the caller (Engine::Execute), after the
+  // partition lock is released.
+  ST_RETURN_IF_ERROR(commits_->Commit(&work, &result.lsn, &result.timestamp, /*wait_durable=*/false));
   result.etags.reserve(prepared.size());
   const std::string etag = MakeETag(result.lsn);
   for (uint32_t i = 0; i < prepared.size(); i++) {

@@ -14,7 +14,20 @@
 // queue itself never latches shut (RocksDB refuses writes while it is stopped,
 // and the StorageGuard refuses them before they queue).
 //
-// Thread safety: Commit() may be called from any number of threads.
+// Durability::kFsync: a group is written to the WAL unsynced, which makes it
+// visible, and made durable by SyncTo(): the first caller that needs an LSN
+// durable runs one WAL fsync covering every group written so far while the
+// others wait for it, so a stream of writers shares fsyncs however many
+// threads they run on. last_committed_lsn() is the durable LSN: the change
+// log is read (and published) only up to it. A caller that acknowledges on
+// its own schedule commits with wait_durable false and calls SyncTo(lsn)
+// before it acknowledges (the sidecar's acknowledger, which lets one thread
+// wait for the fsync of many requests). Reads may therefore see a write up
+// to one fsync before it is acknowledged; after a power loss such a write
+// may be gone, as may any write whose acknowledgement was never sent.
+//
+// Thread safety: Commit() and SyncTo() may be called from any number of
+// threads.
 #pragma once
 
 #include <atomic>
@@ -50,15 +63,26 @@ class CommitQueue {
   CommitQueue(rocksdb::DB* db, bool sync, uint64_t last_lsn, int64_t last_commit_time,
               size_t max_group, std::function<int64_t()> clock, StorageGuard* storage);
 
-  // Blocks until `work` is durable or failed. On success fills lsn and time.
-  Status Commit(CommitWork* work, uint64_t* lsn, int64_t* commit_time);
+  // Blocks until `work` is written and, with wait_durable, durable; or
+  // failed. On success fills lsn and time.
+  Status Commit(CommitWork* work, uint64_t* lsn, int64_t* commit_time, bool wait_durable = true);
+  // Blocks until `lsn` is durable (at once when it is, or without fsync).
+  // An error means the fsync failed: the write is visible, its durability
+  // unknown.
+  Status SyncTo(uint64_t lsn);
 
+  // Durable (with fsync) and so readable from the change log.
   uint64_t last_committed_lsn() const { return last_committed_.load(std::memory_order_acquire); }
+  // Written to the WAL and visible, perhaps not yet durable.
+  uint64_t last_written_lsn() const { return last_written_.load(std::memory_order_acquire); }
   uint64_t commits() const { return commits_.load(std::memory_order_relaxed); }
   uint64_t groups() const { return groups_.load(std::memory_order_relaxed); }
+  uint64_t syncs() const { return syncs_.load(std::memory_order_relaxed); }
 
  private:
   struct Waiter;
+  // Commit() without the wait for durability.
+  Status Write(CommitWork* work, uint64_t* lsn, int64_t* commit_time);
 
   rocksdb::DB* const db_;
   const bool sync_;
@@ -71,9 +95,16 @@ class CommitQueue {
   uint64_t next_lsn_;
   int64_t last_time_;
 
+  std::atomic<uint64_t> last_written_;
   std::atomic<uint64_t> last_committed_;
   std::atomic<uint64_t> commits_{0};
   std::atomic<uint64_t> groups_{0};
+  std::atomic<uint64_t> syncs_{0};
+
+  // SyncTo(): one fsync at a time; the others wait on sync_cv_.
+  std::mutex sync_mu_;
+  std::condition_variable sync_cv_;
+  bool syncing_ = false;
 };
 
 }  // namespace sidetable

@@ -37,6 +37,7 @@
 #include <chrono>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "engine/engine.h"
@@ -73,6 +74,9 @@ class StorageGuard : public rocksdb::EventListener {
   // rocksdb::EventListener
   void OnBackgroundError(rocksdb::BackgroundErrorReason reason, rocksdb::Status* error) override;
   void OnErrorRecoveryEnd(const rocksdb::BackgroundErrorRecoveryInfo& info) override;
+  // RocksDB delays or stops writes while compaction catches up.
+  void OnStallConditionsChanged(const rocksdb::WriteStallInfo& info) override;
+  bool WritesStalled() const { return stalled_.load(std::memory_order_relaxed); }
 
  private:
   // Recomputes the state from its inputs; logs a transition. Holds mu_.
@@ -104,6 +108,9 @@ class StorageGuard : public rocksdb::EventListener {
   // Read on every write without the mutex.
   std::atomic<bool> writable_{true};
   std::atomic<uint64_t> refusals_{0};
+  std::mutex stall_mu_;
+  std::set<std::string> stalled_cfs_;  // column families RocksDB stalls (under stall_mu_)
+  std::atomic<bool> stalled_{false};
 };
 
 // The WAL-switch marker's key in the catalog column family (no other key
