@@ -23,6 +23,11 @@ struct ServerConfig {
   std::vector<std::string> listen = {"tcp://127.0.0.1:5555"};  // sidecar.listen
   int workers = 4;                                    // sidecar.workers
   size_t queue_depth = 1024;                          // sidecar.queue_depth (per worker)
+  // Point reads and writes up to this many wire bytes run on the frontend
+  // thread when their partition's worker has nothing queued or executing:
+  // two thread hand-offs fewer (docs/performance.md, issue 17). Writes never
+  // run there in fsync durability or during a RocksDB write stall. 0 = off.
+  size_t inline_max_bytes = 16 << 10;                 // sidecar.inline_max_bytes
   size_t max_request_bytes = 6 << 20;                 // sidecar.max_request_bytes
   std::string http = "127.0.0.1:9464";                // sidecar.http ("" = off)
   std::string ready_file;                             // sidecar.ready_file

@@ -29,6 +29,23 @@ size_t Server::Impl::WorkerFor(const wire::Request& r) {
   return XXH3_64bits(key.data(), key.size()) % queues_.size();
 }
 
+bool Server::Impl::RunsInline(const wire::Request& r, size_t wire_bytes) const {
+  if (wire_bytes > config_.inline_max_bytes) return false;
+  switch (r.op) {
+    case wire::Op::kPing:
+      return true;
+    case wire::Op::kGet:
+      return r.after.empty();  // a read with session tokens may have to park
+    case wire::Op::kWrite:
+      // A RocksDB write stall would hold up every connection behind this
+      // one write: it goes to a worker then. The fsync is not waited for
+      // here (durable_acks.cc).
+      return !owner_->engine_->WritesMayWait();
+    default:
+      return false;  // queries, batches of writes, table and admin operations
+  }
+}
+
 void Server::Impl::SendReply(const std::string& identity, bool delimiter, const std::string& frame) {
   router_.send(zmq::buffer(identity), zmq::send_flags::sndmore);
   if (delimiter) router_.send(zmq::message_t(), zmq::send_flags::sndmore);
@@ -149,6 +166,17 @@ void Server::Impl::OnRequest() {
   job.received = received;
   const size_t w = WorkerFor(job.request);
   in_flight_.fetch_add(1, std::memory_order_relaxed);
+  if (RunsInline(job.request, data.size()) && queues_[w]->Idle()) {
+    // Nothing of this partition is queued or executing, so running it here
+    // overtakes nothing; the replies its worker already sent leave first.
+    ForwardReplies();
+    std::string reply;
+    uint64_t entities = 0, await_lsn = 0;
+    const Code code = handler_.Handle(job.request, job.principal.get(), &reply, &entities, &await_lsn);
+    owner_->metrics_.RecordInline();
+    Complete(job, code, reply, router_, entities, await_lsn);
+    return;
+  }
   // TryPush only moves the job when it succeeds; on failure it is still ours.
   if (!queues_[w]->TryPush(std::move(job))) {
     in_flight_.fetch_sub(1, std::memory_order_relaxed);

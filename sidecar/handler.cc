@@ -24,7 +24,7 @@ void Handler::RecordWrite(const Batch& batch, const WriteResult& result) const {
 }
 
 Status Handler::Run(const wire::Request& r, const token::Token* principal, std::string* body, uint16_t* http,
-                    uint64_t* entities) const {
+                    uint64_t* entities, uint64_t* await_lsn) const {
   using wire::Op;
   *http = 200;
   // Before anything is admitted or read: a refusal changes nothing.
@@ -108,8 +108,9 @@ Status Handler::Run(const wire::Request& r, const token::Token* principal, std::
     }
     case Op::kWrite: {
       Batch batch = r.ToBatch();
-      auto result = engine_->Execute(batch);
+      auto result = engine_->Execute(batch, /*wait_durable=*/await_lsn == nullptr);
       if (!result.ok()) return result.status();
+      if (await_lsn != nullptr) *await_lsn = result->lsn;
       *entities = batch.size();
       RecordWrite(batch, *result);
       if (batch.size() == 1 && batch.operations()[0].kind == OpKind::kInsert) {
@@ -253,14 +254,15 @@ Status Handler::IssueToken(const wire::Request& r, const token::Token* principal
 }
 
 Code Handler::Handle(const wire::Request& r, const token::Token* principal, std::string* out,
-                     uint64_t* entities) const {
+                     uint64_t* entities, uint64_t* await_lsn) const {
   // The body is encoded straight after a header written last, so a large
   // reply (a query page, a page of the change log) is not copied once more.
   const size_t start = out->size();
   out->append(wire::kHeaderBytes, '\0');
   uint16_t http = 200;
   uint64_t counted = 0;
-  Status s = Run(r, principal, out, &http, &counted);
+  if (await_lsn != nullptr) *await_lsn = 0;
+  Status s = Run(r, principal, out, &http, &counted, await_lsn);
   if (entities != nullptr) *entities = counted;
   if (s.ok() && publisher_ != nullptr &&
       (r.op == wire::Op::kWrite || r.op == wire::Op::kCreateTable || r.op == wire::Op::kWriteMany ||

@@ -34,12 +34,16 @@ class Handler {
   // verified token (null: authentication off): every operation is checked
   // against it before it touches data (sidecar/auth/authorize.h).
   // *entities, when given, gets the entities written or returned.
+  // With `await_lsn` given, a Write returns as soon as it is written and
+  // visible and sets *await_lsn to the LSN that must be durable
+  // (Engine::WaitDurable) before the reply may be sent (0: none); without
+  // it, Handle waits for durability itself.
   Code Handle(const wire::Request& request, const token::Token* principal, std::string* out,
-              uint64_t* entities = nullptr) const;
+              uint64_t* entities = nullptr, uint64_t* await_lsn = nullptr) const;
 
  private:
   Status Run(const wire::Request& r, const token::Token* principal, std::string* body, uint16_t* http_status,
-             uint64_t* entities) const;
+             uint64_t* entities, uint64_t* await_lsn) const;
   // Signs r.issue when `principal` may delegate it (docs/security.md).
   Status IssueToken(const wire::Request& r, const token::Token* principal, std::string* body) const;
   // After a committed (or replayed) EGT: the table's write counters, or the

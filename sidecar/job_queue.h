@@ -6,8 +6,16 @@
 // instead (shutdown: 503 once the grace runs out). A job is either popped
 // by the worker or taken, never both, under one mutex: a request answered
 // ServerBusy is never executed.
+//
+// Idle() tells the frontend that every job it ever gave this queue has been
+// answered (its reply handed to the reply socket): a request of one of its
+// partitions may then run on the frontend itself without overtaking any
+// earlier request of that partition (server.cc, "inline execution"). The
+// count goes up when a job is queued and down when the worker calls Done()
+// after answering it, or when TakeAll() hands it to someone else.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -44,7 +52,10 @@ class JobQueue {
     std::lock_guard lock(mu_);
     if (closed_ || jobs_.size() >= capacity_) return false;
     jobs_.push_back(std::move(job));
-    cv_.notify_one();
+    unfinished_.fetch_add(1, std::memory_order_relaxed);
+    // A worker that is busy finds the job when it next looks; only a
+    // sleeping one needs the futex wake.
+    if (sleeping_) cv_.notify_one();
     return true;
   }
 
@@ -55,23 +66,38 @@ class JobQueue {
     std::lock_guard lock(mu_);
     if (closed_) return false;
     jobs_.push_back(std::move(job));
-    cv_.notify_one();
+    unfinished_.fetch_add(1, std::memory_order_relaxed);
+    if (sleeping_) cv_.notify_one();
     return true;
   }
 
-  // Blocks for the next job; false once closed and empty.
+  // Blocks for the next job; false once closed and empty. Every job popped
+  // is later reported with Done().
   bool Pop(Job* job) {
     std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return closed_ || !jobs_.empty(); });
+    if (jobs_.empty() && !closed_) {
+      sleeping_ = true;
+      cv_.wait(lock, [&] { return closed_ || !jobs_.empty(); });
+      sleeping_ = false;
+    }
     if (jobs_.empty()) return false;
     *job = std::move(jobs_.front());
     jobs_.pop_front();
     return true;
   }
 
+  // A popped job was answered (or handed over, e.g. parked): after its
+  // reply was sent, so the frontend that sees Idle() also sees the reply.
+  void Done() { unfinished_.fetch_sub(1, std::memory_order_release); }
+
+  // Nothing queued or executing; read by the frontend, the only producer
+  // of new jobs (besides resumed reads, which order nothing).
+  bool Idle() const { return unfinished_.load(std::memory_order_acquire) == 0; }
+
   // Moves every queued job to *out (appended); they will not be executed.
   void TakeAll(std::deque<Job>* out) {
     std::lock_guard lock(mu_);
+    unfinished_.fetch_sub(jobs_.size(), std::memory_order_release);
     while (!jobs_.empty()) {
       out->push_back(std::move(jobs_.front()));
       jobs_.pop_front();
@@ -95,6 +121,8 @@ class JobQueue {
   std::condition_variable cv_;
   std::deque<Job> jobs_;
   bool closed_ = false;
+  bool sleeping_ = false;  // the worker waits on cv_ (under mu_)
+  std::atomic<uint64_t> unfinished_{0};
 };
 
 }  // namespace sidetable::sidecar

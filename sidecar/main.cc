@@ -61,6 +61,8 @@ int main(int argc, char** argv) {
   app.add_option("--id", config.id, "sidecar id (sidecar.id)");
   app.add_option("--workers", config.workers, "worker threads (sidecar.workers)");
   app.add_option("--queue-depth", config.queue_depth, "requests queued per worker (sidecar.queue_depth)");
+  app.add_option("--inline-max-bytes", config.inline_max_bytes,
+                 "largest point read or write run on the frontend thread, 0 = off (sidecar.inline_max_bytes)");
   app.add_option("--max-request-bytes", config.max_request_bytes, "largest request frame");
   app.add_option("--max-inflight-bytes", config.max_inflight_bytes,
                  "bytes of requests accepted and not yet answered (sidecar.max_inflight_bytes)");

@@ -96,6 +96,9 @@ std::string Metrics::Render(const Gauges& g) const {
   out += "# HELP sidetable_replayed_writes_total Write retries answered with the first outcome of their client request id.\n";
   out += "# TYPE sidetable_replayed_writes_total counter\n";
   Line(&out, "sidetable_replayed_writes_total", "", replayed_writes_.load(std::memory_order_relaxed));
+  out += "# HELP sidetable_inline_requests_total Point reads and small writes the frontend executed itself (sidecar.inline_max_bytes).\n";
+  out += "# TYPE sidetable_inline_requests_total counter\n";
+  Line(&out, "sidetable_inline_requests_total", "", inline_.load(std::memory_order_relaxed));
   out += "# HELP sidetable_queue_depth Requests waiting for a worker.\n";
   out += "# TYPE sidetable_queue_depth gauge\n";
   Line(&out, "sidetable_queue_depth", "", g.queue_depth);
@@ -141,6 +144,15 @@ std::string Metrics::Render(const Gauges& g) const {
   Line(&out, "sidetable_changelog_lsn", "", g.last_lsn);
   out += "# TYPE sidetable_changelog_first_lsn gauge\n";
   Line(&out, "sidetable_changelog_first_lsn", "", g.first_available_lsn);
+  out += "# HELP sidetable_commits_total Batches (EGTs and table operations) committed since start.\n";
+  out += "# TYPE sidetable_commits_total counter\n";
+  Line(&out, "sidetable_commits_total", "", g.commits);
+  out += "# HELP sidetable_group_commits_total RocksDB writes the commits took (commits per group = the ratio).\n";
+  out += "# TYPE sidetable_group_commits_total counter\n";
+  Line(&out, "sidetable_group_commits_total", "", g.group_commits);
+  out += "# HELP sidetable_wal_syncs_total WAL fsyncs that made the commits durable (storage.durability fsync).\n";
+  out += "# TYPE sidetable_wal_syncs_total counter\n";
+  Line(&out, "sidetable_wal_syncs_total", "", g.wal_syncs);
   out += "# HELP sidetable_storage_ok 1 while writes are accepted, 0 while a full disk (or another storage error) refuses them.\n";
   out += "# TYPE sidetable_storage_ok gauge\n";
   Line(&out, "sidetable_storage_ok", "", g.storage_ok ? 1 : 0);

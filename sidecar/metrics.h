@@ -39,6 +39,9 @@ class Metrics {
   void RecordMalformed() { malformed_.fetch_add(1, std::memory_order_relaxed); }
   // A write answered with the remembered outcome of its client request id.
   void RecordReplayedWrite() { replayed_writes_.fetch_add(1, std::memory_order_relaxed); }
+  // A request the frontend executed itself instead of handing it to a worker.
+  void RecordInline() { inline_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t inline_requests() const { return inline_.load(std::memory_order_relaxed); }
   // Read-your-writes (docs/consistency.md): a read parked for its session
   // tokens, and how long one waited (resumed, or answered
   // ReadSessionNotAvailable when timed_out).
@@ -58,6 +61,9 @@ class Metrics {
     uint64_t parked_reads = 0;          // reads waiting for their session tokens
     uint64_t last_lsn = 0;
     uint64_t first_available_lsn = 0;
+    uint64_t commits = 0;        // engine: batches committed since start
+    uint64_t group_commits = 0;  // RocksDB writes they took
+    uint64_t wal_syncs = 0;      // WAL fsyncs that made them durable (fsync durability)
     bool publishing = false;  // the publisher gauges below are meaningful
     uint64_t published_lsn = 0;
     uint64_t backlog_events = 0;
@@ -91,6 +97,7 @@ class Metrics {
   std::array<std::atomic<uint64_t>, kBusyReasons> busy_{};
   std::atomic<uint64_t> malformed_{0};
   std::atomic<uint64_t> replayed_writes_{0};
+  std::atomic<uint64_t> inline_{0};
   Histogram session_wait_;
   std::atomic<uint64_t> session_waits_{0};
   std::atomic<uint64_t> session_timeouts_{0};

@@ -88,6 +88,7 @@ void Server::Impl::StartWorkers() {
   for (int i = 0; i < config_.workers; i++) {
     workers_.emplace_back([this, i] { WorkerLoop(static_cast<size_t>(i)); });
   }
+  acker_ = std::thread([this] { AckLoop(); });
   maintenance_ = std::thread([this] { MaintenanceLoop(); });
 }
 
@@ -98,24 +99,32 @@ void Server::Impl::WorkerLoop(size_t index) {
   Job job;
   // Resumed reads this worker runs itself (their queues were closed).
   std::deque<Job> local;
+  JobQueue& queue = *queues_[index];
   for (;;) {
+    bool popped = false;
     if (!local.empty()) {
       job = std::move(local.front());
       local.pop_front();
-    } else if (!queues_[index]->Pop(&job)) {
+    } else if (queue.Pop(&job)) {
+      popped = true;
+    } else {
       break;
     }
     // Only reads that carry session tokens pay for them.
-    if (!job.request.after.empty() && !job.covered && !AdmitSession(job, out)) continue;
-    if (job.parked_at != std::chrono::steady_clock::time_point{}) {
-      owner_->metrics_.RecordSessionWait(MicrosSince(job.parked_at), /*timed_out=*/false);
+    if (job.request.after.empty() || job.covered || AdmitSession(job, out)) {
+      if (job.parked_at != std::chrono::steady_clock::time_point{}) {
+        owner_->metrics_.RecordSessionWait(MicrosSince(job.parked_at), /*timed_out=*/false);
+      }
+      std::string reply;
+      uint64_t entities = 0, await_lsn = 0;
+      Code code = handler_.Handle(job.request, job.principal.get(), &reply, &entities, &await_lsn);
+      const bool advanced = job.request.op == wire::Op::kAdvanceWatermarks && code == Code::kOk;
+      Complete(job, code, reply, out, entities, await_lsn);
+      if (advanced) ResumeCovered(index, &local);
     }
-    std::string reply;
-    uint64_t entities = 0;
-    Code code = handler_.Handle(job.request, job.principal.get(), &reply, &entities);
-    const bool advanced = job.request.op == wire::Op::kAdvanceWatermarks && code == Code::kOk;
-    FinishJob(job, code, reply, out, entities);
-    if (advanced) ResumeCovered(index, &local);
+    // After the reply went out (or the job was parked): the frontend may
+    // now run this queue's partitions itself.
+    if (popped) queue.Done();
   }
   out.set(zmq::sockopt::linger, -1);
   out.close();
@@ -145,10 +154,14 @@ void Server::Impl::FinishJob(Job& job, Code code, const std::string& reply, zmq:
     owner_->tenant_metrics_.Record(job.principal->spec.tenant, code, job.wire_bytes, reply.size(), entities);
     quotas_.Release(job.principal->spec.tenant);
   }
-  const char flag = job.delimiter ? 1 : 0;
-  out.send(zmq::buffer(job.envelope), zmq::send_flags::sndmore);
-  out.send(zmq::buffer(&flag, 1), zmq::send_flags::sndmore);
-  out.send(zmq::buffer(reply), zmq::send_flags::none);
+  if (&out == &router_) {
+    SendReply(job.envelope, job.delimiter, reply);
+  } else {
+    const char flag = job.delimiter ? 1 : 0;
+    out.send(zmq::buffer(job.envelope), zmq::send_flags::sndmore);
+    out.send(zmq::buffer(&flag, 1), zmq::send_flags::sndmore);
+    out.send(zmq::buffer(reply), zmq::send_flags::none);
+  }
   admission_.Release(job.envelope, job.charge);
   in_flight_.fetch_sub(1, std::memory_order_relaxed);
 }
@@ -280,6 +293,7 @@ Server::~Server() {
     for (auto& w : impl_->workers_) {
       if (w.joinable()) w.join();
     }
+    impl_->StopAcks();
     impl_->StopMaintenance();
   }
   impl_.reset();

@@ -74,16 +74,28 @@ class Server::Impl {
   void AnswerBusy(const wire::Header& header, const std::string& identity, bool delimiter,
                   BusyReason why, std::chrono::steady_clock::time_point received);
   size_t WorkerFor(const wire::Request& r);
+  // A small point read or write the frontend may execute itself (when its
+  // partition's worker is idle) instead of handing it to the worker.
+  bool RunsInline(const wire::Request& r, size_t wire_bytes) const;
   // auth.mode tokens: verifies the job's token, records its identity as the
   // caller and takes the tenant's quota; false when the request was answered
   // (403 or ServerBusy).
   bool Authenticate(Job& job, const wire::Header& header, const std::string& identity, bool delimiter);
   // server.cc
   void WorkerLoop(size_t index);
-  // Sends a worker's (or the timer's) reply through its PUSH socket and
-  // gives back what the job held.
+  // Sends a worker's (or the timer's) reply through its PUSH socket, or
+  // the frontend's straight to the client when `out` is router_, and gives
+  // back what the job held.
   void FinishJob(Job& job, Code code, const std::string& reply, zmq::socket_t& out, uint64_t entities = 0);
   void FinishWithError(Job& job, const Status& s, zmq::socket_t& out);
+  // Answers an executed request: at once, or (a write not yet durable in
+  // fsync durability) through the acknowledger once its LSN is.
+  void Complete(Job& job, Code code, std::string& reply, zmq::socket_t& out, uint64_t entities,
+                uint64_t await_lsn);
+  // durable_acks.cc: one thread waits for the fsync of every write the
+  // workers and the frontend executed meanwhile, then answers them all.
+  void AckLoop();
+  void StopAcks();
   // session.cc (read-your-writes): true when the job may execute now;
   // false when it was parked or answered.
   bool AdmitSession(Job& job, zmq::socket_t& out);
@@ -120,6 +132,19 @@ class Server::Impl {
   size_t round_robin_ = 0;
   std::chrono::steady_clock::time_point last_busy_log_{};
   uint64_t busy_since_log_ = 0;
+
+  struct PendingAck {
+    Job job;
+    Code code;
+    std::string reply;
+    uint64_t entities;
+    uint64_t lsn;
+  };
+  std::thread acker_;
+  std::mutex acks_mu_;
+  std::condition_variable acks_cv_;
+  std::vector<PendingAck> acks_;
+  bool acks_stop_ = false;
 
   std::thread maintenance_;
   std::mutex maintenance_mu_;

@@ -9,6 +9,8 @@
 //    queues (atomically with the workers' Pop, so none is both executed and
 //    refused) and answered ServerBusy.
 // 3. Requests executing right then get kExecutingMargin to finish.
+//    Writes waiting for their fsync (durable_acks.cc) count as in flight,
+//    and are answered before the sockets close.
 // 4. Replies get kReplyFlushMargin to leave the socket.
 // 5. The publisher gets what is left of the grace, at least
 //    kPublisherMinimum, to deliver what it has; the rest stays in the change
@@ -73,6 +75,8 @@ bool Server::Impl::Drain() {
   RefuseQueued();
   const auto executing_deadline = Clock::now() + kExecutingMargin;
   while (live_workers_.load() > 0 && Clock::now() < executing_deadline) serve_for(5);
+  // The workers are done: what waits for its fsync is answered now.
+  if (live_workers_.load() == 0) StopAcks();
   ForwardReplies();
   const int stuck = live_workers_.load();
   bool clean = stuck == 0;

@@ -64,6 +64,9 @@ std::string MetricsText(Server& server, const Metrics& metrics, const ServerGaug
   EngineStats st = server.engine().Stats();
   g.last_lsn = st.last_lsn;
   g.first_available_lsn = st.first_available_lsn;
+  g.commits = st.commits;
+  g.group_commits = st.group_commits;
+  g.wal_syncs = st.wal_syncs;
   g.queue_depth = gauges.queue_depth;
   g.in_flight = gauges.in_flight;
   g.inflight_bytes = gauges.inflight_bytes;
