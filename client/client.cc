@@ -309,8 +309,10 @@ Result<uint64_t> Client::RequestArchive(const std::string& table, const std::str
   return lsn;
 }
 
-void Client::SendWrite(const Batch& batch, Done<WriteResult> done) {
-  SendFrame(Encode(WriteRequest(batch, NewClientRequestId()), options_), Decoded<WriteResult>(std::move(done), wire::DecodeWrite));
+void Client::SendWrite(const Batch& batch, Done<WriteResult> done, bool return_entity) {
+  wire::Request r = WriteRequest(batch, NewClientRequestId());
+  r.no_content = !return_entity;
+  SendFrame(Encode(std::move(r), options_), Decoded<WriteResult>(std::move(done), wire::DecodeWrite));
 }
 
 void Client::SendWriteMany(const std::vector<Batch>& batches, Done<std::vector<Result<WriteResult>>> done) {

@@ -202,7 +202,11 @@ class Client {
   // ---- pipelined calls ---------------------------------------------------
   // Each sends now; `done` runs from Poll()/Drain() when the final reply
   // arrives (after retries) or the request fails.
-  void SendWrite(const Batch& batch, Done<WriteResult> done);
+  // A batch of one Insert is answered with the entity as stored (Azure's
+  // default); return_entity false asks for no content (Azure's "Prefer:
+  // return-no-content", what the SDKs' createEntity sends): the reply then
+  // carries only the ETag, timestamp and LSN.
+  void SendWrite(const Batch& batch, Done<WriteResult> done, bool return_entity = true);
   // Independent EGTs in one request (each commits on its own, in order; one
   // failing does not stop the others): `done` gets one result per batch, or
   // the request's own failure. All batches take the first one's caller.

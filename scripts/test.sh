@@ -16,5 +16,6 @@ scripts/fuzz.sh --runs 300000
 build/bench/engine_bench --quick >/dev/null
 build/bench/query_bench --quick >/dev/null
 build/bench/codec_bench --quick >/dev/null
+build/bench/crc32c_bench --quick >/dev/null
 build/bench/replay/sidetable-replay-bench --quick >/dev/null
 echo "benchmark smoke run: ok"

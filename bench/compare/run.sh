@@ -105,7 +105,7 @@ stop_sidetable() {
 }
 lg() {  # label, loadgen flags...
   local label="$1"; shift
-  "$LOADGEN" --endpoint "$ST_EP" --label "$label" --json "$RESULTS" "$@" | tee -a "$LOG"
+  "$LOADGEN" --endpoint "$ST_EP" --server-pid "$ST_PID" --label "$label" --json "$RESULTS" "$@" | tee -a "$LOG"
 }
 
 run_sidetable() {  # repeat, durability
@@ -133,6 +133,9 @@ run_sidetable() {  # repeat, durability
        --duration 3 --warmup 0.5
     echo_strict "echo-strict-b-$r"
     stop_echo
+    # Memory per idle connection: 1,000 connections that each sent one Ping.
+    python3 "$HERE/../loadgen/idle_connections.py" --endpoint "$ST_EP" --pid "$ST_PID" \
+      --connections 1000 --label "st-idle-conn-$r" --json "$RESULTS" | tee -a "$LOG"
   fi
   stop_sidetable
 }

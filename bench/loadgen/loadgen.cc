@@ -18,6 +18,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <random>
@@ -65,6 +66,7 @@ struct Config {
   int max_attempts = 1;
   int timeout_ms = 10000;
   std::string json_path;
+  int server_pid = 0;  // also report the server's CPU per op and RSS (from /proc)
   std::string label;
   uint64_t seed = 0;
   // CURVE (docs/security.md, "Transport"): the sidecar's public key file and
@@ -286,9 +288,11 @@ class Connection {
         Batch b(cfg_.table);
         b.Add(k == kInsert ? OpKind::kInsert : OpKind::kInsertOrReplace,
               sh_.maker->Make(PartitionKey(p), std::move(rk), seq_), "");
-        client_->SendWrite(b, [this, k, t0, measuring](Result<WriteResult> r) {
-          Record(k, measuring, t0, r.status(), 1);
-        });
+        // No content back, like the SDKs' createEntity/upsertEntity that
+        // bench/compare runs against Azurite.
+        client_->SendWrite(
+            b, [this, k, t0, measuring](Result<WriteResult> r) { Record(k, measuring, t0, r.status(), 1); },
+            /*return_entity=*/false);
         break;
       }
       case kBatch: {
@@ -420,6 +424,38 @@ std::string JsonEscape(const std::string& s) {
   return out;
 }
 
+// A process's CPU time (user + system) and resident memory, from /proc.
+struct ProcSample {
+  bool ok = false;
+  double cpu_us = 0;
+  uint64_t rss_kb = 0, hwm_kb = 0;
+};
+
+ProcSample SampleProc(int pid) {
+  ProcSample out;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  // Fields after the command name (which may hold spaces, so after its ')').
+  const auto close = text.rfind(')');
+  if (close == std::string::npos) return out;
+  std::istringstream rest(text.substr(close + 2));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; i++) {
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+  }
+  out.cpu_us = static_cast<double>(utime + stime) * 1e6 / static_cast<double>(sysconf(_SC_CLK_TCK));
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) out.rss_kb = std::stoull(line.substr(6));
+    if (line.rfind("VmHWM:", 0) == 0) out.hwm_kb = std::stoull(line.substr(6));
+  }
+  out.ok = true;
+  return out;
+}
+
 int Main(int argc, char** argv) {
   Config cfg;
   CLI::App app{"sidetable-loadgen: load generator for a sidetable sidecar (C++ client, pipelined)"};
@@ -465,6 +501,9 @@ int Main(int argc, char** argv) {
   app.add_option("--timeout-ms", cfg.timeout_ms, "client time-out per attempt")
       ->check(CLI::Range(10, 600000))->capture_default_str();
   app.add_option("--json", cfg.json_path, "also write the results as JSON to this file");
+  app.add_option("--server-pid", cfg.server_pid,
+                 "the server's PID on this host: report its CPU time per operation over the measured "
+                 "window and its RSS (from /proc)");
   app.add_option("--label", cfg.label, "a name for this run in the JSON");
   app.add_option("--seed", cfg.seed, "random seed (0 = random)");
   app.add_option("--curve-server-key", cfg.curve_server_key_file,
@@ -525,9 +564,21 @@ int Main(int argc, char** argv) {
     uint64_t quota = cfg.requests / cfg.connections + (static_cast<uint64_t>(i) < cfg.requests % cfg.connections ? 1 : 0);
     conns.push_back(std::make_unique<Connection>(sh, i, quota));
   }
+  // The server's CPU time over the measured window (from its start to the
+  // end of the run: the last replies drain within milliseconds).
+  ProcSample server_at_start;
+  std::thread sampler;
+  if (cfg.server_pid > 0) {
+    sampler = std::thread([&] {
+      std::this_thread::sleep_until(sh.measure_start);
+      server_at_start = SampleProc(cfg.server_pid);
+    });
+  }
   std::vector<std::thread> threads;
   for (auto& c : conns) threads.emplace_back([&c] { c->Run(); });
   for (auto& t : threads) t.join();
+  if (sampler.joinable()) sampler.join();
+  const ProcSample server_at_end = cfg.server_pid > 0 ? SampleProc(cfg.server_pid) : ProcSample{};
 
   Stats all;
   Clock::time_point last_end = sh.measure_start;
@@ -581,7 +632,15 @@ int Main(int argc, char** argv) {
     json << (first ? "" : ",") << "\"" << JsonEscape(code) << "\":" << n;
     first = false;
   }
-  json << "}}\n";
+  json << "}";
+  if (cfg.server_pid > 0 && server_at_start.ok && server_at_end.ok && total_ops > 0) {
+    const double cpu_us = (server_at_end.cpu_us - server_at_start.cpu_us) / static_cast<double>(total_ops);
+    std::printf("server (pid %d): %.1f us of CPU per op; RSS %.1f MB, peak %.1f MB\n", cfg.server_pid, cpu_us,
+                server_at_end.rss_kb / 1024.0, server_at_end.hwm_kb / 1024.0);
+    json << ",\"server_cpu_us_per_op\":" << cpu_us << ",\"server_rss_kb\":" << server_at_end.rss_kb
+         << ",\"server_rss_peak_kb\":" << server_at_end.hwm_kb;
+  }
+  json << "}\n";
   if (!cfg.json_path.empty()) {
     std::ofstream f(cfg.json_path, std::ios::app);
     if (!f) Die("cannot write " + cfg.json_path);
