@@ -141,10 +141,13 @@ Status Handler::Run(const wire::Request& r, const token::Token* principal, std::
             continue;
           }
         }
-        results.push_back(engine_->Execute(batch));
+        // Each EGT is written at once; with await_lsn the reply waits for
+        // one fsync covering all of them (the newest LSN), not one each.
+        results.push_back(engine_->Execute(batch, /*wait_durable=*/await_lsn == nullptr));
         if (results.back().ok()) {
           *entities += batch.size();
           RecordWrite(batch, *results.back());
+          if (await_lsn != nullptr) *await_lsn = std::max(*await_lsn, results.back()->lsn);
         }
       }
       wire::EncodeWriteMany(results, body);

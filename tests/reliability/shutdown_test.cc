@@ -22,33 +22,18 @@ double StopAndTime(SidecarProcess& server, int* exit_code) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// A WriteMany of one EGT inserting (p, <rk>-0): executed on a worker,
-// which waits for that EGT's fsync before it takes the next request.
+// CreateTable "D<rk>": a table operation runs on a worker and waits there
+// for its own fsync before the worker takes the next request.
 std::string SlowWriteFrame(uint64_t id, const std::string& rk) {
-  wire::Request r;
-  r.id = id;
-  r.op = wire::Op::kWriteMany;
-  wire::WriteItem item;
-  item.table = "Drain";
-  Operation op;
-  op.kind = OpKind::kInsert;
-  op.entity.partition_key = "p";
-  op.entity.row_key = rk + "-0";
-  op.entity.properties.push_back({"P0", Value::String(std::string(2000, 'x'))});
-  item.ops.push_back(std::move(op));
-  r.writes.push_back(std::move(item));
-  std::string out;
-  wire::EncodeRequest(r, &out);
-  return out;
+  return SimpleFrame(wire::Op::kCreateTable, id, "D" + rk);
 }
 
 TEST(Shutdown, SigtermWithAFullQueueAnswersEveryRequestWithinTheGrace) {
   TempDir dir;
   constexpr int kGraceMs = 500;
-  // One worker, fsync and WriteMany requests: each of their EGTs waits on
-  // the worker for its own fsync (single writes would not: they are
-  // answered by the acknowledger, many per fsync), so the queue takes
-  // seconds to run, far past the grace.
+  // One worker, fsync and table creations: each waits on the worker for its
+  // own fsync (entity writes would not: the acknowledger answers them, many
+  // per fsync), so the queue takes seconds to run, far past the grace.
   const std::string config = dir.Sub("drain.yaml");
   std::ofstream(config) << "sidecar:\n  workers: 1\n  queue_depth: 5000\n"
                         << "  max_inflight_per_connection: 5000\n"
@@ -107,16 +92,18 @@ TEST(Shutdown, SigtermWithAFullQueueAnswersEveryRequestWithinTheGrace) {
     ASSERT_TRUE(server->Start()) << server->Log();
     RawPeer reader(ctx, server->endpoint());
     for (uint64_t i = 1; i <= kWrites + kLate; i++) {
-      reader.Send(i, SimpleFrame(wire::Op::kGet, i, "Drain", "p", "r" + std::to_string(i) + "-0"));
+      // The entity never exists: ResourceNotFound says the table does,
+      // TableNotFound that it was never created.
+      reader.Send(i, SimpleFrame(wire::Op::kGet, i, "Dr" + std::to_string(i), "p", "x"));
     }
     reader.Collect(20000);
     ASSERT_TRUE(reader.all_answered());
     for (const auto& [id, r] : reader.replies()) {
-      const bool stored = r.status == 200;
+      const bool stored = r.code == Code::kResourceNotFound;
       if (acked.count(id)) {
-        EXPECT_TRUE(stored) << id << " acknowledged but missing";
+        EXPECT_TRUE(stored) << id << " acknowledged but missing: " << r.message;
       } else if (auto it = peer.replies().find(id); it != peer.replies().end() && it->second.status != 0) {
-        EXPECT_EQ(r.status, 404) << id << " answered ServerBusy but stored";
+        EXPECT_EQ(r.code, Code::kTableNotFound) << id << " answered ServerBusy but stored";
       }
     }
   }
