@@ -89,6 +89,10 @@ wire::Request ChangesRequest(uint64_t from_lsn, uint32_t max_records, uint64_t m
   r.from_lsn = from_lsn;
   r.max_records = max_records;
   r.max_bytes = max_bytes;
+  // Pages in the change log's own encoding: the sidecar does not decode
+  // them and this side decodes each record once (a sidecar that predates
+  // the option replies with MessagePack records, which decode the same).
+  r.raw_changes = true;
   return r;
 }
 
