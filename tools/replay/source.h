@@ -77,6 +77,9 @@ struct ChangeLogSourceOptions {
   uint64_t to_lsn = 0;
   uint32_t page_records = 1000;
   uint64_t page_bytes = 4 << 20;
+  // Pages in the change log's own encoding (Client::ReadChanges); false:
+  // MessagePack records, as before the option.
+  bool raw_pages = true;
 };
 
 // `client` is not owned and must outlive the source. With `resume`, reading
@@ -100,6 +103,9 @@ struct KafkaSourceOptions {
   std::map<std::string, std::string> properties;
   // Bound on waiting for metadata, watermarks and each fetch.
   int timeout_ms = 15000;
+  // Parse events on a second thread too, ahead of the merge (the merge and
+  // every decision stay on the caller's thread); false: one thread only.
+  bool decode_ahead = true;
 };
 
 // With `resume`, every partition continues at resume->next_offsets (the
