@@ -10,8 +10,6 @@
 //   Kafka       tools/replay's Kafka source (merge by LSN, JSON decode),
 //               against a bare librdkafka consumer reading the same messages
 //               without decoding them: the cost of decoding and merging.
-//               With events decoded ahead on a second thread (the default)
-//               and on the merge's thread only.
 //   audit       audit rows (property diffs, JSON lines) over the change log.
 //   rebuild     a point-in-time rebuild of the whole table over the change log.
 //
@@ -199,7 +197,7 @@ Sample RawKafka(const std::string& bootstrap, int partitions) {
 }
 
 struct Results {
-  Series changelog, changelog_msgpack, engine, kafka, kafka_one_thread, raw_kafka, audit, rebuild;
+  Series changelog, changelog_msgpack, engine, kafka, raw_kafka, audit, rebuild;
   uint64_t records = 0, entities = 0, topic_mib = 0;
 };
 
@@ -266,10 +264,6 @@ void RunOnce(const Config& cfg, int run, Results* out) {
   s = Drain([&] { return replay::OpenKafkaSource(ko); }, nullptr);
   if (s.records != records) Die("kafka: " + std::to_string(s.records) + " records, want " + std::to_string(records));
   out->kafka.Add(s);
-  ko.decode_ahead = false;
-  s = Drain([&] { return replay::OpenKafkaSource(ko); }, nullptr);
-  if (s.records != records) Die("kafka (one thread): " + std::to_string(s.records) + " records");
-  out->kafka_one_thread.Add(s);
   Sample raw = RawKafka(kafka->bootstraps(), cfg.partitions);
   raw.entities = out->entities;
   out->raw_kafka.Add(raw);
@@ -295,12 +289,11 @@ void RunOnce(const Config& cfg, int run, Results* out) {
   e.seconds = SecondsSince(t0);
   out->engine.Add(e);
   std::printf("repeat %d: %s records (%s entities) | change log %s rec/s (MessagePack pages %s, engine in-process %s) "
-              "| kafka %s rec/s (one thread %s, bare consumer %s) | audit %s rows/s | rebuild %s rec/s\n",
+              "| kafka %s rec/s (bare consumer %s) | audit %s rows/s | rebuild %s rec/s\n",
               run, WithCommas(static_cast<double>(records)).c_str(), WithCommas(static_cast<double>(out->entities)).c_str(),
               WithCommas(out->changelog.records_per_s.back()).c_str(),
               WithCommas(out->changelog_msgpack.records_per_s.back()).c_str(),
               WithCommas(out->engine.records_per_s.back()).c_str(), WithCommas(out->kafka.records_per_s.back()).c_str(),
-              WithCommas(out->kafka_one_thread.records_per_s.back()).c_str(),
               WithCommas(out->raw_kafka.records_per_s.back()).c_str(),
               WithCommas(out->audit.entities_per_s.back()).c_str(), WithCommas(out->rebuild.records_per_s.back()).c_str());
   std::fflush(stdout);
@@ -352,8 +345,7 @@ int Main(int argc, char** argv) {
   Row("audit rows over the change log (JSON lines)", r.audit, &r.engine, "in-process");
   Row("point-in-time rebuild over the change log", r.rebuild, &r.engine, "in-process");
   Row("bare librdkafka consumer, no decoding (reference)", r.raw_kafka, nullptr, "");
-  Row("Kafka source (merge by LSN, decode ahead)", r.kafka, &r.raw_kafka, "bare consumer");
-  Row("Kafka source, decoding on the merge's thread only", r.kafka_one_thread, &r.raw_kafka, "bare consumer");
+  Row("Kafka source (merge by LSN, decode)", r.kafka, &r.raw_kafka, "bare consumer");
   return 0;
 }
 

@@ -355,32 +355,6 @@ TEST_F(KafkaSourceTest, FullReadEqualsTheChangeLog) {
   EXPECT_TRUE(more.empty());
 }
 
-// Events decoded ahead on a second thread (the default) or on the merge's
-// thread only: the same records, in the same order, to the same position.
-TEST_F(KafkaSourceTest, DecodingAheadOrNotReadsTheSame) {
-  ASSERT_NO_FATAL_FAILURE(Publish());
-  for (bool ahead : {false, true}) {
-    SCOPED_TRACE(ahead ? "decode ahead" : "one thread");
-    KafkaSourceOptions o = Options();
-    o.decode_ahead = ahead;
-    for (size_t chunk : {size_t{1}, size_t{7}, size_t{1000}}) {
-      Position pos;
-      auto got = ReadKafka(o, nullptr, chunk);
-      ExpectSameRecords(got, want_);
-      // And resumed halfway, which starts the batches afresh.
-      auto source = Open(o);
-      ASSERT_TRUE(source);
-      std::vector<ChangeRecord> first;
-      ASSERT_TRUE(Drain(source.get(), &first, want_.size() / 2, chunk).ok());
-      pos = source->position();
-      source.reset();
-      auto rest = ReadKafka(o, &pos, chunk);
-      first.insert(first.end(), std::make_move_iterator(rest.begin()), std::make_move_iterator(rest.end()));
-      ExpectSameRecords(first, want_);
-    }
-  }
-}
-
 TEST_F(KafkaSourceTest, ResumeFromAnyPointEqualsOneRun) {
   ASSERT_NO_FATAL_FAILURE(Publish());
   const size_t n = want_.size();
@@ -628,22 +602,17 @@ TEST_F(KafkaSourceTest, UndecodableMessageFailsNamingItsPlace) {
   event.replace(event.find("\"schema\":1"), 10, "\"schema\":2");
   producer.Send(v2, 0, event);
   ASSERT_NO_FATAL_FAILURE(producer.Flush());
-  for (bool ahead : {true, false}) {
-    SCOPED_TRACE(ahead ? "decode ahead" : "one thread");
-    KafkaSourceOptions o = Options(topic);
-    o.decode_ahead = ahead;
-    auto source = Open(o);
-    ASSERT_TRUE(source);
-    std::vector<ChangeRecord> got;
-    Status s = Drain(source.get(), &got, SIZE_MAX, 1);
-    EXPECT_EQ(s.code(), Code::kInvalidInput) << s.ToString();
-    EXPECT_NE(s.message().find("partition 0 offset 3"), std::string::npos) << s.ToString();
-    EXPECT_EQ(Lsns(got), (std::vector<uint64_t>{1, 2, 3}));
-    // Not skipped on a second try either, and the position stays before it.
-    bool end = false;
-    EXPECT_EQ(source->Next(10, &got, &end).code(), Code::kInvalidInput);
-    EXPECT_EQ(source->position().next_offsets.at(0), 3);
-  }
+  auto source = Open(Options(topic));
+  ASSERT_TRUE(source);
+  std::vector<ChangeRecord> got;
+  Status s = Drain(source.get(), &got, SIZE_MAX, 1);
+  EXPECT_EQ(s.code(), Code::kInvalidInput) << s.ToString();
+  EXPECT_NE(s.message().find("partition 0 offset 3"), std::string::npos) << s.ToString();
+  EXPECT_EQ(Lsns(got), (std::vector<uint64_t>{1, 2, 3}));
+  // Not skipped on a second try either, and the position stays before it.
+  bool end = false;
+  EXPECT_EQ(source->Next(10, &got, &end).code(), Code::kInvalidInput);
+  EXPECT_EQ(source->position().next_offsets.at(0), 3);
   // An unknown schema is refused the same way.
   std::vector<ChangeRecord> none;
   auto source2 = Open(Options(v2));

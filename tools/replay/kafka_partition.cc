@@ -54,7 +54,6 @@ Status PartitionReader::Fill() {
       continue;
     }
     ST_RETURN_IF_ERROR(Take(buffer_[taken_]));
-    if (ahead_) ahead_->Settle(taken_);  // before its message goes
     rd_kafka_message_destroy(buffer_[taken_]);
     buffer_[taken_++] = nullptr;
   }
@@ -104,7 +103,6 @@ Status PartitionReader::Refill() {
     size_t bytes = 0;
     for (const rd_kafka_message_t* m : buffer_) bytes += m->len;
     average_bytes_ = (average_bytes_ + bytes / buffer_.size()) / 2;
-    PostAhead();
     return Status::OK();
   }
   const auto start = Clock::now();
@@ -131,27 +129,6 @@ Status PartitionReader::Refill() {
                     std::to_string(next_) + " for " + std::to_string(ctx_->timeout_ms) + " ms" +
                     (ctx_->last_error.empty() ? std::string(" (is Kafka reachable?)")
                                               : " (last error: " + ctx_->last_error + ")"));
-}
-
-void PartitionReader::PostAhead() {
-  if (!ctx_->ahead || buffer_.size() < 2) return;  // one message: no one to overlap with
-  auto batch = std::make_shared<DecodedBatch>(buffer_.size());
-  size_t events = 0;
-  for (size_t i = 0; i < buffer_.size(); i++) {
-    const rd_kafka_message_t* m = buffer_[i];
-    // What Take() would decode as it is: a whole event in range. (Headers
-    // are read here, on this thread: librdkafka parses them into the
-    // message on first use.)
-    if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR || m->payload == nullptr || m->offset < next_ ||
-        m->offset >= end_ || ::sidetable::kafka::HeaderValue(m, events::kChunkHeader)) {
-      continue;
-    }
-    batch->SetEvent(i, std::string_view(static_cast<const char*>(m->payload), m->len));
-    events++;
-  }
-  if (events == 0) return;
-  ahead_ = batch;
-  ctx_->ahead->Post(std::move(batch));
 }
 
 Status PartitionReader::Take(const rd_kafka_message_t* m) {
@@ -196,11 +173,7 @@ Status PartitionReader::Take(const rd_kafka_message_t* m) {
     return Status::OK();
   }
   events::Event event;
-  // Decoded ahead when it is a whole event of the batch posted (the text is
-  // then the message's own payload).
-  const bool ahead = ahead_ && taken_ < ahead_->size() && buffer_[taken_] == m && ahead_->is_event(taken_) &&
-                     text->data() == m->payload;
-  Status s = ahead ? ahead_->Get(taken_, &ctx_->decoder, &event) : ctx_->decoder.Decode(*text, &event);
+  Status s = ctx_->decoder.Decode(*text, &event);
   joined_.clear();
   joined_.shrink_to_fit();
   if (!s.ok()) {
@@ -249,11 +222,7 @@ std::optional<std::string_view> PartitionReader::Join(const rd_kafka_message_t* 
 }
 
 void PartitionReader::ReleaseBuffer() {
-  for (size_t i = taken_; i < buffer_.size(); i++) {
-    if (ahead_) ahead_->Settle(i);
-    rd_kafka_message_destroy(buffer_[i]);
-  }
-  ahead_.reset();
+  for (size_t i = taken_; i < buffer_.size(); i++) rd_kafka_message_destroy(buffer_[i]);
   buffer_.clear();
   taken_ = 0;
 }

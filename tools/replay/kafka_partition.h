@@ -7,8 +7,7 @@
 // Memory per partition, whatever the topic's size: librdkafka's prefetch
 // (queued.max.messages.kbytes, 2 MiB by default, see kafka_consumer.cc; one
 // fetch response of max.partition.fetch.bytes may overshoot it) plus this
-// buffer (kBufferBytes, 1 MiB) and its events decoded ahead (about as much
-// again): about 5 MiB.
+// buffer (kBufferBytes, 1 MiB): about 4 MiB.
 //
 // Thread safety: used by the source's one thread.
 #pragma once
@@ -17,7 +16,6 @@
 
 #include <cstdint>
 #include <limits>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,7 +24,6 @@
 #include "engine/status.h"
 #include "events/chunk.h"
 #include "events/event.h"
-#include "tools/replay/kafka_decode.h"
 
 namespace sidetable::replay::kafka {
 
@@ -40,9 +37,6 @@ struct ConsumerContext {
   int64_t prefetch_bytes = 0;
   int64_t prefetch_messages = 0;
   events::EventDecoder decoder;
-  // Decodes fetched events ahead on a second thread (kafka_decode.h); null:
-  // every event is decoded on the source's thread.
-  std::unique_ptr<DecodeAhead> ahead;
   std::string last_error;  // the newest client-level error event, for messages
 };
 
@@ -83,8 +77,6 @@ class PartitionReader {
  private:
   // Moves messages from the queue into buffer_, waiting if there are none.
   Status Refill();
-  // Hands the whole events of a fresh buffer_ to the worker.
-  void PostAhead();
   // Consumes one message (advancing next_), or fails leaving it unread.
   Status Take(const rd_kafka_message_t* m);
   // The event text a message completes (itself, or the chunk run it ends,
@@ -103,9 +95,6 @@ class PartitionReader {
   rd_kafka_queue_t* queue_ = nullptr;
   std::vector<rd_kafka_message_t*> buffer_;  // fetched, [taken_, size) not yet consumed
   size_t taken_ = 0;
-  // The batch in buffer_ as posted for decoding ahead (slot i is buffer_[i]);
-  // null when it was not (no worker, or a single message waited for).
-  std::shared_ptr<DecodedBatch> ahead_;
   size_t average_bytes_ = 1024;
   bool may_stall_ = false;  // the queue was seen at its prefetch bound
   int64_t next_;            // the offset after the last message consumed

@@ -28,7 +28,6 @@ class KafkaSource final : public RecordSource {
     ctx_.rk = rk;
     ctx_.topic = options.topic;
     ctx_.timeout_ms = std::max(options.timeout_ms, 1);
-    if (options.decode_ahead) ctx_.ahead = std::make_unique<kafka::DecodeAhead>();
   }
   ~KafkaSource() override {
     readers_.clear();  // messages and queues go before the handle

@@ -103,9 +103,6 @@ struct KafkaSourceOptions {
   std::map<std::string, std::string> properties;
   // Bound on waiting for metadata, watermarks and each fetch.
   int timeout_ms = 15000;
-  // Parse events on a second thread too, ahead of the merge (the merge and
-  // every decision stay on the caller's thread); false: one thread only.
-  bool decode_ahead = true;
 };
 
 // With `resume`, every partition continues at resume->next_offsets (the
