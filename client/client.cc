@@ -84,11 +84,15 @@ wire::Request QueryRequest(const QueryOptions& q, const std::optional<Continuati
   return r;
 }
 
-wire::Request ChangesRequest(uint64_t from_lsn, uint32_t max_records, uint64_t max_bytes) {
+wire::Request ChangesRequest(uint64_t from_lsn, uint32_t max_records, uint64_t max_bytes, bool raw) {
   wire::Request r = Make(wire::Op::kReadChanges);
   r.from_lsn = from_lsn;
   r.max_records = max_records;
   r.max_bytes = max_bytes;
+  // Pages in the change log's own encoding: the sidecar does not decode
+  // them and this side decodes each record once (a sidecar that predates
+  // the option replies with MessagePack records, which decode the same).
+  r.raw_changes = raw;
   return r;
 }
 
@@ -287,9 +291,9 @@ Result<std::string> Client::IssueToken(const tokens::TokenSpec& spec) {
   return text;
 }
 
-Result<ChangeBatch> Client::ReadChanges(uint64_t from_lsn, uint32_t max_records, uint64_t max_bytes) {
+Result<ChangeBatch> Client::ReadChanges(uint64_t from_lsn, uint32_t max_records, uint64_t max_bytes, bool raw) {
   std::string body;
-  ST_RETURN_IF_ERROR(Call(Encode(ChangesRequest(from_lsn, max_records, max_bytes), options_), &body));
+  ST_RETURN_IF_ERROR(Call(Encode(ChangesRequest(from_lsn, max_records, max_bytes, raw), options_), &body));
   ChangeBatch b;
   ST_RETURN_IF_ERROR(wire::DecodeChanges(body, &b));
   return b;
@@ -343,8 +347,9 @@ void Client::SendQuery(const QueryOptions& q, const std::optional<Continuation>&
             WaitAllowance(q.read));
 }
 
-void Client::SendReadChanges(uint64_t from_lsn, uint32_t max_records, uint64_t max_bytes, Done<ChangeBatch> done) {
-  SendFrame(Encode(ChangesRequest(from_lsn, max_records, max_bytes), options_),
+void Client::SendReadChanges(uint64_t from_lsn, uint32_t max_records, uint64_t max_bytes, Done<ChangeBatch> done,
+                             bool raw) {
+  SendFrame(Encode(ChangesRequest(from_lsn, max_records, max_bytes, raw), options_),
             Decoded<ChangeBatch>(std::move(done), wire::DecodeChanges));
 }
 

@@ -184,8 +184,12 @@ class Client {
   Result<Page> QueryPage(const QueryOptions& q, const std::optional<Continuation>& next = {});
   // Every matching entity, following continuations page by page.
   QueryIterator Query(const QueryOptions& q);
+  // Pages travel in the change log's own record encoding (the sidecar ships
+  // them undecoded, this side decodes each record once); `raw` false asks
+  // for MessagePack records as sidecars before that option send. The
+  // records are the same either way.
   Result<ChangeBatch> ReadChanges(uint64_t from_lsn, uint32_t max_records = 1000,
-                                  uint64_t max_bytes = 4 << 20);
+                                  uint64_t max_bytes = 4 << 20, bool raw = true);
   // Every change record from `from_lsn` on that exists now, page by page.
   ChangeIterator Changes(uint64_t from_lsn, uint32_t page_records = 1000);
   // Asks the archive pattern's workers to move these entities of one
@@ -215,7 +219,8 @@ class Client {
   void SendGet(const std::string& table, const std::string& pk, const std::string& rk, Done<Entity> done,
                const std::vector<std::string>& select = {}, const ReadOptions& read = {});
   void SendQuery(const QueryOptions& q, const std::optional<Continuation>& next, Done<Page> done);
-  void SendReadChanges(uint64_t from_lsn, uint32_t max_records, uint64_t max_bytes, Done<ChangeBatch> done);
+  void SendReadChanges(uint64_t from_lsn, uint32_t max_records, uint64_t max_bytes, Done<ChangeBatch> done,
+                       bool raw = true);
   void SendAdvanceWatermarks(const std::vector<Watermark>& watermarks, std::function<void(Status)> done);
   // Receives and dispatches replies for up to `wait` (returns early once at
   // least one request completed). Handles back-off timers and time-outs.

@@ -130,4 +130,33 @@ Status DecodeChange(std::string_view value, ChangeRecord* out) {
 }
 
 }  // namespace codec
+
+Status DecodeChangePage(std::string_view page, std::vector<ChangeRecord>* out, uint64_t expected_records) {
+  codec::Reader r(page);
+  // Each record takes at least two bytes (its length and format byte).
+  if (expected_records > page.size() / 2) {
+    return Status(Code::kInternal, "corrupt change page: " + std::to_string(expected_records) +
+                                       " records announced in " + std::to_string(page.size()) + " bytes");
+  }
+  out->reserve(out->size() + expected_records);
+  uint64_t n = 0;
+  while (!r.empty()) {
+    std::string_view value;
+    if (!r.LengthPrefixed(&value)) {
+      return Status(Code::kInternal, "corrupt change page: record " + std::to_string(n) + " is truncated");
+    }
+    ChangeRecord& rec = out->emplace_back();
+    if (Status s = codec::DecodeChange(value, &rec); !s.ok()) {
+      out->pop_back();
+      return Status(s.code(), "change page record " + std::to_string(n) + ": " + s.message());
+    }
+    n++;
+  }
+  if (expected_records != 0 && n != expected_records) {
+    return Status(Code::kInternal, "corrupt change page: " + std::to_string(n) + " records, " +
+                                       std::to_string(expected_records) + " announced");
+  }
+  return Status::OK();
+}
+
 }  // namespace sidetable

@@ -72,4 +72,23 @@ struct ChangeBatch {
   uint64_t last_lsn = 0;
 };
 
+// A page of the change log left in its stored encoding (a "raw page"): each
+// record, as docs/storage-format.md describes it, preceded by its length as
+// a varint. Engine::ReadRawChanges appends one for a server to ship without
+// decoding it; DecodeChangePage turns it into records. This describes what
+// was appended.
+struct RawChangePage {
+  uint64_t records = 0;
+  uint64_t first_available_lsn = 1;  // as in ChangeBatch
+  uint64_t last_lsn = 0;             // as in ChangeBatch
+};
+
+// Appends the records of a raw page to *out, in page order. Fails with
+// kInternal naming the record on a length that runs past the page or a
+// record that does not decode (a truncated or corrupt page); *out then holds
+// the records before it. `expected_records`, when not 0, is how many the
+// page announced: a page holding a different number fails too.
+Status DecodeChangePage(std::string_view page, std::vector<ChangeRecord>* out,
+                        uint64_t expected_records = 0);
+
 }  // namespace sidetable

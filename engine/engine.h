@@ -184,6 +184,11 @@ class Engine {
   // max_bytes (at least one record is returned when any is available).
   Result<ChangeBatch> ReadChanges(uint64_t from_lsn, size_t max_records,
                                   size_t max_bytes = 16 << 20) const;
+  // The same records undecoded: appended to *out as a raw page
+  // (change_record.h), for a server that ships them as they are stored.
+  // On failure *out may hold part of a page.
+  Result<RawChangePage> ReadRawChanges(uint64_t from_lsn, size_t max_records, size_t max_bytes,
+                                       std::string* out) const;
   // Removes the records with LSN < below_lsn. Returns the new first LSN.
   Result<uint64_t> TrimChanges(uint64_t below_lsn);
   // Approximate bytes of the records with LSN >= from_lsn (RocksDB's size

@@ -33,30 +33,59 @@ Status Engine::Impl::RecoverLogPosition(uint64_t* last_lsn, int64_t* last_time) 
   return Status::OK();
 }
 
-Result<ChangeBatch> Engine::Impl::ReadChanges(uint64_t from_lsn, size_t max_records,
-                                              size_t max_bytes) const {
-  ChangeBatch out;
-  out.first_available_lsn = first_available_lsn_.load();
-  out.last_lsn = commits_->last_committed_lsn();
-  if (max_records == 0) return out;
+template <typename Each>
+Status Engine::Impl::VisitChanges(uint64_t from_lsn, size_t max_records, size_t max_bytes,
+                                  uint64_t* first, uint64_t* last, Each&& each) const {
+  *first = first_available_lsn_.load();
+  *last = commits_->last_committed_lsn();
+  if (max_records == 0) return Status::OK();
   // Never read past the committed LSN: a record is only visible once its whole
   // group is durable.
-  std::string upper_key = codec::LogKey(out.last_lsn + 1);
+  std::string upper_key = codec::LogKey(*last + 1);
   rocksdb::Slice upper(upper_key);
   rocksdb::ReadOptions ro;
   ro.iterate_upper_bound = &upper;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, log_cf_));
-  size_t bytes = 0;
-  for (it->Seek(codec::LogKey(std::max(from_lsn, out.first_available_lsn))); it->Valid();
-       it->Next()) {
-    if (out.records.size() >= max_records || (!out.records.empty() && bytes >= max_bytes)) break;
-    ChangeRecord rec;
-    ST_RETURN_IF_ERROR(codec::DecodeChange(it->value().ToStringView(), &rec));
-    bytes += it->value().size();
-    out.records.push_back(std::move(rec));
+  size_t bytes = 0, records = 0;
+  for (it->Seek(codec::LogKey(std::max(from_lsn, *first))); it->Valid(); it->Next()) {
+    if (records >= max_records || (records > 0 && bytes >= max_bytes)) break;
+    const std::string_view value = it->value().ToStringView();
+    ST_RETURN_IF_ERROR(each(value));
+    bytes += value.size();
+    records++;
   }
   if (!it->status().ok()) return Status(Code::kInternal, "reading change log: " + it->status().ToString());
+  return Status::OK();
+}
+
+Result<ChangeBatch> Engine::Impl::ReadChanges(uint64_t from_lsn, size_t max_records,
+                                              size_t max_bytes) const {
+  ChangeBatch out;
+  ST_RETURN_IF_ERROR(VisitChanges(from_lsn, max_records, max_bytes, &out.first_available_lsn, &out.last_lsn,
+                                  [&](std::string_view value) {
+                                    ChangeRecord& rec = out.records.emplace_back();
+                                    return codec::DecodeChange(value, &rec);
+                                  }));
   return out;
+}
+
+Result<RawChangePage> Engine::Impl::ReadRawChanges(uint64_t from_lsn, size_t max_records, size_t max_bytes,
+                                                   std::string* out) const {
+  RawChangePage page;
+  // Nothing is decoded: the sidecar ships the records as they are stored,
+  // and the client decodes each once (the format byte travels with it).
+  ST_RETURN_IF_ERROR(VisitChanges(from_lsn, max_records, max_bytes, &page.first_available_lsn, &page.last_lsn,
+                                  [&](std::string_view value) {
+                                    codec::PutLengthPrefixed(out, value);
+                                    page.records++;
+                                    return Status::OK();
+                                  }));
+  return page;
+}
+
+Result<RawChangePage> Engine::ReadRawChanges(uint64_t from_lsn, size_t max_records, size_t max_bytes,
+                                             std::string* out) const {
+  return impl_->ReadRawChanges(from_lsn, max_records, max_bytes, out);
 }
 
 Result<uint64_t> Engine::Impl::TrimChanges(uint64_t below_lsn) {

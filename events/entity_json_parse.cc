@@ -5,8 +5,9 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
-#include <map>
-#include <set>
+#include <array>
+#include <unordered_set>
+#include <vector>
 
 #include "events/base64.h"
 #include "events/entity_json.h"
@@ -184,6 +185,52 @@ Status KeyFromElement(std::string_view name, element el, const std::optional<Edm
   return Status::OK();
 }
 
+// The keys of one object seen so far: a scan of a fixed array while the
+// object is small (every entity of a change event: no allocation), a hash
+// set past that, so that 255 properties with their annotations stay linear.
+class SeenKeys {
+ public:
+  // False when `key` was seen before.
+  bool Insert(std::string_view key) {
+    if (n_ <= kSmall) {
+      for (size_t i = 0; i < n_; i++) {
+        if (small_[i] == key) return false;
+      }
+      if (n_ < kSmall) {
+        small_[n_++] = key;
+        return true;
+      }
+      set_.insert(small_.begin(), small_.end());
+      n_ = kSmall + 1;  // from now on the set
+    }
+    return set_.insert(key).second;
+  }
+  bool Contains(std::string_view key) const {
+    if (n_ > kSmall) return set_.count(key) != 0;
+    for (size_t i = 0; i < n_; i++) {
+      if (small_[i] == key) return true;
+    }
+    return false;
+  }
+
+ private:
+  static constexpr size_t kSmall = 24;
+  std::array<std::string_view, kSmall> small_;
+  size_t n_ = 0;
+  std::unordered_set<std::string_view> set_;
+};
+
+// The type annotations of one object (usually none or a few), looked up by
+// a scan.
+using Annotations = std::vector<std::pair<std::string_view, EdmType>>;
+
+const EdmType* FindType(const Annotations& types, std::string_view name) {
+  for (const auto& [n, t] : types) {
+    if (n == name) return &t;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 Status EntityFromJsonElement(simdjson::dom::element el, Entity* e, bool with_timestamp) {
@@ -191,12 +238,15 @@ Status EntityFromJsonElement(simdjson::dom::element el, Entity* e, bool with_tim
   if (el.get_object().get(obj) != simdjson::SUCCESS) {
     return Invalid("an entity must be a JSON object, got " + std::string(TypeDescription(el.type())));
   }
+  SeenKeys keys;
+  // Reused per thread (an entity holds no nested entity, so no call is
+  // inside another); views into this document only until the next call.
+  thread_local Annotations types;
+  types.clear();
   // Pass 1: every key once, and the type annotations.
-  std::set<std::string_view> keys;
-  std::map<std::string_view, EdmType> types;
   for (auto field : obj) {
     const std::string_view key = field.key;
-    if (!keys.insert(key).second) return Invalid("duplicate key '" + std::string(key) + "'");
+    if (!keys.Insert(key)) return Invalid("duplicate key '" + std::string(key) + "'");
     if (key.size() > kTypeSuffix.size() && key.ends_with(kTypeSuffix)) {
       const std::string_view name = key.substr(0, key.size() - kTypeSuffix.size());
       std::string_view type_name;
@@ -205,19 +255,25 @@ Status EntityFromJsonElement(simdjson::dom::element el, Entity* e, bool with_tim
       }
       auto type = ParseEdmType(type_name);
       if (!type) return PropertyError(name, "unknown type annotation '" + std::string(type_name) + "'");
-      types[name] = *type;
+      types.emplace_back(name, *type);
     }
   }
-  for (const auto& [name, type] : types) {
-    if (!keys.count(name)) return PropertyError(name, "type annotation without a value");
+  {
+    // The first orphan by name, as a sorted map would meet it.
+    const std::string_view* orphan = nullptr;
+    for (const auto& [name, type] : types) {
+      if (!keys.Contains(name) && (orphan == nullptr || name < *orphan)) orphan = &name;
+    }
+    if (orphan != nullptr) return PropertyError(*orphan, "type annotation without a value");
   }
   // Pass 2: the values.
+  e->properties.reserve(e->properties.size() + obj.size());
   bool have_pk = false, have_rk = false;
   for (auto field : obj) {
     const std::string_view key = field.key;
     if (key.size() > kTypeSuffix.size() && key.ends_with(kTypeSuffix)) continue;
     std::optional<EdmType> type;
-    if (auto it = types.find(key); it != types.end()) type = it->second;
+    if (const EdmType* t = types.empty() ? nullptr : FindType(types, key)) type = *t;
     if (key == "PartitionKey") {
       ST_RETURN_IF_ERROR(KeyFromElement(key, field.value, type, &e->partition_key));
       have_pk = true;

@@ -16,63 +16,131 @@ Status Bad(const std::string& what) {
   return Status(Code::kInvalidInput, "change event: " + what);
 }
 
-bool GetString(element obj, const char* key, std::string* out) {
+// The fields of an event and of its operations are read in one pass over
+// each object, in the order they come (element::operator[] would scan the
+// object once per field). A repeated field keeps its first value, as that
+// lookup did.
+enum : uint32_t {
+  kSchema = 1 << 0, kSource = 1 << 1, kLsn = 1 << 2, kKind = 1 << 3, kTime = 1 << 4,
+  kTable = 1 << 5, kTableId = 1 << 6, kPk = 1 << 7, kCaller = 1 << 8, kRequestId = 1 << 9,
+  kTarget = 1 << 10, kOps = 1 << 11,
+};
+
+// For a field named `name` not seen yet: marks it and returns true.
+bool First(uint32_t* seen, uint32_t bit) {
+  if (*seen & bit) return false;
+  *seen |= bit;
+  return true;
+}
+
+bool AssignString(element value, std::string* out) {
   std::string_view s;
-  if (obj[key].get_string().get(s) != simdjson::SUCCESS) return false;
+  if (value.get_string().get(s) != simdjson::SUCCESS) return false;
   out->assign(s);
   return true;
 }
 
-bool GetUint(element obj, const char* key, uint64_t* out) {
-  return obj[key].get_uint64().get(*out) == simdjson::SUCCESS;
-}
-
 Status DecodeOp(element el, ChangeOp* op) {
-  std::string kind;
-  if (!GetString(el, "rk", &op->row_key)) return Bad("operation without \"rk\"");
-  if (!GetString(el, "op", &kind) || !ParseOpKind(kind, &op->kind)) return Bad("bad operation kind");
-  if (!GetUint(el, "version", &op->version)) return Bad("operation without \"version\"");
-  GetString(el, "etag", &op->etag);
-  for (const char* image : {"before", "after"}) {
-    element e;
-    if (el[image].get(e) != simdjson::SUCCESS) continue;
-    Entity entity;
-    ST_RETURN_IF_ERROR(json::EntityFromJsonElement(e, &entity, true));
-    (std::string_view(image) == "before" ? op->before : op->after) = std::move(entity);
+  simdjson::dom::object obj;
+  if (el.get_object().get(obj) != simdjson::SUCCESS) return Bad("operation without \"rk\"");
+  enum : uint32_t { kRk = 1, kOp = 2, kVersion = 4, kEtag = 8, kBefore = 16, kAfter = 32 };
+  uint32_t seen = 0, ok = 0;
+  element before, after;
+  for (auto field : obj) {
+    const std::string_view key = field.key;
+    if (key == "rk") {
+      if (First(&seen, kRk) && AssignString(field.value, &op->row_key)) ok |= kRk;
+    } else if (key == "op") {
+      std::string_view kind;
+      if (First(&seen, kOp) && field.value.get_string().get(kind) == simdjson::SUCCESS &&
+          ParseOpKind(kind, &op->kind)) {
+        ok |= kOp;
+      }
+    } else if (key == "version") {
+      if (First(&seen, kVersion) && field.value.get_uint64().get(op->version) == simdjson::SUCCESS) ok |= kVersion;
+    } else if (key == "etag") {
+      if (First(&seen, kEtag)) AssignString(field.value, &op->etag);
+    } else if (key == "before") {
+      if (First(&seen, kBefore)) before = field.value;
+    } else if (key == "after") {
+      if (First(&seen, kAfter)) after = field.value;
+    }
   }
+  if (!(ok & kRk)) return Bad("operation without \"rk\"");
+  if (!(ok & kOp)) return Bad("bad operation kind");
+  if (!(ok & kVersion)) return Bad("operation without \"version\"");
+  // Before, then after, as the images were always read.
+  if (seen & kBefore) ST_RETURN_IF_ERROR(json::EntityFromJsonElement(before, &op->before.emplace(), true));
+  if (seen & kAfter) ST_RETURN_IF_ERROR(json::EntityFromJsonElement(after, &op->after.emplace(), true));
   return Status::OK();
 }
 
 Status DecodeDocument(element doc, Event* out) {
-  uint64_t schema = 0;
-  if (!GetUint(doc, "schema", &schema)) return Bad("no \"schema\"");
+  simdjson::dom::object obj;
+  if (doc.get_object().get(obj) != simdjson::SUCCESS) return Bad("no \"schema\"");
+  ChangeRecord& r = out->record;
+  uint64_t schema = 0, table_id = 0;
+  std::string_view kind, time;
+  simdjson::dom::array ops;
+  uint32_t seen = 0, ok = 0;
+  for (auto field : obj) {
+    const std::string_view key = field.key;
+    const element v = field.value;
+    bool good = false;
+    uint32_t bit = 0;
+    if (key == "schema") {
+      bit = kSchema;
+      good = First(&seen, bit) && v.get_uint64().get(schema) == simdjson::SUCCESS;
+    } else if (key == "source") {
+      bit = kSource;
+      good = First(&seen, bit) && AssignString(v, &out->source);
+    } else if (key == "lsn") {
+      bit = kLsn;
+      good = First(&seen, bit) && v.get_uint64().get(r.lsn) == simdjson::SUCCESS;
+    } else if (key == "kind") {
+      bit = kKind;
+      good = First(&seen, bit) && v.get_string().get(kind) == simdjson::SUCCESS;
+    } else if (key == "time") {
+      bit = kTime;
+      good = First(&seen, bit) && v.get_string().get(time) == simdjson::SUCCESS;
+    } else if (key == "table") {
+      bit = kTable;
+      good = First(&seen, bit) && AssignString(v, &r.table);
+    } else if (key == "tableId") {
+      bit = kTableId;
+      good = First(&seen, bit) && v.get_uint64().get(table_id) == simdjson::SUCCESS;
+    } else if (key == "pk") {
+      bit = kPk;
+      good = First(&seen, bit) && AssignString(v, &r.partition_key);
+    } else if (key == "caller") {
+      bit = kCaller;
+      good = First(&seen, bit) && AssignString(v, &r.caller);
+    } else if (key == "clientRequestId") {
+      bit = kRequestId;
+      good = First(&seen, bit) && AssignString(v, &r.client_request_id);
+    } else if (key == "targetTable") {
+      bit = kTarget;
+      good = First(&seen, bit) && AssignString(v, &r.target_table);
+    } else if (key == "ops") {
+      bit = kOps;
+      good = First(&seen, bit) && v.get_array().get(ops) == simdjson::SUCCESS;
+    }
+    if (good) ok |= bit;
+  }
+  if (!(ok & kSchema)) return Bad("no \"schema\"");
   if (schema != kEventSchema) return Bad("unsupported schema " + std::to_string(schema));
   out->schema = static_cast<int>(schema);
-  ChangeRecord& r = out->record;
-  std::string kind, time;
-  uint64_t table_id = 0;
-  if (!GetString(doc, "source", &out->source) || !GetUint(doc, "lsn", &r.lsn) ||
-      !GetString(doc, "kind", &kind) || !GetString(doc, "time", &time) ||
-      !GetString(doc, "table", &r.table) || !GetUint(doc, "tableId", &table_id)) {
-    return Bad("missing or mistyped envelope field");
-  }
-  if (!ParseChangeKind(kind, &r.kind)) return Bad("unknown kind " + kind);
+  constexpr uint32_t kEnvelope = kSource | kLsn | kKind | kTime | kTable | kTableId;
+  if ((ok & kEnvelope) != kEnvelope) return Bad("missing or mistyped envelope field");
+  if (!ParseChangeKind(kind, &r.kind)) return Bad("unknown kind " + std::string(kind));
   auto ticks = ParseDateTime(time);
   if (!ticks) return Bad("bad time");
   r.commit_time = *ticks;
   r.table_id = static_cast<uint32_t>(table_id);
-  GetString(doc, "pk", &r.partition_key);
-  GetString(doc, "caller", &r.caller);
-  GetString(doc, "clientRequestId", &r.client_request_id);
-  GetString(doc, "targetTable", &r.target_table);
-  simdjson::dom::array ops;
-  if (doc["ops"].get_array().get(ops) != simdjson::SUCCESS) return Bad("no \"ops\" array");
+  if (!(ok & kOps)) return Bad("no \"ops\" array");
   r.ops.clear();
-  for (element op : ops) {
-    ChangeOp o;
-    ST_RETURN_IF_ERROR(DecodeOp(op, &o));
-    r.ops.push_back(std::move(o));
-  }
+  r.ops.reserve(ops.size());
+  for (element op : ops) ST_RETURN_IF_ERROR(DecodeOp(op, &r.ops.emplace_back()));
   return Status::OK();
 }
 

@@ -138,6 +138,10 @@ struct Request {
   uint64_t from_lsn = 0;             // kReadChanges
   uint64_t max_records = 1000;
   uint64_t max_bytes = 4 << 20;
+  // kReadChanges: reply with a raw page (the change log's own record
+  // encoding, EncodeRawChanges) instead of MessagePack records. Sidecars
+  // before it skip the field and reply as before; DecodeChanges reads both.
+  bool raw_changes = false;
   std::vector<std::string> rks;      // kRequestArchive
   std::string target;                // kRequestArchive: the archive table
   std::vector<WriteItem> writes;     // kWriteMany (the caller applies to each)
@@ -199,6 +203,13 @@ void EncodeWrite(const WriteResult& r, std::string* out);
 void EncodeEntityReply(const Entity& e, std::string* out, const std::vector<std::string>* select = nullptr);
 void EncodeQuery(const QueryReply& r, std::string* out);
 void EncodeChanges(const ChangeBatch& b, std::string* out);
+// The raw form of a ReadChanges reply, {"raw": bin, "n", "first", "last"},
+// written around a page appended in place (no copy): BeginRawChanges writes
+// the map and a placeholder for the page's length and returns where;
+// the caller appends the page; FinishRawChanges sets the length and writes
+// the rest.
+size_t BeginRawChanges(std::string* out);
+void FinishRawChanges(const RawChangePage& page, size_t begin, std::string* out);
 void EncodeLsn(uint64_t lsn, std::string* out);  // {"lsn": n}
 // {"results": [write result | {"code","message","index"?}, ...]}, in order.
 void EncodeWriteMany(const std::vector<Result<WriteResult>>& results, std::string* out);
@@ -214,6 +225,7 @@ Status DecodeTables(std::string_view body, TablesReply* r);
 Status DecodeWrite(std::string_view body, WriteResult* r);
 Status DecodeEntityReply(std::string_view body, Entity* e);
 Status DecodeQuery(std::string_view body, QueryReply* r);
+// Either form of the reply: MessagePack records or a raw page.
 Status DecodeChanges(std::string_view body, ChangeBatch* b);
 Status DecodeLsn(std::string_view body, uint64_t* lsn);
 Status DecodeWriteMany(std::string_view body, std::vector<Result<WriteResult>>* results);

@@ -365,6 +365,28 @@ void EncodeChanges(const ChangeBatch& b, std::string* out) {
   w.Uint(b.last_lsn);
 }
 
+size_t BeginRawChanges(std::string* out) {
+  msgpack::Writer w(out);
+  w.MapHeader(4);
+  w.Str("raw");
+  // bin 32 with its length left for FinishRawChanges (a page may pass 64 KiB).
+  out->push_back(static_cast<char>(0xc6));
+  out->append(4, '\0');
+  return out->size();
+}
+
+void FinishRawChanges(const RawChangePage& page, size_t begin, std::string* out) {
+  const uint64_t size = out->size() - begin;
+  for (int i = 0; i < 4; i++) (*out)[begin - 4 + i] = static_cast<char>(size >> (24 - 8 * i));
+  msgpack::Writer w(out);
+  w.Str("n");
+  w.Uint(page.records);
+  w.Str("first");
+  w.Uint(page.first_available_lsn);
+  w.Str("last");
+  w.Uint(page.last_lsn);
+}
+
 void EncodeLsn(uint64_t lsn, std::string* out) {
   msgpack::Writer w(out);
   w.MapHeader(1);
@@ -485,7 +507,16 @@ Status DecodeQuery(std::string_view body, QueryReply* q) {
 }
 
 Status DecodeChanges(std::string_view body, ChangeBatch* b) {
-  return ForEachField(body, [&](std::string_view key, msgpack::Reader& r) {
+  std::optional<std::string_view> raw;
+  uint64_t raw_records = 0;
+  Status s = ForEachField(body, [&](std::string_view key, msgpack::Reader& r) {
+    if (key == "raw") {
+      std::string_view page;
+      if (!r.Bin(&page)) return false;
+      raw = page;
+      return true;
+    }
+    if (key == "n") return r.Uint(&raw_records);
     if (key == "records") {
       uint32_t n;
       if (!r.ArrayHeader(&n) || n > r.remaining()) return false;
@@ -499,6 +530,11 @@ Status DecodeChanges(std::string_view body, ChangeBatch* b) {
     if (key == "last") return r.Uint(&b->last_lsn);
     return r.Skip();
   });
+  if (!s.ok() || !raw) return s;
+  // Decoded after the other fields, in whichever order they came.
+  if (!b->records.empty()) return Malformed("both 'raw' and 'records'");
+  if (raw_records == 0 && !raw->empty()) return Malformed("a raw page without its record count 'n'");
+  return DecodeChangePage(*raw, &b->records, raw_records);
 }
 
 }  // namespace sidetable::wire

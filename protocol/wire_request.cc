@@ -155,6 +155,10 @@ Status ReadField(msgpack::Reader& r, std::string_view key, Request* q) {
   if (key == "from") return ReadUint(r, key, &q->from_lsn);
   if (key == "max") return ReadUint(r, key, &q->max_records);
   if (key == "maxBytes") return ReadUint(r, key, &q->max_bytes);
+  if (key == "raw") {
+    if (!r.Bool(&q->raw_changes)) return Invalid("'raw' must be a boolean");
+    return Status::OK();
+  }
   if (key == "ops") return ReadOps(r, &q->ops);
   if (key == "noContent") {
     if (!r.Bool(&q->no_content)) return Invalid("'noContent' must be a boolean");
@@ -374,7 +378,7 @@ void EncodeRequest(const Request& q, std::string* out) {
   fields += tok + pol + spec;
   fields += t + c + w_ops + (get ? 2 : 0) + sel + filt + q.top.has_value() +
             q.next_pk.has_value() + q.next_rk.has_value() + q.next_table.has_value() +
-            (changes ? 3 : 0) + (archive ? 2 : 0) + wms + der + after + q.wait_ms.has_value();
+            (changes ? 3 : 0) + q.raw_changes + (archive ? 2 : 0) + wms + der + after + q.wait_ms.has_value();
   w.MapHeader(fields);
   if (tok) WriteString(w, "token", q.token);
   if (pol) {
@@ -431,6 +435,10 @@ void EncodeRequest(const Request& q, std::string* out) {
     w.Uint(q.max_records);
     w.Str("maxBytes");
     w.Uint(q.max_bytes);
+  }
+  if (q.raw_changes) {
+    w.Str("raw");
+    w.Bool(true);
   }
   if (w_ops) {
     w.Str("ops");

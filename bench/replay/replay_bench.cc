@@ -4,7 +4,9 @@
 //
 //   change log  tools/replay's change-log source over the protocol, against
 //               Engine::ReadChanges in-process on the same data (the sidecar
-//               stopped): the cost of the protocol and the client.
+//               stopped): the cost of the protocol and the client. Pages as
+//               raw records (the default) and as MessagePack records (the
+//               form before issue 17, still what old clients get).
 //   Kafka       tools/replay's Kafka source (merge by LSN, JSON decode),
 //               against a bare librdkafka consumer reading the same messages
 //               without decoding them: the cost of decoding and merging.
@@ -195,7 +197,7 @@ Sample RawKafka(const std::string& bootstrap, int partitions) {
 }
 
 struct Results {
-  Series changelog, engine, kafka, raw_kafka, audit, rebuild;
+  Series changelog, changelog_msgpack, engine, kafka, raw_kafka, audit, rebuild;
   uint64_t records = 0, entities = 0, topic_mib = 0;
 };
 
@@ -230,6 +232,11 @@ void RunOnce(const Config& cfg, int run, Results* out) {
   out->changelog.Add(s);
   out->records = s.records;
   out->entities = s.entities;
+  replay::ChangeLogSourceOptions mo;
+  mo.raw_pages = false;
+  s = Drain([&] { return replay::OpenChangeLogSource(client.get(), mo); }, nullptr);
+  if (s.records != records) Die("change log (MessagePack): " + std::to_string(s.records) + " records");
+  out->changelog_msgpack.Add(s);
 
   // Audit rows over the change log.
   const replay::AuditWriter writer(replay::AuditFormat::kJsonl, replay::ReplayFilter{});
@@ -281,11 +288,13 @@ void RunOnce(const Config& cfg, int run, Results* out) {
   }
   e.seconds = SecondsSince(t0);
   out->engine.Add(e);
-  std::printf("repeat %d: %s records (%s entities) | change log %s rec/s (engine in-process %s) | kafka %s rec/s "
-              "(bare consumer %s) | audit %s rows/s | rebuild %s rec/s\n",
+  std::printf("repeat %d: %s records (%s entities) | change log %s rec/s (MessagePack pages %s, engine in-process %s) "
+              "| kafka %s rec/s (bare consumer %s) | audit %s rows/s | rebuild %s rec/s\n",
               run, WithCommas(static_cast<double>(records)).c_str(), WithCommas(static_cast<double>(out->entities)).c_str(),
-              WithCommas(out->changelog.records_per_s.back()).c_str(), WithCommas(out->engine.records_per_s.back()).c_str(),
-              WithCommas(out->kafka.records_per_s.back()).c_str(), WithCommas(out->raw_kafka.records_per_s.back()).c_str(),
+              WithCommas(out->changelog.records_per_s.back()).c_str(),
+              WithCommas(out->changelog_msgpack.records_per_s.back()).c_str(),
+              WithCommas(out->engine.records_per_s.back()).c_str(), WithCommas(out->kafka.records_per_s.back()).c_str(),
+              WithCommas(out->raw_kafka.records_per_s.back()).c_str(),
               WithCommas(out->audit.entities_per_s.back()).c_str(), WithCommas(out->rebuild.records_per_s.back()).c_str());
   std::fflush(stdout);
 }
@@ -331,7 +340,8 @@ int Main(int argc, char** argv) {
               WithCommas(static_cast<double>(r.records)).c_str(), WithCommas(static_cast<double>(r.entities)).c_str());
   std::printf("| reader | records/s | entities/s | ratio |\n|---|---:|---:|---|\n");
   Row("engine ReadChanges, in-process (reference)", r.engine, nullptr, "");
-  Row("change-log source over the protocol", r.changelog, &r.engine, "in-process");
+  Row("change-log source over the protocol (raw pages)", r.changelog, &r.engine, "in-process");
+  Row("change-log source, MessagePack pages (old clients)", r.changelog_msgpack, &r.engine, "in-process");
   Row("audit rows over the change log (JSON lines)", r.audit, &r.engine, "in-process");
   Row("point-in-time rebuild over the change log", r.rebuild, &r.engine, "in-process");
   Row("bare librdkafka consumer, no decoding (reference)", r.raw_kafka, nullptr, "");

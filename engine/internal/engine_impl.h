@@ -74,6 +74,13 @@ class Engine::Impl {
 
   // engine_changelog.cc
   Result<ChangeBatch> ReadChanges(uint64_t from_lsn, size_t max_records, size_t max_bytes) const;
+  Result<RawChangePage> ReadRawChanges(uint64_t from_lsn, size_t max_records, size_t max_bytes,
+                                       std::string* out) const;
+  // The stored records ReadChanges and ReadRawChanges return, each passed
+  // to `each` (which may fail); sets *first and *last as ChangeBatch has them.
+  template <typename Each>
+  Status VisitChanges(uint64_t from_lsn, size_t max_records, size_t max_bytes, uint64_t* first,
+                      uint64_t* last, Each&& each) const;
   Result<uint64_t> TrimChanges(uint64_t below_lsn);
   Result<uint64_t> ApplyRetention(uint64_t keep_from_lsn);
   Status RecoverLogPosition(uint64_t* last_lsn, int64_t* last_time);

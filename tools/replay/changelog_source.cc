@@ -70,7 +70,7 @@ class ChangeLogSource final : public RecordSource {
       if (r.ok()) page->batch = std::move(r).value();
       else page->status = r.status();
       page->done = true;
-    });
+    }, options_.raw_pages);
     return page;
   }
 

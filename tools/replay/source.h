@@ -77,6 +77,9 @@ struct ChangeLogSourceOptions {
   uint64_t to_lsn = 0;
   uint32_t page_records = 1000;
   uint64_t page_bytes = 4 << 20;
+  // Pages in the change log's own encoding (Client::ReadChanges); false:
+  // MessagePack records, as before the option.
+  bool raw_pages = true;
 };
 
 // `client` is not owned and must outlive the source. With `resume`, reading
