@@ -299,7 +299,7 @@ void PartitionScan(const Config& c, ScratchDir& dir, const EntityFactory& f, std
     query::Query page = q;
     for (;;) {
       reply.clear();
-      wire::QueryReplyWriter w(&reply, page.select, query::kMaxPageSize);
+      wire::QueryReplyWriter w(&reply, page.select);
       encode.w = &w;
       auto r = query::VisitQuery(*e, page, encode);
       Check(r.status(), "visit");

@@ -207,10 +207,7 @@ void EncodeQuery(const QueryReply& r, std::string* out);
 class QueryReplyWriter {
  public:
   // `select`: the query's $select (empty: whole entities); kept by reference.
-  // `expected`: the entities the page may hold ($top): once the first is
-  // written, room for that many of its size is reserved, so a page of 1,000
-  // is not copied again and again as it grows (0: no reservation).
-  QueryReplyWriter(std::string* out, const std::vector<std::string>& select, size_t expected = 0);
+  QueryReplyWriter(std::string* out, const std::vector<std::string>& select);
   Status Add(const RowView& row);
   void Finish(const std::optional<std::string>& next_pk, const std::optional<std::string>& next_rk,
               std::string_view plan, uint64_t examined);
@@ -223,7 +220,6 @@ class QueryReplyWriter {
   std::vector<std::string_view> user_;       // selected user names, each once, in $select order
   std::vector<uint8_t> found_;               // per user_ name: in the current row
   size_t map_at_ = 0, array_at_ = 0;
-  size_t expected_ = 0;
   uint32_t count_ = 0;
 };
 void EncodeChanges(const ChangeBatch& b, std::string* out);

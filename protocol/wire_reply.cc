@@ -355,9 +355,8 @@ void EncodeQuery(const QueryReply& r, std::string* out) {
   w.Uint(r.examined);
 }
 
-QueryReplyWriter::QueryReplyWriter(std::string* out, const std::vector<std::string>& select,
-                                   size_t expected)
-    : out_(out), select_(select), expected_(expected) {
+QueryReplyWriter::QueryReplyWriter(std::string* out, const std::vector<std::string>& select)
+    : out_(out), select_(select) {
   if (!select.empty()) {
     pk_ = rk_ = ts_ = false;
     for (const std::string& name : select) {
@@ -378,7 +377,6 @@ QueryReplyWriter::QueryReplyWriter(std::string* out, const std::vector<std::stri
 }
 
 Status QueryReplyWriter::Add(const RowView& row) {
-  const size_t start = out_->size();
   msgpack::Writer w(out_);
   // The fields of WriteEntityMap, in its order: pk, rk, ts, etag, props.
   w.MapHeader(2 + pk_ + rk_ + ts_);
@@ -438,12 +436,7 @@ Status QueryReplyWriter::Add(const RowView& row) {
       w.Nil();
     }
   }
-  if (count_++ == 0 && expected_ > 1) {
-    // Entities of a table tend to be alike; the tail (continuation, plan,
-    // examined) fits the slack.
-    const size_t each = out_->size() - start;
-    out_->reserve(out_->size() + each * std::min<size_t>(expected_ - 1, 1000) + each / 4 + 256);
-  }
+  count_++;
   return Status::OK();
 }
 

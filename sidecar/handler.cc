@@ -182,7 +182,7 @@ Status Handler::Run(const wire::Request& r, const token::Token* principal, std::
         wire::QueryReplyWriter* out;
         Status Visit(const RowView& row) override { return out->Add(row); }
       };
-      wire::QueryReplyWriter writer(body, r.select, static_cast<size_t>(q.top.value_or(query::kMaxPageSize)));
+      wire::QueryReplyWriter writer(body, r.select);
       Encode encode;
       encode.out = &writer;
       auto page = query::VisitQuery(*engine_, q, encode);
