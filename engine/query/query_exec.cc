@@ -83,7 +83,9 @@ Result<VisitedPage> VisitPoint(const Engine& engine, const Query& q, const Plan&
       return page;
     }
   }
+  bool found = false;
   Status s = engine.GetRow(q.table, plan.point_partition_key, plan.point_row_key, [&](const RowView& row) {
+    found = true;
     page.stats.examined = 1;
     Status corrupt;
     if (filter != nullptr && !Matches(*filter, row, &corrupt)) {
@@ -93,7 +95,8 @@ Result<VisitedPage> VisitPoint(const Engine& engine, const Query& q, const Plan&
     page.stats.returned = 1;
     return visitor.Visit(row);
   });
-  if (!s.ok() && s.code() != Code::kResourceNotFound) return s;
+  // Not found is an empty page; whatever the visitor returns is its own.
+  if (!s.ok() && (found || s.code() != Code::kResourceNotFound)) return s;
   return page;
 }
 

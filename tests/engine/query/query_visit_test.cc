@@ -132,6 +132,15 @@ TEST_F(QueryVisitTest, AVisitorErrorEndsThePage) {
   auto r = VisitQuery(*engine_, {.table = "Tbl", .filter = "PartitionKey eq 'p0'"}, stop);
   EXPECT_EQ(r.status().code(), Code::kServerBusy);
   EXPECT_EQ(stop.seen, 3);
+
+  // On a point plan too, even with the code a missing entity has.
+  class NotFound : public RowVisitor {
+   public:
+    Status Visit(const RowView&) override { return Status(Code::kResourceNotFound, "mine"); }
+  } not_found;
+  auto p = VisitQuery(*engine_, {.table = "Tbl", .filter = "PartitionKey eq 'p0' and RowKey eq 'r01'"}, not_found);
+  EXPECT_EQ(p.status().code(), Code::kResourceNotFound);
+  EXPECT_EQ(p.status().message(), "mine");
 }
 
 TEST_F(QueryVisitTest, ErrorsAsExecuteQuery) {
