@@ -1,7 +1,9 @@
 #include "engine/internal/codec.h"
 
 #include "engine/etag.h"
+#include "engine/row_view.h"
 
+#include <charconv>
 #include <cstring>
 
 #include "engine/utf8.h"
@@ -46,54 +48,39 @@ void EncodeValue(const Value& v, std::string* dst) {
   }
 }
 
-// Reads one typed value; `keep` false skips it without allocating.
-bool DecodeValue(Reader* r, bool keep, Value* out) {
+// Reads one typed value in place (strings point into the row).
+bool DecodeValueView(Reader* r, PropertyView* out) {
   uint8_t type;
   if (!r->Byte(&type)) return false;
-  std::string_view s;
   uint64_t u;
-  switch (static_cast<EdmType>(type)) {
+  out->type_ = static_cast<EdmType>(type);
+  switch (out->type_) {
     case EdmType::kString:
-      if (!r->LengthPrefixed(&s)) return false;
-      if (keep) *out = Value::String(std::string(s));
-      return true;
     case EdmType::kBinary:
-      if (!r->LengthPrefixed(&s)) return false;
-      if (keep) *out = Value::Binary(std::string(s));
-      return true;
-    case EdmType::kGuid: {
-      if (!r->Bytes(16, &s)) return false;
-      if (keep) {
-        Guid g;
-        std::memcpy(g.data(), s.data(), 16);
-        *out = Value::MakeGuid(g);
-      }
-      return true;
-    }
+      return r->LengthPrefixed(&out->bytes_);
+    case EdmType::kGuid:
+      return r->Bytes(16, &out->bytes_);
     case EdmType::kBoolean: {
       uint8_t b;
       if (!r->Byte(&b) || b > 1) return false;
-      if (keep) *out = Value::Boolean(b != 0);
+      out->int_ = b;
       return true;
     }
     case EdmType::kDateTime:
       if (!r->Fixed64(&u)) return false;
-      if (keep) *out = Value::DateTime(static_cast<int64_t>(u));
+      out->int_ = static_cast<int64_t>(u);
       return true;
-    case EdmType::kDouble: {
+    case EdmType::kDouble:
       if (!r->Fixed64(&u)) return false;
-      double d;
-      std::memcpy(&d, &u, sizeof d);
-      if (keep) *out = Value::Double(d);
+      std::memcpy(&out->double_, &u, sizeof out->double_);
       return true;
-    }
     case EdmType::kInt32:
       if (!r->Varint64(&u)) return false;
-      if (keep) *out = Value::Int32(static_cast<int32_t>(UnZigZag(u)));
+      out->int_ = static_cast<int32_t>(UnZigZag(u));
       return true;
     case EdmType::kInt64:
       if (!r->Varint64(&u)) return false;
-      if (keep) *out = Value::Int64(UnZigZag(u));
+      out->int_ = UnZigZag(u);
       return true;
   }
   return false;
@@ -218,31 +205,18 @@ Status DecodeRowHeader(std::string_view row, uint64_t* version, int64_t* timesta
 }
 
 Status DecodeRow(std::string_view row, Entity* e, const std::vector<std::string>* select) {
-  Reader r(row);
-  uint8_t format;
-  uint64_t version, ts, count;
-  if (!r.Byte(&format)) return Corrupt("empty");
-  if (format != kRowFormat) return Corrupt("unknown format version");
-  if (!r.Varint64(&version) || !r.Fixed64(&ts) || !r.Varint64(&count)) {
-    return Corrupt("truncated header");
-  }
-  if (count > r.remaining()) return Corrupt("bad property count");
-  e->timestamp = static_cast<int64_t>(ts);
-  e->etag = MakeETag(version);
+  auto view = RowView::Parse({}, {}, row);
+  if (!view.ok()) return view.status();
+  e->timestamp = view->timestamp();
+  e->etag = MakeETag(view->version());
   e->properties.clear();
-  e->properties.reserve(select ? select->size() : count);
-  for (uint64_t i = 0; i < count; i++) {
-    std::string_view name;
-    if (!r.LengthPrefixed(&name)) return Corrupt("truncated property name");
-    bool keep = Selected(select, name);
-    Value v;
-    if (!DecodeValue(&r, keep, &v)) return Corrupt("bad property value");
-    if (keep) e->properties.push_back({std::string(name), std::move(v)});
+  e->properties.reserve(select ? select->size() : view->property_count());
+  PropertyReader r(*view);
+  for (PropertyView p; r.Next(&p);) {
+    if (Selected(select, p.name)) e->properties.push_back({std::string(p.name), p.ToValue()});
   }
-  if (!r.empty()) return Corrupt("trailing bytes");
-  return Status::OK();
+  return r.status();
 }
-
 
 std::string TablePrefix(uint32_t table_id) {
   std::string k;
@@ -302,3 +276,108 @@ std::string LogKey(uint64_t lsn) {
 }
 
 }  // namespace sidetable::codec
+
+// ---- RowView: the row format read in place ------------------------------------
+namespace sidetable {
+
+using codec::Corrupt;
+
+Value PropertyView::ToValue() const {
+  switch (type_) {
+    case EdmType::kString: return Value::String(std::string(bytes_));
+    case EdmType::kBinary: return Value::Binary(std::string(bytes_));
+    case EdmType::kGuid: {
+      Guid g;
+      std::memcpy(g.data(), bytes_.data(), 16);
+      return Value::MakeGuid(g);
+    }
+    case EdmType::kBoolean: return Value::Boolean(int_ != 0);
+    case EdmType::kDateTime: return Value::DateTime(int_);
+    case EdmType::kDouble: return Value::Double(double_);
+    case EdmType::kInt32: return Value::Int32(static_cast<int32_t>(int_));
+    case EdmType::kInt64: return Value::Int64(int_);
+  }
+  return Value();
+}
+
+Result<RowView> RowView::Parse(std::string_view partition_key, std::string_view row_key,
+                               std::string_view row) {
+  codec::Reader r(row);
+  uint8_t format;
+  uint64_t ts;
+  RowView v;
+  if (!r.Byte(&format)) return Corrupt("empty");
+  if (format != codec::kRowFormat) return Corrupt("unknown format version");
+  if (!r.Varint64(&v.version_) || !r.Fixed64(&ts) || !r.Varint64(&v.count_)) {
+    return Corrupt("truncated header");
+  }
+  if (v.count_ > r.remaining()) return Corrupt("bad property count");
+  v.pk_ = partition_key;
+  v.rk_ = row_key;
+  v.timestamp_ = static_cast<int64_t>(ts);
+  v.props_ = row.substr(row.size() - r.remaining());
+  return v;
+}
+
+std::string_view RowView::ETag(ETagBuffer* buf) const {
+  char* p = buf->data;
+  *p++ = 'W';
+  *p++ = '/';
+  *p++ = '"';
+  p = std::to_chars(p, buf->data + sizeof buf->data - 1, version_).ptr;
+  *p++ = '"';
+  return std::string_view(buf->data, static_cast<size_t>(p - buf->data));
+}
+
+bool RowView::Find(std::string_view name, PropertyView* out, Status* error) const {
+  PropertyReader r(*this);
+  while (r.Next(out)) {
+    if (out->name == name) return true;
+  }
+  if (!r.status().ok()) *error = r.status();
+  return false;
+}
+
+PropertyReader::PropertyReader(const RowView& row)
+    : p_(row.properties_bytes().data()),
+      end_(row.properties_bytes().data() + row.properties_bytes().size()),
+      left_(row.property_count()) {}
+
+bool PropertyReader::Next(PropertyView* out) {
+  if (left_ == 0) {
+    if (p_ != end_ && status_.ok()) status_ = Corrupt("trailing bytes");
+    return false;
+  }
+  codec::Reader r(std::string_view(p_, static_cast<size_t>(end_ - p_)));
+  if (!r.LengthPrefixed(&out->name)) {
+    status_ = Corrupt("truncated property name");
+    left_ = 0;
+    p_ = end_;
+    return false;
+  }
+  if (!codec::DecodeValueView(&r, out)) {
+    status_ = Corrupt("bad property value");
+    left_ = 0;
+    p_ = end_;
+    return false;
+  }
+  p_ = end_ - r.remaining();
+  left_--;
+  return true;
+}
+
+Status RowToEntity(const RowView& row, Entity* out, const std::vector<std::string>* select) {
+  out->partition_key.assign(row.partition_key());
+  out->row_key.assign(row.row_key());
+  out->timestamp = row.timestamp();
+  out->etag = MakeETag(row.version());
+  out->properties.clear();
+  out->properties.reserve(select ? select->size() : row.property_count());
+  PropertyReader r(row);
+  for (PropertyView p; r.Next(&p);) {
+    if (codec::Selected(select, p.name)) out->properties.push_back({std::string(p.name), p.ToValue()});
+  }
+  return r.status();
+}
+
+}  // namespace sidetable

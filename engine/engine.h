@@ -28,6 +28,7 @@
 #include "engine/batch.h"
 #include "engine/change_record.h"
 #include "engine/edm.h"
+#include "engine/row_view.h"
 #include "engine/status.h"
 
 namespace sidetable {
@@ -93,6 +94,9 @@ class RowCursor {
   virtual const std::string& row_key() const = 0;
   // Decodes the current entity (all properties, or only `select`).
   virtual Status Read(Entity* out, const std::vector<std::string>* select = nullptr) const = 0;
+  // The current entity read in place, without building an Entity (kInternal
+  // for a corrupt row). Valid until the next Next() or Seek().
+  virtual Result<RowView> Row() const = 0;
   // Iteration error (I/O or corruption), OK at a clean end.
   virtual Status status() const = 0;
 };
@@ -172,6 +176,11 @@ class Engine {
                                   std::string_view archive_table, std::string_view caller = "");
   Result<Entity> Get(std::string_view table, std::string_view pk, std::string_view rk,
                      const std::vector<std::string>* select = nullptr) const;
+  // The same read without building an Entity: `fn` gets the stored row in
+  // place (valid during the call only) and what it returns is returned.
+  // Errors as Get (TableNotFound, ResourceNotFound), kInternal for a corrupt row.
+  Status GetRow(std::string_view table, std::string_view pk, std::string_view rk,
+                const std::function<Status(const RowView&)>& fn) const;
 
   // ---- scans (the query layer builds on these) ----
   std::unique_ptr<ReadView> NewReadView() const;

@@ -49,6 +49,7 @@ class Cursor : public RowCursor {
     out->row_key = rk_;
     return codec::DecodeRow(it_->value().ToStringView(), out, select);
   }
+  Result<RowView> Row() const override { return RowView::Parse(pk_, rk_, it_->value().ToStringView()); }
   Status status() const override {
     if (!decode_error_.ok()) return decode_error_;
     if (!it_->status().ok()) return Status(Code::kInternal, "scan: " + it_->status().ToString());
@@ -95,6 +96,29 @@ Result<Entity> Engine::Impl::Get(std::string_view table, std::string_view pk,
   e.row_key = std::string(rk);
   ST_RETURN_IF_ERROR(codec::DecodeRow(value.ToStringView(), &e, select));
   return e;
+}
+
+Status Engine::Impl::GetRow(std::string_view table, std::string_view pk, std::string_view rk,
+                            const std::function<Status(const RowView&)>& fn) const {
+  auto t = FindTable(table);
+  if (!t) return Status(Code::kTableNotFound, "table '" + std::string(table) + "' not found");
+  rocksdb::PinnableSlice value;
+  rocksdb::Status s =
+      db_->Get(rocksdb::ReadOptions(), entities_cf_, codec::EntityKey(t->info.id, pk, rk), &value);
+  if (s.IsNotFound()) {
+    return Status(Code::kResourceNotFound,
+                  "entity (" + std::string(pk) + ", " + std::string(rk) + ") does not exist");
+  }
+  if (!s.ok()) return Status(Code::kInternal, "read: " + s.ToString());
+  auto row = RowView::Parse(pk, rk, value.ToStringView());
+  if (!row.ok()) return row.status();
+  return fn(*row);
+}
+
+// Defined here rather than with the other forwarders: the read side's API.
+Status Engine::GetRow(std::string_view table, std::string_view pk, std::string_view rk,
+                      const std::function<Status(const RowView&)>& fn) const {
+  return impl_->GetRow(table, pk, rk, fn);
 }
 
 std::unique_ptr<ReadView> Engine::Impl::NewReadView() const {

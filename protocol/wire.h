@@ -27,6 +27,7 @@
 #include "engine/batch.h"
 #include "engine/change_record.h"
 #include "engine/edm.h"
+#include "engine/row_view.h"
 #include "engine/status.h"
 #include "protocol/msgpack.h"
 #include "protocol/token.h"
@@ -202,6 +203,29 @@ void EncodeWrite(const WriteResult& r, std::string* out);
 // `select`: the Get's $select (null or empty: the whole entity).
 void EncodeEntityReply(const Entity& e, std::string* out, const std::vector<std::string>* select = nullptr);
 void EncodeQuery(const QueryReply& r, std::string* out);
+// The Query reply written straight from stored rows, one Add() per entity
+// (the sidecar's page, no Entity built): the same bytes EncodeQuery writes
+// for the same entities and $select. Appends to *out from construction on;
+// the body is complete after Finish(). An Add() that fails (a corrupt row,
+// kInternal) leaves *out unusable: the caller answers with the error.
+class QueryReplyWriter {
+ public:
+  // `select`: the query's $select (empty: whole entities); kept by reference.
+  QueryReplyWriter(std::string* out, const std::vector<std::string>& select);
+  Status Add(const RowView& row);
+  void Finish(const std::optional<std::string>& next_pk, const std::optional<std::string>& next_rk,
+              std::string_view plan, uint64_t examined);
+  uint32_t count() const { return count_; }
+
+ private:
+  std::string* out_;
+  const std::vector<std::string>& select_;
+  bool pk_ = true, rk_ = true, ts_ = true;   // system fields written
+  std::vector<std::string_view> user_;       // selected user names, each once, in $select order
+  std::vector<uint8_t> found_;               // per user_ name: in the current row
+  size_t map_at_ = 0, array_at_ = 0;
+  uint32_t count_ = 0;
+};
 void EncodeChanges(const ChangeBatch& b, std::string* out);
 // The raw form of a ReadChanges reply, {"raw": bin, "n", "first", "last"},
 // written around a page appended in place (no copy): BeginRawChanges writes

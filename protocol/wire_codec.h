@@ -25,6 +25,22 @@ inline uint64_t FromBe8(std::string_view s) {
   return v;
 }
 
+// One Edm value: `v` is a Value or a PropertyView (the same accessors), so
+// an entity and a stored row read in place are written alike.
+template <typename V>
+void WriteTypedValue(msgpack::Writer& w, const V& v) {
+  switch (v.type()) {
+    case EdmType::kString: w.Str(v.bytes()); break;
+    case EdmType::kBinary: w.Bin(v.bytes()); break;
+    case EdmType::kBoolean: w.Bool(v.as_bool()); break;
+    case EdmType::kDouble: w.Double(v.as_double()); break;
+    case EdmType::kInt32: w.Int(v.as_int32()); break;
+    case EdmType::kInt64: w.Ext(kExtInt64, Be8(static_cast<uint64_t>(v.as_int64()))); break;
+    case EdmType::kDateTime: w.Ext(kExtDateTime, Be8(static_cast<uint64_t>(v.as_ticks()))); break;
+    case EdmType::kGuid: w.Ext(kExtGuid, v.bytes()); break;
+  }
+}
+
 // A DateTime ext (kExtDateTime, 8 bytes): false for anything else.
 inline bool ReadDateTime(msgpack::Reader& r, int64_t* ticks) {
   int8_t type;

@@ -2,6 +2,8 @@
 #include "protocol/wire.h"
 #include "protocol/wire_codec.h"
 
+#include <algorithm>
+
 #include "engine/utf8.h"
 
 namespace sidetable::wire {
@@ -351,6 +353,111 @@ void EncodeQuery(const QueryReply& r, std::string* out) {
   w.Str(r.plan);
   w.Str("examined");
   w.Uint(r.examined);
+}
+
+QueryReplyWriter::QueryReplyWriter(std::string* out, const std::vector<std::string>& select)
+    : out_(out), select_(select) {
+  if (!select.empty()) {
+    pk_ = rk_ = ts_ = false;
+    for (const std::string& name : select) {
+      if (name == "PartitionKey") pk_ = true;
+      else if (name == "RowKey") rk_ = true;
+      else if (name == "Timestamp") ts_ = true;
+      else if (std::find(user_.begin(), user_.end(), name) == user_.end()) user_.push_back(name);
+    }
+    found_.resize(user_.size());
+  }
+  // The body map's size (3, or 5 with a continuation) and the array's are
+  // known at Finish(): room is kept for both and patched then.
+  map_at_ = out_->size();
+  out_->push_back('\x83');
+  msgpack::Writer(out_).Str("entities");
+  array_at_ = out_->size();
+  out_->append(3, '\0');
+}
+
+Status QueryReplyWriter::Add(const RowView& row) {
+  msgpack::Writer w(out_);
+  // The fields of WriteEntityMap, in its order: pk, rk, ts, etag, props.
+  w.MapHeader(2 + pk_ + rk_ + ts_);
+  if (pk_) {
+    w.Str("pk");
+    w.Str(row.partition_key());
+  }
+  if (rk_) {
+    w.Str("rk");
+    w.Str(row.row_key());
+  }
+  if (ts_) {
+    w.Str("ts");
+    w.Ext(kExtDateTime, Be8(static_cast<uint64_t>(row.timestamp())));
+  }
+  ETagBuffer etag;
+  w.Str("etag");
+  w.Str(row.ETag(&etag));
+  w.Str("props");
+  PropertyView p;
+  if (select_.empty()) {
+    // Every property, in stored order; the declared count is checked as the
+    // reader goes.
+    w.MapHeader(static_cast<uint32_t>(row.property_count()));
+    PropertyReader r(row);
+    while (r.Next(&p)) {
+      w.Str(p.name);
+      codec::WriteTypedValue(w, p);
+    }
+    ST_RETURN_IF_ERROR(r.status());
+  } else {
+    // The selected properties the row has, in stored order, then a nil for
+    // each selected one it lacks, in $select order (WriteSelectedEntity).
+    std::fill(found_.begin(), found_.end(), 0);
+    uint32_t present = 0;
+    PropertyReader names(row);
+    while (names.Next(&p)) {
+      auto it = std::find(user_.begin(), user_.end(), p.name);
+      if (it != user_.end() && !found_[it - user_.begin()]) {
+        found_[it - user_.begin()] = 1;
+        present++;
+      }
+    }
+    ST_RETURN_IF_ERROR(names.status());
+    w.MapHeader(static_cast<uint32_t>(user_.size()));
+    if (present > 0) {
+      PropertyReader r(row);
+      while (r.Next(&p)) {
+        if (std::find(user_.begin(), user_.end(), p.name) == user_.end()) continue;
+        w.Str(p.name);
+        codec::WriteTypedValue(w, p);
+      }
+    }
+    for (size_t i = 0; i < user_.size(); i++) {
+      if (found_[i]) continue;
+      w.Str(user_[i]);
+      w.Nil();
+    }
+  }
+  count_++;
+  return Status::OK();
+}
+
+void QueryReplyWriter::Finish(const std::optional<std::string>& next_pk,
+                              const std::optional<std::string>& next_rk, std::string_view plan,
+                              uint64_t examined) {
+  msgpack::Writer w(out_);
+  if (next_pk) {
+    w.Str("npk");
+    w.Str(*next_pk);
+    w.Str("nrk");
+    w.Str(next_rk.value_or(""));
+  }
+  w.Str("plan");
+  w.Str(plan);
+  w.Str("examined");
+  w.Uint(examined);
+  (*out_)[map_at_] = next_pk ? '\x85' : '\x83';
+  std::string header;
+  msgpack::Writer(&header).ArrayHeader(count_);
+  out_->replace(array_at_, 3, header);
 }
 
 void EncodeChanges(const ChangeBatch& b, std::string* out) {

@@ -18,18 +18,7 @@ Status Bad(std::string_view name, const char* what) {
 
 }  // namespace
 
-void WriteValue(msgpack::Writer& w, const Value& v) {
-  switch (v.type()) {
-    case EdmType::kString: w.Str(v.bytes()); break;
-    case EdmType::kBinary: w.Bin(v.bytes()); break;
-    case EdmType::kBoolean: w.Bool(v.as_bool()); break;
-    case EdmType::kDouble: w.Double(v.as_double()); break;
-    case EdmType::kInt32: w.Int(v.as_int32()); break;
-    case EdmType::kInt64: w.Ext(kExtInt64, Be8(static_cast<uint64_t>(v.as_int64()))); break;
-    case EdmType::kDateTime: w.Ext(kExtDateTime, Be8(static_cast<uint64_t>(v.as_ticks()))); break;
-    case EdmType::kGuid: w.Ext(kExtGuid, v.bytes()); break;
-  }
-}
+void WriteValue(msgpack::Writer& w, const Value& v) { codec::WriteTypedValue(w, v); }
 
 Status ReadValue(msgpack::Reader& r, std::string_view name, Value* v) {
   std::string_view s;

@@ -180,19 +180,24 @@ Status Handler::Run(const wire::Request& r, const token::Token* principal, std::
         if (!confine.ok()) return confine.status();
         q.confine = *confine;
       }
-      auto page = query::ExecuteQuery(*engine_, q);
+      // Each entity goes from its stored bytes straight into the reply, with
+      // only the selected properties: no Entity per row.
+      struct Encode : query::RowVisitor {
+        wire::QueryReplyWriter* out;
+        Status Visit(const RowView& row) override { return out->Add(row); }
+      };
+      wire::QueryReplyWriter writer(body, r.select);
+      Encode encode;
+      encode.out = &writer;
+      auto page = query::VisitQuery(*engine_, q, encode);
       if (!page.ok()) return page.status();
-      wire::QueryReply reply;
-      *entities = page->entities.size();
-      reply.entities = std::move(page->entities);
-      reply.select = r.select;
+      *entities = writer.count();
+      std::optional<std::string> next_pk, next_rk;
       if (page->continuation) {
-        reply.next_pk = page->continuation->next_partition_key;
-        reply.next_rk = page->continuation->next_row_key;
+        next_pk = std::move(page->continuation->next_partition_key);
+        next_rk = std::move(page->continuation->next_row_key);
       }
-      reply.plan = std::string(query::PlanKindName(page->stats.plan));
-      reply.examined = page->stats.examined;
-      wire::EncodeQuery(reply, body);
+      writer.Finish(next_pk, next_rk, query::PlanKindName(page->stats.plan), page->stats.examined);
       return Status::OK();
     }
     case Op::kRequestArchive: {

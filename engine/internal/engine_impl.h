@@ -68,6 +68,8 @@ class Engine::Impl {
   // engine_read.cc
   Result<Entity> Get(std::string_view table, std::string_view pk, std::string_view rk,
                      const std::vector<std::string>* select) const;
+  Status GetRow(std::string_view table, std::string_view pk, std::string_view rk,
+                const std::function<Status(const RowView&)>& fn) const;
   std::unique_ptr<ReadView> NewReadView() const;
   Result<std::unique_ptr<RowCursor>> Scan(std::string_view table, const ScanBounds& bounds,
                                           const ReadView* view) const;

@@ -23,6 +23,10 @@
 #include "engine/edm.h"
 #include "engine/status.h"
 
+namespace sidetable {
+class RowView;
+}  // namespace sidetable
+
 namespace sidetable::query {
 
 enum class CompareOp : uint8_t { kEq, kNe, kGt, kGe, kLt, kLe };
@@ -81,6 +85,9 @@ Result<std::unique_ptr<FilterNode>> ParseFilter(std::string_view text,
 // True when the entity satisfies the filter (Azure typing: a missing property
 // or a literal of another Edm type makes the comparison false, even for `ne`).
 bool Matches(const FilterNode& node, const Entity& entity);
+// The same over a stored row read in place (no Entity built). A corrupt row
+// sets *error (kInternal) and what it returns is then meaningless.
+bool Matches(const FilterNode& node, const RowView& row, Status* error);
 
 // One comparison, `actual op literal`, under the same rules; `actual` null
 // means the property is missing. For planners that resolve values themselves.

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "engine/query/filter.h"
+#include "engine/row_view.h"
 #include "engine/utf8.h"
 
 namespace sidetable::query {
@@ -51,24 +52,25 @@ bool HoldsDouble(double a, CompareOp op, double b) {
 }
 
 // The system properties compare without building a Value per entity.
-bool CompareSystem(const FilterNode& node, const Entity& e, bool* handled) {
+bool CompareSystem(const FilterNode& node, std::string_view pk, std::string_view rk, int64_t timestamp,
+                   bool* handled) {
   *handled = true;
   if (node.property == kPartitionKeyName || node.property == kRowKeyName) {
     if (node.literal.type() != EdmType::kString) return false;
-    const std::string& key = node.property == kPartitionKeyName ? e.partition_key : e.row_key;
+    const std::string_view key = node.property == kPartitionKeyName ? pk : rk;
     return Holds(CompareOrdinal(key, node.literal.bytes()), node.op);
   }
   if (node.property == kTimestampName) {
     if (node.literal.type() != EdmType::kDateTime) return false;
-    return Holds(ThreeWay(e.timestamp, node.literal.as_ticks()), node.op);
+    return Holds(ThreeWay(timestamp, node.literal.as_ticks()), node.op);
   }
   *handled = false;
   return false;
 }
 
-}  // namespace
-
-bool CompareMatches(const Value* actual, CompareOp op, const Value& literal) {
+// `actual` is a Value or a PropertyView (the same accessors).
+template <typename V>
+bool CompareActual(const V* actual, CompareOp op, const Value& literal) {
   if (actual == nullptr || actual->type() != literal.type()) return false;
   switch (literal.type()) {
     case EdmType::kString:
@@ -89,24 +91,48 @@ bool CompareMatches(const Value* actual, CompareOp op, const Value& literal) {
   return false;
 }
 
-bool Matches(const FilterNode& node, const Entity& entity) {
+// One evaluator over an Entity or a stored row: `compare(node)` answers a
+// comparison of a user property.
+template <typename Compare>
+bool Eval(const FilterNode& node, std::string_view pk, std::string_view rk, int64_t timestamp,
+          const Compare& compare) {
   switch (node.kind) {
     case FilterNode::Kind::kAnd:
       return std::all_of(node.children.begin(), node.children.end(),
-                         [&](const auto& c) { return Matches(*c, entity); });
+                         [&](const auto& c) { return Eval(*c, pk, rk, timestamp, compare); });
     case FilterNode::Kind::kOr:
       return std::any_of(node.children.begin(), node.children.end(),
-                         [&](const auto& c) { return Matches(*c, entity); });
+                         [&](const auto& c) { return Eval(*c, pk, rk, timestamp, compare); });
     case FilterNode::Kind::kNot:
-      return !node.children.empty() && !Matches(*node.children[0], entity);
+      return !node.children.empty() && !Eval(*node.children[0], pk, rk, timestamp, compare);
     case FilterNode::Kind::kCompare: {
       bool handled = false;
-      const bool result = CompareSystem(node, entity, &handled);
+      const bool result = CompareSystem(node, pk, rk, timestamp, &handled);
       if (handled) return result;
-      return CompareMatches(entity.Find(node.property), node.op, node.literal);
+      return compare(node);
     }
   }
   return false;
+}
+
+}  // namespace
+
+bool CompareMatches(const Value* actual, CompareOp op, const Value& literal) {
+  return CompareActual(actual, op, literal);
+}
+
+bool Matches(const FilterNode& node, const Entity& entity) {
+  return Eval(node, entity.partition_key, entity.row_key, entity.timestamp, [&](const FilterNode& n) {
+    return CompareActual(entity.Find(n.property), n.op, n.literal);
+  });
+}
+
+bool Matches(const FilterNode& node, const RowView& row, Status* error) {
+  return Eval(node, row.partition_key(), row.row_key(), row.timestamp(), [&](const FilterNode& n) {
+    PropertyView p;
+    const bool found = row.Find(n.property, &p, error);
+    return CompareActual(found ? &p : nullptr, n.op, n.literal);
+  });
 }
 
 }  // namespace sidetable::query

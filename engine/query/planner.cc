@@ -86,7 +86,34 @@ void Collect(const FilterNode& node, Interval* pk, Interval* rk, bool* contradic
   (is_pk ? pk : rk)->Apply(node.op, node.literal.bytes());
 }
 
+// A top-level key comparison the plan's bounds guarantee: one the planner
+// folded into the bounds of a key it scans by (a range operator, a string
+// literal without U+0000, which the planner rewrites).
+bool Implied(const FilterNode& node, const Plan& plan) {
+  if (node.kind != FilterNode::Kind::kCompare || node.op == CompareOp::kNe) return false;
+  if (node.literal.type() != EdmType::kString) return false;
+  if (node.literal.bytes().find('\0') != std::string::npos) return false;
+  if (node.property == kPartitionKeyName) {
+    return plan.kind == PlanKind::kPartitionScan || plan.kind == PlanKind::kPartitionRange ||
+           plan.kind == PlanKind::kKeyRange;
+  }
+  if (node.property == kRowKeyName) return plan.kind == PlanKind::kPartitionRange;
+  return false;
+}
+
 }  // namespace
+
+std::unique_ptr<FilterNode> ResidualFilter(const FilterNode* filter, const Plan& plan) {
+  if (filter == nullptr) return nullptr;
+  if (filter->kind != FilterNode::Kind::kAnd) return Implied(*filter, plan) ? nullptr : filter->Clone();
+  std::vector<std::unique_ptr<FilterNode>> rest;
+  for (const auto& c : filter->children) {
+    if (!Implied(*c, plan)) rest.push_back(c->Clone());
+  }
+  if (rest.empty()) return nullptr;
+  if (rest.size() == 1) return std::move(rest[0]);
+  return FilterNode::And(std::move(rest));
+}
 
 std::string_view PlanKindName(PlanKind kind) {
   switch (kind) {

@@ -78,6 +78,13 @@ struct Plan {
 // Plans a parsed filter (null = no filter).
 Plan MakePlan(const FilterNode* filter);
 
+// What is left of `filter` to test per entity once the scan keeps to the
+// plan's bounds: the top-level key comparisons the bounds already guarantee
+// are dropped (`PartitionKey eq 'p'` of a partition scan, the RowKey range
+// of a partition range, the PartitionKey range of a key range). Null when
+// nothing is left. `plan` must be MakePlan(filter), possibly confined.
+std::unique_ptr<FilterNode> ResidualFilter(const FilterNode* filter, const Plan& plan);
+
 struct QueryStats {
   PlanKind plan = PlanKind::kTableScan;
   uint64_t examined = 0;  // entities read and tested against the filter
@@ -91,8 +98,31 @@ struct QueryPage {
 };
 
 // Runs one page of the query. Errors: TableNotFound, InvalidInput (filter,
-// select, top, continuation).
+// select, top, continuation), Internal (a corrupt stored row).
 Result<QueryPage> ExecuteQuery(const Engine& engine, const Query& query);
+
+// The same page without an Entity per row: each entity the page returns is
+// handed to Visit() in order, as its stored row read in place (valid during
+// the call only). The row holds every property: applying $select is the
+// visitor's (the sidecar writes only the selected ones to the reply;
+// RowToEntity takes a select list). An error from Visit() ends the page and
+// is what VisitQuery returns.
+class RowVisitor {
+ public:
+  virtual ~RowVisitor() = default;
+  virtual Status Visit(const RowView& row) = 0;
+};
+// A visited page: no entities, the rest of a QueryPage.
+struct VisitedPage {
+  std::optional<Continuation> continuation;  // absent: the query is complete
+  QueryStats stats;
+};
+// Errors as ExecuteQuery, and whatever Visit() returns.
+Result<VisitedPage> VisitQuery(const Engine& engine, const Query& query, RowVisitor& visitor);
+
+// The user properties a $select keeps (system names left out); nullopt when
+// the query has no $select (every property).
+std::optional<std::vector<std::string>> UserSelect(const std::vector<std::string>& select);
 
 // The plan a query would use, without running it.
 Result<Plan> Explain(const Query& query);

@@ -44,25 +44,6 @@ Result<std::unique_ptr<FilterNode>> ParseOptional(const std::string& text) {
   return ParseFilter(text);
 }
 
-// The user properties to keep: null = all. System names are always returned.
-std::optional<std::vector<std::string>> UserSelect(const std::vector<std::string>& select) {
-  if (select.empty()) return std::nullopt;
-  std::vector<std::string> out;
-  for (const auto& s : select) {
-    if (!IsSystemName(s)) out.push_back(s);
-  }
-  return out;
-}
-
-void Project(Entity* e, const std::vector<std::string>& keep) {
-  auto& props = e->properties;
-  props.erase(std::remove_if(props.begin(), props.end(),
-                             [&](const Property& p) {
-                               return std::find(keep.begin(), keep.end(), p.name) == keep.end();
-                             }),
-              props.end());
-}
-
 // (pk, rk) pairs in storage order.
 bool PairLess(const std::pair<std::string, std::string>& a, const std::pair<std::string, std::string>& b) {
   const int c = CompareOrdinal(a.first, b.first);
@@ -82,9 +63,16 @@ bool Inside(const ScanBounds& b, const std::string& pk, const std::string& rk) {
   return !(b.start && PairLess(key, *b.start)) && !(b.end && !PairLess(key, *b.end));
 }
 
-Result<QueryPage> RunPoint(const Engine& engine, const Query& q, const Plan& plan,
-                           const FilterNode* filter, const std::vector<std::string>* keep) {
-  QueryPage page;
+Status ReadToEnd(const RowView& row) {
+  PropertyReader r(row);
+  for (PropertyView p; r.Next(&p);) {
+  }
+  return r.status();
+}
+
+Result<VisitedPage> VisitPoint(const Engine& engine, const Query& q, const Plan& plan,
+                               const FilterNode* filter, RowVisitor& visitor) {
+  VisitedPage page;
   page.stats.plan = plan.kind;
   if (q.continuation) {
     // A point read fits one page; a continuation can only be past it.
@@ -95,22 +83,46 @@ Result<QueryPage> RunPoint(const Engine& engine, const Query& q, const Plan& pla
       return page;
     }
   }
-  auto got = engine.Get(q.table, plan.point_partition_key, plan.point_row_key);
-  if (!got.ok()) {
-    if (got.status().code() == Code::kResourceNotFound) return page;
-    return got.status();
-  }
-  page.stats.examined = 1;
-  if (filter == nullptr || Matches(*filter, *got)) {
-    Entity e = std::move(got).value();
-    if (keep) Project(&e, *keep);
-    page.entities.push_back(std::move(e));
-  }
-  page.stats.returned = page.entities.size();
+  bool found = false;
+  Status s = engine.GetRow(q.table, plan.point_partition_key, plan.point_row_key, [&](const RowView& row) {
+    found = true;
+    page.stats.examined = 1;
+    Status corrupt;
+    if (filter != nullptr && !Matches(*filter, row, &corrupt)) {
+      return corrupt.ok() ? ReadToEnd(row) : corrupt;
+    }
+    ST_RETURN_IF_ERROR(corrupt);
+    page.stats.returned = 1;
+    return visitor.Visit(row);
+  });
+  // Not found is an empty page; whatever the visitor returns is its own.
+  if (!s.ok() && (found || s.code() != Code::kResourceNotFound)) return s;
   return page;
 }
 
+// Builds the Entity pages of ExecuteQuery.
+class EntityCollector : public RowVisitor {
+ public:
+  EntityCollector(QueryPage* page, const std::vector<std::string>* keep) : page_(page), keep_(keep) {}
+  Status Visit(const RowView& row) override {
+    return RowToEntity(row, &page_->entities.emplace_back(), keep_);
+  }
+
+ private:
+  QueryPage* page_;
+  const std::vector<std::string>* keep_;
+};
+
 }  // namespace
+
+std::optional<std::vector<std::string>> UserSelect(const std::vector<std::string>& select) {
+  if (select.empty()) return std::nullopt;
+  std::vector<std::string> out;
+  for (const auto& s : select) {
+    if (!IsSystemName(s)) out.push_back(s);
+  }
+  return out;
+}
 
 Result<Plan> Explain(const Query& query) {
   ST_RETURN_IF_ERROR(ValidateQuery(query));
@@ -119,12 +131,11 @@ Result<Plan> Explain(const Query& query) {
   return MakePlan(filter->get());
 }
 
-Result<QueryPage> ExecuteQuery(const Engine& engine, const Query& q) {
+Result<VisitedPage> VisitQuery(const Engine& engine, const Query& q, RowVisitor& visitor) {
   ST_RETURN_IF_ERROR(ValidateQuery(q));
   auto parsed = ParseOptional(q.filter);
   if (!parsed.ok()) return parsed.status();
-  const FilterNode* filter = parsed->get();
-  Plan plan = MakePlan(filter);
+  Plan plan = MakePlan(parsed->get());
   if (q.confine) {
     // A point outside the confinement, or a range that misses it, reads
     // nothing (the table must still exist).
@@ -136,43 +147,60 @@ Result<QueryPage> ExecuteQuery(const Engine& engine, const Query& q) {
       plan.kind = PlanKind::kEmpty;
     }
   }
-  const auto select = UserSelect(q.select);
-  const std::vector<std::string>* keep = select ? &*select : nullptr;
-
   if (plan.kind == PlanKind::kEmpty) {
     ST_RETURN_IF_ERROR(engine.GetTable(q.table).status());
-    QueryPage page;
+    VisitedPage page;
     page.stats.plan = plan.kind;
     return page;
   }
-  if (plan.kind == PlanKind::kPoint) return RunPoint(engine, q, plan, filter, keep);
+  if (plan.kind == PlanKind::kPoint) return VisitPoint(engine, q, plan, parsed->get(), visitor);
 
+  // Only what the bounds do not already guarantee is tested per entity.
+  const std::unique_ptr<FilterNode> filter = ResidualFilter(parsed->get(), plan);
   auto view = engine.NewReadView();
   auto cursor = engine.Scan(q.table, plan.bounds, view.get());
   if (!cursor.ok()) return cursor.status();
   RowCursor& cur = **cursor;
   if (q.continuation) cur.Seek(q.continuation->next_partition_key, q.continuation->next_row_key);
 
-  QueryPage page;
+  VisitedPage page;
   page.stats.plan = plan.kind;
-  const size_t limit = static_cast<size_t>(q.top.value_or(kMaxPageSize));
-  // The filter may need properties outside $select, so decode them all and
-  // project after the filter ran.
-  Entity e;
+  const uint64_t limit = static_cast<uint64_t>(q.top.value_or(kMaxPageSize));
   for (; cur.Valid(); cur.Next()) {
-    if (page.entities.size() >= limit || page.stats.examined >= q.max_examined) {
+    if (page.stats.returned >= limit || page.stats.examined >= q.max_examined) {
       page.continuation = Continuation{cur.partition_key(), cur.row_key()};
       break;
     }
     page.stats.examined++;
-    ST_RETURN_IF_ERROR(cur.Read(&e, filter ? nullptr : keep));
-    if (filter && !Matches(*filter, e)) continue;
-    if (filter && keep) Project(&e, *keep);
-    page.entities.push_back(std::move(e));
-    e = Entity();
+    auto row = cur.Row();
+    if (!row.ok()) return row.status();
+    if (filter) {
+      Status corrupt;
+      const bool match = Matches(*filter, *row, &corrupt);
+      ST_RETURN_IF_ERROR(corrupt);
+      // Every examined row is read to its end, as a decode would: a corrupt
+      // row is an error even when the filter rejects it early.
+      if (!match) {
+        ST_RETURN_IF_ERROR(ReadToEnd(*row));
+        continue;
+      }
+    }
+    page.stats.returned++;
+    ST_RETURN_IF_ERROR(visitor.Visit(*row));
   }
   ST_RETURN_IF_ERROR(cur.status());
-  page.stats.returned = page.entities.size();
+  return page;
+}
+
+Result<QueryPage> ExecuteQuery(const Engine& engine, const Query& q) {
+  const auto select = UserSelect(q.select);
+  QueryPage page;
+  page.entities.reserve(static_cast<size_t>(std::clamp(q.top.value_or(kMaxPageSize), 1, kMaxPageSize)));
+  EntityCollector collect(&page, select ? &*select : nullptr);
+  auto visited = VisitQuery(engine, q, collect);
+  if (!visited.ok()) return visited.status();
+  page.continuation = std::move(visited->continuation);
+  page.stats = visited->stats;
   return page;
 }
 
