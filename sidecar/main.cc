@@ -54,11 +54,14 @@ Status WriteReadyFile(const std::string& path, Server& server) {
 // mmapped or trimmed back to the kernel when freed, so every reply touches
 // fresh pages: on this project's VMs those page faults cost several times
 // the query itself (docs/performance.md, issue 17). Keeping blocks up to
-// 32 MiB in the heap, and up to 64 MiB of free heap per arena, makes them
-// reused instead, for ~10 MB more RSS under a query load.
+// 32 MiB in the heap, and up to 16 MiB of free heap per arena, makes them
+// reused instead, for ~10 MB more RSS under a query load. At most 4 arenas
+// (glibc's default is 8 per core), so the free heap kept is bounded:
+// 4 x 16 MiB, a term of the RSS ceiling (docs/operations.md).
 void KeepLargeBlocksInTheHeap() {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+  mallopt(M_TRIM_THRESHOLD, 16 << 20);
+  mallopt(M_ARENA_MAX, 4);
 }
 
 }  // namespace

@@ -131,8 +131,19 @@ void Server::Impl::WorkerLoop(size_t index) {
   live_workers_.fetch_sub(1);
 }
 
-void Server::Impl::FinishJob(Job& job, Code code, const std::string& reply, zmq::socket_t& out,
+zmq::message_t ReplyMessage(std::string& reply) {
+  // Copying a small reply is cheaper than a second allocation freed on
+  // ZeroMQ's I/O thread; a large one (a page of a query or of the change
+  // log) is handed over as it is.
+  if (reply.size() < kZeroCopyReplyBytes) return zmq::message_t(reply.data(), reply.size());
+  auto* owned = new std::string(std::move(reply));
+  return zmq::message_t(
+      owned->data(), owned->size(), [](void*, void* hint) { delete static_cast<std::string*>(hint); }, owned);
+}
+
+void Server::Impl::FinishJob(Job& job, Code code, std::string& reply, zmq::socket_t& out,
                              uint64_t entities) {
+  const size_t reply_bytes = reply.size();
   const uint64_t us = MicrosSince(job.received);
   owner_->metrics_.RecordRequest(job.request.op, code, us);
   if (log_->should_log(spdlog::level::debug)) {
@@ -151,16 +162,18 @@ void Server::Impl::FinishJob(Job& job, Code code, const std::string& reply, zmq:
                job.principal ? job.principal->spec.tenant : std::string(), job.request.caller);
   }
   if (job.principal) {
-    owner_->tenant_metrics_.Record(job.principal->spec.tenant, code, job.wire_bytes, reply.size(), entities);
+    owner_->tenant_metrics_.Record(job.principal->spec.tenant, code, job.wire_bytes, reply_bytes, entities);
     quotas_.Release(job.principal->spec.tenant);
   }
   if (&out == &router_) {
-    SendReply(job.envelope, job.delimiter, reply);
+    router_.send(zmq::buffer(job.envelope), zmq::send_flags::sndmore);
+    if (job.delimiter) router_.send(zmq::message_t(), zmq::send_flags::sndmore);
+    router_.send(ReplyMessage(reply), zmq::send_flags::dontwait);
   } else {
     const char flag = job.delimiter ? 1 : 0;
     out.send(zmq::buffer(job.envelope), zmq::send_flags::sndmore);
     out.send(zmq::buffer(&flag, 1), zmq::send_flags::sndmore);
-    out.send(zmq::buffer(reply), zmq::send_flags::none);
+    out.send(ReplyMessage(reply), zmq::send_flags::none);
   }
   admission_.Release(job.envelope, job.charge);
   in_flight_.fetch_sub(1, std::memory_order_relaxed);

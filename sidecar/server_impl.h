@@ -47,8 +47,13 @@ inline constexpr std::chrono::milliseconds kReplyFlushMargin{500};
 inline constexpr std::chrono::milliseconds kPublisherMinimum{500};
 
 inline constexpr const char* kRepliesEndpoint = "inproc://sidetable-replies";
+// Replies at least this large are handed to ZeroMQ without a copy.
+inline constexpr size_t kZeroCopyReplyBytes = 64 << 10;
 
 uint64_t MicrosSince(std::chrono::steady_clock::time_point since);
+// A reply frame: a copy of a small reply, or a large one moved into the
+// message (ZeroMQ frees it once sent).
+zmq::message_t ReplyMessage(std::string& reply);
 std::string PeerId(std::string_view identity);
 // zmq_poll that treats a signal (EINTR) as "nothing ready".
 int Poll(zmq::pollitem_t* items, int n, int timeout_ms);
@@ -86,7 +91,8 @@ class Server::Impl {
   // Sends a worker's (or the timer's) reply through its PUSH socket, or
   // the frontend's straight to the client when `out` is router_, and gives
   // back what the job held.
-  void FinishJob(Job& job, Code code, const std::string& reply, zmq::socket_t& out, uint64_t entities = 0);
+  // `reply` may be moved from (ReplyMessage).
+  void FinishJob(Job& job, Code code, std::string& reply, zmq::socket_t& out, uint64_t entities = 0);
   void FinishWithError(Job& job, const Status& s, zmq::socket_t& out);
   // Answers an executed request: at once, or (a write not yet durable in
   // fsync durability) through the acknowledger once its LSN is.
