@@ -62,7 +62,8 @@ TEST_F(SidecarTest, PipelinedRepliesComeBackOutOfOrderAndMatch) {
 class TinyQueueTest : public SidecarTest {
  protected:
   std::vector<std::string> ServerArgs() override {
-    return {"--durability", "fsync", "--workers", "1", "--queue-depth", "1"};
+    // Every request through the one queue (none on the frontend).
+    return {"--durability", "fsync", "--workers", "1", "--queue-depth", "1", "--inline-max-bytes", "0"};
   }
 };
 
