@@ -34,6 +34,10 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
+# Debian's python3 has python3-zmq (scripts/install-deps.sh); another python3
+# first on PATH may not.
+PYTHON=/usr/bin/python3
+[[ -x "$PYTHON" ]] || PYTHON=python3
 SIDETABLE="$BUILD/sidecar/sidetable"
 LOADGEN="$BUILD/bench/loadgen/sidetable-loadgen"
 ECHO="$BUILD/bench/loadgen/sidetable-zmq-echo"
@@ -111,6 +115,12 @@ lg() {  # label, loadgen flags...
 run_sidetable() {  # repeat, durability
   local r="$1" d="$2" t="st-$2"
   start_sidetable "$d" "$r"
+  if [[ "$d" == os ]]; then
+    # Memory per idle connection, on the fresh process (after a load, freed
+    # heap absorbs it and RSS does not move): 1,000 connections, one Ping each.
+    "$PYTHON" "$HERE/../loadgen/idle_connections.py" --endpoint "$ST_EP" --pid "$ST_PID" \
+      --connections 1000 --label "st-idle-conn-$r" --json "$RESULTS" | tee -a "$LOG"
+  fi
   # The sidecar's 32 in flight: 1 connection x 32, like the one Node process for Azurite
   # (2 x 16 and 4 x 8 measured slower on 2 cores: more client threads compete with the server).
   lg "$t-insert-$r" --table ins --mix insert=100 --connections 1 --depth 32 --partitions 1000 \
@@ -133,9 +143,6 @@ run_sidetable() {  # repeat, durability
        --duration 3 --warmup 0.5
     echo_strict "echo-strict-b-$r"
     stop_echo
-    # Memory per idle connection: 1,000 connections that each sent one Ping.
-    python3 "$HERE/../loadgen/idle_connections.py" --endpoint "$ST_EP" --pid "$ST_PID" \
-      --connections 1000 --label "st-idle-conn-$r" --json "$RESULTS" | tee -a "$LOG"
   fi
   stop_sidetable
 }

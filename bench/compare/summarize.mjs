@@ -103,7 +103,7 @@ for (const [name, k, f, unit] of [
   ["sidecar RSS after the point reads, peak", "st-os-get", "server_rss_peak_kb", "MB"],
   ["sidecar RSS after the EGTs (os), peak", "st-os-egt", "server_rss_peak_kb", "MB"],
   ["sidecar RSS after the queries, peak", "st-os-query", "server_rss_peak_kb", "MB"],
-  ["per idle connection (1,000 connections, one Ping each)", "st-idle-conn", "kb_per_connection", "KB"],
+  ["per idle connection (1,000 connections, one Ping each, fresh process)", "st-idle-conn", "kb_per_connection", "KB"],
 ]) {
   if (!has(k)) continue;
   const x = med(k, f);
