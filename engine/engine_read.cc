@@ -78,19 +78,25 @@ class Cursor : public RowCursor {
 
 }  // namespace
 
-Result<Entity> Engine::Impl::Get(std::string_view table, std::string_view pk,
-                                 std::string_view rk,
-                                 const std::vector<std::string>* select) const {
+Status Engine::Impl::ReadStoredRow(std::string_view table, std::string_view pk, std::string_view rk,
+                                   rocksdb::PinnableSlice* value) const {
   auto t = FindTable(table);
   if (!t) return Status(Code::kTableNotFound, "table '" + std::string(table) + "' not found");
-  rocksdb::PinnableSlice value;
   rocksdb::Status s =
-      db_->Get(rocksdb::ReadOptions(), entities_cf_, codec::EntityKey(t->info.id, pk, rk), &value);
+      db_->Get(rocksdb::ReadOptions(), entities_cf_, codec::EntityKey(t->info.id, pk, rk), value);
   if (s.IsNotFound()) {
     return Status(Code::kResourceNotFound,
                   "entity (" + std::string(pk) + ", " + std::string(rk) + ") does not exist");
   }
   if (!s.ok()) return Status(Code::kInternal, "read: " + s.ToString());
+  return Status::OK();
+}
+
+Result<Entity> Engine::Impl::Get(std::string_view table, std::string_view pk,
+                                 std::string_view rk,
+                                 const std::vector<std::string>* select) const {
+  rocksdb::PinnableSlice value;
+  ST_RETURN_IF_ERROR(ReadStoredRow(table, pk, rk, &value));
   Entity e;
   e.partition_key = std::string(pk);
   e.row_key = std::string(rk);
@@ -100,16 +106,8 @@ Result<Entity> Engine::Impl::Get(std::string_view table, std::string_view pk,
 
 Status Engine::Impl::GetRow(std::string_view table, std::string_view pk, std::string_view rk,
                             const std::function<Status(const RowView&)>& fn) const {
-  auto t = FindTable(table);
-  if (!t) return Status(Code::kTableNotFound, "table '" + std::string(table) + "' not found");
   rocksdb::PinnableSlice value;
-  rocksdb::Status s =
-      db_->Get(rocksdb::ReadOptions(), entities_cf_, codec::EntityKey(t->info.id, pk, rk), &value);
-  if (s.IsNotFound()) {
-    return Status(Code::kResourceNotFound,
-                  "entity (" + std::string(pk) + ", " + std::string(rk) + ") does not exist");
-  }
-  if (!s.ok()) return Status(Code::kInternal, "read: " + s.ToString());
+  ST_RETURN_IF_ERROR(ReadStoredRow(table, pk, rk, &value));
   auto row = RowView::Parse(pk, rk, value.ToStringView());
   if (!row.ok()) return row.status();
   return fn(*row);

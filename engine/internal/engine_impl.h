@@ -70,6 +70,9 @@ class Engine::Impl {
                      const std::vector<std::string>* select) const;
   Status GetRow(std::string_view table, std::string_view pk, std::string_view rk,
                 const std::function<Status(const RowView&)>& fn) const;
+  // The stored row of (pk, rk), or TableNotFound / ResourceNotFound.
+  Status ReadStoredRow(std::string_view table, std::string_view pk, std::string_view rk,
+                       rocksdb::PinnableSlice* value) const;
   std::unique_ptr<ReadView> NewReadView() const;
   Result<std::unique_ptr<RowCursor>> Scan(std::string_view table, const ScanBounds& bounds,
                                           const ReadView* view) const;

@@ -11,11 +11,13 @@
 #include "engine/internal/codec.h"
 #include "protocol/msgpack.h"
 #include "protocol/wire.h"
+#include "testing/change_records.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 namespace sidetable::wire {
 namespace {
+using ::sidetable::testing::ExpectSameChanges;
 
 Entity Image(const std::string& rk, int n) {
   Entity e;
@@ -73,39 +75,6 @@ std::string RawReply(const std::vector<std::string>& stored, uint64_t first, uin
   return body.substr(3);
 }
 
-void ExpectSame(const ChangeBatch& a, const ChangeBatch& b) {
-  EXPECT_EQ(a.first_available_lsn, b.first_available_lsn);
-  EXPECT_EQ(a.last_lsn, b.last_lsn);
-  ASSERT_EQ(a.records.size(), b.records.size());
-  for (size_t i = 0; i < a.records.size(); i++) {
-    const ChangeRecord &x = a.records[i], &y = b.records[i];
-    EXPECT_EQ(x.lsn, y.lsn);
-    EXPECT_EQ(x.kind, y.kind);
-    EXPECT_EQ(x.commit_time, y.commit_time);
-    EXPECT_EQ(x.table, y.table);
-    EXPECT_EQ(x.table_id, y.table_id);
-    EXPECT_EQ(x.partition_key, y.partition_key);
-    EXPECT_EQ(x.caller, y.caller);
-    EXPECT_EQ(x.client_request_id, y.client_request_id);
-    EXPECT_EQ(x.target_table, y.target_table);
-    ASSERT_EQ(x.ops.size(), y.ops.size());
-    for (size_t k = 0; k < x.ops.size(); k++) {
-      EXPECT_EQ(x.ops[k].row_key, y.ops[k].row_key);
-      EXPECT_EQ(x.ops[k].kind, y.ops[k].kind);
-      EXPECT_EQ(x.ops[k].version, y.ops[k].version);
-      EXPECT_EQ(x.ops[k].etag, y.ops[k].etag);
-      for (auto [e, f] : {std::pair{&x.ops[k].before, &y.ops[k].before}, std::pair{&x.ops[k].after, &y.ops[k].after}}) {
-        ASSERT_EQ(e->has_value(), f->has_value());
-        if (!e->has_value()) continue;
-        EXPECT_EQ((*e)->partition_key, (*f)->partition_key);
-        EXPECT_EQ((*e)->row_key, (*f)->row_key);
-        EXPECT_EQ((*e)->timestamp, (*f)->timestamp);
-        EXPECT_EQ((*e)->etag, (*f)->etag);
-        EXPECT_EQ((*e)->properties, (*f)->properties);
-      }
-    }
-  }
-}
 
 struct Page {
   std::vector<std::string> stored;
@@ -164,8 +133,8 @@ TEST(ChangePage, RawRepliesDecodeAsTheMessagePackFormOfTheSameRecords) {
   EncodeChanges(p.batch, &packed);
   ChangeBatch from_packed;
   ASSERT_TRUE(DecodeChanges(packed, &from_packed).ok());
-  ExpectSame(from_raw, from_packed);
-  ExpectSame(from_raw, p.batch);
+  ExpectSameChanges(from_raw, from_packed);
+  ExpectSameChanges(from_raw, p.batch);
   EXPECT_EQ(from_raw.records[2].target_table, "Archive");
   EXPECT_EQ(from_raw.records[1].client_request_id, "");
   EXPECT_EQ(from_raw.records[0].client_request_id, "req-7");
@@ -186,7 +155,7 @@ TEST(ChangePage, RawRepliesDecodeAsTheMessagePackFormOfTheSameRecords) {
   const std::string big_raw = RawReply(many, 1, 300);
   ASSERT_GT(big_raw.size(), 65536u);
   ASSERT_TRUE(DecodeChanges(big_raw, &big).ok());
-  ExpectSame(big, want);
+  ExpectSameChanges(big, want);
 }
 
 TEST(ChangePage, TruncatedOrCorruptPagesFailWithAClearError) {

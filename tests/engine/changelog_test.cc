@@ -3,6 +3,7 @@
 #include <random>
 
 #include "tests/engine/engine_fixture.h"
+#include "testing/change_records.h"
 
 namespace sidetable {
 namespace {
@@ -202,25 +203,7 @@ TEST_F(ChangelogTest, RawPagesDecodeToTheSameRecords) {
         EXPECT_EQ(raw->last_lsn, want->last_lsn);
         std::vector<ChangeRecord> got;
         ASSERT_TRUE(DecodeChangePage(std::string_view(page).substr(6), &got, raw->records).ok());
-        ASSERT_EQ(got.size(), want->records.size());
-        for (size_t i = 0; i < got.size(); i++) {
-          const ChangeRecord &g = got[i], &w = want->records[i];
-          EXPECT_EQ(g.lsn, w.lsn);
-          EXPECT_EQ(g.kind, w.kind);
-          EXPECT_EQ(g.commit_time, w.commit_time);
-          EXPECT_EQ(g.table, w.table);
-          EXPECT_EQ(g.partition_key, w.partition_key);
-          EXPECT_EQ(g.client_request_id, w.client_request_id);
-          ASSERT_EQ(g.ops.size(), w.ops.size());
-          for (size_t k = 0; k < g.ops.size(); k++) {
-            EXPECT_EQ(g.ops[k].row_key, w.ops[k].row_key);
-            EXPECT_EQ(g.ops[k].version, w.ops[k].version);
-            EXPECT_EQ(g.ops[k].etag, w.ops[k].etag);
-            EXPECT_EQ(g.ops[k].before.has_value(), w.ops[k].before.has_value());
-            EXPECT_EQ(g.ops[k].after.has_value(), w.ops[k].after.has_value());
-            if (g.ops[k].after) EXPECT_EQ(g.ops[k].after->properties, w.ops[k].after->properties);
-          }
-        }
+        ::sidetable::testing::ExpectSameRecords(got, want->records);
       }
     }
   }
