@@ -34,6 +34,7 @@
 #include "engine/edm.h"
 #include "engine/status.h"
 #include "protocol/wire.h"
+#include "testing/proc_stats.h"
 
 namespace sidetable::loadgen {
 namespace {
@@ -433,25 +434,11 @@ struct ProcSample {
 
 ProcSample SampleProc(int pid) {
   ProcSample out;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  // Fields after the command name (which may hold spaces, so after its ')').
-  const auto close = text.rfind(')');
-  if (close == std::string::npos) return out;
-  std::istringstream rest(text.substr(close + 2));
-  std::string field;
-  unsigned long long utime = 0, stime = 0;
-  for (int i = 3; i <= 15 && rest >> field; i++) {
-    if (i == 14) utime = std::stoull(field);
-    if (i == 15) stime = std::stoull(field);
-  }
-  out.cpu_us = static_cast<double>(utime + stime) * 1e6 / static_cast<double>(sysconf(_SC_CLK_TCK));
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) out.rss_kb = std::stoull(line.substr(6));
-    if (line.rfind("VmHWM:", 0) == 0) out.hwm_kb = std::stoull(line.substr(6));
-  }
+  const double cpu = testing::ProcessCpuSeconds(pid);
+  if (cpu < 0) return out;
+  out.cpu_us = cpu * 1e6;
+  out.rss_kb = testing::ProcStatusBytes(pid, "VmRSS") / 1024;
+  out.hwm_kb = testing::ProcStatusBytes(pid, "VmHWM") / 1024;
   out.ok = true;
   return out;
 }

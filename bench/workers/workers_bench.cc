@@ -65,6 +65,7 @@
 #include "engine/edm.h"
 #include "patterns/index_table/index_keys.h"
 #include "patterns/index_table/index_table.h"
+#include "testing/proc_stats.h"
 #include "testing/sidecar_process.h"
 #include "testing/worker_process.h"
 
@@ -79,6 +80,7 @@ using bench::Hostname;
 using bench::Median;
 using bench::WithCommas;
 using kafka::EmbeddedKafka;
+using testing::ProcessCpuSeconds;
 
 constexpr const char* kSidecarId = "wbench";
 constexpr const char* kTopic = "sidetable.wbench.changes";  // the sidecar's default topic template
@@ -123,21 +125,6 @@ Clock::duration Dur(double seconds) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
-// CPU seconds (user + system) of a process, from /proc; -1 if it is gone.
-double CpuSeconds(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  const size_t close = text.rfind(')');
-  if (close == std::string::npos) return -1;
-  std::istringstream rest(text.substr(close + 2));
-  std::string field;
-  double utime = 0, stime = 0;
-  for (int i = 3; i <= 15 && rest >> field; i++) {
-    if (i == 14) utime = std::atof(field.c_str());
-    if (i == 15) stime = std::atof(field.c_str());
-  }
-  return (utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
-}
 
 struct Config {
   std::string sidetable = SIDETABLE_DEFAULT_BIN;
@@ -351,7 +338,7 @@ class Env {
   }
   double WorkersCpu() const {
     double s = 0;
-    for (pid_t p : worker_pids_) s += std::max(0.0, CpuSeconds(p));
+    for (pid_t p : worker_pids_) s += std::max(0.0, ProcessCpuSeconds(p));
     return s;
   }
   double SumMetric(const char* name) const {
@@ -450,7 +437,7 @@ class Env {
     uint64_t inflight = 0, scheduled = 0;
     const uint64_t max_lag = std::max<uint64_t>(cfg_.window, static_cast<uint64_t>(rate * 0.1));
     const double applied0 = measured ? SumApplied() : -1;
-    const double cpu_s0 = CpuSeconds(server_->pid()), cpu_w0 = WorkersCpu(), cpu_b0 = CpuSeconds(::getpid());
+    const double cpu_s0 = ProcessCpuSeconds(server_->pid()), cpu_w0 = WorkersCpu(), cpu_b0 = ProcessCpuSeconds(::getpid());
     const uint64_t gets0 = poller_->gets();
     if (ryw_ && sampled) ryw_->SetPhase(phase);
     const auto start = Clock::now();
@@ -520,9 +507,9 @@ class Env {
     if (ryw_) ryw_->SetPhase(-1);
     const double secs = Sec(stop_at - start);
     const double applied1 = measured ? SumApplied() : -1;
-    r.cpu_sidecar = 100 * (CpuSeconds(server_->pid()) - cpu_s0) / secs;
+    r.cpu_sidecar = 100 * (ProcessCpuSeconds(server_->pid()) - cpu_s0) / secs;
     r.cpu_workers = 100 * (WorkersCpu() - cpu_w0) / secs;
-    r.cpu_bench = 100 * (CpuSeconds(::getpid()) - cpu_b0) / secs;
+    r.cpu_bench = 100 * (ProcessCpuSeconds(::getpid()) - cpu_b0) / secs;
     r.gets_per_s = static_cast<double>(poller_->gets() - gets0) / secs;
     const auto drain_limit = Clock::now() + std::chrono::seconds(20);
     while (inflight > 0 && Clock::now() < drain_limit) client_->Poll(std::chrono::milliseconds(20));
@@ -639,8 +626,8 @@ class Env {
       const auto now = Clock::now();
       if (events > 0 && first == Clock::time_point{}) {
         first = now;
-        cpu_s0 = CpuSeconds(server_->pid());
-        cpu_b0 = CpuSeconds(::getpid());
+        cpu_s0 = ProcessCpuSeconds(server_->pid());
+        cpu_b0 = ProcessCpuSeconds(::getpid());
         cpu_w0 = WorkersCpu();
       }
       // Near the end (redeliveries only add to the counter): the last entries.
@@ -658,8 +645,8 @@ class Env {
         for (const auto& pk : found) last.erase(pk);
         if (last.empty()) {
           done = at;
-          cpu_s1 = CpuSeconds(server_->pid());
-          cpu_b1 = CpuSeconds(::getpid());
+          cpu_s1 = ProcessCpuSeconds(server_->pid());
+          cpu_b1 = ProcessCpuSeconds(::getpid());
           cpu_w1 = WorkersCpu();
           for (const auto& p : procs_) {
             std::vector<double> v;
@@ -777,7 +764,7 @@ class Env {
              Clock::now() < limit && !g_stop)
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    const double cpu_s0 = CpuSeconds(server_->pid()), cpu_w0 = WorkersCpu(), cpu_b0 = CpuSeconds(::getpid());
+    const double cpu_s0 = ProcessCpuSeconds(server_->pid()), cpu_w0 = WorkersCpu(), cpu_b0 = ProcessCpuSeconds(::getpid());
     const auto t0 = Clock::now();
     for (size_t p = 0; p < rks.size() && !g_stop; p++) {
       char pk[16];
@@ -807,9 +794,9 @@ class Env {
     }
     if (r.done_s > 0) {
       r.moved_per_s = static_cast<double>(r.entities) / r.done_s;
-      r.cpu_sidecar = 100 * (CpuSeconds(server_->pid()) - cpu_s0) / r.done_s;
+      r.cpu_sidecar = 100 * (ProcessCpuSeconds(server_->pid()) - cpu_s0) / r.done_s;
       r.cpu_workers = 100 * (WorkersCpu() - cpu_w0) / r.done_s;
-      r.cpu_bench = 100 * (CpuSeconds(::getpid()) - cpu_b0) / r.done_s;
+      r.cpu_bench = 100 * (ProcessCpuSeconds(::getpid()) - cpu_b0) / r.done_s;
     } else {
       std::fprintf(stderr, "  archive: %s not empty 120 s after the first request\n", kOrders);
     }

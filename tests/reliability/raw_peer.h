@@ -13,25 +13,11 @@
 #include <zmq.hpp>
 
 #include "protocol/wire.h"
+#include "testing/proc_stats.h"
 
 namespace sidetable::testing {
 
 using Clock = std::chrono::steady_clock;
-
-// "VmRSS" or "VmHWM" of a process, in bytes (0 if unreadable).
-inline uint64_t ProcStatusBytes(pid_t pid, const std::string& field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string key;
-  uint64_t kb = 0;
-  while (in >> key) {
-    if (key == field + ":") {
-      in >> kb;
-      return kb * 1024;
-    }
-    std::getline(in, key);
-  }
-  return 0;
-}
 
 // An EGT of `entities` inserts into one partition, each with `props`
 // String properties of `value_bytes` ASCII characters.
