@@ -47,9 +47,13 @@ bool Server::Impl::RunsInline(const wire::Request& r, size_t wire_bytes) const {
 }
 
 void Server::Impl::SendReply(const std::string& identity, bool delimiter, const std::string& frame) {
+  SendReply(identity, delimiter, zmq::message_t(frame.data(), frame.size()));
+}
+
+void Server::Impl::SendReply(const std::string& identity, bool delimiter, zmq::message_t&& frame) {
   router_.send(zmq::buffer(identity), zmq::send_flags::sndmore);
   if (delimiter) router_.send(zmq::message_t(), zmq::send_flags::sndmore);
-  router_.send(zmq::buffer(frame), zmq::send_flags::dontwait);
+  router_.send(frame, zmq::send_flags::dontwait);
 }
 
 void Server::Impl::AnswerBusy(const wire::Header& header, const std::string& identity,

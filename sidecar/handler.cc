@@ -281,7 +281,10 @@ Code Handler::Handle(const wire::Request& r, const token::Token* principal, std:
   if (await_lsn != nullptr) *await_lsn = 0;
   Status s = Run(r, principal, out, &http, &counted, await_lsn);
   if (entities != nullptr) *entities = counted;
-  if (s.ok() && publisher_ != nullptr &&
+  // A write still waiting for its fsync is not in the change log yet: the
+  // acknowledger wakes the publisher once it is (durable_acks.cc).
+  const bool readable = await_lsn == nullptr || *await_lsn <= engine_->durable_lsn();
+  if (s.ok() && publisher_ != nullptr && readable &&
       (r.op == wire::Op::kWrite || r.op == wire::Op::kCreateTable || r.op == wire::Op::kWriteMany ||
        r.op == wire::Op::kDeleteTable || r.op == wire::Op::kRequestArchive)) {
     publisher_->Notify();

@@ -166,9 +166,7 @@ void Server::Impl::FinishJob(Job& job, Code code, std::string& reply, zmq::socke
     quotas_.Release(job.principal->spec.tenant);
   }
   if (&out == &router_) {
-    router_.send(zmq::buffer(job.envelope), zmq::send_flags::sndmore);
-    if (job.delimiter) router_.send(zmq::message_t(), zmq::send_flags::sndmore);
-    router_.send(ReplyMessage(reply), zmq::send_flags::dontwait);
+    SendReply(job.envelope, job.delimiter, ReplyMessage(reply));
   } else {
     const char flag = job.delimiter ? 1 : 0;
     out.send(zmq::buffer(job.envelope), zmq::send_flags::sndmore);

@@ -76,6 +76,7 @@ class Server::Impl {
   void OnRequest();
   void ForwardReplies();
   void SendReply(const std::string& identity, bool delimiter, const std::string& frame);
+  void SendReply(const std::string& identity, bool delimiter, zmq::message_t&& frame);
   void AnswerBusy(const wire::Header& header, const std::string& identity, bool delimiter,
                   BusyReason why, std::chrono::steady_clock::time_point received);
   size_t WorkerFor(const wire::Request& r);
