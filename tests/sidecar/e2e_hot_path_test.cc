@@ -7,6 +7,9 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 
@@ -138,6 +141,51 @@ TEST_F(FsyncHotPathTest, AcknowledgedWritesAreDurableAndInOrder) {
               static_cast<unsigned long long>(syncs));
   EXPECT_GE(syncs, 1u);
   EXPECT_LE(syncs, commits);
+}
+
+// The GLIBC_TUNABLES a running process started with ("" if none).
+std::string TunablesOf(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/environ");
+  std::string env((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string key = "GLIBC_TUNABLES=";
+  for (size_t at = 0; at < env.size();) {
+    const size_t end = env.find('\0', at);
+    const std::string var = env.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    if (var.rfind(key, 0) == 0) return var.substr(key.size());
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  return "";
+}
+
+// sidecar/main.cc execs itself once with glibc's huge-page heap on, in the
+// same PID (the one that wrote the ready file and serves), keeping tunables
+// already set; SIDETABLE_HUGEPAGES=0 leaves the environment as it was.
+TEST_F(HotPathTest, TheHeapIsOnHugePagesUnlessTurnedOff) {
+  ASSERT_EQ(std::getenv("SIDETABLE_HUGEPAGES"), nullptr) << "the test's own environment turns it off";
+  ASSERT_EQ(std::getenv("GLIBC_TUNABLES"), nullptr);
+  EXPECT_EQ(TunablesOf(server_->pid()), "glibc.malloc.hugetlb=1");
+  ASSERT_TRUE(client_->Ping().ok());
+
+  ::setenv("GLIBC_TUNABLES", "glibc.malloc.tcache_count=8", 1);
+  {
+    SidecarProcess kept(SIDETABLE_BIN, dir_.Sub("kept"), {"--durability", "os"});
+    ASSERT_TRUE(kept.Start()) << kept.Log();
+    // The caller's tunable is kept (glibc 2.36 rewrites the variable in
+    // place when it parses it, so /proc shows only its first entry; both
+    // apply, as `ld.so --list-tunables` shows).
+    EXPECT_EQ(TunablesOf(kept.pid()), "glibc.malloc.tcache_count=8");
+    EXPECT_EQ(kept.Stop(), 0);
+  }
+  ::unsetenv("GLIBC_TUNABLES");
+  ::setenv("SIDETABLE_HUGEPAGES", "0", 1);
+  {
+    SidecarProcess off(SIDETABLE_BIN, dir_.Sub("off"), {"--durability", "os"});
+    ASSERT_TRUE(off.Start()) << off.Log();
+    EXPECT_EQ(TunablesOf(off.pid()), "");
+    EXPECT_EQ(off.Stop(), 0);
+  }
+  ::unsetenv("SIDETABLE_HUGEPAGES");
 }
 
 }  // namespace
