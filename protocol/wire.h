@@ -203,6 +203,24 @@ void EncodeWrite(const WriteResult& r, std::string* out);
 // `select`: the Get's $select (null or empty: the whole entity).
 void EncodeEntityReply(const Entity& e, std::string* out, const std::vector<std::string>* select = nullptr);
 void EncodeQuery(const QueryReply& r, std::string* out);
+// One entity written straight from its stored row with a $select applied:
+// the bytes WriteEntity / WriteSelectedEntity write for the decoded entity.
+// Built once per request (it resolves $select), then Write() per row.
+class RowEncoder {
+ public:
+  explicit RowEncoder(const std::vector<std::string>& select);  // kept by reference
+  // A corrupt row is kInternal, with *out left unusable.
+  Status Write(const RowView& row, std::string* out);
+
+ private:
+  const std::vector<std::string>& select_;
+  bool pk_ = true, rk_ = true, ts_ = true;   // system fields written
+  std::vector<std::string_view> user_;       // selected user names, each once, in $select order
+  std::vector<uint8_t> found_;               // per user_ name: in the current row
+};
+// The Get reply {"entity": row} from the stored row: the bytes
+// EncodeEntityReply writes for the decoded entity and the same $select.
+Status EncodeRowReply(const RowView& row, const std::vector<std::string>& select, std::string* out);
 // The Query reply written straight from stored rows, one Add() per entity
 // (the sidecar's page, no Entity built): the same bytes EncodeQuery writes
 // for the same entities and $select. Appends to *out from construction on;
@@ -219,10 +237,7 @@ class QueryReplyWriter {
 
  private:
   std::string* out_;
-  const std::vector<std::string>& select_;
-  bool pk_ = true, rk_ = true, ts_ = true;   // system fields written
-  std::vector<std::string_view> user_;       // selected user names, each once, in $select order
-  std::vector<uint8_t> found_;               // per user_ name: in the current row
+  RowEncoder row_;
   size_t map_at_ = 0, array_at_ = 0;
   uint32_t count_ = 0;
 };

@@ -355,29 +355,20 @@ void EncodeQuery(const QueryReply& r, std::string* out) {
   w.Uint(r.examined);
 }
 
-QueryReplyWriter::QueryReplyWriter(std::string* out, const std::vector<std::string>& select)
-    : out_(out), select_(select) {
-  if (!select.empty()) {
-    pk_ = rk_ = ts_ = false;
-    for (const std::string& name : select) {
-      if (name == "PartitionKey") pk_ = true;
-      else if (name == "RowKey") rk_ = true;
-      else if (name == "Timestamp") ts_ = true;
-      else if (std::find(user_.begin(), user_.end(), name) == user_.end()) user_.push_back(name);
-    }
-    found_.resize(user_.size());
+RowEncoder::RowEncoder(const std::vector<std::string>& select) : select_(select) {
+  if (select.empty()) return;
+  pk_ = rk_ = ts_ = false;
+  for (const std::string& name : select) {
+    if (name == "PartitionKey") pk_ = true;
+    else if (name == "RowKey") rk_ = true;
+    else if (name == "Timestamp") ts_ = true;
+    else if (std::find(user_.begin(), user_.end(), name) == user_.end()) user_.push_back(name);
   }
-  // The body map's size (3, or 5 with a continuation) and the array's are
-  // known at Finish(): room is kept for both and patched then.
-  map_at_ = out_->size();
-  out_->push_back('\x83');
-  msgpack::Writer(out_).Str("entities");
-  array_at_ = out_->size();
-  out_->append(3, '\0');
+  found_.resize(user_.size());
 }
 
-Status QueryReplyWriter::Add(const RowView& row) {
-  msgpack::Writer w(out_);
+Status RowEncoder::Write(const RowView& row, std::string* out) {
+  msgpack::Writer w(out);
   // The fields of WriteEntityMap, in its order: pk, rk, ts, etag, props.
   w.MapHeader(2 + pk_ + rk_ + ts_);
   if (pk_) {
@@ -406,36 +397,58 @@ Status QueryReplyWriter::Add(const RowView& row) {
       w.Str(p.name);
       codec::WriteTypedValue(w, p);
     }
-    ST_RETURN_IF_ERROR(r.status());
-  } else {
-    // The selected properties the row has, in stored order, then a nil for
-    // each selected one it lacks, in $select order (WriteSelectedEntity).
-    std::fill(found_.begin(), found_.end(), 0);
-    uint32_t present = 0;
-    PropertyReader names(row);
-    while (names.Next(&p)) {
-      auto it = std::find(user_.begin(), user_.end(), p.name);
-      if (it != user_.end() && !found_[it - user_.begin()]) {
-        found_[it - user_.begin()] = 1;
-        present++;
-      }
-    }
-    ST_RETURN_IF_ERROR(names.status());
-    w.MapHeader(static_cast<uint32_t>(user_.size()));
-    if (present > 0) {
-      PropertyReader r(row);
-      while (r.Next(&p)) {
-        if (std::find(user_.begin(), user_.end(), p.name) == user_.end()) continue;
-        w.Str(p.name);
-        codec::WriteTypedValue(w, p);
-      }
-    }
-    for (size_t i = 0; i < user_.size(); i++) {
-      if (found_[i]) continue;
-      w.Str(user_[i]);
-      w.Nil();
+    return r.status();
+  }
+  // The selected properties the row has, in stored order, then a nil for
+  // each selected one it lacks, in $select order (WriteSelectedEntity).
+  std::fill(found_.begin(), found_.end(), 0);
+  uint32_t present = 0;
+  PropertyReader names(row);
+  while (names.Next(&p)) {
+    auto it = std::find(user_.begin(), user_.end(), p.name);
+    if (it != user_.end() && !found_[it - user_.begin()]) {
+      found_[it - user_.begin()] = 1;
+      present++;
     }
   }
+  ST_RETURN_IF_ERROR(names.status());
+  w.MapHeader(static_cast<uint32_t>(user_.size()));
+  if (present > 0) {
+    PropertyReader r(row);
+    while (r.Next(&p)) {
+      if (std::find(user_.begin(), user_.end(), p.name) == user_.end()) continue;
+      w.Str(p.name);
+      codec::WriteTypedValue(w, p);
+    }
+  }
+  for (size_t i = 0; i < user_.size(); i++) {
+    if (found_[i]) continue;
+    w.Str(user_[i]);
+    w.Nil();
+  }
+  return Status::OK();
+}
+
+Status EncodeRowReply(const RowView& row, const std::vector<std::string>& select, std::string* out) {
+  out->push_back('\x81');  // {"entity": ...}
+  msgpack::Writer(out).Str("entity");
+  RowEncoder encoder(select);
+  return encoder.Write(row, out);
+}
+
+QueryReplyWriter::QueryReplyWriter(std::string* out, const std::vector<std::string>& select)
+    : out_(out), row_(select) {
+  // The body map's size (3, or 5 with a continuation) and the array's are
+  // known at Finish(): room is kept for both and patched then.
+  map_at_ = out_->size();
+  out_->push_back('\x83');
+  msgpack::Writer(out_).Str("entities");
+  array_at_ = out_->size();
+  out_->append(3, '\0');
+}
+
+Status QueryReplyWriter::Add(const RowView& row) {
+  ST_RETURN_IF_ERROR(row_.Write(row, out_));
   count_++;
   return Status::OK();
 }

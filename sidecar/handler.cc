@@ -154,10 +154,11 @@ Status Handler::Run(const wire::Request& r, const token::Token* principal, std::
       return Status::OK();
     }
     case Op::kGet: {
-      auto e = engine_->Get(r.table, r.pk, r.rk, r.select.empty() ? nullptr : &r.select);
-      if (!e.ok()) return e.status();
+      // From the stored bytes straight into the reply: no Entity.
+      ST_RETURN_IF_ERROR(engine_->GetRow(r.table, r.pk, r.rk, [&](const RowView& row) {
+        return wire::EncodeRowReply(row, r.select, body);
+      }));
       *entities = 1;
-      wire::EncodeEntityReply(*e, body, &r.select);
       return Status::OK();
     }
     case Op::kQuery: {

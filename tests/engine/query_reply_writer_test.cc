@@ -1,7 +1,9 @@
 // QueryReplyWriter: a Query reply written straight from stored rows must be
 // byte for byte what EncodeQuery writes for the decoded entities, for whole
 // entities and every shape of $select, around the array-size encodings; and a
-// corrupt row must be an Internal error, never a crash.
+// corrupt row must be an Internal error, never a crash. The Get reply written
+// from the stored row (EncodeRowReply) is held to the same standard against
+// EncodeEntityReply.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -158,6 +160,42 @@ TEST(QueryReplyWriter, ACorruptRowIsAnInternalError) {
       const Code want = codec::DecodeRow(b, &e).code();
       EXPECT_EQ(w.Add(*view).code(), want) << "bytes #" << i;
     }
+  }
+}
+
+// A Get's reply from the stored row against EncodeEntityReply of the entity
+// the engine's Get decodes with the same $select.
+TEST(RowReply, SameBytesAsEncodeEntityReply) {
+  const std::vector<Stored> rows = Rows(8);
+  const std::vector<std::vector<std::string>> selects = {
+      {}, {"s"}, {"absent"}, {"s", "absent", "s", "i"}, {"RowKey", "Timestamp"}, {"PartitionKey", "m", "l"}};
+  for (const Stored& s : rows) {
+    for (const auto& select : selects) {
+      Entity e;
+      e.partition_key = s.entity.partition_key;
+      e.row_key = s.entity.row_key;
+      ASSERT_TRUE(codec::DecodeRow(s.row, &e, select.empty() ? nullptr : &select).ok());
+      std::string want;
+      EncodeEntityReply(e, &want, &select);
+      auto view = RowView::Parse(s.entity.partition_key, s.entity.row_key, s.row);
+      ASSERT_TRUE(view.ok());
+      std::string got = "hdr";
+      ASSERT_TRUE(EncodeRowReply(*view, select, &got).ok());
+      EXPECT_EQ(got.substr(3), want) << s.entity.row_key << ", " << select.size() << " selected";
+      Entity back;
+      ASSERT_TRUE(DecodeEntityReply(got.substr(3), &back).ok());
+      EXPECT_EQ(back.etag, s.entity.etag);
+    }
+  }
+}
+
+TEST(RowReply, ACorruptRowIsAnInternalError) {
+  const std::vector<Stored> rows = Rows(2);
+  for (size_t n = 0; n < rows[1].row.size(); n++) {
+    auto view = RowView::Parse("pk", "rk", rows[1].row.substr(0, n));
+    if (!view.ok()) continue;
+    std::string out;
+    EXPECT_EQ(EncodeRowReply(*view, {}, &out).code(), Code::kInternal) << "truncated at " << n;
   }
 }
 
