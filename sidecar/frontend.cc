@@ -10,7 +10,16 @@
 namespace sidetable::sidecar {
 
 void Server::Impl::ReadRequests(int max) {
-  for (int i = 0; i < max && (router_.get(zmq::sockopt::events) & ZMQ_POLLIN); i++) OnRequest();
+  // Until a receive finds nothing: asking ZMQ_EVENTS before each request
+  // would cost a poll() and a getpid() (libzmq's mailbox check) per request.
+  for (int i = 0; i < max && OnRequest(); i++) {
+  }
+  SendInlineReplies();
+}
+
+void Server::Impl::SendInlineReplies() {
+  for (InlineReply& r : inline_replies_) FinishJob(r.job, r.code, r.reply, router_, r.entities);
+  inline_replies_.clear();
 }
 
 size_t Server::Impl::WorkerFor(const wire::Request& r) {
@@ -82,8 +91,7 @@ void Server::Impl::AnswerBusy(const wire::Header& header, const std::string& ide
   }
 }
 
-void Server::Impl::OnRequest() {
-  const auto received = std::chrono::steady_clock::now();
+bool Server::Impl::OnRequest() {
   std::vector<zmq::message_t> frames;
   for (;;) {
     zmq::message_t m;
@@ -92,7 +100,8 @@ void Server::Impl::OnRequest() {
     frames.push_back(std::move(m));
     if (!more || frames.size() > 8) break;
   }
-  if (frames.empty()) return;
+  if (frames.empty()) return false;
+  const auto received = std::chrono::steady_clock::now();
   std::string identity = frames[0].to_string();
   bool delimiter = false;
   const zmq::message_t* payload = nullptr;
@@ -107,7 +116,7 @@ void Server::Impl::OnRequest() {
     owner_->metrics_.RecordMalformed();
     log_->warn("peer {}: dropped a message of {} frames (one request frame expected)",
                PeerId(identity), frames.size() - 1);
-    return;
+    return true;
   }
   std::string_view data(static_cast<const char*>(payload->data()), payload->size());
   wire::Header header;
@@ -126,13 +135,13 @@ void Server::Impl::OnRequest() {
   // refused anyway, so refusals keep pace with a flood.
   if (owner_->stop_.load(std::memory_order_relaxed)) {
     AnswerBusy(header, identity, delimiter, BusyReason::kShuttingDown, received);
-    return;
+    return true;
   }
   if (data.size() > config_.max_request_bytes) {
     reject(Status(Code::kRequestBodyTooLarge, "request of " + std::to_string(data.size()) +
                                                   " bytes is over the limit of " +
                                                   std::to_string(config_.max_request_bytes)));
-    return;
+    return true;
   }
   // Before decoding, with the least the request can cost (its wire bytes):
   // a frame that cannot fit is refused without spending time on it. The
@@ -140,7 +149,7 @@ void Server::Impl::OnRequest() {
   BusyReason why;
   if (!admission_.TryAdmit(identity, data.size() + sizeof(wire::Request), &why, /*charge=*/false)) {
     AnswerBusy(header, identity, delimiter, why, received);
-    return;
+    return true;
   }
   Job job;
   job.received = received;
@@ -151,10 +160,10 @@ void Server::Impl::OnRequest() {
       log_->debug("req {}/{}: rejected: {}", PeerId(identity), header.request_id, decoded.ToString());
     }
     reject(decoded);
-    return;
+    return true;
   }
   job.wire_bytes = data.size();
-  if (owner_->authenticator_ && !Authenticate(job, header, identity, delimiter)) return;
+  if (owner_->authenticator_ && !Authenticate(job, header, identity, delimiter)) return true;
   // Gives back the tenant's quota slot of a request refused below.
   auto release_tenant = [&] {
     if (job.principal) quotas_.Release(job.principal->spec.tenant);
@@ -163,7 +172,7 @@ void Server::Impl::OnRequest() {
   if (!admission_.TryAdmit(identity, job.charge, &why)) {
     release_tenant();
     AnswerBusy(header, identity, delimiter, why, received);
-    return;
+    return true;
   }
   job.envelope = std::move(identity);
   job.delimiter = delimiter;
@@ -173,13 +182,17 @@ void Server::Impl::OnRequest() {
   if (RunsInline(job.request, data.size()) && queues_[w]->Idle()) {
     // Nothing of this partition is queued or executing, so running it here
     // overtakes nothing; the replies its worker already sent leave first.
-    ForwardReplies();
+    if (replies_waiting_.load(std::memory_order_acquire) > 0) ForwardReplies();
     std::string reply;
     uint64_t entities = 0, await_lsn = 0;
     const Code code = handler_.Handle(job.request, job.principal.get(), &reply, &entities, &await_lsn);
     owner_->metrics_.RecordInline();
-    Complete(job, code, reply, router_, entities, await_lsn);
-    return;
+    if (await_lsn == 0 || await_lsn <= owner_->engine_->durable_lsn()) {
+      inline_replies_.push_back(InlineReply{std::move(job), code, std::move(reply), entities});
+    } else {
+      Complete(job, code, reply, router_, entities, await_lsn);
+    }
+    return true;
   }
   // TryPush only moves the job when it succeeds; on failure it is still ours.
   if (!queues_[w]->TryPush(std::move(job))) {
@@ -188,6 +201,7 @@ void Server::Impl::OnRequest() {
     release_tenant();
     AnswerBusy(header, job.envelope, job.delimiter, BusyReason::kQueueFull, received);
   }
+  return true;
 }
 
 bool Server::Impl::Authenticate(Job& job, const wire::Header& header, const std::string& identity,
@@ -221,11 +235,13 @@ bool Server::Impl::Authenticate(Job& job, const wire::Header& header, const std:
 }
 
 void Server::Impl::ForwardReplies() {
+  SendInlineReplies();
   for (;;) {
     zmq::message_t identity, flag, reply;
     if (!replies_.recv(identity, zmq::recv_flags::dontwait)) return;
     (void)replies_.recv(flag);
     (void)replies_.recv(reply);
+    replies_waiting_.fetch_sub(1, std::memory_order_relaxed);
     router_.send(identity, zmq::send_flags::sndmore);
     if (flag.size() == 1 && *static_cast<const char*>(flag.data()) == 1) {
       router_.send(zmq::message_t(), zmq::send_flags::sndmore);

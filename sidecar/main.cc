@@ -50,6 +50,16 @@ Status WriteReadyFile(const std::string& path, Server& server) {
   return common::WriteReadyFile(path, lines);
 }
 
+// SIDETABLE_MALLOC_ARENAS: a whole number from 1 to 64; anything else
+// (unset, empty, malformed) is the default, 1.
+int MallocArenas(const char* env) {
+  if (env == nullptr) return 1;
+  char* end = nullptr;
+  const long n = std::strtol(env, &end, 10);
+  if (end == env || *end != '\0' || n < 1 || n > 64) return 1;
+  return static_cast<int>(n);
+}
+
 // Replies of a megabyte or more (a query page of 1,000 ~1 KiB entities, a
 // page of the change log) are built by a worker, copied into a ZeroMQ
 // message and freed, over and over. With glibc's defaults each such block is
@@ -57,13 +67,20 @@ Status WriteReadyFile(const std::string& path, Server& server) {
 // fresh pages: on this project's VMs those page faults cost several times
 // the query itself (docs/performance.md, issue 17). Keeping blocks up to
 // 32 MiB in the heap, and up to 16 MiB of free heap per arena, makes them
-// reused instead, for ~10 MB more RSS under a query load. At most 4 arenas
-// (glibc's default is 8 per core), so the free heap kept is bounded:
-// 4 x 16 MiB, a term of the RSS ceiling (docs/operations.md).
+// reused instead, for ~10 MB more RSS under a query load.
+//
+// One arena by default (glibc's default is 8 per core): glibc backs only its
+// main arena with huge pages (ExecWithHugePageHeap), and the memtable blocks
+// the workers allocate came from per-thread arenas on 4 KiB pages: an EGT of
+// 100 x 1 KiB spent a third of its CPU faulting them in (docs/performance.md,
+// issue 17). Small blocks still come from each thread's cache without a
+// lock. SIDETABLE_MALLOC_ARENAS=N (1..64) allows more arenas, for hosts with
+// many cores where the arena lock would be contended. The free heap kept is
+// N x 16 MiB, a term of the RSS ceiling (docs/operations.md).
 void KeepLargeBlocksInTheHeap() {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 16 << 20);
-  mallopt(M_ARENA_MAX, 4);
+  mallopt(M_ARENA_MAX, MallocArenas(std::getenv("SIDETABLE_MALLOC_ARENAS")));
 }
 
 // Transparent huge pages for the heap. Each write puts ~3.5 KB into

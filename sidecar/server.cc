@@ -172,6 +172,7 @@ void Server::Impl::FinishJob(Job& job, Code code, std::string& reply, zmq::socke
     out.send(zmq::buffer(job.envelope), zmq::send_flags::sndmore);
     out.send(zmq::buffer(&flag, 1), zmq::send_flags::sndmore);
     out.send(ReplyMessage(reply), zmq::send_flags::none);
+    replies_waiting_.fetch_add(1, std::memory_order_release);
   }
   admission_.Release(job.envelope, job.charge);
   in_flight_.fetch_sub(1, std::memory_order_relaxed);

@@ -72,9 +72,16 @@ class Server::Impl {
 
  private:
   // frontend.cc
+  // Reads up to `max` requests (stops when none is waiting), then sends
+  // the inline replies of the burst.
   void ReadRequests(int max);
-  void OnRequest();
+  // False when no message was waiting.
+  bool OnRequest();
+  // Sends the replies the workers queued on replies_ (after the frontend's
+  // own pending inline replies).
   void ForwardReplies();
+  // Sends the inline replies held back during a burst of requests.
+  void SendInlineReplies();
   void SendReply(const std::string& identity, bool delimiter, const std::string& frame);
   void SendReply(const std::string& identity, bool delimiter, zmq::message_t&& frame);
   void AnswerBusy(const wire::Header& header, const std::string& identity, bool delimiter,
@@ -139,6 +146,25 @@ class Server::Impl {
   size_t round_robin_ = 0;
   std::chrono::steady_clock::time_point last_busy_log_{};
   uint64_t busy_since_log_ = 0;
+
+  // Inline replies of the current burst of requests. They leave together
+  // at its end: ZeroMQ wakes its I/O thread (an eventfd write, a context
+  // switch, a send() per reply) only for the first message it finds
+  // waiting, so a burst of replies costs one wake-up instead of one each.
+  // Bounded by the burst (ReadRequests' max), and their bytes stay charged
+  // to admission until sent.
+  struct InlineReply {
+    Job job;
+    Code code;
+    std::string reply;
+    uint64_t entities;
+  };
+  std::vector<InlineReply> inline_replies_;
+  // Replies the workers (and the acknowledger) have put on replies_ and the
+  // frontend has not forwarded yet: counted after each send, so the
+  // frontend skips the receive (a poll() and a getpid() in libzmq when
+  // nothing is there) before every inline request.
+  std::atomic<uint64_t> replies_waiting_{0};
 
   struct PendingAck {
     Job job;
