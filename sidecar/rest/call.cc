@@ -1,0 +1,66 @@
+#include "sidecar/rest/call.h"
+
+#include "events/base64.h"
+
+namespace sidetable::sidecar::rest {
+
+std::string_view Call::Header(const char* name) const {
+  auto it = req.headers.find(name);  // httplib compares header names case-insensitively
+  return it == req.headers.end() ? std::string_view() : std::string_view(it->second);
+}
+
+Status Call::Execute(wire::Request& r, std::string* frame, std::string_view* body) const {
+  r.caller = caller;
+  // Without await_lsn the Handler waits until the write is durable itself.
+  handler->Handle(r, Principal(), frame);
+  wire::Header h;
+  return wire::DecodeReply(*frame, &h, body);
+}
+
+std::string ServiceMessage(std::string_view message, std::string_view request_id) {
+  std::string m(message);
+  m += "\nRequestId:";
+  m.append(request_id);
+  m += "\nTime:";
+  m += FormatDateTime(NowTicks());
+  return m;
+}
+
+void SendError(Call& c, int status, std::string_view code, std::string_view message) {
+  c.res.status = status;
+  c.res.set_header("x-ms-error-code", std::string(code));
+  c.res.set_content(ErrorBody(code, ServiceMessage(message, c.request_id)), ContentType(c.meta == Metadata::kNone ? Metadata::kNone : Metadata::kMinimal));
+}
+
+void SendStatus(Call& c, const Status& s) {
+  const int http = HttpStatus(s.code());
+  SendError(c, http == 0 ? 500 : http, ErrorCodeName(s.code()), s.message());
+}
+
+void SendJson(Call& c, int status, std::string body) {
+  c.res.status = status;
+  c.res.set_content(std::move(body), ContentType(c.meta));
+}
+
+std::string EncodeToken(std::string_view key) {
+  std::string b = json::Base64Encode(key);
+  for (char& ch : b) {
+    if (ch == '+') ch = '-';
+    else if (ch == '/') ch = '_';
+  }
+  while (!b.empty() && b.back() == '=') b.pop_back();
+  return "1!" + b;  // a version prefix, as the service's tokens carry one
+}
+
+std::optional<std::string> DecodeToken(std::string_view token) {
+  if (token.substr(0, 2) != "1!") return std::nullopt;
+  std::string b(token.substr(2));
+  for (char& ch : b) {
+    if (ch == '-') ch = '+';
+    else if (ch == '_') ch = '/';
+  }
+  while (b.size() % 4 != 0) b += '=';
+  return json::Base64Decode(b);
+}
+
+}  // namespace sidetable::sidecar::rest
