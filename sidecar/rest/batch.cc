@@ -136,7 +136,7 @@ void ServeBatch(Call& c) {
     const std::string etag = i < w.etags.size() ? w.etags[i] : "";
     if (planned[i].op.kind == OpKind::kInsert && !planned[i].no_content) {
       part.status = 201;
-      Entity e = std::move(planned[i].op.entity);
+      Entity e = planned[i].op.entity;
       e.timestamp = w.timestamp;
       e.etag = etag;
       AppendEntity(e, c.meta, links, true, &part.body);
@@ -147,6 +147,15 @@ void ServeBatch(Call& c) {
       if (planned[i].op.kind == OpKind::kInsert) part.headers.emplace_back("Preference-Applied", "return-no-content");
     }
     if (!etag.empty()) part.headers.emplace_back("ETag", etag);
+    // The entity's URL, as the service sends it: SDKs match sub-responses
+    // to entities by the RowKey in it.
+    const Entity& keys = planned[i].op.entity;
+    const std::string url = c.links.base + "/" + table + "(PartitionKey=" + QuoteKey(keys.partition_key) +
+                            ",RowKey=" + QuoteKey(keys.row_key) + ")";
+    if (planned[i].op.kind != OpKind::kDelete) {
+      part.headers.emplace_back("Location", url);
+      part.headers.emplace_back("DataServiceId", url);
+    }
   }
   c.res.status = 202;
   c.res.set_content(WriteBatchResponse(id, parts), "multipart/mixed; boundary=batchresponse_" + id);

@@ -30,6 +30,7 @@ struct Call {
   // off and the caller holds the account key (full access).
   std::optional<token::Token> principal;
   std::string caller;  // recorded in the change log: the account, or <account>:sas
+  bool sas_lists_tables = false;  // an account SAS with srt c and sp l
   Links links;
 
   std::string_view Header(const char* name) const;

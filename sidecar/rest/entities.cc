@@ -43,6 +43,11 @@ void Insert(Call& c) {
   WriteResult w;
   if (Status s = wire::DecodeWrite(body, &w); !s.ok()) return SendStatus(c, s);
   if (!w.etags.empty()) c.res.set_header("ETag", w.etags[0]);
+  const Entity& keys = r.ops[0].entity;
+  const std::string url = c.links.base + "/" + c.path.table + "(PartitionKey=" + QuoteKey(keys.partition_key) +
+                          ",RowKey=" + QuoteKey(keys.row_key) + ")";
+  c.res.set_header("Location", url);
+  c.res.set_header("DataServiceId", url);
   if (r.no_content || !w.entity) {
     c.res.status = 204;
     c.res.set_header("Preference-Applied", "return-no-content");

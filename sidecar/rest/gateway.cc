@@ -79,10 +79,23 @@ Status ParseQuery(std::string_view q, QueryParams* out) {
 
 bool Gateway::Impl::Authenticate(Call& c, std::string_view raw_path, std::string_view comp) {
   if (HasSas(c.query)) {
-    auto t = VerifySas(c.query, c.path.account, accounts_, NowTicks());
+    auto t = VerifySas(c.query, c.path.account, accounts_, NowTicks(), &c.sas_lists_tables);
     if (!t.ok()) {
       SendStatus(c, t.status());
       return false;
+    }
+    if (c.query.count("ss")) {
+      // An account SAS names the kinds of resource it reaches: c tables, o entities.
+      const std::string& srt = c.query["srt"];
+      const bool entities = c.path.resource == Resource::kEntities || c.path.resource == Resource::kEntity ||
+                            c.path.resource == Resource::kBatch;
+      const bool tables = c.path.resource == Resource::kTables || c.path.resource == Resource::kTable;
+      if ((entities && srt.find('o') == std::string::npos) || (tables && srt.find('c') == std::string::npos)) {
+        SendError(c, 403, "AuthorizationResourceTypeMismatch",
+                  "This request is not authorized to perform this operation using this resource type. (srt " + srt +
+                      ")");
+        return false;
+      }
     }
     c.caller = t->spec.identity;
     c.principal = std::move(t).value();

@@ -54,7 +54,8 @@ std::string AccountSasStringToSign(const QueryParams& q, std::string_view accoun
 }
 
 Result<token::Token> VerifySas(const QueryParams& q, std::string_view account,
-                               const std::vector<RestAccount>& accounts, int64_t now_ticks) {
+                               const std::vector<RestAccount>& accounts, int64_t now_ticks, bool* list_tables) {
+  if (list_tables != nullptr) *list_tables = false;
   const RestAccount* acct = FindAccount(accounts, account);
   if (acct == nullptr) return Failed("unknown account '" + std::string(account) + "'");
   const std::string_view sig = Get(q, "sig");
@@ -117,19 +118,22 @@ Result<token::Token> VerifySas(const QueryParams& q, std::string_view account,
     }
     t.spec.table_is_prefix = true;
     const bool container = Get(q, "srt").find('c') != std::string_view::npos;
+    const bool objects = Get(q, "srt").find('o') != std::string_view::npos;
     for (char c : sp) {
-      switch (c) {
-        case 'r': case 'l': perms |= static_cast<uint8_t>(token::Permission::kRead); break;
-        case 'a': perms |= static_cast<uint8_t>(token::Permission::kAdd); break;
-        case 'u': case 'p': perms |= static_cast<uint8_t>(token::Permission::kUpdate); break;
-        case 'w':
-          perms |= static_cast<uint8_t>(token::Permission::kAdd) | static_cast<uint8_t>(token::Permission::kUpdate);
-          break;
-        case 'd': perms |= static_cast<uint8_t>(token::Permission::kDelete); break;
-        case 'c': break;
-        default: break;  // x, t, f, i: not for tables
+      if (objects) {
+        switch (c) {
+          case 'r': perms |= static_cast<uint8_t>(token::Permission::kRead); break;
+          case 'a': perms |= static_cast<uint8_t>(token::Permission::kAdd); break;
+          case 'u': case 'p': perms |= static_cast<uint8_t>(token::Permission::kUpdate); break;
+          case 'w':
+            perms |= static_cast<uint8_t>(token::Permission::kAdd) | static_cast<uint8_t>(token::Permission::kUpdate);
+            break;
+          case 'd': perms |= static_cast<uint8_t>(token::Permission::kDelete); break;
+          default: break;  // l, c, x, t, f, i: not for entities
+        }
       }
       if (container && (c == 'c' || c == 'w' || c == 'd')) perms |= static_cast<uint8_t>(token::Permission::kAdmin);
+      if (container && c == 'l' && list_tables != nullptr) *list_tables = true;
     }
   }
   t.spec.permissions = perms;

@@ -5,9 +5,10 @@
 //
 //   service SAS   tn -> the exact table; sp r a u d -> r a u d;
 //                 spk/srk/epk/erk -> the token's key range
-//   account SAS   every table (prefix ""); r l -> r, a -> a, u p -> u,
-//                 w -> a u, d -> d; with srt containing c, c w d also
-//                 give m (create and delete tables)
+//   account SAS   every table (prefix ""); with srt containing o (objects:
+//                 entities) r -> r, a -> a, u p -> u, w -> a u, d -> d;
+//                 with srt containing c (containers: tables) c w d give m
+//                 (create and delete tables) and l lists tables
 //
 // String-to-sign (HMAC-SHA256, base64, under the account key):
 //   service  sp\nst\nse\n/table/<account>/<tn lower case>\nsi\nsip\nspr\nsv\nspk\nsrk\nepk\nerk
@@ -42,7 +43,9 @@ std::string AccountSasStringToSign(const QueryParams& q, std::string_view accoun
 // signature, an unknown account, a window not in force, an unsupported
 // field; AuthorizationPermissionMismatch for an account SAS without the
 // table service (ss without t).
+// *list_tables: an account SAS that may list tables (srt c, sp l).
 Result<token::Token> VerifySas(const QueryParams& q, std::string_view account,
-                               const std::vector<RestAccount>& accounts, int64_t now_ticks);
+                               const std::vector<RestAccount>& accounts, int64_t now_ticks,
+                               bool* list_tables = nullptr);
 
 }  // namespace sidetable::sidecar::rest

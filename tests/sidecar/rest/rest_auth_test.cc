@@ -135,6 +135,15 @@ TEST_F(RestAuthTest, AccountSasCoversEveryTableAndCreatesTablesWithContainerScop
   const std::string objects_only = AccountSas("rwdlacu", "o");
   Reply refused = Send("POST", "/devstoreaccount1/Tables?" + objects_only, R"({"TableName":"none"})", {}, Sign::kNone);
   EXPECT_EQ(refused.status, 403);
+  EXPECT_EQ(refused.ErrorCode(), "AuthorizationResourceTypeMismatch");
+  // Tables only (srt c): no entity may be touched, tables may be listed.
+  const std::string tables_only = AccountSas("rwdlacu", "c");
+  Reply entity = Send("GET", "/devstoreaccount1/more()?" + tables_only, "", {}, Sign::kNone);
+  EXPECT_EQ(entity.status, 403);
+  EXPECT_EQ(entity.ErrorCode(), "AuthorizationResourceTypeMismatch");
+  Reply listed = Send("GET", "/devstoreaccount1/Tables?" + tables_only, "", {}, Sign::kNone);
+  ASSERT_EQ(listed.status, 200);
+  EXPECT_EQ(Json(listed.body).Count("value"), 2u);
   EXPECT_EQ(client_->ListTables()->size(), 2u);
 }
 

@@ -60,6 +60,9 @@ TEST_F(RestBatchTest, AChangesetCommitsEveryOperationAndAnswersEach) {
   for (size_t at = r.body.find("HTTP/1.1 204"); at != std::string::npos; at = r.body.find("HTTP/1.1 204", at + 1)) no_content++;
   EXPECT_EQ(no_content, 6u) << r.body;
   EXPECT_NE(r.body.find("\"RowKey\":\"new\""), std::string::npos);
+  // SDKs match sub-responses to entities by the URL in Location/DataServiceId.
+  EXPECT_NE(r.body.find("DataServiceId: http://" + server_->rest() + "/devstoreaccount1/orders(PartitionKey='p',RowKey='quiet')"),
+            std::string::npos) << r.body;
   // One commit: one LSN for all seven operations.
   EXPECT_EQ(client_->Ping()->last_lsn, before + 1);
   EXPECT_EQ(client_->Get("orders", "p", "upd")->Find("v")->as_int32(), 3);
