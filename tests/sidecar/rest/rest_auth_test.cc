@@ -1,6 +1,8 @@
 // Authentication through the REST gateway: SharedKey, SharedKeyLite, SAS
 // (service and account) mapped onto the Handler's authorisation; CORS.
 // Every refusal is checked to change nothing.
+#include <sys/stat.h>
+
 #include "tests/sidecar/rest/rest_fixture.h"
 
 namespace sidetable::testing {
@@ -180,6 +182,49 @@ TEST_F(RestCorsTest, PreflightIsAnsweredFromTheRules) {
   EXPECT_EQ(actual.status, 200);
   EXPECT_EQ(actual.Header("Access-Control-Allow-Origin"), "http://app.example");
   EXPECT_EQ(actual.Header("Access-Control-Expose-Headers"), "x-ms-request-id");
+}
+
+}  // namespace
+}  // namespace sidetable::testing
+
+namespace sidetable::testing {
+namespace {
+
+// auth.mode: tokens: ZeroMQ requests need signed tokens; REST requests get
+// theirs from SharedKey (the whole account) or from the SAS.
+class RestTokensTest : public RestTest {
+ protected:
+  std::vector<std::string> ServerArgs() override {
+    const std::string key = dir_.Sub("k1.key");
+    std::FILE* k = std::fopen(key.c_str(), "w");
+    std::fputs("MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n", k);
+    std::fclose(k);
+    ::chmod(key.c_str(), 0600);
+    const std::string path = dir_.Sub("tokens.yaml");
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    std::fputs(("auth:\n  mode: tokens\n  keys:\n    - {id: k1, file: " + key + "}\n").c_str(), f);
+    std::fclose(f);
+    return {"--durability", "os", "--rest", "127.0.0.1:0", "--config", path};
+  }
+};
+
+TEST_F(RestTokensTest, SharedKeyHasTheWholeAccountAndSasItsScope) {
+  // The mode is on: a ZeroMQ request without a token is refused.
+  EXPECT_EQ(client_->ListTables().status().code(), Code::kAuthenticationFailed);
+  ASSERT_EQ(CreateTable("orders").status, 201);
+  ASSERT_EQ(InsertJson("orders", R"({"PartitionKey":"m","RowKey":"1"})").status, 201);
+  EXPECT_EQ(GetEntity("orders", "m", "1").status, 200);
+  EXPECT_EQ(Json(Send("GET", "/devstoreaccount1/Tables").body).Count("value"), 1u);
+  EXPECT_EQ(Send("DELETE", KeyPath("orders", "m", "1"), "", {{"If-Match", "*"}}).status, 204);
+
+  const std::string se = "2099-01-01T00:00:00Z";
+  const std::string to_sign = "r\n\n" + se + "\n/table/devstoreaccount1/orders\n\n\n\n2019-02-02\n\n\n\n";
+  const std::string sas = "sv=2019-02-02&tn=orders&sp=r&se=" + Enc(se) + "&sig=" + Enc(Hmac(key_, to_sign));
+  EXPECT_EQ(Send("GET", "/devstoreaccount1/orders()?" + sas, "", {}, Sign::kNone).status, 200);
+  Reply insert = Send("POST", "/devstoreaccount1/orders?" + sas, R"({"PartitionKey":"m","RowKey":"2"})", {}, Sign::kNone);
+  EXPECT_EQ(insert.status, 403);
+  EXPECT_EQ(insert.ErrorCode(), "AuthorizationPermissionMismatch");
+  EXPECT_EQ(Json(Send("GET", "/devstoreaccount1/orders()").body).Count("value"), 0u);
 }
 
 }  // namespace
