@@ -286,3 +286,67 @@ TEST(RestMultipart, WritesTheResponse) {
 
 }  // namespace
 }  // namespace sidetable::sidecar::rest
+
+#include <fstream>
+
+#include "sidecar/config.h"
+#include "testing/temp_dir.h"
+
+namespace sidetable::sidecar::rest {
+namespace {
+
+Status LoadText(const std::string& text, ServerConfig* c) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("c.yaml");
+  std::ofstream(path) << text;
+  return LoadConfigFile(path, c);
+}
+
+TEST(RestConfigFile, TheSectionLoadsAndItsErrorsNameTheKey) {
+  ServerConfig c;
+  ASSERT_TRUE(LoadText("rest:\n  address: 127.0.0.1:0\n  accounts:\n    - {name: acct1, key: c2VjcmV0LWtleS1ieXRlcy0xMjM0NTY=}\n"
+                       "  max_body_mb: 2\n  threads: 4\n  dev_account: false\n"
+                       "  cors:\n    - {allowed_origins: ['*'], allowed_methods: [get]}\n",
+                       &c)
+                  .ok());
+  EXPECT_EQ(c.rest.address, "127.0.0.1:0");
+  ASSERT_EQ(c.rest.accounts.size(), 1u);
+  EXPECT_EQ(c.rest.accounts[0].key, "secret-key-bytes-123456");
+  EXPECT_EQ(c.rest.max_body_bytes, size_t{2} << 20);
+  EXPECT_EQ(c.rest.cors.at(0).allowed_methods.at(0), "GET");
+  EXPECT_TRUE(EffectiveAccounts(c.rest, true).size() == 1);  // dev_account: false
+  c.rest.dev_account = true;
+  EXPECT_EQ(EffectiveAccounts(c.rest, true).size(), 2u);
+  EXPECT_EQ(EffectiveAccounts(c.rest, false).size(), 1u);  // never off loopback
+  EXPECT_TRUE(ValidateConfig(c).ok());
+
+  struct Case {
+    const char* yaml;
+    const char* key;
+  } cases[] = {{"rest:\n  adress: x\n", "rest.adress"},
+               {"rest:\n  accounts:\n    - {name: acct1, key: '***'}\n", "rest.accounts[0].key"},
+               {"rest:\n  accounts:\n    - {name: a, key: c2VjcmV0LWtleS1ieXRlcy0xMjM0NTY=}\n", "rest.accounts[0].name"},
+               {"rest:\n  threads: 0\n", "rest.threads"},
+               {"rest:\n  max_body_mb: 100\n", "rest.max_body_mb"},
+               {"rest:\n  dev_account: yes\n", "rest.dev_account"},
+               {"rest:\n  cors:\n    - {allowed_origins: ['*']}\n", "rest.cors[0]"}};
+  for (const auto& k : cases) {
+    ServerConfig bad;
+    Status s = LoadText(k.yaml, &bad);
+    EXPECT_EQ(s.code(), Code::kInvalidInput) << k.yaml;
+    EXPECT_NE(s.message().find(k.key), std::string::npos) << s.message();
+  }
+}
+
+TEST(RestConfigFile, BeyondLoopbackNeedsInsecure) {
+  ServerConfig c;
+  c.rest.address = "0.0.0.0:10002";
+  Status s = ValidateConfig(c);
+  EXPECT_EQ(s.code(), Code::kInvalidInput);
+  EXPECT_NE(s.message().find("rest.address"), std::string::npos);
+  c.security.insecure = true;
+  EXPECT_TRUE(ValidateConfig(c).ok());
+}
+
+}  // namespace
+}  // namespace sidetable::sidecar::rest
