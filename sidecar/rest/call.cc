@@ -11,8 +11,15 @@ std::string_view Call::Header(const char* name) const {
 
 Status Call::Execute(wire::Request& r, std::string* frame, std::string_view* body) const {
   r.caller = caller;
+  const auto started = std::chrono::steady_clock::now();
   // Without await_lsn the Handler waits until the write is durable itself.
-  handler->Handle(r, Principal(), frame);
+  const Code code = handler->Handle(r, Principal(), frame);
+  if (metrics != nullptr) {
+    metrics->RecordRequest(r.op, code,
+                           static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                                     std::chrono::steady_clock::now() - started)
+                                                     .count()));
+  }
   wire::Header h;
   return wire::DecodeReply(*frame, &h, body);
 }

@@ -11,6 +11,7 @@
 #include "protocol/token.h"
 #include "protocol/wire.h"
 #include "sidecar/handler.h"
+#include "sidecar/metrics.h"
 #include "sidecar/rest/odata.h"
 #include "sidecar/rest/path.h"
 #include "sidecar/rest/sas.h"
@@ -21,6 +22,7 @@ struct Call {
   const httplib::Request& req;
   httplib::Response& res;
   const Handler* handler = nullptr;
+  Metrics* metrics = nullptr;  // may be null
   RestPath path;
   QueryParams query;
   Metadata meta = Metadata::kMinimal;

@@ -21,6 +21,7 @@
 
 namespace sidetable::sidecar {
 class Handler;
+class Metrics;
 }
 
 namespace sidetable::sidecar::rest {
@@ -29,8 +30,10 @@ class Gateway {
  public:
   // `tokens_required`: auth.mode is tokens, so every request gets a
   // principal (SharedKey: the whole account; SAS: its scope).
+  // `metrics` (may be null) counts each operation as the ZeroMQ path does
+  // (sidetable_requests_total and the latency histogram, by operation).
   static Result<std::unique_ptr<Gateway>> Start(const RestConfig& config, const Handler* handler,
-                                                bool tokens_required);
+                                                bool tokens_required, Metrics* metrics = nullptr);
   ~Gateway();
   Gateway(const Gateway&) = delete;
   Gateway& operator=(const Gateway&) = delete;

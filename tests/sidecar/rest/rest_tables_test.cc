@@ -131,3 +131,22 @@ TEST_F(RestTest, ClientRequestIdIsEchoed) {
 
 }  // namespace
 }  // namespace sidetable::testing
+
+namespace sidetable::testing {
+namespace {
+
+TEST_F(RestTest, RestOperationsAreCountedInTheMetrics) {
+  ASSERT_EQ(CreateTable("counted").status, 201);
+  for (int i = 0; i < 3; i++) {
+    ASSERT_EQ(InsertJson("counted", R"({"PartitionKey":"p","RowKey":")" + std::to_string(i) + "\"}").status, 201);
+  }
+  const std::string& hp = server_->http();
+  httplib::Client http(hp.substr(0, hp.rfind(':')), std::stoi(hp.substr(hp.rfind(':') + 1)));
+  auto res = http.Get("/metrics");
+  ASSERT_TRUE(res);
+  EXPECT_NE(res->body.find("sidetable_requests_total{op=\"Write\"} 3"), std::string::npos) << res->body.substr(0, 2000);
+  EXPECT_NE(res->body.find("sidetable_requests_total{op=\"CreateTable\"} 1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sidetable::testing
