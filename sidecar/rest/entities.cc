@@ -75,7 +75,7 @@ void GetOne(Call& c) {
   if (Status s = wire::DecodeEntityReply(body, &e); !s.ok()) return SendStatus(c, s);
   if (!e.etag.empty()) c.res.set_header("ETag", e.etag);
   std::string out;
-  AppendEntity(e, c.meta, c.links, true, &out);
+  AppendEntity(e, c.meta, c.links, true, &out, &r.select);
   SendJson(c, 200, std::move(out));
 }
 
@@ -115,7 +115,7 @@ void Query(Call& c) {
     c.res.set_header("x-ms-continuation-NextPartitionKey", EncodeToken(*reply.next_pk));
     c.res.set_header("x-ms-continuation-NextRowKey", EncodeToken(reply.next_rk.value_or("")));
   }
-  SendJson(c, 200, EntityPage(reply.entities, c.meta, c.links));
+  SendJson(c, 200, EntityPage(reply.entities, c.meta, c.links, &r.select));
 }
 
 // PUT (replace), MERGE/PATCH (merge); without If-Match the upserts.

@@ -56,7 +56,16 @@ std::string EntityLink(const Links& links, const Entity& e) {
   return links.table + "(PartitionKey=" + QuoteKey(e.partition_key) + ",RowKey=" + QuoteKey(e.row_key) + ")";
 }
 
-void WriteEntityFields(json::JsonWriter& w, const Entity& e, Metadata m, const Links& links, bool element) {
+bool Selected(const std::vector<std::string>* select, std::string_view name) {
+  if (select == nullptr || select->empty()) return true;
+  for (const auto& s : *select) {
+    if (s == name) return true;
+  }
+  return false;
+}
+
+void WriteEntityFields(json::JsonWriter& w, const Entity& e, Metadata m, const Links& links, bool element,
+                       const std::vector<std::string>* select) {
   if (m != Metadata::kNone) {
     if (element) w.Key("odata.metadata").String(links.base + "/$metadata#" + links.table + "/@Element");
     if (m == Metadata::kFull) {
@@ -66,12 +75,10 @@ void WriteEntityFields(json::JsonWriter& w, const Entity& e, Metadata m, const L
     if (!e.etag.empty()) w.Key("odata.etag").String(e.etag);
     if (m == Metadata::kFull) w.Key("odata.editLink").String(EntityLink(links, e));
   }
-  // A $select without the keys leaves them out (the reply has none).
-  if (!e.partition_key.empty() || !e.row_key.empty()) {
-    w.Key("PartitionKey").String(e.partition_key);
-    w.Key("RowKey").String(e.row_key);
-  }
-  if (e.timestamp != 0) {
+  // A $select without the keys leaves them out, as the service does.
+  if (Selected(select, "PartitionKey")) w.Key("PartitionKey").String(e.partition_key);
+  if (Selected(select, "RowKey")) w.Key("RowKey").String(e.row_key);
+  if (e.timestamp != 0 && Selected(select, "Timestamp")) {
     if (m == Metadata::kFull) w.Key("Timestamp@odata.type").String("Edm.DateTime");
     w.Key("Timestamp").String(FormatDateTime(e.timestamp));
   }
@@ -98,22 +105,24 @@ std::string ContentType(Metadata m) {
   return "application/json;odata=minimalmetadata;streaming=true;charset=utf-8";
 }
 
-void AppendEntity(const Entity& e, Metadata m, const Links& links, bool element, std::string* out) {
+void AppendEntity(const Entity& e, Metadata m, const Links& links, bool element, std::string* out,
+                  const std::vector<std::string>* select) {
   json::JsonWriter w;
   w.BeginObject();
-  WriteEntityFields(w, e, m, links, element);
+  WriteEntityFields(w, e, m, links, element, select);
   w.EndObject();
   out->append(w.str());
 }
 
-std::string EntityPage(const std::vector<Entity>& entities, Metadata m, const Links& links) {
+std::string EntityPage(const std::vector<Entity>& entities, Metadata m, const Links& links,
+                       const std::vector<std::string>* select) {
   json::JsonWriter w;
   w.BeginObject();
   if (m != Metadata::kNone) w.Key("odata.metadata").String(links.base + "/$metadata#" + links.table);
   w.Key("value").BeginArray();
   for (const auto& e : entities) {
     w.BeginObject();
-    WriteEntityFields(w, e, m, links, false);
+    WriteEntityFields(w, e, m, links, false, select);
     w.EndObject();
   }
   w.EndArray().EndObject();

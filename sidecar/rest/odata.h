@@ -36,9 +36,13 @@ struct Links {
 // properties with "@odata.type" annotations for Int64, DateTime, Guid and
 // Binary, and for Double as well at fullmetadata). `element`: a single
 // entity (Get, Insert) carries odata.metadata itself.
-void AppendEntity(const Entity& e, Metadata m, const Links& links, bool element, std::string* out);
+// `select` (null or empty: everything): the $select the entity was read
+// with; the keys and Timestamp are written only when selected.
+void AppendEntity(const Entity& e, Metadata m, const Links& links, bool element, std::string* out,
+                  const std::vector<std::string>* select = nullptr);
 // {"odata.metadata":...,"value":[...]} for a query page.
-std::string EntityPage(const std::vector<Entity>& entities, Metadata m, const Links& links);
+std::string EntityPage(const std::vector<Entity>& entities, Metadata m, const Links& links,
+                       const std::vector<std::string>* select = nullptr);
 
 // A table as the service writes it; `element` as above.
 void AppendTable(std::string_view name, Metadata m, const Links& links, bool element, std::string* out);

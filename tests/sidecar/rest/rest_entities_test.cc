@@ -270,6 +270,12 @@ TEST_F(RestEntityTest, GetWithSelect) {
   Json j(r.body);
   EXPECT_FALSE(j.Has("a"));
   EXPECT_TRUE(j.Has("b"));
+  EXPECT_FALSE(j.Has("PartitionKey"));
+  EXPECT_FALSE(j.Has("Timestamp"));
+  Reply keys = Send("GET", KeyPath("people", "p", "r") + "?$select=" + Enc("RowKey,b"));
+  Json k(keys.body);
+  EXPECT_EQ(k.Str("RowKey"), "r");
+  EXPECT_FALSE(k.Has("PartitionKey"));
 }
 
 TEST_F(RestEntityTest, ABodyOverTheLimitIs413AndChangesNothing) {

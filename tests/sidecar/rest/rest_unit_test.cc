@@ -151,6 +151,17 @@ TEST(RestOData, WritesTheServiceFormat) {
   EXPECT_NE(full.find("\"odata.id\":\"http://h/acct/t(PartitionKey='p',RowKey='r')\""), std::string::npos) << full;
   EXPECT_NE(full.find("\"d@odata.type\":\"Edm.Double\""), std::string::npos);
   EXPECT_EQ(full.find("odata.metadata"), std::string::npos);
+  // $select: keys and Timestamp only when selected (the differential test
+  // against Azurite caught "PartitionKey":"" for a select of RowKey).
+  std::string selected;
+  const std::vector<std::string> select = {"RowKey", "s"};
+  Entity partial;
+  partial.row_key = "r";
+  partial.etag = e.etag;
+  partial.timestamp = e.timestamp;
+  partial.Set("s", Value::String("x"));
+  AppendEntity(partial, Metadata::kNone, links, false, &selected, &select);
+  EXPECT_EQ(selected, "{\"RowKey\":\"r\",\"s\":\"x\"}");
   EXPECT_EQ(ErrorBody("Code", "m\"x"),
             "{\"odata.error\":{\"code\":\"Code\",\"message\":{\"lang\":\"en-US\",\"value\":\"m\\\"x\"}}}");
 }
