@@ -87,7 +87,10 @@ Status ParseOperation(std::string_view part, BatchRequest* op) {
   if (!Line(part, &pos, &line)) return Invalid("a changeset part has no request line");
   const size_t sp1 = line.find(' ');
   const size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-  if (sp1 == std::string_view::npos || sp2 == std::string_view::npos || line.substr(sp2 + 1).substr(0, 5) != "HTTP/") {
+  // An empty method or URL (a line starting with a blank, two blanks) is
+  // malformed too: found by the fuzz target's invariants.
+  if (sp1 == std::string_view::npos || sp1 == 0 || sp2 == std::string_view::npos || sp2 == sp1 + 1 ||
+      line.substr(sp2 + 1).substr(0, 5) != "HTTP/") {
     return Invalid("malformed request line '" + std::string(line.substr(0, 200)) + "'");
   }
   op->method = std::string(line.substr(0, sp1));

@@ -1,6 +1,6 @@
 // The $batch body (multipart/mixed, one changeset of HTTP requests) and
 // the service's multipart response. Parsing is a trust boundary: any bytes
-// give parts or InvalidInput, never a crash (tests/fuzz/rest_batch_fuzz.cc);
+// give parts or InvalidInput, never a crash (tests/sidecar/rest/rest_fuzz.cc, a libFuzzer target built by tests/fuzz);
 // the number of parts is bounded before anything is kept for them.
 //
 //   --batch_B
