@@ -77,7 +77,11 @@ Status Server::Impl::Bind() {
     owner_->http_address_ = http_->address();
   }
   if (!config_.rest.address.empty()) {
-    auto gateway = rest::Gateway::Start(config_.rest, &handler_, TokensRequired(config_), &owner_->metrics_);
+    rest::GatewayHooks hooks;
+    hooks.metrics = &owner_->metrics_;
+    hooks.quotas = &quotas_;
+    hooks.tenant_metrics = &owner_->tenant_metrics_;
+    auto gateway = rest::Gateway::Start(config_.rest, &handler_, TokensRequired(config_), hooks);
     if (!gateway.ok()) return gateway.status();
     rest_ = std::move(gateway).value();
     owner_->rest_address_ = rest_->address();

@@ -1,6 +1,10 @@
 #include "sidecar/rest/call.h"
 
 #include "events/base64.h"
+#include "sidecar/admission.h"
+#include "sidecar/auth/tenant_metrics.h"
+#include "sidecar/auth/tenant_quotas.h"
+#include "sidecar/metrics.h"
 
 namespace sidetable::sidecar::rest {
 
@@ -12,13 +16,26 @@ std::string_view Call::Header(const char* name) const {
 Status Call::Execute(wire::Request& r, std::string* frame, std::string_view* body) const {
   r.caller = caller;
   const auto started = std::chrono::steady_clock::now();
+  const uint64_t bytes_in = req.body.size();
+  const std::string* tenant = principal ? &principal->spec.tenant : nullptr;
+  if (tenant != nullptr && hooks != nullptr && hooks->quotas != nullptr &&
+      !hooks->quotas->TryAdmit(*tenant, bytes_in, started)) {
+    if (hooks->tenant_metrics != nullptr) hooks->tenant_metrics->Record(*tenant, Code::kServerBusy, bytes_in, 0, 0);
+    if (hooks->metrics != nullptr) hooks->metrics->RecordBusy(BusyReason::kTenantQuota);
+    return Status(Code::kServerBusy, "tenant '" + *tenant + "' is over its quota (auth.quotas); retry later");
+  }
+  uint64_t entities = 0;
   // Without await_lsn the Handler waits until the write is durable itself.
-  const Code code = handler->Handle(r, Principal(), frame);
-  if (metrics != nullptr) {
-    metrics->RecordRequest(r.op, code,
-                           static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                                     std::chrono::steady_clock::now() - started)
-                                                     .count()));
+  const Code code = handler->Handle(r, Principal(), frame, &entities);
+  if (hooks != nullptr && hooks->metrics != nullptr) {
+    hooks->metrics->RecordRequest(r.op, code,
+                                  static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                                            std::chrono::steady_clock::now() - started)
+                                                            .count()));
+  }
+  if (tenant != nullptr && hooks != nullptr) {
+    if (hooks->tenant_metrics != nullptr) hooks->tenant_metrics->Record(*tenant, code, bytes_in, frame->size(), entities);
+    if (hooks->quotas != nullptr) hooks->quotas->Release(*tenant);
   }
   wire::Header h;
   return wire::DecodeReply(*frame, &h, body);

@@ -11,7 +11,7 @@
 #include "protocol/token.h"
 #include "protocol/wire.h"
 #include "sidecar/handler.h"
-#include "sidecar/metrics.h"
+#include "sidecar/rest/gateway.h"
 #include "sidecar/rest/odata.h"
 #include "sidecar/rest/path.h"
 #include "sidecar/rest/sas.h"
@@ -22,7 +22,7 @@ struct Call {
   const httplib::Request& req;
   httplib::Response& res;
   const Handler* handler = nullptr;
-  Metrics* metrics = nullptr;  // may be null
+  const GatewayHooks* hooks = nullptr;  // may be null
   RestPath path;
   QueryParams query;
   Metadata meta = Metadata::kMinimal;
@@ -37,8 +37,9 @@ struct Call {
 
   std::string_view Header(const char* name) const;
   const token::Token* Principal() const { return principal ? &*principal : nullptr; }
-  // Runs `r` through the Handler; on success *body is the reply body
-  // (inside *frame).
+  // Runs `r` through the Handler, within the tenant's quota when there is
+  // a principal, counted in the metrics; on success *body is the reply
+  // body (inside *frame).
   Status Execute(wire::Request& r, std::string* frame, std::string_view* body) const;
 };
 

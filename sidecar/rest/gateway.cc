@@ -32,7 +32,7 @@ class Gateway::Impl {
 
   const RestConfig config_;
   const Handler* handler_;
-  Metrics* metrics_ = nullptr;
+  GatewayHooks hooks_;
   const bool tokens_required_;
   const std::vector<RestAccount> accounts_;
   std::shared_ptr<spdlog::logger> log_;
@@ -184,7 +184,7 @@ void Gateway::Impl::Serve(const httplib::Request& req, httplib::Response& res) {
   const auto started = std::chrono::steady_clock::now();
   Call c{req, res};
   c.handler = handler_;
-  c.metrics = metrics_;
+  c.hooks = &hooks_;
   char id[48];
   std::snprintf(id, sizeof id, "%08x-%04x-4000-8000-%012llx", static_cast<unsigned>(port_),
                 static_cast<unsigned>(getpid() & 0xffff), static_cast<unsigned long long>(next_id_.fetch_add(1)));
@@ -244,7 +244,7 @@ void Gateway::Impl::HttpLibError(const httplib::Request& req, httplib::Response&
 }
 
 Result<std::unique_ptr<Gateway>> Gateway::Start(const RestConfig& config, const Handler* handler,
-                                                bool tokens_required, Metrics* metrics) {
+                                                bool tokens_required, GatewayHooks hooks) {
   const std::string& hp = config.address;
   const size_t colon = hp.rfind(':');
   if (colon == std::string::npos) return Status(Code::kInvalidInput, "rest.address: expected host:port, got '" + hp + "'");
@@ -259,7 +259,7 @@ Result<std::unique_ptr<Gateway>> Gateway::Start(const RestConfig& config, const 
   std::unique_ptr<Gateway> g(new Gateway());
   g->impl_ = std::make_unique<Impl>(config, handler, tokens_required, IsLoopbackHostPort(hp));
   Impl* impl = g->impl_.get();
-  impl->metrics_ = metrics;
+  impl->hooks_ = hooks;
   const int threads = config.threads;
   impl->http_.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   impl->http_.set_payload_max_length(config.max_body_bytes);

@@ -22,18 +22,30 @@
 namespace sidetable::sidecar {
 class Handler;
 class Metrics;
+namespace auth {
+class TenantQuotas;
+class TenantMetrics;
+}  // namespace auth
 }
 
 namespace sidetable::sidecar::rest {
+
+// The server's accounting the gateway shares with the ZeroMQ path (each
+// may be null): per-operation counters and latency, and with auth.mode
+// tokens the tenant's quotas (over them: 503 ServerBusy, reason
+// tenant_quota) and per-tenant counters. All are thread-safe.
+struct GatewayHooks {
+  Metrics* metrics = nullptr;
+  auth::TenantQuotas* quotas = nullptr;
+  auth::TenantMetrics* tenant_metrics = nullptr;
+};
 
 class Gateway {
  public:
   // `tokens_required`: auth.mode is tokens, so every request gets a
   // principal (SharedKey: the whole account; SAS: its scope).
-  // `metrics` (may be null) counts each operation as the ZeroMQ path does
-  // (sidetable_requests_total and the latency histogram, by operation).
   static Result<std::unique_ptr<Gateway>> Start(const RestConfig& config, const Handler* handler,
-                                                bool tokens_required, Metrics* metrics = nullptr);
+                                                bool tokens_required, GatewayHooks hooks = {});
   ~Gateway();
   Gateway(const Gateway&) = delete;
   Gateway& operator=(const Gateway&) = delete;

@@ -78,7 +78,7 @@ Result<token::Token> VerifySas(const QueryParams& q, std::string_view account,
 
   token::Token t;
   t.key_id = "sas";
-  t.spec.tenant = "sas";
+  t.spec.tenant = std::string(account);  // quotas and per-tenant metrics per account
   t.spec.identity = std::string(account) + ":sas";
   if (Get(q, "se").empty()) return Failed("se (the expiry) is required");
   auto expiry = SasTime(Get(q, "se"), "se");

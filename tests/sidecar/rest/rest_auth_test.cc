@@ -194,6 +194,7 @@ namespace {
 // theirs from SharedKey (the whole account) or from the SAS.
 class RestTokensTest : public RestTest {
  protected:
+  virtual std::string Quotas() { return ""; }
   std::vector<std::string> ServerArgs() override {
     const std::string key = dir_.Sub("k1.key");
     std::FILE* k = std::fopen(key.c_str(), "w");
@@ -202,7 +203,7 @@ class RestTokensTest : public RestTest {
     ::chmod(key.c_str(), 0600);
     const std::string path = dir_.Sub("tokens.yaml");
     std::FILE* f = std::fopen(path.c_str(), "w");
-    std::fputs(("auth:\n  mode: tokens\n  keys:\n    - {id: k1, file: " + key + "}\n").c_str(), f);
+    std::fputs(("auth:\n  mode: tokens\n  keys:\n    - {id: k1, file: " + key + "}\n" + Quotas()).c_str(), f);
     std::fclose(f);
     return {"--durability", "os", "--rest", "127.0.0.1:0", "--config", path};
   }
@@ -225,6 +226,35 @@ TEST_F(RestTokensTest, SharedKeyHasTheWholeAccountAndSasItsScope) {
   EXPECT_EQ(insert.status, 403);
   EXPECT_EQ(insert.ErrorCode(), "AuthorizationPermissionMismatch");
   EXPECT_EQ(Json(Send("GET", "/devstoreaccount1/orders()").body).Count("value"), 0u);
+}
+
+// The account's tenant over auth.quotas: 503 ServerBusy, as on ZeroMQ.
+class RestQuotaTest : public RestTokensTest {
+ protected:
+  std::string Quotas() override {
+    return "  quotas:\n    tenants:\n      devstoreaccount1: {requests_per_second: 2}\n";
+  }
+};
+
+TEST_F(RestQuotaTest, ATenantOverItsQuotaGetsServerBusy) {
+  int busy = 0, ok = 0;
+  for (int i = 0; i < 8; i++) {
+    Reply r = Send("GET", "/devstoreaccount1/Tables");
+    if (r.status == 503) {
+      busy++;
+      EXPECT_EQ(r.ErrorCode(), "ServerBusy");
+    } else {
+      EXPECT_EQ(r.status, 200);
+      ok++;
+    }
+  }
+  EXPECT_GE(ok, 1);
+  EXPECT_GE(busy, 1);
+  const std::string& hp = server_->http();
+  httplib::Client http(hp.substr(0, hp.rfind(':')), std::stoi(hp.substr(hp.rfind(':') + 1)));
+  auto res = http.Get("/metrics");
+  ASSERT_TRUE(res);
+  EXPECT_NE(res->body.find("reason=\"tenant_quota\""), std::string::npos);
 }
 
 }  // namespace
