@@ -280,6 +280,15 @@ Status ValidateConfig(const ServerConfig& c) {
     return bad("kafka.chunk_bytes must be 1024..990000 (Kafka's default message.max.bytes is 1000000)");
   }
   ST_RETURN_IF_ERROR(auth::ValidateAuthConfig(c.auth));
+  if (!c.rest.address.empty()) {
+    const size_t colon = c.rest.address.rfind(':');
+    const std::string port = colon == std::string::npos ? "" : c.rest.address.substr(colon + 1);
+    if (colon == 0 || port.empty() || port.size() > 5 ||
+        !std::all_of(port.begin(), port.end(), [](unsigned char ch) { return std::isdigit(ch); }) ||
+        std::stoi(port) > 65535) {
+      return bad("rest.address must be host:port (port 0 picks a free one), got '" + c.rest.address + "'");
+    }
+  }
   return CheckListenerPolicy(c);
 }
 

@@ -357,6 +357,12 @@ TEST(RestConfigFile, BeyondLoopbackNeedsInsecure) {
   EXPECT_NE(s.message().find("rest.address"), std::string::npos);
   c.security.insecure = true;
   EXPECT_TRUE(ValidateConfig(c).ok());
+  for (const char* bad : {"nonsense", "127.0.0.1:", ":80", "127.0.0.1:99999", "127.0.0.1:x"}) {
+    c.rest.address = bad;
+    Status s2 = ValidateConfig(c);
+    EXPECT_EQ(s2.code(), Code::kInvalidInput) << bad;
+    EXPECT_NE(s2.message().find("rest.address"), std::string::npos) << bad;
+  }
 }
 
 }  // namespace
