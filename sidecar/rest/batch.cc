@@ -113,7 +113,7 @@ void ServeBatch(Call& c) {
   wire::Request r;
   r.op = wire::Op::kWrite;
   r.table = table;
-  r.client_request_id = std::string(c.Header("x-ms-client-request-id"));
+  r.client_request_id = c.ClientRequestId();
   r.ops.reserve(planned.size());
   for (auto& p : planned) r.ops.push_back(p.op);  // kept for the inserts' response bodies
   std::string frame;

@@ -1,5 +1,6 @@
 #include "sidecar/rest/call.h"
 
+#include "engine/limits.h"
 #include "events/base64.h"
 #include "sidecar/admission.h"
 #include "sidecar/auth/tenant_metrics.h"
@@ -11,6 +12,12 @@ namespace sidetable::sidecar::rest {
 std::string_view Call::Header(const char* name) const {
   auto it = req.headers.find(name);  // httplib compares header names case-insensitively
   return it == req.headers.end() ? std::string_view() : std::string_view(it->second);
+}
+
+std::string Call::ClientRequestId() const {
+  const std::string_view id = Header("x-ms-client-request-id");
+  if (id.empty() || !ValidateClientRequestId(id).ok()) return "";
+  return std::string(id);
 }
 
 Status Call::Execute(wire::Request& r, std::string* frame, std::string_view* body) const {

@@ -36,6 +36,11 @@ struct Call {
   Links links;
 
   std::string_view Header(const char* name) const;
+  // x-ms-client-request-id as the write's client request id (a retry with
+  // it is applied once, docs/protocol.md), when the engine accepts it
+  // (1-128 printable ASCII characters); "" otherwise: the service allows
+  // longer ids, and the write must not fail for it.
+  std::string ClientRequestId() const;
   const token::Token* Principal() const { return principal ? &*principal : nullptr; }
   // Runs `r` through the Handler, within the tenant's quota when there is
   // a principal, counted in the metrics; on success *body is the reply

@@ -35,7 +35,7 @@ void Insert(Call& c) {
   r.op = wire::Op::kWrite;
   r.table = c.path.table;
   r.no_content = NoContent(c);
-  r.client_request_id = std::string(c.Header("x-ms-client-request-id"));
+  r.client_request_id = c.ClientRequestId();
   r.ops.push_back(Operation{OpKind::kInsert, std::move(e).value(), "", 0});
   std::string frame;
   std::string_view body;
@@ -128,7 +128,7 @@ void Write(Call& c, bool merge) {
   wire::Request r;
   r.op = wire::Op::kWrite;
   r.table = c.path.table;
-  r.client_request_id = std::string(c.Header("x-ms-client-request-id"));
+  r.client_request_id = c.ClientRequestId();
   r.ops.push_back(Operation{kind, std::move(e).value(), if_match, 0});
   std::string frame;
   std::string_view body;
@@ -148,7 +148,7 @@ void Delete(Call& c) {
   wire::Request r;
   r.op = wire::Op::kWrite;
   r.table = c.path.table;
-  r.client_request_id = std::string(c.Header("x-ms-client-request-id"));
+  r.client_request_id = c.ClientRequestId();
   Entity e;
   e.partition_key = c.path.pk;
   e.row_key = c.path.rk;

@@ -82,6 +82,18 @@ TEST_F(RestChangesTest, ARestRetryWithTheSameClientRequestIdIsAppliedOnce) {
   ASSERT_EQ(Send("PUT", KeyPath("once", "p", "r"), R"({"n":1})", id).status, 204);
   ASSERT_EQ(Send("PUT", KeyPath("once", "p", "r"), R"({"n":1})", id).status, 204);
   EXPECT_EQ(Since(start).size(), 1u);
+  // An id the engine would refuse (spaces, over 128 characters) is no
+  // reason to fail the write: it is applied, without the retry guarantee.
+  httplib::Headers odd = {{"x-ms-client-request-id", "an id with spaces " + std::string(200, 'x')}};
+  ASSERT_EQ(Send("PUT", KeyPath("once", "p", "r2"), R"({"n":1})", odd).status, 204);
+  ASSERT_EQ(Send("PUT", KeyPath("once", "p", "r2"), R"({"n":2})", odd).status, 204);
+  EXPECT_EQ(Since(start).size(), 3u);
+  // The same valid id for a different write is refused (the engine's
+  // fingerprint), never answered with the first write's outcome.
+  Reply reused = Send("PUT", KeyPath("once", "p", "r3"), R"({"n":9})", id);
+  EXPECT_EQ(reused.status, 400);
+  EXPECT_EQ(reused.ErrorCode(), "InvalidInput");
+  EXPECT_EQ(Since(start).size(), 3u);
 }
 
 }  // namespace
