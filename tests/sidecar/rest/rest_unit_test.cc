@@ -3,6 +3,7 @@
 // strings-to-sign, continuation tokens; with malformed and random inputs.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "sidecar/rest/call.h"
@@ -362,6 +363,26 @@ TEST(RestConfigFile, BeyondLoopbackNeedsInsecure) {
     Status s2 = ValidateConfig(c);
     EXPECT_EQ(s2.code(), Code::kInvalidInput) << bad;
     EXPECT_NE(s2.message().find("rest.address"), std::string::npos) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace sidetable::sidecar::rest
+
+namespace sidetable::sidecar::rest {
+namespace {
+
+// Edm.Double values written as strings (events/ accepts JSON number text,
+// never "nan" or "inf" that strtod would also read).
+TEST(RestOData, DoublesAsStrings) {
+  const std::string pk = "p", rk = "r";
+  auto e = ParseEntityBody(R"({"z":"-0","z@odata.type":"Edm.Double","h":"1.5e3","h@odata.type":"Edm.Double"})", &pk, &rk);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_TRUE(std::signbit(e->Find("z")->as_double()));
+  EXPECT_EQ(e->Find("h")->as_double(), 1500.0);
+  for (const char* bad : {"nan", "inf", "-inf", "1.", ".5", "1e", "+1", "0x10", " 1", "1 "}) {
+    const std::string body = std::string(R"({"x":")") + bad + R"(","x@odata.type":"Edm.Double"})";
+    EXPECT_FALSE(ParseEntityBody(body, &pk, &rk).ok()) << bad;
   }
 }
 
