@@ -46,6 +46,29 @@ Status WrongKind(std::string_view name, EdmType type, std::string_view expected,
                                  ", got " + std::string(TypeDescription(got)));
 }
 
+// A JSON number's text: [-]digits[.digits][(e|E)[+|-]digits]. Not "nan" or
+// "inf", which from_chars would also read.
+bool IsDecimalText(std::string_view s) {
+  size_t i = 0;
+  if (i < s.size() && s[i] == '-') i++;
+  const size_t digits = i;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9') i++;
+  if (i == digits) return false;
+  if (i < s.size() && s[i] == '.') {
+    const size_t frac = ++i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') i++;
+    if (i == frac) return false;
+  }
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    i++;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) i++;
+    const size_t exp = i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') i++;
+    if (i == exp) return false;
+  }
+  return i == s.size();
+}
+
 // The value of property `name`; `type` is its annotation, if any.
 Status ConvertValue(std::string_view name, element el, const std::optional<EdmType>& type, Value* out) {
   const element_type kind = el.type();
@@ -134,6 +157,11 @@ Status ConvertValue(std::string_view name, element el, const std::optional<EdmTy
           *out = Value::Double(std::numeric_limits<double>::infinity());
         } else if (s == "-Infinity") {
           *out = Value::Double(-std::numeric_limits<double>::infinity());
+        } else if (double d = 0; IsDecimalText(s) && std::from_chars(s.data(), s.data() + s.size(), d).ptr ==
+                                                            s.data() + s.size()) {
+          // A number written as a string ("-0", "1.5"), as the SDKs send
+          // values that JSON numbers would lose (the sign of zero).
+          *out = Value::Double(d);
         } else {
           return PropertyError(name, "'" + std::string(s) +
                                          "' is not an Edm.Double (a number, \"NaN\", \"Infinity\" or \"-Infinity\")");

@@ -213,7 +213,7 @@ Status LoadConfigFile(const std::string& path, ServerConfig* config) {
     if (root.IsNull()) return Status::OK();  // an empty file: all defaults
     if (!root.IsMap()) return Status(Code::kInvalidInput, path + ": the document must be a map of sections");
     static const std::set<std::string> kSections = {"sidecar", "storage", "changelog", "retries", "query",
-                                                     "log", "kafka", "auth", "security"};
+                                                     "log", "kafka", "auth", "security", "rest"};
     for (auto it = root.begin(); it != root.end(); ++it) {
       const std::string key = it->first.as<std::string>();
       if (!kSections.count(key)) return f.Bad(key, "unknown section");
@@ -223,6 +223,7 @@ Status LoadConfigFile(const std::string& path, ServerConfig* config) {
     ST_RETURN_IF_ERROR(LoadKafkaAndLog(f, root, &c));
     ST_RETURN_IF_ERROR(auth::LoadAuthConfig(path, root, &c.auth));
     ST_RETURN_IF_ERROR(LoadSecurity(f, root, &c));
+    ST_RETURN_IF_ERROR(rest::LoadRestConfig(path, root, &c.rest));
   } catch (const YAML::Exception& e) {
     return Status(Code::kInvalidInput, path + ": " + e.what());
   }
@@ -279,6 +280,15 @@ Status ValidateConfig(const ServerConfig& c) {
     return bad("kafka.chunk_bytes must be 1024..990000 (Kafka's default message.max.bytes is 1000000)");
   }
   ST_RETURN_IF_ERROR(auth::ValidateAuthConfig(c.auth));
+  if (!c.rest.address.empty()) {
+    const size_t colon = c.rest.address.rfind(':');
+    const std::string port = colon == std::string::npos ? "" : c.rest.address.substr(colon + 1);
+    if (colon == 0 || port.empty() || port.size() > 5 ||
+        !std::all_of(port.begin(), port.end(), [](unsigned char ch) { return std::isdigit(ch); }) ||
+        std::stoi(port) > 65535) {
+      return bad("rest.address must be host:port (port 0 picks a free one), got '" + c.rest.address + "'");
+    }
+  }
   return CheckListenerPolicy(c);
 }
 

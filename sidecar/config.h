@@ -14,6 +14,7 @@
 #include "engine/status.h"
 #include "sidecar/auth/auth_config.h"
 #include "sidecar/changestream/kafka_options.h"
+#include "sidecar/rest/rest_config.h"
 #include "sidecar/security_config.h"
 
 namespace sidetable::sidecar {
@@ -54,6 +55,7 @@ struct ServerConfig {
 
   auth::AuthConfig auth;                              // auth.* (tokens, keys, tenant quotas)
   SecurityConfig security;                            // security.* (sidecar/security_config.h)
+  rest::RestConfig rest;                              // rest.* (the Azure Table REST gateway, docs/rest.md)
 
   std::string log_level = "info";                     // log.level
   std::string log_format = "text";                    // log.format: text | json

@@ -56,6 +56,12 @@ Status CheckListenerPolicy(const ServerConfig& c) {
                "authentication and reveal table names. Serve them on 127.0.0.1, or set security.http_public: true "
                "(or security.insecure: true)");
   }
+  // The REST gateway authenticates every request (SharedKey or SAS) but
+  // speaks plain HTTP: off loopback only when the config says so.
+  if (!c.rest.address.empty() && !IsLoopbackHostPort(c.rest.address) && !c.security.insecure) {
+    return bad("rest.address: '" + c.rest.address + "' is not a loopback address, and the REST gateway serves "
+               "plain HTTP (no TLS). Serve it on 127.0.0.1, or set security.insecure: true (development only)");
+  }
   return Status::OK();
 }
 

@@ -46,6 +46,7 @@ Status WriteReadyFile(const std::string& path, Server& server) {
   // The address bound, as configured (0.0.0.0:9464 when so configured):
   // what was actually exposed, not where a local client would connect.
   if (server.http_port() > 0) lines.emplace_back("http", server.http_address());
+  if (!server.rest_address().empty()) lines.emplace_back("rest", server.rest_address());
   if (!server.kafka_bootstrap().empty()) lines.emplace_back("kafka", server.kafka_bootstrap());
   return common::WriteReadyFile(path, lines);
 }
@@ -137,6 +138,8 @@ int main(int argc, char** argv) {
   app.add_option("--shutdown-grace-ms", config.shutdown_grace_ms,
                  "on SIGTERM, time to finish queued requests (sidecar.shutdown_grace_ms)");
   app.add_option("--http", config.http, "health and metrics address host:port, '' = off");
+  app.add_option("--rest", config.rest.address,
+                 "Azure Table REST gateway address host:port, port 0 = any (rest.address; off by default)");
   app.add_option("--ready-file", config.ready_file, "file written with the bound endpoints once serving");
   app.add_option("--log-level", config.log_level, "trace, debug, info, warn, error, off");
   app.add_option("--log-format", config.log_format, "text or json");

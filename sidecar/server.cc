@@ -76,6 +76,16 @@ Status Server::Impl::Bind() {
     owner_->http_port_ = http_->port();
     owner_->http_address_ = http_->address();
   }
+  if (!config_.rest.address.empty()) {
+    rest::GatewayHooks hooks;
+    hooks.metrics = &owner_->metrics_;
+    hooks.quotas = &quotas_;
+    hooks.tenant_metrics = &owner_->tenant_metrics_;
+    auto gateway = rest::Gateway::Start(config_.rest, &handler_, TokensRequired(config_), hooks);
+    if (!gateway.ok()) return gateway.status();
+    rest_ = std::move(gateway).value();
+    owner_->rest_address_ = rest_->address();
+  }
   return Status::OK();
 }
 
@@ -316,6 +326,8 @@ Server::~Server() {
 
 void Server::Run() {
   impl_->Serve();
+  // No new REST requests during the drain; those being served finish first.
+  if (impl_->rest_) impl_->rest_->Stop();
   stopped_cleanly_ = impl_->Drain();
 }
 

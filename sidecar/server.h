@@ -65,6 +65,8 @@ class Server {
   int http_port() const { return http_port_; }
   // "host:port" as bound ("" = off): the ready file reports it.
   const std::string& http_address() const { return http_address_; }
+  // The REST gateway's "host:port" as bound ("" = off): the ready file's `rest` line.
+  const std::string& rest_address() const { return rest_address_; }
   Engine& engine() { return *engine_; }
   Watermarks& watermarks() { return *watermarks_; }
   Metrics& metrics() { return metrics_; }
@@ -92,6 +94,7 @@ class Server {
   std::vector<std::string> endpoints_;
   int http_port_ = 0;
   std::string http_address_;
+  std::string rest_address_;
   std::atomic<bool> stop_{false};
   bool stopped_cleanly_ = true;
 };

@@ -27,6 +27,7 @@
 #include "sidecar/handler.h"
 #include "sidecar/job_queue.h"
 #include "sidecar/parked_reads.h"
+#include "sidecar/rest/gateway.h"
 #include "sidecar/server.h"
 #include "sidecar/status_pages.h"
 #include "sidecar/zap_handler.h"
@@ -187,6 +188,8 @@ class Server::Impl {
   ServerGauges Gauges() const;
 
   std::unique_ptr<common::HttpEndpoint> http_;
+  // The Azure Table REST gateway (rest.address; null = off): calls handler_.
+  std::unique_ptr<rest::Gateway> rest_;
 
   friend class Server;
 };

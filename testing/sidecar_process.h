@@ -52,6 +52,7 @@ class SidecarProcess {
     return WaitForReadyFile(&pid_, ready_file_, 2000, [&](const std::string& kind, const std::string& value) {
       if (kind == "zmq") endpoints_.push_back(value);
       if (kind == "http") http_ = value;
+      if (kind == "rest") rest_ = value;
       return kind == "pid" && !endpoints_.empty();
     });
   }
@@ -64,6 +65,8 @@ class SidecarProcess {
   const std::string& endpoint() const { return endpoints_.at(0); }
   const std::vector<std::string>& endpoints() const { return endpoints_; }
   const std::string& http() const { return http_; }
+  // The REST gateway's "host:port" ("" when not started with --rest).
+  const std::string& rest() const { return rest_; }
   pid_t pid() const { return pid_; }
   std::string Log() const { return ReadWholeFile(log_file_); }
 
@@ -76,6 +79,7 @@ class SidecarProcess {
   pid_t pid_ = -1;
   std::vector<std::string> endpoints_;
   std::string http_;
+  std::string rest_;
 };
 
 }  // namespace sidetable::testing

@@ -14,7 +14,8 @@
 // The state of tenants with nothing in flight and full buckets is dropped,
 // so the map is bounded by what is in flight and recently active.
 //
-// Thread safety: TryAdmit() on the frontend thread, Release() on any
+// Thread safety: TryAdmit() on the frontend thread and the REST gateway's
+// threads (it locks), Release() on any
 // thread.
 #pragma once
 

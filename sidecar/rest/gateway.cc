@@ -1,0 +1,308 @@
+// The HTTP side of the gateway: cpp-httplib set-up, the headers every
+// response carries, CORS, x-ms-version, authentication, and the dispatch
+// to tables.cc, entities.cc and batch.cc.
+#include "sidecar/rest/gateway.h"
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <ctime>
+#include <thread>
+
+#include "sidecar/listener_policy.h"
+#include "sidecar/rest/call.h"
+#include "sidecar/rest/cors.h"
+#include "sidecar/rest/shared_key.h"
+
+namespace sidetable::sidecar::rest {
+
+// Oldest x-ms-version served: what the current SDKs send and later.
+inline constexpr std::string_view kMinVersion = "2019-02-02";
+
+class Gateway::Impl {
+ public:
+  Impl(const RestConfig& config, const Handler* handler, bool tokens_required, bool loopback)
+      : config_(config), handler_(handler), tokens_required_(tokens_required),
+        accounts_(EffectiveAccounts(config, loopback)), log_(spdlog::default_logger()->clone("rest")) {}
+
+  void Serve(const httplib::Request& req, httplib::Response& res);
+  // Fills an empty error response httplib made itself (too large, malformed).
+  void HttpLibError(const httplib::Request& req, httplib::Response& res);
+
+  const RestConfig config_;
+  const Handler* handler_;
+  GatewayHooks hooks_;
+  const bool tokens_required_;
+  const std::vector<RestAccount> accounts_;
+  std::shared_ptr<spdlog::logger> log_;
+  httplib::Server http_;
+  std::thread thread_;
+  std::string host_;
+  int port_ = 0;
+  std::atomic<uint64_t> next_id_{1};
+
+ private:
+  bool Authenticate(Call& c, std::string_view raw_path, std::string_view comp);
+  void Dispatch(Call& c, std::string_view raw_path, std::string_view raw_query);
+};
+
+namespace {
+
+std::string HttpDate() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  return buf;
+}
+
+Status ParseQuery(std::string_view q, QueryParams* out) {
+  size_t n = 0;
+  while (!q.empty()) {
+    if (++n > 64) return Status(Code::kInvalidInput, "too many query parameters");
+    const size_t amp = q.find('&');
+    const std::string_view pair = q.substr(0, amp);
+    const size_t eq = pair.find('=');
+    auto key = PercentDecode(pair.substr(0, eq), true);
+    if (!key.ok()) return key.status();
+    auto value = PercentDecode(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1), true);
+    if (!value.ok()) return value.status();
+    if (!key->empty()) (*out)[std::move(key).value()] = std::move(value).value();
+    if (amp == std::string_view::npos) break;
+    q.remove_prefix(amp + 1);
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+bool Gateway::Impl::Authenticate(Call& c, std::string_view raw_path, std::string_view comp) {
+  if (HasSas(c.query)) {
+    auto t = VerifySas(c.query, c.path.account, accounts_, NowTicks(), &c.sas_lists_tables);
+    if (!t.ok()) {
+      SendStatus(c, t.status());
+      return false;
+    }
+    if (c.query.count("ss")) {
+      // An account SAS names the kinds of resource it reaches: c tables, o entities.
+      const std::string& srt = c.query["srt"];
+      const bool entities = c.path.resource == Resource::kEntities || c.path.resource == Resource::kEntity ||
+                            c.path.resource == Resource::kBatch;
+      const bool tables = c.path.resource == Resource::kTables || c.path.resource == Resource::kTable;
+      if ((entities && srt.find('o') == std::string::npos) || (tables && srt.find('c') == std::string::npos)) {
+        SendError(c, 403, "AuthorizationResourceTypeMismatch",
+                  "This request is not authorized to perform this operation using this resource type. (srt " + srt +
+                      ")");
+        return false;
+      }
+    }
+    c.caller = t->spec.identity;
+    c.principal = std::move(t).value();
+    return true;
+  }
+  const std::string_view authorization = c.Header("Authorization");
+  if (authorization.empty()) {
+    SendError(c, 403, "AuthenticationFailed",
+              "Server failed to authenticate the request. No Authorization header and no SAS in the query string.");
+    return false;
+  }
+  SignedParts parts;
+  parts.verb = c.req.method;
+  parts.content_md5 = c.Header("Content-MD5");
+  parts.content_type = c.Header("Content-Type");
+  parts.date = c.Header("Date");
+  parts.x_ms_date = c.Header("x-ms-date");
+  parts.raw_path = raw_path;
+  parts.comp = comp;
+  parts.path_account = c.path.account;
+  if (Status s = VerifySharedKey(authorization, parts, accounts_); !s.ok()) {
+    SendStatus(c, s);
+    return false;
+  }
+  c.caller = c.path.account;
+  if (tokens_required_) {
+    // The account key is the whole account: every table, every permission.
+    token::Token t;
+    t.key_id = "account";
+    t.spec.table_is_prefix = true;
+    t.spec.permissions = token::kAllPermissions;
+    t.spec.tenant = c.path.account;
+    t.spec.identity = c.path.account;
+    c.principal = std::move(t);
+  }
+  return true;
+}
+
+void Gateway::Impl::Dispatch(Call& c, std::string_view raw_path, std::string_view raw_query) {
+  if (Status s = ParseQuery(raw_query, &c.query); !s.ok()) return SendStatus(c, s);
+  const std::string_view version = c.Header("x-ms-version");
+  if (!version.empty() && version < kMinVersion) {
+    return SendError(c, 400, "InvalidHeaderValue",
+                     "The value for one of the HTTP headers is not in the correct format. (x-ms-version " +
+                         std::string(version) + ": this service serves " + std::string(kMinVersion) + " and later)");
+  }
+  auto path = ParsePath(raw_path);
+  if (!path.ok()) return SendStatus(c, path.status());
+  c.path = std::move(path).value();
+  auto meta = ParseAccept(c.Header("Accept"));
+  if (c.query.count("$format")) meta = ParseAccept(c.query["$format"]);
+  if (!meta) {
+    return SendError(c, 415, "AtomFormatNotSupported",
+                     "Atom and XML are not served by this gateway: send Accept: application/json;odata=minimalmetadata");
+  }
+  c.meta = *meta;
+  const std::string_view content_type = c.Header("Content-Type");
+  if (content_type.find("xml") != std::string_view::npos) {
+    return SendError(c, 415, "AtomFormatNotSupported", "Atom and XML bodies are not served by this gateway: send JSON");
+  }
+  const std::string comp = c.query.count("comp") ? c.query["comp"] : "";
+  if (!Authenticate(c, raw_path, comp)) return;
+  c.links.base = "http://" + std::string(c.Header("Host")) + "/" + c.path.account;
+  c.links.table = c.path.table;
+  if (c.query.count("$callback")) return SendError(c, 501, "NotImplemented", "JSONP ($callback) is not supported.");
+  if (!comp.empty() || c.query.count("restype")) {
+    return SendError(c, 501, "NotImplemented",
+                     "This gateway does not serve comp=" + comp +
+                         " (service properties, statistics and table ACLs are not supported; see docs/rest.md)");
+  }
+  switch (c.path.resource) {
+    case Resource::kTables:
+    case Resource::kTable: return ServeTables(c);
+    case Resource::kEntities:
+    case Resource::kEntity:
+      if (c.path.table == "$metadata") break;
+      return ServeEntities(c);
+    case Resource::kBatch: return ServeBatch(c);
+    case Resource::kService: break;
+  }
+  SendError(c, 501, "NotImplemented", "This resource is not served by the gateway (see docs/rest.md).");
+}
+
+void Gateway::Impl::Serve(const httplib::Request& req, httplib::Response& res) {
+  const auto started = std::chrono::steady_clock::now();
+  Call c{req, res};
+  c.handler = handler_;
+  c.hooks = &hooks_;
+  char id[48];
+  std::snprintf(id, sizeof id, "%08x-%04x-4000-8000-%012llx", static_cast<unsigned>(port_),
+                static_cast<unsigned>(getpid() & 0xffff), static_cast<unsigned long long>(next_id_.fetch_add(1)));
+  c.request_id = id;
+  res.set_header("x-ms-request-id", c.request_id);
+  const std::string_view version = c.Header("x-ms-version");
+  res.set_header("x-ms-version", version.empty() || version < kMinVersion ? std::string(kMinVersion) : std::string(version));
+  res.set_header("Date", HttpDate());
+  const std::string client_id(c.Header("x-ms-client-request-id"));
+  if (!client_id.empty()) res.set_header("x-ms-client-request-id", client_id.substr(0, 1024));
+  c.method = req.method;
+  if (c.method == "POST") {
+    const std::string_view tunnelled = c.Header("X-HTTP-Method");
+    if (tunnelled == "MERGE" || tunnelled == "DELETE" || tunnelled == "PUT") c.method = std::string(tunnelled);
+  }
+  const std::string_view origin = c.Header("Origin");
+  if (c.method == "OPTIONS") {
+    Preflight(config_.cors, origin, c.Header("Access-Control-Request-Method"),
+              c.Header("Access-Control-Request-Headers"), &res);
+    if (res.status >= 400) SendError(c, 403, "CorsPreflightFailure", "CORS not enabled or no matching rule found for this request.");
+  } else {
+    const std::string_view target = req.target;
+    const size_t q = target.find('?');
+    Dispatch(c, target.substr(0, q), q == std::string_view::npos ? std::string_view() : target.substr(q + 1));
+    if (!origin.empty()) AddCorsHeaders(config_.cors, origin, c.method, &res);
+  }
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
+  if (log_->should_log(spdlog::level::debug)) {
+    log_->debug("{} {} {} -> {} in {} us (account '{}', caller '{}', clientRequestId '{}', requestId {})", req.method,
+                c.method, req.path, res.status, us, c.path.account, c.caller, client_id, c.request_id);
+  }
+  if (res.status >= 500) {
+    log_->warn("{} {} -> {} (clientRequestId '{}', requestId {}): {}", req.method, req.path, res.status, client_id,
+               c.request_id, res.get_header_value("x-ms-error-code"));
+  }
+}
+
+void Gateway::Impl::HttpLibError(const httplib::Request& req, httplib::Response& res) {
+  if (!res.body.empty()) return;  // ours, already in the service's form
+  std::string code = "InvalidInput";
+  std::string message = "The request is malformed (note: the MERGE verb is not accepted by this HTTP server; "
+                        "send PATCH or POST with X-HTTP-Method: MERGE).";
+  if (res.status == 413) {
+    code = "RequestBodyTooLarge";
+    message = "The request body is too large and exceeds the maximum permissible limit (rest.max_body_mb: " +
+              std::to_string(config_.max_body_bytes >> 20) + " MiB).";
+  } else if (res.status == 404) {
+    code = "ResourceNotFound";
+    message = "The specified resource does not exist.";
+  } else if (res.status >= 500) {
+    code = "InternalError";
+    message = "The server encountered an internal error.";
+  }
+  res.set_header("x-ms-error-code", code);
+  res.set_header("x-ms-version", std::string(kMinVersion));
+  res.set_content(ErrorBody(code, message), ContentType(Metadata::kMinimal));
+}
+
+Result<std::unique_ptr<Gateway>> Gateway::Start(const RestConfig& config, const Handler* handler,
+                                                bool tokens_required, GatewayHooks hooks) {
+  const std::string& hp = config.address;
+  const size_t colon = hp.rfind(':');
+  if (colon == std::string::npos) return Status(Code::kInvalidInput, "rest.address: expected host:port, got '" + hp + "'");
+  std::string host = hp.substr(0, colon);
+  int port = 0;
+  try {
+    port = std::stoi(hp.substr(colon + 1));
+  } catch (...) {
+    return Status(Code::kInvalidInput, "rest.address: bad port in '" + hp + "'");
+  }
+  if (port < 0 || port > 65535) return Status(Code::kInvalidInput, "rest.address: bad port in '" + hp + "'");
+  std::unique_ptr<Gateway> g(new Gateway());
+  g->impl_ = std::make_unique<Impl>(config, handler, tokens_required, IsLoopbackHostPort(hp));
+  Impl* impl = g->impl_.get();
+  impl->hooks_ = hooks;
+  const int threads = config.threads;
+  impl->http_.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  impl->http_.set_payload_max_length(config.max_body_bytes);
+  // Headers and body leave in separate writes: without TCP_NODELAY every
+  // response with a body waited ~40 ms for the delayed ACK (Nagle).
+  impl->http_.set_tcp_nodelay(true);
+  impl->http_.set_keep_alive_max_count(1000);
+  impl->http_.set_keep_alive_timeout(2);
+  impl->http_.set_read_timeout(30, 0);
+  impl->http_.set_write_timeout(30, 0);
+  auto serve = [impl](const httplib::Request& req, httplib::Response& res) { impl->Serve(req, res); };
+  impl->http_.Get(".*", serve);
+  impl->http_.Post(".*", serve);
+  impl->http_.Put(".*", serve);
+  impl->http_.Delete(".*", serve);
+  impl->http_.Patch(".*", serve);
+  impl->http_.Options(".*", serve);
+  impl->http_.set_error_handler([impl](const httplib::Request& req, httplib::Response& res) { impl->HttpLibError(req, res); });
+  if (host == "localhost") host = "127.0.0.1";
+  if (port == 0) {
+    port = impl->http_.bind_to_any_port(host.c_str());
+    if (port < 0) return Status(Code::kUnavailable, "rest.address: cannot bind " + hp);
+  } else if (!impl->http_.bind_to_port(host.c_str(), port)) {
+    return Status(Code::kUnavailable, "rest.address: cannot bind " + hp);
+  }
+  impl->host_ = host;
+  impl->port_ = port;
+  impl->thread_ = std::thread([impl] { impl->http_.listen_after_bind(); });
+  std::string names;
+  for (const auto& a : impl->accounts_) names += (names.empty() ? "" : ", ") + a.name;
+  spdlog::info("Azure Table REST gateway on http://{}:{}/<account> (accounts: {})", host, port,
+               names.empty() ? "none: every request will be refused" : names);
+  return g;
+}
+
+std::string Gateway::address() const { return impl_->host_ + ":" + std::to_string(impl_->port_); }
+
+void Gateway::Stop() {
+  if (!impl_ || !impl_->thread_.joinable()) return;
+  impl_->http_.stop();
+  impl_->thread_.join();
+}
+
+Gateway::~Gateway() { Stop(); }
+
+}  // namespace sidetable::sidecar::rest

@@ -1,0 +1,115 @@
+#include "sidecar/rest/rest_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <set>
+
+#include "events/base64.h"
+
+namespace sidetable::sidecar::rest {
+namespace {
+
+Status Bad(const std::string& path, const std::string& key, const std::string& message) {
+  return Status(Code::kInvalidInput, path + ": " + key + ": " + message);
+}
+
+Status Strings(const std::string& path, const std::string& key, const YAML::Node& n, std::vector<std::string>* out,
+               bool upper, bool lower) {
+  if (!n) return Status::OK();
+  if (!n.IsSequence()) return Bad(path, key, "must be a list of strings");
+  for (const auto& e : n) {
+    if (!e.IsScalar()) return Bad(path, key, "must be a list of strings");
+    std::string s = e.Scalar();
+    if (upper) std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::toupper(c); });
+    if (lower) std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+    out->push_back(std::move(s));
+  }
+  return Status::OK();
+}
+
+Status CheckKeys(const std::string& path, const std::string& where, const YAML::Node& n,
+                 const std::set<std::string>& allowed) {
+  if (!n.IsMap()) return Bad(path, where, "must be a map");
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    const std::string key = it->first.as<std::string>();
+    if (!allowed.count(key)) return Bad(path, where + "." + key, "unknown key (see configs/sidetable.dev.yaml)");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status LoadRestConfig(const std::string& path, const YAML::Node& root, RestConfig* out) {
+  const YAML::Node r = root["rest"];
+  if (!r || r.IsNull()) return Status::OK();
+  ST_RETURN_IF_ERROR(CheckKeys(path, "rest", r, {"address", "accounts", "cors", "max_body_mb", "threads", "dev_account"}));
+  try {
+    if (r["address"]) out->address = r["address"].as<std::string>();
+    if (r["max_body_mb"]) {
+      const int64_t mb = r["max_body_mb"].as<int64_t>();
+      if (mb < 1 || mb > 64) return Bad(path, "rest.max_body_mb", "must be between 1 and 64");
+      out->max_body_bytes = static_cast<size_t>(mb) << 20;
+    }
+    if (r["threads"]) {
+      out->threads = r["threads"].as<int>();
+      if (out->threads < 1 || out->threads > 256) return Bad(path, "rest.threads", "must be between 1 and 256");
+    }
+    if (r["dev_account"]) {
+      const std::string v = r["dev_account"].Scalar();
+      if (v != "true" && v != "false") return Bad(path, "rest.dev_account", "must be true or false");
+      out->dev_account = v == "true";
+    }
+    if (const YAML::Node a = r["accounts"]; a && !a.IsNull()) {
+      if (!a.IsSequence()) return Bad(path, "rest.accounts", "must be a list of {name, key}");
+      for (size_t i = 0; i < a.size(); i++) {
+        const std::string where = "rest.accounts[" + std::to_string(i) + "]";
+        ST_RETURN_IF_ERROR(CheckKeys(path, where, a[i], {"name", "key"}));
+        RestAccount acct;
+        if (!a[i]["name"] || !a[i]["key"]) return Bad(path, where, "needs name and key");
+        acct.name = a[i]["name"].as<std::string>();
+        if (acct.name.size() < 3 || acct.name.size() > 24 ||
+            !std::all_of(acct.name.begin(), acct.name.end(), [](unsigned char c) { return std::isalnum(c); })) {
+          return Bad(path, where + ".name", "3-24 letters and digits, as Azure account names");
+        }
+        auto key = json::Base64Decode(a[i]["key"].as<std::string>());
+        if (!key || key->size() < 16) return Bad(path, where + ".key", "must be base64 of at least 16 bytes");
+        acct.key = std::move(*key);
+        out->accounts.push_back(std::move(acct));
+      }
+    }
+    if (const YAML::Node c = r["cors"]; c && !c.IsNull()) {
+      if (!c.IsSequence()) return Bad(path, "rest.cors", "must be a list of rules");
+      for (size_t i = 0; i < c.size(); i++) {
+        const std::string where = "rest.cors[" + std::to_string(i) + "]";
+        ST_RETURN_IF_ERROR(CheckKeys(path, where, c[i],
+                                     {"allowed_origins", "allowed_methods", "allowed_headers", "exposed_headers",
+                                      "max_age_seconds"}));
+        CorsRule rule;
+        ST_RETURN_IF_ERROR(Strings(path, where + ".allowed_origins", c[i]["allowed_origins"], &rule.allowed_origins, false, false));
+        ST_RETURN_IF_ERROR(Strings(path, where + ".allowed_methods", c[i]["allowed_methods"], &rule.allowed_methods, true, false));
+        ST_RETURN_IF_ERROR(Strings(path, where + ".allowed_headers", c[i]["allowed_headers"], &rule.allowed_headers, false, true));
+        ST_RETURN_IF_ERROR(Strings(path, where + ".exposed_headers", c[i]["exposed_headers"], &rule.exposed_headers, false, false));
+        if (c[i]["max_age_seconds"]) rule.max_age_seconds = c[i]["max_age_seconds"].as<int>();
+        if (rule.allowed_origins.empty() || rule.allowed_methods.empty()) {
+          return Bad(path, where, "needs allowed_origins and allowed_methods");
+        }
+        out->cors.push_back(std::move(rule));
+      }
+    }
+  } catch (const YAML::Exception& e) {
+    return Bad(path, "rest", std::string("bad value: ") + e.what());
+  }
+  return Status::OK();
+}
+
+std::vector<RestAccount> EffectiveAccounts(const RestConfig& config, bool loopback) {
+  std::vector<RestAccount> out = config.accounts;
+  const bool named = std::any_of(out.begin(), out.end(), [](const RestAccount& a) { return a.name == kDevAccount; });
+  if (config.dev_account && loopback && !named) {
+    out.push_back(RestAccount{kDevAccount, *json::Base64Decode(kDevAccountKeyBase64)});
+  }
+  return out;
+}
+
+}  // namespace sidetable::sidecar::rest

@@ -1,0 +1,143 @@
+#include "sidecar/rest/sas.h"
+
+#include <sodium.h>
+
+#include <algorithm>
+
+#include "engine/edm.h"
+#include "sidecar/rest/shared_key.h"
+
+namespace sidetable::sidecar::rest {
+namespace {
+
+Status Failed(std::string why) {
+  return Status(Code::kAuthenticationFailed,
+                "Server failed to authenticate the request. Make sure the value of the SAS is formed correctly "
+                "including the signature. (" + why + ")");
+}
+
+std::string_view Get(const QueryParams& q, std::string_view key) {
+  auto it = q.find(key);
+  return it == q.end() ? std::string_view() : std::string_view(it->second);
+}
+
+Result<token::TimePoint> SasTime(std::string_view text, const char* name) {
+  auto ticks = ParseDateTime(text);
+  if (!ticks) return Failed(std::string(name) + " is not an ISO 8601 UTC time");
+  return token::TimePoint(std::chrono::seconds((*ticks - kUnixEpochTicks) / kTicksPerSecond));
+}
+
+}  // namespace
+
+bool HasSas(const QueryParams& q) { return q.count("sig") != 0; }
+
+std::string ServiceSasStringToSign(const QueryParams& q, std::string_view account) {
+  std::string table(Get(q, "tn"));
+  std::transform(table.begin(), table.end(), table.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::string s;
+  for (std::string_view part : {Get(q, "sp"), Get(q, "st"), Get(q, "se")}) s.append(part).append("\n");
+  s.append("/table/").append(account).append("/").append(table).append("\n");
+  for (std::string_view part : {Get(q, "si"), Get(q, "sip"), Get(q, "spr"), Get(q, "sv"), Get(q, "spk"),
+                                Get(q, "srk"), Get(q, "epk")}) {
+    s.append(part).append("\n");
+  }
+  s.append(Get(q, "erk"));
+  return s;
+}
+
+std::string AccountSasStringToSign(const QueryParams& q, std::string_view account, bool with_ses) {
+  std::string s(account);
+  s += "\n";
+  for (std::string_view key : {"sp", "ss", "srt", "st", "se", "sip", "spr", "sv"}) s.append(Get(q, key)).append("\n");
+  if (with_ses) s.append(Get(q, "ses")).append("\n");
+  return s;
+}
+
+Result<token::Token> VerifySas(const QueryParams& q, std::string_view account,
+                               const std::vector<RestAccount>& accounts, int64_t now_ticks, bool* list_tables) {
+  if (list_tables != nullptr) *list_tables = false;
+  const RestAccount* acct = FindAccount(accounts, account);
+  if (acct == nullptr) return Failed("unknown account '" + std::string(account) + "'");
+  const std::string_view sig = Get(q, "sig");
+  const bool service = q.count("tn") != 0;
+  if (!service && q.count("ss") == 0) return Failed("a SAS needs tn (a table SAS) or ss (an account SAS)");
+  if (!Get(q, "si").empty()) return Failed("stored access policies (si) are not supported by the REST gateway");
+  if (!Get(q, "sip").empty()) return Failed("IP ranges (sip) are not supported by the REST gateway");
+  bool match = false;
+  auto check = [&](const std::string& to_sign) {
+    const std::string expected = HmacSha256Base64(acct->key, to_sign);
+    if (expected.size() == sig.size() && sodium_memcmp(expected.data(), sig.data(), sig.size()) == 0) match = true;
+  };
+  if (service) {
+    check(ServiceSasStringToSign(q, account));
+  } else {
+    check(AccountSasStringToSign(q, account, true));
+    if (!match) check(AccountSasStringToSign(q, account, false));
+  }
+  if (!match) return Failed("the signature does not match");
+
+  token::Token t;
+  t.key_id = "sas";
+  t.spec.tenant = std::string(account);  // quotas and per-tenant metrics per account
+  t.spec.identity = std::string(account) + ":sas";
+  if (Get(q, "se").empty()) return Failed("se (the expiry) is required");
+  auto expiry = SasTime(Get(q, "se"), "se");
+  if (!expiry.ok()) return expiry.status();
+  t.spec.expiry = *expiry;
+  const token::TimePoint now(std::chrono::seconds((now_ticks - kUnixEpochTicks) / kTicksPerSecond));
+  if (now >= *expiry) return Failed("the SAS has expired");
+  if (!Get(q, "st").empty()) {
+    auto start = SasTime(Get(q, "st"), "st");
+    if (!start.ok()) return start.status();
+    // The service allows a few minutes of clock skew; so does this.
+    if (now + std::chrono::minutes(5) < *start) return Failed("the SAS is not valid yet");
+    t.spec.start = *start;
+  }
+  token::Permissions perms = 0;
+  const std::string_view sp = Get(q, "sp");
+  if (service) {
+    t.spec.table = std::string(Get(q, "tn"));
+    for (char c : sp) {
+      switch (c) {
+        case 'r': perms |= static_cast<uint8_t>(token::Permission::kRead); break;
+        case 'a': perms |= static_cast<uint8_t>(token::Permission::kAdd); break;
+        case 'u': perms |= static_cast<uint8_t>(token::Permission::kUpdate); break;
+        case 'd': perms |= static_cast<uint8_t>(token::Permission::kDelete); break;
+        default: return Failed(std::string("unknown permission '") + c + "' in sp");
+      }
+    }
+    if (q.count("spk")) t.spec.start_pk = std::string(Get(q, "spk"));
+    if (q.count("srk")) t.spec.start_rk = std::string(Get(q, "srk"));
+    if (q.count("epk")) t.spec.end_pk = std::string(Get(q, "epk"));
+    if (q.count("erk")) t.spec.end_rk = std::string(Get(q, "erk"));
+  } else {
+    if (Get(q, "ss").find('t') == std::string_view::npos) {
+      return Status(Code::kAuthorizationPermissionMismatch,
+                    "This request is not authorized to perform this operation using this permission. (the account "
+                    "SAS does not include the table service: ss needs t)");
+    }
+    t.spec.table_is_prefix = true;
+    const bool container = Get(q, "srt").find('c') != std::string_view::npos;
+    const bool objects = Get(q, "srt").find('o') != std::string_view::npos;
+    for (char c : sp) {
+      if (objects) {
+        switch (c) {
+          case 'r': perms |= static_cast<uint8_t>(token::Permission::kRead); break;
+          case 'a': perms |= static_cast<uint8_t>(token::Permission::kAdd); break;
+          case 'u': case 'p': perms |= static_cast<uint8_t>(token::Permission::kUpdate); break;
+          case 'w':
+            perms |= static_cast<uint8_t>(token::Permission::kAdd) | static_cast<uint8_t>(token::Permission::kUpdate);
+            break;
+          case 'd': perms |= static_cast<uint8_t>(token::Permission::kDelete); break;
+          default: break;  // l, c, x, t, f, i: not for entities
+        }
+      }
+      if (container && (c == 'c' || c == 'w' || c == 'd')) perms |= static_cast<uint8_t>(token::Permission::kAdmin);
+      if (container && c == 'l' && list_tables != nullptr) *list_tables = true;
+    }
+  }
+  t.spec.permissions = perms;
+  return t;
+}
+
+}  // namespace sidetable::sidecar::rest

@@ -1,0 +1,95 @@
+#include "sidecar/rest/shared_key.h"
+
+#include <sodium.h>
+
+#include "events/base64.h"
+
+namespace sidetable::sidecar::rest {
+namespace {
+
+Status Failed(std::string why) {
+  return Status(Code::kAuthenticationFailed,
+                "Server failed to authenticate the request. Make sure the value of Authorization header is formed "
+                "correctly including the signature. (" + why + ")");
+}
+
+}  // namespace
+
+std::string HmacSha256Base64(std::string_view key, std::string_view message) {
+  crypto_auth_hmacsha256_state state;
+  unsigned char mac[crypto_auth_hmacsha256_BYTES];
+  crypto_auth_hmacsha256_init(&state, reinterpret_cast<const unsigned char*>(key.data()), key.size());
+  crypto_auth_hmacsha256_update(&state, reinterpret_cast<const unsigned char*>(message.data()), message.size());
+  crypto_auth_hmacsha256_final(&state, mac);
+  return json::Base64Encode(std::string_view(reinterpret_cast<const char*>(mac), sizeof mac));
+}
+
+std::string CanonicalResource(std::string_view account, std::string_view raw_path, std::string_view comp) {
+  std::string out = "/";
+  out.append(account);
+  out.append(raw_path);
+  if (!comp.empty()) {
+    out += "?comp=";
+    out.append(comp);
+  }
+  return out;
+}
+
+std::string SharedKeyStringToSign(std::string_view verb, std::string_view content_md5,
+                                  std::string_view content_type, std::string_view date, std::string_view resource) {
+  std::string s;
+  s.reserve(verb.size() + content_md5.size() + content_type.size() + date.size() + resource.size() + 4);
+  s.append(verb).append("\n").append(content_md5).append("\n").append(content_type).append("\n");
+  s.append(date).append("\n").append(resource);
+  return s;
+}
+
+std::string SharedKeyLiteStringToSign(std::string_view date, std::string_view resource) {
+  return std::string(date) + "\n" + std::string(resource);
+}
+
+const RestAccount* FindAccount(const std::vector<RestAccount>& accounts, std::string_view name) {
+  for (const auto& a : accounts) {
+    if (a.name == name) return &a;
+  }
+  return nullptr;
+}
+
+Status VerifySharedKey(std::string_view authorization, const SignedParts& parts,
+                       const std::vector<RestAccount>& accounts) {
+  const size_t space = authorization.find(' ');
+  if (space == std::string_view::npos) return Failed("the Authorization header must be 'SharedKey account:signature'");
+  const std::string_view scheme = authorization.substr(0, space);
+  const bool lite = scheme == "SharedKeyLite";
+  if (!lite && scheme != "SharedKey") {
+    return Failed("unsupported authorization scheme '" + std::string(scheme) + "' (SharedKey, SharedKeyLite or a SAS)");
+  }
+  const std::string_view cred = authorization.substr(space + 1);
+  const size_t colon = cred.find(':');
+  if (colon == std::string_view::npos) return Failed("the credential must be account:signature");
+  const std::string_view account = cred.substr(0, colon);
+  const std::string_view sig = cred.substr(colon + 1);
+  const RestAccount* acct = FindAccount(accounts, account);
+  if (acct == nullptr) return Failed("unknown account '" + std::string(account) + "'");
+  if (account != parts.path_account) return Failed("the signing account is not the account of the URL");
+  const std::string_view date = parts.x_ms_date.empty() ? parts.date : parts.x_ms_date;
+  // The path with the account (what SDKs sign for path-style URLs), then
+  // without it (as for an account's own host name).
+  std::string_view without = parts.raw_path;
+  const std::string prefix = "/" + std::string(account);
+  if (without.substr(0, prefix.size()) == prefix) without.remove_prefix(prefix.size());
+  if (without.empty()) without = "/";
+  for (std::string_view path : {parts.raw_path, without}) {
+    const std::string resource = CanonicalResource(account, path, parts.comp);
+    const std::string expected =
+        HmacSha256Base64(acct->key, lite ? SharedKeyLiteStringToSign(date, resource)
+                                         : SharedKeyStringToSign(parts.verb, parts.content_md5,
+                                                                 parts.content_type, date, resource));
+    if (expected.size() == sig.size() && sodium_memcmp(expected.data(), sig.data(), sig.size()) == 0) {
+      return Status::OK();
+    }
+  }
+  return Failed("the signature does not match");
+}
+
+}  // namespace sidetable::sidecar::rest

@@ -1,0 +1,261 @@
+// Authentication through the REST gateway: SharedKey, SharedKeyLite, SAS
+// (service and account) mapped onto the Handler's authorisation; CORS.
+// Every refusal is checked to change nothing.
+#include <sys/stat.h>
+
+#include "tests/sidecar/rest/rest_fixture.h"
+
+namespace sidetable::testing {
+namespace {
+
+std::string IsoIn(int seconds) {
+  std::time_t t = std::time(nullptr) + seconds;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+class RestAuthTest : public RestTest {
+ protected:
+  void SetUp() override {
+    RestTest::SetUp();
+    ASSERT_EQ(CreateTable("orders").status, 201);
+    ASSERT_EQ(InsertJson("orders", R"({"PartitionKey":"m","RowKey":"1","v":1})").status, 201);
+  }
+  // A table SAS: the query string, signed here.
+  std::string TableSas(const std::string& sp, const std::string& se, const std::string& spk = "",
+                       const std::string& epk = "", bool tamper = false) {
+    const std::string sv = "2019-02-02";
+    const std::string to_sign = sp + "\n\n" + se + "\n/table/devstoreaccount1/orders\n\n\n\n" + sv + "\n" + spk +
+                                "\n\n" + epk + "\n";
+    std::string sig = Hmac(key_, to_sign);
+    if (tamper) sig[3] = sig[3] == 'A' ? 'B' : 'A';
+    std::string q = "sv=" + sv + "&tn=orders&sp=" + sp + "&se=" + Enc(se) + "&sig=" + Enc(sig);
+    if (!spk.empty()) q += "&spk=" + Enc(spk);
+    if (!epk.empty()) q += "&epk=" + Enc(epk);
+    return q;
+  }
+  std::string AccountSas(const std::string& sp, const std::string& srt) {
+    const std::string sv = "2019-02-02", se = IsoIn(3600);
+    const std::string to_sign = "devstoreaccount1\n" + sp + "\nt\n" + srt + "\n\n" + se + "\n\n\n" + sv + "\n";
+    return "sv=" + sv + "&ss=t&srt=" + srt + "&sp=" + sp + "&se=" + Enc(se) + "&sig=" + Enc(Hmac(key_, to_sign));
+  }
+  size_t Count() {
+    auto page = client_->QueryPage(client::QueryOptions{.table = "orders"});
+    return page.ok() ? page->entities.size() : 999;
+  }
+};
+
+TEST_F(RestAuthTest, SharedKeyLiteIsAccepted) {
+  Reply r = Send("GET", KeyPath("orders", "m", "1"), "", {}, Sign::kSharedKeyLite);
+  EXPECT_EQ(r.status, 200) << r.body;
+}
+
+TEST_F(RestAuthTest, MissingOrWrongCredentialsAre403AndChangeNothing) {
+  const std::string body = R"({"PartitionKey":"m","RowKey":"2"})";
+  Reply none = Send("POST", "/devstoreaccount1/orders", body, {}, Sign::kNone);
+  EXPECT_EQ(none.status, 403);
+  EXPECT_EQ(none.ErrorCode(), "AuthenticationFailed");
+  Reply wrong = Send("POST", "/devstoreaccount1/orders", body,
+                     {{"Authorization", "SharedKey devstoreaccount1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="}},
+                     Sign::kNone);
+  EXPECT_EQ(wrong.status, 403);
+  EXPECT_EQ(wrong.ErrorCode(), "AuthenticationFailed");
+  Reply other = Send("POST", "/devstoreaccount1/orders", body, {{"Authorization", "SharedKey someone:abc="}}, Sign::kNone);
+  EXPECT_EQ(other.status, 403);
+  Reply scheme = Send("POST", "/devstoreaccount1/orders", body, {{"Authorization", "Bearer x"}}, Sign::kNone);
+  EXPECT_EQ(scheme.status, 403);
+  // Signed for another path: the signature covers the resource.
+  Reply moved = Send("DELETE", "/devstoreaccount1/Tables('orders')", "",
+                     {{"Authorization", "SharedKey devstoreaccount1:" +
+                                            Hmac(key_, "DELETE\n\n\n" + HttpDateNow() + "\n/devstoreaccount1/devstoreaccount1/Tables('other')")}},
+                     Sign::kNone);
+  EXPECT_EQ(moved.status, 403);
+  // Another account in the path than the signing one.
+  EXPECT_EQ(Send("GET", "/otheraccount/Tables").status, 403);
+  EXPECT_EQ(Count(), 1u);
+  EXPECT_TRUE(client_->ListTables().ok());
+  EXPECT_EQ(client_->ListTables()->size(), 1u);
+}
+
+TEST_F(RestAuthTest, TableSasGrantsItsPermissionsOnly) {
+  const std::string read = TableSas("r", IsoIn(3600));
+  Reply got = Send("GET", KeyPath("orders", "m", "1") + "?" + read, "", {}, Sign::kNone);
+  EXPECT_EQ(got.status, 200) << got.body;
+  Reply query = Send("GET", "/devstoreaccount1/orders()?" + read, "", {}, Sign::kNone);
+  EXPECT_EQ(query.status, 200) << query.body;
+  Reply insert = Send("POST", "/devstoreaccount1/orders?" + read, R"({"PartitionKey":"m","RowKey":"2"})", {}, Sign::kNone);
+  EXPECT_EQ(insert.status, 403);
+  EXPECT_EQ(insert.ErrorCode(), "AuthorizationPermissionMismatch");
+  Reply del = Send("DELETE", KeyPath("orders", "m", "1") + "?" + read, "", {{"If-Match", "*"}}, Sign::kNone);
+  EXPECT_EQ(del.status, 403);
+  Reply table = Send("DELETE", "/devstoreaccount1/Tables('orders')?" + read, "", {}, Sign::kNone);
+  EXPECT_EQ(table.status, 403);
+  EXPECT_EQ(Count(), 1u);
+
+  const std::string add = TableSas("ra", IsoIn(3600));
+  EXPECT_EQ(Send("POST", "/devstoreaccount1/orders?" + add, R"({"PartitionKey":"m","RowKey":"2"})", {}, Sign::kNone).status, 201);
+  EXPECT_EQ(Count(), 2u);
+}
+
+TEST_F(RestAuthTest, TableSasKeyRangeConfinesWritesAndQueries) {
+  ASSERT_EQ(InsertJson("orders", R"({"PartitionKey":"z","RowKey":"1"})").status, 201);
+  const std::string sas = TableSas("rau", IsoIn(3600), "a", "n");
+  EXPECT_EQ(Send("POST", "/devstoreaccount1/orders?" + sas, R"({"PartitionKey":"b","RowKey":"1"})", {}, Sign::kNone).status, 201);
+  Reply outside = Send("POST", "/devstoreaccount1/orders?" + sas, R"({"PartitionKey":"x","RowKey":"1"})", {}, Sign::kNone);
+  EXPECT_EQ(outside.status, 403);
+  EXPECT_EQ(outside.ErrorCode(), "AuthorizationFailure");
+  EXPECT_EQ(Send("GET", KeyPath("orders", "z", "1") + "?" + sas, "", {}, Sign::kNone).status, 403);
+  Reply query = Send("GET", "/devstoreaccount1/orders()?" + sas, "", {}, Sign::kNone);
+  ASSERT_EQ(query.status, 200);
+  EXPECT_EQ(Json(query.body).Count("value"), 2u);  // m/1 and b/1, not z/1
+  EXPECT_EQ(Count(), 3u);
+}
+
+TEST_F(RestAuthTest, BadExpiredOrUnsupportedSasIs403) {
+  Reply tampered = Send("GET", "/devstoreaccount1/orders()?" + TableSas("r", IsoIn(3600), "", "", true), "", {}, Sign::kNone);
+  EXPECT_EQ(tampered.status, 403);
+  EXPECT_EQ(tampered.ErrorCode(), "AuthenticationFailed");
+  Reply expired = Send("GET", "/devstoreaccount1/orders()?" + TableSas("r", IsoIn(-60)), "", {}, Sign::kNone);
+  EXPECT_EQ(expired.status, 403);
+  EXPECT_EQ(expired.ErrorCode(), "AuthenticationFailed");
+  // Signed for the table "orders", used with a different permission string.
+  std::string widened = TableSas("r", IsoIn(3600));
+  widened.replace(widened.find("sp=r"), 4, "sp=rd");
+  EXPECT_EQ(Send("DELETE", KeyPath("orders", "m", "1") + "?" + widened, "", {{"If-Match", "*"}}, Sign::kNone).status, 403);
+  EXPECT_EQ(Count(), 1u);
+}
+
+TEST_F(RestAuthTest, AccountSasCoversEveryTableAndCreatesTablesWithContainerScope) {
+  const std::string sas = AccountSas("rwdlacu", "sco");
+  Reply created = Send("POST", "/devstoreaccount1/Tables?" + sas, R"({"TableName":"more"})", {}, Sign::kNone);
+  EXPECT_EQ(created.status, 201) << created.body;
+  EXPECT_EQ(Send("POST", "/devstoreaccount1/more?" + sas, R"({"PartitionKey":"a","RowKey":"b"})", {}, Sign::kNone).status, 201);
+  EXPECT_EQ(Send("GET", "/devstoreaccount1/Tables?" + sas, "", {}, Sign::kNone).status, 200);
+  const std::string objects_only = AccountSas("rwdlacu", "o");
+  Reply refused = Send("POST", "/devstoreaccount1/Tables?" + objects_only, R"({"TableName":"none"})", {}, Sign::kNone);
+  EXPECT_EQ(refused.status, 403);
+  EXPECT_EQ(refused.ErrorCode(), "AuthorizationResourceTypeMismatch");
+  // Tables only (srt c): no entity may be touched, tables may be listed.
+  const std::string tables_only = AccountSas("rwdlacu", "c");
+  Reply entity = Send("GET", "/devstoreaccount1/more()?" + tables_only, "", {}, Sign::kNone);
+  EXPECT_EQ(entity.status, 403);
+  EXPECT_EQ(entity.ErrorCode(), "AuthorizationResourceTypeMismatch");
+  Reply listed = Send("GET", "/devstoreaccount1/Tables?" + tables_only, "", {}, Sign::kNone);
+  ASSERT_EQ(listed.status, 200);
+  EXPECT_EQ(Json(listed.body).Count("value"), 2u);
+  EXPECT_EQ(client_->ListTables()->size(), 2u);
+}
+
+class RestCorsTest : public RestTest {
+ protected:
+  std::vector<std::string> ServerArgs() override {
+    const std::string path = dir_.Sub("cors.yaml");
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    std::fputs("rest:\n  cors:\n    - allowed_origins: [\"http://app.example\"]\n      allowed_methods: [GET, POST]\n"
+               "      allowed_headers: [\"x-ms-*\", content-type]\n      exposed_headers: [\"x-ms-request-id\"]\n"
+               "      max_age_seconds: 60\n",
+               f);
+    std::fclose(f);
+    return {"--durability", "os", "--rest", "127.0.0.1:0", "--config", path};
+  }
+};
+
+TEST_F(RestCorsTest, PreflightIsAnsweredFromTheRules) {
+  Reply ok = Send("OPTIONS", "/devstoreaccount1/Tables", "",
+                  {{"Origin", "http://app.example"}, {"Access-Control-Request-Method", "POST"},
+                   {"Access-Control-Request-Headers", "x-ms-date, content-type"}},
+                  Sign::kNone);
+  EXPECT_EQ(ok.status, 200);
+  EXPECT_EQ(ok.Header("Access-Control-Allow-Origin"), "http://app.example");
+  EXPECT_EQ(ok.Header("Access-Control-Max-Age"), "60");
+  Reply method = Send("OPTIONS", "/devstoreaccount1/Tables", "",
+                      {{"Origin", "http://app.example"}, {"Access-Control-Request-Method", "DELETE"}}, Sign::kNone);
+  EXPECT_EQ(method.status, 403);
+  EXPECT_EQ(method.ErrorCode(), "CorsPreflightFailure");
+  Reply origin = Send("OPTIONS", "/devstoreaccount1/Tables", "",
+                      {{"Origin", "http://evil.example"}, {"Access-Control-Request-Method", "GET"}}, Sign::kNone);
+  EXPECT_EQ(origin.status, 403);
+  Reply actual = Send("GET", "/devstoreaccount1/Tables", "", {{"Origin", "http://app.example"}});
+  EXPECT_EQ(actual.status, 200);
+  EXPECT_EQ(actual.Header("Access-Control-Allow-Origin"), "http://app.example");
+  EXPECT_EQ(actual.Header("Access-Control-Expose-Headers"), "x-ms-request-id");
+}
+
+}  // namespace
+}  // namespace sidetable::testing
+
+namespace sidetable::testing {
+namespace {
+
+// auth.mode: tokens: ZeroMQ requests need signed tokens; REST requests get
+// theirs from SharedKey (the whole account) or from the SAS.
+class RestTokensTest : public RestTest {
+ protected:
+  virtual std::string Quotas() { return ""; }
+  std::vector<std::string> ServerArgs() override {
+    const std::string key = dir_.Sub("k1.key");
+    std::FILE* k = std::fopen(key.c_str(), "w");
+    std::fputs("MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n", k);
+    std::fclose(k);
+    ::chmod(key.c_str(), 0600);
+    const std::string path = dir_.Sub("tokens.yaml");
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    std::fputs(("auth:\n  mode: tokens\n  keys:\n    - {id: k1, file: " + key + "}\n" + Quotas()).c_str(), f);
+    std::fclose(f);
+    return {"--durability", "os", "--rest", "127.0.0.1:0", "--config", path};
+  }
+};
+
+TEST_F(RestTokensTest, SharedKeyHasTheWholeAccountAndSasItsScope) {
+  // The mode is on: a ZeroMQ request without a token is refused.
+  EXPECT_EQ(client_->ListTables().status().code(), Code::kAuthenticationFailed);
+  ASSERT_EQ(CreateTable("orders").status, 201);
+  ASSERT_EQ(InsertJson("orders", R"({"PartitionKey":"m","RowKey":"1"})").status, 201);
+  EXPECT_EQ(GetEntity("orders", "m", "1").status, 200);
+  EXPECT_EQ(Json(Send("GET", "/devstoreaccount1/Tables").body).Count("value"), 1u);
+  EXPECT_EQ(Send("DELETE", KeyPath("orders", "m", "1"), "", {{"If-Match", "*"}}).status, 204);
+
+  const std::string se = "2099-01-01T00:00:00Z";
+  const std::string to_sign = "r\n\n" + se + "\n/table/devstoreaccount1/orders\n\n\n\n2019-02-02\n\n\n\n";
+  const std::string sas = "sv=2019-02-02&tn=orders&sp=r&se=" + Enc(se) + "&sig=" + Enc(Hmac(key_, to_sign));
+  EXPECT_EQ(Send("GET", "/devstoreaccount1/orders()?" + sas, "", {}, Sign::kNone).status, 200);
+  Reply insert = Send("POST", "/devstoreaccount1/orders?" + sas, R"({"PartitionKey":"m","RowKey":"2"})", {}, Sign::kNone);
+  EXPECT_EQ(insert.status, 403);
+  EXPECT_EQ(insert.ErrorCode(), "AuthorizationPermissionMismatch");
+  EXPECT_EQ(Json(Send("GET", "/devstoreaccount1/orders()").body).Count("value"), 0u);
+}
+
+// The account's tenant over auth.quotas: 503 ServerBusy, as on ZeroMQ.
+class RestQuotaTest : public RestTokensTest {
+ protected:
+  std::string Quotas() override {
+    return "  quotas:\n    tenants:\n      devstoreaccount1: {requests_per_second: 2}\n";
+  }
+};
+
+TEST_F(RestQuotaTest, ATenantOverItsQuotaGetsServerBusy) {
+  int busy = 0, ok = 0;
+  for (int i = 0; i < 8; i++) {
+    Reply r = Send("GET", "/devstoreaccount1/Tables");
+    if (r.status == 503) {
+      busy++;
+      EXPECT_EQ(r.ErrorCode(), "ServerBusy");
+    } else {
+      EXPECT_EQ(r.status, 200);
+      ok++;
+    }
+  }
+  EXPECT_GE(ok, 1);
+  EXPECT_GE(busy, 1);
+  const std::string& hp = server_->http();
+  httplib::Client http(hp.substr(0, hp.rfind(':')), std::stoi(hp.substr(hp.rfind(':') + 1)));
+  auto res = http.Get("/metrics");
+  ASSERT_TRUE(res);
+  EXPECT_NE(res->body.find("reason=\"tenant_quota\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sidetable::testing
