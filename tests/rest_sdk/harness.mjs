@@ -314,6 +314,12 @@ export const AZURITE_DEVIATIONS = {
   "bad-json-empty-body":
     "Azurite 3.35.0 answers a body that is not JSON with 400 and an empty body; the service " +
     "sends its odata.error (code and message)",
+  "batch-cross-partition":
+    "Azurite 3.35.0 commits a $batch whose operations touch two PartitionKeys (the SDK refuses to " +
+    "send one; a hand-built request gets 202 and both entities); the service refuses it with 400",
+  "batch-duplicate-row":
+    "Azurite 3.35.0 answers the same entity twice in one $batch with 409 EntityAlreadyExists at " +
+    "index 0; the service refuses the batch with 400 InvalidDuplicateRow naming the second operation",
   "table-name-error-code":
     "Azurite 3.35.0 answers an invalid table name with 400 and an empty odata.error code and no " +
     "x-ms-error-code header (src/table/errors/StorageErrorFactory.ts, getInvalidResourceName / " +

@@ -55,3 +55,28 @@ export async function raw(target, method, path, { body, headers = {}, scheme = "
 export function errorCode(r) {
   return r.headers.get("x-ms-error-code") || r.json?.["odata.error"]?.code;
 }
+
+// A hand-built $batch with one changeset (what the SDK refuses to send, e.g. two
+// partitions). ops: [{ method, path, body?, etag? }], path relative to the account
+// ("/table" or "/table(PartitionKey='p',RowKey='r')"). Returns the raw response.
+export async function rawBatch(target, ops) {
+  const batch = `batch_${Math.random().toString(16).slice(2)}`;
+  const cs = `changeset_${Math.random().toString(16).slice(2)}`;
+  const lines = [`--${batch}`, `Content-Type: multipart/mixed; boundary=${cs}`, ""];
+  for (const op of ops) {
+    lines.push(`--${cs}`, "Content-Type: application/http", "Content-Transfer-Encoding: binary", "");
+    lines.push(`${op.method} ${target.endpoint}${op.path} HTTP/1.1`);
+    lines.push("Accept: application/json;odata=minimalmetadata", "DataServiceVersion: 3.0;");
+    if (op.etag) lines.push(`If-Match: ${op.etag}`);
+    if (op.body !== undefined) {
+      lines.push("Content-Type: application/json", "Prefer: return-no-content", "", JSON.stringify(op.body));
+    } else {
+      lines.push("");
+    }
+  }
+  lines.push(`--${cs}--`, `--${batch}--`, "");
+  return raw(target, "POST", "/$batch", {
+    body: lines.join("\r\n"),
+    headers: { "Content-Type": `multipart/mixed; boundary=${batch}` },
+  });
+}
