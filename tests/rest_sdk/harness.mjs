@@ -320,6 +320,15 @@ export const AZURITE_DEVIATIONS = {
   "batch-duplicate-row":
     "Azurite 3.35.0 answers the same entity twice in one $batch with 409 EntityAlreadyExists at " +
     "index 0; the service refuses the batch with 400 InvalidDuplicateRow naming the second operation",
+  "sas-key-range":
+    "Azurite 3.35.0 signs spk/srk/epk/erk but does not enforce them " +
+    "(src/table/authentication/TableSASAuthenticator.ts reads them only for the string to sign); " +
+    "the service limits the SAS to that key range (403)",
+  "authentication-failed":
+    "Azurite 3.35.0 answers a Shared Key or SAS signature that does not match, or a SAS outside " +
+    "its validity period, with 403 AuthorizationFailure (src/table/middleware/" +
+    "AuthenticationMiddlewareFactory.ts, getAuthorizationFailure); the service answers 403 " +
+    "AuthenticationFailed (signature did not match / not valid in the specified time frame)",
   "table-name-error-code":
     "Azurite 3.35.0 answers an invalid table name with 400 and an empty odata.error code and no " +
     "x-ms-error-code header (src/table/errors/StorageErrorFactory.ts, getInvalidResourceName / " +
