@@ -123,14 +123,12 @@ test("two partitions in one $batch (hand-built) are refused by the server, nothi
   assert.deepEqual(await partition("cp2"), {});
 });
 
-test("the same entity twice in one transaction: 400 InvalidDuplicateRow", { skip: azuriteDeviation("batch-duplicate-row") }, async () => {
-  const err = await expectRestError(
-    c.submitTransaction([["create", { partitionKey: "twice", rowKey: "a" }], ["upsert", { partitionKey: "twice", rowKey: "a" }, "Merge"]]),
-    400,
-    "InvalidDuplicateRow",
-  );
-  assert.match(err.message, /^\d+:/, "an index in the message");
-  assert.deepEqual(await partition("twice"), {});
+test("the same entity twice in one transaction: 400 InvalidDuplicateRow, nothing written", async () => {
+  for (const second of [["upsert", { partitionKey: "twice", rowKey: "a" }, "Merge"], ["create", { partitionKey: "twice", rowKey: "a" }], ["delete", { partitionKey: "twice", rowKey: "a" }]]) {
+    const err = await expectRestError(c.submitTransaction([["create", { partitionKey: "twice", rowKey: "a" }], second]), 400, "InvalidDuplicateRow");
+    assert.match(err.message, /^\d+:/, "an index in the message");
+    assert.deepEqual(await partition("twice"), {});
+  }
 });
 
 test("a transaction on a missing table fails with TableNotFound", async () => {

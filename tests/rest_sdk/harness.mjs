@@ -317,9 +317,9 @@ export const AZURITE_DEVIATIONS = {
   "batch-cross-partition":
     "Azurite 3.35.0 commits a $batch whose operations touch two PartitionKeys (the SDK refuses to " +
     "send one; a hand-built request gets 202 and both entities); the service refuses it with 400",
-  "batch-duplicate-row":
-    "Azurite 3.35.0 answers the same entity twice in one $batch with 409 EntityAlreadyExists at " +
-    "index 0; the service refuses the batch with 400 InvalidDuplicateRow naming the second operation",
+  "Azurite 3.35.0 answers two inserts of the same entity in one $batch with 409 " +
+    "EntityAlreadyExists at index 0 (an insert and an upsert of it get 400 InvalidDuplicateRow); " +
+    "the service refuses every batch that names an entity twice with 400 InvalidDuplicateRow",
   "sas-key-range":
     "Azurite 3.35.0 signs spk/srk/epk/erk but does not enforce them " +
     "(src/table/authentication/TableSASAuthenticator.ts reads them only for the string to sign); " +
@@ -329,6 +329,10 @@ export const AZURITE_DEVIATIONS = {
     "its validity period, with 403 AuthorizationFailure (src/table/middleware/" +
     "AuthenticationMiddlewareFactory.ts, getAuthorizationFailure); the service answers 403 " +
     "AuthenticationFailed (signature did not match / not valid in the specified time frame)",
+  "int64-filter-other-types":
+    "Azurite 3.35.0 answers 500 to a filter with an Int64 literal (L gt 5L) when some entity's L " +
+    "is a Double, Int32 or Boolean, and compares it with String and DateTime values; the service " +
+    "compares only values of the literal's type",
   "table-name-error-code":
     "Azurite 3.35.0 answers an invalid table name with 400 and an empty odata.error code and no " +
     "x-ms-error-code header (src/table/errors/StorageErrorFactory.ts, getInvalidResourceName / " +
