@@ -317,9 +317,6 @@ export const AZURITE_DEVIATIONS = {
   "batch-cross-partition":
     "Azurite 3.35.0 commits a $batch whose operations touch two PartitionKeys (the SDK refuses to " +
     "send one; a hand-built request gets 202 and both entities); the service refuses it with 400",
-  "Azurite 3.35.0 answers two inserts of the same entity in one $batch with 409 " +
-    "EntityAlreadyExists at index 0 (an insert and an upsert of it get 400 InvalidDuplicateRow); " +
-    "the service refuses every batch that names an entity twice with 400 InvalidDuplicateRow",
   "sas-key-range":
     "Azurite 3.35.0 signs spk/srk/epk/erk but does not enforce them " +
     "(src/table/authentication/TableSASAuthenticator.ts reads them only for the string to sign); " +
