@@ -1,11 +1,14 @@
-// azurite_load.mjs: the Azurite side of bench/compare/run.sh.
+// azurite_load.mjs: the @azure/data-tables client of bench/compare/run.sh.
 //
-// Drives an Azurite table endpoint on loopback with @azure/data-tables
-// (installed under AZURITE_DIR, default /tmp/sidetable-azurite) and appends
-// one JSON line per workload to --json, with the fields sidetable-loadgen
-// writes (label, ops_per_s, entities_per_s, p50_us, p99_us).
+// Drives an Azure Table REST endpoint on loopback with @azure/data-tables
+// (installed under AZURITE_DIR, default /tmp/sidetable-azurite): Azurite's, or
+// sidetable's REST gateway (issue 18) with --endpoint and --system sidetable-rest;
+// the same client and workloads for both. Appends one JSON line per workload to
+// --json, with the fields sidetable-loadgen writes (label, ops_per_s,
+// entities_per_s, p50_us, p99_us).
 //
 //   node azurite_load.mjs --port 10002 --workload insert|get|egt|query \
+//        [--endpoint http://127.0.0.1:PORT/devstoreaccount1] [--system azurite|sidetable-rest] \
 //        [--duration 6] [--inflight 32] [--preload 10000] [--partitions 100] \
 //        [--query-entities 5000] [--page-size 1000] [--queries 5] [--json out.jsonl] [--label x]
 //
@@ -37,14 +40,16 @@ const partitions = Number(args.partitions || 100);
 const queryEntities = Number(args["query-entities"] || 5000);
 const pageSize = Number(args["page-size"] || 1000);
 const queries = Number(args.queries || 5);
-const label = args.label || `azurite-${workload}`;
+const system = args.system || "azurite";
+const label = args.label || `${system}-${workload}`;
 
 // Azurite's documented well-known development account (not a secret).
 const account = "devstoreaccount1";
 const key = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+const endpoint = args.endpoint || `http://127.0.0.1:${port}/${account}`;
 const conn =
   `DefaultEndpointsProtocol=http;AccountName=${account};AccountKey=${key};` +
-  `TableEndpoint=http://127.0.0.1:${port}/${account};`;
+  `TableEndpoint=${endpoint};`;
 const table = `${workload}${Date.now() % 1e9}`.replace(/[^A-Za-z0-9]/g, "");
 const client = TableClient.fromConnectionString(conn, table, { allowInsecureConnection: true });
 
@@ -89,7 +94,7 @@ function report(ops, entitiesPerOp, seconds, latUs, extra = {}) {
   latUs.sort((a, b) => a - b);
   const r = {
     label,
-    system: "azurite",
+    system,
     workload,
     ops: ops,
     seconds,
@@ -101,9 +106,11 @@ function report(ops, entitiesPerOp, seconds, latUs, extra = {}) {
     ...extra,
   };
   console.log(
-    `azurite ${workload}: ${ops} ops in ${seconds.toFixed(2)} s: ${r.ops_per_s.toFixed(0)} ops/s, ` +
+    `${system} ${workload}: ${ops} ops in ${seconds.toFixed(2)} s: ${r.ops_per_s.toFixed(0)} ops/s, ` +
       `${r.entities_per_s.toFixed(0)} entities/s, p50 ${(r.p50_us / 1000).toFixed(2)} ms, ` +
-      `p99 ${(r.p99_us / 1000).toFixed(2)} ms`,
+      `p99 ${(r.p99_us / 1000).toFixed(2)} ms` +
+      (r.client_cpu_pct !== undefined ? `, client CPU ${r.client_cpu_pct.toFixed(0)}%` : "") +
+      (r.errors ? `, ${r.errors} errors` : ""),
   );
   if (args.json) appendFileSync(args.json, JSON.stringify(r) + "\n");
 }
@@ -125,7 +132,7 @@ async function load(count, parts) {
   };
   const t0 = Date.now();
   await Promise.all(Array.from({ length: 4 }, worker));
-  console.error(`azurite: loaded ${perPart * parts} entities in ${((Date.now() - t0) / 1000).toFixed(2)} s`);
+  console.error(`${system}: loaded ${perPart * parts} entities in ${((Date.now() - t0) / 1000).toFixed(2)} s`);
   return perPart;
 }
 
@@ -139,6 +146,8 @@ async function closedLoop(op, concurrency) {
   let ops = 0;
   let errors = 0;
   let seq = 0;
+  const cpu0 = process.cpuUsage();
+  const wall0 = Date.now();
   const loop = async (id) => {
     while (Date.now() < measureEnd) {
       const measured = Date.now() >= measureStart;
@@ -147,7 +156,7 @@ async function closedLoop(op, concurrency) {
         await op(id, seq++);
       } catch (e) {
         errors++;
-        if (errors <= 3) console.error(`azurite ${workload}: ${e.message}`);
+        if (errors <= 3) console.error(`${system} ${workload}: ${e.message}`);
         continue;
       }
       if (measured && Date.now() <= measureEnd) {
@@ -157,34 +166,38 @@ async function closedLoop(op, concurrency) {
     }
   };
   await Promise.all(Array.from({ length: concurrency }, (_, i) => loop(i)));
-  return { ops, lat, errors };
+  // The client's own CPU (user + system) over the whole loop, in % of one core: near 100
+  // means the Node client, not the server, set the pace.
+  const cpu = process.cpuUsage(cpu0);
+  const client_cpu_pct = ((cpu.user + cpu.system) / 1000 / (Date.now() - wall0)) * 100;
+  return { ops, lat, errors, client_cpu_pct };
 }
 
 // ---- workloads -----------------------------------------------------------------------
 await client.createTable();
 const run = `${process.pid}x${Date.now() % 100000}`;
 if (workload === "insert") {
-  const { ops, lat, errors } = await closedLoop(
+  const { ops, lat, errors, client_cpu_pct } = await closedLoop(
     (id, n) => client.createEntity(entity(pk(n % partitions), `n${run}-${id}-${n}`, n)),
     inflight,
   );
-  report(ops, 1, duration, lat, { errors, inflight });
+  report(ops, 1, duration, lat, { errors, inflight, client_cpu_pct });
 } else if (workload === "get") {
   const perPart = await load(preload, partitions);
-  const { ops, lat, errors } = await closedLoop(async () => {
+  const { ops, lat, errors, client_cpu_pct } = await closedLoop(async () => {
     const p = Math.floor(Math.random() * partitions);
     const r = Math.floor(Math.random() * perPart);
     const e = await client.getEntity(pk(p), rk(r));
     if (!e.Notes) throw new Error("entity without Notes");
   }, inflight);
-  report(ops, 1, duration, lat, { errors, inflight, preload });
+  report(ops, 1, duration, lat, { errors, inflight, preload, client_cpu_pct });
 } else if (workload === "egt") {
-  const { ops, lat, errors } = await closedLoop(async (id, n) => {
+  const { ops, lat, errors, client_cpu_pct } = await closedLoop(async (id, n) => {
     const actions = [];
     for (let i = 0; i < 100; i++) actions.push(["create", entity(pk(1000 + n), `n${run}-${i}`, n * 100 + i)]);
     await client.submitTransaction(actions);
   }, 1);
-  report(ops, 100, duration, lat, { errors });
+  report(ops, 100, duration, lat, { errors, client_cpu_pct });
 } else if (workload === "query") {
   await load(queryEntities, 1);
   const lat = [];
