@@ -73,10 +73,11 @@ test("a failing operation rolls back the whole transaction; the error names its 
     [[["upsert", { partitionKey: "fail", rowKey: "a" }, "Replace"], ["upsert", { partitionKey: "fail", rowKey: "c" }, "Merge"], ["update", { partitionKey: "fail", rowKey: "missing", X: 1 }, "Merge"]], 2, 404, "ResourceNotFound"],
     [[["update", { partitionKey: "fail", rowKey: "exists", V: 2 }, "Replace"], ["delete", { partitionKey: "fail", rowKey: "missing" }]], 1, 404, "ResourceNotFound"],
     [[["create", { partitionKey: "fail", rowKey: "a" }], ["update", { partitionKey: "fail", rowKey: "exists", V: 3 }, "Replace", { etag: 'W/"datetime\'2001-01-01T00%3A00%3A00.0000000Z\'"' }]], 1, 412, "UpdateConditionNotSatisfied"],
-    [[["create", { partitionKey: "fail", rowKey: "a" }], ["create", { partitionKey: "fail", rowKey: "bad#key" }]], 1, 400, "InvalidInput"],
+    [[["create", { partitionKey: "fail", rowKey: "a" }], ["create", { partitionKey: "fail", rowKey: "bad#key" }]], 1, 400, ["InvalidInput", "OutOfRangeInput"]],
   ];
   for (const [ops, index, status, code] of cases) {
-    const err = await expectRestError(c.submitTransaction(ops), status, code);
+    const err = await expectRestError(c.submitTransaction(ops), status, Array.isArray(code) ? undefined : code);
+    if (Array.isArray(code)) assert.ok(code.includes(codeOf(err)), `code ${codeOf(err)}`);
     assert.match(err.message, new RegExp(`^${index}:`), `index ${index} in "${err.message.slice(0, 80)}"`);
     assert.deepEqual(await partition("fail"), before_, `nothing of a failed transaction is visible (${code})`);
   }

@@ -95,14 +95,21 @@ test("Double: NaN, Infinity, -Infinity, -0, the extremes and whole numbers keep 
   assert.equal(plain.inf, "Infinity");
   // A whole-number Double (2.0, -0.0) is written with an Edm.Double annotation and must
   // stay a Double: the SDK cannot tell 2.0 from 2 in JSON, so look at the raw body.
-  await c.createEntity({ partitionKey: "types", rowKey: "dbl", two: { value: 2, type: "Double" }, negzero: { value: "-0", type: "Double" }, int: 2 });
+  // (-0 cannot go through the SDK: JSON.stringify(-0) is "0"; it is sent by hand.)
+  await c.createEntity({ partitionKey: "types", rowKey: "dbl", two: { value: 2, type: "Double" }, int: 2 });
+  const w = await raw(t, "POST", `/${table}`, {
+    body: '{"PartitionKey":"types","RowKey":"negzero","negzero":-0.0,"negzero@odata.type":"Edm.Double"}',
+    headers: { Prefer: "return-no-content" },
+  });
+  assert.equal(w.status, 204, w.text);
+  const nz = await raw(t, "GET", `/${table}(PartitionKey='types',RowKey='negzero')`, { headers: { Accept: "application/json;odata=nometadata" } });
+  assert.match(nz.text, /"negzero":-?0(\.0+|E[+-]?0+)/i, nz.text);
+  assert.ok(nz.json.negzero === 0, `-0.0 came back as ${nz.json.negzero}`); // the sign may be kept (-0) or not
   const r = await raw(t, "GET", `/${table}(PartitionKey='types',RowKey='dbl')`, { headers: { Accept: "application/json;odata=nometadata" } });
   assert.equal(r.status, 200);
   assert.match(r.text, /"two":2(\.0+)?(E\+?0+)?[,}]/i);
   assert.doesNotMatch(r.text, /"two":2[,}]/, `a Double came back as an integer: ${r.text}`);
-  assert.match(r.text, /"negzero":-?0(\.0+|E[+-]?0+)/i, r.text);
   assert.match(r.text, /"int":2[,}]/);
-  assert.equal(r.json.negzero, 0);
   // And a Double filter matches it.
   const hits = [];
   for await (const e of c.listEntities({ queryOptions: { filter: `PartitionKey eq 'types' and two eq 2.0` } })) hits.push(e.rowKey);
@@ -166,15 +173,16 @@ test("DateTime: 7 fractional digits and the range ends survive; a JS Date round-
 });
 
 test("DateTime filters compare at 100 ns precision", { skip: azuriteDeviation("datetime-filter-precision") }, async () => {
-  const { rowKey } = await roundTrip({ d7: { value: "2020-01-02T03:04:05.1234567Z", type: "DateTime" } });
+  const { rowKey } = await roundTrip({ d7f: { value: "2020-01-02T03:04:05.1234567Z", type: "DateTime" } });
   const q = async (f) => {
     const hits = [];
     for await (const e of c.listEntities({ queryOptions: { filter: `PartitionKey eq 'types' and ${f}` } })) hits.push(e.rowKey);
     return hits;
   };
-  assert.deepEqual(await q(`d7 eq datetime'2020-01-02T03:04:05.1234567Z'`), [rowKey]);
-  assert.deepEqual(await q(`d7 gt datetime'2020-01-02T03:04:05.1234566Z' and d7 lt datetime'2020-01-02T03:04:05.1234568Z'`), [rowKey]);
-  assert.deepEqual(await q(`d7 eq datetime'2020-01-02T03:04:05.1234566Z'`), []);
+  assert.deepEqual(await q(`d7f eq datetime'2020-01-02T03:04:05.1234567Z'`), [rowKey]);
+  assert.deepEqual(await q(`d7f gt datetime'2020-01-02T03:04:05.1234566Z' and d7f lt datetime'2020-01-02T03:04:05.1234568Z'`), [rowKey]);
+  assert.deepEqual(await q(`d7f eq datetime'2020-01-02T03:04:05.1234566Z'`), []);
+  assert.deepEqual(await q(`d7f eq datetime'2020-01-02T03:04:05.123Z'`), []);
 });
 
 test("unicode, quotes, spaces and percent signs in keys: get, update, delete, filter", async () => {
