@@ -18,7 +18,7 @@ import { startTarget } from "./harness.mjs";
 const SEED = Number(process.env.DIFF_SEED || Math.floor(Math.random() * 2 ** 31));
 const OPS = Number(process.env.DIFF_OPS || 1200);
 const TARGETS = (process.env.DIFF_TARGETS || "azurite,sidetable").split(",");
-const MAX_REPORTED = 8;
+const MAX_REPORTED = Number(process.env.DIFF_MAX_REPORTED || 8);
 
 // ---- accepted differences: the only place where a difference may pass ---------------------
 // match(op, a, b) gets the operation and the two normalized results (a: first target,
@@ -33,20 +33,36 @@ const ACCEPTED = [
     match: (op, a, b) => op.oversize && b.error?.code === "EntityTooLarge",
   },
   {
-    name: "int64-filter-other-types",
+    name: "batch-error-precedence",
     why:
-      "A filter with an Int64 literal (L gt 5L) over entities where L has another type: the " +
-      "service compares only values of the literal's type (the others match nothing); Azurite " +
-      "3.35.0 answers 500 when some L is a Double, Int32 or Boolean, and matches String and " +
-      "DateTime values. Accepted when Azurite failed with 500, or when its extra rows are exactly " +
-      "those whose L is not an Int64.",
-    match: (op, a, b) => {
-      if (op.kind !== "query" || !/\bL gt \d+L\b/.test(op.filter || "") || !b.ok) return false;
-      if (a.error?.status === 500) return true;
-      if (!a.ok || op.pageSize) return false;
-      const int64Only = a.rows.filter((r) => r.L?.type === "Int64");
-      return canonical(int64Only) === canonical(b.rows);
-    },
+      "A transaction that names an entity twice and also has another failing operation: " +
+      "sidetable validates the whole transaction first and answers 400 InvalidDuplicateRow (the " +
+      "index of the repeated operation); Azurite 3.35.0 runs the operations in order and reports " +
+      "the first one that fails. Both refuse the whole transaction and write nothing.",
+    match: (op, a, b) => op.kind === "batch" && op.duplicate && !a.ok && b.error?.status === 400 && b.error.code === "InvalidDuplicateRow",
+  },
+  {
+    name: "trailing-empty-page",
+    why:
+      "A query whose last page is exactly full (maxPageSize): sidetable returns a continuation " +
+      "token with it and then an empty last page (the service may do the same: clients must " +
+      "follow a continuation even to an empty page); Azurite looks ahead and omits the token. " +
+      "The rows and their order are identical.",
+    match: (op, a, b) =>
+      op.kind === "query" && a.ok && b.ok && canonical(a.rows) === canonical(b.rows) &&
+      Array.isArray(a.pages) && canonical([...a.pages, 0]) === canonical(b.pages),
+  },
+  {
+    name: "bad-key-code",
+    why:
+      "A key with a forbidden character (/ \\ # ?): Azurite 3.35.0 answers 400 InvalidInput, " +
+      "sidetable 400 OutOfRangeInput (the service's \"The 'RowKey' parameter of value ... is " +
+      "out of range\"). Both are 400 with nothing written; errors.test.mjs accepts either.",
+    match: (op, a, b) =>
+      ["badkey", "batch"].includes(op.kind) &&
+      a.error?.status === 400 && a.error.code === "InvalidInput" &&
+      b.error?.status === 400 && b.error.code === "OutOfRangeInput" &&
+      a.error.index === b.error.index,
   },
 ];
 
@@ -95,13 +111,23 @@ function value() {
     [1, () => new Uint8Array(Array.from({ length: int(6) }, () => int(256)))],
   ])();
 }
-const PROPS = ["N", "S", "B", "D", "L", "X", "Y"];
+// N, S, B, L and D keep one type each (Int32, String, Boolean, Int64, DateTime), so that
+// the filters over them compare like with like; X and Y take any type. Filters that
+// compare a property with a literal of another type are the suite's (query.test.mjs):
+// Azurite answers them differently from the service (int64-filter-other-types,
+// loose-type-comparison in harness.mjs) and would only add accepted noise here.
+const TYPED = {
+  N: () => int(100),
+  S: () => pick(STRS),
+  B: () => chance(0.5),
+  L: () => ({ value: String(BigInt(int(1e9)) * 1000003n - 500000000000000n), type: "Int64" }),
+  D: () => ({ value: new Date(Date.UTC(2000 + int(30), int(12), 1 + int(28), int(24), int(60), int(60), int(1000))).toISOString().replace("Z", "0000Z"), type: "DateTime" }),
+};
+const PROPS = [...Object.keys(TYPED), "X", "Y"];
 function props() {
   const out = {};
-  for (const p of PROPS) if (chance(0.45)) out[p] = value();
-  // N and S often have a predictable type so that filters hit something.
-  if (chance(0.6)) out.N = int(100);
-  if (chance(0.5)) out.S = pick(STRS);
+  for (const [p, gen] of Object.entries(TYPED)) if (chance(0.5)) out[p] = gen();
+  for (const p of ["X", "Y"]) if (chance(0.5)) out[p] = value();
   return out;
 }
 
@@ -151,7 +177,7 @@ function batchOp(base) {
     let rk = pick(RKS);
     if (rks.has(rk)) duplicate = true;
     rks.add(rk);
-    const kind = weighted([[4, "create"], [3, "upsert"], [2, "update"], [2, "delete"]]);
+    const kind = weighted([[4, "create"], [4, "upsert"], [1, "update"], [1, "delete"]]);
     ops.push({ kind, rk, mode: pick(["Replace", "Merge"]), props: props(), etag: pick(["current", "stale", "*"]) });
   }
   return { ...base, kind: "batch", ops, duplicate };
@@ -266,6 +292,18 @@ function canonical(x) {
   return JSON.stringify(x, (k, v) => (v instanceof Uint8Array ? { bytes: Buffer.from(v).toString("base64") } : typeof v === "bigint" ? `${v}n` : v));
 }
 
+// What differs, short enough to read: for two query results the first row that differs.
+function explain(an, a, bn, b) {
+  if (a.ok && b.ok && a.rows && b.rows) {
+    let i = 0;
+    while (i < a.rows.length && i < b.rows.length && canonical(a.rows[i]) === canonical(b.rows[i])) i++;
+    if (i < a.rows.length || i < b.rows.length)
+      return { "first differing row": i, [`${an} rows`]: a.rows.length, [`${bn} rows`]: b.rows.length, [`${an} row`]: a.rows[i] ?? null, [`${bn} row`]: b.rows[i] ?? null };
+    return { [`${an} pages`]: a.pages, [`${bn} pages`]: b.pages };
+  }
+  return { [`a ${an}`]: a, [`b ${bn}`]: b };
+}
+
 let targets = [];
 before(async () => {
   for (const name of TARGETS) {
@@ -307,7 +345,7 @@ test(`differential: ${OPS} random operations, ${TARGETS.join(" vs ")} (seed ${SE
       accepted[acc.name]++;
       continue;
     }
-    mismatches.push({ op: { ...op, props: op.oversize ? "(17 x 32,000 characters)" : op.props }, [`a ${A.name}`]: a, [`b ${B.name}`]: b });
+    mismatches.push({ op: { ...op, props: op.oversize ? "(17 x 32,000 characters)" : op.props }, ...explain(A.name, a, B.name, b) });
   }
   const summary = `outcomes ${JSON.stringify(outcomes)}; accepted differences ${JSON.stringify(accepted)}`;
   t.diagnostic(summary);

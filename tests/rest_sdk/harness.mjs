@@ -330,6 +330,9 @@ export const AZURITE_DEVIATIONS = {
     "Azurite 3.35.0 answers 500 to a filter with an Int64 literal (L gt 5L) when some entity's L " +
     "is a Double, Int32 or Boolean, and compares it with String and DateTime values; the service " +
     "compares only values of the literal's type",
+  "loose-type-comparison":
+    "Azurite 3.35.0 compares a property with a literal of another type by JavaScript's rules " +
+    "(a Boolean true is < 20); the service compares only values of the literal's type",
   "table-name-error-code":
     "Azurite 3.35.0 answers an invalid table name with 400 and an empty odata.error code and no " +
     "x-ms-error-code header (src/table/errors/StorageErrorFactory.ts, getInvalidResourceName / " +
