@@ -221,8 +221,8 @@ run_rest() {  # repeat
     --http '' --rest 127.0.0.1:0 --ready-file "$ready" --log-level warn >>"$LOG" 2>&1 &
   local pid=$!; PIDS+=("$pid")
   for ((i = 0; i < 300; i++)); do
-    ep="$(sed -n 's/^rest //p' "$ready" 2>/dev/null | head -1)"
-    [[ -n "$ep" ]] && grep -q '^pid ' "$ready" && break
+    ep="$( (sed -n 's/^rest //p' "$ready" 2>/dev/null || true) | head -1)"
+    if [[ -n "$ep" ]] && grep -q '^pid ' "$ready" 2>/dev/null; then break; fi
     sleep 0.1
   done
   [[ -n "$ep" ]] || { echo "sidetable wrote no 'rest' line in $ready" >&2; return 1; }
