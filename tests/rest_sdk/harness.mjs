@@ -42,13 +42,24 @@ const READY_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 5_000;
 
 const live = new Set(); // process group ids still running
-process.on("exit", () => {
+const tmpDirs = new Set(); // temporary directories not removed yet
+function killAll() {
   for (const pgid of live) {
     try {
       process.kill(-pgid, "SIGKILL");
     } catch {}
   }
-});
+  for (const d of tmpDirs) rmSync(d, { recursive: true, force: true });
+}
+process.on("exit", killAll);
+// run.sh bounds the whole run with timeout(1), which signals this process group: take
+// the servers (in groups of their own) down with us.
+for (const [sig, code] of [["SIGTERM", 143], ["SIGINT", 130]]) {
+  process.on(sig, () => {
+    killAll();
+    process.exit(code);
+  });
+}
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -121,6 +132,7 @@ async function startAzurite() {
   const bin = join(HERE, "node_modules", ".bin", "azurite-table");
   if (!existsSync(bin)) throw new Error(`${bin} missing: run npm ci in ${HERE}`);
   const dir = mkdtempSync(join(tmpdir(), "sidetable-restsdk-az-"));
+  tmpDirs.add(dir);
   const log = join(dir, "azurite.log");
   const port = await freePort();
   const proc = startGroup(
@@ -168,6 +180,7 @@ export function checkSidetableHasRest(bin = sidetableBinary()) {
 async function startSidetable() {
   const bin = checkSidetableHasRest();
   const dir = mkdtempSync(join(tmpdir(), "sidetable-restsdk-st-"));
+  tmpDirs.add(dir);
   const ready = join(dir, "ready");
   const log = join(dir, "sidetable.log");
   const proc = startGroup(
@@ -240,6 +253,7 @@ export async function startTarget(name = TARGET) {
     stop: async () => {
       await stopGroup(t.proc);
       rmSync(t.dir, { recursive: true, force: true });
+      tmpDirs.delete(t.dir);
     },
   };
 }

@@ -45,4 +45,6 @@ fi
 # (--test-concurrency is Node >= 20.10; Node 18 runs files one per spare core.)
 CONC=()
 if node --help 2>/dev/null | grep -q -- '--test-concurrency'; then CONC=(--test-concurrency=1); fi
-exec node --test "${CONC[@]}" "$@"
+# A bound on the whole run (normally about a minute): timeout signals the process group,
+# and the harness stops its servers on SIGTERM.
+exec timeout --kill-after=15 "${REST_SDK_TIMEOUT:-600}" node --test "${CONC[@]}" "$@"
