@@ -11,6 +11,7 @@
 //        [--endpoint http://127.0.0.1:PORT/devstoreaccount1] [--system azurite|sidetable-rest] \
 //        [--duration 6] [--inflight 32] [--preload 10000] [--partitions 100] \
 //        [--query-entities 5000] [--page-size 1000] [--queries 5] [--json out.jsonl] [--label x]
+//        [--procs N]   (insert, get, egt: N client processes share --inflight; rates summed)
 //
 // The entity is the sidetable benchmark's ~1 KiB entity: six typed
 // properties (String, Int32, Double, Boolean, DateTime, Guid) plus a
@@ -50,7 +51,11 @@ const endpoint = args.endpoint || `http://127.0.0.1:${port}/${account}`;
 const conn =
   `DefaultEndpointsProtocol=http;AccountName=${account};AccountKey=${key};` +
   `TableEndpoint=${endpoint};`;
-const table = `${workload}${Date.now() % 1e9}`.replace(/[^A-Za-z0-9]/g, "");
+const table = args.table || `${workload}${Date.now() % 1e9}`.replace(/[^A-Za-z0-9]/g, "");
+// --procs N: this process prepares the table (and the preload), then N copies of this
+// script (--child) run the closed loop with inflight/N each; one record with the sums.
+const procs = workload === "query" ? 1 : Math.max(1, Number(args.procs || 1));
+const childIndex = args.child !== undefined ? Number(args.child) : -1;
 const client = TableClient.fromConnectionString(conn, table, { allowInsecureConnection: true });
 
 // ---- the entity -----------------------------------------------------------------
@@ -176,6 +181,48 @@ async function closedLoop(op, concurrency) {
 // ---- workloads -----------------------------------------------------------------------
 await client.createTable();
 const run = `${process.pid}x${Date.now() % 100000}`;
+if (procs > 1 && childIndex < 0) {
+  const { spawn } = await import("node:child_process");
+  const { mkdtempSync, readFileSync, rmSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  if (workload === "get") await load(preload, partitions);
+  const dir = mkdtempSync(`${tmpdir()}/azload-`);
+  const argv = process.argv.slice(2).filter((a, i, all) => !["--json", "--label", "--procs", "--inflight"].includes(a) && !["--json", "--label", "--procs", "--inflight"].includes(all[i - 1]));
+  const codes = await Promise.all(
+    Array.from({ length: procs }, (_, i) =>
+      new Promise((res) => {
+        const c = spawn(process.execPath, [process.argv[1], ...argv, "--table", table, "--child", String(i),
+          "--inflight", String(Math.max(1, Math.round(inflight / procs))), "--json", `${dir}/${i}.jsonl`, "--label", `${label}-part${i}`],
+          { stdio: ["ignore", "ignore", "inherit"], env: process.env });
+        c.on("exit", (code) => res(code));
+      }),
+    ),
+  );
+  const parts = Array.from({ length: procs }, (_, i) => {
+    try {
+      return JSON.parse(readFileSync(`${dir}/${i}.jsonl`, "utf8").trim());
+    } catch {
+      return null;
+    }
+  });
+  rmSync(dir, { recursive: true, force: true });
+  if (parts.some((p) => !p) || codes.some((c) => c !== 0)) throw new Error(`a client process failed: exit codes ${codes}`);
+  const sum = (f) => parts.reduce((a, p) => a + (p[f] || 0), 0);
+  const sorted = (f) => parts.map((p) => p[f]).sort((a, b) => a - b);
+  const r = {
+    label, system, workload, procs, inflight,
+    ops: sum("ops"), seconds: duration,
+    ops_per_s: sum("ops_per_s"), entities_per_s: sum("entities_per_s"),
+    // Approximations: the median of the processes' p50s, the largest p99.
+    p50_us: sorted("p50_us")[procs >> 1], p99_us: sorted("p99_us")[procs - 1], p999_us: sorted("p999_us")[procs - 1],
+    errors: sum("errors"), client_cpu_pct: sum("client_cpu_pct"),
+  };
+  console.log(`${system} ${workload} (${procs} client processes): ${r.ops} ops: ${r.ops_per_s.toFixed(0)} ops/s, ` +
+    `${r.entities_per_s.toFixed(0)} entities/s, p50 ~${(r.p50_us / 1000).toFixed(2)} ms, client CPU ${r.client_cpu_pct.toFixed(0)}%` +
+    (r.errors ? `, ${r.errors} errors` : ""));
+  if (args.json) appendFileSync(args.json, JSON.stringify(r) + "\n");
+  process.exit(0);
+}
 if (workload === "insert") {
   const { ops, lat, errors, client_cpu_pct } = await closedLoop(
     (id, n) => client.createEntity(entity(pk(n % partitions), `n${run}-${id}-${n}`, n)),
@@ -183,7 +230,8 @@ if (workload === "insert") {
   );
   report(ops, 1, duration, lat, { errors, inflight, client_cpu_pct });
 } else if (workload === "get") {
-  const perPart = await load(preload, partitions);
+  // A child of --procs finds the parent's preload in place.
+  const perPart = childIndex >= 0 ? Math.ceil(preload / partitions) : await load(preload, partitions);
   const { ops, lat, errors, client_cpu_pct } = await closedLoop(async () => {
     const p = Math.floor(Math.random() * partitions);
     const r = Math.floor(Math.random() * perPart);
@@ -194,7 +242,9 @@ if (workload === "insert") {
 } else if (workload === "egt") {
   const { ops, lat, errors, client_cpu_pct } = await closedLoop(async (id, n) => {
     const actions = [];
-    for (let i = 0; i < 100; i++) actions.push(["create", entity(pk(1000 + n), `n${run}-${i}`, n * 100 + i)]);
+    // Each client process of --procs writes partitions of its own.
+    const part = pk(1000 + n + Math.max(0, childIndex) * 1000000);
+    for (let i = 0; i < 100; i++) actions.push(["create", entity(part, `n${run}-${i}`, n * 100 + i)]);
     await client.submitTransaction(actions);
   }, 1);
   report(ops, 100, duration, lat, { errors, client_cpu_pct });

@@ -6,6 +6,7 @@
 # against sidetable's REST gateway as against Azurite (issue 18).
 #
 #   bench/compare/run.sh [--build DIR] [--repeats 3] [--duration 5] [--out DIR] [--fsync] [--rest|--no-rest]
+#                        [--rest-procs N]   (the REST comparison with N client processes on both sides)
 #
 # Everything listens on 127.0.0.1 only; every process started here is stopped
 # by its PID (process group for Azurite, which npx runs under a shell) on
@@ -21,6 +22,7 @@ AZ_DURATION=6
 OUT=""
 FSYNC=0             # also run the sidecar with --durability fsync (inserts, EGTs)
 REST=auto           # the REST gateway through @azure/data-tables: auto = when the sidecar has --rest
+REST_PROCS=1        # client processes for the REST comparison (inserts, reads, EGTs), both systems
 AZURITE_DIR="${AZURITE_DIR:-/tmp/sidetable-azurite}"
 PRELOAD=10000       # entities for point reads (all three systems), over 100 partitions
 QUERY_ENTITIES=5000
@@ -34,6 +36,7 @@ while [[ $# -gt 0 ]]; do
     --fsync) FSYNC=1; shift ;;
     --rest) REST=1; shift ;;
     --no-rest) REST=0; shift ;;
+    --rest-procs) REST_PROCS="$2"; shift 2 ;;
     -h|--help) sed -n 2,13p "$0"; exit 0 ;;
     *) echo "unknown flag $1" >&2; exit 2 ;;
   esac
@@ -207,6 +210,12 @@ run_azurite() {  # repeat
   AZURITE_DIR="$AZURITE_DIR" "${az[@]}" --workload egt --label "az-egt-$r" | tee -a "$LOG"
   AZURITE_DIR="$AZURITE_DIR" "${az[@]}" --workload query --query-entities "$QUERY_ENTITIES" --page-size 1000 \
     --queries 5 --label "az-query-$r" | tee -a "$LOG"
+  if [[ "$REST" == 1 && "$REST_PROCS" -gt 1 ]]; then
+    # Azurite with the REST comparison's client processes (labels azp-*).
+    AZURITE_DIR="$AZURITE_DIR" "${az[@]}" --procs "$REST_PROCS" --workload insert --partitions 1000 --label "azp-insert-$r" | tee -a "$LOG"
+    AZURITE_DIR="$AZURITE_DIR" "${az[@]}" --procs "$REST_PROCS" --workload get --preload "$PRELOAD" --partitions 100 --label "azp-get-$r" | tee -a "$LOG"
+    AZURITE_DIR="$AZURITE_DIR" "${az[@]}" --procs "$REST_PROCS" --workload egt --label "azp-egt-$r" | tee -a "$LOG"
+  fi
   kill -TERM -- "-$pg" 2>/dev/null || true
   for ((i = 0; i < 50; i++)); do kill -0 -- "-$pg" 2>/dev/null || break; sleep 0.1; done
   kill -KILL -- "-$pg" 2>/dev/null || true
@@ -229,9 +238,9 @@ run_rest() {  # repeat
   ep="http://${ep#http://}/devstoreaccount1"
   local c=(node "$HERE/azurite_load.mjs" --endpoint "$ep" --system sidetable-rest --json "$RESULTS" \
            --inflight 32 --duration "$AZ_DURATION")
-  AZURITE_DIR="$AZURITE_DIR" "${c[@]}" --workload insert --partitions 1000 --label "rest-insert-$r" | tee -a "$LOG"
-  AZURITE_DIR="$AZURITE_DIR" "${c[@]}" --workload get --preload "$PRELOAD" --partitions 100 --label "rest-get-$r" | tee -a "$LOG"
-  AZURITE_DIR="$AZURITE_DIR" "${c[@]}" --workload egt --label "rest-egt-$r" | tee -a "$LOG"
+  AZURITE_DIR="$AZURITE_DIR" "${c[@]}" --procs "$REST_PROCS" --workload insert --partitions 1000 --label "rest-insert-$r" | tee -a "$LOG"
+  AZURITE_DIR="$AZURITE_DIR" "${c[@]}" --procs "$REST_PROCS" --workload get --preload "$PRELOAD" --partitions 100 --label "rest-get-$r" | tee -a "$LOG"
+  AZURITE_DIR="$AZURITE_DIR" "${c[@]}" --procs "$REST_PROCS" --workload egt --label "rest-egt-$r" | tee -a "$LOG"
   AZURITE_DIR="$AZURITE_DIR" "${c[@]}" --workload query --query-entities "$QUERY_ENTITIES" --page-size 1000 \
     --queries 5 --label "rest-query-$r" | tee -a "$LOG"
   kill -TERM "$pid" 2>/dev/null || true
@@ -248,7 +257,7 @@ maybe_rest() { if [[ "$REST" == 1 ]]; then run_rest "$1"; fi; }
 {
   echo "# bench/compare/run.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), $(nproc) cores"
   echo "# sidetable $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?') (+ working tree), build $BUILD"
-  echo "# REST gateway (issue 18): $([[ "$REST" == 1 ]] && echo "measured" || echo "not measured (the sidecar has no --rest, or --no-rest)")"
+  echo "# REST gateway (issue 18): $([[ "$REST" == 1 ]] && echo "measured, $REST_PROCS client process(es)" || echo "not measured (the sidecar has no --rest, or --no-rest)")"
   echo "# load before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee -a "$LOG"
 T0=$(date +%s)
