@@ -24,6 +24,15 @@ for p in "${PACKAGES[@]}"; do
   fi
 done
 
+# Node.js and npm for the @azure/data-tables suite (tests/rest_sdk) and bench/compare's
+# Azurite. Checked by command, not by package: a machine with another Node (e.g.
+# NodeSource's nodejs, which bundles npm and conflicts with Debian's npm package) is left
+# alone. On a fresh Debian 12 this installs bookworm's nodejs 18 and npm 9; the suite runs
+# on them (tests/rest_sdk/README.md, "Node versions").
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  missing+=(nodejs npm)
+fi
+
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

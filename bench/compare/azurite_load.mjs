@@ -1,13 +1,17 @@
-// azurite_load.mjs: the Azurite side of bench/compare/run.sh.
+// azurite_load.mjs: the @azure/data-tables client of bench/compare/run.sh.
 //
-// Drives an Azurite table endpoint on loopback with @azure/data-tables
-// (installed under AZURITE_DIR, default /tmp/sidetable-azurite) and appends
-// one JSON line per workload to --json, with the fields sidetable-loadgen
-// writes (label, ops_per_s, entities_per_s, p50_us, p99_us).
+// Drives an Azure Table REST endpoint on loopback with @azure/data-tables
+// (installed under AZURITE_DIR, default /tmp/sidetable-azurite): Azurite's, or
+// sidetable's REST gateway (issue 18) with --endpoint and --system sidetable-rest;
+// the same client and workloads for both. Appends one JSON line per workload to
+// --json, with the fields sidetable-loadgen writes (label, ops_per_s,
+// entities_per_s, p50_us, p99_us).
 //
 //   node azurite_load.mjs --port 10002 --workload insert|get|egt|query \
+//        [--endpoint http://127.0.0.1:PORT/devstoreaccount1] [--system azurite|sidetable-rest] \
 //        [--duration 6] [--inflight 32] [--preload 10000] [--partitions 100] \
 //        [--query-entities 5000] [--page-size 1000] [--queries 5] [--json out.jsonl] [--label x]
+//        [--procs N]   (insert, get, egt: N client processes share --inflight; rates summed)
 //
 // The entity is the sidetable benchmark's ~1 KiB entity: six typed
 // properties (String, Int32, Double, Boolean, DateTime, Guid) plus a
@@ -37,15 +41,21 @@ const partitions = Number(args.partitions || 100);
 const queryEntities = Number(args["query-entities"] || 5000);
 const pageSize = Number(args["page-size"] || 1000);
 const queries = Number(args.queries || 5);
-const label = args.label || `azurite-${workload}`;
+const system = args.system || "azurite";
+const label = args.label || `${system}-${workload}`;
 
 // Azurite's documented well-known development account (not a secret).
 const account = "devstoreaccount1";
 const key = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+const endpoint = args.endpoint || `http://127.0.0.1:${port}/${account}`;
 const conn =
   `DefaultEndpointsProtocol=http;AccountName=${account};AccountKey=${key};` +
-  `TableEndpoint=http://127.0.0.1:${port}/${account};`;
-const table = `${workload}${Date.now() % 1e9}`.replace(/[^A-Za-z0-9]/g, "");
+  `TableEndpoint=${endpoint};`;
+const table = args.table || `${workload}${Date.now() % 1e9}`.replace(/[^A-Za-z0-9]/g, "");
+// --procs N: this process prepares the table (and the preload), then N copies of this
+// script (--child) run the closed loop with inflight/N each; one record with the sums.
+const procs = workload === "query" ? 1 : Math.max(1, Number(args.procs || 1));
+const childIndex = args.child !== undefined ? Number(args.child) : -1;
 const client = TableClient.fromConnectionString(conn, table, { allowInsecureConnection: true });
 
 // ---- the entity -----------------------------------------------------------------
@@ -89,7 +99,7 @@ function report(ops, entitiesPerOp, seconds, latUs, extra = {}) {
   latUs.sort((a, b) => a - b);
   const r = {
     label,
-    system: "azurite",
+    system,
     workload,
     ops: ops,
     seconds,
@@ -101,9 +111,11 @@ function report(ops, entitiesPerOp, seconds, latUs, extra = {}) {
     ...extra,
   };
   console.log(
-    `azurite ${workload}: ${ops} ops in ${seconds.toFixed(2)} s: ${r.ops_per_s.toFixed(0)} ops/s, ` +
+    `${system} ${workload}: ${ops} ops in ${seconds.toFixed(2)} s: ${r.ops_per_s.toFixed(0)} ops/s, ` +
       `${r.entities_per_s.toFixed(0)} entities/s, p50 ${(r.p50_us / 1000).toFixed(2)} ms, ` +
-      `p99 ${(r.p99_us / 1000).toFixed(2)} ms`,
+      `p99 ${(r.p99_us / 1000).toFixed(2)} ms` +
+      (r.client_cpu_pct !== undefined ? `, client CPU ${r.client_cpu_pct.toFixed(0)}%` : "") +
+      (r.errors ? `, ${r.errors} errors` : ""),
   );
   if (args.json) appendFileSync(args.json, JSON.stringify(r) + "\n");
 }
@@ -125,7 +137,7 @@ async function load(count, parts) {
   };
   const t0 = Date.now();
   await Promise.all(Array.from({ length: 4 }, worker));
-  console.error(`azurite: loaded ${perPart * parts} entities in ${((Date.now() - t0) / 1000).toFixed(2)} s`);
+  console.error(`${system}: loaded ${perPart * parts} entities in ${((Date.now() - t0) / 1000).toFixed(2)} s`);
   return perPart;
 }
 
@@ -139,6 +151,8 @@ async function closedLoop(op, concurrency) {
   let ops = 0;
   let errors = 0;
   let seq = 0;
+  const cpu0 = process.cpuUsage();
+  const wall0 = Date.now();
   const loop = async (id) => {
     while (Date.now() < measureEnd) {
       const measured = Date.now() >= measureStart;
@@ -147,7 +161,7 @@ async function closedLoop(op, concurrency) {
         await op(id, seq++);
       } catch (e) {
         errors++;
-        if (errors <= 3) console.error(`azurite ${workload}: ${e.message}`);
+        if (errors <= 3) console.error(`${system} ${workload}: ${e.message}`);
         continue;
       }
       if (measured && Date.now() <= measureEnd) {
@@ -157,34 +171,83 @@ async function closedLoop(op, concurrency) {
     }
   };
   await Promise.all(Array.from({ length: concurrency }, (_, i) => loop(i)));
-  return { ops, lat, errors };
+  // The client's own CPU (user + system) over the whole loop, in % of one core: near 100
+  // means the Node client, not the server, set the pace.
+  const cpu = process.cpuUsage(cpu0);
+  const client_cpu_pct = ((cpu.user + cpu.system) / 1000 / (Date.now() - wall0)) * 100;
+  return { ops, lat, errors, client_cpu_pct };
 }
 
 // ---- workloads -----------------------------------------------------------------------
 await client.createTable();
 const run = `${process.pid}x${Date.now() % 100000}`;
+if (procs > 1 && childIndex < 0) {
+  const { spawn } = await import("node:child_process");
+  const { mkdtempSync, readFileSync, rmSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  if (workload === "get") await load(preload, partitions);
+  const dir = mkdtempSync(`${tmpdir()}/azload-`);
+  const argv = process.argv.slice(2).filter((a, i, all) => !["--json", "--label", "--procs", "--inflight"].includes(a) && !["--json", "--label", "--procs", "--inflight"].includes(all[i - 1]));
+  const codes = await Promise.all(
+    Array.from({ length: procs }, (_, i) =>
+      new Promise((res) => {
+        const c = spawn(process.execPath, [process.argv[1], ...argv, "--table", table, "--child", String(i),
+          "--inflight", String(Math.max(1, Math.round(inflight / procs))), "--json", `${dir}/${i}.jsonl`, "--label", `${label}-part${i}`],
+          { stdio: ["ignore", "ignore", "inherit"], env: process.env });
+        c.on("exit", (code) => res(code));
+      }),
+    ),
+  );
+  const parts = Array.from({ length: procs }, (_, i) => {
+    try {
+      return JSON.parse(readFileSync(`${dir}/${i}.jsonl`, "utf8").trim());
+    } catch {
+      return null;
+    }
+  });
+  rmSync(dir, { recursive: true, force: true });
+  if (parts.some((p) => !p) || codes.some((c) => c !== 0)) throw new Error(`a client process failed: exit codes ${codes}`);
+  const sum = (f) => parts.reduce((a, p) => a + (p[f] || 0), 0);
+  const sorted = (f) => parts.map((p) => p[f]).sort((a, b) => a - b);
+  const r = {
+    label, system, workload, procs, inflight,
+    ops: sum("ops"), seconds: duration,
+    ops_per_s: sum("ops_per_s"), entities_per_s: sum("entities_per_s"),
+    // Approximations: the median of the processes' p50s, the largest p99.
+    p50_us: sorted("p50_us")[procs >> 1], p99_us: sorted("p99_us")[procs - 1], p999_us: sorted("p999_us")[procs - 1],
+    errors: sum("errors"), client_cpu_pct: sum("client_cpu_pct"),
+  };
+  console.log(`${system} ${workload} (${procs} client processes): ${r.ops} ops: ${r.ops_per_s.toFixed(0)} ops/s, ` +
+    `${r.entities_per_s.toFixed(0)} entities/s, p50 ~${(r.p50_us / 1000).toFixed(2)} ms, client CPU ${r.client_cpu_pct.toFixed(0)}%` +
+    (r.errors ? `, ${r.errors} errors` : ""));
+  if (args.json) appendFileSync(args.json, JSON.stringify(r) + "\n");
+  process.exit(0);
+}
 if (workload === "insert") {
-  const { ops, lat, errors } = await closedLoop(
+  const { ops, lat, errors, client_cpu_pct } = await closedLoop(
     (id, n) => client.createEntity(entity(pk(n % partitions), `n${run}-${id}-${n}`, n)),
     inflight,
   );
-  report(ops, 1, duration, lat, { errors, inflight });
+  report(ops, 1, duration, lat, { errors, inflight, client_cpu_pct });
 } else if (workload === "get") {
-  const perPart = await load(preload, partitions);
-  const { ops, lat, errors } = await closedLoop(async () => {
+  // A child of --procs finds the parent's preload in place.
+  const perPart = childIndex >= 0 ? Math.ceil(preload / partitions) : await load(preload, partitions);
+  const { ops, lat, errors, client_cpu_pct } = await closedLoop(async () => {
     const p = Math.floor(Math.random() * partitions);
     const r = Math.floor(Math.random() * perPart);
     const e = await client.getEntity(pk(p), rk(r));
     if (!e.Notes) throw new Error("entity without Notes");
   }, inflight);
-  report(ops, 1, duration, lat, { errors, inflight, preload });
+  report(ops, 1, duration, lat, { errors, inflight, preload, client_cpu_pct });
 } else if (workload === "egt") {
-  const { ops, lat, errors } = await closedLoop(async (id, n) => {
+  const { ops, lat, errors, client_cpu_pct } = await closedLoop(async (id, n) => {
     const actions = [];
-    for (let i = 0; i < 100; i++) actions.push(["create", entity(pk(1000 + n), `n${run}-${i}`, n * 100 + i)]);
+    // Each client process of --procs writes partitions of its own.
+    const part = pk(1000 + n + Math.max(0, childIndex) * 1000000);
+    for (let i = 0; i < 100; i++) actions.push(["create", entity(part, `n${run}-${i}`, n * 100 + i)]);
     await client.submitTransaction(actions);
   }, 1);
-  report(ops, 100, duration, lat, { errors });
+  report(ops, 100, duration, lat, { errors, client_cpu_pct });
 } else if (workload === "query") {
   await load(queryEntities, 1);
   const lat = [];

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # bench/compare/run.sh: the sidetable sidecar vs raw RocksDB vs Azurite, side
 # by side in one run, plus the sidecar's strict round trip vs a bare ZeroMQ
-# echo (docs/performance.md, "Sidecar vs raw RocksDB vs Azurite (issue 4)").
+# echo (docs/performance.md, "Sidecar vs raw RocksDB vs Azurite (issue 4)");
+# and, when the sidecar has --rest, the same @azure/data-tables client and workloads
+# against sidetable's REST gateway as against Azurite (issue 18).
 #
-#   bench/compare/run.sh [--build DIR] [--repeats 3] [--duration 5] [--out DIR] [--fsync]
+#   bench/compare/run.sh [--build DIR] [--repeats 3] [--duration 5] [--out DIR] [--fsync] [--rest|--no-rest]
+#                        [--rest-procs N]   (the REST comparison with N client processes on both sides)
 #
 # Everything listens on 127.0.0.1 only; every process started here is stopped
 # by its PID (process group for Azurite, which npx runs under a shell) on
@@ -18,6 +21,8 @@ DURATION=5          # measured seconds per throughput workload (after 1 s warm-u
 AZ_DURATION=6
 OUT=""
 FSYNC=0             # also run the sidecar with --durability fsync (inserts, EGTs)
+REST=auto           # the REST gateway through @azure/data-tables: auto = when the sidecar has --rest
+REST_PROCS=1        # client processes for the REST comparison (inserts, reads, EGTs), both systems
 AZURITE_DIR="${AZURITE_DIR:-/tmp/sidetable-azurite}"
 PRELOAD=10000       # entities for point reads (all three systems), over 100 partitions
 QUERY_ENTITIES=5000
@@ -29,7 +34,10 @@ while [[ $# -gt 0 ]]; do
     --duration) DURATION="$2"; AZ_DURATION="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --fsync) FSYNC=1; shift ;;
-    -h|--help) sed -n 2,11p "$0"; exit 0 ;;
+    --rest) REST=1; shift ;;
+    --no-rest) REST=0; shift ;;
+    --rest-procs) REST_PROCS="$2"; shift 2 ;;
+    -h|--help) sed -n 2,13p "$0"; exit 0 ;;
     *) echo "unknown flag $1" >&2; exit 2 ;;
   esac
 done
@@ -45,6 +53,12 @@ RAWREF="$BUILD/bench/loadgen/sidetable-rawref"
 for b in "$SIDETABLE" "$LOADGEN" "$ECHO" "$RAWREF"; do
   [[ -x "$b" ]] || { echo "missing $b: build it (bench/compare/README.md)" >&2; exit 1; }
 done
+HAS_REST=0
+"$SIDETABLE" --help 2>&1 | grep -q -- '--rest' && HAS_REST=1
+if [[ "$REST" == auto ]]; then REST=$HAS_REST; fi
+if [[ "$REST" == 1 && "$HAS_REST" == 0 ]]; then
+  echo "--rest: $SIDETABLE has no --rest option (no REST gateway in this build)" >&2; exit 1
+fi
 if [[ ! -x "$AZURITE_DIR/node_modules/.bin/azurite-table" ]]; then
   echo "installing Azurite 3.35.0 into $AZURITE_DIR" >&2
   npm install --prefix "$AZURITE_DIR" --no-audit --no-fund azurite@3.35.0 @azure/data-tables@13.3.2 >&2
@@ -196,16 +210,54 @@ run_azurite() {  # repeat
   AZURITE_DIR="$AZURITE_DIR" "${az[@]}" --workload egt --label "az-egt-$r" | tee -a "$LOG"
   AZURITE_DIR="$AZURITE_DIR" "${az[@]}" --workload query --query-entities "$QUERY_ENTITIES" --page-size 1000 \
     --queries 5 --label "az-query-$r" | tee -a "$LOG"
+  if [[ "$REST" == 1 && "$REST_PROCS" -gt 1 ]]; then
+    # Azurite with the REST comparison's client processes (labels azp-*).
+    AZURITE_DIR="$AZURITE_DIR" "${az[@]}" --procs "$REST_PROCS" --workload insert --partitions 1000 --label "azp-insert-$r" | tee -a "$LOG"
+    AZURITE_DIR="$AZURITE_DIR" "${az[@]}" --procs "$REST_PROCS" --workload get --preload "$PRELOAD" --partitions 100 --label "azp-get-$r" | tee -a "$LOG"
+    AZURITE_DIR="$AZURITE_DIR" "${az[@]}" --procs "$REST_PROCS" --workload egt --label "azp-egt-$r" | tee -a "$LOG"
+  fi
   kill -TERM -- "-$pg" 2>/dev/null || true
   for ((i = 0; i < 50; i++)); do kill -0 -- "-$pg" 2>/dev/null || break; sleep 0.1; done
   kill -KILL -- "-$pg" 2>/dev/null || true
   wait "$pg" 2>/dev/null || true; forget "$pg"
 }
 
+# ---- sidetable's REST gateway, through the same client as Azurite --------------------------
+run_rest() {  # repeat
+  local r="$1" ready="$WORK/ready-rest" i ep=""
+  rm -rf "$WORK/data-rest" "$ready"
+  "$SIDETABLE" --listen "tcp://127.0.0.1:$(free_port)" --data "$WORK/data-rest" --durability os \
+    --http '' --rest 127.0.0.1:0 --ready-file "$ready" --log-level warn >>"$LOG" 2>&1 &
+  local pid=$!; PIDS+=("$pid")
+  for ((i = 0; i < 300; i++)); do
+    ep="$( (sed -n 's/^rest //p' "$ready" 2>/dev/null || true) | head -1)"
+    if [[ -n "$ep" ]] && grep -q '^pid ' "$ready" 2>/dev/null; then break; fi
+    sleep 0.1
+  done
+  [[ -n "$ep" ]] || { echo "sidetable wrote no 'rest' line in $ready" >&2; return 1; }
+  ep="http://${ep#http://}/devstoreaccount1"
+  local c=(node "$HERE/azurite_load.mjs" --endpoint "$ep" --system sidetable-rest --json "$RESULTS" \
+           --inflight 32 --duration "$AZ_DURATION")
+  AZURITE_DIR="$AZURITE_DIR" "${c[@]}" --procs "$REST_PROCS" --workload insert --partitions 1000 --label "rest-insert-$r" | tee -a "$LOG"
+  AZURITE_DIR="$AZURITE_DIR" "${c[@]}" --procs "$REST_PROCS" --workload get --preload "$PRELOAD" --partitions 100 --label "rest-get-$r" | tee -a "$LOG"
+  AZURITE_DIR="$AZURITE_DIR" "${c[@]}" --procs "$REST_PROCS" --workload egt --label "rest-egt-$r" | tee -a "$LOG"
+  AZURITE_DIR="$AZURITE_DIR" "${c[@]}" --workload query --query-entities "$QUERY_ENTITIES" --page-size 1000 \
+    --queries 5 --label "rest-query-$r" | tee -a "$LOG"
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 300; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true; forget "$pid"; rm -rf "$WORK/data-rest"
+}
+
+# Beside Azurite's turn in every repeat (after it, before it, after it), so both REST
+# servers see the same machine.
+maybe_rest() { if [[ "$REST" == 1 ]]; then run_rest "$1"; fi; }
+
 # ---- the run -----------------------------------------------------------------------------------
 {
   echo "# bench/compare/run.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname), $(nproc) cores"
   echo "# sidetable $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?') (+ working tree), build $BUILD"
+  echo "# REST gateway (issue 18): $([[ "$REST" == 1 ]] && echo "measured, $REST_PROCS client process(es)" || echo "not measured (the sidecar has no --rest, or --no-rest)")"
   echo "# load before the run: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee -a "$LOG"
 T0=$(date +%s)
@@ -213,9 +265,9 @@ for ((r = 1; r <= REPEATS; r++)); do
   echo "## repeat $r/$REPEATS ($(( $(date +%s) - T0 )) s)" | tee -a "$LOG"
   # Rotate the order so no system always runs first or last on a noisy machine.
   case $(( (r - 1) % 3 )) in
-    0) run_sidetable "$r" os; run_echo "$r"; run_raw "$r"; run_azurite "$r" ;;
-    1) run_raw "$r"; run_azurite "$r"; run_echo "$r"; run_sidetable "$r" os ;;
-    2) run_azurite "$r"; run_echo "$r"; run_sidetable "$r" os; run_raw "$r" ;;
+    0) run_sidetable "$r" os; run_echo "$r"; run_raw "$r"; run_azurite "$r"; maybe_rest "$r" ;;
+    1) run_raw "$r"; maybe_rest "$r"; run_azurite "$r"; run_echo "$r"; run_sidetable "$r" os ;;
+    2) run_azurite "$r"; maybe_rest "$r"; run_echo "$r"; run_sidetable "$r" os; run_raw "$r" ;;
   esac
   [[ "$FSYNC" == 1 ]] && run_sidetable "$r" fsync
 done

@@ -79,6 +79,21 @@ const target = (name, stKey, refKey, f, fmt, refName, atLeast, goal, invert = fa
 };
 const rate = (x) => `${int(x)} /s`;
 target("single inserts, 32 in flight, os", "st-os-insert", "az-insert", "ops_per_s", rate, "Azurite", true, 30);
+// Issue 18: the REST gateway through @azure/data-tables, the same client as Azurite's.
+if (has("rest-insert")) {
+  // With --rest-procs N both sides ran N client processes (Azurite's runs are azp-*).
+  const az = has("azp-insert") ? "azp" : "az";
+  const procs = (runs.get("rest-insert")[0].procs || 1);
+  const pr = procs > 1 ? `, ${procs} client processes` : "";
+  target(`REST: single inserts, 32 in flight${pr} (@azure/data-tables)`, "rest-insert", `${az}-insert`, "ops_per_s", rate, "Azurite", true, 10);
+  target(`REST: point reads, 32 in flight${pr}`, "rest-get", `${az}-get`, "ops_per_s", rate, "Azurite", true, 10);
+  target(`REST: EGTs of 100 × 1 KiB (entities/s)${procs > 1 ? `, ${procs} in flight` : ""}`, "rest-egt", `${az}-egt`, "entities_per_s", rate, "Azurite", true, 10);
+  const rq = med("rest-query", "p50_us"), aq = med("az-query", "p50_us");
+  out.push(`| REST: partition query, 5,000 entities (time per query) | ${sec(rq)} | Azurite ${sec(aq)} | ${ratio(aq / rq)} (${list(perRepeat("rest-query", "az-query", "p50_us", true))}) | (for information) |`);
+  for (const [name, k] of [["inserts", "insert"], ["point reads", "get"], ["EGTs", "egt"]]) {
+    out.push(`| REST: the client's CPU during the ${name} | sidetable ${med(`rest-${k}`, "client_cpu_pct").toFixed(0)}% of a core | Azurite ${med(`${az}-${k}`, "client_cpu_pct").toFixed(0)}% | – | near 100% per process: the client set the pace |`);
+  }
+}
 target("single inserts, 32 in flight, os", "st-os-insert", "echo-depth32", "ops_per_s", rate, "ZeroMQ echo, depth 32,", true, 0.4);
 target("point reads, 32 in flight", "st-os-get", "echo-depth32", "ops_per_s", rate, "ZeroMQ echo, depth 32,", true, 0.7);
 target("EGTs of 100 × 1 KiB (entities/s)", "st-os-egt", "az-egt", "entities_per_s", rate, "Azurite", true, 20);
@@ -163,7 +178,9 @@ out.push("Every run (in repeat order):", "");
 for (const [k, recs] of runs) {
   const f = /egt/.test(k) ? "entities_per_s" : /query/.test(k) ? "p50_us" : /strict/.test(k) ? "p50_us" : "ops_per_s";
   const fmt = f === "p50_us" ? us : int;
-  const errs = recs.map((r) => (r.server_busy || 0) + Object.values(r.errors || {}).reduce((a, b) => a + (typeof b === "number" ? b : 0), 0)).reduce((a, b) => a + b, 0);
+  const errs = recs
+    .map((r) => (r.server_busy || 0) + (typeof r.errors === "number" ? r.errors : Object.values(r.errors || {}).reduce((a, b) => a + (typeof b === "number" ? b : 0), 0)))
+    .reduce((a, b) => a + b, 0);
   out.push(`- ${k} (${f}): ${each(k, f, fmt)}${errs ? ` — errors/busy: ${errs}` : ""}`);
 }
 console.log(out.join("\n"));

@@ -143,7 +143,9 @@ class Tree:
             keep = []
             for d in dirnames:
                 full = os.path.join(dirpath, d)
-                if d == ".git" or full in skip_abs:
+                # node_modules: npm's packages (tests/rest_sdk), not ours; their
+                # READMEs link to files npm does not install.
+                if d in (".git", "node_modules") or full in skip_abs:
                     continue
                 if rel_dir == "." and d.startswith("build"):
                     continue
