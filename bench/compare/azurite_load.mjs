@@ -12,12 +12,15 @@
 //        [--duration 6] [--inflight 32] [--preload 10000] [--partitions 100] \
 //        [--query-entities 5000] [--page-size 1000] [--queries 5] [--json out.jsonl] [--label x]
 //        [--procs N]   (insert, get, egt: N client processes share --inflight; rates summed)
+//        [--server-pid PID | --server-pgid PGID] [--clk-tck 100]
+//                      (the server's CPU per operation over the measured window, from
+//                      /proc: one process, or every process of a group, as Azurite runs)
 //
 // The entity is the sidetable benchmark's ~1 KiB entity: six typed
 // properties (String, Int32, Double, Boolean, DateTime, Guid) plus a
 // 760-character string of random text.
 import { createRequire } from "node:module";
-import { appendFileSync } from "node:fs";
+import { appendFileSync, readFileSync, readdirSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 
 const azDir = process.env.AZURITE_DIR || "/tmp/sidetable-azurite";
@@ -57,6 +60,55 @@ const table = args.table || `${workload}${Date.now() % 1e9}`.replace(/[^A-Za-z0-
 const procs = workload === "query" ? 1 : Math.max(1, Number(args.procs || 1));
 const childIndex = args.child !== undefined ? Number(args.child) : -1;
 const client = TableClient.fromConnectionString(conn, table, { allowInsecureConnection: true });
+
+// ---- the server's CPU ---------------------------------------------------------------
+// user + system seconds of --server-pid, or of every process in --server-pgid (Azurite
+// runs under npx and a shell), from /proc/<pid>/stat; null without either flag.
+const clkTck = Number(args["clk-tck"] || 100);
+function statFields(pid) {
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return s.slice(s.lastIndexOf(")") + 2).split(" ");  // from the state field on
+  } catch {
+    return null;  // gone meanwhile
+  }
+}
+function serverCpuSeconds() {
+  const ticks = (f) => Number(f[11]) + Number(f[12]);  // utime, stime
+  if (args["server-pid"]) {
+    const f = statFields(args["server-pid"]);
+    return f ? ticks(f) / clkTck : null;
+  }
+  if (args["server-pgid"]) {
+    let sum = 0;
+    for (const d of readdirSync("/proc")) {
+      if (!/^\d+$/.test(d)) continue;
+      const f = statFields(d);
+      if (f && f[2] === String(args["server-pgid"])) sum += ticks(f);
+    }
+    return sum / clkTck;
+  }
+  return null;
+}
+// Samples the server's CPU when the measured window opens and closes (timers from now).
+// The closing sample is taken when the window's timer fires or, if the load ended
+// first (its last operations can finish before the timer runs), by finish().
+function serverCpuWindow() {
+  const w = { start: null, end: null, timers: [] };
+  w.finish = () => {
+    for (const t of w.timers) clearTimeout(t);
+    if (w.start !== null && w.end === null) w.end = serverCpuSeconds();
+  };
+  if (!args["server-pid"] && !args["server-pgid"]) return w;
+  w.timers.push(setTimeout(() => { w.start = serverCpuSeconds(); }, warmup * 1000));
+  w.timers.push(setTimeout(() => { w.end = serverCpuSeconds(); }, (warmup + duration) * 1000));
+  return w;
+}
+function serverCpuUsPerOp(w, ops) {
+  w.finish();
+  if (w.start === null || w.end === null || ops === 0) return undefined;
+  return ((w.end - w.start) * 1e6) / ops;
+}
 
 // ---- the entity -----------------------------------------------------------------
 let pool = "";
@@ -115,6 +167,7 @@ function report(ops, entitiesPerOp, seconds, latUs, extra = {}) {
       `${r.entities_per_s.toFixed(0)} entities/s, p50 ${(r.p50_us / 1000).toFixed(2)} ms, ` +
       `p99 ${(r.p99_us / 1000).toFixed(2)} ms` +
       (r.client_cpu_pct !== undefined ? `, client CPU ${r.client_cpu_pct.toFixed(0)}%` : "") +
+      (r.server_cpu_us_per_op !== undefined ? `, server CPU ${r.server_cpu_us_per_op.toFixed(0)} us/op` : "") +
       (r.errors ? `, ${r.errors} errors` : ""),
   );
   if (args.json) appendFileSync(args.json, JSON.stringify(r) + "\n");
@@ -153,6 +206,7 @@ async function closedLoop(op, concurrency) {
   let seq = 0;
   const cpu0 = process.cpuUsage();
   const wall0 = Date.now();
+  const server = serverCpuWindow();
   const loop = async (id) => {
     while (Date.now() < measureEnd) {
       const measured = Date.now() >= measureStart;
@@ -175,7 +229,7 @@ async function closedLoop(op, concurrency) {
   // means the Node client, not the server, set the pace.
   const cpu = process.cpuUsage(cpu0);
   const client_cpu_pct = ((cpu.user + cpu.system) / 1000 / (Date.now() - wall0)) * 100;
-  return { ops, lat, errors, client_cpu_pct };
+  return { ops, lat, errors, client_cpu_pct, server_cpu_us_per_op: serverCpuUsPerOp(server, ops) };
 }
 
 // ---- workloads -----------------------------------------------------------------------
@@ -187,7 +241,11 @@ if (procs > 1 && childIndex < 0) {
   const { tmpdir } = await import("node:os");
   if (workload === "get") await load(preload, partitions);
   const dir = mkdtempSync(`${tmpdir()}/azload-`);
-  const argv = process.argv.slice(2).filter((a, i, all) => !["--json", "--label", "--procs", "--inflight"].includes(a) && !["--json", "--label", "--procs", "--inflight"].includes(all[i - 1]));
+  const own = ["--json", "--label", "--procs", "--inflight", "--server-pid", "--server-pgid"];
+  const argv = process.argv.slice(2).filter((a, i, all) => !own.includes(a) && !own.includes(all[i - 1]));
+  // The children's windows open together (each warms up from its start): one
+  // sample of the server's CPU around all of them.
+  const server = serverCpuWindow();
   const codes = await Promise.all(
     Array.from({ length: procs }, (_, i) =>
       new Promise((res) => {
@@ -216,38 +274,40 @@ if (procs > 1 && childIndex < 0) {
     // Approximations: the median of the processes' p50s, the largest p99.
     p50_us: sorted("p50_us")[procs >> 1], p99_us: sorted("p99_us")[procs - 1], p999_us: sorted("p999_us")[procs - 1],
     errors: sum("errors"), client_cpu_pct: sum("client_cpu_pct"),
+    server_cpu_us_per_op: serverCpuUsPerOp(server, sum("ops")),
   };
   console.log(`${system} ${workload} (${procs} client processes): ${r.ops} ops: ${r.ops_per_s.toFixed(0)} ops/s, ` +
     `${r.entities_per_s.toFixed(0)} entities/s, p50 ~${(r.p50_us / 1000).toFixed(2)} ms, client CPU ${r.client_cpu_pct.toFixed(0)}%` +
+    (r.server_cpu_us_per_op !== undefined ? `, server CPU ${r.server_cpu_us_per_op.toFixed(0)} us/op` : "") +
     (r.errors ? `, ${r.errors} errors` : ""));
   if (args.json) appendFileSync(args.json, JSON.stringify(r) + "\n");
   process.exit(0);
 }
 if (workload === "insert") {
-  const { ops, lat, errors, client_cpu_pct } = await closedLoop(
+  const { ops, lat, errors, client_cpu_pct, server_cpu_us_per_op } = await closedLoop(
     (id, n) => client.createEntity(entity(pk(n % partitions), `n${run}-${id}-${n}`, n)),
     inflight,
   );
-  report(ops, 1, duration, lat, { errors, inflight, client_cpu_pct });
+  report(ops, 1, duration, lat, { errors, inflight, client_cpu_pct, server_cpu_us_per_op });
 } else if (workload === "get") {
   // A child of --procs finds the parent's preload in place.
   const perPart = childIndex >= 0 ? Math.ceil(preload / partitions) : await load(preload, partitions);
-  const { ops, lat, errors, client_cpu_pct } = await closedLoop(async () => {
+  const { ops, lat, errors, client_cpu_pct, server_cpu_us_per_op } = await closedLoop(async () => {
     const p = Math.floor(Math.random() * partitions);
     const r = Math.floor(Math.random() * perPart);
     const e = await client.getEntity(pk(p), rk(r));
     if (!e.Notes) throw new Error("entity without Notes");
   }, inflight);
-  report(ops, 1, duration, lat, { errors, inflight, preload, client_cpu_pct });
+  report(ops, 1, duration, lat, { errors, inflight, preload, client_cpu_pct, server_cpu_us_per_op });
 } else if (workload === "egt") {
-  const { ops, lat, errors, client_cpu_pct } = await closedLoop(async (id, n) => {
+  const { ops, lat, errors, client_cpu_pct, server_cpu_us_per_op } = await closedLoop(async (id, n) => {
     const actions = [];
     // Each client process of --procs writes partitions of its own.
     const part = pk(1000 + n + Math.max(0, childIndex) * 1000000);
     for (let i = 0; i < 100; i++) actions.push(["create", entity(part, `n${run}-${i}`, n * 100 + i)]);
     await client.submitTransaction(actions);
   }, 1);
-  report(ops, 100, duration, lat, { errors, client_cpu_pct });
+  report(ops, 100, duration, lat, { errors, client_cpu_pct, server_cpu_us_per_op });
 } else if (workload === "query") {
   await load(queryEntities, 1);
   const lat = [];

@@ -7,6 +7,7 @@
 #
 #   bench/compare/run.sh [--build DIR] [--repeats 3] [--duration 5] [--out DIR] [--fsync] [--rest|--no-rest]
 #                        [--rest-procs N]   (the REST comparison with N client processes on both sides)
+#                        [--only-rest]      (each repeat: Azurite and the REST gateway only)
 #
 # Everything listens on 127.0.0.1 only; every process started here is stopped
 # by its PID (process group for Azurite, which npx runs under a shell) on
@@ -23,6 +24,8 @@ OUT=""
 FSYNC=0             # also run the sidecar with --durability fsync (inserts, EGTs)
 REST=auto           # the REST gateway through @azure/data-tables: auto = when the sidecar has --rest
 REST_PROCS=1        # client processes for the REST comparison (inserts, reads, EGTs), both systems
+ONLY_REST=0         # --only-rest: each repeat runs Azurite and the REST gateway only
+CLK_TCK="$(getconf CLK_TCK)"  # /proc/<pid>/stat's unit, for the servers' CPU per request
 AZURITE_DIR="${AZURITE_DIR:-/tmp/sidetable-azurite}"
 PRELOAD=10000       # entities for point reads (all three systems), over 100 partitions
 QUERY_ENTITIES=5000
@@ -37,6 +40,7 @@ while [[ $# -gt 0 ]]; do
     --rest) REST=1; shift ;;
     --no-rest) REST=0; shift ;;
     --rest-procs) REST_PROCS="$2"; shift 2 ;;
+    --only-rest) ONLY_REST=1; REST=1; shift ;;
     -h|--help) sed -n 2,13p "$0"; exit 0 ;;
     *) echo "unknown flag $1" >&2; exit 2 ;;
   esac
@@ -204,7 +208,9 @@ run_azurite() {  # repeat
     node -e "require('net').connect($port,'127.0.0.1').on('connect',()=>process.exit(0)).on('error',()=>process.exit(1))" 2>/dev/null && break
     sleep 0.1
   done
-  local az=(node "$HERE/azurite_load.mjs" --port "$port" --json "$RESULTS" --inflight 32 --duration "$AZ_DURATION")
+  # --server-pgid: Azurite's CPU is that of every process of its group (npx, its shell, node).
+  local az=(node "$HERE/azurite_load.mjs" --port "$port" --json "$RESULTS" --inflight 32 --duration "$AZ_DURATION"
+            --server-pgid "$pg" --clk-tck "$CLK_TCK")
   AZURITE_DIR="$AZURITE_DIR" "${az[@]}" --workload insert --partitions 1000 --label "az-insert-$r" | tee -a "$LOG"
   AZURITE_DIR="$AZURITE_DIR" "${az[@]}" --workload get --preload "$PRELOAD" --partitions 100 --label "az-get-$r" | tee -a "$LOG"
   AZURITE_DIR="$AZURITE_DIR" "${az[@]}" --workload egt --label "az-egt-$r" | tee -a "$LOG"
@@ -237,7 +243,7 @@ run_rest() {  # repeat
   [[ -n "$ep" ]] || { echo "sidetable wrote no 'rest' line in $ready" >&2; return 1; }
   ep="http://${ep#http://}/devstoreaccount1"
   local c=(node "$HERE/azurite_load.mjs" --endpoint "$ep" --system sidetable-rest --json "$RESULTS" \
-           --inflight 32 --duration "$AZ_DURATION")
+           --inflight 32 --duration "$AZ_DURATION" --server-pid "$pid" --clk-tck "$CLK_TCK")
   AZURITE_DIR="$AZURITE_DIR" "${c[@]}" --procs "$REST_PROCS" --workload insert --partitions 1000 --label "rest-insert-$r" | tee -a "$LOG"
   AZURITE_DIR="$AZURITE_DIR" "${c[@]}" --procs "$REST_PROCS" --workload get --preload "$PRELOAD" --partitions 100 --label "rest-get-$r" | tee -a "$LOG"
   AZURITE_DIR="$AZURITE_DIR" "${c[@]}" --procs "$REST_PROCS" --workload egt --label "rest-egt-$r" | tee -a "$LOG"
@@ -264,6 +270,10 @@ T0=$(date +%s)
 for ((r = 1; r <= REPEATS; r++)); do
   echo "## repeat $r/$REPEATS ($(( $(date +%s) - T0 )) s)" | tee -a "$LOG"
   # Rotate the order so no system always runs first or last on a noisy machine.
+  if [[ "$ONLY_REST" == 1 ]]; then
+    if (( r % 2 == 1 )); then run_azurite "$r"; run_rest "$r"; else run_rest "$r"; run_azurite "$r"; fi
+    continue
+  fi
   case $(( (r - 1) % 3 )) in
     0) run_sidetable "$r" os; run_echo "$r"; run_raw "$r"; run_azurite "$r"; maybe_rest "$r" ;;
     1) run_raw "$r"; maybe_rest "$r"; run_azurite "$r"; run_echo "$r"; run_sidetable "$r" os ;;

@@ -93,6 +93,13 @@ if (has("rest-insert")) {
   for (const [name, k] of [["inserts", "insert"], ["point reads", "get"], ["EGTs", "egt"]]) {
     out.push(`| REST: the client's CPU during the ${name} | sidetable ${med(`rest-${k}`, "client_cpu_pct").toFixed(0)}% of a core | Azurite ${med(`${az}-${k}`, "client_cpu_pct").toFixed(0)}% | – | near 100% per process: the client set the pace |`);
   }
+  // What each server spends per request, whatever pace the client set: the
+  // comparison the client cannot cap (run.sh passes --server-pid/--server-pgid).
+  for (const [name, k] of [["insert", "insert"], ["point read", "get"], ["EGT of 100", "egt"]]) {
+    const st = med(`rest-${k}`, "server_cpu_us_per_op"), a = med(`${az}-${k}`, "server_cpu_us_per_op");
+    if (!Number.isFinite(st) || !Number.isFinite(a)) continue;
+    out.push(`| REST: server CPU per ${name} | sidetable ${st.toFixed(0)} µs | Azurite ${a.toFixed(0)} µs | ${ratio(a / st)} (${list(perRepeat(`rest-${k}`, `${az}-${k}`, "server_cpu_us_per_op", true))}) | (for information: Azurite's CPU ÷ sidetable's) |`);
+  }
 }
 target("single inserts, 32 in flight, os", "st-os-insert", "echo-depth32", "ops_per_s", rate, "ZeroMQ echo, depth 32,", true, 0.4);
 target("point reads, 32 in flight", "st-os-get", "echo-depth32", "ops_per_s", rate, "ZeroMQ echo, depth 32,", true, 0.7);
