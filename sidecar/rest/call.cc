@@ -1,5 +1,7 @@
 #include "sidecar/rest/call.h"
 
+#include <charconv>
+
 #include "engine/limits.h"
 #include "events/base64.h"
 #include "sidecar/admission.h"
@@ -92,6 +94,19 @@ std::optional<std::string> DecodeToken(std::string_view token) {
   }
   while (b.size() % 4 != 0) b += '=';
   return json::Base64Decode(b);
+}
+
+bool ParseTop(Call& c, wire::Request* r) {
+  auto it = c.query.find("$top");
+  if (it == c.query.end()) return true;
+  int64_t top = 0;
+  auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), top);
+  if (ec != std::errc() || end != it->second.data() + it->second.size()) {
+    SendError(c, 400, "InvalidInput", "$top must be an integer between 1 and 1000");
+    return false;
+  }
+  r->top = top;
+  return true;
 }
 
 }  // namespace sidetable::sidecar::rest

@@ -60,6 +60,11 @@ void SendJson(Call& c, int status, std::string body);
 std::string EncodeToken(std::string_view key);
 std::optional<std::string> DecodeToken(std::string_view token);
 
+// A query's $top into r->top (absent: left unset; the Handler checks the
+// 1..1000 range). False after answering 400 InvalidInput for a value that
+// is not an integer.
+bool ParseTop(Call& c, wire::Request* r);
+
 // Operations (tables.cc, entities.cc, batch.cc).
 void ServeTables(Call& c);
 void ServeEntities(Call& c);

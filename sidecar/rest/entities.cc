@@ -1,6 +1,5 @@
 // Entity operations: insert, get, query, update/merge (and their upserts
 // without If-Match), delete.
-#include <charconv>
 
 #include "sidecar/rest/call.h"
 
@@ -87,14 +86,7 @@ void Query(Call& c) {
   r.table = c.path.table;
   r.select = std::move(select).value();
   if (auto it = c.query.find("$filter"); it != c.query.end()) r.filter = it->second;
-  if (auto it = c.query.find("$top"); it != c.query.end()) {
-    int64_t top = 0;
-    auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), top);
-    if (ec != std::errc() || end != it->second.data() + it->second.size()) {
-      return SendError(c, 400, "InvalidInput", "$top must be an integer between 1 and 1000");
-    }
-    r.top = top;
-  }
+  if (!ParseTop(c, &r)) return;
   if (auto it = c.query.find("NextPartitionKey"); it != c.query.end()) {
     auto pk = DecodeToken(it->second);
     if (!pk) return SendError(c, 400, "InvalidInput", "NextPartitionKey is not a continuation token of this service");

@@ -1,5 +1,4 @@
 // Create, delete and query tables (/<account>/Tables, /<account>/Tables('name')).
-#include <charconv>
 
 #include "sidecar/rest/call.h"
 
@@ -56,14 +55,7 @@ void Query(Call& c, bool one) {
     r.filter = "TableName eq " + QuoteLiteral(c.path.table);
   } else {
     if (auto it = c.query.find("$filter"); it != c.query.end()) r.filter = it->second;
-    if (auto it = c.query.find("$top"); it != c.query.end()) {
-      int64_t top = 0;
-      auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), top);
-      if (ec != std::errc() || end != it->second.data() + it->second.size()) {
-        return SendError(c, 400, "InvalidInput", "$top must be an integer between 1 and 1000");
-      }
-      r.top = top;
-    }
+    if (!ParseTop(c, &r)) return;
     if (auto it = c.query.find("NextTableName"); it != c.query.end()) {
       auto next = DecodeToken(it->second);
       if (!next) return SendError(c, 400, "InvalidInput", "NextTableName is not a continuation token of this service");
