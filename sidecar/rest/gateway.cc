@@ -24,7 +24,7 @@ class Gateway::Impl {
  public:
   Impl(const RestConfig& config, const Handler* handler, bool tokens_required, bool loopback)
       : config_(config), handler_(handler), tokens_required_(tokens_required),
-        accounts_(EffectiveAccounts(config, loopback)), log_(spdlog::default_logger()->clone("rest")) {}
+        accounts_(EffectiveAccounts(config, loopback, tokens_required)), log_(spdlog::default_logger()->clone("rest")) {}
 
   void Serve(const httplib::Request& req, httplib::Response& res);
   // Fills an empty error response httplib made itself (too large, malformed).

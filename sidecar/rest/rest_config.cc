@@ -103,10 +103,10 @@ Status LoadRestConfig(const std::string& path, const YAML::Node& root, RestConfi
   return Status::OK();
 }
 
-std::vector<RestAccount> EffectiveAccounts(const RestConfig& config, bool loopback) {
+std::vector<RestAccount> EffectiveAccounts(const RestConfig& config, bool loopback, bool tokens_required) {
   std::vector<RestAccount> out = config.accounts;
   const bool named = std::any_of(out.begin(), out.end(), [](const RestAccount& a) { return a.name == kDevAccount; });
-  if (config.dev_account && loopback && !named) {
+  if (config.dev_account.value_or(!tokens_required) && loopback && !named) {
     out.push_back(RestAccount{kDevAccount, *json::Base64Decode(kDevAccountKeyBase64)});
   }
   return out;

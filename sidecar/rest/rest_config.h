@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,7 +44,11 @@ struct RestConfig {
   std::vector<CorsRule> cors;             // rest.cors
   size_t max_body_bytes = 4 << 20;        // rest.max_body_mb (EGTs are limited to 4 MiB)
   int threads = 32;                       // rest.threads: connections served at once
-  bool dev_account = true;                // rest.dev_account: devstoreaccount1 on loopback
+  // rest.dev_account: devstoreaccount1 with its well-known key, on loopback.
+  // Unset: on only while auth.mode is off. Its key is public, so with
+  // auth.mode tokens it would let anyone on the host past the tokens: then
+  // it takes an explicit `true`.
+  std::optional<bool> dev_account;
 };
 
 // Reads the `rest:` section of `root` (absent: the defaults); `path` names
@@ -51,7 +56,8 @@ struct RestConfig {
 Status LoadRestConfig(const std::string& path, const YAML::Node& root, RestConfig* out);
 
 // The accounts in force: the configured ones, plus devstoreaccount1 when
-// dev_account is on, the listener is on loopback and no account has its name.
-std::vector<RestAccount> EffectiveAccounts(const RestConfig& config, bool loopback);
+// dev_account is on (unset: when `tokens_required` is false), the listener
+// is on loopback and no account has its name.
+std::vector<RestAccount> EffectiveAccounts(const RestConfig& config, bool loopback, bool tokens_required);
 
 }  // namespace sidetable::sidecar::rest

@@ -195,6 +195,8 @@ namespace {
 class RestTokensTest : public RestTest {
  protected:
   virtual std::string Quotas() { return ""; }
+  // With tokens on, the development account takes an explicit `true`.
+  virtual std::string Rest() { return "rest:\n  dev_account: true\n"; }
   std::vector<std::string> ServerArgs() override {
     const std::string key = dir_.Sub("k1.key");
     std::FILE* k = std::fopen(key.c_str(), "w");
@@ -203,7 +205,7 @@ class RestTokensTest : public RestTest {
     ::chmod(key.c_str(), 0600);
     const std::string path = dir_.Sub("tokens.yaml");
     std::FILE* f = std::fopen(path.c_str(), "w");
-    std::fputs(("auth:\n  mode: tokens\n  keys:\n    - {id: k1, file: " + key + "}\n" + Quotas()).c_str(), f);
+    std::fputs(("auth:\n  mode: tokens\n  keys:\n    - {id: k1, file: " + key + "}\n" + Quotas() + Rest()).c_str(), f);
     std::fclose(f);
     return {"--durability", "os", "--rest", "127.0.0.1:0", "--config", path};
   }
@@ -226,6 +228,37 @@ TEST_F(RestTokensTest, SharedKeyHasTheWholeAccountAndSasItsScope) {
   EXPECT_EQ(insert.status, 403);
   EXPECT_EQ(insert.ErrorCode(), "AuthorizationPermissionMismatch");
   EXPECT_EQ(Json(Send("GET", "/devstoreaccount1/orders()").body).Count("value"), 0u);
+}
+
+// auth.mode tokens without rest.dev_account: the well-known development key,
+// which anyone can read, opens nothing; a configured account still works.
+class RestTokensNoDevAccountTest : public RestTokensTest {
+ protected:
+  std::string Rest() override {
+    return "rest:\n  accounts:\n    - {name: acct1, key: c2VjcmV0LWtleS1ieXRlcy0xMjM0NTY=}\n";
+  }
+  // A request signed (SharedKey) as acct1.
+  Reply AsAcct1(const std::string& method, const std::string& target, const std::string& body) {
+    const std::string date = HttpDateNow();
+    const std::string type = body.empty() ? "" : "application/json";
+    const std::string sig = Hmac("secret-key-bytes-123456",
+                                 method + "\n\n" + type + "\n" + date + "\n/acct1" + target);
+    return Send(method, target, body, {{"x-ms-date", date}, {"Authorization", "SharedKey acct1:" + sig}},
+                Sign::kNone);
+  }
+};
+
+TEST_F(RestTokensNoDevAccountTest, TheWellKnownKeyIsRefused) {
+  Reply create = CreateTable("orders");
+  EXPECT_EQ(create.status, 403);
+  EXPECT_EQ(create.ErrorCode(), "AuthenticationFailed");
+  EXPECT_EQ(Send("GET", "/devstoreaccount1/Tables").status, 403);
+  // Nothing was created: the configured account sees no table, then makes one.
+  Reply list = AsAcct1("GET", "/acct1/Tables", "");
+  ASSERT_EQ(list.status, 200) << list.body;
+  EXPECT_EQ(Json(list.body).Count("value"), 0u);
+  EXPECT_EQ(AsAcct1("POST", "/acct1/Tables", R"({"TableName":"orders"})").status, 201);
+  EXPECT_EQ(Json(AsAcct1("GET", "/acct1/Tables", "").body).Count("value"), 1u);
 }
 
 // The account's tenant over auth.quotas: 503 ServerBusy, as on ZeroMQ.

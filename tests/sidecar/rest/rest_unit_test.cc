@@ -326,10 +326,15 @@ TEST(RestConfigFile, TheSectionLoadsAndItsErrorsNameTheKey) {
   EXPECT_EQ(c.rest.accounts[0].key, "secret-key-bytes-123456");
   EXPECT_EQ(c.rest.max_body_bytes, size_t{2} << 20);
   EXPECT_EQ(c.rest.cors.at(0).allowed_methods.at(0), "GET");
-  EXPECT_TRUE(EffectiveAccounts(c.rest, true).size() == 1);  // dev_account: false
+  EXPECT_EQ(EffectiveAccounts(c.rest, true, false).size(), 1u);  // dev_account: false
   c.rest.dev_account = true;
-  EXPECT_EQ(EffectiveAccounts(c.rest, true).size(), 2u);
-  EXPECT_EQ(EffectiveAccounts(c.rest, false).size(), 1u);  // never off loopback
+  EXPECT_EQ(EffectiveAccounts(c.rest, true, false).size(), 2u);
+  EXPECT_EQ(EffectiveAccounts(c.rest, true, true).size(), 2u);   // said explicitly: also with tokens
+  EXPECT_EQ(EffectiveAccounts(c.rest, false, false).size(), 1u);  // never off loopback
+  // Unset: on while auth is off, off with auth.mode tokens (its key is public).
+  c.rest.dev_account.reset();
+  EXPECT_EQ(EffectiveAccounts(c.rest, true, false).size(), 2u);
+  EXPECT_EQ(EffectiveAccounts(c.rest, true, true).size(), 1u);
   EXPECT_TRUE(ValidateConfig(c).ok());
 
   struct Case {
