@@ -16,10 +16,18 @@ namespace sidetable::sidecar {
 
 void Server::Impl::Complete(Job& job, Code code, std::string& reply, zmq::socket_t& out, uint64_t entities,
                             uint64_t await_lsn) {
-  if (await_lsn == 0 || await_lsn <= owner_->engine_->durable_lsn()) {
+  if (DurableNow(await_lsn)) {
     FinishJob(job, code, reply, out, entities);
-    return;
+  } else {
+    AwaitDurable(job, code, reply, entities, await_lsn);
   }
+}
+
+bool Server::Impl::DurableNow(uint64_t await_lsn) const {
+  return await_lsn == 0 || await_lsn <= owner_->engine_->durable_lsn();
+}
+
+void Server::Impl::AwaitDurable(Job& job, Code code, std::string& reply, uint64_t entities, uint64_t await_lsn) {
   std::lock_guard lock(acks_mu_);
   acks_.push_back(PendingAck{std::move(job), code, std::move(reply), entities, await_lsn});
   if (acks_.size() == 1) acks_cv_.notify_one();

@@ -187,10 +187,10 @@ bool Server::Impl::OnRequest() {
     uint64_t entities = 0, await_lsn = 0;
     const Code code = handler_.Handle(job.request, job.principal.get(), &reply, &entities, &await_lsn);
     owner_->metrics_.RecordInline();
-    if (await_lsn == 0 || await_lsn <= owner_->engine_->durable_lsn()) {
+    if (DurableNow(await_lsn)) {
       inline_replies_.push_back(InlineReply{std::move(job), code, std::move(reply), entities});
     } else {
-      Complete(job, code, reply, router_, entities, await_lsn);
+      AwaitDurable(job, code, reply, entities, await_lsn);
     }
     return true;
   }

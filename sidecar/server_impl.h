@@ -107,6 +107,11 @@ class Server::Impl {
   // fsync durability) through the acknowledger once its LSN is.
   void Complete(Job& job, Code code, std::string& reply, zmq::socket_t& out, uint64_t entities,
                 uint64_t await_lsn);
+  // The two halves of Complete: whether the reply may leave now (no LSN to
+  // wait for, or it is durable already), and handing it to the
+  // acknowledger otherwise.
+  bool DurableNow(uint64_t await_lsn) const;
+  void AwaitDurable(Job& job, Code code, std::string& reply, uint64_t entities, uint64_t await_lsn);
   // durable_acks.cc: one thread waits for the fsync of every write the
   // workers and the frontend executed meanwhile, then answers them all.
   void AckLoop();

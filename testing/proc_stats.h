@@ -14,13 +14,14 @@
 
 namespace sidetable::testing {
 
-// CPU seconds (user + system) of a process; -1 if it is gone.
-inline double ProcessCpuSeconds(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+// CPU seconds (user + system) in the text of a /proc stat file (a
+// process's, or a thread's under /proc/<pid>/task); -1 if malformed.
+// *name, when given, gets the command name.
+inline double StatCpuSeconds(const std::string& text, std::string* name = nullptr) {
   // Fields after the command name, which may hold spaces: after its ')'.
-  const size_t close = text.rfind(')');
-  if (close == std::string::npos) return -1;
+  const size_t open = text.find('('), close = text.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close < open) return -1;
+  if (name != nullptr) *name = text.substr(open + 1, close - open - 1);
   std::istringstream rest(text.substr(close + 2));
   std::string field;
   double utime = 0, stime = 0;
@@ -31,9 +32,16 @@ inline double ProcessCpuSeconds(pid_t pid) {
   return (utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
-// "VmRSS" or "VmHWM" of a process, in bytes (0 if unreadable).
-inline uint64_t ProcStatusBytes(pid_t pid, const std::string& field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+// CPU seconds (user + system) of a process; -1 if it is gone.
+inline double ProcessCpuSeconds(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  return StatCpuSeconds(std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>()));
+}
+
+// A "Key:  <n> kB" field of /proc/<pid>/<file> ("status": VmRSS, VmHWM;
+// "smaps_rollup": Anonymous, AnonHugePages), in bytes (0 if unreadable).
+inline uint64_t ProcKbFieldBytes(pid_t pid, const std::string& file, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/" + file);
   std::string key;
   uint64_t kb = 0;
   while (in >> key) {
@@ -44,6 +52,11 @@ inline uint64_t ProcStatusBytes(pid_t pid, const std::string& field) {
     std::getline(in, key);
   }
   return 0;
+}
+
+// "VmRSS" or "VmHWM" of a process, in bytes (0 if unreadable).
+inline uint64_t ProcStatusBytes(pid_t pid, const std::string& field) {
+  return ProcKbFieldBytes(pid, "status", field);
 }
 
 }  // namespace sidetable::testing

@@ -46,6 +46,7 @@
 #include "common/kafka/embedded_kafka.h"
 #include "engine/batch.h"
 #include "engine/edm.h"
+#include "testing/proc_stats.h"
 #include "testing/sidecar_process.h"
 
 namespace sidetable::csbench {
@@ -349,24 +350,16 @@ CpuByThread ReadCpu(pid_t pid) {
   const std::string dir = "/proc/" + std::to_string(pid) + "/task";
   DIR* d = ::opendir(dir.c_str());
   if (!d) return out;
-  const double hz = static_cast<double>(::sysconf(_SC_CLK_TCK));
   while (dirent* e = ::readdir(d)) {
     if (e->d_name[0] == '.') continue;
     std::ifstream f(dir + "/" + e->d_name + "/stat");
-    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    const size_t open = text.find('('), close = text.rfind(')');
-    if (open == std::string::npos || close == std::string::npos) continue;
-    std::string name = text.substr(open + 1, close - open - 1);
+    std::string name;
+    const double cpu = testing::StatCpuSeconds(
+        std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>()), &name);
+    if (cpu < 0) continue;
     // Merge numbered threads: "rdk:broker1" / "st-worker-3" -> one line each family.
     while (!name.empty() && std::isdigit(static_cast<unsigned char>(name.back()))) name.pop_back();
-    std::istringstream rest(text.substr(close + 2));
-    std::string field;
-    double utime = 0, stime = 0;
-    for (int i = 3; i <= 15 && rest >> field; i++) {
-      if (i == 14) utime = std::atof(field.c_str());
-      if (i == 15) stime = std::atof(field.c_str());
-    }
-    out[name] += (utime + stime) / hz;
+    out[name] += cpu;
   }
   ::closedir(d);
   return out;
