@@ -97,6 +97,16 @@ class Batch {
     return *this;
   }
 
+  // Scale-out (docs/scale-out.md): the epoch of this sidecar's ownership of
+  // the batch's shard, set by the sidecar, never by a client. 0 = not in a
+  // cluster: versions are LSNs. Otherwise each version is epoch << 40 | lsn,
+  // so an entity's versions keep growing across owners.
+  Batch& SetEpoch(uint64_t epoch) {
+    epoch_ = epoch;
+    return *this;
+  }
+  uint64_t epoch() const { return epoch_; }
+
   const std::string& table() const { return table_; }
   const std::string& caller() const { return caller_; }
   const std::string& client_request_id() const { return client_request_id_; }
@@ -110,6 +120,7 @@ class Batch {
   std::string table_;
   std::string caller_;
   std::string client_request_id_;
+  uint64_t epoch_ = 0;
   std::vector<Operation> ops_;
 };
 

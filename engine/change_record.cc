@@ -10,12 +10,13 @@ std::string_view ChangeKindName(ChangeKind kind) {
     case ChangeKind::kTableCreated: return "TableCreated";
     case ChangeKind::kTableDeleted: return "TableDeleted";
     case ChangeKind::kArchiveRequested: return "ArchiveRequested";
+    case ChangeKind::kShardClaimed: return "ShardClaimed";
   }
   return "";
 }
 
 bool ParseChangeKind(std::string_view name, ChangeKind* kind) {
-  for (int k = 1; k <= 4; k++) {
+  for (int k = 1; k <= 5; k++) {
     if (ChangeKindName(static_cast<ChangeKind>(k)) == name) {
       *kind = static_cast<ChangeKind>(k);
       return true;

@@ -29,6 +29,11 @@ enum class ChangeKind : uint8_t {
   // guide's queue. No rows change; each op names a RowKey (op kind Delete:
   // the eventual effect on the source) and target_table the archive.
   kArchiveRequested = 4,
+  // Scale-out (docs/scale-out.md): a sidecar took ownership of a shard with
+  // `epoch`. Never in an engine's change log: the new owner produces it
+  // straight to the shard's Kafka partition, and readers use it to fence
+  // records of older owners (events/epoch_filter.h).
+  kShardClaimed = 5,
 };
 
 std::string_view ChangeKindName(ChangeKind kind);
@@ -59,6 +64,11 @@ struct ChangeRecord {
   // line with the audit trail.
   std::string client_request_id;
   std::string target_table;  // kArchiveRequested only
+  // Scale-out: the epoch of the writer's ownership of the record's shard
+  // (0 = not in a cluster). Each op's version is epoch << 40 | lsn then.
+  uint64_t epoch = 0;
+  // kShardClaimed only: the shard (Kafka partition) claimed.
+  int32_t shard = -1;
   std::vector<ChangeOp> ops;
 };
 

@@ -1,0 +1,127 @@
+// Cluster: this sidecar's membership in its service's scale-out group
+// (docs/scale-out.md is the design; read it first).
+//
+// It owns three Kafka clients:
+//   - a consumer in the owners' group `sidetable.<service>.owners`,
+//     subscribed to the change topic with the cooperative-sticky assignor:
+//     the assignment is which shards this sidecar owns; its offset commits
+//     are the fence checks (CheckFence);
+//   - a producer for ShardClaimed records (to a shard's partition) and the
+//     cluster topic;
+//   - a reader of the cluster topic from the beginning (members, owners,
+//     tables), which builds the owner map and the table catalog.
+// On gaining a shard it drops the local copy (hooks.drop_shards), claims it
+// with a new epoch, restores it from the change topic up to its own claim
+// (hooks.apply for every admitted record, events/epoch_filter.h), publishes
+// `owner/<shard>` and only then routes it as kLocal. On losing one it stops
+// routing it as kLocal at once.
+//
+// Thread safety: every public method may be called from any thread; the
+// routing calls are cheap (a shared lock and a copy of one entry).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/change_record.h"
+#include "engine/status.h"
+#include "sidecar/changestream/kafka_options.h"
+#include "sidecar/cluster/cluster_options.h"
+
+namespace sidetable::cluster {
+
+struct Route {
+  enum class Kind {
+    kLocal,        // owned and serving here: execute, writes with `epoch`
+    kRemote,       // owned by `member` at `endpoint`: forward
+    kUnavailable,  // no serving owner known (rebalance, restore): wait or ServerBusy
+  };
+  Kind kind = Kind::kUnavailable;
+  int32_t shard = -1;
+  uint64_t epoch = 0;
+  std::string member;
+  std::string endpoint;
+};
+
+// What the cluster asks of the rest of the sidecar (the engine, mostly).
+struct ClusterHooks {
+  // Applies a restored record exactly (Engine::ApplyReplicated).
+  std::function<Status(const ChangeRecord&)> apply;
+  // Drops every local row of these shards (Engine::DropPartitions with
+  // ShardOf); returns the rows dropped.
+  std::function<Result<uint64_t>(const std::vector<int32_t>& shards)> drop_shards;
+  // A table record read from the cluster topic, in topic order: make the
+  // local catalog agree (create if missing / delete if present).
+  std::function<Status(const std::string& table, bool created)> apply_table;
+};
+
+struct ClusterStats {
+  int64_t generation = -1;
+  std::vector<int32_t> owned;      // assigned to this sidecar
+  std::vector<int32_t> serving;    // owned and restored
+  uint64_t restores_total = 0;
+  uint64_t restored_records_total = 0;
+  uint64_t fenced_records_total = 0;   // skipped while restoring
+  uint64_t fence_checks_total = 0;
+  uint64_t fence_failures_total = 0;
+  double last_restore_seconds = 0;
+};
+
+class Cluster {
+ public:
+  // `change_topic` is the resolved change topic (its partition count is
+  // kafka.partitions = the shard count); `kafka` gives the bootstrap and
+  // the client properties.
+  static Result<std::unique_ptr<Cluster>> Start(const ClusterOptions& options,
+                                                const changestream::KafkaOptions& kafka,
+                                                const std::string& change_topic,
+                                                const std::string& member_id,
+                                                const std::string& advertise, ClusterHooks hooks);
+  ~Cluster();
+  // Leaves the group (a clean hand-over) and stops the threads.
+  void Stop();
+
+  int32_t shards() const;
+  int32_t ShardOf(std::string_view table, std::string_view pk) const;
+  Route RouteShard(int32_t shard) const;
+  Route RouteKey(std::string_view table, std::string_view pk) const {
+    return RouteShard(ShardOf(table, pk));
+  }
+  // Waits up to `wait` while the shard is kUnavailable; returns the route then.
+  Route AwaitRoute(int32_t shard, std::chrono::milliseconds wait) const;
+  std::vector<Route> Routes() const;  // one per shard, in shard order
+
+  // Fence check for replicated acknowledgement: `done` is called (on the
+  // cluster's thread) with OK once an offset commit to the owners' group,
+  // issued after this call, succeeded with the current generation, and with
+  // ServerBusy if it was refused (the group moved on). Calls are batched:
+  // one commit answers every call made before it was sent.
+  void CheckFence(std::function<void(Status)> done);
+
+  // CreateTable / DeleteTable through the cluster topic: produce, wait until
+  // read back in order, answer as the catalog stood at that point
+  // (kTableAlreadyExists / kTableNotFound as the engine would), after
+  // hooks.apply_table ran for it. Blocks at most `wait`.
+  Status CreateTable(const std::string& table, const std::string& caller, std::chrono::milliseconds wait);
+  Status DeleteTable(const std::string& table, const std::string& caller, std::chrono::milliseconds wait);
+
+  ClusterStats Stats() const;
+  // {"member":..,"generation":..,"owned":[..],"serving":[..],
+  //  "owners":{"<shard>":{"member":..,"endpoint":..,"epoch":..}}, ...}
+  std::string StatusJson() const;
+  // Prometheus text for /metrics (sidetable_cluster_*).
+  std::string RenderMetrics() const;
+
+  class Impl;
+
+ private:
+  explicit Cluster(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sidetable::cluster

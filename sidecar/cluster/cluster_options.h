@@ -1,0 +1,31 @@
+// ClusterOptions: the `cluster:` section of the sidecar's config
+// (docs/scale-out.md, "Configuration"). Off unless `service` is set.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace sidetable::cluster {
+
+enum class AckMode {
+  kReplicated,  // local commit + Kafka acks=all + a fence check (default)
+  kLocal,       // local commit only, as without scale-out
+};
+
+struct ClusterOptions {
+  std::string service;    // cluster.service; "" = off
+  std::string member_id;  // cluster.member_id; "" = the sidecar id
+  // cluster.advertise: the ZeroMQ endpoint the other sidecars forward to
+  // ("" = the first bound --listen endpoint, loopback/development only).
+  std::string advertise;
+  AckMode acks = AckMode::kReplicated;   // cluster.acks: replicated | local
+  int standby_replicas = 0;              // cluster.standby_replicas
+  int rebalance_wait_ms = 2000;          // cluster.rebalance_wait_ms
+  int session_timeout_ms = 10000;        // cluster.session_timeout_ms
+  // cluster.topic: the membership/owner/table topic ("{service}" replaced).
+  std::string topic = "sidetable.{service}.cluster";
+
+  bool enabled() const { return !service.empty(); }
+};
+
+}  // namespace sidetable::cluster
