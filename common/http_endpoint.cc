@@ -36,6 +36,11 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& hos
                                                                           httplib::Response& res) {
     res.set_content(metrics(), "text/plain; version=0.0.4");
   });
+  for (auto& [path, page] : handlers.json_pages) {
+    ep->http_->Get(path, [page = std::move(page)](const httplib::Request&, httplib::Response& res) {
+      res.set_content(page(), "application/json");
+    });
+  }
   if (port == 0) {
     port = ep->http_->bind_to_any_port(host);
     if (port < 0) return Status(Code::kUnavailable, setting + ": cannot bind on " + host);

@@ -12,6 +12,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 #include <thread>
 
 #include "engine/status.h"
@@ -25,6 +27,8 @@ namespace sidetable::common {
 struct HttpHandlers {
   std::function<std::string()> health_json;  // body of GET /health
   std::function<std::string()> metrics_text;  // body of GET /metrics
+  // Further JSON pages, GET <path> (e.g. the sidecar's /cluster).
+  std::vector<std::pair<std::string, std::function<std::string()>>> json_pages;
 };
 
 class HttpEndpoint {

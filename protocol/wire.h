@@ -160,6 +160,10 @@ struct Request {
   std::string token;
   std::vector<token::StoredPolicy> policies;  // kSetTablePolicies (empty: remove all)
   std::optional<token::TokenSpec> issue;      // kIssueToken: the token wanted (`spec`)
+  // Not on the wire: set by the receiving sidecar for a request another
+  // sidecar of its cluster forwarded (docs/scale-out.md): it runs here or is
+  // refused, never forwarded again.
+  bool forwarded = false;
 
   // The Batch a kWrite request describes.
   Batch ToBatch() const;

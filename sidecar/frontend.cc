@@ -40,6 +40,14 @@ size_t Server::Impl::WorkerFor(const wire::Request& r) {
 
 bool Server::Impl::RunsInline(const wire::Request& r, size_t wire_bytes) const {
   if (wire_bytes > config_.inline_max_bytes) return false;
+  // A shard served elsewhere is forwarded, which blocks: never here.
+  if (const ClusterRouting* routing = handler_.routing(); routing != nullptr) {
+    if (r.op == wire::Op::kGet && !routing->ServesHere(r.table, r.pk)) return false;
+    if (r.op == wire::Op::kWrite && !r.ops.empty() &&
+        !routing->ServesHere(r.table, r.ops[0].entity.partition_key)) {
+      return false;
+    }
+  }
   switch (r.op) {
     case wire::Op::kPing:
       return true;
@@ -163,6 +171,9 @@ bool Server::Impl::OnRequest() {
     return true;
   }
   job.wire_bytes = data.size();
+  // From another sidecar of the cluster: runs here or is refused, never
+  // forwarded again (forwarder.h).
+  job.request.forwarded = handler_.routing() != nullptr && identity.starts_with(kForwardedIdPrefix);
   if (owner_->authenticator_ && !Authenticate(job, header, identity, delimiter)) return true;
   // Gives back the tenant's quota slot of a request refused below.
   auto release_tenant = [&] {
@@ -185,12 +196,13 @@ bool Server::Impl::OnRequest() {
     if (replies_waiting_.load(std::memory_order_acquire) > 0) ForwardReplies();
     std::string reply;
     uint64_t entities = 0, await_lsn = 0;
-    const Code code = handler_.Handle(job.request, job.principal.get(), &reply, &entities, &await_lsn);
+    std::vector<ShardEpoch> fence;
+    const Code code = handler_.Handle(job.request, job.principal.get(), &reply, &entities, &await_lsn, &fence);
     owner_->metrics_.RecordInline();
-    if (DurableNow(await_lsn)) {
+    if (DurableNow(await_lsn, fence)) {
       inline_replies_.push_back(InlineReply{std::move(job), code, std::move(reply), entities});
     } else {
-      AwaitDurable(job, code, reply, entities, await_lsn);
+      AwaitDurable(job, code, reply, entities, await_lsn, std::move(fence));
     }
     return true;
   }

@@ -23,8 +23,18 @@ void Handler::RecordWrite(const Batch& batch, const WriteResult& result) const {
   metrics_->RecordTableWrite(batch.table(), batch.size(), written);
 }
 
+Result<uint64_t> Handler::EpochFor(std::string_view table, std::string_view pk, Written* written) const {
+  if (routing_ == nullptr) return uint64_t{0};
+  auto se = routing_->LocalShard(table, pk);
+  if (!se.ok()) return se.status();
+  if (std::find(written->shards.begin(), written->shards.end(), *se) == written->shards.end()) {
+    written->shards.push_back(*se);
+  }
+  return se->epoch;
+}
+
 Status Handler::Run(const wire::Request& r, const token::Token* principal, std::string* body, uint16_t* http,
-                    uint64_t* entities, uint64_t* await_lsn) const {
+                    uint64_t* entities, uint64_t* await_lsn, Written* written) const {
   using wire::Op;
   *http = 200;
   // Before anything is admitted or read: a refusal changes nothing.
@@ -108,9 +118,15 @@ Status Handler::Run(const wire::Request& r, const token::Token* principal, std::
     }
     case Op::kWrite: {
       Batch batch = r.ToBatch();
+      if (routing_ != nullptr && !batch.operations().empty()) {
+        auto epoch = EpochFor(batch.table(), batch.operations()[0].entity.partition_key, written);
+        if (!epoch.ok()) return epoch.status();
+        batch.SetEpoch(*epoch);
+      }
       auto result = engine_->Execute(batch, /*wait_durable=*/await_lsn == nullptr);
       if (!result.ok()) return result.status();
       if (await_lsn != nullptr) *await_lsn = result->lsn;
+      written->lsn = std::max(written->lsn, result->lsn);
       *entities = batch.size();
       RecordWrite(batch, *result);
       if (batch.size() == 1 && batch.operations()[0].kind == OpKind::kInsert) {
@@ -131,7 +147,7 @@ Status Handler::Run(const wire::Request& r, const token::Token* principal, std::
       // reply says per EGT what happened (a pattern worker's grouped writes).
       std::vector<Result<WriteResult>> results;
       results.reserve(r.writes.size());
-      for (const Batch& batch : r.ToBatches()) {
+      for (Batch& batch : r.ToBatches()) {
         // Authorised per EGT: one out of the token's scope gets its own
         // refusal and is not executed; the others are.
         if (principal != nullptr) {
@@ -141,10 +157,19 @@ Status Handler::Run(const wire::Request& r, const token::Token* principal, std::
             continue;
           }
         }
+        if (routing_ != nullptr && !batch.operations().empty()) {
+          auto epoch = EpochFor(batch.table(), batch.operations()[0].entity.partition_key, written);
+          if (!epoch.ok()) {
+            results.push_back(epoch.status());
+            continue;
+          }
+          batch.SetEpoch(*epoch);
+        }
         // Each EGT is written at once; with await_lsn the reply waits for
         // one fsync covering all of them (the newest LSN), not one each.
         results.push_back(engine_->Execute(batch, /*wait_durable=*/await_lsn == nullptr));
         if (results.back().ok()) {
+          written->lsn = std::max(written->lsn, results.back()->lsn);
           *entities += batch.size();
           RecordWrite(batch, *results.back());
           if (await_lsn != nullptr) *await_lsn = std::max(*await_lsn, results.back()->lsn);
@@ -154,6 +179,7 @@ Status Handler::Run(const wire::Request& r, const token::Token* principal, std::
       return Status::OK();
     }
     case Op::kGet: {
+      if (routing_ != nullptr) ST_RETURN_IF_ERROR(routing_->LocalShard(r.table, r.pk).status());
       // From the stored bytes straight into the reply: no Entity.
       ST_RETURN_IF_ERROR(engine_->GetRow(r.table, r.pk, r.rk, [&](const RowView& row) {
         return wire::EncodeRowReply(row, r.select, body);
@@ -183,13 +209,44 @@ Status Handler::Run(const wire::Request& r, const token::Token* principal, std::
       }
       // Each entity goes from its stored bytes straight into the reply, with
       // only the selected properties: no Entity per row.
+      // In a cluster only the rows of shards served here: this sidecar may
+      // still hold rows of a shard it no longer owns (docs/scale-out.md).
+      std::vector<char> serving;
+      std::string created;
+      if (routing_ != nullptr) {
+        serving = routing_->ServingMask();
+        created = routing_->CreatedName(r.table);
+        if (auto pk = ClusterRouting::QueryPartition(r)) {
+          const int32_t shard = routing_->ShardOfCreated(created, *pk);
+          if (shard < 0 || shard >= static_cast<int32_t>(serving.size()) || !serving[static_cast<size_t>(shard)]) {
+            return Status(Code::kServerBusy, std::string(kNotOwnerMessage) + ": shard " + std::to_string(shard) +
+                                                 " is not served by this sidecar now; retry");
+          }
+        }
+      }
       struct Encode : query::RowVisitor {
         wire::QueryReplyWriter* out;
-        Status Visit(const RowView& row) override { return out->Add(row); }
+        const std::vector<char>* serving = nullptr;
+        const ClusterRouting* routing = nullptr;
+        const std::string* created = nullptr;
+        Status Visit(const RowView& row) override {
+          if (routing != nullptr) {
+            const int32_t shard = routing->ShardOfCreated(*created, row.partition_key());
+            if (shard < 0 || shard >= static_cast<int32_t>(serving->size()) || !(*serving)[static_cast<size_t>(shard)]) {
+              return Status::OK();
+            }
+          }
+          return out->Add(row);
+        }
       };
       wire::QueryReplyWriter writer(body, r.select);
       Encode encode;
       encode.out = &writer;
+      if (routing_ != nullptr) {
+        encode.serving = &serving;
+        encode.routing = routing_;
+        encode.created = &created;
+      }
       auto page = query::VisitQuery(*engine_, q, encode);
       if (!page.ok()) return page.status();
       *entities = writer.count();
@@ -198,12 +255,23 @@ Status Handler::Run(const wire::Request& r, const token::Token* principal, std::
         next_pk = std::move(page->continuation->next_partition_key);
         next_rk = std::move(page->continuation->next_row_key);
       }
-      writer.Finish(next_pk, next_rk, query::PlanKindName(page->stats.plan), page->stats.examined);
+      std::string plan(query::PlanKindName(page->stats.plan));
+      // A fan-out's part says which shards it covered (cluster_routing.h).
+      if (routing_ != nullptr && r.forwarded) plan = ClusterRouting::PlanWithShards(plan, serving);
+      writer.Finish(next_pk, next_rk, plan, page->stats.examined);
       return Status::OK();
     }
     case Op::kRequestArchive: {
+      uint64_t epoch = 0;
+      if (routing_ != nullptr) {
+        auto e = EpochFor(r.table, r.pk, written);
+        if (!e.ok()) return e.status();
+        epoch = *e;
+      }
       auto lsn = engine_->RequestArchive(r.table, r.pk, r.rks, r.target, r.caller);
+      (void)epoch;  // FIXME(merge): engine RequestArchive epoch
       if (!lsn.ok()) return lsn.status();
+      written->lsn = std::max(written->lsn, *lsn);
       wire::EncodeLsn(*lsn, body);
       return Status::OK();
     }
@@ -272,16 +340,42 @@ Status Handler::IssueToken(const wire::Request& r, const token::Token* principal
 }
 
 Code Handler::Handle(const wire::Request& r, const token::Token* principal, std::string* out,
-                     uint64_t* entities, uint64_t* await_lsn) const {
+                     uint64_t* entities, uint64_t* await_lsn, std::vector<ShardEpoch>* fence) const {
+  if (await_lsn != nullptr) *await_lsn = 0;
+  if (routing_ != nullptr) {
+    // Another sidecar's shard: forwarded, fanned out or split, and answered
+    // whole (cluster_routing.h). Parts that run here come back through
+    // Handle as forwarded requests.
+    Code code = Code::kOk;
+    uint64_t n = 0;
+    auto local = [&](const wire::Request& sub, std::string* sub_out, uint64_t* sub_n) {
+      return Handle(sub, principal, sub_out, sub_n);
+    };
+    if (routing_->Intercept(r, local, out, &code, &n)) {
+      if (entities != nullptr) *entities = n;
+      return code;
+    }
+  }
   // The body is encoded straight after a header written last, so a large
   // reply (a query page, a page of the change log) is not copied once more.
   const size_t start = out->size();
   out->append(wire::kHeaderBytes, '\0');
   uint16_t http = 200;
   uint64_t counted = 0;
-  if (await_lsn != nullptr) *await_lsn = 0;
-  Status s = Run(r, principal, out, &http, &counted, await_lsn);
+  Written written;
+  Status s = Run(r, principal, out, &http, &counted, await_lsn, &written);
   if (entities != nullptr) *entities = counted;
+  if (s.ok() && routing_ != nullptr && routing_->replicated_acks() && !written.shards.empty()) {
+    if (fence != nullptr) {
+      // The caller holds the reply until AwaitReplicated (durable_acks.cc).
+      *fence = std::move(written.shards);
+      if (await_lsn != nullptr) *await_lsn = std::max(*await_lsn, written.lsn);
+    } else {
+      if (publisher_ != nullptr) publisher_->Notify();
+      s = routing_->AwaitReplicated(written.lsn, written.shards,
+                                    std::chrono::steady_clock::now() + std::chrono::seconds(10));
+    }
+  }
   // A write still waiting for its fsync is not in the change log yet: the
   // acknowledger wakes the publisher once it is (durable_acks.cc).
   const bool readable = await_lsn == nullptr || *await_lsn <= engine_->durable_lsn();

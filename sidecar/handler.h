@@ -13,6 +13,7 @@
 #include "sidecar/auth/authenticator.h"
 #include "sidecar/auth/policy_store.h"
 #include "sidecar/changestream/publisher.h"
+#include "sidecar/cluster_routing.h"
 #include "sidecar/config.h"
 #include "sidecar/metrics.h"
 #include "sidecar/watermarks.h"
@@ -38,12 +39,32 @@ class Handler {
   // visible and sets *await_lsn to the LSN that must be durable
   // (Engine::WaitDurable) before the reply may be sent (0: none); without
   // it, Handle waits for durability itself.
+  //
+  // In a cluster (SetRouting) a request may be forwarded to the owner of its
+  // shard, fanned out or split (cluster_routing.h). Writes executed here
+  // carry their shard's epoch; with replicated acknowledgement and
+  // `fence` given, the (shard, epoch) pairs go to *fence and the caller
+  // holds the reply until ClusterRouting::AwaitReplicated (with await_lsn)
+  // says so; without `fence`, Handle waits for that itself.
   Code Handle(const wire::Request& request, const token::Token* principal, std::string* out,
-              uint64_t* entities = nullptr, uint64_t* await_lsn = nullptr) const;
+              uint64_t* entities = nullptr, uint64_t* await_lsn = nullptr,
+              std::vector<ShardEpoch>* fence = nullptr) const;
+
+  // Scale-out routing (null: one sidecar, its own tables). Set before serving.
+  void SetRouting(ClusterRouting* routing) { routing_ = routing; }
+  ClusterRouting* routing() const { return routing_; }
 
  private:
+  // What the writes of one request did, for replicated acknowledgement.
+  struct Written {
+    uint64_t lsn = 0;                // the newest LSN committed
+    std::vector<ShardEpoch> shards;  // each (shard, epoch) written here
+  };
   Status Run(const wire::Request& r, const token::Token* principal, std::string* body, uint16_t* http_status,
-             uint64_t* entities, uint64_t* await_lsn) const;
+             uint64_t* entities, uint64_t* await_lsn, Written* written) const;
+  // Cluster mode: the epoch a write on (table, pk) runs with here (also
+  // noted in *written), or ServerBusy (NotOwner).
+  Result<uint64_t> EpochFor(std::string_view table, std::string_view pk, Written* written) const;
   // Signs r.issue when `principal` may delegate it (docs/security.md).
   Status IssueToken(const wire::Request& r, const token::Token* principal, std::string* body) const;
   // After a committed (or replayed) EGT: the table's write counters, or the
@@ -57,6 +78,7 @@ class Handler {
   Watermarks* watermarks_;
   auth::PolicyStore* policies_;
   const auth::Authenticator* authenticator_;
+  ClusterRouting* routing_ = nullptr;
 };
 
 }  // namespace sidetable::sidecar

@@ -2,6 +2,7 @@
 
 #include <fstream>
 
+#include "common/kafka/partitioner.h"
 #include "sidecar/listener_policy.h"
 #include "sidecar/server_impl.h"
 
@@ -69,7 +70,18 @@ Status Server::Impl::Bind() {
   if (!config_.http.empty()) {
     common::HttpHandlers pages;
     pages.health_json = [this] { return HealthJson(*owner_, Gauges()); };
-    pages.metrics_text = [this] { return MetricsText(*owner_, owner_->metrics_, Gauges()); };
+    pages.metrics_text = [this] {
+      std::string text = MetricsText(*owner_, owner_->metrics_, Gauges());
+      cluster::Cluster* cluster = owner_->cluster_live_.load();
+      ClusterRouting* routing = owner_->routing_live_.load();
+      if (cluster != nullptr && routing != nullptr) text += ClusterMetricsText(*cluster, *routing);
+      return text;
+    };
+    // Scale-out: who owns which shard, as this sidecar sees it.
+    pages.json_pages.emplace_back("/cluster", [this] {
+      cluster::Cluster* cluster = owner_->cluster_live_.load();
+      return cluster != nullptr ? cluster->StatusJson() : std::string("{\"enabled\":false}");
+    });
     auto http = common::HttpEndpoint::Start(config_.http, "sidecar.http", std::move(pages));
     if (!http.ok()) return http.status();
     http_ = std::move(http).value();
@@ -127,9 +139,10 @@ void Server::Impl::WorkerLoop(size_t index) {
       }
       std::string reply;
       uint64_t entities = 0, await_lsn = 0;
-      Code code = handler_.Handle(job.request, job.principal.get(), &reply, &entities, &await_lsn);
+      std::vector<ShardEpoch> fence;
+      Code code = handler_.Handle(job.request, job.principal.get(), &reply, &entities, &await_lsn, &fence);
       const bool advanced = job.request.op == wire::Op::kAdvanceWatermarks && code == Code::kOk;
-      Complete(job, code, reply, out, entities, await_lsn);
+      Complete(job, code, reply, out, entities, await_lsn, std::move(fence));
       if (advanced) ResumeCovered(index, &local);
     }
     // After the reply went out (or the job was parked): the frontend may
@@ -256,6 +269,16 @@ ServerGauges Server::Impl::Gauges() const {
   return g;
 }
 
+// The change topic a service's sidecars share: "{service}" replaced.
+static std::string ServiceTopic(const ServerConfig& config) {
+  std::string topic = config.kafka.topic;
+  const std::string placeholder = "{service}";
+  for (size_t at = topic.find(placeholder); at != std::string::npos; at = topic.find(placeholder)) {
+    topic.replace(at, placeholder.size(), config.cluster.service);
+  }
+  return topic;
+}
+
 Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   ST_RETURN_IF_ERROR(ValidateConfig(config));
   std::unique_ptr<Server> server(new Server());
@@ -276,8 +299,56 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   ST_RETURN_IF_ERROR(server->StartChangeStream(config));
   server->impl_ = std::make_unique<Impl>(server.get(), config);
   ST_RETURN_IF_ERROR(server->impl_->Bind());
+  if (config.cluster.enabled()) ST_RETURN_IF_ERROR(server->StartCluster(config));
   server->impl_->StartWorkers();
   return server;
+}
+
+Status Server::StartCluster(const ServerConfig& config) {
+  if (publisher_ == nullptr) {
+    return Status(Code::kInvalidInput, "cluster.service needs kafka.bootstrap: the change topic is the cluster");
+  }
+  const int32_t shards = config.kafka.partitions;
+  cluster::ClusterHooks hooks;
+  Engine* engine = engine_.get();
+  hooks.apply = [engine](const ChangeRecord& record) { return engine->ApplyReplicated(record); };
+  hooks.drop_shards = [engine, shards](const std::vector<int32_t>& drop) -> Result<uint64_t> {
+    std::vector<char> set(static_cast<size_t>(shards), 0);
+    for (int32_t s : drop) {
+      if (s >= 0 && s < shards) set[static_cast<size_t>(s)] = 1;
+    }
+    std::string key;
+    return engine->DropPartitions([&](std::string_view table, std::string_view pk) {
+      // The publisher's key, "<table as created>/<PartitionKey>".
+      key.assign(table);
+      key.push_back('/');
+      key.append(pk);
+      return set[static_cast<size_t>(kafka::KafkaPartitionFor(key, shards))] != 0;
+    });
+  };
+  hooks.apply_table = [engine](const std::string& table, bool created) {
+    Status s = created ? engine->CreateTable(table) : engine->DeleteTable(table);
+    if (s.code() == Code::kTableAlreadyExists || s.code() == Code::kTableNotFound) return Status::OK();
+    return s;
+  };
+  const std::string member = config.cluster.member_id.empty() ? config.id : config.cluster.member_id;
+  const std::string advertise = config.cluster.advertise.empty() ? endpoints_.at(0) : config.cluster.advertise;
+  changestream::KafkaOptions kafka = config.kafka;
+  kafka.bootstrap = publisher_->bootstrap();
+  auto started = cluster::Cluster::Start(config.cluster, kafka, ServiceTopic(config), member, advertise,
+                                         std::move(hooks));
+  if (!started.ok()) return started.status();
+  cluster_ = std::move(started).value();
+  routing_ = std::make_unique<ClusterRouting>(
+      cluster_.get(), engine_.get(), publisher_.get(), config.cluster.acks == cluster::AckMode::kReplicated,
+      std::chrono::milliseconds(config.cluster.rebalance_wait_ms), std::chrono::milliseconds(5000), member);
+  impl_->handler_.SetRouting(routing_.get());
+  routing_live_.store(routing_.get());
+  cluster_live_.store(cluster_.get());
+  spdlog::info("cluster: member '{}' of service '{}' at {}, {} shards, acks {}", member, config.cluster.service,
+               advertise, shards,
+               config.cluster.acks == cluster::AckMode::kReplicated ? "replicated" : "local");
+  return Status::OK();
 }
 
 Status Server::StartChangeStream(const ServerConfig& config) {
@@ -303,6 +374,7 @@ Status Server::StartChangeStream(const ServerConfig& config) {
                  embedded_kafka_->bootstraps(), file);
     if (std::string warning = EmbeddedKafkaWarning(config); !warning.empty()) spdlog::warn("{}", warning);
   }
+  if (config.cluster.enabled()) k.topic = ServiceTopic(config);
   auto publisher = changestream::Publisher::Start(engine_.get(), k, config.id, embedded_kafka_.get());
   if (!publisher.ok()) return publisher.status();
   publisher_ = std::move(publisher).value();
@@ -318,7 +390,13 @@ Server::~Server() {
     impl_->StopAcks();
     impl_->StopMaintenance();
   }
+  // Leaves the group: a clean hand-over of this sidecar's shards.
+  cluster_live_.store(nullptr);
+  routing_live_.store(nullptr);
+  if (cluster_) cluster_->Stop();
   impl_.reset();
+  routing_.reset();
+  cluster_.reset();
   publisher_.reset();
   embedded_kafka_.reset();
   engine_.reset();

@@ -44,6 +44,8 @@
 #include "sidecar/auth/policy_store.h"
 #include "sidecar/auth/tenant_metrics.h"
 #include "sidecar/changestream/publisher.h"
+#include "sidecar/cluster/cluster.h"
+#include "sidecar/cluster_routing.h"
 #include "sidecar/config.h"
 #include "sidecar/metrics.h"
 #include "sidecar/watermarks.h"
@@ -76,11 +78,18 @@ class Server {
   // The Kafka bootstrap servers in use ("" when not publishing).
   std::string kafka_bootstrap() const { return publisher_ ? publisher_->bootstrap() : ""; }
 
+  // Null unless cluster.service is set (docs/scale-out.md).
+  cluster::Cluster* cluster() { return cluster_.get(); }
+  ClusterRouting* routing() { return routing_.get(); }
+
   class Impl;
 
  private:
   Server() = default;
   Status StartChangeStream(const ServerConfig& config);
+  // After Bind (the advertised endpoint defaults to the first bound one),
+  // before the workers start.
+  Status StartCluster(const ServerConfig& config);
   // Destroyed in reverse order: workers, then the publisher, then Kafka, then the engine.
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<Watermarks> watermarks_;
@@ -89,6 +98,12 @@ class Server {
   std::unique_ptr<kafka::EmbeddedKafka> embedded_kafka_;
   std::unique_ptr<changestream::Publisher> publisher_;
   std::unique_ptr<Impl> impl_;
+  // Stopped after the workers, before the publisher and the engine.
+  std::unique_ptr<cluster::Cluster> cluster_;
+  std::unique_ptr<ClusterRouting> routing_;
+  // What the HTTP thread reads: set once both above exist, cleared first.
+  std::atomic<cluster::Cluster*> cluster_live_{nullptr};
+  std::atomic<ClusterRouting*> routing_live_{nullptr};
   Metrics metrics_;
   auth::TenantMetrics tenant_metrics_;
   std::vector<std::string> endpoints_;

@@ -47,6 +47,10 @@ inline constexpr std::chrono::milliseconds kReplyFlushMargin{500};
 // The publisher gets what is left of the grace, and at least this.
 inline constexpr std::chrono::milliseconds kPublisherMinimum{500};
 
+// Scale-out: how long a replicated acknowledgement may take (Kafka delivery
+// and the fence check) before the write is answered ServerBusy.
+inline constexpr std::chrono::milliseconds kReplicatedAckTimeout{10000};
+
 inline constexpr const char* kRepliesEndpoint = "inproc://sidetable-replies";
 // Replies at least this large are handed to ZeroMQ without a copy.
 inline constexpr size_t kZeroCopyReplyBytes = 64 << 10;
@@ -106,12 +110,15 @@ class Server::Impl {
   // Answers an executed request: at once, or (a write not yet durable in
   // fsync durability) through the acknowledger once its LSN is.
   void Complete(Job& job, Code code, std::string& reply, zmq::socket_t& out, uint64_t entities,
-                uint64_t await_lsn);
+                uint64_t await_lsn, std::vector<ShardEpoch>&& fence = {});
   // The two halves of Complete: whether the reply may leave now (no LSN to
   // wait for, or it is durable already), and handing it to the
   // acknowledger otherwise.
-  bool DurableNow(uint64_t await_lsn) const;
-  void AwaitDurable(Job& job, Code code, std::string& reply, uint64_t entities, uint64_t await_lsn);
+  // In a cluster with replicated acknowledgement a write that `fence`s
+  // shards always waits (ClusterRouting::AwaitReplicated).
+  bool DurableNow(uint64_t await_lsn, const std::vector<ShardEpoch>& fence = {}) const;
+  void AwaitDurable(Job& job, Code code, std::string& reply, uint64_t entities, uint64_t await_lsn,
+                    std::vector<ShardEpoch>&& fence = {});
   // durable_acks.cc: one thread waits for the fsync of every write the
   // workers and the frontend executed meanwhile, then answers them all.
   void AckLoop();
@@ -178,6 +185,7 @@ class Server::Impl {
     std::string reply;
     uint64_t entities;
     uint64_t lsn;
+    std::vector<ShardEpoch> fence;  // cluster: what AwaitReplicated must confirm
   };
   std::thread acker_;
   std::mutex acks_mu_;

@@ -104,4 +104,21 @@ std::string MetricsText(Server& server, const Metrics& metrics, const ServerGaug
   return out;
 }
 
+std::string ClusterMetricsText(const cluster::Cluster& cluster, const ClusterRouting& routing) {
+  std::string out = cluster.RenderMetrics();
+  auto counter = [&](const char* name, const char* help, uint64_t v) {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " counter\n" + name + " " +
+           std::to_string(v) + "\n";
+  };
+  counter("sidetable_cluster_forwarded_total", "Requests forwarded to the owner of their shard.",
+          routing.forwarded());
+  counter("sidetable_cluster_fanout_queries_total", "Queries without a PartitionKey fanned out over the owners.",
+          routing.fanouts());
+  counter("sidetable_cluster_not_owner_total",
+          "Requests that found their shard's owner had moved (re-routed or refused).", routing.not_owner());
+  counter("sidetable_cluster_busy_total",
+          "Requests answered ServerBusy by routing or replicated acknowledgement.", routing.busy());
+  return out;
+}
+
 }  // namespace sidetable::sidecar

@@ -30,5 +30,8 @@ struct ServerGauges {
 
 std::string HealthJson(Server& server, const ServerGauges& gauges);
 std::string MetricsText(Server& server, const Metrics& metrics, const ServerGauges& gauges);
+// Scale-out: the cluster's own metrics and the routing counters
+// (sidetable_cluster_forwarded_total, ...).
+std::string ClusterMetricsText(const cluster::Cluster& cluster, const ClusterRouting& routing);
 
 }  // namespace sidetable::sidecar

@@ -1,0 +1,430 @@
+#include "sidecar/cluster_routing.h"
+
+#include <algorithm>
+#include <future>
+#include <map>
+#include <thread>
+
+#include "engine/query/query.h"
+#include "sidecar/changestream/publisher.h"
+
+namespace sidetable::sidecar {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool IsNotOwner(const Status& s) {
+  return s.code() == Code::kServerBusy && s.message().find(kNotOwnerMessage) != std::string::npos;
+}
+
+Status Busy(std::string why) { return Status(Code::kServerBusy, std::move(why)); }
+
+}  // namespace
+
+ClusterRouting::ClusterRouting(cluster::Cluster* cluster, const Engine* engine,
+                               changestream::Publisher* publisher, bool replicated_acks,
+                               std::chrono::milliseconds rebalance_wait,
+                               std::chrono::milliseconds forward_timeout, std::string member_id)
+    : cluster_(cluster), engine_(engine), publisher_(publisher), replicated_(replicated_acks && publisher != nullptr),
+      rebalance_wait_(rebalance_wait), forward_timeout_(forward_timeout), forwarder_(std::move(member_id)) {}
+
+std::string ClusterRouting::CreatedName(std::string_view table) const {
+  auto info = engine_->GetTable(table);
+  return info.ok() ? info->name : std::string(table);
+}
+
+int32_t ClusterRouting::ShardOf(std::string_view table, std::string_view pk) const {
+  return cluster_->ShardOf(CreatedName(table), pk);
+}
+
+Code ClusterRouting::Answer(const wire::Request& r, const Status& s, std::string* out) const {
+  wire::Header h{wire::kVersion, static_cast<uint8_t>(r.op), 0, r.id};
+  wire::EncodeError(h, s, out);
+  if (s.code() == Code::kServerBusy) busy_.fetch_add(1, std::memory_order_relaxed);
+  return s.code();
+}
+
+cluster::Route ClusterRouting::Resolve(int32_t shard, Clock::time_point deadline) const {
+  cluster::Route route = cluster_->RouteShard(shard);
+  if (route.kind != cluster::Route::Kind::kUnavailable) return route;
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  if (left.count() <= 0) return route;
+  return cluster_->AwaitRoute(shard, left);
+}
+
+Result<ShardEpoch> ClusterRouting::LocalShard(std::string_view table, std::string_view pk) const {
+  const int32_t shard = ShardOf(table, pk);
+  cluster::Route route = cluster_->RouteShard(shard);
+  if (route.kind != cluster::Route::Kind::kLocal) {
+    not_owner_.fetch_add(1, std::memory_order_relaxed);
+    return Busy(std::string(kNotOwnerMessage) + ": shard " + std::to_string(shard) +
+                " is not served by this sidecar now; not executed, retry");
+  }
+  return ShardEpoch{shard, route.epoch};
+}
+
+std::vector<char> ClusterRouting::ServingMask() const {
+  std::vector<char> mask(static_cast<size_t>(cluster_->shards()), 0);
+  for (const cluster::Route& route : cluster_->Routes()) {
+    if (route.kind == cluster::Route::Kind::kLocal && route.shard >= 0 &&
+        route.shard < static_cast<int32_t>(mask.size())) {
+      mask[static_cast<size_t>(route.shard)] = 1;
+    }
+  }
+  return mask;
+}
+
+std::string ClusterRouting::PlanWithShards(std::string_view plan, const std::vector<char>& mask) {
+  std::string out(plan);
+  out += ";shards=";
+  bool first = true;
+  for (size_t i = 0; i < mask.size(); i++) {
+    if (!mask[i]) continue;
+    if (!first) out += ',';
+    out += std::to_string(i);
+    first = false;
+  }
+  return out;
+}
+
+bool ClusterRouting::ShardsOfPlan(std::string_view plan, std::vector<int32_t>* shards) {
+  const size_t at = plan.rfind(";shards=");
+  if (at == std::string_view::npos) return false;
+  std::string_view list = plan.substr(at + 8);
+  shards->clear();
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    std::string_view item = list.substr(0, comma);
+    int32_t v = 0;
+    if (item.empty() || item.size() > 6) return false;
+    for (char c : item) {
+      if (c < '0' || c > '9') return false;
+      v = v * 10 + (c - '0');
+    }
+    shards->push_back(v);
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return true;
+}
+
+std::optional<std::string> ClusterRouting::QueryPartition(const wire::Request& r) {
+  query::Query q;
+  q.table = r.table;
+  q.filter = r.filter;
+  auto plan = query::Explain(q);
+  if (!plan.ok()) return std::nullopt;  // the owner (any) reports the error
+  switch (plan->kind) {
+    case query::PlanKind::kPoint:
+      return plan->point_partition_key;
+    case query::PlanKind::kPartitionRange:
+    case query::PlanKind::kPartitionScan:
+      if (plan->bounds.start) return plan->bounds.start->first;
+      return std::nullopt;
+    default:
+      return std::nullopt;
+  }
+}
+
+bool ClusterRouting::Intercept(const wire::Request& r, const RunLocal& local, std::string* out, Code* code,
+                               uint64_t* entities) {
+  if (r.forwarded) return false;  // runs here or is refused as NotOwner (Handler)
+  using wire::Op;
+  switch (r.op) {
+    case Op::kWrite:
+      if (r.ops.empty()) return false;  // the engine's own error
+      return ForwardKeyed(r, ShardOf(r.table, r.ops[0].entity.partition_key), local, out, code,
+                          entities);
+    case Op::kGet:
+    case Op::kRequestArchive:
+      return ForwardKeyed(r, ShardOf(r.table, r.pk), local, out, code, entities);
+    case Op::kQuery: {
+      auto pk = QueryPartition(r);
+      if (pk) return ForwardKeyed(r, ShardOf(r.table, *pk), local, out, code, entities);
+      return FanOutQuery(r, local, out, code, entities);
+    }
+    case Op::kWriteMany:
+      return SplitWriteMany(r, local, out, code, entities);
+    default:
+      return false;  // tables, watermarks, the change log, tokens: this sidecar's own
+  }
+}
+
+bool ClusterRouting::ForwardKeyed(const wire::Request& r, int32_t shard, const RunLocal& local, std::string* out,
+                                  Code* code, uint64_t* entities) {
+  (void)local;
+  const auto deadline = Clock::now() + rebalance_wait_;
+  for (;;) {
+    cluster::Route route = Resolve(shard, deadline);
+    if (route.kind == cluster::Route::Kind::kLocal) return false;
+    if (route.kind == cluster::Route::Kind::kUnavailable) {
+      *code = Answer(r, Busy("shard " + std::to_string(shard) +
+                             " has no serving owner (a rebalance or restore is under way); not executed, retry"),
+                     out);
+      return true;
+    }
+    std::string frame;
+    wire::EncodeRequest(r, &frame);
+    auto reply = forwarder_.Call(route.endpoint, frame, std::max(deadline, Clock::now() + forward_timeout_));
+    if (!reply.ok()) {
+      *code = Answer(r, reply.status(), out);
+      return true;
+    }
+    wire::Header h;
+    std::string_view body;
+    Status s = wire::DecodeReply(*reply, &h, &body);
+    if (IsNotOwner(s) && Clock::now() < deadline) {
+      // The owner map was behind: wait for the next one.
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    wire::SetRequestId(&*reply, r.id);
+    out->append(*reply);
+    *code = s.ok() ? Code::kOk : s.code();
+    *entities = 0;
+    return true;
+  }
+}
+
+bool ClusterRouting::FanOutQuery(const wire::Request& r, const RunLocal& local, std::string* out, Code* code,
+                                 uint64_t* entities) {
+  fanouts_.fetch_add(1, std::memory_order_relaxed);
+  const auto deadline = Clock::now() + rebalance_wait_;
+  const int32_t n = cluster_->shards();
+  Status last = Busy("a query over every shard could not reach an owner of each; retry");
+  for (;;) {
+    if (Clock::now() >= deadline) break;
+    // One request per member that serves shards; ourselves through `local`.
+    std::map<std::string, std::string> members;  // member -> endpoint ("" = here)
+    bool unavailable = false;
+    for (int32_t shard = 0; shard < n; shard++) {
+      cluster::Route route = Resolve(shard, deadline);
+      if (route.kind == cluster::Route::Kind::kUnavailable) {
+        unavailable = true;
+        break;
+      }
+      members[route.kind == cluster::Route::Kind::kLocal ? std::string() : route.member] =
+          route.kind == cluster::Route::Kind::kLocal ? std::string() : route.endpoint;
+    }
+    if (unavailable) {
+      last = Busy("a shard has no serving owner (a rebalance or restore is under way); retry");
+      break;
+    }
+    wire::Request sub = r;
+    sub.forwarded = true;
+    std::string frame;
+    wire::EncodeRequest(sub, &frame);
+    std::vector<wire::QueryReply> pages;
+    std::vector<int> covered(static_cast<size_t>(n), 0);
+    bool retry = false;
+    Status failed = Status::OK();
+    for (const auto& [member, endpoint] : members) {
+      std::string reply;
+      if (endpoint.empty()) {
+        uint64_t ignored = 0;
+        local(sub, &reply, &ignored);
+      } else {
+        auto got = forwarder_.Call(endpoint, frame, std::max(deadline, Clock::now() + forward_timeout_));
+        if (!got.ok()) {
+          failed = got.status();
+          break;
+        }
+        reply = std::move(*got);
+      }
+      wire::Header h;
+      std::string_view body;
+      Status s = wire::DecodeReply(reply, &h, &body);
+      if (IsNotOwner(s)) {
+        retry = true;
+        break;
+      }
+      if (!s.ok()) {
+        failed = s;
+        break;
+      }
+      wire::QueryReply page;
+      s = wire::DecodeQuery(body, &page);
+      std::vector<int32_t> shards;
+      if (!s.ok() || !ShardsOfPlan(page.plan, &shards)) {
+        failed = s.ok() ? Status(Code::kInternal, "a fan-out part did not say which shards it covered") : s;
+        break;
+      }
+      for (int32_t shard : shards) {
+        if (shard >= 0 && shard < n) covered[static_cast<size_t>(shard)]++;
+      }
+      pages.push_back(std::move(page));
+    }
+    if (!failed.ok()) {
+      *code = Answer(r, failed, out);
+      return true;
+    }
+    // Every shard exactly once, or the owners moved while we asked.
+    for (int c : covered) retry = retry || c != 1;
+    if (retry) {
+      not_owner_.fetch_add(1, std::memory_order_relaxed);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    // Merge: every part is complete below its continuation, so the merged
+    // page is complete below the smallest of them.
+    using Key = std::pair<std::string, std::string>;
+    std::optional<Key> limit;
+    uint64_t examined = 0;
+    for (const auto& page : pages) {
+      examined += page.examined;
+      if (!page.next_pk) continue;
+      Key k{*page.next_pk, page.next_rk.value_or("")};
+      if (!limit || k < *limit) limit = std::move(k);
+    }
+    wire::QueryReply merged;
+    merged.select = r.select;
+    for (auto& page : pages) {
+      for (auto& e : page.entities) {
+        if (limit && Key{e.partition_key, e.row_key} >= *limit) continue;
+        merged.entities.push_back(std::move(e));
+      }
+    }
+    std::sort(merged.entities.begin(), merged.entities.end(), [](const Entity& a, const Entity& b) {
+      if (a.partition_key != b.partition_key) return a.partition_key < b.partition_key;
+      return a.row_key < b.row_key;
+    });
+    const size_t top = static_cast<size_t>(r.top.value_or(query::kMaxPageSize));
+    if (merged.entities.size() > top) {
+      merged.next_pk = merged.entities[top].partition_key;
+      merged.next_rk = merged.entities[top].row_key;
+      merged.entities.resize(top);
+    } else if (limit) {
+      merged.next_pk = limit->first;
+      merged.next_rk = limit->second;
+    }
+    merged.plan = "FanOut(" + std::to_string(pages.size()) + " sidecars)";
+    merged.examined = examined;
+    *entities = merged.entities.size();
+    wire::Header h{wire::kVersion, static_cast<uint8_t>(r.op), 200, r.id};
+    wire::AppendHeader(out, h);
+    wire::EncodeQuery(merged, out);
+    *code = Code::kOk;
+    return true;
+  }
+  *code = Answer(r, last, out);
+  return true;
+}
+
+bool ClusterRouting::SplitWriteMany(const wire::Request& r, const RunLocal& local, std::string* out, Code* code,
+                                    uint64_t* entities) {
+  const auto deadline = Clock::now() + rebalance_wait_;
+  // Where each EGT goes: "" here, else the owner's endpoint.
+  std::vector<std::string> where(r.writes.size());
+  std::vector<std::optional<Status>> refused(r.writes.size());
+  bool all_here = true;
+  for (size_t i = 0; i < r.writes.size(); i++) {
+    const auto& w = r.writes[i];
+    if (w.ops.empty()) continue;  // here: the engine's own error
+    const int32_t shard = ShardOf(w.table, w.ops[0].entity.partition_key);
+    cluster::Route route = Resolve(shard, deadline);
+    if (route.kind == cluster::Route::Kind::kRemote) {
+      where[i] = route.endpoint;
+      all_here = false;
+    } else if (route.kind == cluster::Route::Kind::kUnavailable) {
+      refused[i] = Busy("shard " + std::to_string(shard) + " has no serving owner (a rebalance or restore is under "
+                        "way); not executed, retry");
+      all_here = false;
+    }
+  }
+  if (all_here) return false;
+  std::vector<Result<WriteResult>> results(r.writes.size(), Status(Code::kInternal, "not executed"));
+  std::map<std::string, std::vector<size_t>> groups;
+  for (size_t i = 0; i < r.writes.size(); i++) {
+    if (refused[i]) {
+      results[i] = *refused[i];
+      busy_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      groups[where[i]].push_back(i);
+    }
+  }
+  uint64_t written = 0;
+  for (const auto& [endpoint, indexes] : groups) {
+    wire::Request sub = r;
+    sub.writes.clear();
+    for (size_t i : indexes) sub.writes.push_back(r.writes[i]);
+    std::string reply;
+    if (endpoint.empty()) {
+      sub.forwarded = true;
+      uint64_t n = 0;
+      local(sub, &reply, &n);
+      written += n;
+    } else {
+      std::string frame;
+      wire::EncodeRequest(sub, &frame);
+      auto got = forwarder_.Call(endpoint, frame, std::max(deadline, Clock::now() + forward_timeout_));
+      if (!got.ok()) {
+        for (size_t i : indexes) results[i] = got.status();
+        continue;
+      }
+      reply = std::move(*got);
+    }
+    wire::Header h;
+    std::string_view body;
+    Status s = wire::DecodeReply(reply, &h, &body);
+    std::vector<Result<WriteResult>> part;
+    if (s.ok()) s = wire::DecodeWriteMany(body, &part);
+    if (s.ok() && part.size() != indexes.size()) s = Status(Code::kInternal, "a WriteMany part answered the wrong count");
+    for (size_t k = 0; k < indexes.size(); k++) {
+      if (!s.ok()) {
+        results[indexes[k]] = s;
+      } else {
+        results[indexes[k]] = std::move(part[k]);
+      }
+    }
+  }
+  *entities = written;
+  wire::Header h{wire::kVersion, static_cast<uint8_t>(r.op), 200, r.id};
+  wire::AppendHeader(out, h);
+  wire::EncodeWriteMany(results, out);
+  *code = Code::kOk;
+  return true;
+}
+
+Status ClusterRouting::AwaitReplicated(uint64_t lsn, const std::vector<ShardEpoch>& shards,
+                                       Clock::time_point deadline) const {
+  if (!replicated_ || shards.empty() || lsn == 0) return Status::OK();
+  // 1. The change records are on Kafka (acks=all).
+  auto pause = std::chrono::microseconds(100);
+  while (publisher_->published_lsn() < lsn) {
+    if (Clock::now() >= deadline) {
+      busy_.fetch_add(1, std::memory_order_relaxed);
+      return Busy("the write is committed here but its change was not delivered to Kafka in time; outcome "
+                  "unknown, retry with the same client request id");
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(2000));
+  }
+  // 2. The group had not moved on after that delivery.
+  auto done = std::make_shared<std::promise<Status>>();
+  auto result = done->get_future();
+  cluster_->CheckFence([done](Status s) { done->set_value(std::move(s)); });
+  if (result.wait_until(deadline) != std::future_status::ready) {
+    busy_.fetch_add(1, std::memory_order_relaxed);
+    return Busy("the ownership check did not complete in time; outcome unknown, retry with the same client "
+                "request id");
+  }
+  Status fence = result.get();
+  if (!fence.ok()) {
+    busy_.fetch_add(1, std::memory_order_relaxed);
+    return Busy("ownership changed while the write was acknowledged (" + fence.message() +
+                "); outcome unknown, retry with the same client request id");
+  }
+  // 3. And this sidecar still serves each shard at the epoch it wrote with.
+  for (const ShardEpoch& se : shards) {
+    cluster::Route route = cluster_->RouteShard(se.shard);
+    if (route.kind != cluster::Route::Kind::kLocal || route.epoch != se.epoch) {
+      busy_.fetch_add(1, std::memory_order_relaxed);
+      return Busy("shard " + std::to_string(se.shard) +
+                  " changed owner while the write was acknowledged; outcome unknown, retry with the same "
+                  "client request id");
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace sidetable::sidecar

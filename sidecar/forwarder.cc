@@ -1,0 +1,114 @@
+#include "sidecar/forwarder.h"
+
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "protocol/wire.h"
+
+namespace sidetable::sidecar {
+namespace {
+std::atomic<uint64_t> g_instances{1};
+}
+
+// The sockets of one thread for one Forwarder instance.
+struct Forwarder::Sockets {
+  uint64_t instance = 0;
+  std::map<std::string, std::unique_ptr<zmq::socket_t>> by_endpoint;
+};
+
+Forwarder::Forwarder(std::string member_id, std::string curve_server_key)
+    : member_id_(std::move(member_id)), curve_server_key_(std::move(curve_server_key)),
+      instance_(g_instances.fetch_add(1)) {}
+
+Forwarder::~Forwarder() {
+  // Threads' sockets still refer to ctx_: closing the context would block
+  // on them, so let it terminate without waiting for them (their owners
+  // are the worker threads, which have stopped by now).
+  ctx_.shutdown();
+}
+
+Forwarder::Sockets& Forwarder::ThreadSockets() {
+  thread_local std::vector<std::unique_ptr<Sockets>> all;
+  for (auto& s : all) {
+    if (s->instance == instance_) return *s;
+  }
+  all.push_back(std::make_unique<Sockets>());
+  all.back()->instance = instance_;
+  return *all.back();
+}
+
+Result<std::string> Forwarder::Call(const std::string& endpoint, const std::string& request,
+                                    std::chrono::steady_clock::time_point deadline) {
+  Sockets& mine = ThreadSockets();
+  auto& slot = mine.by_endpoint[endpoint];
+  try {
+    if (!slot) {
+      auto s = std::make_unique<zmq::socket_t>(ctx_, zmq::socket_type::dealer);
+      const std::string id = std::string(kForwardedIdPrefix) + member_id_ + ":" +
+                             std::to_string(next_socket_.fetch_add(1));
+      s->set(zmq::sockopt::routing_id, id);
+      s->set(zmq::sockopt::linger, 0);
+      s->set(zmq::sockopt::immediate, 1);  // no queueing for a peer not connected
+      if (!curve_server_key_.empty()) {
+        char pub[41], sec[41];
+        zmq_curve_keypair(pub, sec);
+        s->set(zmq::sockopt::curve_serverkey, curve_server_key_);
+        s->set(zmq::sockopt::curve_publickey, std::string(pub));
+        s->set(zmq::sockopt::curve_secretkey, std::string(sec));
+      }
+      s->connect(endpoint);
+      slot = std::move(s);
+    }
+    std::string frame = request;
+    const uint64_t id = next_request_id_.fetch_add(1);
+    wire::SetRequestId(&frame, id);
+    zmq::socket_t& sock = *slot;
+    // DEALER to ROUTER: an empty delimiter frame, as REQ-style clients send.
+    auto timeout = [&] {
+      timeouts_.fetch_add(1, std::memory_order_relaxed);
+      slot.reset();  // a late reply dies with the socket
+      return Status(Code::kServerBusy, "the shard's owner " + endpoint +
+                                           " did not answer in time; outcome unknown, retry with the same "
+                                           "client request id");
+    };
+    zmq::pollitem_t out_item{static_cast<void*>(sock), 0, ZMQ_POLLOUT, 0};
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                               std::chrono::steady_clock::now());
+      if (left.count() <= 0) return timeout();
+      if (zmq::poll(&out_item, 1, left) > 0) break;
+    }
+    sock.send(zmq::message_t(), zmq::send_flags::sndmore);
+    sock.send(zmq::buffer(frame), zmq::send_flags::none);
+    forwarded_.fetch_add(1, std::memory_order_relaxed);
+    zmq::pollitem_t in_item{static_cast<void*>(sock), 0, ZMQ_POLLIN, 0};
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                               std::chrono::steady_clock::now());
+      if (left.count() <= 0) return timeout();
+      if (zmq::poll(&in_item, 1, left) <= 0) continue;
+      std::vector<zmq::message_t> frames;
+      for (;;) {
+        zmq::message_t m;
+        if (!sock.recv(m, zmq::recv_flags::dontwait)) break;
+        const bool more = m.more();
+        frames.push_back(std::move(m));
+        if (!more) break;
+      }
+      if (frames.empty()) continue;
+      std::string reply = frames.back().to_string();
+      wire::Header h;
+      // Replies of earlier requests that timed out cannot arrive here (their
+      // socket was closed); anything else with another id is not ours.
+      if (!wire::ParseHeader(reply, &h) || h.request_id != id) continue;
+      wire::SetRequestId(&reply, 0);
+      return reply;
+    }
+  } catch (const zmq::error_t& e) {
+    slot.reset();
+    return Status(Code::kServerBusy, "forwarding to " + endpoint + ": " + e.what());
+  }
+}
+
+}  // namespace sidetable::sidecar
