@@ -108,6 +108,38 @@ bool ClusterRouting::ShardsOfPlan(std::string_view plan, std::vector<int32_t>* s
   return true;
 }
 
+wire::QueryReply ClusterRouting::MergePages(std::vector<wire::QueryReply> pages, size_t top,
+                                            const std::vector<std::string>& select) {
+  using Key = std::pair<std::string, std::string>;
+  std::optional<Key> limit;
+  for (const auto& page : pages) {
+    if (!page.next_pk) continue;
+    Key k{*page.next_pk, page.next_rk.value_or("")};
+    if (!limit || k < *limit) limit = std::move(k);
+  }
+  wire::QueryReply merged;
+  merged.select = select;
+  for (auto& page : pages) {
+    for (auto& e : page.entities) {
+      if (limit && Key{e.partition_key, e.row_key} >= *limit) continue;
+      merged.entities.push_back(std::move(e));
+    }
+  }
+  std::sort(merged.entities.begin(), merged.entities.end(), [](const Entity& a, const Entity& b) {
+    if (a.partition_key != b.partition_key) return a.partition_key < b.partition_key;
+    return a.row_key < b.row_key;
+  });
+  if (merged.entities.size() > top) {
+    merged.next_pk = merged.entities[top].partition_key;
+    merged.next_rk = merged.entities[top].row_key;
+    merged.entities.resize(top);
+  } else if (limit) {
+    merged.next_pk = limit->first;
+    merged.next_rk = limit->second;
+  }
+  return merged;
+}
+
 std::optional<std::string> ClusterRouting::QueryPartition(const wire::Request& r) {
   query::Query q;
   q.table = r.table;
@@ -123,6 +155,29 @@ std::optional<std::string> ClusterRouting::QueryPartition(const wire::Request& r
       return std::nullopt;
     default:
       return std::nullopt;
+  }
+}
+
+bool ClusterRouting::NeedsForwarding(const wire::Request& r) const {
+  if (r.forwarded) return false;
+  using wire::Op;
+  switch (r.op) {
+    case Op::kWrite:
+      return !r.ops.empty() && !ServesHere(r.table, r.ops[0].entity.partition_key);
+    case Op::kGet:
+    case Op::kRequestArchive:
+      return !ServesHere(r.table, r.pk);
+    case Op::kQuery: {
+      auto pk = QueryPartition(r);
+      return !pk || !ServesHere(r.table, *pk);
+    }
+    case Op::kWriteMany:
+      for (const auto& w : r.writes) {
+        if (!w.ops.empty() && !ServesHere(w.table, w.ops[0].entity.partition_key)) return true;
+      }
+      return false;
+    default:
+      return false;
   }
 }
 
@@ -265,39 +320,12 @@ bool ClusterRouting::FanOutQuery(const wire::Request& r, const RunLocal& local, 
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       continue;
     }
-    // Merge: every part is complete below its continuation, so the merged
-    // page is complete below the smallest of them.
-    using Key = std::pair<std::string, std::string>;
-    std::optional<Key> limit;
     uint64_t examined = 0;
-    for (const auto& page : pages) {
-      examined += page.examined;
-      if (!page.next_pk) continue;
-      Key k{*page.next_pk, page.next_rk.value_or("")};
-      if (!limit || k < *limit) limit = std::move(k);
-    }
-    wire::QueryReply merged;
-    merged.select = r.select;
-    for (auto& page : pages) {
-      for (auto& e : page.entities) {
-        if (limit && Key{e.partition_key, e.row_key} >= *limit) continue;
-        merged.entities.push_back(std::move(e));
-      }
-    }
-    std::sort(merged.entities.begin(), merged.entities.end(), [](const Entity& a, const Entity& b) {
-      if (a.partition_key != b.partition_key) return a.partition_key < b.partition_key;
-      return a.row_key < b.row_key;
-    });
-    const size_t top = static_cast<size_t>(r.top.value_or(query::kMaxPageSize));
-    if (merged.entities.size() > top) {
-      merged.next_pk = merged.entities[top].partition_key;
-      merged.next_rk = merged.entities[top].row_key;
-      merged.entities.resize(top);
-    } else if (limit) {
-      merged.next_pk = limit->first;
-      merged.next_rk = limit->second;
-    }
-    merged.plan = "FanOut(" + std::to_string(pages.size()) + " sidecars)";
+    for (const auto& page : pages) examined += page.examined;
+    const size_t parts = pages.size();
+    wire::QueryReply merged =
+        MergePages(std::move(pages), static_cast<size_t>(r.top.value_or(query::kMaxPageSize)), r.select);
+    merged.plan = "FanOut(" + std::to_string(parts) + " sidecars)";
     merged.examined = examined;
     *entities = merged.entities.size();
     wire::Header h{wire::kVersion, static_cast<uint8_t>(r.op), 200, r.id};

@@ -77,6 +77,12 @@ class ClusterRouting {
     return cluster_->RouteShard(ShardOf(table, pk)).kind == cluster::Route::Kind::kLocal;
   }
 
+  // Whether `r` (not itself forwarded) involves a shard not served here:
+  // the frontend queues those on the forwarding threads, so that the
+  // partition workers never block on another sidecar. (A worker waiting on
+  // a peer whose own workers wait on this sidecar would stall both.)
+  bool NeedsForwarding(const wire::Request& r) const;
+
   // For the local part of a fan-out query: which shards this sidecar serves
   // (indexed by shard), and the row filter that keeps to them.
   std::vector<char> ServingMask() const;
@@ -107,6 +113,12 @@ class ClusterRouting {
   // The plan string a fan-out's local part answers with names the shards it
   // covered, so the merging side can prove every shard answered once.
   static std::string PlanWithShards(std::string_view plan, const std::vector<char>& mask);
+  // Merges the pages of a fan-out in key order. Each part is complete below
+  // its own continuation, so the merged page holds the rows below the
+  // smallest of them, at most `top`, and continues at the first row left
+  // out (or at that smallest continuation).
+  static wire::QueryReply MergePages(std::vector<wire::QueryReply> pages, size_t top,
+                                     const std::vector<std::string>& select);
   static bool ShardsOfPlan(std::string_view plan, std::vector<int32_t>* shards);
 
  private:

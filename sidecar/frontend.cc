@@ -27,7 +27,8 @@ size_t Server::Impl::WorkerFor(const wire::Request& r) {
   const std::string* pk = nullptr;
   if (r.op == Op::kWrite && !r.ops.empty()) pk = &r.ops[0].entity.partition_key;
   if (r.op == Op::kGet) pk = &r.pk;
-  if (pk == nullptr) return round_robin_++ % queues_.size();
+  const size_t workers = static_cast<size_t>(config_.workers);
+  if (pk == nullptr) return round_robin_++ % workers;
   // Same (table, PartitionKey), same worker: requests of one partition run
   // in the order they arrived. Table names are case-insensitive.
   std::string key;
@@ -35,7 +36,21 @@ size_t Server::Impl::WorkerFor(const wire::Request& r) {
   AppendTableKey(r.table, &key);
   key.push_back('\0');
   key.append(*pk);
-  return XXH3_64bits(key.data(), key.size()) % queues_.size();
+  return XXH3_64bits(key.data(), key.size()) % workers;
+}
+
+size_t Server::Impl::ForwarderFor(const wire::Request& r) {
+  using wire::Op;
+  const std::string* pk = nullptr;
+  if (r.op == Op::kWrite && !r.ops.empty()) pk = &r.ops[0].entity.partition_key;
+  if (r.op == Op::kGet || r.op == Op::kRequestArchive) pk = &r.pk;
+  const size_t base = static_cast<size_t>(config_.workers);
+  if (pk == nullptr) return base + round_robin_++ % forwarders_;
+  std::string key;
+  AppendTableKey(r.table, &key);
+  key.push_back('\0');
+  key.append(*pk);
+  return base + XXH3_64bits(key.data(), key.size()) % forwarders_;
 }
 
 bool Server::Impl::RunsInline(const wire::Request& r, size_t wire_bytes) const {
@@ -188,9 +203,10 @@ bool Server::Impl::OnRequest() {
   job.envelope = std::move(identity);
   job.delimiter = delimiter;
   job.received = received;
-  const size_t w = WorkerFor(job.request);
+  job.forward = forwarders_ > 0 && handler_.routing()->NeedsForwarding(job.request);
+  const size_t w = job.forward ? ForwarderFor(job.request) : WorkerFor(job.request);
   in_flight_.fetch_add(1, std::memory_order_relaxed);
-  if (RunsInline(job.request, data.size()) && queues_[w]->Idle()) {
+  if (!job.forward && RunsInline(job.request, data.size()) && queues_[w]->Idle()) {
     // Nothing of this partition is queued or executing, so running it here
     // overtakes nothing; the replies its worker already sent leave first.
     if (replies_waiting_.load(std::memory_order_acquire) > 0) ForwardReplies();

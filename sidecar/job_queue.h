@@ -42,6 +42,9 @@ struct Job {
   // to be covered (a resumed read is not checked again), and when it parked.
   bool covered = false;
   std::chrono::steady_clock::time_point parked_at{};
+  // Scale-out: queued on a forwarding thread (its shard is served by
+  // another sidecar, or it fans out); the owner handles its session tokens.
+  bool forward = false;
 };
 
 class JobQueue {

@@ -102,12 +102,16 @@ Status Server::Impl::Bind() {
 }
 
 void Server::Impl::StartWorkers() {
-  for (int i = 0; i < config_.workers; i++) {
+  // In a cluster, threads of their own for requests that wait on another
+  // sidecar (cluster_routing.h, NeedsForwarding).
+  forwarders_ = handler_.routing() != nullptr ? static_cast<size_t>(std::max(2, config_.workers)) : 0;
+  const int threads = config_.workers + static_cast<int>(forwarders_);
+  for (int i = 0; i < threads; i++) {
     queues_.push_back(std::make_unique<JobQueue>(config_.queue_depth));
   }
   parked_.Start();
-  live_workers_ = config_.workers;
-  for (int i = 0; i < config_.workers; i++) {
+  live_workers_ = threads;
+  for (int i = 0; i < threads; i++) {
     workers_.emplace_back([this, i] { WorkerLoop(static_cast<size_t>(i)); });
   }
   acker_ = std::thread([this] { AckLoop(); });
@@ -133,7 +137,7 @@ void Server::Impl::WorkerLoop(size_t index) {
       break;
     }
     // Only reads that carry session tokens pay for them.
-    if (job.request.after.empty() || job.covered || AdmitSession(job, out)) {
+    if (job.request.after.empty() || job.covered || job.forward || AdmitSession(job, out)) {
       if (job.parked_at != std::chrono::steady_clock::time_point{}) {
         owner_->metrics_.RecordSessionWait(MicrosSince(job.parked_at), /*timed_out=*/false);
       }

@@ -92,6 +92,10 @@ class Server::Impl {
   void AnswerBusy(const wire::Header& header, const std::string& identity, bool delimiter,
                   BusyReason why, std::chrono::steady_clock::time_point received);
   size_t WorkerFor(const wire::Request& r);
+  // Scale-out: the forwarding thread for a request (queues_ after the
+  // workers'), by partition so one partition's forwards keep their order.
+  size_t ForwarderFor(const wire::Request& r);
+  size_t forwarders_ = 0;  // forwarding threads (0 unless in a cluster)
   // A small point read or write the frontend may execute itself (when its
   // partition's worker is idle) instead of handing it to the worker.
   bool RunsInline(const wire::Request& r, size_t wire_bytes) const;

@@ -1,0 +1,126 @@
+// The pure parts of scale-out routing (sidecar/cluster_routing.h): how a
+// fan-out query's pages merge, and how a part names the shards it covered.
+#include <gtest/gtest.h>
+
+#include "sidecar/cluster_routing.h"
+
+namespace sidetable::sidecar {
+namespace {
+
+Entity Row(std::string pk, std::string rk) {
+  Entity e;
+  e.partition_key = std::move(pk);
+  e.row_key = std::move(rk);
+  return e;
+}
+
+wire::QueryReply Page(std::vector<std::pair<std::string, std::string>> keys,
+                      std::optional<std::pair<std::string, std::string>> next = std::nullopt) {
+  wire::QueryReply p;
+  for (auto& [pk, rk] : keys) p.entities.push_back(Row(pk, rk));
+  if (next) {
+    p.next_pk = next->first;
+    p.next_rk = next->second;
+  }
+  return p;
+}
+
+std::vector<std::string> Keys(const wire::QueryReply& r) {
+  std::vector<std::string> out;
+  for (const auto& e : r.entities) out.push_back(e.partition_key + "/" + e.row_key);
+  return out;
+}
+
+TEST(MergePagesTest, CompletePartsMergeInKeyOrderWithoutContinuation) {
+  auto merged = ClusterRouting::MergePages({Page({{"a", "1"}, {"c", "1"}}), Page({{"b", "1"}, {"b", "2"}})}, 10, {});
+  EXPECT_EQ(Keys(merged), (std::vector<std::string>{"a/1", "b/1", "b/2", "c/1"}));
+  EXPECT_FALSE(merged.next_pk.has_value());
+}
+
+TEST(MergePagesTest, TopCutsAndContinuesAtTheFirstRowLeftOut) {
+  auto merged = ClusterRouting::MergePages({Page({{"a", "1"}, {"c", "1"}}), Page({{"b", "1"}, {"b", "2"}})}, 3, {});
+  EXPECT_EQ(Keys(merged), (std::vector<std::string>{"a/1", "b/1", "b/2"}));
+  ASSERT_TRUE(merged.next_pk.has_value());
+  EXPECT_EQ(*merged.next_pk, "c");
+  EXPECT_EQ(*merged.next_rk, "1");
+}
+
+// A part that stopped early (its own $top or work bound) only vouches for
+// the rows below its continuation: rows of other parts beyond it must wait
+// for the next page, or a later page would return rows out of order.
+TEST(MergePagesTest, NothingBeyondTheSmallestContinuation) {
+  auto merged = ClusterRouting::MergePages(
+      {Page({{"a", "1"}, {"b", "1"}}, std::make_pair(std::string("b"), std::string("2"))),
+       Page({{"a", "2"}, {"b", "3"}, {"d", "1"}})},
+      10, {});
+  EXPECT_EQ(Keys(merged), (std::vector<std::string>{"a/1", "a/2", "b/1"}));
+  ASSERT_TRUE(merged.next_pk.has_value());
+  EXPECT_EQ(*merged.next_pk, "b");
+  EXPECT_EQ(*merged.next_rk, "2");
+}
+
+TEST(MergePagesTest, PagingThroughMergesEveryRowOnce) {
+  // Three parts with interleaved keys, paged with top 2 by re-merging from
+  // each continuation (each part filtering its rows from the token on).
+  std::vector<std::vector<std::pair<std::string, std::string>>> parts = {
+      {{"a", "1"}, {"d", "1"}, {"g", "1"}}, {{"b", "1"}, {"e", "1"}}, {{"c", "1"}, {"f", "1"}, {"h", "1"}}};
+  std::pair<std::string, std::string> from{"", ""};
+  std::vector<std::string> all;
+  for (int round = 0; round < 10; round++) {
+    std::vector<wire::QueryReply> pages;
+    for (const auto& part : parts) {
+      std::vector<std::pair<std::string, std::string>> rows;
+      for (const auto& k : part) {
+        if (k >= from) rows.push_back(k);
+      }
+      std::optional<std::pair<std::string, std::string>> next;
+      if (rows.size() > 2) {  // each part returns at most top rows
+        next = rows[2];
+        rows.resize(2);
+      }
+      pages.push_back(Page(rows, next));
+    }
+    auto merged = ClusterRouting::MergePages(std::move(pages), 2, {});
+    for (const auto& k : Keys(merged)) all.push_back(k);
+    if (!merged.next_pk) break;
+    from = {*merged.next_pk, merged.next_rk.value_or("")};
+  }
+  EXPECT_EQ(all, (std::vector<std::string>{"a/1", "b/1", "c/1", "d/1", "e/1", "f/1", "g/1", "h/1"}));
+}
+
+TEST(PlanShardsTest, RoundTrip) {
+  std::vector<char> mask = {1, 0, 1, 1, 0};
+  std::string plan = ClusterRouting::PlanWithShards("TableScan", mask);
+  std::vector<int32_t> shards;
+  ASSERT_TRUE(ClusterRouting::ShardsOfPlan(plan, &shards));
+  EXPECT_EQ(shards, (std::vector<int32_t>{0, 2, 3}));
+  ASSERT_TRUE(ClusterRouting::ShardsOfPlan(ClusterRouting::PlanWithShards("TableScan", {0, 0}), &shards));
+  EXPECT_TRUE(shards.empty());
+}
+
+TEST(PlanShardsTest, RefusesWhatIsNotAShardList) {
+  std::vector<int32_t> shards;
+  EXPECT_FALSE(ClusterRouting::ShardsOfPlan("TableScan", &shards));
+  EXPECT_FALSE(ClusterRouting::ShardsOfPlan("TableScan;shards=1,x", &shards));
+  EXPECT_FALSE(ClusterRouting::ShardsOfPlan("TableScan;shards=1,,2", &shards));
+  EXPECT_FALSE(ClusterRouting::ShardsOfPlan("TableScan;shards=12345678", &shards));
+}
+
+TEST(QueryPartitionTest, OnePartitionOrNone) {
+  wire::Request r;
+  r.op = wire::Op::kQuery;
+  r.table = "T";
+  r.filter = "PartitionKey eq 'p1' and RowKey gt 'a'";
+  EXPECT_EQ(ClusterRouting::QueryPartition(r).value_or("-"), "p1");
+  r.filter = "PartitionKey eq 'p1' and RowKey eq 'r'";
+  EXPECT_EQ(ClusterRouting::QueryPartition(r).value_or("-"), "p1");
+  r.filter = "PartitionKey ge 'p1'";
+  EXPECT_FALSE(ClusterRouting::QueryPartition(r).has_value());
+  r.filter = "";
+  EXPECT_FALSE(ClusterRouting::QueryPartition(r).has_value());
+  r.filter = "PartitionKey eq 'a' or PartitionKey eq 'b'";
+  EXPECT_FALSE(ClusterRouting::QueryPartition(r).has_value());
+}
+
+}  // namespace
+}  // namespace sidetable::sidecar
