@@ -104,6 +104,8 @@ class ClusterRouting {
   Status AwaitReplicated(uint64_t lsn, const std::vector<ShardEpoch>& shards,
                          std::chrono::steady_clock::time_point deadline) const;
   bool replicated_acks() const { return replicated_; }
+  cluster::Cluster* cluster() const { return cluster_; }
+  std::chrono::milliseconds rebalance_wait() const { return rebalance_wait_; }
 
   uint64_t forwarded() const { return forwarder_.forwarded(); }
   uint64_t fanouts() const { return fanouts_.load(std::memory_order_relaxed); }

@@ -81,12 +81,24 @@ Status Handler::Run(const wire::Request& r, const token::Token* principal, std::
     case Op::kIssueToken:
       return IssueToken(r, principal, body);
     case Op::kCreateTable:
-      ST_RETURN_IF_ERROR(engine_->CreateTable(r.table, r.caller));
+      if (routing_ != nullptr) {
+        // Every sidecar of the cluster holds the table: the cluster topic
+        // orders creations and deletions (docs/scale-out.md).
+        ST_RETURN_IF_ERROR(ValidateTableName(r.table));
+        ST_RETURN_IF_ERROR(routing_->cluster()->CreateTable(r.table, r.caller, std::max(routing_->rebalance_wait(), std::chrono::milliseconds(5000))));
+      } else {
+        ST_RETURN_IF_ERROR(engine_->CreateTable(r.table, r.caller));
+      }
       *http = 201;
       wire::EncodeEmpty(body);
       return Status::OK();
     case Op::kDeleteTable:
-      ST_RETURN_IF_ERROR(engine_->DeleteTable(r.table, r.caller));
+      if (routing_ != nullptr) {
+        ST_RETURN_IF_ERROR(ValidateTableName(r.table));
+        ST_RETURN_IF_ERROR(routing_->cluster()->DeleteTable(r.table, r.caller, std::max(routing_->rebalance_wait(), std::chrono::milliseconds(5000))));
+      } else {
+        ST_RETURN_IF_ERROR(engine_->DeleteTable(r.table, r.caller));
+      }
       // A table created again under the name starts without policies, so
       // tokens issued under the old ones stay revoked.
       if (Status s = policies_->Set(r.table, {}); !s.ok()) {
