@@ -57,6 +57,13 @@ Status ValidateEntitiesRecord(const ChangeRecord& r) {
   return Status::OK();
 }
 
+// A record that breaks a limit is bad input whatever the limit's own code
+// (the restorer logs it and stops; it is not a client's request).
+Status AsInvalid(Status s) {
+  if (s.ok() || s.code() == Code::kInvalidInput) return s;
+  return Status(Code::kInvalidInput, "replicated record: " + s.message(), s.op_index());
+}
+
 }  // namespace
 
 Status Engine::ApplyReplicated(const ChangeRecord& record) {
@@ -66,16 +73,18 @@ Status Engine::ApplyReplicated(const ChangeRecord& record) {
     case ChangeKind::kShardClaimed:
       return Status::OK();  // no rows change
     case ChangeKind::kTableCreated:
+      ST_RETURN_IF_ERROR(AsInvalid(ValidateTableName(record.table)));
       return e->CreateTableReplicated(record.table, record.commit_time);
     case ChangeKind::kTableDeleted:
+      ST_RETURN_IF_ERROR(AsInvalid(ValidateTableName(record.table)));
       return e->DeleteTableReplicated(record.table);
     case ChangeKind::kEntities:
       break;
     default:
       return Invalid("unknown record kind " + std::to_string(static_cast<int>(record.kind)));
   }
-  ST_RETURN_IF_ERROR(ValidateTableName(record.table));
-  ST_RETURN_IF_ERROR(ValidateEntitiesRecord(record));
+  ST_RETURN_IF_ERROR(AsInvalid(ValidateTableName(record.table)));
+  ST_RETURN_IF_ERROR(AsInvalid(ValidateEntitiesRecord(record)));
   // A shard restored before its table's record was seen (or a table whose
   // creation this sidecar never read) still gets its rows.
   auto table = e->FindTable(record.table);
