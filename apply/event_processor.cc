@@ -46,8 +46,11 @@ int BackoffMs(const RetryPolicy& p, int attempt, uint64_t seed) {
   return static_cast<int>(ms);
 }
 
-bool EventProcessor::Prepare(std::string_view value, ChangeRecord* rec, std::vector<patterns::TableOp>* ops,
-                             EventOutcome* out) {
+bool EventProcessor::Prepare(std::string_view value, const EventFence* fence, ChangeRecord* rec,
+                             std::vector<patterns::TableOp>* ops, EventOutcome* out) {
+  const bool fencing = fence != nullptr && fence->filter != nullptr;
+  // An undecodable event leaves the floor as it was.
+  if (fencing) out->floor = fence->filter->Floor(fence->partition);
   events::Event ev;
   if (Status s = events::DecodeEvent(value, &ev); !s.ok()) {
     out->kind = EventOutcome::Kind::kDeadLetter;
@@ -57,6 +60,27 @@ bool EventProcessor::Prepare(std::string_view value, ChangeRecord* rec, std::vec
   }
   *rec = std::move(ev.record);
   out->lsn = rec->lsn;
+  if (fencing) {
+    // In partition order, before any pattern sees it (docs/scale-out.md).
+    const auto verdict = fence->filter->Check(fence->partition, *rec);
+    out->floor = fence->filter->Floor(fence->partition);
+    if (verdict == events::EpochFilter::Verdict::kClaim) {
+      out->skip = EventOutcome::Skip::kClaim;
+      return true;
+    }
+    if (verdict == events::EpochFilter::Verdict::kFenced) {
+      out->skip = EventOutcome::Skip::kFenced;
+      spdlog::info("lsn={} table={} pk={} epoch={}: fenced (partition {} claimed at epoch {}), skipped",
+                   rec->lsn, rec->table, rec->partition_key, rec->epoch, fence->partition, out->floor);
+      observer_->OnFencedEvent();
+      return true;
+    }
+  }
+  // A claim read without a fence (a tool outside a cluster) applies nothing either.
+  if (rec->kind == ChangeKind::kShardClaimed) {
+    out->skip = EventOutcome::Skip::kClaim;
+    return true;
+  }
   for (const auto& p : *patterns_) {
     if (!p->Wants(*rec)) continue;
     if (Status s = p->Apply(*rec, ops); !s.ok()) {
@@ -70,13 +94,14 @@ bool EventProcessor::Prepare(std::string_view value, ChangeRecord* rec, std::vec
   return true;
 }
 
-EventOutcome EventProcessor::Process(std::string_view value) {
+EventOutcome EventProcessor::Process(std::string_view value, const EventFence* fence) {
   EventOutcome out;
   records_.assign(1, ChangeRecord());
   has_record_.assign(1, false);
   std::vector<patterns::TableOp> ops;
-  if (!Prepare(value, &records_[0], &ops, &out)) return out;
+  if (!Prepare(value, fence, &records_[0], &ops, &out)) return out;
   has_record_[0] = true;
+  if (out.skip != EventOutcome::Skip::kNone) return out;
   if (ops.empty()) {
     observer_->OnSkippedEvent();
     return out;
@@ -85,17 +110,19 @@ EventOutcome EventProcessor::Process(std::string_view value) {
   return out;
 }
 
-std::vector<EventOutcome> EventProcessor::ProcessBatch(const std::vector<std::string_view>& values) {
+std::vector<EventOutcome> EventProcessor::ProcessBatch(const std::vector<std::string_view>& values,
+                                                       const std::vector<EventFence>* fences) {
   std::vector<EventOutcome> outs(values.size());
   records_.assign(values.size(), ChangeRecord());
   has_record_.assign(values.size(), false);
   std::vector<std::vector<patterns::TableOp>> ops(values.size());
   for (size_t i = 0; i < values.size(); i++) {
-    if (Prepare(values[i], &records_[i], &ops[i], &outs[i])) has_record_[i] = true;
+    const EventFence* fence = fences != nullptr && i < fences->size() ? &(*fences)[i] : nullptr;
+    if (Prepare(values[i], fence, &records_[i], &ops[i], &outs[i])) has_record_[i] = true;
   }
   if (store_ == nullptr) {
     for (size_t i = 0; i < values.size(); i++) {
-      if (!has_record_[i]) continue;
+      if (!has_record_[i] || outs[i].skip != EventOutcome::Skip::kNone) continue;
       if (ops[i].empty()) observer_->OnSkippedEvent();
       else ApplyInOrder(records_[i], ops[i], &outs[i]);
     }
@@ -134,7 +161,7 @@ std::vector<EventOutcome> EventProcessor::ProcessBatch(const std::vector<std::st
     return stopped;
   };
   for (size_t i = 0; i < values.size() && !stopped; i++) {
-    if (!has_record_[i]) continue;
+    if (!has_record_[i] || outs[i].skip != EventOutcome::Skip::kNone) continue;
     if (ops[i].empty()) {
       observer_->OnSkippedEvent();
       continue;

@@ -23,6 +23,7 @@
 #include "apply/op_applier.h"
 #include "apply/table_store.h"
 #include "engine/change_record.h"
+#include "events/epoch_filter.h"
 #include "patterns/pattern.h"
 
 namespace sidetable::apply {
@@ -38,6 +39,8 @@ class ApplyObserver {
  public:
   virtual ~ApplyObserver() = default;
   virtual void OnSkippedEvent() {}  // no pattern produced an operation
+  // Scale-out: a record of a replaced owner, skipped (events/epoch_filter.h).
+  virtual void OnFencedEvent() {}
   virtual void OnRetry() {}         // the whole event is tried again
   virtual void OnOp(patterns::TableOp::Kind kind, OpResult result) {}
 };
@@ -65,6 +68,20 @@ struct EventOutcome {
   std::string reason;
   uint64_t lsn = 0;  // 0 when the event could not be decoded
   size_t operations = 0;
+  // Scale-out (docs/scale-out.md): a ShardClaimed record or a fenced one was
+  // skipped, not applied (kind stays kApplied: its offset may be committed).
+  enum class Skip : uint8_t { kNone, kClaim, kFenced };
+  Skip skip = Skip::kNone;
+  // The partition's fencing floor once this event was read (0 without a
+  // fence): what a commit of its offset stores, so a restart there keeps it.
+  uint64_t floor = 0;
+};
+
+// Where a value was read, for the fencing rule: its partition's filter. One
+// filter per partition a consumer reads, kept by the caller across batches.
+struct EventFence {
+  events::EpochFilter* filter = nullptr;
+  int32_t partition = 0;
 };
 
 class EventProcessor {
@@ -77,7 +94,9 @@ class EventProcessor {
                  RetryPolicy policy, ApplyObserver* observer, Sleeper sleep_ms)
       : patterns_(patterns), applier_(applier), policy_(policy), observer_(observer ? observer : &null_observer_), sleep_(std::move(sleep_ms)) {}
 
-  EventOutcome Process(std::string_view value);
+  // With `fence`, the record passes the partition's EpochFilter first:
+  // claims and fenced records are skipped (EventOutcome::skip).
+  EventOutcome Process(std::string_view value, const EventFence* fence = nullptr);
 
   // Many events at once (one Kafka poll), outcomes in input order. Each is
   // decoded and run through the patterns as Process() does; the fenced
@@ -86,7 +105,9 @@ class EventProcessor {
   // event with a clear or a move is a barrier: everything before it is
   // applied first, then it alone as Process() applies it. Without
   // EnableGrouping() it is Process() on each event in turn.
-  std::vector<EventOutcome> ProcessBatch(const std::vector<std::string_view>& values);
+  // `fences`, when given, holds one EventFence per value (Process's rule).
+  std::vector<EventOutcome> ProcessBatch(const std::vector<std::string_view>& values,
+                                         const std::vector<EventFence>* fences = nullptr);
   void EnableGrouping(TableStore* store) { store_ = store; }
 
   // The decoded record of the last Process()/ProcessBatch() event at `i`
@@ -95,7 +116,9 @@ class EventProcessor {
 
  private:
   // Decode and patterns; false (with `out` set to a dead letter) on failure.
-  bool Prepare(std::string_view value, ChangeRecord* rec, std::vector<patterns::TableOp>* ops, EventOutcome* out);
+  // A claim or fenced record returns true with no operations and out->skip set.
+  bool Prepare(std::string_view value, const EventFence* fence, ChangeRecord* rec,
+               std::vector<patterns::TableOp>* ops, EventOutcome* out);
   // The one-at-a-time path with its retry loop (Process's second half).
   void ApplyInOrder(const ChangeRecord& rec, const std::vector<patterns::TableOp>& ops, EventOutcome* out);
 

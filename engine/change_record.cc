@@ -47,17 +47,25 @@ Status DecodeHeader(Reader* r, ChangeRecord* out, uint64_t* op_count) {
   uint64_t lsn, ts, table_id;
   std::string_view table, pk, caller, request_id;
   if (!r->Byte(&format)) return Corrupt("empty");
-  if (format != kChangeFormat && format != kChangeFormatV1) return Corrupt("unknown format version");
+  if (format != kChangeFormat && format != kChangeFormatV1 && format != kChangeFormatEpoch) {
+    return Corrupt("unknown format version");
+  }
   std::string_view target;
+  uint64_t epoch = 0;
   if (!r->Byte(&kind) || kind < 1 || kind > 4 || !r->Varint64(&lsn) || !r->Fixed64(&ts) ||
       !r->LengthPrefixed(&table) || !r->Varint64(&table_id) || !r->LengthPrefixed(&pk) ||
       !r->LengthPrefixed(&caller) ||
       (format >= 2 && !r->LengthPrefixed(&request_id)) ||
+      (format >= kChangeFormatEpoch && !r->Varint64(&epoch)) ||
       (kind == static_cast<uint8_t>(ChangeKind::kArchiveRequested) && !r->LengthPrefixed(&target)) ||
       !r->Varint64(op_count)) {
     return Corrupt("truncated header");
   }
+  if (format >= kChangeFormatEpoch && (epoch == 0 || epoch > kMaxEpoch || lsn > kMaxStampedLsn)) {
+    return Corrupt("epoch out of range");
+  }
   out->target_table.assign(target);
+  out->epoch = epoch;
   out->lsn = lsn;
   out->kind = static_cast<ChangeKind>(kind);
   out->commit_time = static_cast<int64_t>(ts);
@@ -74,8 +82,9 @@ Status DecodeHeader(Reader* r, ChangeRecord* out, uint64_t* op_count) {
 void EncodeChangeHeader(uint64_t lsn, ChangeKind kind, int64_t commit_time,
                         std::string_view table, uint32_t table_id, std::string_view pk,
                         std::string_view caller, size_t op_count, std::string* dst,
-                        std::string_view target_table, std::string_view client_request_id) {
-  dst->push_back(static_cast<char>(kChangeFormat));
+                        std::string_view target_table, std::string_view client_request_id,
+                        uint64_t epoch) {
+  dst->push_back(static_cast<char>(epoch == 0 ? kChangeFormat : kChangeFormatEpoch));
   dst->push_back(static_cast<char>(kind));
   PutVarint64(dst, lsn);
   PutFixed64(dst, static_cast<uint64_t>(commit_time));
@@ -84,6 +93,7 @@ void EncodeChangeHeader(uint64_t lsn, ChangeKind kind, int64_t commit_time,
   PutLengthPrefixed(dst, pk);
   PutLengthPrefixed(dst, caller);
   PutLengthPrefixed(dst, client_request_id);
+  if (epoch != 0) PutVarint64(dst, epoch);
   if (kind == ChangeKind::kArchiveRequested) PutLengthPrefixed(dst, target_table);
   PutVarint64(dst, op_count);
 }
@@ -118,7 +128,7 @@ Status DecodeChange(std::string_view value, ChangeRecord* out) {
     ChangeOp op;
     op.row_key.assign(rk);
     op.kind = static_cast<OpKind>(kind);
-    op.version = out->lsn;
+    op.version = StampVersion(out->epoch, out->lsn);
     if (!before.empty()) ST_RETURN_IF_ERROR(DecodeImage(before, *out, rk, &op.before));
     if (!after.empty()) {
       ST_RETURN_IF_ERROR(DecodeImage(after, *out, rk, &op.after));

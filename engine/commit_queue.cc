@@ -94,9 +94,17 @@ Status CommitQueue::Write(CommitWork* work, uint64_t* lsn, int64_t* commit_time)
 
   // Leader: take a group from the head, stamp it in queue order.
   std::vector<Waiter*> group;
+  // Works refused by Admit(): at the head with the group, done without an LSN.
+  std::vector<Waiter*> refused_works;
   size_t bytes = 0;
   for (Waiter* q : queue_) {
     if (group.size() >= max_group_ || (!group.empty() && bytes > kMaxGroupBytes)) break;
+    if (Status admit = q->work->Admit(next_lsn_); !admit.ok()) {
+      q->status = admit;
+      q->lsn = 0;
+      refused_works.push_back(q);
+      continue;
+    }
     q->lsn = next_lsn_++;
     // Commit times strictly increase, even if the wall clock steps back.
     last_time_ = std::max(clock_(), last_time_ + 1);
@@ -105,6 +113,19 @@ Status CommitQueue::Write(CommitWork* work, uint64_t* lsn, int64_t* commit_time)
     group.push_back(q);
   }
   lock.unlock();
+  if (group.empty()) {
+    // Every work at the head was refused: nothing to write.
+    lock.lock();
+    for (Waiter* q : refused_works) {
+      queue_.pop_front();
+      q->done = true;
+      if (q != &w) q->cv.notify_one();
+    }
+    if (!queue_.empty()) queue_.front()->cv.notify_one();
+    *lsn = 0;
+    *commit_time = 0;
+    return w.status;
+  }
 
   // The gate again, right before the WAL: the disk may have filled and
   // RocksDB recovered while this group queued, and after a recovery no WAL
@@ -142,11 +163,16 @@ Status CommitQueue::Write(CommitWork* work, uint64_t* lsn, int64_t* commit_time)
                  : Status(Code::kUnavailable, "commit failed; the write was not applied: " + s.ToString());
   }
   for (Waiter* q : group) {
-    queue_.pop_front();
     q->status = result;
     q->done = true;
     if (q != &w) q->cv.notify_one();
   }
+  for (Waiter* q : refused_works) {
+    q->done = true;
+    if (q != &w) q->cv.notify_one();
+  }
+  // The group and the refused works were the head of the queue.
+  for (size_t i = 0; i < group.size() + refused_works.size(); i++) queue_.pop_front();
   // The next leader tries its own group: after a failure RocksDB (stopped)
   // refuses it at once, or it commits if the failure was passing.
   if (!queue_.empty()) queue_.front()->cv.notify_one();

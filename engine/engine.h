@@ -208,6 +208,33 @@ class Engine {
   // first available LSN.
   Result<uint64_t> ApplyRetention(uint64_t keep_from_lsn);
 
+  // ---- scale-out (docs/scale-out.md) ----
+  // Applies a change record written by another owner of its shard, exactly,
+  // for restore and standbys. kEntities: each op's after image becomes the
+  // stored row with the op's version, timestamp and ETag unchanged (so a
+  // client's If-Match taken from the old owner still matches); no after
+  // image deletes the row; an op whose stored row already has a version >=
+  // op.version is skipped, so applying a record twice changes nothing. The
+  // record's client request id outcome is remembered: a retry of it here is
+  // answered once, with the original ETags (WriteResult::lsn 0: no local
+  // commit to wait for). The table is created here when missing.
+  // kTableCreated / kTableDeleted create / delete the table (idempotent);
+  // kArchiveRequested and kShardClaimed change nothing. Writes no change
+  // record (this sidecar's publisher must not republish another owner's
+  // record) and commits each record in one atomic write. This engine's own
+  // later versions stay larger than the applied ones because its epoch is
+  // larger than the old owner's (epoch << 40 | lsn). Invalid input is
+  // kInvalidInput naming the problem, with nothing changed.
+  Status ApplyReplicated(const ChangeRecord& record);
+  // Deletes every row, of every table, whose (table name as created,
+  // PartitionKey) `drop` accepts: a shard given up. Bounded writes (the
+  // partition's lock is held for one write of at most 1000 rows at a time),
+  // no change records; other partitions are read and written meanwhile.
+  // Returns the rows deleted. `drop` is called once per partition found and
+  // must not create or delete tables (the table is held meanwhile).
+  Result<uint64_t> DropPartitions(
+      const std::function<bool(std::string_view table, std::string_view pk)>& drop);
+
   EngineStats Stats() const;
 
   // ---- storage health ----

@@ -164,4 +164,57 @@ Status Engine::Impl::DeleteTable(std::string_view name, std::string_view caller)
   return Status::OK();
 }
 
+// ---- tables as another owner's records create and delete them ----------
+// (Engine::ApplyReplicated): the same catalog writes as CreateTable and
+// DeleteTable, but no change record and no LSN, since this sidecar's
+// publisher must not republish another owner's record.
+
+Status Engine::Impl::WriteUnlogged(rocksdb::WriteBatch* wb) {
+  if (storage_) ST_RETURN_IF_ERROR(storage_->AdmitWrite());
+  rocksdb::WriteOptions wo;
+  wo.sync = options_.durability == Durability::kFsync;
+  rocksdb::Status s = db_->Write(wo, wb);
+  if (!s.ok()) {
+    if (storage_) return storage_->WriteFailed(s, 1);
+    return Status(Code::kUnavailable, "write failed; nothing was applied: " + s.ToString());
+  }
+  return Status::OK();
+}
+
+Status Engine::Impl::CreateTableReplicated(std::string_view name, int64_t created) {
+  ST_RETURN_IF_ERROR(ValidateTableName(name));
+  std::lock_guard ddl(ddl_mu_);
+  if (FindTable(name)) return Status::OK();  // idempotent
+  auto t = std::make_shared<TableState>();
+  t->info.name = std::string(name);
+  t->info.id = next_table_id_;
+  t->info.created = created;
+  std::string next_id;
+  codec::PutVarint64(&next_id, t->info.id + 1);
+  rocksdb::WriteBatch wb;
+  wb.Put(meta_cf_, MetaTableKey(TableKey(name).str()), EncodeTableInfo(t->info));
+  wb.Put(meta_cf_, kMetaNextTableId, next_id);
+  ST_RETURN_IF_ERROR(WriteUnlogged(&wb));
+  next_table_id_++;
+  std::unique_lock lock(catalog_mu_);
+  tables_[TableKey(name).str()] = std::move(t);
+  return Status::OK();
+}
+
+Status Engine::Impl::DeleteTableReplicated(std::string_view name) {
+  ST_RETURN_IF_ERROR(ValidateTableName(name));
+  std::lock_guard ddl(ddl_mu_);
+  auto t = FindTable(name);
+  if (!t) return Status::OK();  // idempotent
+  std::unique_lock table_lock(t->mu);
+  rocksdb::WriteBatch wb;
+  wb.Delete(meta_cf_, MetaTableKey(TableKey(t->info.name).str()));
+  wb.DeleteRange(entities_cf_, codec::TablePrefix(t->info.id), codec::TablePrefix(t->info.id + 1));
+  ST_RETURN_IF_ERROR(WriteUnlogged(&wb));
+  t->deleted = true;
+  std::unique_lock lock(catalog_mu_);
+  tables_.erase(TableKey(name).str());
+  return Status::OK();
+}
+
 }  // namespace sidetable

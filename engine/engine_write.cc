@@ -32,6 +32,11 @@ Status ValidateBatch(const Batch& batch) {
   if (!batch.client_request_id().empty()) {
     ST_RETURN_IF_ERROR(ValidateClientRequestId(batch.client_request_id()));
   }
+  if (batch.epoch() > codec::kMaxEpoch) {
+    // The version keeps 24 bits for the epoch (docs/scale-out.md).
+    return Status(Code::kInvalidInput, "epoch " + std::to_string(batch.epoch()) +
+                                           " does not fit in 24 bits");
+  }
   size_t payload = 0;
   std::unordered_set<std::string_view> rows;
   rows.reserve(ops.size());
@@ -117,6 +122,14 @@ class EgtWork : public CommitWork {
     }
   }
 
+  Status Admit(uint64_t lsn) override {
+    if (batch_.epoch() != 0 && lsn > codec::kMaxStampedLsn) {
+      return Status(Code::kInternal, "LSN " + std::to_string(lsn) +
+                                         " does not fit the 40 bits of an epoch-stamped version");
+    }
+    return Status::OK();
+  }
+
   void Encode(uint64_t lsn, int64_t time, rocksdb::WriteBatch* wb) override {
     std::string record;
     record.reserve(ApproximateBytes());
@@ -124,13 +137,15 @@ class EgtWork : public CommitWork {
     for (const PreparedOp& p : ops_) written += p.skipped ? 0 : 1;
     codec::EncodeChangeHeader(lsn, ChangeKind::kEntities, time, table_.name, table_.id,
                               batch_.operations()[0].entity.partition_key, batch_.caller(),
-                              written, &record, {}, batch_.client_request_id());
+                              written, &record, {}, batch_.client_request_id(), batch_.epoch());
+    // Epoch 0: the version is the LSN, as outside a cluster.
+    const uint64_t version = codec::StampVersion(batch_.epoch(), lsn);
     std::string row;
     for (const PreparedOp& p : ops_) {
       if (p.skipped) continue;
       row.clear();
       if (p.after != nullptr) {
-        codec::EncodeRow(*p.after, lsn, time, &row);
+        codec::EncodeRow(*p.after, version, time, &row);
         wb->Put(e_->entities_cf_, p.key, row);
       } else {
         wb->Delete(e_->entities_cf_, p.key);
@@ -144,6 +159,7 @@ class EgtWork : public CommitWork {
       RememberedOutcome outcome;
       outcome.fingerprint = fingerprint_;
       outcome.lsn = lsn;
+      outcome.version = version;
       outcome.time = time;
       outcome.marks.reserve(ops_.size());
       for (const PreparedOp& p : ops_) {
@@ -319,7 +335,10 @@ Result<WriteResult> Engine::Impl::Execute(const Batch& batch) {
     auto known = requests_->Lookup(batch.caller(), batch.client_request_id());
     if (!known.ok()) return known.status();
     if (known->has_value()) {
-      if ((*known)->fingerprint != fingerprint || (*known)->marks.size() != ops.size()) {
+      // An outcome restored from another owner's record has no fingerprint
+      // (the record does not carry the request): the id and size must do.
+      const bool same = (*known)->any_fingerprint || (*known)->fingerprint == fingerprint;
+      if (!same || (*known)->marks.size() != ops.size()) {
         return Status(Code::kInvalidInput, "client request id '" + batch.client_request_id() +
                                                "' was already used for a different request");
       }
@@ -369,7 +388,7 @@ Result<WriteResult> Engine::Impl::Execute(const Batch& batch) {
   // partition lock is released.
   ST_RETURN_IF_ERROR(commits_->Commit(&work, &result.lsn, &result.timestamp, /*wait_durable=*/false));
   result.etags.reserve(prepared.size());
-  const std::string etag = MakeETag(result.lsn);
+  const std::string etag = MakeETag(codec::StampVersion(batch.epoch(), result.lsn));
   for (uint32_t i = 0; i < prepared.size(); i++) {
     const PreparedOp& p = prepared[i];
     if (p.skipped) result.skipped.push_back(i);

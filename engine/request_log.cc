@@ -9,7 +9,11 @@
 namespace sidetable {
 namespace {
 
-constexpr uint8_t kOutcomeFormat = 1;
+// Format 2 adds the version (epoch-stamped under scale-out) and flags after
+// the marks; format 1 outcomes (version = lsn) are still read.
+constexpr uint8_t kOutcomeFormatV1 = 1;
+constexpr uint8_t kOutcomeFormat = 2;
+constexpr uint8_t kFlagAnyFingerprint = 1;
 
 std::string GenKey(uint64_t gen) {
   std::string k(1, 'g');
@@ -27,23 +31,36 @@ std::string IdKey(uint64_t gen, std::string_view caller, std::string_view id) {
 }
 
 void EncodeOutcome(const RememberedOutcome& o, std::string* dst) {
-  dst->push_back(static_cast<char>(kOutcomeFormat));
+  // The old format while the version is the LSN: the same bytes as before
+  // scale-out for a sidecar outside a cluster.
+  const bool v1 = o.version == o.lsn && !o.any_fingerprint;
+  dst->push_back(static_cast<char>(v1 ? kOutcomeFormatV1 : kOutcomeFormat));
   codec::PutFixed64(dst, o.fingerprint);
   codec::PutVarint64(dst, o.lsn);
   codec::PutFixed64(dst, static_cast<uint64_t>(o.time));
   codec::PutLengthPrefixed(dst, std::string_view(reinterpret_cast<const char*>(o.marks.data()),
                                                  o.marks.size()));
+  if (v1) return;
+  codec::PutVarint64(dst, o.version);
+  dst->push_back(static_cast<char>(o.any_fingerprint ? kFlagAnyFingerprint : 0));
 }
 
 Status DecodeOutcome(std::string_view v, RememberedOutcome* o) {
   codec::Reader r(v);
-  uint8_t format;
+  uint8_t format, flags = 0;
   uint64_t time;
   std::string_view marks;
-  if (!r.Byte(&format) || format != kOutcomeFormat || !r.Fixed64(&o->fingerprint) ||
-      !r.Varint64(&o->lsn) || !r.Fixed64(&time) || !r.LengthPrefixed(&marks) || !r.empty()) {
+  if (!r.Byte(&format) || (format != kOutcomeFormat && format != kOutcomeFormatV1) ||
+      !r.Fixed64(&o->fingerprint) || !r.Varint64(&o->lsn) || !r.Fixed64(&time) ||
+      !r.LengthPrefixed(&marks)) {
     return Status(Code::kInternal, "corrupt request outcome");
   }
+  o->version = o->lsn;
+  if (format == kOutcomeFormat && (!r.Varint64(&o->version) || !r.Byte(&flags))) {
+    return Status(Code::kInternal, "corrupt request outcome");
+  }
+  if (!r.empty()) return Status(Code::kInternal, "corrupt request outcome");
+  o->any_fingerprint = (flags & kFlagAnyFingerprint) != 0;
   o->time = static_cast<int64_t>(time);
   o->marks.assign(marks.begin(), marks.end());
   return Status::OK();
@@ -85,7 +102,7 @@ WriteResult RememberedOutcome::ToResult() const {
   r.lsn = lsn;
   r.timestamp = time;
   r.replayed = true;
-  const std::string etag = MakeETag(lsn);
+  const std::string etag = MakeETag(version);
   r.etags.reserve(marks.size());
   for (uint32_t i = 0; i < marks.size(); i++) {
     r.etags.push_back(marks[i] == kWritten ? etag : std::string());

@@ -125,6 +125,9 @@ void WriteChangeRecordFields(const ChangeRecord& r, JsonWriter* out) {
   // Optional field (schema 1 readers skip unknown fields): written only
   // when the writer gave one.
   if (!r.client_request_id.empty()) w.Key("clientRequestId").String(r.client_request_id);
+  // Scale-out only (docs/scale-out.md): absent means 0, so an event of a
+  // sidecar outside a cluster is byte-identical to before.
+  if (r.epoch != 0) w.Key("epoch").UInt(r.epoch);
   w.Key("ops").BeginArray();
   for (const auto& op : r.ops) {
     w.BeginObject();

@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <climits>
 #include <cstring>
 
 #include "events/entity_json.h"
@@ -23,7 +24,7 @@ Status Bad(const std::string& what) {
 enum : uint32_t {
   kSchema = 1 << 0, kSource = 1 << 1, kLsn = 1 << 2, kKind = 1 << 3, kTime = 1 << 4,
   kTable = 1 << 5, kTableId = 1 << 6, kPk = 1 << 7, kCaller = 1 << 8, kRequestId = 1 << 9,
-  kTarget = 1 << 10, kOps = 1 << 11,
+  kTarget = 1 << 10, kOps = 1 << 11, kEpoch = 1 << 12, kShard = 1 << 13,
 };
 
 // For a field named `name` not seen yet: marks it and returns true.
@@ -80,6 +81,7 @@ Status DecodeDocument(element doc, Event* out) {
   if (doc.get_object().get(obj) != simdjson::SUCCESS) return Bad("no \"schema\"");
   ChangeRecord& r = out->record;
   uint64_t schema = 0, table_id = 0;
+  int64_t shard = -1;
   std::string_view kind, time;
   simdjson::dom::array ops;
   uint32_t seen = 0, ok = 0;
@@ -121,6 +123,12 @@ Status DecodeDocument(element doc, Event* out) {
     } else if (key == "targetTable") {
       bit = kTarget;
       good = First(&seen, bit) && AssignString(v, &r.target_table);
+    } else if (key == "epoch") {
+      bit = kEpoch;
+      good = First(&seen, bit) && v.get_uint64().get(r.epoch) == simdjson::SUCCESS;
+    } else if (key == "shard") {
+      bit = kShard;
+      good = First(&seen, bit) && v.get_int64().get(shard) == simdjson::SUCCESS;
     } else if (key == "ops") {
       bit = kOps;
       good = First(&seen, bit) && v.get_array().get(ops) == simdjson::SUCCESS;
@@ -130,6 +138,27 @@ Status DecodeDocument(element doc, Event* out) {
   if (!(ok & kSchema)) return Bad("no \"schema\"");
   if (schema != kEventSchema) return Bad("unsupported schema " + std::to_string(schema));
   out->schema = static_cast<int>(schema);
+  if ((seen & kEpoch) && !(ok & kEpoch)) return Bad("\"epoch\" is not an unsigned integer");
+  if ((ok & kKind) && kind == ChangeKindName(ChangeKind::kShardClaimed)) {
+    // A claim is no change of data: no LSN, table or operations.
+    constexpr uint32_t kClaim = kSource | kTime | kEpoch | kShard;
+    if ((ok & kClaim) != kClaim) {
+      if (!(ok & kShard)) return Bad("ShardClaimed without an integer \"shard\"");
+      if (!(ok & kEpoch)) return Bad("ShardClaimed without \"epoch\"");
+      return Bad("missing or mistyped envelope field");
+    }
+    if (shard < 0 || shard > INT32_MAX) return Bad("ShardClaimed with shard " + std::to_string(shard));
+    // Epoch 0 means "outside a cluster": a claim of it would fence nothing.
+    if (r.epoch == 0) return Bad("ShardClaimed with epoch 0");
+    auto ticks = ParseDateTime(time);
+    if (!ticks) return Bad("bad time");
+    r.kind = ChangeKind::kShardClaimed;
+    r.shard = static_cast<int32_t>(shard);
+    r.commit_time = *ticks;
+    r.caller = out->source;  // who claimed, for a reader holding only the record
+    r.ops.clear();
+    return Status::OK();
+  }
   constexpr uint32_t kEnvelope = kSource | kLsn | kKind | kTime | kTable | kTableId;
   if ((ok & kEnvelope) != kEnvelope) return Bad("missing or mistyped envelope field");
   if (!ParseChangeKind(kind, &r.kind)) return Bad("unknown kind " + std::string(kind));
@@ -149,6 +178,16 @@ Status DecodeDocument(element doc, Event* out) {
 std::string EncodeEvent(const ChangeRecord& record, const std::string& source) {
   json::JsonWriter w;
   w.BeginObject();
+  if (record.kind == ChangeKind::kShardClaimed) {
+    w.Key("schema").Int(kEventSchema);
+    w.Key("kind").String(ChangeKindName(record.kind));
+    w.Key("source").String(source);
+    w.Key("epoch").UInt(record.epoch);
+    w.Key("shard").Int(record.shard);
+    w.Key("time").String(FormatDateTime(record.commit_time));
+    w.EndObject();
+    return w.Take();
+  }
   w.Key("schema").Int(kEventSchema);
   w.Key("source").String(source);
   json::WriteChangeRecordFields(record, &w);

@@ -11,6 +11,13 @@
 //    "ops":[{"rk":"000223","op":"Merge","version":42,"etag":"W/\"42\"",
 //            "before":{...},"after":{...}}]}
 //
+// Scale-out (docs/scale-out.md): "epoch":N follows the caller fields when
+// N > 0 (absent = 0), and a claim is an event of its own with no table, LSN
+// or operations, decoded to a ChangeRecord of kind kShardClaimed with
+// `shard`, `epoch` and `caller` = the claiming member (the source):
+//   {"schema":1,"kind":"ShardClaimed","source":"orders-2","epoch":7,"shard":3,
+//    "time":"2026-11-30T10:00:00.1234567Z"}
+//
 // Thread safety: stateless functions.
 #pragma once
 

@@ -48,6 +48,9 @@ std::string WorkerMetrics::Render() const {
   Header(&out, "sidetable_worker_events_ignored_total", "counter",
          "Change events no configured pattern wanted.");
   Line(&out, "sidetable_worker_events_ignored_total", "", load(skipped_));
+  Header(&out, "sidetable_worker_fenced_events_total", "counter",
+         "Change events skipped as written by a replaced owner of their shard (scale-out fencing).");
+  Line(&out, "sidetable_worker_fenced_events_total", "", load(fenced_));
   Header(&out, "sidetable_worker_operations_total", "counter",
          "Table operations applied, by kind and result (written, fenced = skipped as stale, noop).");
   for (size_t k = 0; k < kKinds; k++) {

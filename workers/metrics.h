@@ -29,6 +29,7 @@ class WorkerMetrics final : public apply::ApplyObserver {
   static const char* ReasonName(DeadLetterReason r) { return apply::FailureKindName(r); }
 
   void OnSkippedEvent() override { RecordSkippedEvent(); }
+  void OnFencedEvent() override { fenced_.fetch_add(1, std::memory_order_relaxed); }
   void OnRetry() override { RecordRetry(); }
   void OnOp(patterns::TableOp::Kind kind, apply::OpResult result) override { RecordOp(kind, result); }
 
@@ -49,6 +50,7 @@ class WorkerMetrics final : public apply::ApplyObserver {
   void SetLag(std::map<std::pair<std::string, int32_t>, int64_t> lag);
 
   uint64_t events() const { return events_.load(std::memory_order_relaxed); }
+  uint64_t fenced_events() const { return fenced_.load(std::memory_order_relaxed); }
   uint64_t dead_letters() const;
   uint64_t retries() const { return retries_.load(std::memory_order_relaxed); }
   int assigned() const { return assigned_.load(std::memory_order_relaxed); }
@@ -60,7 +62,7 @@ class WorkerMetrics final : public apply::ApplyObserver {
  private:
   static constexpr size_t kKinds = 4, kResults = 3;
   std::atomic<uint64_t> events_{0}, skipped_{0}, retries_{0}, commits_{0}, commit_errors_{0},
-      rebalances_{0}, archive_runs_{0}, archive_moved_{0}, last_lsn_{0};
+      rebalances_{0}, archive_runs_{0}, archive_moved_{0}, last_lsn_{0}, fenced_{0};
   std::atomic<int> assigned_{0};
   std::array<std::array<std::atomic<uint64_t>, kResults>, kKinds> ops_{};
   std::array<std::atomic<uint64_t>, kReasons> dead_{};

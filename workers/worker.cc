@@ -8,6 +8,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -22,6 +24,7 @@
 #include "common/http_endpoint.h"
 #include "common/kafka/headers.h"
 #include "events/chunk.h"
+#include "events/epoch_filter.h"
 #include "common/process.h"
 #include "workers/archive_rules.h"
 #include "workers/dead_letter.h"
@@ -91,6 +94,15 @@ class Worker::Impl {
   std::string sidecar_error_;
   // Next offset to commit per partition: one past the last processed message.
   std::map<TopicPartition, int64_t> pending_;
+  // Scale-out fencing (docs/scale-out.md): one filter per assigned partition,
+  // seeded on assignment from the floor its last commit stored in the
+  // offset's metadata ("epoch=N"), and the floor to store with pending_.
+  std::map<TopicPartition, events::EpochFilter> fences_;
+  std::map<TopicPartition, uint64_t> pending_floor_;
+  // The floors the last commits stored, so a commit with nothing new to say
+  // still carries the partition's floor.
+  std::map<TopicPartition, uint64_t> committed_floor_;
+  void SeedFences(rd_kafka_topic_partition_list_t* parts);
   size_t pending_messages_ = 0;
   Clock::time_point last_commit_ = Clock::now();
   Clock::time_point commit_retry_at_ = Clock::now();
@@ -263,6 +275,7 @@ void Worker::Impl::Rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_l
     } else {
       assigned_.clear();
       joiners_.clear();
+      fences_.clear();
       rd_kafka_assign(rk_, parts);
     }
     for (int i = 0; i < parts->cnt; i++) {
@@ -270,6 +283,7 @@ void Worker::Impl::Rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_l
       assigned_.insert(tp);
       progress_->Assigned(tp);
     }
+    SeedFences(parts);
   } else {
     spdlog::info("rebalance: revoking [{}]{}", names,
                  rd_kafka_assignment_lost(rk_) ? " (lost: another member may own them already)" : "");
@@ -279,6 +293,8 @@ void Worker::Impl::Rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_l
       assigned_.erase(tp);
       joiners_.erase(tp);
       pending_.erase(tp);  // not committed (failed commit): the next owner replays it
+      pending_floor_.erase(tp);
+      fences_.erase(tp);  // re-seeded from the committed floor if it comes back
       progress_->Revoked(tp);
     }
     if (cooperative) {
@@ -291,6 +307,8 @@ void Worker::Impl::Rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_l
       assigned_.clear();
       joiners_.clear();
       pending_.clear();
+      pending_floor_.clear();
+      fences_.clear();
       rd_kafka_assign(rk_, nullptr);
     }
     pending_messages_ = pending_.size();  // approximate after a partial (cooperative) revoke
@@ -346,6 +364,39 @@ int Worker::Impl::OnStats(rd_kafka_t*, char* json, size_t len, void* opaque) {
   return 0;  // librdkafka frees `json`
 }
 
+namespace {
+constexpr std::string_view kFloorMetadata = "epoch=";
+}  // namespace
+
+// A partition read from a committed offset mid-way must not forget the
+// claims before it: its floor travels in the commit's metadata. Without
+// (a group's first start, or no claim ever seen) the floor starts at 0, which
+// is right from the partition's beginning.
+void Worker::Impl::SeedFences(rd_kafka_topic_partition_list_t* parts) {
+  rd_kafka_topic_partition_list_t* committed = rd_kafka_topic_partition_list_copy(parts);
+  const rd_kafka_resp_err_t e = rd_kafka_committed(rk_, committed, 10000);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    spdlog::warn("reading committed offsets for the fencing floors: {} (floors start at 0)", rd_kafka_err2str(e));
+  }
+  for (int i = 0; i < committed->cnt; i++) {
+    const rd_kafka_topic_partition_t& p = committed->elems[i];
+    const TopicPartition tp{p.topic, p.partition};
+    events::EpochFilter& f = fences_[tp] = events::EpochFilter();
+    uint64_t floor = 0;
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR && p.err == RD_KAFKA_RESP_ERR_NO_ERROR && p.metadata != nullptr) {
+      const std::string_view meta(static_cast<const char*>(p.metadata), p.metadata_size);
+      if (meta.starts_with(kFloorMetadata)) {
+        const std::string digits(meta.substr(kFloorMetadata.size()));
+        floor = std::strtoull(digits.c_str(), nullptr, 10);
+      }
+    }
+    f.SeedFloor(tp.second, floor);
+    committed_floor_[tp] = floor;
+    if (floor > 0) spdlog::info("{}/{}: fencing floor epoch {} from the committed offset", tp.first, tp.second, floor);
+  }
+  rd_kafka_topic_partition_list_destroy(committed);
+}
+
 // Asynchronous: the loop goes on applying while the broker answers. The
 // offsets are those of applied (or dead-lettered) events only, so a commit
 // that fails or arrives late costs a replay, never a skipped event. The
@@ -354,8 +405,20 @@ void Worker::Impl::Commit(const char* why, bool sync) {
   if (pending_.empty()) return;
   rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(pending_.size()));
   for (const auto& [tp, off] : pending_) {
-    rd_kafka_topic_partition_list_add(list, tp.first.c_str(), tp.second)->offset = off;
+    rd_kafka_topic_partition_t* p = rd_kafka_topic_partition_list_add(list, tp.first.c_str(), tp.second);
+    p->offset = off;
+    auto fl = pending_floor_.find(tp);
+    const uint64_t floor = fl != pending_floor_.end() ? fl->second : committed_floor_[tp];
+    if (floor > 0) {
+      // librdkafka frees it with the list.
+      const std::string meta = std::string(kFloorMetadata) + std::to_string(floor);
+      p->metadata = std::malloc(meta.size());
+      std::memcpy(p->metadata, meta.data(), meta.size());
+      p->metadata_size = meta.size();
+    }
+    committed_floor_[tp] = floor;
   }
+  pending_floor_.clear();
   rd_kafka_resp_err_t e = rd_kafka_commit(rk_, list, sync ? 0 : 1);
   rd_kafka_topic_partition_list_destroy(list);
   last_commit_ = Clock::now();
@@ -461,6 +524,11 @@ std::string_view TableOfKey(const rd_kafka_message_t* m) {
   return slash == std::string_view::npos ? std::string_view() : key.substr(0, slash);
 }
 
+// A ShardClaimed event, by the prefix EncodeEvent gives it (no decoding).
+bool IsShardClaim(std::string_view value) {
+  return value.starts_with(R"({"schema":1,"kind":"ShardClaimed")");
+}
+
 uint64_t LsnOf(const rd_kafka_message_t* m) {
   const auto h = kafka::HeaderValue(m, events::kLsnHeader);
   return h ? events::ParseLsnHeader(*h).value_or(0) : 0;
@@ -481,6 +549,8 @@ void Worker::Impl::HandleBatch(const std::vector<rd_kafka_message_t*>& batch, bo
   std::vector<Item> items(batch.size());
   std::vector<std::string_view> values;
   values.reserve(batch.size());
+  std::vector<apply::EventFence> fences;
+  fences.reserve(batch.size());
   const auto now = std::chrono::system_clock::now();
   std::set<TopicPartition> started;
   for (size_t i = 0; i < batch.size(); i++) {
@@ -498,16 +568,20 @@ void Worker::Impl::HandleBatch(const std::vector<rd_kafka_message_t*>& batch, bo
     // Events of tables no pattern reads are not even decoded (the workers'
     // own derived writes come back on the same topic).
     const std::string_view table = TableOfKey(it.m);
-    if (!table.empty() && !progress_->IsSource(table)) {
+    // A claim must reach the fencing rule whatever its key says.
+    if (!table.empty() && !progress_->IsSource(table) && !IsShardClaim(it.value)) {
       it.step = Step::kUnwanted;
       continue;
     }
     it.step = Step::kEvent;
     it.event = values.size();
     values.push_back(it.value);
+    // A partition revoked meanwhile has no filter: a fresh one (its records
+    // are not committed by us anyway).
+    fences.push_back({&fences_[it.tp], it.tp.second});
   }
 
-  std::vector<apply::EventOutcome> outs = processor_->ProcessBatch(values);
+  std::vector<apply::EventOutcome> outs = processor_->ProcessBatch(values, &fences);
   std::set<TopicPartition> stopped;  // partitions whose offsets stop here
   for (Item& it : items) {
     if (it.step == Step::kPartial || stopped.count(it.tp)) continue;
@@ -540,6 +614,7 @@ void Worker::Impl::HandleBatch(const std::vector<rd_kafka_message_t*>& batch, bo
     if (!assigned_.count(it.tp)) continue;
     progress_->Processed(it.tp, lsn, commit_time);
     pending_[it.tp] = it.m->offset + 1;
+    if (it.step == Step::kEvent) pending_floor_[it.tp] = outs[it.event].floor;
     pending_messages_++;
   }
   for (const auto& tp : started) {

@@ -77,9 +77,21 @@ std::string LogKey(uint64_t lsn);
 // The change log value (format byte first). Everyone outside the engine uses
 // Engine::ReadChanges.
 // Format 2 added the client request id after the caller; format 1 records
-// (written before it) are still read.
+// (written before it) are still read. Format 3 adds the scale-out epoch after
+// the request id and is written only for a record with epoch > 0, so a
+// sidecar outside a cluster writes the same bytes as before (format 2).
 inline constexpr uint8_t kChangeFormat = 2;
 inline constexpr uint8_t kChangeFormatV1 = 1;
+inline constexpr uint8_t kChangeFormatEpoch = 3;
+// Scale-out versions: epoch << kEpochShift | lsn (docs/scale-out.md).
+inline constexpr int kEpochShift = 40;
+inline constexpr uint64_t kMaxEpoch = (uint64_t{1} << 24) - 1;
+inline constexpr uint64_t kMaxStampedLsn = (uint64_t{1} << kEpochShift) - 1;
+// The version an entity written at `lsn` under `epoch` carries (the LSN
+// itself for epoch 0). Callers have checked both bounds.
+inline uint64_t StampVersion(uint64_t epoch, uint64_t lsn) {
+  return epoch == 0 ? lsn : (epoch << kEpochShift | lsn);
+}
 // Row images are passed pre-encoded (codec::EncodeRow) so the after image is
 // encoded once for both the row and the log.
 struct ChangeOpImages {
@@ -93,7 +105,7 @@ void EncodeChangeHeader(uint64_t lsn, ChangeKind kind, int64_t commit_time,
                         std::string_view table, uint32_t table_id, std::string_view pk,
                         std::string_view caller, size_t op_count, std::string* dst,
                         std::string_view target_table = {},
-                        std::string_view client_request_id = {});
+                        std::string_view client_request_id = {}, uint64_t epoch = 0);
 void EncodeChangeOp(const ChangeOpImages& op, std::string* dst);
 Status DecodeChange(std::string_view value, ChangeRecord* out);
 // Only the header fields (lsn, kind, commit_time, table, pk, caller).

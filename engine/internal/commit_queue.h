@@ -56,6 +56,14 @@ class CommitWork {
   virtual void Encode(uint64_t lsn, int64_t commit_time, rocksdb::WriteBatch* batch) = 0;
   // Bytes Encode() will roughly add: bounds the size of one group.
   virtual size_t ApproximateBytes() const = 0;
+  // Whether this work can take `lsn` (called by the leader under the queue
+  // lock, before Encode). A refusal fails this work alone with that Status;
+  // the LSN goes to the next work. Scale-out versions hold the LSN in 40
+  // bits (docs/scale-out.md), which only the LSN's assignment can check.
+  virtual Status Admit(uint64_t lsn) {
+    (void)lsn;
+    return Status::OK();
+  }
 };
 
 class CommitQueue {

@@ -3,7 +3,8 @@
 // Split by concern: engine_open.cc (open, recovery, options), engine_tables.cc
 // (catalog), engine_write.cc (EGT validation and execution), engine_read.cc
 // (point reads and scans), engine_changelog.cc (reading and trimming the log),
-// engine_storage.cc (a full disk).
+// engine_storage.cc (a full disk), engine_replicated.cc (another owner's
+// records applied, partitions dropped: scale-out).
 #pragma once
 
 #include <rocksdb/db.h>
@@ -58,6 +59,13 @@ class Engine::Impl {
   std::shared_ptr<TableState> FindTable(std::string_view name) const;
   std::vector<TableInfo> ListTables(std::string_view prefix) const;
   Status LoadCatalog();
+  // For Engine::ApplyReplicated: no change record, no LSN; idempotent (OK
+  // when the table already exists / does not exist).
+  Status CreateTableReplicated(std::string_view name, int64_t created);
+  Status DeleteTableReplicated(std::string_view name);
+  // A write outside the commit queue (no LSN): through the storage gate,
+  // synced as the durability mode says.
+  Status WriteUnlogged(rocksdb::WriteBatch* wb);
 
   // engine_write.cc
   Result<WriteResult> Execute(const Batch& batch);

@@ -51,7 +51,16 @@ uint64_t RequestFingerprint(const Batch& batch);
 // is the commit's, so per operation only "written", "deleted" or "skipped".
 struct RememberedOutcome {
   uint64_t fingerprint = 0;
+  // The local LSN of the commit; 0 for an outcome restored from another
+  // owner's record (Engine::ApplyReplicated): there is no local commit to
+  // wait for, and the other owner's LSN means nothing here.
   uint64_t lsn = 0;
+  // The version (so the ETag) the commit gave its entities: the LSN, or
+  // epoch << 40 | lsn under scale-out (the other owner's, when restored).
+  uint64_t version = 0;
+  // Restored from a change record, which does not carry the request itself:
+  // its fingerprint is unknown and not compared.
+  bool any_fingerprint = false;
   int64_t time = 0;
   enum Mark : uint8_t { kWritten = 0, kDeleted = 1, kSkipped = 2 };
   std::vector<uint8_t> marks;

@@ -16,16 +16,18 @@ using patterns::TableOp;
 // Counts what the processor reports.
 struct CountingObserver : ApplyObserver {
   void OnSkippedEvent() override { skipped++; }
+  void OnFencedEvent() override { fenced++; }
   void OnRetry() override { retries++; }
   void OnOp(patterns::TableOp::Kind, OpResult) override { ops++; }
-  uint64_t skipped = 0, retries = 0, ops = 0;
+  uint64_t skipped = 0, retries = 0, ops = 0, fenced = 0;
 };
 
 using testing::CopyPattern;
 
-std::string EventJson(const std::string& table, uint64_t lsn, const std::string& rk) {
+std::string EventJson(const std::string& table, uint64_t lsn, const std::string& rk, uint64_t epoch = 0) {
   ChangeRecord rec;
   rec.lsn = lsn;
+  rec.epoch = epoch;
   rec.kind = ChangeKind::kEntities;
   rec.commit_time = NowTicks();
   rec.table = table;
@@ -35,10 +37,10 @@ std::string EventJson(const std::string& table, uint64_t lsn, const std::string&
   op.row_key = rk;
   op.kind = OpKind::kInsertOrReplace;
   Entity e = client::EntityBuilder("p", rk).Int32("n", static_cast<int32_t>(lsn)).Build();
-  e.etag = "W/\"" + std::to_string(lsn) + "\"";
+  op.version = epoch << 40 | lsn;
+  e.etag = "W/\"" + std::to_string(op.version) + "\"";
   e.timestamp = rec.commit_time;
   op.after = e;
-  op.version = lsn;
   op.etag = e.etag;
   rec.ops.push_back(op);
   return events::EncodeEvent(rec, "test");
@@ -170,6 +172,64 @@ TEST(EventProcessorTest, BackoffIsCapped) {
   EXPECT_TRUE(IsTransient(Code::kUnavailable));
   EXPECT_FALSE(IsTransient(Code::kInvalidInput));
   EXPECT_FALSE(IsTransient(Code::kTableNotFound));
+}
+
+std::string ClaimJson(uint64_t epoch) {
+  ChangeRecord rec;
+  rec.kind = ChangeKind::kShardClaimed;
+  rec.epoch = epoch;
+  rec.shard = 0;
+  rec.commit_time = NowTicks();
+  return events::EncodeEvent(rec, "member");
+}
+
+// Scale-out (docs/scale-out.md): with a partition's EpochFilter, claims are
+// skipped, a replaced owner's later records are fenced (skipped, counted,
+// never dead-lettered), and each outcome carries the floor to commit.
+TEST(EventProcessorTest, ClaimsAndFencedRecordsAreSkippedNotApplied) {
+  for (bool batch : {false, true}) {
+    SCOPED_TRACE(batch ? "ProcessBatch" : "Process");
+    Fixture f;
+    if (batch) f.processor->EnableGrouping(&f.store);
+    events::EpochFilter filter;
+    const std::vector<std::string> evs = {EventJson("Src", 1, "a", 1), ClaimJson(2), EventJson("Src", 2, "b", 1),
+                                          EventJson("Src", 1, "c", 2)};
+    std::vector<EventOutcome> outs;
+    if (batch) {
+      std::vector<std::string_view> views(evs.begin(), evs.end());
+      std::vector<EventFence> fences(evs.size(), EventFence{&filter, 0});
+      outs = f.processor->ProcessBatch(views, &fences);
+    } else {
+      const EventFence fence{&filter, 0};
+      for (const auto& ev : evs) outs.push_back(f.processor->Process(ev, &fence));
+    }
+    ASSERT_EQ(outs.size(), 4u);
+    for (const auto& o : outs) EXPECT_EQ(o.kind, EventOutcome::Kind::kApplied) << o.reason;
+    EXPECT_EQ(outs[0].skip, EventOutcome::Skip::kNone);
+    EXPECT_EQ(outs[0].floor, 0u);
+    EXPECT_EQ(outs[1].skip, EventOutcome::Skip::kClaim);
+    EXPECT_EQ(outs[1].floor, 2u);
+    EXPECT_EQ(outs[2].skip, EventOutcome::Skip::kFenced);
+    EXPECT_EQ(outs[3].skip, EventOutcome::Skip::kNone);
+    EXPECT_EQ(outs[3].floor, 2u);
+    EXPECT_NE(f.store.Find("Derived", "p", "a"), nullptr);
+    EXPECT_EQ(f.store.Find("Derived", "p", "b"), nullptr) << "a fenced record was applied";
+    EXPECT_NE(f.store.Find("Derived", "p", "c"), nullptr);
+    EXPECT_EQ(f.metrics.fenced, 1u);
+    EXPECT_EQ(f.metrics.skipped, 0u) << "a claim or a fenced record is not an ignored event";
+  }
+}
+
+TEST(EventProcessorTest, AnUndecodableEventKeepsTheFloor) {
+  Fixture f;
+  events::EpochFilter filter;
+  filter.SeedFloor(3, 4);
+  const EventFence fence{&filter, 3};
+  EventOutcome o = f.processor->Process("{not an event", &fence);
+  EXPECT_EQ(o.kind, EventOutcome::Kind::kDeadLetter);
+  EXPECT_EQ(o.floor, 4u);
+  // Without a fence a claim is skipped all the same.
+  EXPECT_EQ(f.processor->Process(ClaimJson(5)).skip, EventOutcome::Skip::kClaim);
 }
 
 }  // namespace

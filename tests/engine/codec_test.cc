@@ -170,9 +170,59 @@ TEST(ChangeCodec, ReadsFormatOneAndTwo) {
   EXPECT_EQ(r1.client_request_id, "");
   EXPECT_EQ(r1.table, "Orders");
 
-  std::string v3 = v2;
-  v3[0] = 3;
-  EXPECT_EQ(DecodeChange(v3, &r1).code(), Code::kInternal) << "an unknown format is corrupt";
+  std::string v4 = v2;
+  v4[0] = 4;
+  EXPECT_EQ(DecodeChange(v4, &r1).code(), Code::kInternal) << "an unknown format is corrupt";
+}
+
+// Format 3 (scale-out) carries the epoch after the client request id and is
+// written only for epoch > 0: epoch 0 writes format 2 byte for byte.
+TEST(ChangeCodec, FormatThreeCarriesTheEpoch) {
+  std::string plain, zero;
+  EncodeChangeHeader(7, ChangeKind::kEntities, 99, "Orders", 3, "p", "app", 0, &plain, {}, "req-1");
+  EncodeChangeHeader(7, ChangeKind::kEntities, 99, "Orders", 3, "p", "app", 0, &zero, {}, "req-1", 0);
+  EXPECT_EQ(plain, zero);
+  EXPECT_EQ(static_cast<uint8_t>(plain[0]), kChangeFormat);
+
+  std::string v3;
+  EncodeChangeHeader(7, ChangeKind::kEntities, 99, "Orders", 3, "p", "app", 1, &v3, {}, "req-1", 5);
+  EXPECT_EQ(static_cast<uint8_t>(v3[0]), kChangeFormatEpoch);
+  std::string row;
+  Entity e;
+  e.Set("n", Value::Int32(1));
+  EncodeRow(e, StampVersion(5, 7), 99, &row);
+  EncodeChangeOp({"r", OpKind::kInsert, "", row}, &v3);
+  ChangeRecord r;
+  ASSERT_TRUE(DecodeChange(v3, &r).ok());
+  EXPECT_EQ(r.epoch, 5u);
+  EXPECT_EQ(r.lsn, 7u);
+  EXPECT_EQ(r.client_request_id, "req-1");
+  ASSERT_EQ(r.ops.size(), 1u);
+  EXPECT_EQ(r.ops[0].version, uint64_t{5} << 40 | 7);
+  EXPECT_EQ(r.ops[0].etag, "W/\"" + std::to_string(uint64_t{5} << 40 | 7) + "\"");
+
+  // Every truncation is an error, never a crash.
+  for (size_t n = 0; n < v3.size(); n++) {
+    ChangeRecord t;
+    EXPECT_FALSE(DecodeChange(std::string_view(v3).substr(0, n), &t).ok()) << n;
+  }
+  // Format 3 with epoch 0, or an epoch beyond 24 bits, is corrupt.
+  for (uint64_t bad : {uint64_t{0}, uint64_t{1} << 24}) {
+    std::string b;
+    b.push_back(static_cast<char>(kChangeFormatEpoch));
+    b.push_back(static_cast<char>(ChangeKind::kEntities));
+    PutVarint64(&b, 7);
+    PutFixed64(&b, 99);
+    PutLengthPrefixed(&b, "Orders");
+    PutVarint64(&b, 3);
+    PutLengthPrefixed(&b, "p");
+    PutLengthPrefixed(&b, "app");
+    PutLengthPrefixed(&b, "");
+    PutVarint64(&b, bad);
+    PutVarint64(&b, 0);
+    ChangeRecord t;
+    EXPECT_EQ(DecodeChange(b, &t).code(), Code::kInternal) << bad;
+  }
 }
 
 }  // namespace

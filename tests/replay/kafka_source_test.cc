@@ -22,6 +22,7 @@
 #include "testing/shell.h"
 #include "testing/sidecar_process.h"
 #include "testing/temp_dir.h"
+#include "tools/replay/checkpoint.h"
 #include "tools/replay/source.h"
 
 namespace sidetable {
@@ -620,6 +621,92 @@ TEST_F(KafkaSourceTest, UndecodableMessageFailsNamingItsPlace) {
   Status s2 = Drain(source2.get(), &none);
   EXPECT_EQ(s2.code(), Code::kInvalidInput) << s2.ToString();
   EXPECT_NE(s2.message().find("schema"), std::string::npos) << s2.ToString();
+}
+
+// Scale-out (docs/scale-out.md, docs/replay.md): on a partition, a claim
+// fences the older owner's later records, the new owner's LSNs (lower than
+// the old owner's) are passed on, and a resumed run keeps the floor through
+// its checkpoint.
+std::string EpochEventJson(uint64_t epoch, uint64_t lsn) {
+  events::Event ev;
+  EXPECT_TRUE(events::DecodeEvent(EventJson(lsn), &ev).ok());
+  ev.record.epoch = epoch;
+  for (auto& op : ev.record.ops) {
+    op.version = epoch << 40 | lsn;
+    op.etag = "W/\"" + std::to_string(op.version) + "\"";
+    op.after->etag = op.etag;
+  }
+  return events::EncodeEvent(ev.record, "member-" + std::to_string(epoch));
+}
+
+std::string ClaimJson(uint64_t epoch, int32_t shard) {
+  ChangeRecord r;
+  r.kind = ChangeKind::kShardClaimed;
+  r.epoch = epoch;
+  r.shard = shard;
+  r.commit_time = kUnixEpochTicks;
+  return events::EncodeEvent(r, "member-" + std::to_string(epoch));
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> EpochLsns(const std::vector<ChangeRecord>& records) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  for (const auto& r : records) out.emplace_back(r.epoch, r.lsn);
+  return out;
+}
+
+TEST_F(KafkaSourceTest, ClaimsFenceOlderOwnersAndResumeKeepsTheFloor) {
+  const std::string topic = "fenced";
+  ASSERT_TRUE(kafka_->CreateTopic(topic, 1).ok());
+  Producer producer(kafka_->bootstraps());
+  producer.Send(topic, 0, EpochEventJson(1, 5));  // offset 0
+  producer.Send(topic, 0, ClaimJson(2, 0));       // 1: the new owner claims
+  producer.Send(topic, 0, EpochEventJson(1, 6));  // 2: stale, after the claim
+  producer.Send(topic, 0, EpochEventJson(2, 1));  // 3: the new owner's own LSNs
+  producer.Send(topic, 0, EpochEventJson(1, 8));  // 4: stale again
+  producer.Send(topic, 0, EpochEventJson(2, 2));  // 5
+  ASSERT_NO_FATAL_FAILURE(producer.Flush());
+  using V = std::vector<std::pair<uint64_t, uint64_t>>;
+
+  auto all = Open(Options(topic));
+  ASSERT_TRUE(all);
+  std::vector<ChangeRecord> got;
+  ASSERT_TRUE(Drain(all.get(), &got).ok());
+  EXPECT_EQ(EpochLsns(got), (V{{1, 5}, {2, 1}, {2, 2}}));
+  EXPECT_EQ(all->fenced(), 2u);
+
+  // Stopped after two records: the checkpoint holds offset 4 and floor 2.
+  auto first = Open(Options(topic));
+  ASSERT_TRUE(first);
+  got.clear();
+  ASSERT_TRUE(Drain(first.get(), &got, 2, 1).ok());
+  EXPECT_EQ(EpochLsns(got), (V{{1, 5}, {2, 1}}));
+  const Position pos = first->position();
+  EXPECT_EQ(pos.next_offsets.at(0), 4);
+  EXPECT_EQ(pos.floors.at(0), 2u);
+  testing::TempDir dir;
+  replay::Checkpoint c;
+  c.command = "replay";
+  c.position = pos;
+  ASSERT_TRUE(replay::SaveCheckpoint(dir.Sub("cp"), c).ok());
+  auto loaded = replay::LoadCheckpoint(dir.Sub("cp"));
+  ASSERT_TRUE(loaded.ok() && loaded->has_value()) << loaded.status().ToString();
+  EXPECT_EQ((*loaded)->position.floors, pos.floors);
+
+  auto resumed = Open(Options(topic), &(*loaded)->position);
+  ASSERT_TRUE(resumed);
+  std::vector<ChangeRecord> rest;
+  ASSERT_TRUE(Drain(resumed.get(), &rest).ok());
+  EXPECT_EQ(EpochLsns(rest), (V{{2, 2}})) << "the stale record after the checkpoint was not fenced";
+  EXPECT_EQ(resumed->fenced(), 1u);
+
+  // What the floor prevents: resumed without it, the stale record passes.
+  Position no_floor = pos;
+  no_floor.floors.clear();
+  auto blind = Open(Options(topic), &no_floor);
+  ASSERT_TRUE(blind);
+  rest.clear();
+  ASSERT_TRUE(Drain(blind.get(), &rest).ok());
+  EXPECT_EQ(EpochLsns(rest), (V{{1, 8}, {2, 2}}));
 }
 
 TEST_F(KafkaSourceTest, EmptyMissingOrUnreachable) {

@@ -21,6 +21,8 @@
 #include "client/session.h"
 #include "client/entity_builder.h"
 #include "common/kafka/embedded_kafka.h"
+#include "engine/etag.h"
+#include "events/event.h"
 #include "patterns/index_table/index_table.h"
 #include "testing/sidecar_process.h"
 #include "testing/temp_dir.h"
@@ -130,6 +132,21 @@ class WorkerE2eTest : public ::testing::Test {
     rd_kafka_t* p = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
     ASSERT_NE(p, nullptr) << err;
     ASSERT_EQ(rd_kafka_producev(p, RD_KAFKA_V_TOPIC(kTopic), RD_KAFKA_V_KEY(key.data(), key.size()),
+                                RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
+                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END),
+              RD_KAFKA_RESP_ERR_NO_ERROR);
+    EXPECT_EQ(rd_kafka_flush(p, 10000), RD_KAFKA_RESP_ERR_NO_ERROR);
+    rd_kafka_destroy(p);
+  }
+
+  void ProduceTo(int32_t partition, const std::string& key, const std::string& value) {
+    char err[512];
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    rd_kafka_conf_set(conf, "bootstrap.servers", kafka_->bootstraps().c_str(), err, sizeof err);
+    rd_kafka_t* p = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+    ASSERT_NE(p, nullptr) << err;
+    ASSERT_EQ(rd_kafka_producev(p, RD_KAFKA_V_TOPIC(kTopic), RD_KAFKA_V_PARTITION(partition),
+                                RD_KAFKA_V_KEY(key.data(), key.size()),
                                 RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
                                 RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END),
               RD_KAFKA_RESP_ERR_NO_ERROR);
@@ -466,6 +483,77 @@ TEST_F(WorkerE2eTest, PoisonEventGoesToTheDeadLetterTopicAndTheWorkerMovesOn) {
   EXPECT_NE(res->body.find("sidetable_worker_dead_letters_total{reason=\"decode\"} 1"), std::string::npos)
       << res->body;
   EXPECT_EQ(w->Stop(), 0) << w->Log();
+}
+
+// Scale-out fencing (docs/scale-out.md, docs/workers.md): on one partition,
+// records of epoch 1, a claim of epoch 2, a stale epoch-1 record and an
+// epoch-2 record: the worker indexes only the admitted ones, and a worker
+// restarted from its committed offset (after the claim) still fences,
+// because the floor travelled in the commit's metadata.
+TEST_F(WorkerE2eTest, ClaimsFenceStaleRecordsAcrossARestart) {
+  uint64_t lsn = 1000;
+  std::vector<Entity> admitted;
+  auto person = [&](const std::string& rk, const std::string& color, uint64_t epoch, bool admit) {
+    ChangeRecord r;
+    r.lsn = ++lsn;
+    r.epoch = epoch;
+    r.kind = ChangeKind::kEntities;
+    r.commit_time = 638'000'000'000'000'000 + static_cast<int64_t>(lsn);
+    r.table = "People";
+    r.table_id = 1;
+    r.partition_key = "fence";
+    ChangeOp op;
+    op.row_key = rk;
+    op.kind = OpKind::kInsert;
+    op.version = epoch << 40 | r.lsn;
+    op.etag = MakeETag(op.version);
+    Entity e = client::EntityBuilder("fence", rk).String("Color", color).String("Name", rk).Build();
+    e.etag = op.etag;
+    e.timestamp = r.commit_time;
+    op.after = e;
+    r.ops.push_back(op);
+    if (admit) admitted.push_back(e);
+    return events::EncodeEvent(r, "member-" + std::to_string(epoch));
+  };
+  auto claim = [&](uint64_t epoch) {
+    ChangeRecord r;
+    r.kind = ChangeKind::kShardClaimed;
+    r.epoch = epoch;
+    r.shard = 0;
+    r.commit_time = 638'000'000'000'000'000;
+    return events::EncodeEvent(r, "member-" + std::to_string(epoch));
+  };
+  auto expected = [&] {
+    auto cfg = patterns::IndexTableConfig::FromSettings(index_settings_);
+    EXPECT_TRUE(cfg.ok());
+    return Canonical(patterns::ExpectedIndex(*cfg, admitted));
+  };
+  auto wait_index = [&](const std::vector<std::string>& want, std::vector<std::string>* got) {
+    return WaitUntil([&] { return (*got = Canonical(ReadAll("PeopleByColor"))) == want; }, std::chrono::seconds(30));
+  };
+
+  ProduceTo(0, "People/fence", person("a", "red", 1, true));
+  ProduceTo(0, "shard/0", claim(2));
+  ProduceTo(0, "People/fence", person("b", "green", 1, false));  // stale: after the claim
+  ProduceTo(0, "People/fence", person("c", "blue", 2, true));
+  auto w = StartWorker("fencing-1");
+  std::vector<std::string> got;
+  EXPECT_TRUE(wait_index(expected(), &got)) << ::testing::PrintToString(got) << w->Log();
+  EXPECT_NE(MetricsBody(*w).find("sidetable_worker_fenced_events_total 1\n"), std::string::npos) << MetricsBody(*w);
+  EXPECT_EQ(w->Stop(), 0) << w->Log();  // commits its offsets (with the floor) on the way out
+
+  // Behind the committed offset: another stale record, and a new one.
+  ProduceTo(0, "People/fence", person("d", "violet", 1, false));
+  ProduceTo(0, "People/fence", person("e", "white", 2, true));
+  auto w2 = StartWorker("fencing-2");
+  EXPECT_TRUE(wait_index(expected(), &got)) << ::testing::PrintToString(got) << w2->Log();
+  EXPECT_TRUE(WaitUntil([&] { return MetricsBody(*w2).find("sidetable_worker_fenced_events_total 1\n") != std::string::npos; },
+                        std::chrono::seconds(10)))
+      << MetricsBody(*w2);
+  EXPECT_NE(w2->Log().find("fencing floor epoch 2 from the committed offset"), std::string::npos) << w2->Log();
+  // Nothing fenced was dead-lettered.
+  EXPECT_TRUE(ReadDeadLetters(1, std::chrono::seconds(2)).empty());
+  EXPECT_EQ(w2->Stop(), 0) << w2->Log();
 }
 
 // The same sidecar with CURVE on its listener (docs/security.md,

@@ -53,6 +53,15 @@ Status SaveCheckpoint(const std::string& path, const Checkpoint& c) {
     w.BeginArray().Int(partition).Int(offset).EndArray();
   }
   w.EndArray();
+  // Scale-out fencing floors; written only when there is one, so a
+  // checkpoint outside a cluster is as before.
+  if (!c.position.floors.empty()) {
+    w.Key("floors").BeginArray();
+    for (const auto& [partition, floor] : c.position.floors) {
+      w.BeginArray().Int(partition).UInt(floor).EndArray();
+    }
+    w.EndArray();
+  }
   w.Key("events").UInt(c.events);
   w.Key("outputBytes").UInt(c.output_bytes);
   // Embedded as strings: the header stays one flat line whatever they hold.
@@ -123,6 +132,17 @@ Result<std::optional<Checkpoint>> LoadCheckpoint(const std::string& path) {
     int64_t partition = 0, offset = 0;
     if (pair.at(0).get(partition) || pair.at(1).get(offset)) return bad("a bad end offset entry");
     c.position.end_offsets[static_cast<int32_t>(partition)] = offset;
+  }
+  simdjson::dom::array floors;
+  if (doc["floors"].get(floors) == simdjson::SUCCESS) {
+    for (simdjson::dom::element pair : floors) {
+      int64_t partition = 0;
+      uint64_t floor = 0;
+      if (pair.at(0).get(partition) || pair.at(1).get(floor)) return bad("a bad fencing floor entry");
+      c.position.floors[static_cast<int32_t>(partition)] = floor;
+    }
+  } else if (doc["floors"].error() != simdjson::NO_SUCH_FIELD) {
+    return bad("\"floors\" is not an array");
   }
   c.command = command;
   c.fingerprint = fingerprint;

@@ -22,14 +22,17 @@ constexpr std::chrono::milliseconds kLongestKickInterval(800);
 }  // namespace
 
 PartitionReader::PartitionReader(ConsumerContext* ctx, int32_t partition, int64_t start,
-                                 int64_t end, uint64_t skip_through_lsn, int64_t min_commit_ticks)
+                                 int64_t end, uint64_t skip_through_lsn, int64_t min_commit_ticks,
+                                 uint64_t floor)
     : ctx_(ctx),
       partition_(partition),
       start_(start),
       end_(end),
       min_commit_ticks_(min_commit_ticks),
       next_(start),
-      last_lsn_(skip_through_lsn) {}
+      last_lsn_(skip_through_lsn) {
+  fence_.SeedFloor(partition, floor);
+}
 
 PartitionReader::~PartitionReader() {
   ReleaseBuffer();
@@ -186,10 +189,13 @@ Status PartitionReader::Take(const rd_kafka_message_t* m) {
   }
   next_ = m->offset + 1;
   ChangeRecord& r = event.record;
+  // The fencing rule first: a claim is no data, and a record of a replaced
+  // owner after the claim never happened for anyone (docs/scale-out.md).
+  if (fence_.Check(partition_, r) != events::EpochFilter::Verdict::kApply) return Status::OK();
   // Each partition is in LSN order; a lower or equal LSN is a resend of a
   // suffix the publisher sent before a crash (or was before the resume point).
-  if (r.lsn <= last_lsn_) return Status::OK();
-  last_lsn_ = r.lsn;
+  if (StampedOrder(r) <= last_lsn_) return Status::OK();
+  last_lsn_ = StampedOrder(r);
   if (r.commit_time < min_commit_ticks_) return Status::OK();
   head_ = std::move(r);
   head_offset_ = first_offset;

@@ -23,9 +23,15 @@
 #include "engine/change_record.h"
 #include "engine/status.h"
 #include "events/chunk.h"
+#include "events/epoch_filter.h"
 #include "events/event.h"
 
 namespace sidetable::replay::kafka {
+
+// A record's place in its partition's order: its LSN outside a cluster, its
+// version (epoch << 40 | lsn) in one, where several owners' LSNs share a
+// partition and a later owner's LSNs may be lower.
+inline uint64_t StampedOrder(const ChangeRecord& r) { return r.epoch == 0 ? r.lsn : (r.epoch << 40 | r.lsn); }
 
 // What the partitions of one source share.
 struct ConsumerContext {
@@ -44,8 +50,11 @@ class PartitionReader {
  public:
   // Reads offsets [start, end). Records at or below `skip_through_lsn` and
   // records committed before `min_commit_ticks` are skipped (counted as read).
+  // Scale-out (docs/scale-out.md): ShardClaimed records and records fenced
+  // by them are skipped too; `floor` is the fencing floor at `start` (a
+  // resumed run's checkpoint), 0 from the partition's beginning.
   PartitionReader(ConsumerContext* ctx, int32_t partition, int64_t start, int64_t end,
-                  uint64_t skip_through_lsn, int64_t min_commit_ticks);
+                  uint64_t skip_through_lsn, int64_t min_commit_ticks, uint64_t floor = 0);
   ~PartitionReader();
   PartitionReader(const PartitionReader&) = delete;
   PartitionReader& operator=(const PartitionReader&) = delete;
@@ -68,6 +77,9 @@ class PartitionReader {
   void DropHead() { head_.reset(); }
 
   int32_t partition() const { return partition_; }
+  // Records skipped as fenced so far; the fencing floor at position().
+  uint64_t fenced() const { return fence_.fenced(); }
+  uint64_t floor() const { return fence_.Floor(partition_); }
   int64_t start() const { return start_; }
   int64_t end() const { return end_; }
   // The offset a resumed run continues at: after every message passed on
@@ -98,7 +110,8 @@ class PartitionReader {
   size_t average_bytes_ = 1024;
   bool may_stall_ = false;  // the queue was seen at its prefetch bound
   int64_t next_;            // the offset after the last message consumed
-  uint64_t last_lsn_;       // per partition: anything at or below is a resend
+  uint64_t last_lsn_;       // per partition: anything at or below is a resend (StampedOrder)
+  events::EpochFilter fence_;
   std::optional<ChangeRecord> head_;
   int64_t head_offset_ = 0;
   // Chunked events (events/chunk.h): the run being joined and where it began.

@@ -53,7 +53,7 @@ class KafkaSource final : public RecordSource {
           pending_ = std::move(s);
           return Status::OK();
         }
-        if (!r->exhausted() && (next == nullptr || r->head().lsn < next->head().lsn)) {
+        if (!r->exhausted() && (next == nullptr || kafka::StampedOrder(r->head()) < kafka::StampedOrder(next->head()))) {
           next = r.get();
         }
       }
@@ -62,7 +62,10 @@ class KafkaSource final : public RecordSource {
         break;
       }
       const uint64_t lsn = next->head().lsn;
-      if (lsn <= last_lsn_) {  // the same event on two partitions: passed on once
+      // Outside a cluster one sidecar's LSNs order every partition. In one
+      // (epoch > 0) each shard has its own owners' LSNs: no event is on two
+      // partitions, and LSNs of different shards do not compare.
+      if (next->head().epoch == 0 && lsn <= last_lsn_) {  // the same event on two partitions: passed on once
         next->DropHead();
         continue;
       }
@@ -70,8 +73,9 @@ class KafkaSource final : public RecordSource {
         finished_ = true;
         break;
       }
+      const bool clustered = next->head().epoch != 0;
       out->push_back(next->TakeHead());
-      last_lsn_ = lsn;
+      if (!clustered) last_lsn_ = lsn;
       n++;
       // LSNs have no gaps: nothing can come between this one and the bound.
       if (lsn == options_.to_lsn) finished_ = true;
@@ -86,8 +90,14 @@ class KafkaSource final : public RecordSource {
     for (const auto& r : readers_) {
       p.next_offsets[r->partition()] = r->position();
       p.end_offsets[r->partition()] = r->end();
+      if (r->floor() > 0) p.floors[r->partition()] = r->floor();
     }
     return p;
+  }
+  uint64_t fenced() const override {
+    uint64_t n = 0;
+    for (const auto& r : readers_) n += r->fenced();
+    return n;
   }
 
   std::optional<uint64_t> remaining() const override {
@@ -177,8 +187,13 @@ Status KafkaSource::Open(const Position* resume, Clock::time_point deadline) {
       s = start.status();
       break;
     }
+    uint64_t floor = 0;
+    if (resume != nullptr) {
+      auto fl = resume->floors.find(p);
+      if (fl != resume->floors.end()) floor = fl->second;
+    }
     readers_.push_back(
-        std::make_unique<PartitionReader>(&ctx_, p, *start, w->high, last_lsn_, min_ticks));
+        std::make_unique<PartitionReader>(&ctx_, p, *start, w->high, last_lsn_, min_ticks, floor));
     if (*start < w->high && (s = readers_.back()->Attach()).ok()) {
       rd_kafka_topic_partition_list_add(assign, options_.topic.c_str(), p)->offset = *start;
     }

@@ -46,6 +46,10 @@ struct Position {
   // fixed yet.
   uint64_t end_lsn = 0;
   std::map<int32_t, int64_t> end_offsets;
+  // Kafka only, scale-out: per partition, the fencing floor (the highest
+  // ShardClaimed epoch read before next_offsets), so a resumed run fences as
+  // the uninterrupted one would. Absent: 0.
+  std::map<int32_t, uint64_t> floors;
 };
 
 class RecordSource {
@@ -67,6 +71,10 @@ class RecordSource {
   virtual uint64_t end_lsn() const = 0;
   // "change log of tcp://127.0.0.1:5555" / "kafka topic T at B" (messages).
   virtual std::string Describe() const = 0;
+  // Scale-out (docs/scale-out.md): records skipped in this run because a
+  // newer owner had claimed their shard (Kafka only; the change log holds
+  // one sidecar's own records, never fenced).
+  virtual uint64_t fenced() const { return 0; }
 };
 
 struct ChangeLogSourceOptions {

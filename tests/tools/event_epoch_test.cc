@@ -1,0 +1,135 @@
+// Scale-out in the change event (docs/change-events.md): "epoch" on data
+// events (absent = 0), the ShardClaimed event, and the EpochFilter rule
+// readers apply to them.
+#include <gtest/gtest.h>
+
+#include "engine/etag.h"
+#include "events/epoch_filter.h"
+#include "events/event.h"
+
+namespace sidetable::events {
+namespace {
+
+ChangeRecord DataRecord(uint64_t epoch) {
+  ChangeRecord r;
+  r.lsn = 12;
+  r.epoch = epoch;
+  r.kind = ChangeKind::kEntities;
+  r.commit_time = 638'000'000'000'000'000;
+  r.table = "Orders";
+  r.table_id = 3;
+  r.partition_key = "p";
+  r.caller = "app";
+  ChangeOp op;
+  op.row_key = "r";
+  op.kind = OpKind::kInsert;
+  op.version = epoch << 40 | r.lsn;
+  op.etag = MakeETag(op.version);
+  Entity e;
+  e.partition_key = "p";
+  e.row_key = "r";
+  e.timestamp = r.commit_time;
+  e.etag = op.etag;
+  e.Set("n", Value::Int32(1));
+  op.after = e;
+  r.ops.push_back(op);
+  return r;
+}
+
+TEST(EventEpochTest, AnEpochRoundTripsAndIsAbsentWhenZero) {
+  const std::string zero = EncodeEvent(DataRecord(0), "s1");
+  EXPECT_EQ(zero.find("\"epoch\""), std::string::npos) << zero;
+  Event ev;
+  ASSERT_TRUE(DecodeEvent(zero, &ev).ok());
+  EXPECT_EQ(ev.record.epoch, 0u);
+
+  const std::string seven = EncodeEvent(DataRecord(7), "s1");
+  EXPECT_NE(seven.find("\"epoch\":7"), std::string::npos) << seven;
+  ASSERT_TRUE(DecodeEvent(seven, &ev).ok());
+  EXPECT_EQ(ev.record.epoch, 7u);
+  ASSERT_EQ(ev.record.ops.size(), 1u);
+  EXPECT_EQ(ev.record.ops[0].version, uint64_t{7} << 40 | 12);
+  EXPECT_EQ(ev.record.ops[0].etag, MakeETag(uint64_t{7} << 40 | 12));
+  // Re-encoded: the same text.
+  EXPECT_EQ(EncodeEvent(ev.record, ev.source), seven);
+}
+
+TEST(EventEpochTest, AMistypedEpochIsRefused) {
+  std::string text = EncodeEvent(DataRecord(7), "s1");
+  text.replace(text.find("\"epoch\":7"), 9, "\"epoch\":-7");
+  Event ev;
+  Status s = DecodeEvent(text, &ev);
+  EXPECT_EQ(s.code(), Code::kInvalidInput);
+  EXPECT_NE(s.message().find("epoch"), std::string::npos) << s.ToString();
+}
+
+ChangeRecord Claim(uint64_t epoch, int32_t shard) {
+  ChangeRecord r;
+  r.kind = ChangeKind::kShardClaimed;
+  r.epoch = epoch;
+  r.shard = shard;
+  r.commit_time = 638'000'000'000'000'000;
+  return r;
+}
+
+TEST(EventEpochTest, AShardClaimRoundTrips) {
+  const std::string text = EncodeEvent(Claim(9, 4), "member-2");
+  EXPECT_EQ(text,
+            "{\"schema\":1,\"kind\":\"ShardClaimed\",\"source\":\"member-2\",\"epoch\":9,"
+            "\"shard\":4,\"time\":\"" + FormatDateTime(638'000'000'000'000'000) + "\"}");
+  Event ev;
+  ASSERT_TRUE(DecodeEvent(text, &ev).ok()) << DecodeEvent(text, &ev).ToString();
+  EXPECT_EQ(ev.source, "member-2");
+  EXPECT_EQ(ev.record.kind, ChangeKind::kShardClaimed);
+  EXPECT_EQ(ev.record.epoch, 9u);
+  EXPECT_EQ(ev.record.shard, 4);
+  EXPECT_EQ(ev.record.caller, "member-2");
+  EXPECT_EQ(ev.record.commit_time, 638'000'000'000'000'000);
+  EXPECT_TRUE(ev.record.ops.empty());
+  EXPECT_EQ(EncodeEvent(ev.record, ev.source), text);
+  // The stream decoder agrees.
+  EventDecoder decoder;
+  Event ev2;
+  ASSERT_TRUE(decoder.Decode(text, &ev2).ok());
+  EXPECT_EQ(ev2.record.shard, 4);
+}
+
+TEST(EventEpochTest, BadClaimsAreRefused) {
+  const std::string time = FormatDateTime(638'000'000'000'000'000);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"schema":1,"kind":"ShardClaimed","source":"m","epoch":3,"time":")" + time + "\"}", "shard"},
+      {R"({"schema":1,"kind":"ShardClaimed","source":"m","epoch":3,"shard":-1,"time":")" + time + "\"}", "shard -1"},
+      {R"({"schema":1,"kind":"ShardClaimed","source":"m","epoch":3,"shard":"2","time":")" + time + "\"}", "shard"},
+      {R"({"schema":1,"kind":"ShardClaimed","source":"m","epoch":3,"shard":4294967296,"time":")" + time + "\"}", "shard"},
+      {R"({"schema":1,"kind":"ShardClaimed","source":"m","epoch":0,"shard":2,"time":")" + time + "\"}", "epoch 0"},
+      {R"({"schema":1,"kind":"ShardClaimed","source":"m","shard":2,"time":")" + time + "\"}", "epoch"},
+      {R"({"schema":1,"kind":"ShardClaimed","source":"m","epoch":3,"shard":2})", "envelope"},
+      {R"({"schema":1,"kind":"ShardClaimed","epoch":3,"shard":2,"time":")" + time + "\"}", "envelope"},
+      {R"({"schema":1,"kind":"ShardClaimed","source":"m","epoch":3,"shard":2,"time":"yesterday"})", "time"},
+  };
+  for (const auto& [text, what] : cases) {
+    SCOPED_TRACE(text);
+    Event ev;
+    Status s = DecodeEvent(text, &ev);
+    EXPECT_EQ(s.code(), Code::kInvalidInput);
+    EXPECT_NE(s.message().find(what), std::string::npos) << s.ToString();
+  }
+}
+
+TEST(EpochFilterTest, ClaimsRaiseTheFloorPerPartition) {
+  EpochFilter f;
+  EXPECT_EQ(f.Check(0, DataRecord(0)), EpochFilter::Verdict::kApply);
+  EXPECT_EQ(f.Check(0, DataRecord(1)), EpochFilter::Verdict::kApply);
+  EXPECT_EQ(f.Check(0, Claim(2, 0)), EpochFilter::Verdict::kClaim);
+  EXPECT_EQ(f.Check(0, DataRecord(1)), EpochFilter::Verdict::kFenced);
+  EXPECT_EQ(f.Check(0, DataRecord(2)), EpochFilter::Verdict::kApply);
+  EXPECT_EQ(f.Check(1, DataRecord(1)), EpochFilter::Verdict::kApply) << "another partition";
+  EXPECT_EQ(f.Check(0, Claim(1, 0)), EpochFilter::Verdict::kClaim);
+  EXPECT_EQ(f.Floor(0), 2u) << "an older claim lowers nothing";
+  EXPECT_EQ(f.fenced(), 1u);
+  f.SeedFloor(1, 5);
+  EXPECT_EQ(f.Check(1, DataRecord(4)), EpochFilter::Verdict::kFenced);
+}
+
+}  // namespace
+}  // namespace sidetable::events
