@@ -173,7 +173,8 @@ class Engine {
   // workers carry it out. Writes no rows. Returns the record's LSN.
   Result<uint64_t> RequestArchive(std::string_view table, std::string_view pk,
                                   const std::vector<std::string>& row_keys,
-                                  std::string_view archive_table, std::string_view caller = "");
+                                  std::string_view archive_table, std::string_view caller = "",
+                                  uint64_t epoch = 0);  // scale-out: the shard's epoch (Batch::SetEpoch)
   Result<Entity> Get(std::string_view table, std::string_view pk, std::string_view rk,
                      const std::vector<std::string>* select = nullptr) const;
   // The same read without building an Entity: `fn` gets the stored row in

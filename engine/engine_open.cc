@@ -136,9 +136,10 @@ Status Engine::WaitDurable(uint64_t lsn) { return impl_->commits_->SyncTo(lsn); 
 uint64_t Engine::durable_lsn() const { return impl_->commits_->last_committed_lsn(); }
 Result<uint64_t> Engine::RequestArchive(std::string_view table, std::string_view pk,
                                         const std::vector<std::string>& row_keys,
-                                        std::string_view archive_table, std::string_view caller) {
+                                        std::string_view archive_table, std::string_view caller,
+                                        uint64_t epoch) {
   ST_RETURN_IF_ERROR(ValidateCaller(caller));
-  return impl_->RequestArchive(table, pk, row_keys, archive_table, caller);
+  return impl_->RequestArchive(table, pk, row_keys, archive_table, caller, epoch);
 }
 Result<Entity> Engine::Get(std::string_view table, std::string_view pk, std::string_view rk,
                            const std::vector<std::string>* select) const {

@@ -261,12 +261,12 @@ class ArchiveRequestWork : public CommitWork {
  public:
   ArchiveRequestWork(Engine::Impl* e, const TableInfo& table, std::string_view pk,
                      const std::vector<std::string>& rks, std::string_view target,
-                     std::string_view caller)
-      : e_(e), table_(table), pk_(pk), rks_(rks), target_(target), caller_(caller) {}
+                     std::string_view caller, uint64_t epoch)
+      : e_(e), table_(table), pk_(pk), rks_(rks), target_(target), caller_(caller), epoch_(epoch) {}
   void Encode(uint64_t lsn, int64_t time, rocksdb::WriteBatch* wb) override {
     std::string record;
     codec::EncodeChangeHeader(lsn, ChangeKind::kArchiveRequested, time, table_.name, table_.id,
-                              pk_, caller_, rks_.size(), &record, target_);
+                              pk_, caller_, rks_.size(), &record, target_, {}, epoch_);
     for (const auto& rk : rks_) codec::EncodeChangeOp({rk, OpKind::kDelete, {}, {}}, &record);
     wb->Put(e_->log_cf_, codec::LogKey(lsn), record);
   }
@@ -278,6 +278,7 @@ class ArchiveRequestWork : public CommitWork {
   std::string_view pk_;
   const std::vector<std::string>& rks_;
   std::string_view target_, caller_;
+  uint64_t epoch_;  // scale-out: readers fence a record of an older owner
 };
 
 }  // namespace
@@ -285,7 +286,10 @@ class ArchiveRequestWork : public CommitWork {
 Result<uint64_t> Engine::Impl::RequestArchive(std::string_view table, std::string_view pk,
                                               const std::vector<std::string>& rks,
                                               std::string_view archive_table,
-                                              std::string_view caller) {
+                                              std::string_view caller, uint64_t epoch) {
+  if (epoch > codec::kMaxEpoch) {
+    return Status(Code::kInvalidInput, "epoch " + std::to_string(epoch) + " is beyond 24 bits");
+  }
   if (rks.empty() || rks.size() > Limits::kMaxBatchOperations) {
     return Status(Code::kInvalidInput, "an archive request names 1 to 100 RowKeys");
   }
@@ -309,7 +313,7 @@ Result<uint64_t> Engine::Impl::RequestArchive(std::string_view table, std::strin
   if (t->deleted) return Status(Code::kTableNotFound, "table '" + std::string(table) + "' not found");
   // In the partition's order with its writes.
   std::lock_guard partition_lock(partition_locks_.For(t->info.id, pk));
-  ArchiveRequestWork work(this, t->info, pk, rks, archive_table, caller);
+  ArchiveRequestWork work(this, t->info, pk, rks, archive_table, caller, epoch);
   uint64_t lsn;
   int64_t time;
   ST_RETURN_IF_ERROR(commits_->Commit(&work, &lsn, &time));

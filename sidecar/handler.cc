@@ -280,8 +280,7 @@ Status Handler::Run(const wire::Request& r, const token::Token* principal, std::
         if (!e.ok()) return e.status();
         epoch = *e;
       }
-      auto lsn = engine_->RequestArchive(r.table, r.pk, r.rks, r.target, r.caller);
-      (void)epoch;  // FIXME(merge): engine RequestArchive epoch
+      auto lsn = engine_->RequestArchive(r.table, r.pk, r.rks, r.target, r.caller, epoch);
       if (!lsn.ok()) return lsn.status();
       written->lsn = std::max(written->lsn, *lsn);
       wire::EncodeLsn(*lsn, body);

@@ -71,7 +71,8 @@ class Engine::Impl {
   Result<WriteResult> Execute(const Batch& batch);
   Result<uint64_t> RequestArchive(std::string_view table, std::string_view pk,
                                   const std::vector<std::string>& row_keys,
-                                  std::string_view archive_table, std::string_view caller);
+                                  std::string_view archive_table, std::string_view caller,
+                                  uint64_t epoch = 0);
 
   // engine_read.cc
   Result<Entity> Get(std::string_view table, std::string_view pk, std::string_view rk,

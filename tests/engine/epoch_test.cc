@@ -32,6 +32,29 @@ class EpochTest : public EngineTest {
   }
 };
 
+// Readers fence records whose epoch is below the shard's newest claim: an
+// archive request of the current owner must carry its epoch too, or every
+// worker would skip it (issue 19).
+TEST_F(EpochTest, AnArchiveRequestCarriesItsEpoch) {
+  auto lsn = engine_->RequestArchive("Items", "p", {"a", "b"}, "Archive", "app", 9);
+  ASSERT_TRUE(lsn.ok()) << lsn.status().ToString();
+  ChangeRecord rec = LastRecord();
+  EXPECT_EQ(rec.kind, ChangeKind::kArchiveRequested);
+  EXPECT_EQ(rec.epoch, 9u);
+  EXPECT_EQ(rec.target_table, "Archive");
+  // Without one, as before.
+  ASSERT_TRUE(engine_->RequestArchive("Items", "p", {"a"}, "Archive", "app").ok());
+  EXPECT_EQ(LastRecord().epoch, 0u);
+}
+
+TEST_F(EpochTest, AnArchiveRequestBeyondTheEpochBitsIsRefused) {
+  const uint64_t before = engine_->Stats().last_lsn;
+  auto lsn = engine_->RequestArchive("Items", "p", {"a"}, "Archive", "app", uint64_t{1} << 24);
+  ASSERT_FALSE(lsn.ok());
+  EXPECT_EQ(lsn.status().code(), Code::kInvalidInput);
+  EXPECT_EQ(engine_->Stats().last_lsn, before);  // nothing committed
+}
+
 TEST_F(EpochTest, AnEpochStampsEveryVersionOfTheCommit) {
   Batch b("Items");
   b.Insert(MakeEntity("p", "a", 1)).Insert(MakeEntity("p", "b", 2));
