@@ -14,6 +14,7 @@
 #include "engine/status.h"
 #include "sidecar/auth/auth_config.h"
 #include "sidecar/changestream/kafka_options.h"
+#include "sidecar/cluster/cluster_options.h"
 #include "sidecar/rest/rest_config.h"
 #include "sidecar/security_config.h"
 
@@ -52,6 +53,9 @@ struct ServerConfig {
   uint64_t query_max_examined = 100'000;              // query.max_examined
 
   changestream::KafkaOptions kafka;                   // kafka.*
+  // cluster.* (docs/scale-out.md): off unless cluster.service is set; then
+  // "{service}" in kafka.topic and cluster.topic is the service's name.
+  cluster::ClusterOptions cluster;
 
   auth::AuthConfig auth;                              // auth.* (tokens, keys, tenant quotas)
   SecurityConfig security;                            // security.* (sidecar/security_config.h)
