@@ -160,8 +160,7 @@ Status Cluster::Impl::Init() {
                      {{"enable.idempotence", "true"},
                       {"acks", "all"},
                       {"linger.ms", "0"},
-                      {"message.timeout.ms", std::to_string(kDeliveryTimeoutMs)},
-                      {"allow.auto.create.topics", "false"}},
+                      {"message.timeout.ms", std::to_string(kDeliveryTimeoutMs)}},
                      pconf);
   if (!p.ok()) return p.status();
   producer_ = *p;
@@ -176,7 +175,7 @@ Status Cluster::Impl::Init() {
   // answers UNKNOWN_GROUP to a consumer without one).
   std::map<std::string, std::string> reader_settings = {
       {"enable.auto.commit", "false"}, {"enable.partition.eof", "true"}, {"auto.offset.reset", "earliest"},
-      {"allow.auto.create.topics", "false"}};
+      };
   reader_settings["group.id"] = "sidetable." + options_.service + ".restore." + member_;
   auto r = NewClient(RD_KAFKA_CONSUMER, reader_settings);
   if (!r.ok()) return r.status();
@@ -220,8 +219,7 @@ Status Cluster::Impl::Init() {
                       {"max.poll.interval.ms", std::to_string(std::max(session, 1000))},
                       {"enable.auto.commit", "false"},
                       {"enable.auto.offset.store", "false"},
-                      {"auto.offset.reset", "latest"},
-                      {"allow.auto.create.topics", "false"}},
+                      {"auto.offset.reset", "latest"}},
                      gconf);
   if (!g.ok()) return g.status();
   group_ = *g;

@@ -349,8 +349,18 @@ TEST_F(ClusterTest, APausedMemberIsFenced) {
 
   // Resumed, it rejoins and the group settles again.
   a->PausePollingForTesting(false);
-  ASSERT_TRUE(Eventually([&] { return Stable(); }, 60s)) << Describe();
-  for (Member* m : Running()) EXPECT_TRUE(Fence(m->cluster.get()).ok()) << m->id;
+  ASSERT_TRUE(Eventually([&] { return !a->Stats().serving.empty() && Stable(); }, 60s)) << Describe();
+  // Every member's owner map converges on the same owners.
+  auto owners = [](Cluster* c) {
+    const std::string j = c->StatusJson();
+    const size_t at = j.find("\"owners\":");
+    return j.substr(at, j.find("},\"members\"") - at);
+  };
+  EXPECT_TRUE(Eventually([&] { return owners(a) == owners(b); })) << Describe();
+  for (Member* m : Running()) {
+    Status f = Fence(m->cluster.get());
+    EXPECT_TRUE(f.ok()) << m->id << ": " << f.ToString() << "\n" << Describe();
+  }
 }
 
 }  // namespace
