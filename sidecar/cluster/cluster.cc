@@ -92,8 +92,12 @@ Result<int64_t> Cluster::Impl::ProduceWait(const std::string& topic, int32_t par
     delete promise;
     return Status(Code::kServerBusy, "cluster: producing to " + topic + ": " + rd_kafka_err2str(e));
   }
-  if (future.wait_for(std::chrono::milliseconds(kDeliveryTimeoutMs + 5000)) != std::future_status::ready) {
-    return Status(Code::kServerBusy, "cluster: no delivery report from " + topic);
+  // In slices, so that Stop() is not held up by a delivery that will not come.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kDeliveryTimeoutMs + 5000);
+  while (future.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+    if (stop_.load() || std::chrono::steady_clock::now() >= deadline) {
+      return Status(Code::kServerBusy, "cluster: no delivery report from " + topic);
+    }
   }
   auto [err, offset] = future.get();
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -102,7 +106,7 @@ Result<int64_t> Cluster::Impl::ProduceWait(const std::string& topic, int32_t par
   return offset;
 }
 
-Status Cluster::Impl::EnsureTopic(const std::string& topic, int partitions) {
+Status Cluster::Impl::EnsureTopic(const std::string& topic, int partitions, bool compact) {
   if (embedded_ != nullptr) return embedded_->CreateTopic(topic, partitions);
   for (int attempt = 0;; attempt++) {
     rd_kafka_topic_t* t = rd_kafka_topic_new(producer_, topic.c_str(), nullptr);
@@ -129,6 +133,7 @@ Status Cluster::Impl::EnsureTopic(const std::string& topic, int partitions) {
     rd_kafka_NewTopic_t* nt =
         rd_kafka_NewTopic_new(topic.c_str(), partitions, kafka_.replication_factor, err, sizeof err);
     if (nt == nullptr) return Status(Code::kInvalidInput, "cluster: topic " + topic + ": " + err);
+    if (compact) rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
     rd_kafka_queue_t* q = rd_kafka_queue_new(producer_);
     rd_kafka_CreateTopics(producer_, &nt, 1, nullptr, q);
     rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 15000);
@@ -165,10 +170,11 @@ Status Cluster::Impl::Init() {
   if (!p.ok()) return p.status();
   producer_ = *p;
   delivery_thread_ = std::thread([this] {
-    while (!stop_.load()) rd_kafka_poll(producer_, 100);
+    while (!delivery_stop_.load()) rd_kafka_poll(producer_, 100);
   });
-  ST_RETURN_IF_ERROR(EnsureTopic(change_topic_, shards_));
-  ST_RETURN_IF_ERROR(EnsureTopic(cluster_topic_, 1));
+  ST_RETURN_IF_ERROR(EnsureTopic(change_topic_, shards_, false));  // as the publisher creates it
+  // Keyed records whose latest value per key is the state: compacted.
+  ST_RETURN_IF_ERROR(EnsureTopic(cluster_topic_, 1, true));
 
   // The readers assign partitions themselves and never join or commit; the
   // group id only lets rd_kafka_consumer_poll serve them (librdkafka 2.0
@@ -255,6 +261,7 @@ void Cluster::Impl::Stop() {
   table_cv_.notify_all();
   if (catalog_thread_.joinable()) catalog_thread_.join();
   if (producer_ != nullptr) rd_kafka_flush(producer_, 2000);
+  delivery_stop_ = true;
   if (delivery_thread_.joinable()) delivery_thread_.join();
   if (producer_ != nullptr) {
     rd_kafka_purge(producer_, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);

@@ -54,7 +54,8 @@ class Cluster::Impl {
   Result<int64_t> ProduceWait(const std::string& topic, int32_t partition, const std::string& key,
                               const std::string& value, const char* header = nullptr,
                               const std::string& header_value = "");
-  Status EnsureTopic(const std::string& topic, int partitions);
+  // Finds or creates `topic`; an existing topic must have `partitions`.
+  Status EnsureTopic(const std::string& topic, int partitions, bool compact);
   static void OnDelivery(rd_kafka_t* rk, const rd_kafka_message_t* m, void* opaque);
 
   // membership.cc
@@ -132,6 +133,7 @@ class Cluster::Impl {
   uint64_t table_seq_ = 0;
   int64_t catalog_offset_ = -1;  // last offset read from the cluster topic
   std::atomic<bool> catalog_stop_{false};
+  std::atomic<bool> delivery_stop_{false};  // after every producing thread stopped
 
   std::atomic<bool> stop_{false};
   std::atomic<bool> poll_paused_{false};

@@ -19,6 +19,7 @@
 
 #include "common/kafka/embedded_kafka.h"
 #include "common/kafka/partitioner.h"
+#include "events/chunk.h"
 #include "events/event.h"
 #include "sidecar/cluster/records.h"
 
@@ -200,9 +201,29 @@ class ClusterTest : public ::testing::Test {
     ASSERT_EQ(rd_kafka_flush(producer_, 10000), RD_KAFKA_RESP_ERR_NO_ERROR);
   }
 
+  // `json` as a run of chunk messages of at most `chunk` bytes, as the publisher sends a large event.
+  void ProduceChunked(int32_t shard, const std::string& key, const std::string& json, uint64_t lsn, size_t chunk) {
+    const auto pieces = events::SplitEvent(json, chunk);
+    ASSERT_GT(pieces.size(), 1u);
+    for (size_t i = 0; i < pieces.size(); i++) {
+      rd_kafka_headers_t* h = rd_kafka_headers_new(3);
+      const std::string l = std::to_string(lsn), c = events::FormatChunkHeader(i, pieces.size()),
+                        z = std::to_string(json.size());
+      rd_kafka_header_add(h, events::kLsnHeader, -1, l.data(), l.size());
+      rd_kafka_header_add(h, events::kChunkHeader, -1, c.data(), c.size());
+      rd_kafka_header_add(h, events::kSizeHeader, -1, z.data(), z.size());
+      ASSERT_EQ(rd_kafka_producev(producer_, RD_KAFKA_V_TOPIC(kChangeTopic.c_str()), RD_KAFKA_V_PARTITION(shard),
+                                  RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key.data(), key.size()),
+                                  RD_KAFKA_V_VALUE(const_cast<char*>(pieces[i].data()), pieces[i].size()),
+                                  RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END),
+                RD_KAFKA_RESP_ERR_NO_ERROR);
+    }
+    ASSERT_EQ(rd_kafka_flush(producer_, 10000), RD_KAFKA_RESP_ERR_NO_ERROR);
+  }
+
   // A one-operation change record on Orders/<pk>, with `epoch` in its JSON.
   // Returns the shard it belongs to.
-  int32_t ProduceRecord(const std::string& pk, uint64_t lsn, uint64_t epoch) {
+  int32_t ProduceRecord(const std::string& pk, uint64_t lsn, uint64_t epoch, size_t chunk = 0) {
     ChangeRecord r;
     r.lsn = lsn;
     r.table = "Orders";
@@ -220,7 +241,8 @@ class ClusterTest : public ::testing::Test {
     if (json.find("\"epoch\"") == std::string::npos) json.insert(json.find(',') + 1, "\"epoch\":" + std::to_string(epoch) + ",");
     const std::string key = "Orders/" + pk;
     const int32_t shard = kafka::KafkaPartitionFor(key, kShards);
-    Produce(shard, key, json);
+    if (chunk > 0) ProduceChunked(shard, key, json, lsn, chunk);
+    else Produce(shard, key, json);
     epoch_decoded_ = [&] {
       events::Event e;
       return events::DecodeEvent(json, &e).ok() && e.record.epoch == epoch;
@@ -289,6 +311,9 @@ TEST_F(ClusterTest, StopHandsShardsOverAndTheyAreRestored) {
     ++lsn;
     expected[ProduceRecord("p" + std::to_string(i), lsn, 0)].push_back(lsn);
   }
+  // A large event, chunked as the publisher chunks it, and joined by the restore.
+  ++lsn;
+  expected[ProduceRecord("p-large", lsn, 0, 64)].push_back(lsn);
   // ...then, on one shard, a claim with epoch 5, a record of an owner that
   // had been replaced (epoch 2: fenced) and one of the claimant (epoch 5).
   const int32_t fenced_shard = kafka::KafkaPartitionFor("Orders/p0", kShards);
@@ -361,6 +386,36 @@ TEST_F(ClusterTest, APausedMemberIsFenced) {
     Status f = Fence(m->cluster.get());
     EXPECT_TRUE(f.ok()) << m->id << ": " << f.ToString() << "\n" << Describe();
   }
+}
+
+// A member that starts later reads the catalog before Start returns, and the
+// cooperative rebalance gives it shards while the first keeps serving.
+TEST_F(ClusterTest, ALateMemberLoadsTheCatalogAndTakesShards) {
+  StartMembers({"a"});
+  ASSERT_TRUE(Eventually([&] { return Stable(); }, 60s)) << Describe();
+  Cluster* a = members_[0]->cluster.get();
+  ASSERT_TRUE(a->CreateTable("Orders", "app", 10s).ok());
+  ASSERT_TRUE(a->CreateTable("Gone", "app", 10s).ok());
+  ASSERT_TRUE(a->DeleteTable("Gone", "app", 10s).ok());
+
+  StartMembers({"b"});
+  Member* b = members_[1].get();
+  {
+    std::lock_guard l(b->rec.mu);
+    const std::vector<std::pair<std::string, bool>> expected = {{"Orders", true}, {"Gone", true}, {"Gone", false}};
+    EXPECT_EQ(b->rec.tables, expected);
+  }
+  EXPECT_EQ(b->cluster->CreateTable("ORDERS", "app", 10s).code(), Code::kTableAlreadyExists);
+  ASSERT_TRUE(Eventually([&] { return !b->cluster->Stats().serving.empty() && Stable(); }, 60s)) << Describe();
+  EXPECT_EQ(a->Stats().serving.size() + b->cluster->Stats().serving.size(), static_cast<size_t>(kShards));
+  // A shard a never stopped serving keeps its epoch; routes name b for b's shards.
+  for (int32_t s : b->cluster->Stats().serving) {
+    const Route r = a->AwaitRoute(s, 1s);
+    EXPECT_EQ(r.kind, Route::Kind::kRemote);
+    EXPECT_EQ(r.member, "b");
+  }
+  const Route none = a->RouteShard(kShards);
+  EXPECT_EQ(none.kind, Route::Kind::kUnavailable);
 }
 
 }  // namespace
