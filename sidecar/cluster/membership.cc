@@ -239,7 +239,7 @@ Status Cluster::Impl::Restore(int32_t shard, int64_t generation) {
   events::EpochFilter filter;
   events::ChunkJoiner joiner;
   events::EventDecoder decoder;
-  uint64_t applied = 0, fenced = 0;
+  uint64_t applied = 0, fenced = 0, concurrent_claim = 0;
   ST_RETURN_IF_ERROR(ScanPartition(
       shard, *claim_offset,
       [&](const rd_kafka_message_t* m) -> Status {
@@ -252,6 +252,11 @@ Status Cluster::Impl::Restore(int32_t shard, int64_t generation) {
             log_->warn("shard {} offset {}: a malformed claim is skipped: {}", shard, m->offset, s.message());
             return Status::OK();
           }
+          // A claim between our look for the last one and our own, with an
+          // epoch not below ours (a previous owner's late restore, or one
+          // after the group's generations restarted): ours would not fence
+          // its writes. Claim again, above it.
+          if (m->offset != *claim_offset && record.epoch >= epoch) concurrent_claim = record.epoch;
           filter.Check(shard, record);
           return Status::OK();
         }
@@ -291,6 +296,11 @@ Status Cluster::Impl::Restore(int32_t shard, int64_t generation) {
         return Status::OK();
       },
       keep_going));
+  if (concurrent_claim != 0) {
+    return Status(Code::kServerBusy, "cluster: shard " + std::to_string(shard) + " was claimed with epoch " +
+                                         std::to_string(concurrent_claim) + " while claiming it with epoch " +
+                                         std::to_string(epoch));
+  }
   restored_records_ += applied;
   fenced_records_ += fenced;
 
