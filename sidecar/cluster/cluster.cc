@@ -106,6 +106,15 @@ Result<int64_t> Cluster::Impl::ProduceWait(const std::string& topic, int32_t par
   return offset;
 }
 
+void Cluster::Impl::ProduceAsync(const std::string& topic, int32_t partition, const std::string& key,
+                                 const std::string& value) {
+  rd_kafka_resp_err_t e = rd_kafka_producev(
+      producer_, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(partition),
+      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key.data(), key.size()),
+      RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()), RD_KAFKA_V_END);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) log_->warn("producing {} to {}: {}", key, topic, rd_kafka_err2str(e));
+}
+
 Status Cluster::Impl::EnsureTopic(const std::string& topic, int partitions, bool compact) {
   if (embedded_ != nullptr) return embedded_->CreateTopic(topic, partitions);
   for (int attempt = 0;; attempt++) {

@@ -55,6 +55,8 @@ class Cluster::Impl {
                               const std::string& value, const char* header = nullptr,
                               const std::string& header_value = "");
   // Finds or creates `topic`; an existing topic must have `partitions`.
+  // Produces without waiting (a failure is only logged).
+  void ProduceAsync(const std::string& topic, int32_t partition, const std::string& key, const std::string& value);
   Status EnsureTopic(const std::string& topic, int partitions, bool compact);
   static void OnDelivery(rd_kafka_t* rk, const rd_kafka_message_t* m, void* opaque);
 
@@ -109,6 +111,7 @@ class Cluster::Impl {
   std::vector<OwnerRecord> owners_;      // per shard, from the cluster topic
   std::map<std::string, std::string> members_;  // member -> endpoint
   int64_t generation_ = -1;
+  std::string group_member_id_;  // the coordinator's id for us (poll thread only)
 
   // Restores.
   std::mutex restore_mu_;

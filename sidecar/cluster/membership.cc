@@ -16,6 +16,11 @@ namespace {
 
 constexpr std::chrono::milliseconds kRetryBackoff(500);
 
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 // The group generation this client is in (-1 outside the group). librdkafka
 // 2.0 has no getter; the serialized group metadata holds it right after its
 // 7-byte magic "CGMDv2:" (rd_kafka_consumer_group_metadata_write).
@@ -69,8 +74,20 @@ void Cluster::Impl::OnRebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafk
 
 void Cluster::Impl::RefreshGeneration() {
   const int64_t g = GroupGeneration(group_);
-  std::unique_lock l(routes_mu_);
-  generation_ = g;
+  {
+    std::unique_lock l(routes_mu_);
+    generation_ = g;
+  }
+  // A rejoin (a new member id from the coordinator, e.g. after a pause past
+  // the session timeout) is announced again on the cluster topic. Not waited
+  // for: this is the poll thread.
+  char* id = rd_kafka_memberid(group_);
+  const std::string member_id = id ? id : "";
+  if (id) rd_kafka_mem_free(group_, id);
+  if (!member_id.empty() && member_id != group_member_id_) {
+    if (!group_member_id_.empty()) ProduceAsync(cluster_topic_, 0, "member/" + member_, EncodeMember(advertise_, NowMs()));
+    group_member_id_ = member_id;
+  }
 }
 
 void Cluster::Impl::Gained(const rd_kafka_topic_partition_list_t* parts) {

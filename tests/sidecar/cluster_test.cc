@@ -271,6 +271,18 @@ TEST_F(ClusterTest, ThreeMembersSplitShardsAgreeOnRoutesAndShareTables) {
     ASSERT_FALSE(stats.serving.empty()) << m->id << " owns nothing: " << Describe();
     EXPECT_TRUE(Fence(m->cluster.get()).ok());
     EXPECT_TRUE(Fence(m->cluster.get(), stats.serving[0]).ok());
+    // A write made under another epoch, or for a shard served elsewhere, is not vouched for.
+    const Route mine = m->cluster->RouteShard(stats.serving[0]);
+    ASSERT_EQ(mine.kind, Route::Kind::kLocal);
+    auto p = std::make_shared<std::promise<Status>>();
+    m->cluster->CheckFence([p](Status s) { p->set_value(std::move(s)); }, mine.shard, mine.epoch + 1);
+    EXPECT_EQ(p->get_future().get().code(), Code::kServerBusy);
+    for (int32_t s = 0; s < kShards; s++) {
+      if (m->cluster->RouteShard(s).kind == Route::Kind::kRemote) {
+        EXPECT_EQ(Fence(m->cluster.get(), s).code(), Code::kServerBusy) << "shard " << s;
+        break;
+      }
+    }
     EXPECT_NE(m->cluster->RenderMetrics().find("sidetable_cluster_serving_shards " +
                                                std::to_string(stats.serving.size())),
               std::string::npos);
