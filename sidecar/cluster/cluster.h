@@ -16,8 +16,22 @@
 // `owner/<shard>` and only then routes it as kLocal. On losing one it stops
 // routing it as kLocal at once.
 //
+// Use (the server): after the engine is open and before serving requests,
+// Start(options, kafka, ExpandService(kafka.topic, service), member id,
+// advertised endpoint, hooks) with hooks bound to the engine (apply ->
+// Engine::ApplyReplicated, drop_shards -> Engine::DropPartitions with
+// ShardOf, apply_table -> create/delete in the local catalog). Per request:
+// RouteKey / AwaitRoute(shard, rebalance_wait_ms); kLocal -> execute with
+// the route's epoch; kRemote -> forward to route.endpoint; kUnavailable ->
+// ServerBusy. A replicated write, once delivered to Kafka, calls
+// CheckFence(done, shard, epoch) and answers from `done`. CreateTable /
+// DeleteTable go through the cluster, not the engine. Stop() before the
+// engine closes (it hands the shards over; no hook runs after it returns).
+//
 // Thread safety: every public method may be called from any thread; the
-// routing calls are cheap (a shared lock and a copy of one entry).
+// routing calls are cheap (a shared lock and a copy of one entry). Hooks
+// run on the cluster's threads (restore, cluster topic reader), one at a
+// time per kind; `done` of CheckFence on the fence thread: keep them short.
 #pragma once
 
 #include <chrono>

@@ -288,6 +288,12 @@ TEST_F(ClusterTest, ThreeMembersSplitShardsAgreeOnRoutesAndShareTables) {
               std::string::npos);
     EXPECT_GE(m->rec.drops, static_cast<int>(stats.restores_total));  // one drop per restore attempt
   }
+  const std::string status = members_[0]->cluster->StatusJson();
+  EXPECT_NE(status.find("\"member\":\"a\""), std::string::npos) << status;
+  EXPECT_NE(status.find("\"group\":\"sidetable.orders.owners\""), std::string::npos) << status;
+  EXPECT_NE(status.find("\"members\":{\"a\":\"tcp://a:7400\",\"b\":\"tcp://b:7400\",\"c\":\"tcp://c:7400\"}"),
+            std::string::npos)
+      << status;
   // A shard's route through the key is its shard's route.
   Cluster* a = members_[0]->cluster.get();
   const int32_t s = a->ShardOf("Orders", "p1");
