@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <iterator>
 #include <set>
 #include <type_traits>
@@ -175,6 +176,64 @@ Status LoadKafkaAndLog(const FileReader& f, const YAML::Node& root, ServerConfig
   return f.Read(l, "log", "format", &c->log_format);
 }
 
+// cluster.* (docs/scale-out.md, "Configuration").
+Status LoadCluster(const FileReader& f, const YAML::Node& root, ServerConfig* c) {
+  YAML::Node s;
+  ST_RETURN_IF_ERROR(f.Section(root, "cluster",
+                               {"service", "member_id", "advertise", "acks", "standby_replicas",
+                                "rebalance_wait_ms", "session_timeout_ms", "topic"},
+                               &s));
+  if (!s) return Status::OK();
+  cluster::ClusterOptions& o = c->cluster;
+  ST_RETURN_IF_ERROR(f.Read(s, "cluster", "service", &o.service));
+  ST_RETURN_IF_ERROR(f.Read(s, "cluster", "member_id", &o.member_id));
+  ST_RETURN_IF_ERROR(f.Read(s, "cluster", "advertise", &o.advertise));
+  std::string acks;
+  ST_RETURN_IF_ERROR(f.Read(s, "cluster", "acks", &acks));
+  if (acks == "replicated") o.acks = cluster::AckMode::kReplicated;
+  else if (acks == "local") o.acks = cluster::AckMode::kLocal;
+  else if (s["acks"]) return f.Bad("cluster.acks", "must be replicated or local, got '" + acks + "'");
+  ST_RETURN_IF_ERROR(f.Read(s, "cluster", "standby_replicas", &o.standby_replicas));
+  ST_RETURN_IF_ERROR(f.Read(s, "cluster", "rebalance_wait_ms", &o.rebalance_wait_ms));
+  ST_RETURN_IF_ERROR(f.Read(s, "cluster", "session_timeout_ms", &o.session_timeout_ms));
+  return f.Read(s, "cluster", "topic", &o.topic);
+}
+
+Status ValidateCluster(const ServerConfig& c) {
+  auto bad = [](std::string m) { return Status(Code::kInvalidInput, std::move(m)); };
+  const cluster::ClusterOptions& o = c.cluster;
+  if (!o.enabled()) {
+    if (c.kafka.topic.find("{service}") != std::string::npos) {
+      return bad("kafka.topic: '{service}' needs cluster.service (scale-out is off)");
+    }
+    return Status::OK();
+  }
+  // The service names Kafka topics and a consumer group.
+  if (!std::all_of(o.service.begin(), o.service.end(),
+                   [](unsigned char ch) { return std::isalnum(ch) || ch == '.' || ch == '_' || ch == '-'; }) ||
+      o.service.size() > 100) {
+    return bad("cluster.service must be 1..100 of [A-Za-z0-9._-], got '" + o.service + "'");
+  }
+  if (c.kafka.bootstrap.empty()) {
+    return bad("kafka.bootstrap must name the service's Kafka cluster when cluster.service is set");
+  }
+  if (c.kafka.topic.find("{sidecar}") != std::string::npos || c.kafka.topic.find("{table}") != std::string::npos) {
+    return bad("kafka.topic must not contain {sidecar} or {table} when cluster.service is set: the service's "
+               "sidecars share one change topic (e.g. sidetable.{service}.changes)");
+  }
+  if (o.topic.empty()) return bad("cluster.topic must not be empty");
+  if (o.topic.find("{sidecar}") != std::string::npos || o.topic.find("{table}") != std::string::npos) {
+    return bad("cluster.topic may contain {service}, not {sidecar} or {table}");
+  }
+  if (cluster::ExpandService(o.topic, o.service) == cluster::ExpandService(c.kafka.topic, o.service)) {
+    return bad("cluster.topic must differ from kafka.topic");
+  }
+  if (o.standby_replicas < 0) return bad("cluster.standby_replicas must be 0 or more");
+  if (o.rebalance_wait_ms < 1) return bad("cluster.rebalance_wait_ms must be at least 1");
+  if (o.session_timeout_ms < 1) return bad("cluster.session_timeout_ms must be at least 1");
+  return Status::OK();
+}
+
 // security.* (docs/security.md, "Transport"). The two switches are spelled
 // true or false, nothing else: `insecure: yes` must not open a listener.
 Status LoadSecurity(const FileReader& f, const YAML::Node& root, ServerConfig* c) {
@@ -213,7 +272,7 @@ Status LoadConfigFile(const std::string& path, ServerConfig* config) {
     if (root.IsNull()) return Status::OK();  // an empty file: all defaults
     if (!root.IsMap()) return Status(Code::kInvalidInput, path + ": the document must be a map of sections");
     static const std::set<std::string> kSections = {"sidecar", "storage", "changelog", "retries", "query",
-                                                     "log", "kafka", "auth", "security", "rest"};
+                                                     "log", "kafka", "auth", "security", "rest", "cluster"};
     for (auto it = root.begin(); it != root.end(); ++it) {
       const std::string key = it->first.as<std::string>();
       if (!kSections.count(key)) return f.Bad(key, "unknown section");
@@ -223,6 +282,7 @@ Status LoadConfigFile(const std::string& path, ServerConfig* config) {
     ST_RETURN_IF_ERROR(LoadKafkaAndLog(f, root, &c));
     ST_RETURN_IF_ERROR(auth::LoadAuthConfig(path, root, &c.auth));
     ST_RETURN_IF_ERROR(LoadSecurity(f, root, &c));
+    ST_RETURN_IF_ERROR(LoadCluster(f, root, &c));
     ST_RETURN_IF_ERROR(rest::LoadRestConfig(path, root, &c.rest));
   } catch (const YAML::Exception& e) {
     return Status(Code::kInvalidInput, path + ": " + e.what());
@@ -279,6 +339,7 @@ Status ValidateConfig(const ServerConfig& c) {
   if (c.kafka.chunk_bytes < 1024 || c.kafka.chunk_bytes > 990'000) {
     return bad("kafka.chunk_bytes must be 1024..990000 (Kafka's default message.max.bytes is 1000000)");
   }
+  ST_RETURN_IF_ERROR(ValidateCluster(c));
   ST_RETURN_IF_ERROR(auth::ValidateAuthConfig(c.auth));
   if (!c.rest.address.empty()) {
     const size_t colon = c.rest.address.rfind(':');

@@ -53,7 +53,9 @@ struct ServerConfig {
   uint64_t query_max_examined = 100'000;              // query.max_examined
 
   changestream::KafkaOptions kafka;                   // kafka.*
-  cluster::ClusterOptions cluster;                    // cluster.* (scale-out, docs/scale-out.md)
+  // cluster.* (docs/scale-out.md): off unless cluster.service is set; then
+  // "{service}" in kafka.topic and cluster.topic is the service's name.
+  cluster::ClusterOptions cluster;
 
   auth::AuthConfig auth;                              // auth.* (tokens, keys, tenant quotas)
   SecurityConfig security;                            // security.* (sidecar/security_config.h)

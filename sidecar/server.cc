@@ -275,12 +275,7 @@ ServerGauges Server::Impl::Gauges() const {
 
 // The change topic a service's sidecars share: "{service}" replaced.
 static std::string ServiceTopic(const ServerConfig& config) {
-  std::string topic = config.kafka.topic;
-  const std::string placeholder = "{service}";
-  for (size_t at = topic.find(placeholder); at != std::string::npos; at = topic.find(placeholder)) {
-    topic.replace(at, placeholder.size(), config.cluster.service);
-  }
-  return topic;
+  return cluster::ExpandService(config.kafka.topic, config.cluster.service);
 }
 
 Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
@@ -340,7 +335,7 @@ Status Server::StartCluster(const ServerConfig& config) {
   changestream::KafkaOptions kafka = config.kafka;
   kafka.bootstrap = publisher_->bootstrap();
   auto started = cluster::Cluster::Start(config.cluster, kafka, ServiceTopic(config), member, advertise,
-                                         std::move(hooks));
+                                         std::move(hooks), embedded_kafka_.get());
   if (!started.ok()) return started.status();
   cluster_ = std::move(started).value();
   routing_ = std::make_unique<ClusterRouting>(

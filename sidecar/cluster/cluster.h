@@ -16,8 +16,22 @@
 // `owner/<shard>` and only then routes it as kLocal. On losing one it stops
 // routing it as kLocal at once.
 //
+// Use (the server): after the engine is open and before serving requests,
+// Start(options, kafka, ExpandService(kafka.topic, service), member id,
+// advertised endpoint, hooks) with hooks bound to the engine (apply ->
+// Engine::ApplyReplicated, drop_shards -> Engine::DropPartitions with
+// ShardOf, apply_table -> create/delete in the local catalog). Per request:
+// RouteKey / AwaitRoute(shard, rebalance_wait_ms); kLocal -> execute with
+// the route's epoch; kRemote -> forward to route.endpoint; kUnavailable ->
+// ServerBusy. A replicated write, once delivered to Kafka, calls
+// CheckFence(done, shard, epoch) and answers from `done`. CreateTable /
+// DeleteTable go through the cluster, not the engine. Stop() before the
+// engine closes (it hands the shards over; no hook runs after it returns).
+//
 // Thread safety: every public method may be called from any thread; the
-// routing calls are cheap (a shared lock and a copy of one entry).
+// routing calls are cheap (a shared lock and a copy of one entry). Hooks
+// run on the cluster's threads (restore, cluster topic reader), one at a
+// time per kind; `done` of CheckFence on the fence thread: keep them short.
 #pragma once
 
 #include <chrono>
@@ -32,6 +46,10 @@
 #include "engine/status.h"
 #include "sidecar/changestream/kafka_options.h"
 #include "sidecar/cluster/cluster_options.h"
+
+namespace sidetable::kafka {
+class EmbeddedKafka;
+}
 
 namespace sidetable::cluster {
 
@@ -76,12 +94,22 @@ class Cluster {
  public:
   // `change_topic` is the resolved change topic (its partition count is
   // kafka.partitions = the shard count); `kafka` gives the bootstrap and
-  // the client properties.
+  // the client properties. `embedded` (may be null): the in-process mock,
+  // on which the two topics are created (the mock has no CreateTopics API);
+  // its bootstraps() replace kafka.bootstrap. Otherwise missing topics are
+  // created through the admin API, and a change topic with another
+  // partition count than kafka.partitions is refused.
+  //
+  // Returns once the cluster topic has been read up to its end as it stood
+  // (the catalog is complete: hooks.apply_table ran for every table), the
+  // member record is written and the owners' group is joined (assignment
+  // and restores follow asynchronously: routes are kUnavailable until then).
   static Result<std::unique_ptr<Cluster>> Start(const ClusterOptions& options,
                                                 const changestream::KafkaOptions& kafka,
                                                 const std::string& change_topic,
                                                 const std::string& member_id,
-                                                const std::string& advertise, ClusterHooks hooks);
+                                                const std::string& advertise, ClusterHooks hooks,
+                                                kafka::EmbeddedKafka* embedded = nullptr);
   ~Cluster();
   // Leaves the group (a clean hand-over) and stops the threads.
   void Stop();
@@ -101,7 +129,10 @@ class Cluster {
   // issued after this call, succeeded with the current generation, and with
   // ServerBusy if it was refused (the group moved on). Calls are batched:
   // one commit answers every call made before it was sent.
-  void CheckFence(std::function<void(Status)> done);
+  // With `shard` >= 0 it also checks, after the commit, that this sidecar
+  // still serves the shard (and, with `epoch` != 0, with that epoch): a
+  // shard lost and regained in between is a different ownership.
+  void CheckFence(std::function<void(Status)> done, int32_t shard = -1, uint64_t epoch = 0);
 
   // CreateTable / DeleteTable through the cluster topic: produce, wait until
   // read back in order, answer as the catalog stood at that point
@@ -116,6 +147,12 @@ class Cluster {
   std::string StatusJson() const;
   // Prometheus text for /metrics (sidetable_cluster_*).
   std::string RenderMetrics() const;
+
+  // Tests only: stop / resume polling the owners' group consumer, as a
+  // paused process would. Past cluster.session_timeout_ms librdkafka leaves
+  // the group (max.poll.interval.ms), the group rebalances without it and
+  // its fence checks fail.
+  void PausePollingForTesting(bool paused);
 
   class Impl;
 

@@ -28,4 +28,11 @@ struct ClusterOptions {
   bool enabled() const { return !service.empty(); }
 };
 
+// `topic` with every "{service}" replaced by `service` (kafka.topic and
+// cluster.topic in cluster mode).
+inline std::string ExpandService(std::string topic, const std::string& service) {
+  for (size_t at; (at = topic.find("{service}")) != std::string::npos;) topic.replace(at, 9, service);
+  return topic;
+}
+
 }  // namespace sidetable::cluster

@@ -1,0 +1,151 @@
+// Cluster::Impl: the internals shared by cluster.cc (lifecycle, routing,
+// stats), membership.cc (the owners' group, claims and restores), catalog.cc
+// (the cluster topic reader: owners, members, tables) and fence.cc (fence
+// checks). Not a public header.
+//
+// Threads: poll (the owners' group consumer and its rebalance callback),
+// restore (one shard at a time, so the poll thread keeps heartbeating),
+// catalog (the cluster topic reader), fence (batched offset commits),
+// delivery (serves the producer's delivery reports).
+#pragma once
+
+#include <librdkafka/rdkafka.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <thread>
+
+#include "engine/table_name.h"
+#include "sidecar/cluster/cluster.h"
+#include "sidecar/cluster/records.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace sidetable::cluster {
+
+class Cluster::Impl {
+ public:
+  Impl(const ClusterOptions& options, const changestream::KafkaOptions& kafka, std::string change_topic,
+       std::string member_id, std::string advertise, ClusterHooks hooks, kafka::EmbeddedKafka* embedded);
+  ~Impl();
+
+  Status Init();  // clients, topics, catalog caught up, member record, subscribe
+  void Stop();
+
+  // cluster.cc
+  Route RouteShardLocked(int32_t shard) const;  // routes_mu_ held (shared)
+  Route RouteShard(int32_t shard) const;
+  Route AwaitRoute(int32_t shard, std::chrono::milliseconds wait) const;
+  ClusterStats Stats() const;
+  std::string StatusJson() const;
+  std::string RenderMetrics() const;
+
+  // Kafka helpers (cluster.cc)
+  Result<rd_kafka_t*> NewClient(rd_kafka_type_t type, const std::map<std::string, std::string>& settings,
+                                rd_kafka_conf_t* conf = nullptr);
+  // Produces one message and waits for its delivery: its offset.
+  Result<int64_t> ProduceWait(const std::string& topic, int32_t partition, const std::string& key,
+                              const std::string& value, const char* header = nullptr,
+                              const std::string& header_value = "");
+  // Finds or creates `topic`; an existing topic must have `partitions`.
+  // Produces without waiting (a failure is only logged).
+  void ProduceAsync(const std::string& topic, int32_t partition, const std::string& key, const std::string& value);
+  Status EnsureTopic(const std::string& topic, int partitions, bool compact);
+  static void OnDelivery(rd_kafka_t* rk, const rd_kafka_message_t* m, void* opaque);
+
+  // membership.cc
+  static void OnRebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts,
+                          void* opaque);
+  void PollLoop();
+  void RestoreLoop();
+  void Gained(const rd_kafka_topic_partition_list_t* parts);
+  void Lost(const rd_kafka_topic_partition_list_t* parts);
+  void RefreshGeneration();
+  Status Restore(int32_t shard, int64_t generation);
+  bool StillOwned(int32_t shard, int64_t generation) const;
+  // Reads `shard` of the change topic from its beginning through offset
+  // `last` (inclusive), calling fn for every message. Aborts (kServerBusy)
+  // when `keep_going` says so.
+  Status ScanPartition(int32_t shard, int64_t last, const std::function<Status(const rd_kafka_message_t*)>& fn,
+                       const std::function<bool()>& keep_going);
+
+  // catalog.cc
+  void CatalogLoop();
+  void HandleClusterRecord(std::string_view key, std::string_view value);
+  Status TableOp(const std::string& table, bool create, const std::string& caller,
+                 std::chrono::milliseconds wait);
+
+  // fence.cc
+  void CheckFence(std::function<void(Status)> done, int32_t shard, uint64_t epoch);
+  void FenceLoop();
+
+  // Configuration.
+  const ClusterOptions options_;
+  const changestream::KafkaOptions kafka_;
+  const std::string change_topic_, member_, advertise_;
+  const ClusterHooks hooks_;
+  kafka::EmbeddedKafka* const embedded_;
+  std::string bootstrap_, cluster_topic_, group_id_;
+  int32_t shards_ = 1;
+  std::shared_ptr<spdlog::logger> log_;
+
+  rd_kafka_t* group_ = nullptr;     // the owners' group consumer
+  rd_kafka_t* producer_ = nullptr;  // claims and cluster records (idempotent, acks=all)
+  rd_kafka_t* reader_ = nullptr;    // restores (assign mode, no group)
+  rd_kafka_t* catalog_ = nullptr;   // the cluster topic (assign mode, no group)
+
+  // Ownership and the owner map.
+  mutable std::shared_mutex routes_mu_;
+  mutable std::condition_variable_any routes_cv_;
+  std::map<int32_t, int64_t> owned_;     // shard -> generation it was gained in
+  std::map<int32_t, uint64_t> serving_;  // shard -> epoch
+  std::map<int32_t, int64_t> commit_offsets_;  // shard -> offset the fence commits
+  std::map<int32_t, uint64_t> claimed_;  // shard -> highest epoch we claimed
+  std::vector<OwnerRecord> owners_;      // per shard, from the cluster topic
+  std::map<std::string, std::string> members_;  // member -> endpoint
+  int64_t generation_ = -1;
+  std::string group_member_id_;  // the coordinator's id for us (poll thread only)
+
+  // Restores.
+  std::mutex restore_mu_;
+  std::condition_variable restore_cv_;
+  std::deque<int32_t> restore_queue_;
+
+  // Fence checks.
+  std::mutex fence_mu_;
+  std::condition_variable fence_cv_;
+  struct FenceWaiter {
+    std::function<void(Status)> done;
+    int32_t shard;
+    uint64_t epoch;
+  };
+  std::vector<FenceWaiter> fence_waiters_;
+
+  // Tables and the cluster topic's read position.
+  std::mutex table_mu_;
+  std::condition_variable table_cv_;
+  std::set<TableKey> tables_;
+  std::map<std::string, std::optional<Status>> table_waits_;  // request id -> outcome
+  uint64_t table_seq_ = 0;
+  int64_t catalog_offset_ = -1;  // last offset read from the cluster topic
+  std::atomic<bool> catalog_stop_{false};
+  std::atomic<bool> delivery_stop_{false};  // after every producing thread stopped
+
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> poll_paused_{false};
+  std::thread poll_thread_, restore_thread_, fence_thread_, catalog_thread_, delivery_thread_;
+
+  // Stats.
+  std::atomic<uint64_t> restores_{0}, restored_records_{0}, fenced_records_{0};
+  std::atomic<uint64_t> fence_checks_{0}, fence_failures_{0};
+  std::atomic<double> last_restore_seconds_{0};
+};
+
+}  // namespace sidetable::cluster

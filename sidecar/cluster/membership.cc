@@ -1,0 +1,342 @@
+// The owners' group: the rebalance callback, and restoring a gained shard
+// (drop, claim, replay up to the claim, publish owner/<shard>, serve).
+#include <spdlog/fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+
+#include "common/kafka/headers.h"
+#include "events/chunk.h"
+#include "events/epoch_filter.h"
+#include "events/event.h"
+#include "sidecar/cluster/cluster_impl.h"
+
+namespace sidetable::cluster {
+namespace {
+
+constexpr std::chrono::milliseconds kRetryBackoff(500);
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The group generation this client is in (-1 outside the group). librdkafka
+// 2.0 has no getter; the serialized group metadata holds it right after its
+// 7-byte magic "CGMDv2:" (rd_kafka_consumer_group_metadata_write).
+int64_t GroupGeneration(rd_kafka_t* rk) {
+  rd_kafka_consumer_group_metadata_t* md = rd_kafka_consumer_group_metadata(rk);
+  if (md == nullptr) return -1;
+  void* buf = nullptr;
+  size_t size = 0;
+  int64_t generation = -1;
+  rd_kafka_error_t* e = rd_kafka_consumer_group_metadata_write(md, &buf, &size);
+  if (e == nullptr && size >= 11 && std::memcmp(buf, "CGMDv2:", 7) == 0) {
+    int32_t g;
+    std::memcpy(&g, static_cast<char*>(buf) + 7, sizeof g);
+    generation = g;
+  }
+  if (e != nullptr) rd_kafka_error_destroy(e);
+  if (buf != nullptr) rd_kafka_mem_free(nullptr, buf);
+  rd_kafka_consumer_group_metadata_destroy(md);
+  return generation;
+}
+
+}  // namespace
+
+void Cluster::Impl::OnRebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts,
+                                void* opaque) {
+  auto* self = static_cast<Impl*>(opaque);
+  const bool cooperative = std::strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+  if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+    if (cooperative) {
+      if (rd_kafka_error_t* e = rd_kafka_incremental_assign(rk, parts)) {
+        self->log_->error("incremental assign: {}", rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+      }
+    } else {
+      rd_kafka_assign(rk, parts);
+    }
+    // Ownership only: nothing is consumed through the group.
+    rd_kafka_pause_partitions(rk, parts);
+    self->RefreshGeneration();
+    self->Gained(parts);
+  } else {
+    self->Lost(parts);
+    if (cooperative) {
+      if (rd_kafka_error_t* e = rd_kafka_incremental_unassign(rk, parts)) rd_kafka_error_destroy(e);
+    } else {
+      rd_kafka_assign(rk, nullptr);
+    }
+    self->RefreshGeneration();
+  }
+}
+
+void Cluster::Impl::RefreshGeneration() {
+  const int64_t g = GroupGeneration(group_);
+  {
+    std::unique_lock l(routes_mu_);
+    generation_ = g;
+  }
+  // A rejoin (a new member id from the coordinator, e.g. after a pause past
+  // the session timeout) is announced again on the cluster topic. Not waited
+  // for: this is the poll thread.
+  char* id = rd_kafka_memberid(group_);
+  const std::string member_id = id ? id : "";
+  if (id) rd_kafka_mem_free(group_, id);
+  if (!member_id.empty() && member_id != group_member_id_) {
+    if (!group_member_id_.empty()) ProduceAsync(cluster_topic_, 0, "member/" + member_, EncodeMember(advertise_, NowMs()));
+    group_member_id_ = member_id;
+  }
+}
+
+void Cluster::Impl::Gained(const rd_kafka_topic_partition_list_t* parts) {
+  std::vector<int32_t> gained;
+  int64_t generation;
+  {
+    std::unique_lock l(routes_mu_);
+    generation = generation_;
+    for (int i = 0; i < parts->cnt; i++) {
+      const int32_t shard = parts->elems[i].partition;
+      if (change_topic_ != parts->elems[i].topic || shard < 0 || shard >= shards_) continue;
+      owned_[shard] = generation_;
+      serving_.erase(shard);
+      gained.push_back(shard);
+    }
+  }
+  if (gained.empty()) return;
+  log_->info("gained shards {} in generation {}", fmt::join(gained, ","), generation);
+  std::lock_guard l(restore_mu_);
+  for (int32_t s : gained) restore_queue_.push_back(s);
+  restore_cv_.notify_all();
+}
+
+void Cluster::Impl::Lost(const rd_kafka_topic_partition_list_t* parts) {
+  std::vector<int32_t> lost;
+  {
+    std::unique_lock l(routes_mu_);
+    for (int i = 0; i < parts->cnt; i++) {
+      const int32_t shard = parts->elems[i].partition;
+      if (owned_.erase(shard)) lost.push_back(shard);
+      serving_.erase(shard);
+      commit_offsets_.erase(shard);
+    }
+  }
+  routes_cv_.notify_all();
+  if (!lost.empty()) log_->info("lost shards {}", fmt::join(lost, ","));
+}
+
+void Cluster::Impl::PollLoop() {
+  while (!stop_.load()) {
+    if (poll_paused_.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(group_, 100);
+    if (m == nullptr) continue;
+    if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+      log_->warn("owners' group: {}", rd_kafka_message_errstr(m));
+    }
+    rd_kafka_message_destroy(m);
+  }
+}
+
+bool Cluster::Impl::StillOwned(int32_t shard, int64_t generation) const {
+  std::shared_lock l(routes_mu_);
+  auto it = owned_.find(shard);
+  return !stop_.load() && it != owned_.end() && it->second == generation;
+}
+
+void Cluster::Impl::RestoreLoop() {
+  for (;;) {
+    int32_t shard;
+    {
+      std::unique_lock l(restore_mu_);
+      restore_cv_.wait(l, [&] { return stop_.load() || !restore_queue_.empty(); });
+      if (stop_.load()) return;
+      shard = restore_queue_.front();
+      restore_queue_.pop_front();
+    }
+    int64_t generation;
+    {
+      std::shared_lock l(routes_mu_);
+      auto it = owned_.find(shard);
+      if (it == owned_.end() || serving_.count(shard)) continue;  // lost again, or a duplicate
+      generation = it->second;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    Status s = Restore(shard, generation);
+    if (s.ok()) {
+      last_restore_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      restores_++;
+      routes_cv_.notify_all();
+      continue;
+    }
+    if (!StillOwned(shard, generation)) continue;
+    log_->warn("restoring shard {}: {}; retrying", shard, s.message());
+    std::unique_lock l(restore_mu_);
+    restore_queue_.push_back(shard);
+    restore_cv_.wait_for(l, kRetryBackoff, [&] { return stop_.load(); });
+  }
+}
+
+Status Cluster::Impl::ScanPartition(int32_t shard, int64_t last,
+                                    const std::function<Status(const rd_kafka_message_t*)>& fn,
+                                    const std::function<bool()>& keep_going) {
+  if (last < 0) return Status::OK();
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(list, change_topic_.c_str(), shard)->offset = RD_KAFKA_OFFSET_BEGINNING;
+  rd_kafka_resp_err_t e = rd_kafka_assign(reader_, list);
+  rd_kafka_topic_partition_list_destroy(list);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Status(Code::kServerBusy, std::string("cluster: reading shard: ") + rd_kafka_err2str(e));
+  }
+  Status result;
+  for (;;) {
+    if (!keep_going()) {
+      result = Status(Code::kServerBusy, "cluster: restore of shard " + std::to_string(shard) + " abandoned");
+      break;
+    }
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(reader_, 100);
+    if (m == nullptr) continue;
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+      rd_kafka_message_destroy(m);
+      continue;
+    }
+    if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      log_->warn("reading shard {}: {}", shard, rd_kafka_message_errstr(m));
+      rd_kafka_message_destroy(m);
+      continue;
+    }
+    const int64_t offset = m->offset;
+    result = offset <= last ? fn(m) : Status::OK();
+    rd_kafka_message_destroy(m);
+    if (!result.ok() || offset >= last) break;
+  }
+  rd_kafka_assign(reader_, nullptr);
+  return result;
+}
+
+Status Cluster::Impl::Restore(int32_t shard, int64_t generation) {
+  auto keep_going = [&] { return StillOwned(shard, generation); };
+  auto dropped = hooks_.drop_shards({shard});
+  if (!dropped.ok()) return dropped.status();
+
+  // 1. The last claim on the partition.
+  int64_t low = 0, high = 0;
+  rd_kafka_resp_err_t e =
+      rd_kafka_query_watermark_offsets(reader_, change_topic_.c_str(), shard, &low, &high, 10000);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Status(Code::kServerBusy, std::string("cluster: watermarks of shard: ") + rd_kafka_err2str(e));
+  }
+  uint64_t last_claim = 0;
+  ST_RETURN_IF_ERROR(ScanPartition(
+      shard, high > low ? high - 1 : -1,
+      [&](const rd_kafka_message_t* m) {
+        if (auto h = kafka::HeaderValue(m, kClaimHeader)) {
+          ChangeRecord claim;
+          std::string_view value(static_cast<const char*>(m->payload), m->payload ? m->len : 0);
+          if (DecodeClaim(*h, value, &claim).ok()) last_claim = std::max(last_claim, claim.epoch);
+        }
+        return Status::OK();
+      },
+      keep_going));
+
+  // 2. The claim.
+  const uint64_t epoch = std::max<uint64_t>(generation > 0 ? generation : 0, last_claim + 1);
+  {
+    std::unique_lock l(routes_mu_);
+    claimed_[shard] = std::max(claimed_[shard], epoch);
+  }
+  auto claim_offset = ProduceWait(change_topic_, shard, ClaimKey(shard), EncodeClaimEvent(member_, epoch, shard),
+                                  kClaimHeader, std::to_string(epoch));
+  if (!claim_offset.ok()) return claim_offset.status();
+
+  // 3. Replay up to and including the claim.
+  events::EpochFilter filter;
+  events::ChunkJoiner joiner;
+  events::EventDecoder decoder;
+  uint64_t applied = 0, fenced = 0, concurrent_claim = 0;
+  ST_RETURN_IF_ERROR(ScanPartition(
+      shard, *claim_offset,
+      [&](const rd_kafka_message_t* m) -> Status {
+        std::string_view value(static_cast<const char*>(m->payload), m->payload ? m->len : 0);
+        ChangeRecord record;
+        if (auto h = kafka::HeaderValue(m, kClaimHeader)) {
+          joiner.Reset();
+          Status s = DecodeClaim(*h, value, &record);
+          if (!s.ok()) {
+            log_->warn("shard {} offset {}: a malformed claim is skipped: {}", shard, m->offset, s.message());
+            return Status::OK();
+          }
+          // A claim between our look for the last one and our own, with an
+          // epoch not below ours (a previous owner's late restore, or one
+          // after the group's generations restarted): ours would not fence
+          // its writes. Claim again, above it.
+          if (m->offset != *claim_offset && record.epoch >= epoch) concurrent_claim = record.epoch;
+          filter.Check(shard, record);
+          return Status::OK();
+        }
+        std::string joined;
+        if (auto chunk = kafka::HeaderValue(m, events::kChunkHeader)) {
+          events::ChunkInfo info;
+          Status s = events::ParseChunkHeaders(kafka::HeaderValue(m, events::kLsnHeader).value_or(""), *chunk,
+                                               kafka::HeaderValue(m, events::kSizeHeader).value_or(""), &info);
+          if (!s.ok()) {
+            log_->warn("shard {} offset {}: bad chunk headers: {}", shard, m->offset, s.message());
+            joiner.Reset();
+            return Status::OK();
+          }
+          if (joiner.Add(info, value) != events::ChunkJoiner::Step::kComplete) return Status::OK();
+          joined = joiner.TakeEvent();
+          value = joined;
+        } else {
+          joiner.Reset();
+        }
+        events::Event event;
+        Status s = decoder.Decode(value, &event);
+        if (!s.ok()) {
+          log_->warn("shard {} offset {}: an undecodable event is skipped: {}", shard, m->offset, s.message());
+          return Status::OK();
+        }
+        switch (filter.Check(shard, event.record)) {
+          case events::EpochFilter::Verdict::kApply:
+            ST_RETURN_IF_ERROR(hooks_.apply(event.record));
+            applied++;
+            break;
+          case events::EpochFilter::Verdict::kFenced:
+            fenced++;
+            break;
+          case events::EpochFilter::Verdict::kClaim:
+            break;
+        }
+        return Status::OK();
+      },
+      keep_going));
+  if (concurrent_claim != 0) {
+    return Status(Code::kServerBusy, "cluster: shard " + std::to_string(shard) + " was claimed with epoch " +
+                                         std::to_string(concurrent_claim) + " while claiming it with epoch " +
+                                         std::to_string(epoch));
+  }
+  restored_records_ += applied;
+  fenced_records_ += fenced;
+
+  // 4. Publish the ownership, then serve.
+  OwnerRecord owner{member_, advertise_, epoch};
+  auto published = ProduceWait(cluster_topic_, 0, "owner/" + std::to_string(shard), EncodeOwner(owner));
+  if (!published.ok()) return published.status();
+  {
+    std::unique_lock l(routes_mu_);
+    auto it = owned_.find(shard);
+    if (stop_.load() || it == owned_.end() || it->second != generation) {
+      return Status(Code::kServerBusy, "cluster: shard " + std::to_string(shard) + " lost while restoring");
+    }
+    serving_[shard] = epoch;
+    commit_offsets_[shard] = *claim_offset + 1;
+  }
+  log_->info("serving shard {} with epoch {} ({} records restored, {} fenced, claim at offset {})", shard, epoch,
+             applied, fenced, *claim_offset);
+  return Status::OK();
+}
+
+}  // namespace sidetable::cluster

@@ -1,0 +1,55 @@
+// The messages the cluster writes (docs/scale-out.md): the ShardClaimed
+// claim on a change-topic partition, and the keyed records of the cluster
+// topic (member/<id>, owner/<shard>, table/<name>).
+//
+// A claim is an ordinary change-topic message whose value is a change event
+// of kind "ShardClaimed" (JSON, schema 1) and which carries the header
+// `st-claim: <epoch>`. Readers recognise a claim by that header first, so a
+// reader whose events::DecodeEvent does not know the kind yet still fences.
+//
+// Pure: no Kafka types. Thread safety: stateless functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "engine/change_record.h"
+#include "engine/status.h"
+
+namespace sidetable::cluster {
+
+inline constexpr const char* kClaimHeader = "st-claim";
+
+// The value of a claim message; its key is ClaimKey(shard).
+std::string EncodeClaimEvent(const std::string& source, uint64_t epoch, int32_t shard);
+std::string ClaimKey(int32_t shard);
+// A claim from its `st-claim` header value and its JSON value: a record of
+// kind kShardClaimed with epoch and shard. InvalidInput when malformed or
+// when the header and the value disagree on the epoch.
+Status DecodeClaim(std::string_view header, std::string_view json, ChangeRecord* out);
+
+// Cluster topic records.
+struct OwnerRecord {
+  std::string member;
+  std::string endpoint;
+  uint64_t epoch = 0;
+};
+struct TableRecord {
+  bool created = true;
+  std::string request;  // the asking member's request id (matches the answer)
+  std::string caller;
+  int64_t time_ms = 0;
+};
+
+std::string EncodeMember(const std::string& endpoint, int64_t started_ms);
+Status DecodeMember(std::string_view json, std::string* endpoint);
+std::string EncodeOwner(const OwnerRecord& r);
+Status DecodeOwner(std::string_view json, OwnerRecord* out);
+std::string EncodeTable(const TableRecord& r);
+Status DecodeTable(std::string_view json, TableRecord* out);
+
+// A JSON string literal (quotes included) for `s`.
+std::string JsonString(std::string_view s);
+
+}  // namespace sidetable::cluster
