@@ -114,7 +114,10 @@ Status Engine::ApplyReplicated(const ChangeRecord& record) {
     }
     if (op.after) {
       row.clear();
-      codec::EncodeRow(*op.after, op.version, op.after->timestamp, &row);
+      // The image's Timestamp is the old owner's commit time; an image
+      // without one (a hand-built record) takes the record's.
+      const int64_t ts = op.after->timestamp != 0 ? op.after->timestamp : record.commit_time;
+      codec::EncodeRow(*op.after, op.version, ts, &row);
       wb.Put(e->entities_cf_, key, row);
     } else if (s.ok()) {
       wb.Delete(e->entities_cf_, key);
@@ -188,6 +191,9 @@ Result<uint64_t> Engine::DropPartitions(
           if (n < kRowsPerWrite) break;
         }
       }
+      // The outer iterator reads the table as it was when the scan began:
+      // a partition first written after that is not seen. The caller drops
+      // shards it no longer owns, which nobody writes here any more.
       it->Seek(next);
     }
     if (!it->status().ok()) return Status(Code::kInternal, "scan: " + it->status().ToString());

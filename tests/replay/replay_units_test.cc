@@ -47,6 +47,7 @@ Checkpoint FullCheckpoint() {
   c.position.next_offsets = {{-1, -5}, {0, 0}, {3, std::numeric_limits<int64_t>::max()}, {7, 123456789012}};
   c.position.end_lsn = 987654321098765ull;
   c.position.end_offsets = {{0, 17}, {std::numeric_limits<int32_t>::max(), std::numeric_limits<int64_t>::min()}};
+  c.position.floors = {{0, 1}, {7, (uint64_t{1} << 24) - 1}};
   c.events = 4'000'000'000ull;
   c.output_bytes = (1ull << 40) + 3;
   c.summary = "{\n  \"rows\": 12,\n  \"note\": \"a \\\"quoted\\\" \xE6\x97\xA5 line\\nbreak\"\n}";
@@ -62,6 +63,7 @@ void ExpectSame(const Checkpoint& got, const Checkpoint& want) {
   EXPECT_EQ(got.position.next_offsets, want.position.next_offsets);
   EXPECT_EQ(got.position.end_lsn, want.position.end_lsn);
   EXPECT_EQ(got.position.end_offsets, want.position.end_offsets);
+  EXPECT_EQ(got.position.floors, want.position.floors);
   EXPECT_EQ(got.events, want.events);
   EXPECT_EQ(got.output_bytes, want.output_bytes);
   EXPECT_EQ(got.summary, want.summary);
@@ -89,6 +91,30 @@ TEST(CheckpointTest, RoundTripsEveryField) {
   ASSERT_NE(nl, std::string::npos);
   EXPECT_EQ(raw.substr(nl + 1), c.state);
   ExpectLoadsAs(path, c);
+}
+
+// Scale-out fencing floors: absent outside a cluster (the header is as
+// before), and a bad entry makes the file no checkpoint.
+TEST(CheckpointTest, FloorsAreOptionalAndCheckedWhenPresent) {
+  TempDir dir;
+  const std::string path = dir.Sub("run.ckpt");
+  Checkpoint c = FullCheckpoint();
+  c.position.floors.clear();
+  ASSERT_TRUE(SaveCheckpoint(path, c).ok());
+  EXPECT_EQ(ReadFile(path).find("floors"), std::string::npos);
+  ExpectLoadsAs(path, c);
+  c.position.floors = {{2, 9}};
+  ASSERT_TRUE(SaveCheckpoint(path, c).ok());
+  std::string raw = ReadFile(path);
+  const size_t at = raw.find("\"floors\":[[2,9]]");
+  ASSERT_NE(at, std::string::npos) << raw;
+  for (const std::string bad : {"\"floors\":[[2,-9]]", "\"floors\":[[2]]", "\"floors\":{\"2\":9}"}) {
+    std::string broken = raw;
+    broken.replace(at, std::string("\"floors\":[[2,9]]").size(), bad);
+    WriteFile(path, broken);
+    auto loaded = LoadCheckpoint(path);
+    EXPECT_EQ(loaded.status().code(), Code::kInvalidInput) << bad;
+  }
 }
 
 TEST(CheckpointTest, EmptyFieldsAndStateWithoutFinalNewlineRoundTrip) {
