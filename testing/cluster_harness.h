@@ -30,6 +30,7 @@
 #pragma once
 
 #include <httplib.h>
+#include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 #include <signal.h>
 #include <simdjson.h>

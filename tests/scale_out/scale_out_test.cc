@@ -240,7 +240,6 @@ TEST_F(ScaleOutTest, CheckerCatchesCorruptedLedgerAndViews) {
   };
 
   // Find a key whose read shows its last acknowledged write, a put.
-  const MemberView& view = views_[0];
   std::optional<std::pair<size_t, size_t>> acked_put;  // (write, op)
   for (const auto& [key, hist] : ledger.history) {
     const HistoryEntry& last = hist.back();
