@@ -20,8 +20,8 @@
 // section, the change topic named literally): today's behaviour, used to
 // develop the workload and the checker before the feature exists.
 //
-// Needs SIDETABLE_BIN (the sidetable binary's path) defined by the target,
-// and links librdkafka, cpp-httplib and simdjson.
+// The sidetable binary: ClusterHarnessOptions::binary, by default
+// SIDETABLE_BIN when the target defines it. Links librdkafka, cpp-httplib and simdjson.
 //
 // Thread safety: the test thread drives members (Start, Kill, Restart,
 // Pause, Resume, Add); Endpoint() may be called from any thread (workload
@@ -54,6 +54,11 @@
 namespace sidetable::testing {
 
 struct ClusterHarnessOptions {
+#ifdef SIDETABLE_BIN
+  std::string binary = SIDETABLE_BIN;  // the sidetable executable
+#else
+  std::string binary;
+#endif
   std::string service = "so-test";  // unique per test: topics and groups are named after it
   int shards = 6;                   // kafka.partitions = the change topic's partition count
   int brokers = 3;
@@ -197,7 +202,7 @@ class ClusterHarness {
     m.config = dir_.Sub(MemberId(i) + ".yaml");
     std::ofstream(m.config) << MemberYaml(i);
     m.process = std::make_unique<SidecarProcess>(
-        SIDETABLE_BIN, dir_.Sub(MemberId(i)),
+        options_.binary, dir_.Sub(MemberId(i)),
         std::vector<std::string>{"--config", m.config, "--durability", options_.durability});
     {
       std::lock_guard lock(mu_);  // Endpoint() may be reading members_ now
