@@ -300,6 +300,29 @@ TEST_F(ScaleOutTest, CheckerCatchesCorruptedLedgerAndViews) {
     }
     EXPECT_TRUE(tried) << "no acknowledged EGT still fully visible to corrupt (seed " << seed_ << ")";
   }
+  {  // 4b. the unknown-outcome rule, both ways: when the last write of a key
+     // is unknown, the state before it and the state after it are both
+     // right; an earlier one is not.
+    const EntityKey key = ledger.writes[acked_put->first].ops[acked_put->second].key;
+    const auto& hist = ledger.history.at(key);
+    const HistoryEntry before = hist[hist.size() - 2];
+    LedgerSnapshot bad = ledger;
+    bad.writes[acked_put->first].outcome = Outcome::kUnknown;
+    auto mentions_key = [&](const std::vector<std::string>& found) {
+      return contains(found, " reads " + key.ToString() + " ");
+    };
+    EXPECT_FALSE(mentions_key(Check(bad, views_, universe))) << "the unknown write itself is a right answer";
+    const WriteRecord& bw = ledger.writes[before.write];
+    if (bw.outcome == Outcome::kAcked && !bw.ops[before.op].is_delete) {
+      std::vector<MemberView> older = views_;
+      const OpRecord& op = bw.ops[before.op];
+      older[0].gets[key]->Set("W", Value::String(op.tag)).Set("N", Value::Int64(op.n)).Set("C", Value::String(op.color));
+      older[0].gets[key]->etag = bw.etags[before.op];
+      const auto found = Check(bad, older, universe);
+      EXPECT_FALSE(mentions_key(found)) << "the state before an unknown write is a right answer:\n" << First(found);
+      EXPECT_TRUE(mentions_key(Check(ledger, older, universe))) << "but not before an acknowledged one";
+    }
+  }
   {  // 5. a second member that disagrees on one ETag
     std::vector<MemberView> two = {views_[0], views_[0]};
     two[1].member = "other";
