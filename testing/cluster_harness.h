@@ -282,38 +282,47 @@ class ClusterHarness {
   }
 
   // Whether the running, unpaused members agree on a complete assignment
-  // now; `why` says what is missing.
+  // now (StableFrom); `why` says what is missing.
   bool Stable(std::string* why) const {
-    std::vector<int> live;
-    for (int i = 0; i < size(); i++) if (running(i) && !paused(i)) live.push_back(i);
-    if (live.empty()) return Why(why, "no member is running");
-    std::set<std::string> live_ids;
-    for (int i : live) live_ids.insert(MemberId(i));
-    std::optional<ClusterStatus> first;
-    std::map<int, std::string> serving_member;  // shard -> who says it serves it
-    for (int i : live) {
+    std::map<std::string, ClusterStatus> pages;
+    for (int i = 0; i < size(); i++) {
+      if (!running(i) || paused(i)) continue;
       std::string error;
       auto s = StatusOf(i, &error);
       if (!s) return Why(why, error);
-      if (s->member != MemberId(i)) return Why(why, MemberId(i) + " calls itself \"" + s->member + "\"");
-      if (s->owned != s->serving) return Why(why, MemberId(i) + " owns shards it does not serve yet: " + s->raw);
-      for (int shard : s->serving) {
+      pages[MemberId(i)] = *s;
+    }
+    return StableFrom(pages, options_.shards, why);
+  }
+
+  // The stability rule, on the pages of the live members (keyed by the
+  // member id the harness gave them): each names itself, serves exactly
+  // what it owns, no shard is served twice, all report the same generation
+  // and owner map, and every shard's owner there is a live member that
+  // serves it.
+  static bool StableFrom(const std::map<std::string, ClusterStatus>& pages, int shards, std::string* why) {
+    if (pages.empty()) return Why(why, "no member is running");
+    const ClusterStatus* first = nullptr;
+    std::map<int, std::string> serving_member;  // shard -> who says it serves it
+    for (const auto& [id, s] : pages) {
+      if (s.member != id) return Why(why, id + " calls itself \"" + s.member + "\"");
+      if (s.owned != s.serving) return Why(why, id + " owns shards it does not serve yet: " + s.raw);
+      for (int shard : s.serving) {
         if (serving_member.count(shard)) {
-          return Why(why, "shard " + std::to_string(shard) + " served by both " + serving_member[shard] + " and " +
-                              s->member);
+          return Why(why, "shard " + std::to_string(shard) + " served by both " + serving_member[shard] + " and " + id);
         }
-        serving_member[shard] = s->member;
+        serving_member[shard] = id;
       }
-      if (!first) {
-        first = s;
-      } else if (s->generation != first->generation || s->owners != first->owners) {
-        return Why(why, MemberId(i) + " disagrees with " + first->member + ":\n  " + s->raw + "\n  " + first->raw);
+      if (first == nullptr) {
+        first = &s;
+      } else if (s.generation != first->generation || s.owners != first->owners) {
+        return Why(why, id + " disagrees with " + first->member + ":\n  " + s.raw + "\n  " + first->raw);
       }
     }
-    for (int shard = 0; shard < options_.shards; shard++) {
+    for (int shard = 0; shard < shards; shard++) {
       auto it = first->owners.find(shard);
       if (it == first->owners.end()) return Why(why, "shard " + std::to_string(shard) + " has no owner: " + first->raw);
-      if (!live_ids.count(it->second.member)) {
+      if (!pages.count(it->second.member)) {
         return Why(why, "shard " + std::to_string(shard) + " owned by " + it->second.member + ", not a live member");
       }
       if (serving_member[shard] != it->second.member) {

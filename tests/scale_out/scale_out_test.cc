@@ -211,9 +211,9 @@ ClusterHarnessOptions Plain() {
 
 TEST_F(ScaleOutTest, PlainSidecarWorkloadPassesTheChecker) {
   StartCluster(1, Plain());
-  ASSERT_FALSE(HasFatalFailure());
+  if (HasFatalFailure()) return;
   StartLoad({0, 0, 0, 0}, 60);
-  ASSERT_FALSE(HasFatalFailure());
+  if (HasFatalFailure()) return;
   LoadFor(6s);
   const auto bad = StopAndCheck(/*cluster=*/false);
   ExpectClean(bad);
@@ -225,9 +225,9 @@ TEST_F(ScaleOutTest, PlainSidecarWorkloadPassesTheChecker) {
 // each be reported, or a clean run would prove nothing.
 TEST_F(ScaleOutTest, CheckerCatchesCorruptedLedgerAndViews) {
   StartCluster(1, Plain());
-  ASSERT_FALSE(HasFatalFailure());
+  if (HasFatalFailure()) return;
   StartLoad({0, 0, 0}, 80);
-  ASSERT_FALSE(HasFatalFailure());
+  if (HasFatalFailure()) return;
   LoadFor(4s);
   const auto clean = StopAndCheck(/*cluster=*/false);
   ASSERT_TRUE(clean.empty()) << First(clean);
@@ -350,13 +350,13 @@ ClusterHarnessOptions Cluster() { return ClusterHarnessOptions{}; }
 // (f) One member: the whole service on one sidecar, as today.
 TEST_F(ScaleOutTest, SingleMemberClusterBehavesLikeOneSidecar) {
   StartCluster(1, Cluster());
-  ASSERT_FALSE(HasFatalFailure());
+  if (HasFatalFailure()) return;
   std::string error;
   auto status = harness_->StatusOf(0, &error);
   ASSERT_TRUE(status) << error;
   EXPECT_EQ(status->owned.size(), static_cast<size_t>(harness_->options().shards)) << status->raw;
   StartLoad({0, 0, 0});
-  ASSERT_FALSE(HasFatalFailure());
+  if (HasFatalFailure()) return;
   LoadFor(6s);
   ExpectClean(StopAndCheck());
   EXPECT_EQ(ledger_.Count(Outcome::kUnknown), 0u);
@@ -365,9 +365,9 @@ TEST_F(ScaleOutTest, SingleMemberClusterBehavesLikeOneSidecar) {
 // (a) Three members, the load through all three: forwarding, one store.
 TEST_F(ScaleOutTest, ThreeMembersRandomLoadThroughAll) {
   StartCluster(3, Cluster());
-  ASSERT_FALSE(HasFatalFailure());
+  if (HasFatalFailure()) return;
   StartLoad({0, 0, 1, 1, 2, 2});
-  ASSERT_FALSE(HasFatalFailure());
+  if (HasFatalFailure()) return;
   LoadFor(12s);
   ExpectClean(StopAndCheck());
   EXPECT_EQ(ledger_.Count(Outcome::kUnknown), 0u) << "no member changed: nothing should be uncertain";
@@ -379,9 +379,9 @@ TEST_F(ScaleOutTest, ThreeMembersRandomLoadThroughAll) {
 // its shards until they are restored elsewhere); restart it.
 TEST_F(ScaleOutTest, SigkillOneMemberMidLoadThenRestart) {
   StartCluster(3, Cluster());
-  ASSERT_FALSE(HasFatalFailure());
+  if (HasFatalFailure()) return;
   StartLoad({0, 0, 1, 1, 2, 2});
-  ASSERT_FALSE(HasFatalFailure());
+  if (HasFatalFailure()) return;
   LoadFor(5s);
   const double killed_at = workload_->Elapsed();
   harness_->KillMember(1);
@@ -402,9 +402,9 @@ TEST_F(ScaleOutTest, SigkillOneMemberMidLoadThenRestart) {
 // (c) A fourth member joins mid-load; two threads move to it.
 TEST_F(ScaleOutTest, AddFourthMemberMidLoad) {
   StartCluster(3, Cluster());
-  ASSERT_FALSE(HasFatalFailure());
+  if (HasFatalFailure()) return;
   StartLoad({0, 1, 2, 0, 1, 2});
-  ASSERT_FALSE(HasFatalFailure());
+  if (HasFatalFailure()) return;
   LoadFor(5s);
   ASSERT_EQ(harness_->AddMember(), 3) << harness_->Logs();
   const double added_at = workload_->Elapsed();
@@ -427,9 +427,9 @@ TEST_F(ScaleOutTest, AddFourthMemberMidLoad) {
 // read: an acknowledgement by a fenced owner would be a lost write.
 TEST_F(ScaleOutTest, PausedOwnerPastSessionTimeoutIsFenced) {
   StartCluster(3, Cluster());
-  ASSERT_FALSE(HasFatalFailure());
+  if (HasFatalFailure()) return;
   StartLoad({0, 0, 1, 1, 2, 2});
-  ASSERT_FALSE(HasFatalFailure());
+  if (HasFatalFailure()) return;
   LoadFor(4s);
   harness_->PauseMember(2);
   LoadFor(std::chrono::milliseconds(harness_->options().session_timeout_ms) + 4s);
@@ -448,7 +448,7 @@ TEST_F(ScaleOutTest, PausedOwnerPastSessionTimeoutIsFenced) {
 // and `sidetable-cli verify` through one member passes.
 TEST_F(ScaleOutTest, IndexTableConvergesAndVerifyPasses) {
   StartCluster(3, Cluster());
-  ASSERT_FALSE(HasFatalFailure());
+  if (HasFatalFailure()) return;
   const std::string dlq = ServiceName() + ".dlq";
   ASSERT_TRUE(harness_->kafka().CreateTopic(dlq, 1).ok());
   const std::string wcfg = harness_->dir().Sub("worker.yaml");
@@ -461,7 +461,7 @@ TEST_F(ScaleOutTest, IndexTableConvergesAndVerifyPasses) {
                       << "patterns:\n  - name: index_table\n    source: Orders\n"
                       << "    target: OrdersByColor\n    properties: C\n    project: [W]\n";
   StartLoad({0, 0, 1, 1, 2, 2});
-  ASSERT_FALSE(HasFatalFailure());
+  if (HasFatalFailure()) return;
   testing::WorkerProcess worker(SIDETABLE_WORKER_BIN, wcfg, harness_->dir().Sub("worker"));
   ASSERT_TRUE(worker.Start()) << worker.Log();
   LoadFor(8s);
