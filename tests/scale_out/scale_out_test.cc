@@ -143,6 +143,23 @@ class ScaleOutTest : public ::testing::Test {
   std::vector<std::string> StopAndCheck(bool cluster = true) {
     workload_->Stop();
     PrintStats();
+    // A write whose outcome was left unknown may still be on its way (held
+    // for an owner, or queued); reading while it lands could look like a
+    // partial EGT or a disagreement. Wait until no member's last LSN moves
+    // for 500 ms (bounded).
+    std::vector<uint64_t> last;
+    for (auto until = Clock::now() + 15s; Clock::now() < until;) {
+      std::vector<uint64_t> now;
+      for (int i = 0; i < harness_->size(); i++) {
+        if (!harness_->running(i)) continue;
+        auto c = Connect(i, 1);
+        auto ping = c ? c->Ping() : Result<client::ServerInfo>(Status(Code::kNoReply, "no client"));
+        now.push_back(ping.ok() ? ping->last_lsn : UINT64_MAX);
+      }
+      if (now == last) break;
+      last = std::move(now);
+      std::this_thread::sleep_for(500ms);
+    }
     if (cluster) {
       std::string why;
       EXPECT_TRUE(harness_->WaitStable(45s, &why)) << why << "\n" << harness_->Logs();
