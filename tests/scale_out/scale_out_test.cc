@@ -427,19 +427,22 @@ TEST_F(ScaleOutTest, SigkillOneMemberMidLoadThenRestart) {
   if (HasFatalFailure()) return;
   StartLoad({0, 0, 1, 1, 2, 2});
   if (HasFatalFailure()) return;
-  LoadFor(5s);
+  LoadFor(3s);
   const double killed_at = workload_->Elapsed();
   harness_->KillMember(1);
-  // Past the session timeout: its shards move to m0 and m2.
-  LoadFor(std::chrono::milliseconds(harness_->options().session_timeout_ms) + 6s);
-  const double survivors_from = workload_->Elapsed() - 3;
-  EXPECT_GT(AckedThrough(0, survivors_from) + AckedThrough(2, survivors_from), 0u)
-      << "no write acknowledged by the survivors in the last 3 s of the outage";
-  std::string why;
-  EXPECT_TRUE(harness_->Stable(&why)) << "the survivors should own every shard by now: " << why;
+  // The load goes on while the group notices (session timeout) and m0 and
+  // m2 claim and restore m1's shards: ServerBusy for those meanwhile.
+  AssertStable(45s);
+  if (HasFatalFailure()) return;
+  const double stable_at = workload_->Elapsed();
+  std::printf("survivors serve every shard %.1f s after the SIGKILL\n", stable_at - killed_at);
+  LoadFor(2s);
+  EXPECT_GT(AckedThrough(0, stable_at) + AckedThrough(2, stable_at), 0u)
+      << "the survivors acknowledged nothing once they served every shard";
   ASSERT_TRUE(harness_->RestartMember(1)) << harness_->Logs();
   AssertStable(45s);
-  LoadFor(4s);
+  if (HasFatalFailure()) return;
+  LoadFor(3s);
   ExpectClean(StopAndCheck());
   EXPECT_GT(AckedThrough(1, killed_at), 0u) << "the restarted member's threads wrote nothing";
 }
@@ -456,6 +459,7 @@ TEST_F(ScaleOutTest, AddFourthMemberMidLoad) {
   workload_->Rebind(4, 3);
   workload_->Rebind(5, 3);
   AssertStable(45s);
+  if (HasFatalFailure()) return;
   std::string error;
   auto status = harness_->StatusOf(3, &error);
   ASSERT_TRUE(status) << error;
@@ -475,14 +479,18 @@ TEST_F(ScaleOutTest, PausedOwnerPastSessionTimeoutIsFenced) {
   if (HasFatalFailure()) return;
   StartLoad({0, 0, 1, 1, 2, 2});
   if (HasFatalFailure()) return;
-  LoadFor(4s);
+  LoadFor(3s);
   harness_->PauseMember(2);
-  LoadFor(std::chrono::milliseconds(harness_->options().session_timeout_ms) + 4s);
-  std::string why;
-  EXPECT_TRUE(harness_->Stable(&why)) << "m0 and m1 should own every shard while m2 is stopped: " << why;
+  const double paused_at = workload_->Elapsed();
+  // Stopped until m0 and m1 own and serve every shard: past the session
+  // timeout, its ownership fenced. The load goes on meanwhile.
+  AssertStable(45s);
+  if (HasFatalFailure()) return;
+  std::printf("m0 and m1 serve every shard %.1f s after the SIGSTOP\n", workload_->Elapsed() - paused_at);
+  LoadFor(1s);
   const double resumed_at = workload_->Elapsed();
   harness_->ResumeMember(2);
-  LoadFor(6s);
+  LoadFor(5s);
   const auto bad = StopAndCheck();
   ExpectClean(bad);
   std::printf("writes acknowledged by m2 after it resumed: %zu\n", AckedThrough(2, resumed_at));
