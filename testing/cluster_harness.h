@@ -35,6 +35,7 @@
 #include <signal.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -197,25 +198,32 @@ class ClusterHarness {
   // Adds member `size()` and starts it; its index, or -1 when it did not
   // become ready.
   int AddMember() {
-    const int i = static_cast<int>(members_.size());
-    Member m;
-    m.config = dir_.Sub(MemberId(i) + ".yaml");
-    std::ofstream(m.config) << MemberYaml(i);
-    m.process = std::make_unique<SidecarProcess>(
-        options_.binary, dir_.Sub(MemberId(i)),
-        std::vector<std::string>{"--config", m.config, "--durability", options_.durability});
-    {
-      std::lock_guard lock(mu_);  // Endpoint() may be reading members_ now
-      members_.push_back(std::move(m));
-    }
+    const int i = NewMember();
     return StartMember(i) ? i : -1;
+  }
+
+  // Adds `n` members and starts them at once (they join the group together:
+  // fewer rebalances than one by one); false if any did not become ready.
+  bool AddMembers(int n) {
+    std::vector<int> added;
+    for (int k = 0; k < n; k++) added.push_back(NewMember());
+    std::vector<std::thread> starts;
+    std::vector<char> ok(n, 0);
+    for (int k = 0; k < n; k++) starts.emplace_back([&, k] { ok[k] = StartMember(added[k]); });
+    for (auto& t : starts) t.join();
+    return std::all_of(ok.begin(), ok.end(), [](char c) { return c != 0; });
   }
 
   // Starts (or restarts after Kill) member i with its data directory.
   bool StartMember(int i) {
-    Member& m = members_.at(i);
-    const bool ok = m.process->Start();
+    SidecarProcess* process;
+    {
+      std::lock_guard lock(mu_);
+      process = members_.at(i).process.get();
+    }
+    const bool ok = process->Start();
     std::lock_guard lock(mu_);
+    Member& m = members_.at(i);
     m.running = ok;
     m.paused = false;
     m.incarnation++;
@@ -361,6 +369,19 @@ class ClusterHarness {
     uint64_t incarnation = 0;
     std::string endpoint, http;
   };
+
+  int NewMember() {
+    std::lock_guard lock(mu_);  // Endpoint() may be reading members_ now
+    const int i = static_cast<int>(members_.size());
+    Member m;
+    m.config = dir_.Sub(MemberId(i) + ".yaml");
+    std::ofstream(m.config) << MemberYaml(i);
+    m.process = std::make_unique<SidecarProcess>(
+        options_.binary, dir_.Sub(MemberId(i)),
+        std::vector<std::string>{"--config", m.config, "--durability", options_.durability});
+    members_.push_back(std::move(m));
+    return i;
+  }
 
   static bool Why(std::string* why, std::string text) {
     *why = std::move(text);

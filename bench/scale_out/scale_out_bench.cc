@@ -55,11 +55,9 @@ Run RunOnce(const std::string& binary, int members, const std::string& acks, int
     r.error = s.ToString();
     return r;
   }
-  for (int i = 0; i < members; i++) {
-    if (h.AddMember() != i) {
-      r.error = "member " + std::to_string(i) + " did not start";
-      return r;
-    }
+  if (!h.AddMembers(members)) {
+    r.error = "a member did not start";
+    return r;
   }
   std::string why;
   if (!h.WaitStable(60s, &why)) {

@@ -56,7 +56,7 @@ class ScaleOutTest : public ::testing::Test {
     harness_ = std::make_unique<ClusterHarness>(o);
     Status s = harness_->Init();
     ASSERT_TRUE(s.ok()) << s.ToString();
-    for (int i = 0; i < members; i++) ASSERT_EQ(harness_->AddMember(), i) << harness_->Logs();
+    ASSERT_TRUE(harness_->AddMembers(members)) << harness_->Logs();
     if (o.cluster) AssertStable(45s);
     seed_ = Seed();
     std::printf("%s: seed %llu (SIDETABLE_SCALE_OUT_SEED=%llu replays it)\n", ServiceName().c_str(),
