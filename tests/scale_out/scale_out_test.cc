@@ -13,8 +13,9 @@
 // Seeds: random per run, printed; SIDETABLE_SCALE_OUT_SEED=<n> replays one.
 //
 // Data size: the mock keeps only ~5 MiB per partition and never compacts;
-// the workload is paced (workload.h) to stay far below that. A real
-// cluster keeps the change topic compacted (docs/scale-out.md, "Hand-over").
+// the workload is paced (workload.h) to stay well below that. What a real
+// cluster needs instead (retention, not compaction, while events are keyed
+// by partition): README.md.
 #include <gtest/gtest.h>
 
 #include <cstdio>
