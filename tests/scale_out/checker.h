@@ -216,8 +216,9 @@ inline std::vector<std::string> Check(const LedgerSnapshot& ledger, const std::v
         if (last_ack > 0) {
           const WriteRecord& w = ledger.writes[h[last_ack - 1].write];
           const OpRecord& op = w.ops[h[last_ack - 1].op];
+          const size_t oi = h[last_ack - 1].op;
           expect = op.is_delete ? "absent (acknowledged delete " + w.request_id + ")"
-                                : op.tag + " (acknowledged, ETag " + w.etags[h[last_ack - 1].op] + ")";
+                                : op.tag + " (acknowledged, ETag " + (oi < w.etags.size() ? w.etags[oi] : "?") + ")";
         }
         bad.push_back(v.member + " reads " + k.ToString() + " as " + Describe(seen) + "; expected " + expect +
                       " or a later unknown write (" + std::to_string(h.size() - last_ack) + " writes after it)");
