@@ -46,7 +46,7 @@ uint64_t Seed() {
   return std::random_device{}() % 1'000'000;
 }
 
-// Sleeps in steps while the load runs; the load is what happens meanwhile.
+// The load runs this long (a duration of load, not a wait for an event).
 void LoadFor(std::chrono::milliseconds d) { std::this_thread::sleep_for(d); }
 
 class ScaleOutTest : public ::testing::Test {
@@ -145,10 +145,15 @@ class ScaleOutTest : public ::testing::Test {
   std::vector<std::string> StopAndCheck(bool cluster = true) {
     workload_->Stop();
     PrintStats();
+    if (cluster) {
+      std::string why;
+      EXPECT_TRUE(harness_->WaitStable(45s, &why)) << why << "\n" << harness_->Logs();
+    }
     // A write whose outcome was left unknown may still be on its way (held
     // for an owner, or queued); reading while it lands could look like a
-    // partial EGT or a disagreement. Wait until no member's last LSN moves
-    // for 500 ms (bounded).
+    // partial EGT or a disagreement. Once stable nothing is held for an
+    // owner any more: wait until no member's last LSN moves for 500 ms
+    // (bounded).
     std::vector<uint64_t> last;
     for (auto until = Clock::now() + 15s; Clock::now() < until;) {
       std::vector<uint64_t> now;
@@ -161,10 +166,6 @@ class ScaleOutTest : public ::testing::Test {
       if (now == last) break;
       last = std::move(now);
       std::this_thread::sleep_for(500ms);
-    }
-    if (cluster) {
-      std::string why;
-      EXPECT_TRUE(harness_->WaitStable(45s, &why)) << why << "\n" << harness_->Logs();
     }
     views_.clear();
     const auto universe = Universe(options_);
