@@ -256,9 +256,17 @@ Status Cluster::Impl::Init() {
 
 void Cluster::Impl::Stop() {
   if (stop_.exchange(true)) return;
+  // Each waiter checks stop_ under its mutex: taking the mutex once after
+  // setting it means no waiter can miss the notification (a lost wake-up
+  // left the fence thread asleep and Stop() waiting for it).
+  { std::lock_guard l(restore_mu_); }
   restore_cv_.notify_all();
+  { std::lock_guard l(fence_mu_); }
   fence_cv_.notify_all();
+  { std::unique_lock l(routes_mu_); }
   routes_cv_.notify_all();
+  { std::lock_guard l(table_mu_); }
+  table_cv_.notify_all();
   if (poll_thread_.joinable()) poll_thread_.join();
   if (restore_thread_.joinable()) restore_thread_.join();
   if (group_ != nullptr) {
@@ -267,7 +275,6 @@ void Cluster::Impl::Stop() {
   }
   if (fence_thread_.joinable()) fence_thread_.join();
   catalog_stop_ = true;
-  table_cv_.notify_all();
   if (catalog_thread_.joinable()) catalog_thread_.join();
   if (producer_ != nullptr) rd_kafka_flush(producer_, 2000);
   delivery_stop_ = true;

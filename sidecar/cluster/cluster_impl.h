@@ -140,6 +140,9 @@ class Cluster::Impl {
 
   std::atomic<bool> stop_{false};
   std::atomic<bool> poll_paused_{false};
+  std::atomic<uint64_t> assigns_{0};  // assignment callbacks run (fence checks wait for one)
+  std::atomic<bool> rejoining_{false};  // between a cooperative revocation and the next round's assignment
+  int64_t revoked_in_ = -1;             // the generation of that revocation (poll thread only)
   std::thread poll_thread_, restore_thread_, fence_thread_, catalog_thread_, delivery_thread_;
 
   // Stats.

@@ -56,6 +56,10 @@ void Cluster::Impl::FenceLoop() {
         const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.rebalance_wait_ms);
         rd_kafka_resp_err_t e;
         for (;;) {
+          while (rejoining_.load() && !stop_.load() && std::chrono::steady_clock::now() < give_up) {
+            retried = true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          }
           e = rd_kafka_commit(group_, offsets, 0 /* sync */);
           for (int i = 0; e == RD_KAFKA_RESP_ERR_NO_ERROR && i < offsets->cnt; i++) e = offsets->elems[i].err;
           if (e != RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS || stop_.load() ||
@@ -63,7 +67,15 @@ void Cluster::Impl::FenceLoop() {
             break;
           }
           retried = true;
-          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          // Wait for this client to finish its part of the rebalance (the
+          // assignment callback) before committing again: a commit sent with
+          // the old generation just after the coordinator moved on fails with
+          // ILLEGAL_GENERATION, which makes librdkafka drop the whole
+          // assignment (docs/scale-out.md, "Status").
+          const uint64_t seen = assigns_.load();
+          while (assigns_.load() == seen && !stop_.load() && std::chrono::steady_clock::now() < give_up) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          }
           for (int i = 0; i < offsets->cnt; i++) offsets->elems[i].err = RD_KAFKA_RESP_ERR_NO_ERROR;
         }
         if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {

@@ -61,7 +61,28 @@ void Cluster::Impl::OnRebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafk
     rd_kafka_pause_partitions(rk, parts);
     self->RefreshGeneration();
     self->Gained(parts);
+    // Not the (often empty) assignment that closes the revoking round: the
+    // one of the round after it, in a newer generation.
+    if (self->rejoining_.load() && GroupGeneration(rk) != self->revoked_in_) self->rejoining_ = false;
+    self->assigns_++;
+  } else if (self->stop_.load()) {
+    // Closing (rd_kafka_consumer_close, Stop): the group handle answers no
+    // queries any more (rd_kafka_memberid or the group metadata would wait
+    // forever), so only let go.
+    self->Lost(parts);
+    if (cooperative) {
+      if (rd_kafka_error_t* e = rd_kafka_incremental_unassign(rk, parts)) rd_kafka_error_destroy(e);
+    } else {
+      rd_kafka_assign(rk, nullptr);
+    }
   } else {
+    // A cooperative revocation is the first of two rounds: this client
+    // rejoins at once and the generation moves again. Fence checks hold off
+    // until the next assignment (fence.cc).
+    if (cooperative) {
+      self->revoked_in_ = GroupGeneration(rk);
+      self->rejoining_ = true;
+    }
     self->Lost(parts);
     if (cooperative) {
       if (rd_kafka_error_t* e = rd_kafka_incremental_unassign(rk, parts)) rd_kafka_error_destroy(e);

@@ -169,10 +169,10 @@ class ClusterTest : public ::testing::Test {
     return out;
   }
 
-  Status Fence(Cluster* c, int32_t shard = -1) {
+  Status Fence(Cluster* c, int32_t shard = -1, uint64_t epoch = 0) {
     auto p = std::make_shared<std::promise<Status>>();
     auto f = p->get_future();
-    c->CheckFence([p](Status s) { p->set_value(std::move(s)); }, shard);
+    c->CheckFence([p](Status s) { p->set_value(std::move(s)); }, shard, epoch);
     if (f.wait_for(30s) != std::future_status::ready) return Status(Code::kInternal, "no fence answer in 30 s");
     return f.get();
   }
@@ -434,6 +434,50 @@ TEST_F(ClusterTest, ALateMemberLoadsTheCatalogAndTakesShards) {
   }
   const Route none = a->RouteShard(kShards);
   EXPECT_EQ(none.kind, Route::Kind::kUnavailable);
+}
+
+// Fence checks issued all through a rebalance (a member joining) answer OK or
+// ServerBusy, never hang; afterwards a check under a shard's current epoch
+// passes and one under an epoch the member no longer holds fails.
+//
+// What this found (librdkafka 2.0.2): a fence commit that meets the group's
+// new generation fails with ILLEGAL_GENERATION, and the client then treats
+// its whole assignment as lost: it revokes every shard and rejoins, so the
+// member re-claims even the shards the cooperative assignor would have let
+// it keep (safe, but a full hand-over).
+TEST_F(ClusterTest, FenceChecksDuringARebalanceAreAnsweredAndRespectEpochs) {
+  options_.rebalance_wait_ms = 8000;
+  if (getenv("ST_CGRP_DEBUG")) kopts_.properties["debug"] = "cgrp";
+  StartMembers({"a"});
+  ASSERT_TRUE(Eventually([&] { return Stable(); }, 60s)) << Describe();
+  Cluster* a = members_[0]->cluster.get();
+  const std::vector<Route> before = a->Routes();
+
+  std::atomic<bool> done{false};
+  std::map<Code, int> outcomes;
+  std::thread checker([&] {
+    for (int i = 0; !done.load(); i++) {
+      const Route r = before[i % kShards];
+      outcomes[Fence(a, r.shard, r.epoch).code()]++;
+    }
+  });
+  StartMembers({"b"});
+  const bool stable = Eventually([&] { return !members_[1]->cluster->Stats().serving.empty() && Stable(); }, 60s);
+  done = true;
+  checker.join();
+  ASSERT_TRUE(stable) << Describe();
+  for (const auto& [code, n] : outcomes) {
+    EXPECT_TRUE(code == Code::kOk || code == Code::kServerBusy) << static_cast<int>(code);
+  }
+  RecordProperty("fence_ok", outcomes[Code::kOk]);
+  RecordProperty("fence_busy", outcomes[Code::kServerBusy]);
+  for (const Route& r : a->Routes()) {
+    if (r.kind != Route::Kind::kLocal) continue;
+    EXPECT_TRUE(Fence(a, r.shard, r.epoch).ok()) << "shard " << r.shard;
+    if (r.epoch != before[r.shard].epoch) {
+      EXPECT_EQ(Fence(a, r.shard, before[r.shard].epoch).code(), Code::kServerBusy) << "shard " << r.shard;
+    }
+  }
 }
 
 }  // namespace
