@@ -427,29 +427,27 @@ Status ClusterRouting::AwaitReplicated(uint64_t lsn, const std::vector<ShardEpoc
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(2000));
   }
-  // 2. The group had not moved on after that delivery.
-  auto done = std::make_shared<std::promise<Status>>();
-  auto result = done->get_future();
-  cluster_->CheckFence([done](Status s) { done->set_value(std::move(s)); });
-  if (result.wait_until(deadline) != std::future_status::ready) {
-    busy_.fetch_add(1, std::memory_order_relaxed);
-    return Busy("the ownership check did not complete in time; outcome unknown, retry with the same client "
-                "request id");
-  }
-  Status fence = result.get();
-  if (!fence.ok()) {
-    busy_.fetch_add(1, std::memory_order_relaxed);
-    return Busy("ownership changed while the write was acknowledged (" + fence.message() +
-                "); outcome unknown, retry with the same client request id");
-  }
-  // 3. And this sidecar still serves each shard at the epoch it wrote with.
+  // 2. The group had not moved on after that delivery, and this sidecar
+  // still serves each shard at the epoch it wrote with (a shard lost and
+  // regained in between is another ownership). The cluster answers every
+  // check made before one offset commit with that commit.
+  std::vector<std::future<Status>> results;
   for (const ShardEpoch& se : shards) {
-    cluster::Route route = cluster_->RouteShard(se.shard);
-    if (route.kind != cluster::Route::Kind::kLocal || route.epoch != se.epoch) {
+    auto done = std::make_shared<std::promise<Status>>();
+    results.push_back(done->get_future());
+    cluster_->CheckFence([done](Status s) { done->set_value(std::move(s)); }, se.shard, se.epoch);
+  }
+  for (size_t i = 0; i < results.size(); i++) {
+    if (results[i].wait_until(deadline) != std::future_status::ready) {
       busy_.fetch_add(1, std::memory_order_relaxed);
-      return Busy("shard " + std::to_string(se.shard) +
-                  " changed owner while the write was acknowledged; outcome unknown, retry with the same "
-                  "client request id");
+      return Busy("the ownership check did not complete in time; outcome unknown, retry with the same client "
+                  "request id");
+    }
+    Status fence = results[i].get();
+    if (!fence.ok()) {
+      busy_.fetch_add(1, std::memory_order_relaxed);
+      return Busy("shard " + std::to_string(shards[i].shard) + ": ownership changed while the write was "
+                  "acknowledged (" + fence.message() + "); outcome unknown, retry with the same client request id");
     }
   }
   return Status::OK();
