@@ -220,7 +220,7 @@ bool ClusterRouting::ForwardKeyed(const wire::Request& r, int32_t shard, const R
     }
     std::string frame;
     wire::EncodeRequest(r, &frame);
-    auto reply = forwarder_.Call(route.endpoint, frame, std::max(deadline, Clock::now() + forward_timeout_));
+    auto reply = forwarder_.Call(route.endpoint, frame, Clock::now() + forward_timeout_);
     if (!reply.ok()) {
       *code = Answer(r, reply.status(), out);
       return true;
@@ -279,7 +279,7 @@ bool ClusterRouting::FanOutQuery(const wire::Request& r, const RunLocal& local, 
         uint64_t ignored = 0;
         local(sub, &reply, &ignored);
       } else {
-        auto got = forwarder_.Call(endpoint, frame, std::max(deadline, Clock::now() + forward_timeout_));
+        auto got = forwarder_.Call(endpoint, frame, Clock::now() + forward_timeout_);
         if (!got.ok()) {
           failed = got.status();
           break;
@@ -384,7 +384,7 @@ bool ClusterRouting::SplitWriteMany(const wire::Request& r, const RunLocal& loca
     } else {
       std::string frame;
       wire::EncodeRequest(sub, &frame);
-      auto got = forwarder_.Call(endpoint, frame, std::max(deadline, Clock::now() + forward_timeout_));
+      auto got = forwarder_.Call(endpoint, frame, Clock::now() + forward_timeout_);
       if (!got.ok()) {
         for (size_t i : indexes) results[i] = got.status();
         continue;

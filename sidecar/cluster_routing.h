@@ -105,9 +105,14 @@ class ClusterRouting {
                          std::chrono::steady_clock::time_point deadline) const;
   bool replicated_acks() const { return replicated_; }
   cluster::Cluster* cluster() const { return cluster_; }
+  // How long a replicated acknowledgement may wait (delivery and fence
+  // check) before ServerBusy: the forward time-out.
+  std::chrono::milliseconds ack_timeout() const { return forward_timeout_; }
   std::chrono::milliseconds rebalance_wait() const { return rebalance_wait_; }
 
   uint64_t forwarded() const { return forwarder_.forwarded(); }
+  uint64_t forward_timeouts() const { return forwarder_.timeouts(); }
+  uint64_t forward_unreachable() const { return forwarder_.unreachable(); }
   uint64_t fanouts() const { return fanouts_.load(std::memory_order_relaxed); }
   uint64_t not_owner() const { return not_owner_.load(std::memory_order_relaxed); }
   uint64_t busy() const { return busy_.load(std::memory_order_relaxed); }

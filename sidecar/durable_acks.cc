@@ -67,7 +67,7 @@ void Server::Impl::AckLoop() {
         }
       }
       replicated = routing->AwaitReplicated(fenced_lsn, shards,
-                                            std::chrono::steady_clock::now() + kReplicatedAckTimeout);
+                                            std::chrono::steady_clock::now() + routing->ack_timeout());
     }
     for (PendingAck& a : batch) {
       if (!a.fence.empty() && !replicated.ok()) {

@@ -72,11 +72,20 @@ Result<std::string> Forwarder::Call(const std::string& endpoint, const std::stri
                                            " did not answer in time; outcome unknown, retry with the same "
                                            "client request id");
     };
+    // With ZMQ_IMMEDIATE nothing is queued for a peer not connected: a
+    // dead owner (killed, not yet replaced by the group) is answered at
+    // once instead of after the whole wait. A live one on loopback connects
+    // in well under this.
     zmq::pollitem_t out_item{static_cast<void*>(sock), 0, ZMQ_POLLOUT, 0};
+    const auto connect_by = std::min(deadline, std::chrono::steady_clock::now() + kConnectWait);
     for (;;) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(connect_by -
                                                                                std::chrono::steady_clock::now());
-      if (left.count() <= 0) return timeout();
+      if (left.count() <= 0) {
+        unreachable_.fetch_add(1, std::memory_order_relaxed);
+        return Status(Code::kServerBusy, "the shard's owner " + endpoint +
+                                             " is not reachable; not executed, retry with back-off");
+      }
       if (zmq::poll(&out_item, 1, left) > 0) break;
     }
     sock.send(zmq::message_t(), zmq::send_flags::sndmore);

@@ -41,6 +41,10 @@ class Forwarder {
 
   uint64_t forwarded() const { return forwarded_.load(std::memory_order_relaxed); }
   uint64_t timeouts() const { return timeouts_.load(std::memory_order_relaxed); }
+  uint64_t unreachable() const { return unreachable_.load(std::memory_order_relaxed); }
+  // How long a send waits for a connection to the peer before the request
+  // is refused (not sent, so its outcome is known).
+  static constexpr std::chrono::milliseconds kConnectWait{250};
 
  private:
   struct Sockets;
@@ -55,6 +59,7 @@ class Forwarder {
   std::atomic<uint64_t> next_socket_{1};
   std::atomic<uint64_t> forwarded_{0};
   std::atomic<uint64_t> timeouts_{0};
+  std::atomic<uint64_t> unreachable_{0};
 };
 
 }  // namespace sidetable::sidecar

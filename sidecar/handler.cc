@@ -384,7 +384,7 @@ Code Handler::Handle(const wire::Request& r, const token::Token* principal, std:
     } else {
       if (publisher_ != nullptr) publisher_->Notify();
       s = routing_->AwaitReplicated(written.lsn, written.shards,
-                                    std::chrono::steady_clock::now() + std::chrono::seconds(10));
+                                    std::chrono::steady_clock::now() + routing_->ack_timeout());
     }
   }
   // A write still waiting for its fsync is not in the change log yet: the

@@ -340,7 +340,11 @@ Status Server::StartCluster(const ServerConfig& config) {
   cluster_ = std::move(started).value();
   routing_ = std::make_unique<ClusterRouting>(
       cluster_.get(), engine_.get(), publisher_.get(), config.cluster.acks == cluster::AckMode::kReplicated,
-      std::chrono::milliseconds(config.cluster.rebalance_wait_ms), std::chrono::milliseconds(5000), member);
+      std::chrono::milliseconds(config.cluster.rebalance_wait_ms),
+      // A forward's reply, and a replicated acknowledgement, are waited for
+      // as long as a rebalance: a client's own time-out (5 s in ours) should
+      // see ServerBusy rather than nothing.
+      std::chrono::milliseconds(std::max(1000, config.cluster.rebalance_wait_ms)), member);
   impl_->handler_.SetRouting(routing_.get());
   routing_live_.store(routing_.get());
   cluster_live_.store(cluster_.get());

@@ -47,10 +47,6 @@ inline constexpr std::chrono::milliseconds kReplyFlushMargin{500};
 // The publisher gets what is left of the grace, and at least this.
 inline constexpr std::chrono::milliseconds kPublisherMinimum{500};
 
-// Scale-out: how long a replicated acknowledgement may take (Kafka delivery
-// and the fence check) before the write is answered ServerBusy.
-inline constexpr std::chrono::milliseconds kReplicatedAckTimeout{10000};
-
 inline constexpr const char* kRepliesEndpoint = "inproc://sidetable-replies";
 // Replies at least this large are handed to ZeroMQ without a copy.
 inline constexpr size_t kZeroCopyReplyBytes = 64 << 10;

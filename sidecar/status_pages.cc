@@ -112,6 +112,10 @@ std::string ClusterMetricsText(const cluster::Cluster& cluster, const ClusterRou
   };
   counter("sidetable_cluster_forwarded_total", "Requests forwarded to the owner of their shard.",
           routing.forwarded());
+  counter("sidetable_cluster_forward_timeouts_total",
+          "Forwarded requests whose owner did not answer in time (outcome unknown).", routing.forward_timeouts());
+  counter("sidetable_cluster_forward_unreachable_total",
+          "Requests not forwarded because their owner could not be reached.", routing.forward_unreachable());
   counter("sidetable_cluster_fanout_queries_total", "Queries without a PartitionKey fanned out over the owners.",
           routing.fanouts());
   counter("sidetable_cluster_not_owner_total",
