@@ -104,7 +104,7 @@ Status Server::Impl::Bind() {
 void Server::Impl::StartWorkers() {
   // In a cluster, threads of their own for requests that wait on another
   // sidecar (cluster_routing.h, NeedsForwarding).
-  forwarders_ = handler_.routing() != nullptr ? static_cast<size_t>(std::max(2, config_.workers)) : 0;
+  forwarders_ = handler_.routing() != nullptr ? static_cast<size_t>(std::max(8, 4 * config_.workers)) : 0;
   const int threads = config_.workers + static_cast<int>(forwarders_);
   for (int i = 0; i < threads; i++) {
     queues_.push_back(std::make_unique<JobQueue>(config_.queue_depth));
