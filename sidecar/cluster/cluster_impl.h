@@ -143,6 +143,14 @@ class Cluster::Impl {
   std::atomic<uint64_t> assigns_{0};  // assignment callbacks run (fence checks wait for one)
   std::atomic<bool> rejoining_{false};  // between a cooperative revocation and the next round's assignment
   int64_t revoked_in_ = -1;             // the generation of that revocation (poll thread only)
+  // The coordinator refused a fence commit (REBALANCE_IN_PROGRESS, or the
+  // generation moved): the group is rebalancing. No commit is sent until this
+  // client's next assignment callback clears it (or, as a safety valve, after
+  // cluster.session_timeout_ms): a commit in flight when the coordinator
+  // moves to the next generation comes back ILLEGAL_GENERATION, and
+  // librdkafka 2.0 then drops the assignment and forces yet another
+  // rebalance (fence.cc, docs/scale-out.md).
+  std::atomic<int64_t> rebalancing_since_ms_{0};  // steady clock ms; 0 = not known to rebalance
   std::thread poll_thread_, restore_thread_, fence_thread_, catalog_thread_, delivery_thread_;
 
   // Stats.

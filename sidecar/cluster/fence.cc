@@ -7,6 +7,14 @@
 #include "sidecar/cluster/cluster_impl.h"
 
 namespace sidetable::cluster {
+namespace {
+
+int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
 
 void Cluster::Impl::CheckFence(std::function<void(Status)> done, int32_t shard, uint64_t epoch) {
   {
@@ -55,13 +63,34 @@ void Cluster::Impl::FenceLoop() {
         // revocation would have run before we could rejoin.
         const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(options_.rebalance_wait_ms);
         rd_kafka_resp_err_t e;
+        // Known to rebalance: a commit refused before (see rebalancing_since_ms_).
+        auto rebalancing = [&] {
+          const int64_t since = rebalancing_since_ms_.load();
+          return since != 0 && SteadyMs() - since < options_.session_timeout_ms;
+        };
         for (;;) {
-          while (rejoining_.load() && !stop_.load() && std::chrono::steady_clock::now() < give_up) {
+          while ((rejoining_.load() || rebalancing()) && !stop_.load() &&
+                 std::chrono::steady_clock::now() < give_up) {
             retried = true;
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
           }
+          if (rejoining_.load() || rebalancing()) {
+            // Still rebalancing: no commit (it could reach the coordinator
+            // after it moved to the next generation: ILLEGAL_GENERATION, the
+            // assignment dropped, one more rebalance for the whole group).
+            e = RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS;
+            break;
+          }
+          const uint64_t assigns_before = assigns_.load();
           e = rd_kafka_commit(group_, offsets, 0 /* sync */);
           for (int i = 0; e == RD_KAFKA_RESP_ERR_NO_ERROR && i < offsets->cnt; i++) e = offsets->elems[i].err;
+          // (Unless an assignment ran meanwhile: that round is over.)
+          if ((e == RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS || e == RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION ||
+               e == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID) &&
+              assigns_.load() == assigns_before) {
+            int64_t none = 0;
+            rebalancing_since_ms_.compare_exchange_strong(none, SteadyMs());
+          }
           if (e != RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS || stop_.load() ||
               std::chrono::steady_clock::now() >= give_up) {
             break;

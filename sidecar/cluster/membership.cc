@@ -64,6 +64,8 @@ void Cluster::Impl::OnRebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafk
     // Not the (often empty) assignment that closes the revoking round: the
     // one of the round after it, in a newer generation.
     if (self->rejoining_.load() && GroupGeneration(rk) != self->revoked_in_) self->rejoining_ = false;
+    // This client finished its part of a round: fence commits may go again.
+    self->rebalancing_since_ms_ = 0;
     self->assigns_++;
   } else if (self->stop_.load()) {
     // Closing (rd_kafka_consumer_close, Stop): the group handle answers no
