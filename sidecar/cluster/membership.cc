@@ -150,10 +150,18 @@ void Cluster::Impl::Lost(const rd_kafka_topic_partition_list_t* parts) {
 }
 
 void Cluster::Impl::PollLoop() {
+  auto next_refresh = std::chrono::steady_clock::now();
   while (!stop_.load()) {
     if (poll_paused_.load()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       continue;
+    }
+    // A round that leaves this member's assignment as it was may end
+    // without a callback here: the generation in Stats() and /cluster would
+    // then stay behind the one its commits use. Read it twice a second.
+    if (std::chrono::steady_clock::now() >= next_refresh) {
+      RefreshGeneration();
+      next_refresh = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
     }
     rd_kafka_message_t* m = rd_kafka_consumer_poll(group_, 100);
     if (m == nullptr) continue;
