@@ -124,11 +124,13 @@ Status Engine::ApplyReplicated(const ChangeRecord& record) {
     }
   }
   if (!record.client_request_id.empty()) {
-    auto known = e->requests_->Lookup(record.caller, record.client_request_id);
-    if (!known.ok()) return known.status();
-    if (!known->has_value()) {
-      // The old owner's answer, so a retry reaching this sidecar gets it
-      // once more instead of running again.
+    // Always the restored outcome, even over one this engine remembers: the
+    // topic is the shard's truth. A sidecar that owned the shard before may
+    // remember its own commit of the request that never reached Kafka (it
+    // was killed first; the client retried elsewhere and that commit is the
+    // one restored here). Answering a retry from the stale one would hand
+    // the client an ETag no row has (seen in ScaleOutTest, seed 436159).
+    {
       RememberedOutcome outcome;
       outcome.any_fingerprint = true;
       outcome.lsn = 0;

@@ -160,6 +160,36 @@ TEST_F(ReplicatedTest, ARetryOfTheOldOwnersRequestIsAnsweredOnceWithItsResult) {
   EXPECT_FAILS_UNCHANGED(engine_->Execute(other), Code::kEntityAlreadyExists);
 }
 
+// A sidecar that owned the shard before remembers its own commit of a
+// request whose change never reached Kafka (it was killed first); the
+// client retried on another owner, whose commit is what a later restore
+// brings back here. A retry must get the restored answer, not the stale
+// local one: its ETags are the rows' (ScaleOutTest seed 436159).
+TEST_F(ReplicatedTest, ARestoredOutcomeReplacesAStaleLocalOne) {
+  Batch b("Orders");
+  b.Insert(MakeEntity("p", "x", 1));
+  b.SetCaller("app").SetClientRequestId("req-7").SetEpoch(2);
+  ASSERT_TRUE(engine_->CreateTable("Orders", "").ok());
+  auto stale = engine_->Execute(b);  // this engine's own commit, never published
+  ASSERT_TRUE(stale.ok()) << stale.status().ToString();
+  b.SetEpoch(6);
+  auto elsewhere = old_->Execute(b);  // the retry, committed by the other owner
+  ASSERT_TRUE(elsewhere.ok()) << elsewhere.status().ToString();
+  ASSERT_NE(elsewhere->etags, stale->etags);
+  ChangeRecord rec = old_->ReadChanges(old_->Stats().last_lsn, 1)->records.at(0);
+  // The hand-over back: drop the shard's rows, restore from the topic.
+  ASSERT_TRUE(engine_->DropPartitions([](std::string_view, std::string_view) { return true; }).ok());
+  ASSERT_TRUE(engine_->ApplyReplicated(rec).ok());
+  auto row = engine_->Get("Orders", "p", "x");
+  ASSERT_TRUE(row.ok());
+  EXPECT_EQ(row->etag, elsewhere->etags[0]);
+  b.SetEpoch(7);
+  auto retry = engine_->Execute(b);
+  ASSERT_TRUE(retry.ok()) << retry.status().ToString();
+  EXPECT_TRUE(retry->replayed);
+  EXPECT_EQ(retry->etags, elsewhere->etags) << "a retry must get the ETag the row has";
+}
+
 // Every bad record is refused naming the problem, with nothing changed (not
 // even the table created for it).
 TEST_F(ReplicatedTest, BadRecordsAreRefusedWithNothingChanged) {
