@@ -188,14 +188,13 @@ bool ClusterRouting::Intercept(const wire::Request& r, const RunLocal& local, st
   switch (r.op) {
     case Op::kWrite:
       if (r.ops.empty()) return false;  // the engine's own error
-      return ForwardKeyed(r, ShardOf(r.table, r.ops[0].entity.partition_key), local, out, code,
-                          entities);
+      return ForwardKeyed(r, ShardOf(r.table, r.ops[0].entity.partition_key), out, code, entities);
     case Op::kGet:
     case Op::kRequestArchive:
-      return ForwardKeyed(r, ShardOf(r.table, r.pk), local, out, code, entities);
+      return ForwardKeyed(r, ShardOf(r.table, r.pk), out, code, entities);
     case Op::kQuery: {
       auto pk = QueryPartition(r);
-      if (pk) return ForwardKeyed(r, ShardOf(r.table, *pk), local, out, code, entities);
+      if (pk) return ForwardKeyed(r, ShardOf(r.table, *pk), out, code, entities);
       return FanOutQuery(r, local, out, code, entities);
     }
     case Op::kWriteMany:
@@ -205,9 +204,8 @@ bool ClusterRouting::Intercept(const wire::Request& r, const RunLocal& local, st
   }
 }
 
-bool ClusterRouting::ForwardKeyed(const wire::Request& r, int32_t shard, const RunLocal& local, std::string* out,
-                                  Code* code, uint64_t* entities) {
-  (void)local;
+bool ClusterRouting::ForwardKeyed(const wire::Request& r, int32_t shard, std::string* out, Code* code,
+                                  uint64_t* entities) {
   const auto deadline = Clock::now() + rebalance_wait_;
   for (;;) {
     cluster::Route route = Resolve(shard, deadline);

@@ -71,8 +71,7 @@ class ClusterRouting {
   // ServerBusy when this sidecar does not serve that shard (now).
   Result<ShardEpoch> LocalShard(std::string_view table, std::string_view pk) const;
 
-  // Whether (table, pk)'s shard is served here now (the frontend runs only
-  // those inline: forwarding blocks).
+  // Whether (table, pk)'s shard is served here now.
   bool ServesHere(std::string_view table, std::string_view pk) const {
     return cluster_->RouteShard(ShardOf(table, pk)).kind == cluster::Route::Kind::kLocal;
   }
@@ -132,8 +131,7 @@ class ClusterRouting {
   // The route of a shard, waiting while it has no serving owner.
   cluster::Route Resolve(int32_t shard, std::chrono::steady_clock::time_point deadline) const;
   // Forwards `r` to the owner of `shard`, re-routing on NotOwner until the deadline.
-  bool ForwardKeyed(const wire::Request& r, int32_t shard, const RunLocal& local, std::string* out, Code* code,
-                    uint64_t* entities);
+  bool ForwardKeyed(const wire::Request& r, int32_t shard, std::string* out, Code* code, uint64_t* entities);
   bool FanOutQuery(const wire::Request& r, const RunLocal& local, std::string* out, Code* code,
                    uint64_t* entities);
   bool SplitWriteMany(const wire::Request& r, const RunLocal& local, std::string* out, Code* code,

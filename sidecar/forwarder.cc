@@ -1,7 +1,6 @@
 #include "sidecar/forwarder.h"
 
 #include <map>
-#include <mutex>
 #include <vector>
 
 #include "protocol/wire.h"
@@ -17,9 +16,8 @@ struct Forwarder::Sockets {
   std::map<std::string, std::unique_ptr<zmq::socket_t>> by_endpoint;
 };
 
-Forwarder::Forwarder(std::string member_id, std::string curve_server_key)
-    : member_id_(std::move(member_id)), curve_server_key_(std::move(curve_server_key)),
-      instance_(g_instances.fetch_add(1)) {}
+Forwarder::Forwarder(std::string member_id)
+    : member_id_(std::move(member_id)), instance_(g_instances.fetch_add(1)) {}
 
 Forwarder::~Forwarder() {
   // Threads' sockets still refer to ctx_: closing the context would block
@@ -50,13 +48,6 @@ Result<std::string> Forwarder::Call(const std::string& endpoint, const std::stri
       s->set(zmq::sockopt::routing_id, id);
       s->set(zmq::sockopt::linger, 0);
       s->set(zmq::sockopt::immediate, 1);  // no queueing for a peer not connected
-      if (!curve_server_key_.empty()) {
-        char pub[41], sec[41];
-        zmq_curve_keypair(pub, sec);
-        s->set(zmq::sockopt::curve_serverkey, curve_server_key_);
-        s->set(zmq::sockopt::curve_publickey, std::string(pub));
-        s->set(zmq::sockopt::curve_secretkey, std::string(sec));
-      }
       s->connect(endpoint);
       slot = std::move(s);
     }
@@ -64,14 +55,6 @@ Result<std::string> Forwarder::Call(const std::string& endpoint, const std::stri
     const uint64_t id = next_request_id_.fetch_add(1);
     wire::SetRequestId(&frame, id);
     zmq::socket_t& sock = *slot;
-    // DEALER to ROUTER: an empty delimiter frame, as REQ-style clients send.
-    auto timeout = [&] {
-      timeouts_.fetch_add(1, std::memory_order_relaxed);
-      slot.reset();  // a late reply dies with the socket
-      return Status(Code::kServerBusy, "the shard's owner " + endpoint +
-                                           " did not answer in time; outcome unknown, retry with the same "
-                                           "client request id");
-    };
     // With ZMQ_IMMEDIATE nothing is queued for a peer not connected: a
     // dead owner (killed, not yet replaced by the group) is answered at
     // once instead of after the whole wait. A live one on loopback connects
@@ -88,6 +71,7 @@ Result<std::string> Forwarder::Call(const std::string& endpoint, const std::stri
       }
       if (zmq::poll(&out_item, 1, left) > 0) break;
     }
+    // DEALER to ROUTER: an empty delimiter frame, as REQ-style clients send.
     sock.send(zmq::message_t(), zmq::send_flags::sndmore);
     sock.send(zmq::buffer(frame), zmq::send_flags::none);
     forwarded_.fetch_add(1, std::memory_order_relaxed);
@@ -95,7 +79,13 @@ Result<std::string> Forwarder::Call(const std::string& endpoint, const std::stri
     for (;;) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
                                                                                std::chrono::steady_clock::now());
-      if (left.count() <= 0) return timeout();
+      if (left.count() <= 0) {
+        timeouts_.fetch_add(1, std::memory_order_relaxed);
+        slot.reset();  // a late reply dies with the socket
+        return Status(Code::kServerBusy, "the shard's owner " + endpoint +
+                                             " did not answer in time; outcome unknown, retry with the same "
+                                             "client request id");
+      }
       if (zmq::poll(&in_item, 1, left) <= 0) continue;
       std::vector<zmq::message_t> frames;
       for (;;) {

@@ -28,9 +28,9 @@ inline constexpr std::string_view kForwardedIdPrefix = "st-fwd:";
 
 class Forwarder {
  public:
-  // `member_id` names this sidecar in the routing ids it uses;
-  // `curve_server_key` (Z85, "" = plain) is the peers' CURVE public key.
-  Forwarder(std::string member_id, std::string curve_server_key = "");
+  // `member_id` names this sidecar in the routing ids it uses. Plain
+  // ZeroMQ: CURVE between sidecars is not built (docs/scale-out.md).
+  explicit Forwarder(std::string member_id);
   ~Forwarder();
 
   // Sends `request` (a whole request frame) to `endpoint` and returns the
@@ -51,7 +51,6 @@ class Forwarder {
   Sockets& ThreadSockets();
 
   const std::string member_id_;
-  const std::string curve_server_key_;
   // An id per Forwarder, so thread-local sockets never outlive theirs.
   const uint64_t instance_;
   zmq::context_t ctx_{1};

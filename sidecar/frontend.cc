@@ -22,6 +22,22 @@ void Server::Impl::SendInlineReplies() {
   inline_replies_.clear();
 }
 
+namespace {
+
+// Same (table, PartitionKey), same hash: the requests of one partition go
+// to one thread and run in the order they arrived. Table names are
+// case-insensitive.
+uint64_t PartitionHash(const std::string& table, const std::string& pk) {
+  std::string key;
+  key.reserve(table.size() + 1 + pk.size());
+  AppendTableKey(table, &key);
+  key.push_back('\0');
+  key.append(pk);
+  return XXH3_64bits(key.data(), key.size());
+}
+
+}  // namespace
+
 size_t Server::Impl::WorkerFor(const wire::Request& r) {
   using wire::Op;
   const std::string* pk = nullptr;
@@ -29,14 +45,7 @@ size_t Server::Impl::WorkerFor(const wire::Request& r) {
   if (r.op == Op::kGet) pk = &r.pk;
   const size_t workers = static_cast<size_t>(config_.workers);
   if (pk == nullptr) return round_robin_++ % workers;
-  // Same (table, PartitionKey), same worker: requests of one partition run
-  // in the order they arrived. Table names are case-insensitive.
-  std::string key;
-  key.reserve(r.table.size() + 1 + pk->size());
-  AppendTableKey(r.table, &key);
-  key.push_back('\0');
-  key.append(*pk);
-  return XXH3_64bits(key.data(), key.size()) % workers;
+  return PartitionHash(r.table, *pk) % workers;
 }
 
 size_t Server::Impl::ForwarderFor(const wire::Request& r) {
@@ -46,23 +55,13 @@ size_t Server::Impl::ForwarderFor(const wire::Request& r) {
   if (r.op == Op::kGet || r.op == Op::kRequestArchive) pk = &r.pk;
   const size_t base = static_cast<size_t>(config_.workers);
   if (pk == nullptr) return base + round_robin_++ % forwarders_;
-  std::string key;
-  AppendTableKey(r.table, &key);
-  key.push_back('\0');
-  key.append(*pk);
-  return base + XXH3_64bits(key.data(), key.size()) % forwarders_;
+  return base + PartitionHash(r.table, *pk) % forwarders_;
 }
 
 bool Server::Impl::RunsInline(const wire::Request& r, size_t wire_bytes) const {
+  // (In a cluster, a request for a shard served elsewhere never gets here:
+  // OnRequest queues it on a forwarding thread, ClusterRouting::NeedsForwarding.)
   if (wire_bytes > config_.inline_max_bytes) return false;
-  // A shard served elsewhere is forwarded, which blocks: never here.
-  if (const ClusterRouting* routing = handler_.routing(); routing != nullptr) {
-    if (r.op == wire::Op::kGet && !routing->ServesHere(r.table, r.pk)) return false;
-    if (r.op == wire::Op::kWrite && !r.ops.empty() &&
-        !routing->ServesHere(r.table, r.ops[0].entity.partition_key)) {
-      return false;
-    }
-  }
   switch (r.op) {
     case wire::Op::kPing:
       return true;
