@@ -1,6 +1,7 @@
 #include "sidecar/status_pages.h"
 
 #include "common/http_endpoint.h"
+#include "common/prometheus_text.h"
 
 namespace sidetable::sidecar {
 
@@ -107,8 +108,8 @@ std::string MetricsText(Server& server, const Metrics& metrics, const ServerGaug
 std::string ClusterMetricsText(const cluster::Cluster& cluster, const ClusterRouting& routing) {
   std::string out = cluster.RenderMetrics();
   auto counter = [&](const char* name, const char* help, uint64_t v) {
-    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " counter\n" + name + " " +
-           std::to_string(v) + "\n";
+    prometheus::Header(&out, name, "counter", help);
+    prometheus::Line(&out, name, "", v);
   };
   counter("sidetable_cluster_forwarded_total", "Requests forwarded to the owner of their shard.",
           routing.forwarded());

@@ -6,6 +6,7 @@
 
 #include "common/kafka/embedded_kafka.h"
 #include "common/kafka/partitioner.h"
+#include "common/prometheus_text.h"
 #include "sidecar/cluster/cluster_impl.h"
 
 namespace sidetable::cluster {
@@ -396,8 +397,8 @@ std::string Cluster::Impl::RenderMetrics() const {
   const ClusterStats s = Stats();
   std::string out;
   auto metric = [&](const char* name, const char* type, const char* help, const std::string& value) {
-    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + " " +
-           value + "\n";
+    prometheus::Header(&out, name, type, help);
+    out += std::string(name) + " " + value + "\n";  // a gauge may be -1 or fractional: not Line()'s uint64
   };
   metric("sidetable_cluster_generation", "gauge", "The owners' group generation this sidecar is in.",
          std::to_string(s.generation));
