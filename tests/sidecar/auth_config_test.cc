@@ -6,24 +6,18 @@
 
 #include "sidecar/config.h"
 #include "testing/temp_dir.h"
+#include "tests/sidecar/config_text.h"
 
 namespace sidetable::sidecar {
 namespace {
 
-Status LoadText(const std::string& text, ServerConfig* c) {
-  testing::TempDir dir;
-  std::string path = dir.Sub("c.yaml");
-  std::ofstream(path) << text;
-  return LoadConfigFile(path, c);
-}
-
 TEST(AuthConfig, OffByDefaultAndTokensNeedAKey) {
   ServerConfig c;
-  ASSERT_TRUE(LoadText("", &c).ok());
+  ASSERT_TRUE(LoadConfigText("", &c).ok());
   EXPECT_FALSE(c.auth.tokens);
-  ASSERT_TRUE(LoadText("auth:\n  mode: off\n", &c).ok());
+  ASSERT_TRUE(LoadConfigText("auth:\n  mode: off\n", &c).ok());
   EXPECT_FALSE(c.auth.tokens);
-  ASSERT_TRUE(LoadText("auth:\n  mode: tokens\n", &c).ok());
+  ASSERT_TRUE(LoadConfigText("auth:\n  mode: tokens\n", &c).ok());
   EXPECT_TRUE(c.auth.tokens);
   Status s = ValidateConfig(c);
   EXPECT_NE(s.message().find("auth.keys"), std::string::npos) << s.ToString();
@@ -31,7 +25,7 @@ TEST(AuthConfig, OffByDefaultAndTokensNeedAKey) {
 
 TEST(AuthConfig, KeysAndQuotasLoad) {
   ServerConfig c;
-  Status s = LoadText(
+  Status s = LoadConfigText(
       "auth:\n  mode: tokens\n  keys:\n    - {id: k1, file: /a}\n    - {id: k2, file: /b}\n  token_cache: 7\n"
       "  quotas:\n    default: {requests_per_second: 100, max_inflight: 4}\n"
       "    tenants:\n      big: {requests_per_second: 1000}\n",
@@ -48,19 +42,19 @@ TEST(AuthConfig, KeysAndQuotasLoad) {
 
 TEST(AuthConfig, StrictKeysNameTheFileAndKey) {
   ServerConfig c;
-  Status s = LoadText("auth:\n  mdoe: tokens\n", &c);
+  Status s = LoadConfigText("auth:\n  mdoe: tokens\n", &c);
   EXPECT_NE(s.message().find("auth.mdoe: unknown key"), std::string::npos) << s.ToString();
   EXPECT_NE(s.message().find("c.yaml"), std::string::npos) << s.ToString();
-  s = LoadText("auth:\n  mode: maybe\n", &c);
+  s = LoadConfigText("auth:\n  mode: maybe\n", &c);
   EXPECT_NE(s.message().find("auth.mode"), std::string::npos) << s.ToString();
-  s = LoadText("auth:\n  keys:\n    - {id: k1, path: /a}\n", &c);
+  s = LoadConfigText("auth:\n  keys:\n    - {id: k1, path: /a}\n", &c);
   EXPECT_NE(s.message().find("auth.keys[0].path"), std::string::npos) << s.ToString();
-  s = LoadText("auth:\n  quotas:\n    tenants:\n      t: {rps: 1}\n", &c);
+  s = LoadConfigText("auth:\n  quotas:\n    tenants:\n      t: {rps: 1}\n", &c);
   EXPECT_NE(s.message().find("auth.quotas.tenants.t.rps"), std::string::npos) << s.ToString();
-  s = LoadText("auth:\n  quotas:\n    default: {max_inflight: -1}\n", &c);
+  s = LoadConfigText("auth:\n  quotas:\n    default: {max_inflight: -1}\n", &c);
   EXPECT_NE(s.message().find("must not be negative"), std::string::npos) << s.ToString();
   ServerConfig three;
-  ASSERT_TRUE(LoadText("auth:\n  keys:\n    - {id: a, file: /a}\n    - {id: b, file: /b}\n    - {id: c, file: /c}\n",
+  ASSERT_TRUE(LoadConfigText("auth:\n  keys:\n    - {id: a, file: /a}\n    - {id: b, file: /b}\n    - {id: c, file: /c}\n",
                        &three).ok());
   EXPECT_NE(ValidateConfig(three).message().find("at most two"), std::string::npos);
 }

@@ -6,16 +6,10 @@
 
 #include "sidecar/config.h"
 #include "testing/temp_dir.h"
+#include "tests/sidecar/config_text.h"
 
 namespace sidetable::sidecar {
 namespace {
-
-Status LoadText(const std::string& text, ServerConfig* c) {
-  testing::TempDir dir;
-  std::string path = dir.Sub("c.yaml");
-  std::ofstream(path) << text;
-  return LoadConfigFile(path, c);
-}
 
 constexpr const char* kGood =
     "kafka:\n  bootstrap: k1:9092\n  topic: sidetable.{service}.changes\n"
@@ -24,7 +18,7 @@ constexpr const char* kGood =
 
 TEST(ClusterConfig, LoadsEveryKey) {
   ServerConfig c;
-  ASSERT_TRUE(LoadText(kGood, &c).ok());
+  ASSERT_TRUE(LoadConfigText(kGood, &c).ok());
   ASSERT_TRUE(ValidateConfig(c).ok()) << ValidateConfig(c).ToString();
   EXPECT_TRUE(c.cluster.enabled());
   EXPECT_EQ(c.cluster.service, "orders");
@@ -78,7 +72,7 @@ TEST(ClusterConfig, BadKeysAreNamed) {
   };
   for (const auto& [yaml, key] : bad) {
     ServerConfig c;
-    Status s = LoadText(yaml, &c);
+    Status s = LoadConfigText(yaml, &c);
     if (s.ok()) s = ValidateConfig(c);
     EXPECT_EQ(s.code(), Code::kInvalidInput) << key << "\n" << yaml;
     EXPECT_NE(s.message().find(key), std::string::npos) << s.message() << "\n" << yaml;
@@ -88,7 +82,7 @@ TEST(ClusterConfig, BadKeysAreNamed) {
 // {service} without a cluster has nothing to stand for.
 TEST(ClusterConfig, ServicePlaceholderNeedsAService) {
   ServerConfig off;
-  ASSERT_TRUE(LoadText("kafka:\n  topic: sidetable.{service}.changes\n", &off).ok());
+  ASSERT_TRUE(LoadConfigText("kafka:\n  topic: sidetable.{service}.changes\n", &off).ok());
   Status s = ValidateConfig(off);
   EXPECT_EQ(s.code(), Code::kInvalidInput);
   EXPECT_NE(s.message().find("kafka.topic"), std::string::npos) << s.message();

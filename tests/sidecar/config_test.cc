@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "testing/temp_dir.h"
+#include "tests/sidecar/config_text.h"
 
 namespace sidetable::sidecar {
 namespace {
@@ -34,23 +35,16 @@ TEST(Config, ExampleFilesLoadAndValidate) {
   EXPECT_EQ(prod.log_format, "json");
 }
 
-Status LoadText(const std::string& text, ServerConfig* c) {
-  testing::TempDir dir;
-  std::string path = dir.Sub("c.yaml");
-  std::ofstream(path) << text;
-  return LoadConfigFile(path, c);
-}
-
 TEST(Config, ErrorsNameTheKey) {
   ServerConfig c;
-  Status s = LoadText("storage:\n  durability: maybe\n", &c);
+  Status s = LoadConfigText("storage:\n  durability: maybe\n", &c);
   EXPECT_EQ(s.code(), Code::kInvalidInput);
   EXPECT_NE(s.message().find("storage.durability"), std::string::npos);
-  s = LoadText("bogus:\n  a: 1\n", &c);
+  s = LoadConfigText("bogus:\n  a: 1\n", &c);
   EXPECT_NE(s.message().find("bogus"), std::string::npos);
-  s = LoadText("sidecar:\n  workers: lots\n", &c);
+  s = LoadConfigText("sidecar:\n  workers: lots\n", &c);
   EXPECT_EQ(s.code(), Code::kInvalidInput);
-  s = LoadText("sidecar: [unclosed\n", &c);
+  s = LoadConfigText("sidecar: [unclosed\n", &c);
   EXPECT_EQ(s.code(), Code::kInvalidInput);
   EXPECT_EQ(LoadConfigFile("/nonexistent/x.yaml", &c).code(), Code::kInvalidInput);
 }
@@ -89,7 +83,7 @@ TEST(Config, ValidationRanges) {
 
 TEST(Config, AdmissionKeysLoad) {
   ServerConfig c;
-  ASSERT_TRUE(LoadText("sidecar:\n  max_inflight_bytes: 8388608\n  max_inflight_per_connection: 4\n"
+  ASSERT_TRUE(LoadConfigText("sidecar:\n  max_inflight_bytes: 8388608\n  max_inflight_per_connection: 4\n"
                        "  max_inflight_bytes_per_connection: 7340032\n", &c).ok());
   EXPECT_EQ(c.max_inflight_bytes, 8388608u);
   EXPECT_EQ(c.max_inflight_per_connection, 4u);
@@ -168,8 +162,8 @@ TEST(Config, RangeErrorsNameTheKey) {
 
 TEST(Config, EmptyFileAndEmptySectionsKeepTheDefaults) {
   ServerConfig c;
-  ASSERT_TRUE(LoadText("", &c).ok());
-  ASSERT_TRUE(LoadText("sidecar:\nstorage:\nkafka:\n  properties:\n", &c).ok());
+  ASSERT_TRUE(LoadConfigText("", &c).ok());
+  ASSERT_TRUE(LoadConfigText("sidecar:\nstorage:\nkafka:\n  properties:\n", &c).ok());
   EXPECT_EQ(c.workers, ServerConfig().workers);
   EXPECT_TRUE(ValidateConfig(c).ok());
 }

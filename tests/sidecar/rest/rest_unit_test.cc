@@ -12,6 +12,7 @@
 #include "sidecar/rest/path.h"
 #include "sidecar/rest/sas.h"
 #include "sidecar/rest/shared_key.h"
+#include "tests/sidecar/config_text.h"
 
 namespace sidetable::sidecar::rest {
 namespace {
@@ -307,16 +308,9 @@ TEST(RestMultipart, WritesTheResponse) {
 namespace sidetable::sidecar::rest {
 namespace {
 
-Status LoadText(const std::string& text, ServerConfig* c) {
-  testing::TempDir dir;
-  const std::string path = dir.Sub("c.yaml");
-  std::ofstream(path) << text;
-  return LoadConfigFile(path, c);
-}
-
 TEST(RestConfigFile, TheSectionLoadsAndItsErrorsNameTheKey) {
   ServerConfig c;
-  ASSERT_TRUE(LoadText("rest:\n  address: 127.0.0.1:0\n  accounts:\n    - {name: acct1, key: c2VjcmV0LWtleS1ieXRlcy0xMjM0NTY=}\n"
+  ASSERT_TRUE(LoadConfigText("rest:\n  address: 127.0.0.1:0\n  accounts:\n    - {name: acct1, key: c2VjcmV0LWtleS1ieXRlcy0xMjM0NTY=}\n"
                        "  max_body_mb: 2\n  threads: 4\n  dev_account: false\n"
                        "  cors:\n    - {allowed_origins: ['*'], allowed_methods: [get]}\n",
                        &c)
@@ -349,7 +343,7 @@ TEST(RestConfigFile, TheSectionLoadsAndItsErrorsNameTheKey) {
                {"rest:\n  cors:\n    - {allowed_origins: ['*']}\n", "rest.cors[0]"}};
   for (const auto& k : cases) {
     ServerConfig bad;
-    Status s = LoadText(k.yaml, &bad);
+    Status s = LoadConfigText(k.yaml, &bad);
     EXPECT_EQ(s.code(), Code::kInvalidInput) << k.yaml;
     EXPECT_NE(s.message().find(k.key), std::string::npos) << s.message();
   }
