@@ -67,6 +67,7 @@ struct ClusterHarnessOptions {
   std::string acks = "replicated";  // cluster.acks
   int session_timeout_ms = 6000;    // cluster.session_timeout_ms
   int rebalance_wait_ms = 3000;     // cluster.rebalance_wait_ms
+  int standby_replicas = 0;         // cluster.standby_replicas
   std::string durability = "os";
   std::string extra_yaml;           // appended to every member's config (top-level sections)
 };
@@ -397,7 +398,8 @@ class ClusterHarness {
       y << "  topic: sidetable.{service}.changes\n"
         << "cluster:\n  service: " << options_.service << "\n  member_id: " << MemberId(i)
         << "\n  acks: " << options_.acks << "\n  rebalance_wait_ms: " << options_.rebalance_wait_ms
-        << "\n  session_timeout_ms: " << options_.session_timeout_ms << "\n";
+        << "\n  session_timeout_ms: " << options_.session_timeout_ms
+        << "\n  standby_replicas: " << options_.standby_replicas << "\n";
       // cluster.advertise is left out: its default is the first bound
       // --listen endpoint (cluster_options.h), right on loopback, and the
       // port is the child's own choice (tcp://127.0.0.1:*).

@@ -200,6 +200,13 @@ Status Cluster::Impl::Init() {
   auto c = NewClient(RD_KAFKA_CONSUMER, reader_settings);
   if (!c.ok()) return c.status();
   catalog_ = *c;
+  if (options_.standby_replicas > 0) {
+    reader_settings["group.id"] = "sidetable." + options_.service + ".standby." + member_;
+    reader_settings["enable.partition.eof"] = "false";
+    auto sb = NewClient(RD_KAFKA_CONSUMER, reader_settings);
+    if (!sb.ok()) return sb.status();
+    standby_reader_ = *sb;
+  }
 
   // The catalog: read the cluster topic up to its end as it stands now.
   int64_t low = 0, high = 0;
@@ -250,6 +257,7 @@ Status Cluster::Impl::Init() {
   restore_thread_ = std::thread([this] { RestoreLoop(); });
   fence_thread_ = std::thread([this] { FenceLoop(); });
   poll_thread_ = std::thread([this] { PollLoop(); });
+  if (standby_reader_ != nullptr) standby_thread_ = std::thread([this] { StandbyLoop(); });
   log_->info("member {} of {} ({} shards on {}, cluster topic {})", member_, group_id_, shards_, change_topic_,
              cluster_topic_);
   return Status::OK();
@@ -270,6 +278,7 @@ void Cluster::Impl::Stop() {
   table_cv_.notify_all();
   if (poll_thread_.joinable()) poll_thread_.join();
   if (restore_thread_.joinable()) restore_thread_.join();
+  if (standby_thread_.joinable()) standby_thread_.join();
   if (group_ != nullptr) {
     // Leaves the group: the revocation runs here (Lost), the others rebalance at once.
     rd_kafka_consumer_close(group_);
@@ -284,7 +293,7 @@ void Cluster::Impl::Stop() {
     rd_kafka_purge(producer_, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
     rd_kafka_poll(producer_, 0);  // the purged reports free their promises
   }
-  for (rd_kafka_t** rk : {&group_, &reader_, &catalog_, &producer_}) {
+  for (rd_kafka_t** rk : {&group_, &reader_, &catalog_, &standby_reader_, &producer_}) {
     if (*rk != nullptr) rd_kafka_destroy(*rk);
     *rk = nullptr;
   }
@@ -344,12 +353,19 @@ ClusterStats Cluster::Impl::Stats() const {
     for (const auto& [shard, gen] : owned_) s.owned.push_back(shard);
     for (const auto& [shard, epoch] : serving_) s.serving.push_back(shard);
   }
+  {
+    std::lock_guard l(standby_mu_);
+    for (const auto& [shard, copy] : standbys_) s.standby.push_back(shard);
+  }
   s.restores_total = restores_.load();
   s.restored_records_total = restored_records_.load();
   s.fenced_records_total = fenced_records_.load();
   s.fence_checks_total = fence_checks_.load();
   s.fence_failures_total = fence_failures_.load();
   s.last_restore_seconds = last_restore_seconds_.load();
+  s.last_restore_records = last_restore_records_.load();
+  s.warm_restores_total = warm_restores_.load();
+  s.standby_records_total = standby_records_.load();
   return s;
 }
 
@@ -366,7 +382,8 @@ std::string Cluster::Impl::StatusJson() const {
   std::string out = "{\"member\":" + JsonString(member_) + ",\"service\":" + JsonString(options_.service) +
                     ",\"group\":" + JsonString(group_id_) + ",\"generation\":" + std::to_string(s.generation) +
                     ",\"shards\":" + std::to_string(shards_) + ",\"owned\":" + JsonInts(s.owned) +
-                    ",\"serving\":" + JsonInts(s.serving) + ",\"owners\":{";
+                    ",\"serving\":" + JsonInts(s.serving) + ",\"standby\":" + JsonInts(s.standby) +
+                    ",\"owners\":{";
   {
     std::shared_lock l(routes_mu_);
     bool first = true;
@@ -389,7 +406,10 @@ std::string Cluster::Impl::StatusJson() const {
          ",\"fencedRecords\":" + std::to_string(s.fenced_records_total) +
          ",\"fenceChecks\":" + std::to_string(s.fence_checks_total) +
          ",\"fenceFailures\":" + std::to_string(s.fence_failures_total) +
-         ",\"lastRestoreSeconds\":" + std::to_string(s.last_restore_seconds) + "}";
+         ",\"lastRestoreSeconds\":" + std::to_string(s.last_restore_seconds) +
+         ",\"lastRestoreRecords\":" + std::to_string(s.last_restore_records) +
+         ",\"warmRestores\":" + std::to_string(s.warm_restores_total) +
+         ",\"standbyRecords\":" + std::to_string(s.standby_records_total) + "}";
   return out;
 }
 
@@ -418,6 +438,15 @@ std::string Cluster::Impl::RenderMetrics() const {
          std::to_string(s.fence_failures_total));
   metric("sidetable_cluster_last_restore_seconds", "gauge", "Duration of the latest shard restore.",
          std::to_string(s.last_restore_seconds));
+  metric("sidetable_cluster_last_restore_records", "gauge", "Change records the latest shard restore applied.",
+         std::to_string(s.last_restore_records));
+  metric("sidetable_cluster_warm_restores_total", "counter",
+         "Shard restores that resumed from a standby copy (read only the tail).",
+         std::to_string(s.warm_restores_total));
+  metric("sidetable_cluster_standby_shards", "gauge", "Shards this sidecar keeps a standby copy of.",
+         std::to_string(s.standby.size()));
+  metric("sidetable_cluster_standby_records_total", "counter", "Change records applied to standby copies.",
+         std::to_string(s.standby_records_total));
   return out;
 }
 

@@ -82,12 +82,16 @@ struct ClusterStats {
   int64_t generation = -1;
   std::vector<int32_t> owned;      // assigned to this sidecar
   std::vector<int32_t> serving;    // owned and restored
+  std::vector<int32_t> standby;    // standby copies kept here (cluster.standby_replicas)
   uint64_t restores_total = 0;
   uint64_t restored_records_total = 0;
   uint64_t fenced_records_total = 0;   // skipped while restoring
   uint64_t fence_checks_total = 0;
   uint64_t fence_failures_total = 0;
   double last_restore_seconds = 0;
+  uint64_t last_restore_records = 0;   // applied by the latest restore
+  uint64_t warm_restores_total = 0;    // restores that resumed from a standby copy
+  uint64_t standby_records_total = 0;  // records applied to standby copies
 };
 
 class Cluster {

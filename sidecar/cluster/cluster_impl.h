@@ -6,7 +6,8 @@
 // Threads: poll (the owners' group consumer and its rebalance callback),
 // restore (one shard at a time, so the poll thread keeps heartbeating),
 // catalog (the cluster topic reader), fence (batched offset commits),
-// delivery (serves the producer's delivery reports).
+// delivery (serves the producer's delivery reports), standby (the standby
+// copies, standby.cc; only with cluster.standby_replicas > 0).
 #pragma once
 
 #include <librdkafka/rdkafka.h>
@@ -23,12 +24,22 @@
 #include "engine/table_name.h"
 #include "sidecar/cluster/cluster.h"
 #include "sidecar/cluster/records.h"
+#include "sidecar/cluster/shard_replayer.h"
 
 namespace spdlog {
 class logger;
 }
 
 namespace sidetable::cluster {
+
+// Where a standby copy of a shard stands: the partition is applied up to
+// (not including) next_offset, and `floor` is the highest claim epoch read
+// before it. A restore resumes there.
+struct StandbyPosition {
+  int64_t next_offset = 0;
+  uint64_t floor = 0;
+  bool from_standby = false;  // built by the standby thread (not a failed restore's rows)
+};
 
 class Cluster::Impl {
  public:
@@ -69,12 +80,35 @@ class Cluster::Impl {
   void Lost(const rd_kafka_topic_partition_list_t* parts);
   void RefreshGeneration();
   Status Restore(int32_t shard, int64_t generation);
+  // Restore's steps after the local rows are the partition applied up to
+  // *reached (a standby copy, or nothing after a drop); advances *reached.
+  Status RestoreFrom(int32_t shard, int64_t generation, bool warm, StandbyPosition* reached);
   bool StillOwned(int32_t shard, int64_t generation) const;
-  // Reads `shard` of the change topic from its beginning through offset
-  // `last` (inclusive), calling fn for every message. Aborts (kServerBusy)
-  // when `keep_going` says so.
-  Status ScanPartition(int32_t shard, int64_t last, const std::function<Status(const rd_kafka_message_t*)>& fn,
+  // Reads `shard` of the change topic from offset `first` (0: its
+  // beginning) through offset `last` (inclusive), calling fn for every
+  // message. Aborts (kServerBusy) when `keep_going` says so.
+  Status ScanPartition(int32_t shard, int64_t first, int64_t last,
+                       const std::function<Status(const rd_kafka_message_t*)>& fn,
                        const std::function<bool()>& keep_going);
+
+  // standby.cc
+  void StandbyLoop();
+  // The shards this sidecar should keep a standby copy of now: those whose
+  // owner is followed by this sidecar within cluster.standby_replicas
+  // places on the ring of owners (sorted by member id), not owned here,
+  // and not lost here in the last kStandbySettle.
+  std::set<int32_t> WantedStandbys() const;
+  // Brings standbys_ and the reader's assignment in line with WantedStandbys().
+  void RefreshStandbys(std::map<int32_t, int64_t>* assigned);
+  void ApplyStandby(const rd_kafka_message_t* m);
+  // For a restore: removes the shard's standby copy and returns its
+  // position, or nullopt when there is no usable copy (never dropped, or
+  // none). Waits for a record of it being applied.
+  std::optional<StandbyPosition> TakeStandby(int32_t shard);
+  // A failed restore's local rows, as a standby copy at `position` (unless
+  // a copy exists already). Kept while the shard is owned here, for the
+  // restore's retry; dropped later if this sidecar is not its standby.
+  void ReturnStandby(int32_t shard, StandbyPosition position);
 
   // catalog.cc
   void CatalogLoop();
@@ -100,6 +134,7 @@ class Cluster::Impl {
   rd_kafka_t* producer_ = nullptr;  // claims and cluster records (idempotent, acks=all)
   rd_kafka_t* reader_ = nullptr;    // restores (assign mode, no group)
   rd_kafka_t* catalog_ = nullptr;   // the cluster topic (assign mode, no group)
+  rd_kafka_t* standby_reader_ = nullptr;  // standby copies (assign mode, no group)
 
   // Ownership and the owner map.
   mutable std::shared_mutex routes_mu_;
@@ -108,6 +143,7 @@ class Cluster::Impl {
   std::map<int32_t, uint64_t> serving_;  // shard -> epoch
   std::map<int32_t, int64_t> commit_offsets_;  // shard -> offset the fence commits
   std::map<int32_t, uint64_t> claimed_;  // shard -> highest epoch we claimed
+  std::map<int32_t, std::chrono::steady_clock::time_point> lost_at_;  // shard -> when last lost here
   std::vector<OwnerRecord> owners_;      // per shard, from the cluster topic
   std::map<std::string, std::string> members_;  // member -> endpoint
   int64_t generation_ = -1;
@@ -117,6 +153,18 @@ class Cluster::Impl {
   std::mutex restore_mu_;
   std::condition_variable restore_cv_;
   std::deque<int32_t> restore_queue_;
+
+  // Standby copies. standby_mu_ is held while a record of one is applied,
+  // and is taken before routes_mu_ (never the other way round).
+  struct StandbyCopy {
+    std::unique_ptr<ShardReplayer> replayer;
+    int64_t next_offset = 0;  // after the last whole event fed
+    bool dropped = false;     // the local rows were dropped before the first record
+    bool from_standby = true;  // false: a failed restore's rows (ReturnStandby)
+  };
+  mutable std::mutex standby_mu_;
+  std::map<int32_t, StandbyCopy> standbys_;
+  std::map<int32_t, std::chrono::steady_clock::time_point> standby_failed_at_;  // standby thread only
 
   // Fence checks.
   std::mutex fence_mu_;
@@ -151,12 +199,13 @@ class Cluster::Impl {
   // librdkafka 2.0 then drops the assignment and forces yet another
   // rebalance (fence.cc, docs/scale-out.md).
   std::atomic<int64_t> rebalancing_since_ms_{0};  // steady clock ms; 0 = not known to rebalance
-  std::thread poll_thread_, restore_thread_, fence_thread_, catalog_thread_, delivery_thread_;
+  std::thread poll_thread_, restore_thread_, fence_thread_, catalog_thread_, delivery_thread_, standby_thread_;
 
   // Stats.
   std::atomic<uint64_t> restores_{0}, restored_records_{0}, fenced_records_{0};
   std::atomic<uint64_t> fence_checks_{0}, fence_failures_{0};
   std::atomic<double> last_restore_seconds_{0};
+  std::atomic<uint64_t> last_restore_records_{0}, warm_restores_{0}, standby_records_{0};
 };
 
 }  // namespace sidetable::cluster

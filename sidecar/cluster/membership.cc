@@ -6,10 +6,8 @@
 #include <cstring>
 
 #include "common/kafka/headers.h"
-#include "events/chunk.h"
-#include "events/epoch_filter.h"
-#include "events/event.h"
 #include "sidecar/cluster/cluster_impl.h"
+#include "sidecar/cluster/shard_replayer.h"
 
 namespace sidetable::cluster {
 namespace {
@@ -140,7 +138,10 @@ void Cluster::Impl::Lost(const rd_kafka_topic_partition_list_t* parts) {
     std::unique_lock l(routes_mu_);
     for (int i = 0; i < parts->cnt; i++) {
       const int32_t shard = parts->elems[i].partition;
-      if (owned_.erase(shard)) lost.push_back(shard);
+      if (owned_.erase(shard)) {
+        lost.push_back(shard);
+        lost_at_[shard] = std::chrono::steady_clock::now();
+      }
       serving_.erase(shard);
       commit_offsets_.erase(shard);
     }
@@ -211,12 +212,13 @@ void Cluster::Impl::RestoreLoop() {
   }
 }
 
-Status Cluster::Impl::ScanPartition(int32_t shard, int64_t last,
+Status Cluster::Impl::ScanPartition(int32_t shard, int64_t first, int64_t last,
                                     const std::function<Status(const rd_kafka_message_t*)>& fn,
                                     const std::function<bool()>& keep_going) {
-  if (last < 0) return Status::OK();
+  if (last < 0 || last < first) return Status::OK();
   rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
-  rd_kafka_topic_partition_list_add(list, change_topic_.c_str(), shard)->offset = RD_KAFKA_OFFSET_BEGINNING;
+  rd_kafka_topic_partition_list_add(list, change_topic_.c_str(), shard)->offset =
+      first > 0 ? first : RD_KAFKA_OFFSET_BEGINNING;
   rd_kafka_resp_err_t e = rd_kafka_assign(reader_, list);
   rd_kafka_topic_partition_list_destroy(list);
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -249,20 +251,39 @@ Status Cluster::Impl::ScanPartition(int32_t shard, int64_t last,
 }
 
 Status Cluster::Impl::Restore(int32_t shard, int64_t generation) {
-  auto keep_going = [&] { return StillOwned(shard, generation); };
-  auto dropped = hooks_.drop_shards({shard});
-  if (!dropped.ok()) return dropped.status();
+  // A standby copy of the shard (standby.cc) is the partition applied up
+  // to its position: only the tail after it is read. Anything else local
+  // may hold this sidecar's own unpublished writes from an earlier
+  // ownership: dropped, and the whole partition is read.
+  const std::optional<StandbyPosition> warm = TakeStandby(shard);
+  if (!warm) {
+    auto dropped = hooks_.drop_shards({shard});
+    if (!dropped.ok()) return dropped.status();
+  }
+  // From here the local rows are the partition applied up to `reached`:
+  // a restore that fails hands that back as a standby copy, so that its
+  // retry (a rebalance often takes two rounds) reads only what is left.
+  StandbyPosition reached = warm.value_or(StandbyPosition{});
+  Status s = RestoreFrom(shard, generation, warm && warm->from_standby, &reached);
+  if (!s.ok()) ReturnStandby(shard, reached);
+  return s;
+}
 
-  // 1. The last claim on the partition.
+Status Cluster::Impl::RestoreFrom(int32_t shard, int64_t generation, bool warm, StandbyPosition* reached) {
+  auto keep_going = [&] { return StillOwned(shard, generation); };
+  const int64_t first = reached->next_offset;
+
+  // 1. The last claim on the partition (after the standby's position: the
+  //    floor holds the ones before it).
   int64_t low = 0, high = 0;
   rd_kafka_resp_err_t e =
       rd_kafka_query_watermark_offsets(reader_, change_topic_.c_str(), shard, &low, &high, 10000);
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return Status(Code::kServerBusy, std::string("cluster: watermarks of shard: ") + rd_kafka_err2str(e));
   }
-  uint64_t last_claim = 0;
+  uint64_t last_claim = reached->floor;
   ST_RETURN_IF_ERROR(ScanPartition(
-      shard, high > low ? high - 1 : -1,
+      shard, first, high > low ? high - 1 : -1,
       [&](const rd_kafka_message_t* m) {
         if (auto h = kafka::HeaderValue(m, kClaimHeader)) {
           ChangeRecord claim;
@@ -284,62 +305,22 @@ Status Cluster::Impl::Restore(int32_t shard, int64_t generation) {
   if (!claim_offset.ok()) return claim_offset.status();
 
   // 3. Replay up to and including the claim.
-  events::EpochFilter filter;
-  events::ChunkJoiner joiner;
-  events::EventDecoder decoder;
-  uint64_t applied = 0, fenced = 0, concurrent_claim = 0;
+  ShardReplayer replayer(shard, hooks_.apply, log_);
+  replayer.SeedFloor(reached->floor);
+  uint64_t concurrent_claim = 0;
   ST_RETURN_IF_ERROR(ScanPartition(
-      shard, *claim_offset,
+      shard, first, *claim_offset,
       [&](const rd_kafka_message_t* m) -> Status {
-        std::string_view value(static_cast<const char*>(m->payload), m->payload ? m->len : 0);
-        ChangeRecord record;
-        if (auto h = kafka::HeaderValue(m, kClaimHeader)) {
-          joiner.Reset();
-          Status s = DecodeClaim(*h, value, &record);
-          if (!s.ok()) {
-            log_->warn("shard {} offset {}: a malformed claim is skipped: {}", shard, m->offset, s.message());
-            return Status::OK();
-          }
-          // A claim between our look for the last one and our own, with an
-          // epoch not below ours (a previous owner's late restore, or one
-          // after the group's generations restarted): ours would not fence
-          // its writes. Claim again, above it.
-          if (m->offset != *claim_offset && record.epoch >= epoch) concurrent_claim = record.epoch;
-          filter.Check(shard, record);
-          return Status::OK();
-        }
-        std::string joined;
-        if (auto chunk = kafka::HeaderValue(m, events::kChunkHeader)) {
-          events::ChunkInfo info;
-          Status s = events::ParseChunkHeaders(kafka::HeaderValue(m, events::kLsnHeader).value_or(""), *chunk,
-                                               kafka::HeaderValue(m, events::kSizeHeader).value_or(""), &info);
-          if (!s.ok()) {
-            log_->warn("shard {} offset {}: bad chunk headers: {}", shard, m->offset, s.message());
-            joiner.Reset();
-            return Status::OK();
-          }
-          if (joiner.Add(info, value) != events::ChunkJoiner::Step::kComplete) return Status::OK();
-          joined = joiner.TakeEvent();
-          value = joined;
-        } else {
-          joiner.Reset();
-        }
-        events::Event event;
-        Status s = decoder.Decode(value, &event);
-        if (!s.ok()) {
-          log_->warn("shard {} offset {}: an undecodable event is skipped: {}", shard, m->offset, s.message());
-          return Status::OK();
-        }
-        switch (filter.Check(shard, event.record)) {
-          case events::EpochFilter::Verdict::kApply:
-            ST_RETURN_IF_ERROR(hooks_.apply(event.record));
-            applied++;
-            break;
-          case events::EpochFilter::Verdict::kFenced:
-            fenced++;
-            break;
-          case events::EpochFilter::Verdict::kClaim:
-            break;
+        uint64_t claim_epoch = 0;
+        auto fed = replayer.Feed(m, &claim_epoch);
+        if (!fed.ok()) return fed.status();
+        if (replayer.between_events()) *reached = StandbyPosition{m->offset + 1, replayer.floor(), warm};
+        // A claim between our look for the last one and our own, with an
+        // epoch not below ours (a previous owner's late restore, or one
+        // after the group's generations restarted): ours would not fence
+        // its writes. Claim again, above it.
+        if (*fed == ShardReplayer::Outcome::kClaim && m->offset != *claim_offset && claim_epoch >= epoch) {
+          concurrent_claim = claim_epoch;
         }
         return Status::OK();
       },
@@ -349,8 +330,9 @@ Status Cluster::Impl::Restore(int32_t shard, int64_t generation) {
                                          std::to_string(concurrent_claim) + " while claiming it with epoch " +
                                          std::to_string(epoch));
   }
-  restored_records_ += applied;
-  fenced_records_ += fenced;
+  restored_records_ += replayer.applied();
+  fenced_records_ += replayer.fenced();
+  last_restore_records_ = replayer.applied();
 
   // 4. Publish the ownership, then serve.
   OwnerRecord owner{member_, advertise_, epoch};
@@ -365,8 +347,10 @@ Status Cluster::Impl::Restore(int32_t shard, int64_t generation) {
     serving_[shard] = epoch;
     commit_offsets_[shard] = *claim_offset + 1;
   }
-  log_->info("serving shard {} with epoch {} ({} records restored, {} fenced, claim at offset {})", shard, epoch,
-             applied, fenced, *claim_offset);
+  if (warm) warm_restores_++;
+  log_->info("serving shard {} with epoch {} ({} records restored from offset {}{}, {} fenced, claim at offset {})",
+             shard, epoch, replayer.applied(), first, warm ? " (standby copy)" : "", replayer.fenced(),
+             *claim_offset);
   return Status::OK();
 }
 

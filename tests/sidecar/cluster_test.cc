@@ -370,6 +370,82 @@ TEST_F(ClusterTest, StopHandsShardsOverAndTheyAreRestored) {
   EXPECT_TRUE(Fence(b->cluster.get()).ok());
 }
 
+// With cluster.standby_replicas: 1, each of two members keeps a copy of the
+// other's shards by applying their partitions as the owner writes them
+// (fenced records skipped, chunked events joined). When the owner leaves,
+// the other resumes from its copy: no drop, only the tail is read, and the
+// rows are the same as a full restore's.
+TEST_F(ClusterTest, StandbyCopiesFollowTheOwnerAndAHandOverReadsOnlyTheTail) {
+  options_.standby_replicas = 1;
+  StartMembers({"a", "b"});
+  ASSERT_TRUE(Eventually([&] { return Stable(); }, 60s)) << Describe();
+  Member* a = members_[0].get();
+  Member* b = members_[1].get();
+  const auto a_shards = a->cluster->Stats().serving;
+  ASSERT_FALSE(a_shards.empty());
+  const std::set<int32_t> a_set(a_shards.begin(), a_shards.end());
+
+  // b follows a on the ring of two (and a follows b).
+  ASSERT_TRUE(Eventually([&] {
+    auto s = b->cluster->Stats().standby;
+    return std::set<int32_t>(s.begin(), s.end()) == a_set;
+  })) << Describe();
+
+  // a's publisher at work: records at a's epochs on its shards, one of them
+  // chunked, and one from a replaced owner (epoch 1, below a's claim): fenced.
+  const auto routes = a->cluster->Routes();
+  std::map<int32_t, std::vector<uint64_t>> expected;
+  uint64_t lsn = 1000;
+  int produced = 0;
+  for (int i = 0; produced < 30 && i < 1000; i++) {
+    const std::string pk = "s" + std::to_string(i);
+    const int32_t shard = kafka::KafkaPartitionFor("Orders/" + pk, kShards);
+    if (!a_set.count(shard)) continue;
+    ++lsn;
+    ProduceRecord(pk, lsn, routes[shard].epoch, produced == 7 ? 64 : 0);
+    expected[shard].push_back(lsn);
+    produced++;
+  }
+  ASSERT_TRUE(epoch_decoded_);
+  const int32_t some = a_shards.front();
+  std::string fenced_pk;
+  for (int i = 0; fenced_pk.empty(); i++) {
+    if (kafka::KafkaPartitionFor("Orders/f" + std::to_string(i), kShards) == some) fenced_pk = "f" + std::to_string(i);
+  }
+  ASSERT_GT(routes[some].epoch, 1u);
+  ProduceRecord(fenced_pk, 5000, 1);
+
+  auto copies_match = [&](Member* m) {
+    for (int32_t s : a_shards) {
+      if (m->rec.Lsns(s) != expected[s]) return false;
+    }
+    return true;
+  };
+  ASSERT_TRUE(Eventually([&] { return copies_match(b); })) << Describe();
+  EXPECT_EQ(b->cluster->Stats().standby_records_total, static_cast<uint64_t>(produced));
+  const int drops_before = [&] {
+    std::lock_guard l(b->rec.mu);
+    return b->rec.drops;
+  }();
+
+  a->cluster->Stop();
+  a->cluster.reset();
+  ASSERT_TRUE(Eventually([&] { return b->cluster->Stats().serving.size() == kShards && Stable(); }, 60s))
+      << Describe();
+  const auto stats = b->cluster->Stats();
+  EXPECT_EQ(stats.warm_restores_total, a_shards.size()) << Describe();
+  EXPECT_EQ(stats.last_restore_records, 0u) << "a warm restore read records its copy already had";
+  EXPECT_TRUE(stats.standby.empty());
+  {
+    std::lock_guard l(b->rec.mu);
+    EXPECT_EQ(b->rec.drops, drops_before) << "a warm restore dropped its copy";
+  }
+  EXPECT_TRUE(copies_match(b));
+  // The new owner's claims are above a's epochs on every shard it took.
+  const auto after = b->cluster->Routes();
+  for (int32_t s : a_shards) EXPECT_GT(after[s].epoch, routes[s].epoch) << "shard " << s;
+}
+
 // A member whose poll thread stops (a paused process) past the session
 // timeout is dropped from the group: the other takes its shards and its
 // fence checks fail with ServerBusy.
