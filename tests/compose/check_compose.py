@@ -19,8 +19,14 @@ compacted) within the one broker's replication, and fails on a change topic
 with another partition count; with --sidetable BIN each sidecar's
 configuration and flags pass the real loader's validation.
 
+With --smoke KAFKA_MOCK the scale-out file's sidecars are started with their
+own commands, each on a loopback address of its own standing in for its
+container's address, around a Kafka stand-in, and must form one cluster that
+answers for every row through every member (tests/deploy_common/smoke_cluster.py).
+
   check_compose.py --source DIR [--sidetable BIN]       check the tree
   check_compose.py --self-test [--sidetable BIN]        prove each rule fails on a broken copy
+  check_compose.py --source DIR --sidetable BIN --smoke KAFKA_MOCK
 """
 import argparse
 import copy
@@ -479,16 +485,46 @@ def self_test_scale_out(source, sidetable=None):
     print("self-test (scale-out): every rule caught its break" + (", the real loader too" if sidetable else ""))
 
 
+def smoke_scale_out(t, sidetable, kafka_mock):
+    """The scale-out file's sidecars, started with their own commands, form
+    one cluster (deploy_common/smoke_cluster.py): each container's address on
+    compose's network (eth0) is a loopback address of its own."""
+    import random
+    import smoke_cluster
+    net = f"127.{random.randint(16, 250)}.{random.randint(0, 255)}"
+    members = []
+    for i, name in enumerate(cluster_sidecars(t)):
+        ip = f"{net}.{i + 1}"
+        command = [str(a) for a in t["compose"]["services"][name]["command"]]
+        listen = [command[k + 1] for k in range(len(command) - 1) if command[k] == "--listen"]
+        peer = [split_endpoint(e)[1] for e in listen if e.startswith("tcp://eth0:")]
+        app = [split_endpoint(e)[1] for e in listen if e.startswith("tcp://0.0.0.0:")]
+        if not peer or not app:
+            return [f"smoke: {name}: no --listen tcp://eth0:PORT (peers) and tcp://0.0.0.0:PORT (applications)"]
+        args = [a.replace("tcp://eth0:", f"tcp://{ip}:").replace("tcp://0.0.0.0:", f"tcp://{ip}:") for a in command]
+        members.append({"name": name, "args": args, "ip": ip, "advertise": f"tcp://{ip}:{peer[0]}",
+                        "endpoint": f"tcp://{ip}:{app[0]}"})
+    return smoke_cluster.run(config_of(t, cluster_sidecars(t)[0]), members, kafka_mock, sidetable)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--source", default=os.path.join(os.path.dirname(__file__), "..", ".."))
     ap.add_argument("--sidetable", help="the sidetable binary: load the scale-out sidecars' configurations")
     ap.add_argument("--self-test", action="store_true")
+    ap.add_argument("--smoke", metavar="KAFKA_MOCK",
+                    help="start the scale-out file's sidecars around this Kafka stand-in (deploy_kafka_mock)")
     args = ap.parse_args()
     if args.self_test:
         self_test(args.source)
         self_test_scale_out(args.source, args.sidetable)
         return 0
+    if args.smoke:
+        problems = smoke_scale_out(load(args.source, SCALE_OUT), args.sidetable, args.smoke)
+        for p in problems:
+            print("compose: " + p)
+        print(f"compose: scale-out smoke run, {len(problems)} problem(s)")
+        return 1 if problems else 0
     problems = check(load(args.source))
     scale_out = load(args.source, SCALE_OUT)
     problems += check_scale_out(scale_out)

@@ -26,8 +26,14 @@ fails on a change topic with another partition count; each member's
 configuration (the ConfigMap plus its expanded args) passes the real
 loader's validation, cluster section included (--sidetable BIN).
 
+With --smoke KAFKA_MOCK the scale-out example's sidecars are started as the
+StatefulSet starts them, each on a loopback address of its own standing in for
+its Pod IP, around a Kafka stand-in, and must form one cluster that answers
+for every row through every member (tests/deploy_common/smoke_cluster.py).
+
   check_manifests.py --source DIR [--sidetable BIN --worker BIN]
   check_manifests.py --source DIR --self-test [--sidetable BIN]
+  check_manifests.py --source DIR --sidetable BIN --smoke KAFKA_MOCK
 """
 import argparse
 import copy
@@ -546,6 +552,27 @@ def job_script(objects):
     return find(objects, "Job", "orders-sidetable-topics")["spec"]["template"]["spec"]["containers"][0]["args"][0]
 
 
+def smoke_scale_out(objects, sidetable, kafka_mock):
+    """The scale-out example's sidecars, started as the StatefulSet starts
+    them, form one cluster (deploy_common/smoke_cluster.py): each member's
+    Pod IP is a loopback address of its own."""
+    import random
+    import smoke_cluster
+    cm = find(objects, "ConfigMap", "orders-sidetable")
+    sts = find(objects, "StatefulSet", "orders")
+    side = {c["name"]: c for c in sts["spec"]["template"]["spec"].get("initContainers", [])}.get("sidetable", {})
+    ports = {p["name"]: p["containerPort"] for p in side.get("ports", [])}
+    net = f"127.{random.randint(16, 250)}.{random.randint(0, 255)}"
+    members = []
+    for i, fields in enumerate(member_pods(sts)):
+        ip = fields["status.podIP"] = f"{net}.{i + 1}"
+        env, _ = container_env(side, fields)
+        args = [expand(str(a), env).replace("tcp://0.0.0.0:", f"tcp://{ip}:") for a in side.get("args", [])]
+        members.append({"name": fields["metadata.name"], "args": args, "ip": ip,
+                        "advertise": f"tcp://{ip}:{ports.get('peer')}", "endpoint": f"tcp://{ip}:{ports.get('zmq')}"})
+    return smoke_cluster.run(yaml.safe_load(cm["data"]["sidetable.yaml"]), members, kafka_mock, sidetable)
+
+
 def load_with_binaries(objects, sidetable, worker):
     """The real loaders: unknown keys or bad values in the ConfigMap fail here."""
     cm = find(objects, "ConfigMap", "orders-sidetable")
@@ -616,11 +643,19 @@ def main():
     ap.add_argument("--sidetable")
     ap.add_argument("--worker")
     ap.add_argument("--self-test", action="store_true")
+    ap.add_argument("--smoke", metavar="KAFKA_MOCK",
+                    help="start the scale-out example's sidecars around this Kafka stand-in (deploy_kafka_mock)")
     args = ap.parse_args()
     if args.self_test:
         self_test(args.source)
         self_test_scale_out(args.source, args.sidetable)
         return 0
+    if args.smoke:
+        problems = smoke_scale_out(load(args.source, SCALE_OUT), args.sidetable, args.smoke)
+        for p in problems:
+            print("kubernetes: " + p)
+        print(f"kubernetes: scale-out smoke run, {len(problems)} problem(s)")
+        return 1 if problems else 0
     objects = load(args.source)
     problems = check(objects)
     if args.sidetable and args.worker:
