@@ -36,14 +36,19 @@ done
 parts=$(printf '%s\n' "$TOPICS_STUB_EXISTING" | awk -F= -v t="$topic" '$1 == t { print $2 }')
 [ -n "$parts" ] || parts=$(awk -F "$us" -v t="$topic" '{
   c = 0; p = ""; tp = ""
-  for (i = 2; i <= NF; i++) { if ($i == "--create") c = 1; if ($(i-1) == "--topic") tp = $i; if ($(i-1) == "--partitions") p = $i }
+  for (i = 2; i <= NF; i++) {
+    if ($i == "--create") c = 1
+    if ($(i-1) == "--topic") tp = $i
+    if ($(i-1) == "--partitions") p = $i
+  }
   if (c && tp == t && p != "") { print p; exit }
 }' "$TOPICS_STUB_LOG")
 if [ -z "$parts" ]; then
   echo "Error while executing topic command : Topic '$topic' does not exist as expected" >&2
   exit 1
 fi
-printf 'Topic: %s\tTopicId: AAAAAAAAAAAAAAAAAAAAAA\tPartitionCount: %s\tReplicationFactor: 3\tConfigs: \n' "$topic" "$parts"
+printf 'Topic: %s\tTopicId: AAAAAAAAAAAAAAAAAAAAAA\tPartitionCount: %s\tReplicationFactor: 3\tConfigs: \n' \
+  "$topic" "$parts"
 '''
 
 

@@ -338,7 +338,10 @@ def check_scale_out(objects):
                         for x in f):
                 rule(p in (ports.get("zmq"),), f"scale-out: the workers are let in on {p}, not the zmq port")
     # The StatefulSet's headless Service names the peer port.
-    peers = find(objects, "Service", sts["spec"].get("serviceName", ""))
+    governing_name = sts["spec"].get("serviceName")
+    governing = [o for o in objects if o["kind"] == "Service" and o["metadata"]["name"] == governing_name]
+    rule(bool(governing), f"scale-out: the StatefulSet's serviceName {governing_name} is no Service here")
+    peers = governing[0] if governing else {"metadata": {"name": "?"}, "spec": {"ports": []}}
     rule(peers["spec"].get("clusterIP") == "None", f"scale-out: Service {peers['metadata']['name']} must be headless")
     rule(peers["spec"].get("selector", {}).items() <= labels.items() and peers["spec"].get("selector"),
          "scale-out: the headless Service does not select the service's Pods")
@@ -506,6 +509,7 @@ def self_test_scale_out(source, sidetable=None):
     broken(lambda o: peer_rule(o)["ports"].append({"protocol": "TCP", "port": 5555}), "more than the peer port")
     broken(lambda o: find(o, "NetworkPolicy", "orders-sidetable")["spec"]["ingress"].append({}), "without ports")
     broken(lambda o: find(o, "Service", "orders-sidetable-peers")["spec"].pop("clusterIP"), "headless")
+    broken(lambda o: sts(o)["spec"].pop("serviceName"), "is no Service here")
     broken(lambda o: find(o, "Service", "orders-sidetable-peers")["spec"]["ports"][0].update(port=7500),
            "not the peer port")
     broken(lambda o: sts(o)["spec"].pop("volumeClaimTemplates"), "volumeClaimTemplates")
