@@ -7,22 +7,42 @@ checked against each other (issue 16): topics and their replication,
 ports, paths, health checks, the app sharing the sidecar's network, the
 workers' production settings, a non-root multi-stage Debian 12 image.
 
-  check_compose.py --source DIR     check the tree
-  check_compose.py --self-test      prove each rule fails on a broken copy
+docker-compose.scale-out.yml (three sidecars of one cluster, docs/scale-out.md):
+at least two members sharing one configuration with cluster.service on and
+acks: replicated; distinct member ids; each advertising its own address (the
+first --listen on eth0, or its service name) on the one peer port it listens
+on, not published on the host; a data volume each; kafka-init's script, run
+against stand-ins for kafka-topics.sh and kafka-configs.sh, creates and
+re-applies the change topic (kafka.partitions partitions, not compacted,
+retention.ms and retention.bytes -1) and the cluster topic (1 partition,
+compacted) within the one broker's replication, and fails on a change topic
+with another partition count; with --sidetable BIN each sidecar's
+configuration and flags pass the real loader's validation.
+
+With --smoke KAFKA_MOCK the scale-out file's sidecars are started with their
+own commands, each on a loopback address of its own standing in for its
+container's address, around a Kafka stand-in, and must form one cluster that
+answers for every row through every member (tests/deploy_common/smoke_cluster.py).
+
+  check_compose.py --source DIR [--sidetable BIN]       check the tree
+  check_compose.py --self-test [--sidetable BIN]        prove each rule fails on a broken copy
+  check_compose.py --source DIR --sidetable BIN --smoke KAFKA_MOCK
 """
 import argparse
 import copy
 import os
 import re
+import subprocess
 import sys
+import tempfile
 
 import yaml
 
 
-def load(source):
+def load(source, name="docker-compose.yml"):
     """The compose file and the config files it mounts, keyed by service."""
     compose_dir = os.path.join(source, "compose")
-    with open(os.path.join(compose_dir, "docker-compose.yml")) as f:
+    with open(os.path.join(compose_dir, name)) as f:
         compose = yaml.safe_load(f)
     mounted = {}  # (service, container path) -> parsed YAML
     for name, svc in compose["services"].items():
@@ -246,15 +266,270 @@ def self_test(source):
     print("self-test: every rule caught its break")
 
 
+# ---- scale-out (compose/docker-compose.scale-out.yml, docs/deploy.md "Scale-out deployment") ----
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "deploy_common"))
+import kafka_topics  # noqa: E402
+from sidecar_args import sidecar_effective, split_endpoint  # noqa: E402
+
+SCALE_OUT = "docker-compose.scale-out.yml"
+
+
+def unescape(text, where, rule):
+    """Compose's interpolation: $$ is a literal $; any other $ is a variable
+    from the host's environment, which these files never mean."""
+    rule("$" not in text.replace("$$", ""),
+         f"{where}: a single $ is interpolated by compose from the host's environment; write $$")
+    return text.replace("$$", "$")
+
+
+def cluster_sidecars(t):
+    """The services running a sidecar with a cluster: section."""
+    out = []
+    for name, svc in t["compose"]["services"].items():
+        path = flag(svc.get("command"), "--config")
+        if path and (name, path) in t["mounted"] and (t["mounted"][(name, path)] or {}).get("cluster"):
+            out.append(name)
+    return out
+
+
+def check_scale_out(t):
+    problems = []
+
+    def rule(ok, message):
+        if not ok:
+            problems.append(message)
+
+    services = t["compose"]["services"]
+    env = services["kafka"]["environment"]
+    brokers = len(str(env["KAFKA_CONTROLLER_QUORUM_VOTERS"]).split(","))
+    rule(str(env.get("KAFKA_AUTO_CREATE_TOPICS_ENABLE", "true")).lower() == "false",
+         "scale-out: kafka: KAFKA_AUTO_CREATE_TOPICS_ENABLE must be false (kafka-init creates the topics)")
+    rule(env.get("KAFKA_LOG_DIRS") == volume_target(services["kafka"], "kafka-data"),
+         "scale-out: kafka: KAFKA_LOG_DIRS must be the kafka-data volume's mount point")
+    for key in ("KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR", "KAFKA_MIN_INSYNC_REPLICAS"):
+        rule(key in env and int(env[key]) <= brokers, f"scale-out: kafka: {key} must be set and at most {brokers}")
+    names = cluster_sidecars(t)
+    rule(len(names) >= 2, f"scale-out: sidecars with a cluster: section {names}: at least 2 members")
+    if not names:
+        return problems
+    sc = config_of(t, names[0])
+    cl = sc.get("cluster") or {}
+    service = cl.get("service", "")
+    rule(bool(service), "scale-out: cluster.service must be set")
+    rule(cl.get("acks", "replicated") == "replicated", f"scale-out: cluster.acks {cl.get('acks')}: replicated")
+    ks = sc["kafka"]
+    rule(ks["bootstrap"] == "kafka:9092", f"scale-out: kafka.bootstrap must be kafka:9092, got {ks['bootstrap']}")
+    rule((sc.get("security") or {}).get("insecure") is True,
+         "scale-out: security.insecure must be true to listen beyond loopback without CURVE (none between sidecars)")
+    change_topic = ks["topic"].replace("{service}", service)
+    cluster_topic = cl.get("topic", "sidetable.{service}.cluster").replace("{service}", service)
+
+    members, adverts, peer_ports, data_volumes, host_ports = [], [], set(), [], []
+    http_port = port_of(sc["sidecar"]["http"])
+    for name in names:
+        svc = services[name]
+        rule(config_of(t, name) == sc, f"scale-out: {name} mounts another configuration than {names[0]}")
+        eff = sidecar_effective(sc, [str(a) for a in svc.get("command", [])])
+        members.append(eff["member"])
+        adverts.append((name, eff["advertise"]))
+        host, port = split_endpoint(eff["advertise"]) if eff["advertise"].startswith("tcp://") else ("", None)
+        # Its own address on compose's network: an interface name (ZeroMQ binds
+        # it as the address and reports that) or its own service name.
+        networks = svc.get("networks") or ["default"]
+        rule((host == "eth0" and len(networks) == 1 and "network_mode" not in svc) or host == name,
+             f"scale-out: {name} advertises {eff['advertise'] or '(nothing)'}: the other sidecars need its own "
+             "address (the first --listen on eth0, its one network, or its service name)")
+        bound = [split_endpoint(e)[1] for e in eff["listen"] if e.startswith("tcp://")]
+        rule(port in bound, f"scale-out: {name}: the advertised port {port} is not one it listens on {bound}")
+        peer_ports.add(port)
+        published = [str(p).rsplit(":", 1)[1] for p in svc.get("ports", [])]
+        rule(str(port) not in published, f"scale-out: {name}: the peer port {port} is published on the host")
+        rule(str(http_port) in published, f"scale-out: {name}: /health's port {http_port} is not published")
+        host_ports += [str(p).rsplit(":", 2)[-2] for p in svc.get("ports", [])]
+        volume = [v.split(":")[0] for v in svc.get("volumes", []) if v.split(":")[1] == sc["storage"]["path"]]
+        rule(len(volume) == 1 and not volume[0].startswith(".") and volume[0] in (t["compose"].get("volumes") or {}),
+             f"scale-out: {name}: storage.path {sc['storage']['path']} must be a declared named volume")
+        data_volumes += volume
+        rule(health_port(svc) == http_port, f"scale-out: {name}: health check port != sidecar.http {http_port}")
+        stop = svc.get("stop_grace_period", "10s")
+        grace_s = int(sc["sidecar"].get("shutdown_grace_ms", 10000)) / 1000
+        rule(stop.endswith("s") and int(stop[:-1]) >= grace_s + 2,
+             f"scale-out: {name}: stop_grace_period {stop} < shutdown_grace_ms + 2 s")
+        rule((svc.get("depends_on") or {}).get("kafka-init", {}).get("condition") == "service_completed_successfully",
+             f"scale-out: {name} must wait for kafka-init (the topics' settings)")
+    rule(len(set(members)) == len(members),
+         f"scale-out: member ids {members} are not distinct (cluster.member_id, else --id / sidecar.id)")
+    rule(len(set(a for _, a in adverts if "eth0" not in a)) == len([a for _, a in adverts if "eth0" not in a]),
+         f"scale-out: advertised endpoints {adverts} are not distinct")
+    rule(len(peer_ports) == 1, f"scale-out: the sidecars advertise different ports {sorted(peer_ports, key=str)}")
+    rule(len(set(data_volumes)) == len(data_volumes), f"scale-out: sidecars share a data volume {data_volumes}")
+    rule(len(set(host_ports)) == len(host_ports), f"scale-out: services publish the same host port: {host_ports}")
+
+    # kafka-init's script, run against stand-ins for Kafka's tools.
+    init = services["kafka-init"]
+    script = unescape("\n".join(init.get("command", [])), "scale-out: kafka-init", rule)
+    topics, error = kafka_topics.run(script, init.get("environment") or {})
+    rule(error is None, f"scale-out: kafka-init's script fails: {error}")
+    rf = int(ks["replication_factor"])
+    rule(rf <= brokers, f"scale-out: kafka.replication_factor {rf} > {brokers} broker(s)")
+    want = {change_topic: ("the change topic", int(ks["partitions"]),
+                           {"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}),
+            cluster_topic: ("the cluster topic", 1, {"cleanup.policy": "compact"})}
+    for topic, (what, partitions, settings) in want.items():
+        got = topics.get(topic) or {"create": {}, "alter": {}}
+        rule("partitions" in got, f"scale-out: kafka-init: {what} {topic} is not created")
+        rule(got.get("partitions") == partitions, f"scale-out: kafka-init: {what} {topic} gets "
+             f"{got.get('partitions')} partitions, the sidecars expect {partitions}"
+             + (" (kafka.partitions: the shards)" if topic == change_topic else ""))
+        rule(got.get("replication") == rf, f"scale-out: kafka-init: {what} replication {got.get('replication')} "
+             f"!= kafka.replication_factor {rf}")
+        for step in ("create", "alter"):
+            for k, v in settings.items():
+                rule(got[step].get(k) == v,
+                     f"scale-out: kafka-init: {what} {topic}: {step} sets {k}={got[step].get(k)}, needs {v}")
+            isr = int(got[step].get("min.insync.replicas", 1))
+            rule(isr <= brokers, f"scale-out: kafka-init: {what}: min.insync.replicas={isr} > {brokers} broker(s)")
+    _, error = kafka_topics.run(script, init.get("environment") or {},
+                                existing={change_topic: int(ks["partitions"]) + 1})
+    rule(error is not None, "scale-out: kafka-init: a change topic with another partition count does not fail it")
+    return problems
+
+
+def load_scale_out_with_binary(t, sidetable):
+    """Each sidecar's configuration as it sees it (the file plus its command)
+    through the real loader and validation, the cluster section's included:
+    a bad --rest on top is validated after it, so exit 2 naming rest.address
+    means everything before it passed."""
+    problems = []
+    with tempfile.TemporaryDirectory() as d:
+        for name in cluster_sidecars(t):
+            path = os.path.join(d, name + ".yaml")
+            with open(path, "w") as f:
+                yaml.safe_dump(config_of(t, name), f)
+            args = [str(a) for a in t["compose"]["services"][name]["command"]]
+            args = [path if i > 0 and args[i - 1] == "--config" else a for i, a in enumerate(args)]
+            r = subprocess.run([sidetable] + args + ["--rest", "not-an-address"], capture_output=True, text=True,
+                               timeout=30)
+            if r.returncode != 2 or "rest.address" not in r.stderr:
+                problems.append(f"scale-out: {name}: the sidecar refuses its configuration: exit {r.returncode}: "
+                                f"{r.stderr.strip()}")
+    return problems
+
+
+def self_test_scale_out(source, sidetable=None):
+    base = load(source, SCALE_OUT)
+    assert check_scale_out(base) == [], check_scale_out(base)
+    if sidetable:
+        assert load_scale_out_with_binary(base, sidetable) == [], load_scale_out_with_binary(base, sidetable)
+
+    def broken(mutate, expect, with_binary=False):
+        t = copy.deepcopy(base)
+        mutate(t)
+        problems = load_scale_out_with_binary(t, sidetable) if with_binary else check_scale_out(t)
+        assert any(expect in p for p in problems), f"{expect!r} not caught: {problems}"
+
+    svc = lambda t, n: t["compose"]["services"][n]
+    init_env = lambda t: svc(t, "kafka-init")["environment"]
+
+    def cfg(t, mutate):  # the one file every sidecar mounts
+        for key, doc in t["mounted"].items():
+            if doc and doc.get("cluster"):
+                mutate(doc)
+
+    def command(t, name, old, new):
+        c = svc(t, name)["command"]
+        c[c.index(old)] = new
+
+    broken(lambda t: [svc(t, n).update(command=["--config", "/x.yaml"]) for n in ("sidecar-2", "sidecar-3")],
+           "at least 2 members")
+    broken(lambda t: cfg(t, lambda d: d["cluster"].update(service="")), "cluster.service")
+    broken(lambda t: cfg(t, lambda d: d["cluster"].update(acks="local")), "cluster.acks")
+    broken(lambda t: command(t, "sidecar-2", "sidecar-2", "sidecar-1"), "not distinct")
+    broken(lambda t: cfg(t, lambda d: d["cluster"].update(member_id="demo")), "not distinct")
+    broken(lambda t: command(t, "sidecar-3", "tcp://eth0:7400", "tcp://0.0.0.0:7400"), "its own address")
+    broken(lambda t: cfg(t, lambda d: d["cluster"].update(advertise="tcp://sidecar-1:7400")), "its own address")
+    broken(lambda t: command(t, "sidecar-2", "tcp://eth0:7400", "tcp://eth0:7401"), "different ports")
+    broken(lambda t: svc(t, "sidecar-1")["ports"].append("127.0.0.1:7400:7400"), "published on the host")
+    broken(lambda t: svc(t, "sidecar-2").update(volumes=[v.replace("sidecar-2-data", "sidecar-1-data")
+                                                          for v in svc(t, "sidecar-2")["volumes"]]), "share a data")
+    broken(lambda t: svc(t, "sidecar-3")["ports"].__setitem__(0, "127.0.0.1:5555:5555"), "same host port")
+    broken(lambda t: cfg(t, lambda d: d.pop("security")), "security.insecure")
+    broken(lambda t: svc(t, "sidecar-2").pop("depends_on"), "wait for kafka-init")
+    broken(lambda t: cfg(t, lambda d: d["kafka"].update(partitions=12)), "the shards")
+    broken(lambda t: init_env(t).update(CLUSTER_PARTITIONS="6"), "expect 1")
+    broken(lambda t: init_env(t).update(CHANGE_TOPIC_CONFIG="cleanup.policy=compact,retention.ms=-1,"
+                                        "retention.bytes=-1"), "cleanup.policy=compact, needs delete")
+    broken(lambda t: init_env(t).update(CHANGE_TOPIC_CONFIG="cleanup.policy=delete,retention.bytes=-1"),
+           "retention.ms=None")
+    broken(lambda t: init_env(t).update(CHANGE_TOPIC_CONFIG="cleanup.policy=delete,retention.ms=-1,"
+                                        "retention.bytes=1073741824"), "retention.bytes=1073741824")
+    broken(lambda t: init_env(t).update(CLUSTER_TOPIC_CONFIG="cleanup.policy=delete"), "needs compact")
+    broken(lambda t: init_env(t).update(CHANGE_TOPIC="sidetable.demo-sidecar.changes"), "is not created")
+    broken(lambda t: init_env(t).update(REPLICATION_FACTOR="3"), "replication 3")
+    broken(lambda t: init_env(t).update(CHANGE_TOPIC_CONFIG="cleanup.policy=delete,retention.ms=-1,"
+                                        "retention.bytes=-1,min.insync.replicas=2"), "min.insync.replicas=2 >")
+    broken(lambda t: svc(t, "kafka-init").update(command=[svc(t, "kafka-init")["command"][0].replace(
+        "$$configs --alter", "true")]), "alter sets")
+    broken(lambda t: svc(t, "kafka-init").update(command=[svc(t, "kafka-init")["command"][0].replace(
+        "exit 1", "true")]), "another partition count")
+    broken(lambda t: svc(t, "kafka-init").update(command=[svc(t, "kafka-init")["command"][0].replace(
+        '"$$3"', '"$3"')]), "write $$")
+    broken(lambda t: svc(t, "kafka")["environment"].update(KAFKA_AUTO_CREATE_TOPICS_ENABLE="true"), "AUTO_CREATE")
+    if sidetable:
+        broken(lambda t: cfg(t, lambda d: d["cluster"].update(acks="replicate")), "cluster.acks", with_binary=True)
+        broken(lambda t: cfg(t, lambda d: d["kafka"].update(topic="sidetable.{sidecar}.changes")),
+               "kafka.topic must not contain {sidecar}", with_binary=True)
+        broken(lambda t: cfg(t, lambda d: d["cluster"].update(topic="sidetable.{service}.changes")),
+               "cluster.topic must differ", with_binary=True)
+    print("self-test (scale-out): every rule caught its break" + (", the real loader too" if sidetable else ""))
+
+
+def smoke_scale_out(t, sidetable, kafka_mock):
+    """The scale-out file's sidecars, started with their own commands, form
+    one cluster (deploy_common/smoke_cluster.py): each container's address on
+    compose's network (eth0) is a loopback address of its own."""
+    import random
+    import smoke_cluster
+    net = f"127.{random.randint(16, 250)}.{random.randint(0, 255)}"
+    members = []
+    for i, name in enumerate(cluster_sidecars(t)):
+        ip = f"{net}.{i + 1}"
+        command = [str(a) for a in t["compose"]["services"][name]["command"]]
+        listen = [command[k + 1] for k in range(len(command) - 1) if command[k] == "--listen"]
+        peer = [split_endpoint(e)[1] for e in listen if e.startswith("tcp://eth0:")]
+        app = [split_endpoint(e)[1] for e in listen if e.startswith("tcp://0.0.0.0:")]
+        if not peer or not app:
+            return [f"smoke: {name}: no --listen tcp://eth0:PORT (peers) and tcp://0.0.0.0:PORT (applications)"]
+        args = [a.replace("tcp://eth0:", f"tcp://{ip}:").replace("tcp://0.0.0.0:", f"tcp://{ip}:") for a in command]
+        members.append({"name": name, "args": args, "ip": ip, "advertise": f"tcp://{ip}:{peer[0]}",
+                        "endpoint": f"tcp://{ip}:{app[0]}"})
+    return smoke_cluster.run(config_of(t, cluster_sidecars(t)[0]), members, kafka_mock, sidetable)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--source", default=os.path.join(os.path.dirname(__file__), "..", ".."))
+    ap.add_argument("--sidetable", help="the sidetable binary: load the scale-out sidecars' configurations")
     ap.add_argument("--self-test", action="store_true")
+    ap.add_argument("--smoke", metavar="KAFKA_MOCK",
+                    help="start the scale-out file's sidecars around this Kafka stand-in (deploy_kafka_mock)")
     args = ap.parse_args()
     if args.self_test:
         self_test(args.source)
+        self_test_scale_out(args.source, args.sidetable)
         return 0
+    if args.smoke:
+        problems = smoke_scale_out(load(args.source, SCALE_OUT), args.sidetable, args.smoke)
+        for p in problems:
+            print("compose: " + p)
+        print(f"compose: scale-out smoke run, {len(problems)} problem(s)")
+        return 1 if problems else 0
     problems = check(load(args.source))
+    scale_out = load(args.source, SCALE_OUT)
+    problems += check_scale_out(scale_out)
+    if args.sidetable:
+        problems += load_scale_out_with_binary(scale_out, args.sidetable)
     for p in problems:
         print("compose: " + p)
     print(f"compose: {len(problems)} problem(s)")
