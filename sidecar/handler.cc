@@ -375,6 +375,17 @@ Code Handler::Handle(const wire::Request& r, const token::Token* principal, std:
   uint64_t counted = 0;
   Written written;
   Status s = Run(r, principal, out, &http, &counted, await_lsn, &written);
+  if (s.code() == Code::kTableNotFound && routing_ != nullptr && r.op != wire::Op::kCreateTable &&
+      r.op != wire::Op::kDeleteTable && routing_->cluster()->CatchUpCatalog(routing_->rebalance_wait())) {
+    // Created through another member, whose CreateTable has returned, but
+    // not read from the cluster topic here yet: read up to its end, then
+    // once more (cluster.h, CatchUpCatalog).
+    out->resize(start + wire::kHeaderBytes);
+    http = 200;
+    counted = 0;
+    written = Written{};
+    s = Run(r, principal, out, &http, &counted, await_lsn, &written);
+  }
   if (entities != nullptr) *entities = counted;
   if (s.ok() && routing_ != nullptr && routing_->replicated_acks() && !written.shards.empty()) {
     if (fence != nullptr) {

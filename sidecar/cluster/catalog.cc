@@ -96,6 +96,17 @@ void Cluster::Impl::HandleClusterRecord(std::string_view key, std::string_view v
   }
 }
 
+bool Cluster::Impl::CatchUpCatalog(std::chrono::milliseconds wait) {
+  int64_t low = 0, high = 0;
+  const int timeout = static_cast<int>(std::max<int64_t>(1, wait.count()));
+  if (rd_kafka_query_watermark_offsets(catalog_, cluster_topic_.c_str(), 0, &low, &high, timeout) !=
+      RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return false;
+  }
+  std::unique_lock l(table_mu_);
+  return table_cv_.wait_for(l, wait, [&] { return catalog_offset_ + 1 >= high || stop_.load(); }) && !stop_.load();
+}
+
 Status Cluster::Impl::TableOp(const std::string& table, bool create, const std::string& caller,
                               std::chrono::milliseconds wait) {
   std::string request;

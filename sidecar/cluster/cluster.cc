@@ -503,6 +503,7 @@ Status Cluster::CreateTable(const std::string& table, const std::string& caller,
 Status Cluster::DeleteTable(const std::string& table, const std::string& caller, std::chrono::milliseconds wait) {
   return impl_->TableOp(table, false, caller, wait);
 }
+bool Cluster::CatchUpCatalog(std::chrono::milliseconds wait) { return impl_->CatchUpCatalog(wait); }
 ClusterStats Cluster::Stats() const { return impl_->Stats(); }
 std::string Cluster::StatusJson() const { return impl_->StatusJson(); }
 std::string Cluster::RenderMetrics() const { return impl_->RenderMetrics(); }

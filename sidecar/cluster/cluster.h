@@ -145,6 +145,12 @@ class Cluster {
   Status CreateTable(const std::string& table, const std::string& caller, std::chrono::milliseconds wait);
   Status DeleteTable(const std::string& table, const std::string& caller, std::chrono::milliseconds wait);
 
+  // Waits (at most `wait`) until the cluster topic has been read, and the
+  // catalog hooks run, up to its end as it stands now: true when caught up.
+  // For a TableNotFound that may only mean "not read yet": a table created
+  // through another member is there once that member's CreateTable returned.
+  bool CatchUpCatalog(std::chrono::milliseconds wait);
+
   ClusterStats Stats() const;
   // {"member":..,"generation":..,"owned":[..],"serving":[..],
   //  "owners":{"<shard>":{"member":..,"endpoint":..,"epoch":..}}, ...}

@@ -115,6 +115,7 @@ class Cluster::Impl {
   void HandleClusterRecord(std::string_view key, std::string_view value);
   Status TableOp(const std::string& table, bool create, const std::string& caller,
                  std::chrono::milliseconds wait);
+  bool CatchUpCatalog(std::chrono::milliseconds wait);
 
   // fence.cc
   void CheckFence(std::function<void(Status)> done, int32_t shard, uint64_t epoch);

@@ -542,6 +542,39 @@ TEST_F(ScaleOutTest, SigkillWithStandbyCopiesHandsOverWarm) {
   ExpectClean(StopAndCheck());
 }
 
+// A table created through one member is usable at once through every
+// member (as in Azure, CreateTable's success means the table exists), also
+// by an owner that has not read the table's record from the cluster topic
+// yet (it reads up to the topic's end before answering TableNotFound).
+TEST_F(ScaleOutTest, ATableCreatedThroughOneMemberIsUsableAtOnceThroughAll) {
+  StartCluster(3, Cluster());
+  if (HasFatalFailure()) return;
+  std::vector<std::unique_ptr<client::Client>> c;
+  for (int i = 0; i < 3; i++) {
+    c.push_back(Connect(i));
+    ASSERT_NE(c.back(), nullptr);
+  }
+  int writes = 0, failures = 0;
+  std::string first;
+  for (int t = 0; t < 12; t++) {
+    const std::string table = "Fresh" + std::to_string(t);
+    Status created = c[t % 3]->CreateTable(table);
+    ASSERT_TRUE(created.ok()) << table << ": " << created.ToString();
+    // Right away, through the other members, on partitions spread over the
+    // shards (some forwarded to owners that may not have read the table yet).
+    for (int i = 1; i <= 2; i++) {
+      for (int p = 0; p < 6; p++) {
+        auto w = c[(t + i) % 3]->Insert(
+            table, client::EntityBuilder("p" + std::to_string(p), "via" + std::to_string(i)).Int64("N", p).Build(),
+            false);
+        writes++;
+        if (!w.ok() && failures++ == 0) first = table + ": " + w.status().ToString();
+      }
+    }
+  }
+  EXPECT_EQ(failures, 0) << failures << " of " << writes << " writes failed; the first: " << first;
+}
+
 // (c) A fourth member joins mid-load; two threads move to it.
 TEST_F(ScaleOutTest, AddFourthMemberMidLoad) {
   StartCluster(3, Cluster());
