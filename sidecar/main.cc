@@ -124,6 +124,11 @@ int main(int argc, char** argv) {
   app.add_option("--durability", durability, "fsync or os (storage.durability)")
       ->check(CLI::IsMember({"fsync", "os"}));
   app.add_option("--id", config.id, "sidecar id (sidecar.id)");
+  app.add_option("--member-id", config.cluster.member_id,
+                 "scale-out member id, unique in the service (cluster.member_id; default: the sidecar id)");
+  app.add_option("--advertise", config.cluster.advertise,
+                 "endpoint the other members forward to, tcp://host:port (cluster.advertise; default: the "
+                 "first bound --listen endpoint)");
   app.add_option("--workers", config.workers, "worker threads (sidecar.workers)");
   app.add_option("--queue-depth", config.queue_depth, "requests queued per worker (sidecar.queue_depth)");
   app.add_option("--inline-max-bytes", config.inline_max_bytes,
