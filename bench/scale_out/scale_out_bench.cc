@@ -7,8 +7,10 @@
 // - the forwarded share (sidetable_cluster_forwarded_total from /metrics
 //   over the requests sent);
 // - with more than one member, the hand-over time after SIGKILL of the last
-//   one: until every shard is serving again per /cluster.
-// Until the cluster exists (issue 19) it reports what fails and goes on.
+//   one: until every shard is serving again per /cluster; and what the
+//   survivors' restores took (the slowest one's seconds, the records they
+//   read, how many resumed from a standby copy), with --standby 0 and/or 1.
+// A run that fails reports what failed and the bench goes on.
 #include <CLI/CLI.hpp>
 
 #include <atomic>
@@ -37,19 +39,25 @@ struct Run {
   uint64_t ok = 0, failed = 0;
   std::vector<double> cpu_us_per_request;  // per member
   double forwarded_share = -1;
+  int standby = 0;
   double handover_s = -1;
+  double restore_s = -1;        // the slowest survivor's latest restore
+  double restore_records = -1;  // records read by the survivors' latest restores
+  double warm_restores = -1;    // restores that resumed from a standby copy
   std::string error;
 };
 
-Run RunOnce(const std::string& binary, int members, const std::string& acks, int inflight, double seconds,
-            int run_index) {
+Run RunOnce(const std::string& binary, int members, const std::string& acks, int standby, int inflight,
+            double seconds, int run_index) {
   Run r;
   r.members = members;
   r.acks = acks;
+  r.standby = standby;
   sidetable::testing::ClusterHarnessOptions o;
   o.binary = binary;
   o.service = "bench-" + std::to_string(run_index);
   o.acks = acks;
+  o.standby_replicas = standby;
   ClusterHarness h(o);
   if (auto s = h.Init(); !s.ok()) {
     r.error = s.ToString();
@@ -75,15 +83,18 @@ Run RunOnce(const std::string& binary, int members, const std::string& acks, int
   }
   std::this_thread::sleep_for(1s);  // the table record reaches every member
 
-  auto forwarded = [&] {
-    double sum = 0;
-    for (int i = 0; i < members; i++) {
+  // A metric over the running members: summed, or the largest.
+  auto metric = [&](const char* name, bool max) {
+    double out = 0;
+    for (int i = 0; i < h.size(); i++) {
+      if (!h.running(i)) continue;
       auto body = sidetable::testing::HttpGet(h.http(i), "/metrics");
-      const double v = body ? sidetable::testing::MetricValue(*body, "sidetable_cluster_forwarded_total") : -1;
-      if (v > 0) sum += v;
+      const double v = body ? sidetable::testing::MetricValue(*body, name) : -1;
+      if (v > 0) out = max ? std::max(out, v) : out + v;
     }
-    return sum;
+    return out;
   };
+  auto forwarded = [&] { return metric("sidetable_cluster_forwarded_total", false); };
   std::vector<double> cpu0(members);
   for (int i = 0; i < members; i++) cpu0[i] = sidetable::testing::ProcessCpuSeconds(h.pid(i));
   const double fwd0 = forwarded();
@@ -135,7 +146,12 @@ Run RunOnce(const std::string& binary, int members, const std::string& acks, int
   if (members > 1) {
     const auto killed = Clock::now();
     h.KillMember(members - 1);
-    if (h.WaitStable(60s, &why)) r.handover_s = std::chrono::duration<double>(Clock::now() - killed).count();
+    if (h.WaitStable(60s, &why)) {
+      r.handover_s = std::chrono::duration<double>(Clock::now() - killed).count();
+      r.restore_s = metric("sidetable_cluster_last_restore_seconds", true);
+      r.restore_records = metric("sidetable_cluster_last_restore_records", false);
+      r.warm_restores = metric("sidetable_cluster_warm_restores_total", false);
+    }
   }
   return r;
 }
@@ -148,25 +164,30 @@ int main(int argc, char** argv) {
   int max_members = 3, inflight = 32;
   double seconds = 5;
   std::vector<std::string> acks = {"replicated", "local"};
+  std::vector<int> standby = {0};
   app.add_option("--sidetable", binary, "the sidetable binary (a Release build for real figures)");
   app.add_option("--max-members", max_members, "runs with 1..N members");
   app.add_option("--inflight", inflight, "requests in flight in all");
   app.add_option("--seconds", seconds, "load per run");
   app.add_option("--acks", acks, "cluster.acks modes to run");
+  app.add_option("--standby", standby, "cluster.standby_replicas values to run (runs of 2+ members only for > 0)");
   CLI11_PARSE(app, argc, argv);
 
-  std::printf("%-10s %7s %10s %9s %8s %10s %11s  %s\n", "acks", "members", "inserts/s", "failed", "fwd", "handover",
-              "cpu us/req", "error");
+  std::printf("%-10s %7s %7s %10s %9s %8s %10s %9s %8s %5s %11s  %s\n", "acks", "standby", "members", "inserts/s",
+              "failed", "fwd", "handover", "restore", "records", "warm", "cpu us/req", "error");
   int index = 0;
   for (const auto& mode : acks) {
-    for (int n = 1; n <= max_members; n++) {
-      Run r = RunOnce(binary, n, mode, inflight, seconds, index++);
-      std::string cpu;
-      for (double c : r.cpu_us_per_request) cpu += (cpu.empty() ? "" : "/") + std::to_string(static_cast<int>(c));
-      std::printf("%-10s %7d %10.0f %9llu %7.0f%% %9.2fs %11s  %s\n", mode.c_str(), n,
-                  r.seconds > 0 ? r.ok / r.seconds : 0.0, static_cast<unsigned long long>(r.failed),
-                  r.forwarded_share * 100, r.handover_s, cpu.c_str(), r.error.c_str());
-      std::fflush(stdout);
+    for (int sb : standby) {
+      for (int n = sb > 0 ? 2 : 1; n <= max_members; n++) {
+        Run r = RunOnce(binary, n, mode, sb, inflight, seconds, index++);
+        std::string cpu;
+        for (double c : r.cpu_us_per_request) cpu += (cpu.empty() ? "" : "/") + std::to_string(static_cast<int>(c));
+        std::printf("%-10s %7d %7d %10.0f %9llu %7.0f%% %9.2fs %8.2fs %8.0f %5.0f %11s  %s\n", mode.c_str(), sb, n,
+                    r.seconds > 0 ? r.ok / r.seconds : 0.0, static_cast<unsigned long long>(r.failed),
+                    r.forwarded_share * 100, r.handover_s, r.restore_s, r.restore_records, r.warm_restores,
+                    cpu.c_str(), r.error.c_str());
+        std::fflush(stdout);
+      }
     }
   }
   return 0;
