@@ -356,6 +356,7 @@ Status Server::StartCluster(const ServerConfig& config) {
 
 Status Server::StartChangeStream(const ServerConfig& config) {
   changestream::KafkaOptions k = config.kafka;
+  k.topic_configs = changestream::ChangeTopicConfigs(config.cluster.enabled());
   if (k.bootstrap.empty()) return Status::OK();
   if (k.bootstrap == "embedded") {
     auto embedded = kafka::EmbeddedKafka::Start(k.embedded_brokers);

@@ -32,6 +32,19 @@ struct KafkaOptions {
   uint64_t chunk_bytes = 900 * 1024;
   // Any further librdkafka producer setting (security.protocol, sasl.*, ...).
   std::map<std::string, std::string> properties;
+  // Topic configurations set on the change topics the sidecar creates
+  // (not a config key: the server fills it in, see ChangeTopicConfigs).
+  std::map<std::string, std::string> topic_configs;
 };
+
+// What a change topic the sidecar creates must keep. A scale-out service
+// restores shards from its change topic (docs/scale-out.md, "What Kafka must
+// keep"): it must never be compacted and never expire, so the broker's
+// defaults (delete after 7 days) are overridden. Without scale-out the
+// broker's defaults stand: the topic is a feed, the change log is the outbox.
+inline std::map<std::string, std::string> ChangeTopicConfigs(bool scale_out) {
+  if (!scale_out) return {};
+  return {{"cleanup.policy", "delete"}, {"retention.ms", "-1"}, {"retention.bytes", "-1"}};
+}
 
 }  // namespace sidetable::changestream

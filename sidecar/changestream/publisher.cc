@@ -140,7 +140,8 @@ Status Publisher::Impl::Init(const std::string& bootstrap) {
   rd_kafka_conf_set_opaque(conf, this);
   rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
   if (rk_ == nullptr) return Status(Code::kInvalidInput, std::string("kafka producer: ") + err);
-  topics_ = std::make_unique<TopicSetup>(rk_, embedded_, options_.partitions, options_.replication_factor);
+  topics_ = std::make_unique<TopicSetup>(rk_, embedded_, options_.partitions, options_.replication_factor,
+                                         options_.topic_configs);
   return Status::OK();
 }
 

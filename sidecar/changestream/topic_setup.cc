@@ -19,8 +19,12 @@ constexpr std::chrono::milliseconds kFirstBackoff(200), kMaxBackoff(5000);
 }  // namespace
 
 TopicSetup::TopicSetup(rd_kafka_t* rk, kafka::EmbeddedKafka* embedded, int partitions,
-                       int replication_factor)
-    : rk_(rk), embedded_(embedded), partitions_(partitions), replication_factor_(replication_factor) {
+                       int replication_factor, std::map<std::string, std::string> configs)
+    : rk_(rk),
+      embedded_(embedded),
+      partitions_(partitions),
+      replication_factor_(replication_factor),
+      configs_(std::move(configs)) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -111,6 +115,12 @@ Status TopicSetup::Create(const std::string& topic) {
   rd_kafka_NewTopic_t* nt =
       rd_kafka_NewTopic_new(topic.c_str(), partitions_, replication_factor_, err, sizeof err);
   if (nt == nullptr) return Status(Code::kInvalidInput, "topic " + topic + ": " + err);
+  for (const auto& [name, value] : configs_) {
+    if (rd_kafka_resp_err_t e = rd_kafka_NewTopic_set_config(nt, name.c_str(), value.c_str())) {
+      rd_kafka_NewTopic_destroy(nt);
+      return Status(Code::kInvalidInput, "topic " + topic + ": config " + name + ": " + rd_kafka_err2str(e));
+    }
+  }
   rd_kafka_queue_t* q = rd_kafka_queue_new(rk_);
   rd_kafka_CreateTopics(rk_, &nt, 1, nullptr, q);
   rd_kafka_event_t* ev = nullptr;

@@ -16,6 +16,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -33,7 +34,9 @@ class TopicSetup {
  public:
   // `embedded` (may be null): topics are created on the in-process mock;
   // otherwise looked up, and created through the admin API when absent.
-  TopicSetup(rd_kafka_t* rk, kafka::EmbeddedKafka* embedded, int partitions, int replication_factor);
+  // `configs` are set on every topic it creates (ChangeTopicConfigs).
+  TopicSetup(rd_kafka_t* rk, kafka::EmbeddedKafka* embedded, int partitions, int replication_factor,
+             std::map<std::string, std::string> configs = {});
   ~TopicSetup();
 
   bool Ready(const std::string& topic);
@@ -51,6 +54,7 @@ class TopicSetup {
   rd_kafka_t* const rk_;
   kafka::EmbeddedKafka* const embedded_;
   const int partitions_, replication_factor_;
+  const std::map<std::string, std::string> configs_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

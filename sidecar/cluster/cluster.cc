@@ -143,7 +143,11 @@ Status Cluster::Impl::EnsureTopic(const std::string& topic, int partitions, bool
     rd_kafka_NewTopic_t* nt =
         rd_kafka_NewTopic_new(topic.c_str(), partitions, kafka_.replication_factor, err, sizeof err);
     if (nt == nullptr) return Status(Code::kInvalidInput, "cluster: topic " + topic + ": " + err);
-    if (compact) rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact");
+    // The cluster topic is state (compacted); the change topic is the
+    // shards' history, which restores read from the beginning: kept forever.
+    const auto configs = compact ? std::map<std::string, std::string>{{"cleanup.policy", "compact"}}
+                                 : changestream::ChangeTopicConfigs(true);
+    for (const auto& [name, value] : configs) rd_kafka_NewTopic_set_config(nt, name.c_str(), value.c_str());
     rd_kafka_queue_t* q = rd_kafka_queue_new(producer_);
     rd_kafka_CreateTopics(producer_, &nt, 1, nullptr, q);
     rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 15000);
