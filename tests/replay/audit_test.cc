@@ -784,6 +784,7 @@ AuditSummary SampleSummary() {
   s.Add("Employees", "Delete", "");
   s.Add("T\"2\xC3\xA9", "Merge", "x,y\n", 5);
   s.Add("Employees", "Merge", "x,y\n", 0);  // nothing
+  s.set_fenced(3);                           // records skipped, no rows
   return s;
 }
 
@@ -795,7 +796,7 @@ TEST(AuditSummaryTest, CountsAndJsonAndCsv) {
                                                {{"Employees", "Insert", "hr-app"}, 4},
                                                {{"T\"2\xC3\xA9", "Merge", "x,y\n"}, 5}}));
   EXPECT_EQ(s.ToJson(),
-            "{\"rows\":10,\"byTable\":{\"Employees\":5,\"T\\\"2\xC3\xA9\":5},"
+            "{\"rows\":10,\"fenced\":3,\"byTable\":{\"Employees\":5,\"T\\\"2\xC3\xA9\":5},"
             "\"byOp\":{\"Delete\":1,\"Insert\":4,\"Merge\":5},"
             "\"byCaller\":{\"\":1,\"hr-app\":4,\"x,y\\n\":5},"
             "\"counts\":[{\"table\":\"Employees\",\"op\":\"Delete\",\"caller\":\"\",\"count\":1},"
@@ -814,11 +815,19 @@ TEST(AuditSummaryTest, JsonRoundTrip) {
     ASSERT_TRUE(back.ok()) << text << ": " << back.status().ToString();
     EXPECT_EQ(back->rows(), s.rows());
     EXPECT_EQ(back->counts(), s.counts());
+    EXPECT_EQ(back->fenced(), s.fenced());
     EXPECT_EQ(back->ToJson(), text);
     // It keeps counting where it left off.
     back->Add("Employees", "Insert", "hr-app");
     EXPECT_EQ(back->rows(), s.rows() + 1);
   }
+  // A checkpoint written before "fenced" existed: none fenced.
+  std::string old = SampleSummary().ToJson();
+  old.erase(old.find("\"fenced\":3,"), 11);
+  auto before = AuditSummary::FromJson(old);
+  ASSERT_TRUE(before.ok()) << old << ": " << before.status().ToString();
+  EXPECT_EQ(before->fenced(), 0u);
+  EXPECT_EQ(before->rows(), 10u);
   auto big = AuditSummary{};
   big.Add("t", "o", "c", UINT64_MAX);
   auto back = AuditSummary::FromJson(big.ToJson());
@@ -845,6 +854,9 @@ TEST(AuditSummaryTest, FromJsonRejectsMalformedInput) {
       replace("\"rows\":10", "\"rows\":-10"),
       replace("\"rows\":10", "\"rows\":\"10\""),
       replace("\"rows\":10,", ""),                       // missing
+      replace("\"fenced\":3", "\"fenced\":-3"),
+      replace("\"fenced\":3", "\"fenced\":\"3\""),
+      replace("\"fenced\":3", "\"fenced\":null"),
       replace("\"counts\":[", "\"counts\":{\"x\":[") + "}",  // not an array
       replace("\"count\":1}", "\"count\":-1}"),
       replace("\"count\":1}", "\"count\":1.5}"),

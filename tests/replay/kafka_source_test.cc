@@ -709,6 +709,67 @@ TEST_F(KafkaSourceTest, ClaimsFenceOlderOwnersAndResumeKeepsTheFloor) {
   EXPECT_EQ(EpochLsns(rest), (V{{1, 8}, {2, 2}}));
 }
 
+// The printed summary counts the fenced records (docs/replay.md): the
+// audit's JSON summary ("fenced") and a note on stderr for both commands,
+// and a run resumed from its checkpoint counts those of the run before it.
+TEST_F(KafkaSourceTest, CliPrintsHowManyRecordsWereFenced) {
+  const std::string topic = "fenced-cli";
+  ASSERT_TRUE(kafka_->CreateTopic(topic, 1).ok());
+  Producer producer(kafka_->bootstraps());
+  producer.Send(topic, 0, EpochEventJson(1, 5));  // offset 0
+  producer.Send(topic, 0, ClaimJson(2, 0));       // 1: the new owner claims
+  producer.Send(topic, 0, EpochEventJson(1, 6));  // 2: fenced
+  producer.Send(topic, 0, EpochEventJson(2, 1));  // 3
+  producer.Send(topic, 0, EpochEventJson(1, 8));  // 4: fenced
+  producer.Send(topic, 0, EpochEventJson(2, 2));  // 5
+  ASSERT_NO_FATAL_FAILURE(producer.Flush());
+  const std::string err = dir_.Sub("summary.err");
+  auto run = [&](const std::string& args, int* rc) {
+    const std::string cmd = std::string(SIDETABLE_CLI) + " " + args + " --kafka " + kafka_->bootstraps() +
+                            " --topic " + topic + " --progress never 2>" + err;
+    return testing::RunShell(cmd, rc);
+  };
+  const std::string note = "2 records fenced";
+
+  int rc = -1;
+  std::string out = run("audit --summary", &rc);
+  EXPECT_EQ(rc, 0) << testing::ReadWholeFile(err);
+  EXPECT_NE(out.find("\"rows\":3,\"fenced\":2,"), std::string::npos) << out;
+  EXPECT_NE(testing::ReadWholeFile(err).find(note), std::string::npos) << testing::ReadWholeFile(err);
+
+  out = run("replay", &rc);
+  EXPECT_EQ(rc, 0) << testing::ReadWholeFile(err);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 3) << out;
+  EXPECT_NE(testing::ReadWholeFile(err).find(note), std::string::npos) << testing::ReadWholeFile(err);
+
+  // In two runs: one record fenced in each; the second prints both.
+  for (const std::string command : {"audit --summary", "replay"}) {
+    SCOPED_TRACE(command);
+    const std::string cp = " --checkpoint " + dir_.Sub("summary.cp");
+    run(command + cp + " --stop-after 2", &rc);
+    EXPECT_EQ(rc, 5) << testing::ReadWholeFile(err);
+    EXPECT_EQ(testing::ReadWholeFile(err).find("records fenced"), std::string::npos) << "a stopped run prints no count";
+    out = run(command + cp, &rc);
+    EXPECT_EQ(rc, 0) << testing::ReadWholeFile(err);
+    if (command == "audit --summary") {
+      EXPECT_NE(out.find("\"rows\":3,\"fenced\":2,"), std::string::npos) << out;
+    }
+    EXPECT_NE(testing::ReadWholeFile(err).find(note), std::string::npos) << testing::ReadWholeFile(err);
+  }
+
+  // Nothing fenced: no note, and the summary says 0.
+  const std::string plain = "unfenced-cli";
+  ASSERT_TRUE(kafka_->CreateTopic(plain, 1).ok());
+  producer.Send(plain, 0, EpochEventJson(1, 1));
+  ASSERT_NO_FATAL_FAILURE(producer.Flush());
+  out = testing::RunShell(std::string(SIDETABLE_CLI) + " audit --summary --kafka " + kafka_->bootstraps() +
+                              " --topic " + plain + " --progress never 2>" + err,
+                          &rc);
+  EXPECT_EQ(rc, 0) << testing::ReadWholeFile(err);
+  EXPECT_NE(out.find("\"rows\":1,\"fenced\":0,"), std::string::npos) << out;
+  EXPECT_EQ(testing::ReadWholeFile(err).find("records fenced"), std::string::npos) << testing::ReadWholeFile(err);
+}
+
 TEST_F(KafkaSourceTest, EmptyMissingOrUnreachable) {
   // An empty topic: the end at once.
   ASSERT_TRUE(kafka_->CreateTopic("empty", 3).ok());

@@ -29,8 +29,10 @@ int RunStream(Session& s, const ReplayArgs& a, const std::string& command) {
   if (!checkpoint.ok()) return ReplayFail(s, checkpoint.status());
   const replay::Checkpoint* resume = checkpoint->has_value() ? &**checkpoint : nullptr;
 
+  // The audit's counts; for both commands, the records fenced (a resumed
+  // run's checkpoint carries those of the runs before it).
   replay::AuditSummary summary;
-  if (resume && audit) {
+  if (resume && (audit || !resume->summary.empty())) {
     auto restored = replay::AuditSummary::FromJson(resume->summary);
     if (!restored.ok()) return ReplayFail(s, restored.status());
     summary = std::move(restored).value();
@@ -38,6 +40,8 @@ int RunStream(Session& s, const ReplayArgs& a, const std::string& command) {
   auto source = OpenSource(s, a, resume ? &resume->position : nullptr);
   if (!source.ok()) return ReplayFail(s, source.status());
   replay::RecordSource* src = source->get();
+  const uint64_t fenced_before = summary.fenced();
+  auto count_fenced = [&] { summary.set_fenced(fenced_before + src->fenced()); };
   if (!resume && a.from_lsn == 0 && src->first_available_lsn() > 1) {
     std::fprintf(stderr, "sidetable-cli: note: %s starts at LSN %llu; older history is gone\n",
                  src->Describe().c_str(), static_cast<unsigned long long>(src->first_available_lsn()));
@@ -79,7 +83,8 @@ int RunStream(Session& s, const ReplayArgs& a, const std::string& command) {
     c.position = position;
     c.events = events;
     c.output_bytes = *bytes;
-    if (audit) c.summary = summary.ToJson();
+    count_fenced();
+    c.summary = summary.ToJson();
     return replay::SaveCheckpoint(a.checkpoint, c);
   };
   replay::Progress progress(ParseProgressMode(a.progress));
@@ -92,6 +97,14 @@ int RunStream(Session& s, const ReplayArgs& a, const std::string& command) {
     return ReplayFail(s, end.status());
   }
   if (*end == replay::RunEnd::kStopped) return ReportStopped(a, events);
+  count_fenced();
+  if (summary.fenced() > 0) {
+    // Scale-out (docs/replay.md): records a replaced shard owner wrote after
+    // a newer owner's claim. Skipped, as every reader skips them.
+    std::fprintf(stderr, "sidetable-cli: %llu records fenced (written by a replaced shard owner after a newer "
+                         "claim; skipped)\n",
+                 static_cast<unsigned long long>(summary.fenced()));
+  }
   if (a.summary) {
     if (Status st = out.Write(a.format == "csv" ? summary.ToCsv() : summary.ToJson() + "\n"); !st.ok()) {
       return ReplayFail(s, st);

@@ -87,7 +87,12 @@ class AuditSummary {
   const std::map<std::tuple<std::string, std::string, std::string>, uint64_t>& counts() const {
     return counts_;
   }
-  // {"rows":N,"byTable":{..},"byOp":{..},"byCaller":{..},
+  // Scale-out: the records the source skipped as fenced (a replaced shard
+  // owner's writes after a newer claim; RecordSource::fenced()), over every
+  // run of a resumed replay. They have no rows.
+  uint64_t fenced() const { return fenced_; }
+  void set_fenced(uint64_t n) { fenced_ = n; }
+  // {"rows":N,"fenced":F,"byTable":{..},"byOp":{..},"byCaller":{..},
   //  "counts":[{"table","op","caller","count"}]}
   std::string ToJson() const;
   // table,op,caller,count lines after a header line (CSV as the rows).
@@ -95,11 +100,13 @@ class AuditSummary {
   // Restores what ToJson() wrote (checkpoints carry the summary). Anything
   // else is InvalidInput: bad JSON, missing or mistyped fields, a triple
   // counted twice, "rows" or the by* totals disagreeing with "counts".
+  // "fenced" may be absent (a checkpoint written before it existed): 0.
   static Result<AuditSummary> FromJson(std::string_view json);
 
  private:
   std::map<std::tuple<std::string, std::string, std::string>, uint64_t> counts_;
   uint64_t rows_ = 0;
+  uint64_t fenced_ = 0;
 };
 
 class AuditWriter {

@@ -74,6 +74,7 @@ std::string AuditSummary::ToJson() const {
   json::JsonWriter w;
   w.BeginObject();
   w.Key("rows").UInt(rows_);
+  w.Key("fenced").UInt(fenced_);
   WriteTotals(&w, "byTable", t.by_table);
   WriteTotals(&w, "byOp", t.by_op);
   WriteTotals(&w, "byCaller", t.by_caller);
@@ -118,6 +119,9 @@ Result<AuditSummary> AuditSummary::FromJson(std::string_view json) {
   simdjson::dom::array counts;
   if (doc["counts"].get_array().get(counts) != simdjson::SUCCESS) return BadSummary("no \"counts\" array");
   AuditSummary s;
+  if (auto fenced = doc["fenced"]; fenced.error() != simdjson::NO_SUCH_FIELD) {
+    if (fenced.get_uint64().get(s.fenced_) != simdjson::SUCCESS) return BadSummary("\"fenced\" is not a count");
+  }
   for (simdjson::dom::element el : counts) {
     std::string_view table, op, caller;
     uint64_t n = 0;
