@@ -342,6 +342,9 @@ size_t AuditWriter::Write(const ChangeRecord& record, std::string* out, AuditSum
       }
       return rows;
     }
+    case ChangeKind::kShardClaimed:
+      // Ownership, not data: the sources consume claims (events/epoch_filter.h).
+      return 0;
   }
   return 0;  // an unknown kind: nothing to audit
 }
