@@ -99,7 +99,8 @@ class Cluster::Impl {
   // and not lost here in the last kStandbySettle.
   std::set<int32_t> WantedStandbys() const;
   // Brings standbys_ and the reader's assignment in line with WantedStandbys().
-  void RefreshStandbys(std::map<int32_t, int64_t>* assigned);
+  // `assigned`: shard -> id of the copy the reader is assigned for.
+  void RefreshStandbys(std::map<int32_t, uint64_t>* assigned);
   void ApplyStandby(const rd_kafka_message_t* m);
   // For a restore: removes the shard's standby copy and returns its
   // position, or nullopt when there is no usable copy (never dropped, or
@@ -162,7 +163,9 @@ class Cluster::Impl {
     int64_t next_offset = 0;  // after the last whole event fed
     bool dropped = false;     // the local rows were dropped before the first record
     bool from_standby = true;  // false: a failed restore's rows (ReturnStandby)
+    uint64_t id = 0;           // unique per copy: a new copy of a shard is assigned afresh
   };
+  uint64_t next_standby_id_ = 0;  // standby_mu_
   mutable std::mutex standby_mu_;
   std::map<int32_t, StandbyCopy> standbys_;
   std::map<int32_t, std::chrono::steady_clock::time_point> standby_failed_at_;  // standby thread only

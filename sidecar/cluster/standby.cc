@@ -57,10 +57,11 @@ std::set<int32_t> Cluster::Impl::WantedStandbys() const {
   return wanted;
 }
 
-void Cluster::Impl::RefreshStandbys(std::map<int32_t, int64_t>* assigned) {
+void Cluster::Impl::RefreshStandbys(std::map<int32_t, uint64_t>* assigned) {
   std::set<int32_t> wanted = WantedStandbys();
   const auto now = std::chrono::steady_clock::now();
-  std::map<int32_t, int64_t> want_assigned;
+  std::map<int32_t, uint64_t> want_assigned;  // shard -> copy id
+  std::map<int32_t, int64_t> from;            // shard -> the copy's position
   std::vector<int32_t> started, stopped;
   {
     std::lock_guard l(standby_mu_);
@@ -85,25 +86,26 @@ void Cluster::Impl::RefreshStandbys(std::map<int32_t, int64_t>* assigned) {
       }
       StandbyCopy copy;
       copy.replayer = std::make_unique<ShardReplayer>(shard, hooks_.apply, log_);
+      copy.id = ++next_standby_id_;
       standbys_.emplace(shard, std::move(copy));
       started.push_back(shard);
     }
     for (const auto& [shard, copy] : standbys_) {
-      if (wanted.count(shard)) want_assigned[shard] = copy.next_offset;
+      if (!wanted.count(shard)) continue;
+      want_assigned[shard] = copy.id;
+      from[shard] = copy.next_offset;
     }
   }
   if (!started.empty()) log_->info("standby copies of shards {} started", fmt::join(started, ","));
   if (!stopped.empty()) log_->info("standby copies of shards {} stopped", fmt::join(stopped, ","));
-  // Same shards as assigned: the reader goes on where it is.
-  bool same = want_assigned.size() == assigned->size();
-  for (auto a = assigned->begin(), w = want_assigned.begin(); same && a != assigned->end(); ++a, ++w) {
-    same = a->first == w->first;
-  }
-  if (same) return;
+  // The same copies as assigned: the reader goes on where it is. A new copy
+  // of a shard (after a failure, a restore, a loss) must start at its own
+  // position, never where the reader happens to be.
+  if (want_assigned == *assigned) return;
   // Otherwise every copy restarts from its own position (a chunk run it was
   // in the middle of is read again from its first chunk).
   rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(want_assigned.size()));
-  for (const auto& [shard, offset] : want_assigned) {
+  for (const auto& [shard, offset] : from) {
     rd_kafka_topic_partition_list_add(list, change_topic_.c_str(), shard)->offset =
         offset > 0 ? offset : RD_KAFKA_OFFSET_BEGINNING;
   }
@@ -169,6 +171,7 @@ void Cluster::Impl::ReturnStandby(int32_t shard, StandbyPosition position) {
   std::lock_guard l(standby_mu_);
   if (standbys_.count(shard)) return;
   StandbyCopy copy;
+  copy.id = ++next_standby_id_;
   copy.replayer = std::make_unique<ShardReplayer>(shard, hooks_.apply, log_);
   copy.replayer->SeedFloor(position.floor);
   copy.next_offset = position.next_offset;
@@ -178,7 +181,7 @@ void Cluster::Impl::ReturnStandby(int32_t shard, StandbyPosition position) {
 }
 
 void Cluster::Impl::StandbyLoop() {
-  std::map<int32_t, int64_t> assigned;
+  std::map<int32_t, uint64_t> assigned;
   auto next_refresh = std::chrono::steady_clock::now();
   while (!stop_.load()) {
     if (std::chrono::steady_clock::now() >= next_refresh) {
