@@ -36,6 +36,13 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& hos
                                                                           httplib::Response& res) {
     res.set_content(metrics(), "text/plain; version=0.0.4");
   });
+  if (handlers.ready) {
+    ep->http_->Get("/ready", [ready = std::move(handlers.ready)](const httplib::Request&, httplib::Response& res) {
+      auto [status, body] = ready();
+      res.status = status;
+      res.set_content(body, "application/json");
+    });
+  }
   for (auto& [path, page] : handlers.json_pages) {
     ep->http_->Get(path, [page = std::move(page)](const httplib::Request&, httplib::Response& res) {
       res.set_content(page(), "application/json");

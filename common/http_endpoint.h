@@ -1,5 +1,6 @@
 // HttpEndpoint: GET /health (JSON) and GET /metrics (Prometheus text) for any
-// sidetable process, served by cpp-httplib on a thread of its own.
+// sidetable process, and GET /ready where the owner says what ready means,
+// served by cpp-httplib on a thread of its own.
 //
 // The owner supplies the two bodies as callbacks, so this part knows nothing
 // of the server or the worker it reports on (and nothing includes back).
@@ -29,6 +30,8 @@ struct HttpHandlers {
   std::function<std::string()> metrics_text;  // body of GET /metrics
   // Further JSON pages, GET <path> (e.g. the sidecar's /cluster).
   std::vector<std::pair<std::string, std::function<std::string()>>> json_pages;
+  // GET /ready (optional): the HTTP status (200 or 503) and a JSON body.
+  std::function<std::pair<int, std::string>()> ready;
 };
 
 class HttpEndpoint {

@@ -77,6 +77,15 @@ Status Server::Impl::Bind() {
       if (cluster != nullptr && routing != nullptr) text += ClusterMetricsText(*cluster, *routing);
       return text;
     };
+    pages.ready = [this] {
+      cluster::Cluster* cluster = owner_->cluster_live_.load();
+      // A cluster member whose Cluster has not started yet is joining too.
+      const bool clustered = config_.cluster.enabled();
+      std::vector<cluster::Route> routes;
+      if (cluster != nullptr) routes = cluster->Routes();
+      return ReadyJson(owner_->stop_.load(std::memory_order_relaxed), clustered ? &routes : nullptr,
+                       &routed_once_);
+    };
     // Scale-out: who owns which shard, as this sidecar sees it.
     pages.json_pages.emplace_back("/cluster", [this] {
       cluster::Cluster* cluster = owner_->cluster_live_.load();

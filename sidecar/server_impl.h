@@ -200,6 +200,8 @@ class Server::Impl {
 
   ServerGauges Gauges() const;
 
+  // Before http_: its callbacks read it until http_ is destroyed.
+  std::atomic<bool> routed_once_{false};  // GET /ready: every shard was routed once (ReadyJson)
   std::unique_ptr<common::HttpEndpoint> http_;
   // The Azure Table REST gateway (rest.address; null = off): calls handler_.
   std::unique_ptr<rest::Gateway> rest_;

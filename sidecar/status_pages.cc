@@ -7,6 +7,21 @@ namespace sidetable::sidecar {
 
 using common::JsonQuote;
 
+std::pair<int, std::string> ReadyJson(bool stopping, const std::vector<cluster::Route>* routes,
+                                      std::atomic<bool>* routed_once) {
+  if (stopping) return {503, "{\"ready\":false,\"reason\":\"stopping\"}"};
+  if (routes != nullptr && !routed_once->load()) {
+    size_t unrouted = 0;
+    for (const cluster::Route& r : *routes) unrouted += r.kind == cluster::Route::Kind::kUnavailable;
+    if (unrouted > 0 || routes->empty()) {
+      return {503, "{\"ready\":false,\"reason\":\"joining\",\"unrouted_shards\":" + std::to_string(unrouted) +
+                       "}"};
+    }
+    routed_once->store(true);
+  }
+  return {200, "{\"ready\":true}"};
+}
+
 std::string HealthJson(Server& server, const ServerGauges& gauges) {
   EngineStats st = server.engine().Stats();
   changestream::PublisherStats ps;

@@ -6,9 +6,13 @@
 // (engine stats, publisher stats, atomic counters).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "sidecar/cluster/cluster.h"
 #include "sidecar/metrics.h"
 #include "sidecar/server.h"
 
@@ -29,6 +33,15 @@ struct ServerGauges {
 };
 
 std::string HealthJson(Server& server, const ServerGauges& gauges);
+
+// GET /ready: 503 while stopping; in a scale-out service, 503 until every
+// shard has had a route at once (served here or by a known owner) since the
+// start, so a new member takes traffic only once it can answer it; 200
+// afterwards (a later rebalance is answered per request: a short wait or
+// ServerBusy for the shards moving, docs/scale-out.md). `routed_once` is
+// the sticky flag the caller keeps. `routes` is null without scale-out.
+std::pair<int, std::string> ReadyJson(bool stopping, const std::vector<cluster::Route>* routes,
+                                      std::atomic<bool>* routed_once);
 std::string MetricsText(Server& server, const Metrics& metrics, const ServerGauges& gauges);
 // Scale-out: the cluster's own metrics and the routing counters
 // (sidetable_cluster_forwarded_total, ...).

@@ -357,10 +357,12 @@ def check_scale_out(objects):
     http_port = port_of(sc["sidecar"]["http"])
     rule(sc["sidecar"]["http"].startswith("0.0.0.0:"), "scale-out: sidecar.http must bind 0.0.0.0 for the probes")
     rule(ports.get("http") == http_port, f"scale-out: port http {ports.get('http')} != sidecar.http {http_port}")
-    for p in ("startupProbe", "readinessProbe", "livenessProbe"):
+    # Ready once every shard has a route (GET /ready, docs/scale-out.md); alive and
+    # started as any sidecar (/health).
+    for p, path in (("startupProbe", "/health"), ("readinessProbe", "/ready"), ("livenessProbe", "/health")):
         get = side.get(p, {}).get("httpGet", {})
-        rule(get.get("path") == "/health" and get.get("port") in ("http", http_port),
-             f"scale-out: {p} must GET /health on the http port, got {get}")
+        rule(get.get("path") == path and get.get("port") in ("http", http_port),
+             f"scale-out: {p} must GET {path} on the http port, got {get}")
     grace = pod.get("terminationGracePeriodSeconds", 30)
     need = int(sc["sidecar"].get("shutdown_grace_ms", 10000)) / 1000 + 2
     rule(grace >= need, f"scale-out: terminationGracePeriodSeconds {grace} < shutdown_grace_ms + 2 s ({need:.0f})")

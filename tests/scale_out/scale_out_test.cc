@@ -474,6 +474,11 @@ TEST_F(ScaleOutTest, SingleMemberClusterBehavesLikeOneSidecar) {
 TEST_F(ScaleOutTest, ThreeMembersRandomLoadThroughAll) {
   StartCluster(3, Cluster());
   if (HasFatalFailure()) return;
+  // Every shard routed: every member answers its readiness probe.
+  for (int m = 0; m < 3; m++) {
+    auto ready = testing::HttpGet(harness_->http(m), "/ready");
+    EXPECT_TRUE(ready && ready->find("\"ready\":true") != std::string::npos) << "member " << m << " not ready";
+  }
   StartLoad({0, 0, 1, 1, 2, 2});
   if (HasFatalFailure()) return;
   LoadFor(12s);
