@@ -32,7 +32,6 @@ import argparse
 import copy
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
@@ -270,7 +269,7 @@ def self_test(source):
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "deploy_common"))
 import kafka_topics  # noqa: E402
-from sidecar_args import sidecar_effective, split_endpoint  # noqa: E402
+from sidecar_args import sidecar_effective, sidecar_refusal, split_endpoint  # noqa: E402
 
 SCALE_OUT = "docker-compose.scale-out.yml"
 
@@ -408,12 +407,9 @@ def load_scale_out_with_binary(t, sidetable):
             with open(path, "w") as f:
                 yaml.safe_dump(config_of(t, name), f)
             args = [str(a) for a in t["compose"]["services"][name]["command"]]
-            args = [path if i > 0 and args[i - 1] == "--config" else a for i, a in enumerate(args)]
-            r = subprocess.run([sidetable] + args + ["--rest", "not-an-address"], capture_output=True, text=True,
-                               timeout=30)
-            if r.returncode != 2 or "rest.address" not in r.stderr:
-                problems.append(f"scale-out: {name}: the sidecar refuses its configuration: exit {r.returncode}: "
-                                f"{r.stderr.strip()}")
+            refusal = sidecar_refusal(sidetable, args, path)
+            if refusal:
+                problems.append(f"scale-out: {name}: the sidecar refuses its configuration {refusal}")
     return problems
 
 

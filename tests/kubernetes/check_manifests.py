@@ -200,7 +200,7 @@ def check(objects):
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "deploy_common"))
 import kafka_topics  # noqa: E402
-from sidecar_args import sidecar_effective, split_endpoint  # noqa: E402
+from sidecar_args import sidecar_effective, sidecar_refusal, split_endpoint  # noqa: E402
 
 
 def expand(text, env):
@@ -443,12 +443,10 @@ def load_scale_out_with_binary(objects, sidetable):
         for fields in member_pods(sts):
             env, _ = container_env(side, fields)
             args = [expand(str(a), env) for a in side.get("args", [])]
-            args = [path if i > 0 and args[i - 1] == "--config" else a for i, a in enumerate(args)]
-            r = subprocess.run([sidetable] + args + ["--rest", "not-an-address"], capture_output=True, text=True,
-                               timeout=30)
-            if r.returncode != 2 or "rest.address" not in r.stderr:
+            refusal = sidecar_refusal(sidetable, args, path)
+            if refusal:
                 problems.append(f"scale-out: {fields['metadata.name']}: the sidecar refuses its configuration "
-                                f"({' '.join(args)}): exit {r.returncode}: {r.stderr.strip()}")
+                                f"{refusal}")
     return problems
 
 
