@@ -228,6 +228,7 @@ bool ClusterRouting::ForwardKeyed(const wire::Request& r, int32_t shard, std::st
     Status s = wire::DecodeReply(*reply, &h, &body);
     if (IsNotOwner(s) && Clock::now() < deadline) {
       // The owner map was behind: wait for the next one.
+      not_owner_.fetch_add(1, std::memory_order_relaxed);
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       continue;
     }

@@ -267,6 +267,11 @@ TEST_F(ClusterForwardingTest, AForwardAnsweredNotOwnerIsSentAgainAndTheRetryAnsw
     if (index == 0) return Answer{Answer::When::kNow, NotOwner(r)};
     return Answer{Answer::When::kNow, EntityReply(r, pk, "r1")};
   });
+  auto not_owner = [&] {
+    auto body = sidetable::testing::HttpGet(g_suite->harness->http(0), "/metrics");
+    return body ? sidetable::testing::MetricValue(*body, "sidetable_cluster_not_owner_total") : -1.0;
+  };
+  const double not_owner_before = not_owner();
   auto reply = Call(Get(pk), ClientId());
   ASSERT_TRUE(reply.has_value()) << "m0 did not answer";
   wire::Header h;
@@ -288,6 +293,8 @@ TEST_F(ClusterForwardingTest, AForwardAnsweredNotOwnerIsSentAgainAndTheRetryAnsw
     EXPECT_EQ(fwd.op, wire::Op::kGet);
     EXPECT_EQ(fwd.pk, pk);
   }
+  // The re-route is counted where it happened (docs/operations.md).
+  EXPECT_EQ(not_owner() - not_owner_before, 1.0);
 }
 
 TEST_F(ClusterForwardingTest, ANotOwnerThatPersistsEndsInServerBusyAfterTheWait) {
