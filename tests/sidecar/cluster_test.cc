@@ -37,10 +37,14 @@ struct Recorder {
   std::map<int32_t, std::vector<ChangeRecord>> rows;  // shard -> applied records, in order
   std::vector<std::pair<std::string, bool>> tables;
   int drops = 0;
+  std::atomic<int> failing_applies{0};  // the next n applies fail (a full disk, say)
 
   ClusterHooks Hooks() {
     ClusterHooks h;
     h.apply = [this](const ChangeRecord& r) {
+      if (failing_applies.load() > 0 && failing_applies.fetch_sub(1) > 0) {
+        return Status(Code::kInsufficientStorage, "injected: no space left");
+      }
       std::lock_guard l(mu);
       rows[kafka::KafkaPartitionFor(r.table + "/" + r.partition_key, kShards)].push_back(r);
       return Status::OK();
@@ -444,6 +448,53 @@ TEST_F(ClusterTest, StandbyCopiesFollowTheOwnerAndAHandOverReadsOnlyTheTail) {
   // The new owner's claims are above a's epochs on every shard it took.
   const auto after = b->cluster->Routes();
   for (int32_t s : a_shards) EXPECT_GT(after[s].epoch, routes[s].epoch) << "shard " << s;
+}
+
+// A standby copy whose apply fails (a full disk) is not kept half-applied:
+// it starts again, after a pause, from a drop and the partition's
+// beginning, and converges on the owner's records again.
+TEST_F(ClusterTest, AStandbyCopyWhoseApplyFailsStartsAgainFromTheBeginning) {
+  options_.standby_replicas = 1;
+  StartMembers({"a", "b"});
+  ASSERT_TRUE(Eventually([&] { return Stable(); }, 60s)) << Describe();
+  Member* a = members_[0].get();
+  Member* b = members_[1].get();
+  const auto a_shards = a->cluster->Stats().serving;
+  ASSERT_FALSE(a_shards.empty());
+  const int32_t shard = a_shards.front();
+  ASSERT_TRUE(Eventually([&] {
+    auto s = b->cluster->Stats().standby;
+    return std::find(s.begin(), s.end(), shard) != s.end();
+  })) << Describe();
+  const uint64_t epoch = a->cluster->Routes()[shard].epoch;
+  std::vector<std::string> pks;
+  for (int i = 0; pks.size() < 6; i++) {
+    if (kafka::KafkaPartitionFor("Orders/k" + std::to_string(i), kShards) == shard) pks.push_back("k" + std::to_string(i));
+  }
+  std::vector<uint64_t> expected;
+  uint64_t lsn = 2000;
+  for (int i = 0; i < 3; i++) {
+    ProduceRecord(pks[i], ++lsn, epoch);
+    expected.push_back(lsn);
+  }
+  ASSERT_TRUE(Eventually([&] { return b->rec.Lsns(shard) == expected; })) << Describe();
+  const int drops_before = [&] {
+    std::lock_guard l(b->rec.mu);
+    return b->rec.drops;
+  }();
+
+  b->rec.failing_applies = 1;
+  for (int i = 3; i < 6; i++) {
+    ProduceRecord(pks[i], ++lsn, epoch);
+    expected.push_back(lsn);
+  }
+  // The failed record is not skipped: the copy drops its rows and re-applies
+  // the whole partition, in order, once the retry pause (5 s) has passed.
+  ASSERT_TRUE(Eventually([&] { return b->rec.Lsns(shard) == expected && b->rec.failing_applies.load() <= 0; }, 45s))
+      << "standby copy of shard " << shard << ": " << ::testing::PrintToString(b->rec.Lsns(shard)) << "\n"
+      << Describe();
+  std::lock_guard l(b->rec.mu);
+  EXPECT_GT(b->rec.drops, drops_before) << "the copy went on from a half-applied state";
 }
 
 // A member whose poll thread stops (a paused process) past the session
