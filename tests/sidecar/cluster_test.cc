@@ -167,6 +167,18 @@ class ClusterTest : public ::testing::Test {
     return true;
   }
 
+  // Members a and b with cluster.standby_replicas: 1, stable: each keeps
+  // copies of the other's shards. Returns a's shards (never empty).
+  std::vector<int32_t> StartTwoWithStandbyCopies() {
+    options_.standby_replicas = 1;
+    StartMembers({"a", "b"});
+    if (::testing::Test::HasFatalFailure()) return {};
+    [&] { ASSERT_TRUE(Eventually([&] { return Stable(); }, 60s)) << Describe(); }();
+    auto shards = members_[0]->cluster->Stats().serving;
+    [&] { ASSERT_FALSE(shards.empty()) << Describe(); }();
+    return shards;
+  }
+
   std::string Describe() {
     std::string out;
     for (Member* m : Running()) out += m->cluster->StatusJson() + "\n";
@@ -380,13 +392,10 @@ TEST_F(ClusterTest, StopHandsShardsOverAndTheyAreRestored) {
 // the other resumes from its copy: no drop, only the tail is read, and the
 // rows are the same as a full restore's.
 TEST_F(ClusterTest, StandbyCopiesFollowTheOwnerAndAHandOverReadsOnlyTheTail) {
-  options_.standby_replicas = 1;
-  StartMembers({"a", "b"});
-  ASSERT_TRUE(Eventually([&] { return Stable(); }, 60s)) << Describe();
+  const auto a_shards = StartTwoWithStandbyCopies();
+  if (HasFatalFailure()) return;
   Member* a = members_[0].get();
   Member* b = members_[1].get();
-  const auto a_shards = a->cluster->Stats().serving;
-  ASSERT_FALSE(a_shards.empty());
   const std::set<int32_t> a_set(a_shards.begin(), a_shards.end());
 
   // b follows a on the ring of two (and a follows b).
@@ -454,13 +463,10 @@ TEST_F(ClusterTest, StandbyCopiesFollowTheOwnerAndAHandOverReadsOnlyTheTail) {
 // it starts again, after a pause, from a drop and the partition's
 // beginning, and converges on the owner's records again.
 TEST_F(ClusterTest, AStandbyCopyWhoseApplyFailsStartsAgainFromTheBeginning) {
-  options_.standby_replicas = 1;
-  StartMembers({"a", "b"});
-  ASSERT_TRUE(Eventually([&] { return Stable(); }, 60s)) << Describe();
+  const auto a_shards = StartTwoWithStandbyCopies();
+  if (HasFatalFailure()) return;
   Member* a = members_[0].get();
   Member* b = members_[1].get();
-  const auto a_shards = a->cluster->Stats().serving;
-  ASSERT_FALSE(a_shards.empty());
   const int32_t shard = a_shards.front();
   ASSERT_TRUE(Eventually([&] {
     auto s = b->cluster->Stats().standby;
