@@ -8,12 +8,14 @@
 #include "common/kafka/partitioner.h"
 #include "common/prometheus_text.h"
 #include "sidecar/cluster/cluster_impl.h"
+#include "sidecar/cluster/topic_check.h"
 
 namespace sidetable::cluster {
 namespace {
 
 constexpr int kCatalogCatchUpMs = 30000;
 constexpr int kDeliveryTimeoutMs = 30000;
+constexpr int kTopicCheckTimeoutMs = 1000;
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -187,6 +189,20 @@ Status Cluster::Impl::Init() {
     while (!delivery_stop_.load()) rd_kafka_poll(producer_, 100);
   });
   ST_RETURN_IF_ERROR(EnsureTopic(change_topic_, shards_, false));  // as the publisher creates it
+  if (embedded_ == nullptr) {
+    // A topic an operator (or an older sidecar) created: does it keep every
+    // record? A real cluster answers in milliseconds; librdkafka's mock never
+    // answers DescribeConfigs ("waiting for controller"), hence the short
+    // wait: not checked (a warning) rather than a slow start.
+    auto configs = DescribeTopicConfigs(producer_, change_topic_, kTopicCheckTimeoutMs);
+    if (!configs.ok()) {
+      log_->warn("the change topic's settings were not checked: {}", configs.status().message());
+    } else {
+      std::vector<std::string> warnings;
+      ST_RETURN_IF_ERROR(CheckChangeTopicConfigs(change_topic_, *configs, &warnings));
+      for (const auto& w : warnings) log_->warn("{}", w);
+    }
+  }
   // Keyed records whose latest value per key is the state: compacted.
   ST_RETURN_IF_ERROR(EnsureTopic(cluster_topic_, 1, true));
 
