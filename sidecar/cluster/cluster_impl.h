@@ -82,7 +82,7 @@ class Cluster::Impl {
   Status Restore(int32_t shard, int64_t generation);
   // Restore's steps after the local rows are the partition applied up to
   // *reached (a standby copy, or nothing after a drop); advances *reached.
-  Status RestoreFrom(int32_t shard, int64_t generation, bool warm, StandbyPosition* reached);
+  Status RestoreFrom(int32_t shard, int64_t generation, StandbyPosition* reached);
   bool StillOwned(int32_t shard, int64_t generation) const;
   // Reads `shard` of the change topic from offset `first` (0: its
   // beginning) through offset `last` (inclusive), calling fn for every

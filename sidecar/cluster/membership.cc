@@ -264,14 +264,15 @@ Status Cluster::Impl::Restore(int32_t shard, int64_t generation) {
   // a restore that fails hands that back as a standby copy, so that its
   // retry (a rebalance often takes two rounds) reads only what is left.
   StandbyPosition reached = warm.value_or(StandbyPosition{});
-  Status s = RestoreFrom(shard, generation, warm && warm->from_standby, &reached);
+  Status s = RestoreFrom(shard, generation, &reached);
   if (!s.ok()) ReturnStandby(shard, reached);
   return s;
 }
 
-Status Cluster::Impl::RestoreFrom(int32_t shard, int64_t generation, bool warm, StandbyPosition* reached) {
+Status Cluster::Impl::RestoreFrom(int32_t shard, int64_t generation, StandbyPosition* reached) {
   auto keep_going = [&] { return StillOwned(shard, generation); };
   const int64_t first = reached->next_offset;
+  const bool warm = reached->from_standby;  // resumed from a copy the standby thread built
 
   // 1. The last claim on the partition (after the standby's position: the
   //    floor holds the ones before it).
