@@ -279,6 +279,19 @@ class ClusterHarness {
     return std::pair{members_[i].endpoint, members_[i].incarnation};
   }
 
+  // A metric of the running members' /metrics: their sum, or with `max`
+  // the largest; members that do not report it (or report 0) add nothing.
+  double MetricOverMembers(const std::string& name, bool max = false) const {
+    double out = 0;
+    for (int i = 0; i < size(); i++) {
+      if (!running(i)) continue;
+      auto body = HttpGet(http(i), "/metrics");
+      const double v = body ? MetricValue(*body, name) : -1;
+      if (v > 0) out = max ? std::max(out, v) : out + v;
+    }
+    return out;
+  }
+
   std::optional<ClusterStatus> StatusOf(int i, std::string* error) const {
     auto body = HttpGet(http(i), "/cluster");
     if (!body) {

@@ -83,17 +83,7 @@ Run RunOnce(const std::string& binary, int members, const std::string& acks, int
   }
   std::this_thread::sleep_for(1s);  // the table record reaches every member
 
-  // A metric over the running members: summed, or the largest.
-  auto metric = [&](const char* name, bool max) {
-    double out = 0;
-    for (int i = 0; i < h.size(); i++) {
-      if (!h.running(i)) continue;
-      auto body = sidetable::testing::HttpGet(h.http(i), "/metrics");
-      const double v = body ? sidetable::testing::MetricValue(*body, name) : -1;
-      if (v > 0) out = max ? std::max(out, v) : out + v;
-    }
-    return out;
-  };
+  auto metric = [&](const char* name, bool max) { return h.MetricOverMembers(name, max); };
   auto forwarded = [&] { return metric("sidetable_cluster_forwarded_total", false); };
   std::vector<double> cpu0(members);
   for (int i = 0; i < members; i++) cpu0[i] = sidetable::testing::ProcessCpuSeconds(h.pid(i));

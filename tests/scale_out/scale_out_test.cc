@@ -218,16 +218,7 @@ class ScaleOutTest : public ::testing::Test {
   }
 
   // A cluster metric summed over the running members.
-  double MetricTotal(const std::string& name) {
-    double sum = 0;
-    for (int i = 0; i < harness_->size(); i++) {
-      if (!harness_->running(i)) continue;
-      auto body = testing::HttpGet(harness_->http(i), "/metrics");
-      const double v = body ? testing::MetricValue(*body, name) : -1;
-      if (v > 0) sum += v;
-    }
-    return sum;
-  }
+  double MetricTotal(const std::string& name) { return harness_->MetricOverMembers(name); }
   double ForwardedTotal() { return MetricTotal("sidetable_cluster_forwarded_total"); }
 
   // The members' log lines that mention any of `words` (for failure messages).
