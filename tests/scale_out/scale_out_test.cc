@@ -507,14 +507,17 @@ TEST_F(ScaleOutTest, SigkillOneMemberMidLoadThenRestart) {
   EXPECT_GT(AckedThrough(1, killed_at), 0u) << "the restarted member's threads wrote nothing";
 }
 
-// (b') The same with cluster.standby_replicas: 1. Each member keeps a copy
-// of the shards of the member before it on the ring, so the survivor that
-// takes a killed member's shards resumes from its copy (a warm restore that
-// reads only the tail). Every acknowledged write must still be there, and
-// nothing the killed owner wrote without acknowledging may surface wrongly.
+// (b') The same with standby copies. With cluster.standby_replicas: 2
+// (members - 1) every member keeps a copy of every shard it does not own,
+// so whichever survivor Kafka's assignor gives a killed member's shards to
+// resumes from its copy (a warm restore that reads only the tail). With 1,
+// the assignor, which knows nothing of copies, may give both shards to the
+// member without them (CI saw it once). Every acknowledged write must still
+// be there, and nothing the killed owner wrote without acknowledging may
+// surface wrongly.
 TEST_F(ScaleOutTest, SigkillWithStandbyCopiesHandsOverWarm) {
   ClusterHarnessOptions options = Cluster();
-  options.standby_replicas = 1;
+  options.standby_replicas = 2;
   StartCluster(3, options);
   if (HasFatalFailure()) return;
   StartLoad({0, 0, 1, 1, 2, 2});
