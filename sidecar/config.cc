@@ -181,7 +181,8 @@ Status LoadCluster(const FileReader& f, const YAML::Node& root, ServerConfig* c)
   YAML::Node s;
   ST_RETURN_IF_ERROR(f.Section(root, "cluster",
                                {"service", "member_id", "advertise", "acks", "standby_replicas",
-                                "rebalance_wait_ms", "session_timeout_ms", "topic"},
+                                "rebalance_wait_ms", "session_timeout_ms", "topic", "state_topic",
+                                "state_mark_interval_ms"},
                                &s));
   if (!s) return Status::OK();
   cluster::ClusterOptions& o = c->cluster;
@@ -196,6 +197,8 @@ Status LoadCluster(const FileReader& f, const YAML::Node& root, ServerConfig* c)
   ST_RETURN_IF_ERROR(f.Read(s, "cluster", "standby_replicas", &o.standby_replicas));
   ST_RETURN_IF_ERROR(f.Read(s, "cluster", "rebalance_wait_ms", &o.rebalance_wait_ms));
   ST_RETURN_IF_ERROR(f.Read(s, "cluster", "session_timeout_ms", &o.session_timeout_ms));
+  ST_RETURN_IF_ERROR(f.Read(s, "cluster", "state_topic", &o.state_topic));
+  ST_RETURN_IF_ERROR(f.Read(s, "cluster", "state_mark_interval_ms", &o.state_mark_interval_ms));
   return f.Read(s, "cluster", "topic", &o.topic);
 }
 
@@ -228,6 +231,16 @@ Status ValidateCluster(const ServerConfig& c) {
   if (cluster::ExpandService(o.topic, o.service) == cluster::ExpandService(c.kafka.topic, o.service)) {
     return bad("cluster.topic must differ from kafka.topic");
   }
+  if (!o.state_topic.empty()) {
+    if (o.state_topic.find("{sidecar}") != std::string::npos || o.state_topic.find("{table}") != std::string::npos) {
+      return bad("cluster.state_topic may contain {service}, not {sidecar} or {table}");
+    }
+    const std::string state = cluster::ExpandService(o.state_topic, o.service);
+    if (state == cluster::ExpandService(c.kafka.topic, o.service) || state == cluster::ExpandService(o.topic, o.service)) {
+      return bad("cluster.state_topic must differ from kafka.topic and cluster.topic");
+    }
+  }
+  if (o.state_mark_interval_ms < 1) return bad("cluster.state_mark_interval_ms must be at least 1");
   if (o.standby_replicas < 0) return bad("cluster.standby_replicas must be 0 or more");
   if (o.rebalance_wait_ms < 1) return bad("cluster.rebalance_wait_ms must be at least 1");
   if (o.session_timeout_ms < 1) return bad("cluster.session_timeout_ms must be at least 1");

@@ -68,6 +68,7 @@ struct ClusterHarnessOptions {
   int session_timeout_ms = 6000;    // cluster.session_timeout_ms
   int rebalance_wait_ms = 3000;     // cluster.rebalance_wait_ms
   int standby_replicas = 0;         // cluster.standby_replicas
+  bool state_topic = true;          // cluster.state_topic: the default (bounded restores), or "" (off)
   std::string durability = "os";
   std::string extra_yaml;           // appended to every member's config (top-level sections)
 };
@@ -179,7 +180,10 @@ class ClusterHarness {
     if (!k.ok()) return k.status();
     kafka_ = std::move(k).value();
     const int rf = options_.brokers;
-    for (auto [topic, parts] : {std::pair{ChangeTopic(), options_.shards}, std::pair{ClusterTopic(), 1}}) {
+    // The mock auto-creates a topic it does not know with 4 partitions (and
+    // has no CreateTopics): the sidecars would refuse that count.
+    for (auto [topic, parts] : {std::pair{ChangeTopic(), options_.shards}, std::pair{ClusterTopic(), 1},
+                                std::pair{StateTopic(), options_.shards}}) {
       rd_kafka_resp_err_t e = rd_kafka_mock_topic_create(kafka_->mock(), topic.c_str(), parts, rf);
       if (e != RD_KAFKA_RESP_ERR_NO_ERROR && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
         return Status(Code::kUnavailable, "creating topic " + topic + ": " + rd_kafka_err2str(e));
@@ -190,6 +194,7 @@ class ClusterHarness {
 
   std::string ChangeTopic() const { return "sidetable." + options_.service + ".changes"; }
   std::string ClusterTopic() const { return "sidetable." + options_.service + ".cluster"; }
+  std::string StateTopic() const { return "sidetable." + options_.service + ".state"; }
   const std::string& bootstraps() const { return kafka_->bootstraps(); }
   kafka::EmbeddedKafka& kafka() { return *kafka_; }
   const ClusterHarnessOptions& options() const { return options_; }
@@ -413,6 +418,7 @@ class ClusterHarness {
         << "\n  acks: " << options_.acks << "\n  rebalance_wait_ms: " << options_.rebalance_wait_ms
         << "\n  session_timeout_ms: " << options_.session_timeout_ms
         << "\n  standby_replicas: " << options_.standby_replicas << "\n";
+      if (!options_.state_topic) y << "  state_topic: \"\"\n";
       // cluster.advertise is left out: its default is the first bound
       // --listen endpoint (cluster_options.h), right on loopback, and the
       // port is the child's own choice (tcp://127.0.0.1:*).

@@ -9,7 +9,9 @@
 // - with more than one member, the hand-over time after SIGKILL of the last
 //   one: until every shard is serving again per /cluster; and what the
 //   survivors' restores took (the slowest one's seconds, the records they
-//   read, how many resumed from a standby copy), with --standby 0 and/or 1.
+//   read, how many resumed from a standby copy), with --standby 0 and/or 1,
+//   and with the state topic on and/or off (--state 1 0: how many entity
+//   records the restores loaded from it instead).
 // A run that fails reports what failed and the bench goes on.
 #include <CLI/CLI.hpp>
 
@@ -44,20 +46,24 @@ struct Run {
   double restore_s = -1;        // the slowest survivor's latest restore
   double restore_records = -1;  // records read by the survivors' latest restores
   double warm_restores = -1;    // restores that resumed from a standby copy
+  bool state = true;            // cluster.state_topic on
+  double state_records = -1;    // entity records the survivors' latest restores loaded from the state topic
   std::string error;
 };
 
-Run RunOnce(const std::string& binary, int members, const std::string& acks, int standby, int inflight,
-            double seconds, int run_index) {
+Run RunOnce(const std::string& binary, int members, const std::string& acks, int standby, bool state,
+            int inflight, double seconds, double settle, int run_index) {
   Run r;
   r.members = members;
   r.acks = acks;
   r.standby = standby;
+  r.state = state;
   sidetable::testing::ClusterHarnessOptions o;
   o.binary = binary;
   o.service = "bench-" + std::to_string(run_index);
   o.acks = acks;
   o.standby_replicas = standby;
+  o.state_topic = state;
   ClusterHarness h(o);
   if (auto s = h.Init(); !s.ok()) {
     r.error = s.ToString();
@@ -134,6 +140,8 @@ Run RunOnce(const std::string& binary, int members, const std::string& acks, int
   if (requests > 0 && fwd1 >= 0) r.forwarded_share = (fwd1 - fwd0) / requests;
 
   if (members > 1) {
+    // Time for the state writers (and standby copies) to catch up, if asked.
+    std::this_thread::sleep_for(std::chrono::duration<double>(settle));
     const auto killed = Clock::now();
     h.KillMember(members - 1);
     if (h.WaitStable(60s, &why)) {
@@ -141,6 +149,7 @@ Run RunOnce(const std::string& binary, int members, const std::string& acks, int
       r.restore_s = metric("sidetable_cluster_last_restore_seconds", true);
       r.restore_records = metric("sidetable_cluster_last_restore_records", false);
       r.warm_restores = metric("sidetable_cluster_warm_restores_total", false);
+      r.state_records = metric("sidetable_cluster_last_restore_state_records", false);
     }
   }
   return r;
@@ -155,29 +164,36 @@ int main(int argc, char** argv) {
   double seconds = 5;
   std::vector<std::string> acks = {"replicated", "local"};
   std::vector<int> standby = {0};
+  std::vector<int> state = {1};
+  double settle = 0;
   app.add_option("--sidetable", binary, "the sidetable binary (a Release build for real figures)");
   app.add_option("--max-members", max_members, "runs with 1..N members");
   app.add_option("--inflight", inflight, "requests in flight in all");
   app.add_option("--seconds", seconds, "load per run");
   app.add_option("--acks", acks, "cluster.acks modes to run");
   app.add_option("--standby", standby, "cluster.standby_replicas values to run (runs of 2+ members only for > 0)");
+  app.add_option("--state", state, "cluster.state_topic on (1) and/or off (0)");
+  app.add_option("--settle-seconds", settle, "pause between the load and the kill");
   CLI11_PARSE(app, argc, argv);
 
-  std::printf("%-10s %7s %7s %10s %9s %8s %10s %9s %8s %5s %11s  %s\n", "acks", "standby", "members", "inserts/s",
-              "failed", "fwd", "handover", "restore", "records", "warm", "cpu us/req", "error");
+  std::printf("%-10s %7s %5s %7s %10s %9s %8s %10s %9s %8s %8s %5s %11s  %s\n", "acks", "standby", "state",
+              "members", "inserts/s", "failed", "fwd", "handover", "restore", "records", "state", "warm",
+              "cpu us/req", "error");
   int index = 0;
   for (const auto& mode : acks) {
     for (int sb : standby) {
+     for (int st : state) {
       for (int n = sb > 0 ? 2 : 1; n <= max_members; n++) {
-        Run r = RunOnce(binary, n, mode, sb, inflight, seconds, index++);
+        Run r = RunOnce(binary, n, mode, sb, st != 0, inflight, seconds, settle, index++);
         std::string cpu;
         for (double c : r.cpu_us_per_request) cpu += (cpu.empty() ? "" : "/") + std::to_string(static_cast<int>(c));
-        std::printf("%-10s %7d %7d %10.0f %9llu %7.0f%% %9.2fs %8.2fs %8.0f %5.0f %11s  %s\n", mode.c_str(), sb, n,
-                    r.seconds > 0 ? r.ok / r.seconds : 0.0, static_cast<unsigned long long>(r.failed),
-                    r.forwarded_share * 100, r.handover_s, r.restore_s, r.restore_records, r.warm_restores,
-                    cpu.c_str(), r.error.c_str());
+        std::printf("%-10s %7d %5s %7d %10.0f %9llu %7.0f%% %9.2fs %8.2fs %8.0f %8.0f %5.0f %11s  %s\n",
+                    mode.c_str(), sb, r.state ? "on" : "off", n, r.seconds > 0 ? r.ok / r.seconds : 0.0,
+                    static_cast<unsigned long long>(r.failed), r.forwarded_share * 100, r.handover_s, r.restore_s,
+                    r.restore_records, r.state_records, r.warm_restores, cpu.c_str(), r.error.c_str());
         std::fflush(stdout);
       }
+     }
     }
   }
   return 0;

@@ -62,6 +62,22 @@ void Cluster::Impl::HandleClusterRecord(std::string_view key, std::string_view v
       owners_[shard] = std::move(owner);
     }
     routes_cv_.notify_all();
+  } else if (kind == "state") {
+    StateMark mark;
+    int32_t shard = -1;
+    try {
+      shard = std::stoi(std::string(name));
+    } catch (...) {
+      return;
+    }
+    if (shard < 0 || shard >= shards_ || !DecodeStateMark(value, &mark).ok()) return;
+    std::unique_lock l(routes_mu_);
+    // The newest writer's latest mark; an older writer's (a replaced owner
+    // still marking) is ignored.
+    StateMark& best = state_marks_[shard];
+    if (!best.valid() || best.writer < mark.writer || (best.writer == mark.writer && best.offset <= mark.offset)) {
+      best = std::move(mark);
+    }
   } else if (kind == "table") {
     TableRecord record;
     if (!DecodeTable(value, &record).ok()) {

@@ -40,6 +40,7 @@ Cluster::Impl::Impl(const ClusterOptions& options, const changestream::KafkaOpti
       log_(spdlog::default_logger()->clone("cluster")) {
   bootstrap_ = embedded ? embedded->bootstraps() : kafka.bootstrap;
   cluster_topic_ = ExpandService(options.topic, options.service);
+  if (!options.state_topic.empty()) state_topic_ = ExpandService(options.state_topic, options.service);
   group_id_ = "sidetable." + options.service + ".owners";
   shards_ = kafka.partitions;
   owners_.resize(shards_);
@@ -66,6 +67,18 @@ Result<rd_kafka_t*> Cluster::Impl::NewClient(rd_kafka_type_t type, const std::ma
   rd_kafka_t* rk = rd_kafka_new(type, conf, err, sizeof err);
   if (rk == nullptr) return Status(Code::kInvalidInput, std::string("cluster: kafka client: ") + err);
   return rk;
+}
+
+void Cluster::Impl::OnStateDelivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
+  auto* impl = static_cast<Impl*>(opaque);
+  auto it = impl->state_deliveries_.find(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(m->_private)));
+  if (it == impl->state_deliveries_.end()) return;
+  if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    it->second.failed = true;
+    impl->log_->warn("a state record was not delivered: {}", rd_kafka_err2str(m->err));
+    return;
+  }
+  if (it->second.delivered++ == 0) it->second.first_offset = m->offset;
 }
 
 void Cluster::Impl::OnDelivery(rd_kafka_t*, const rd_kafka_message_t* m, void*) {
@@ -118,7 +131,8 @@ void Cluster::Impl::ProduceAsync(const std::string& topic, int32_t partition, co
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) log_->warn("producing {} to {}: {}", key, topic, rd_kafka_err2str(e));
 }
 
-Status Cluster::Impl::EnsureTopic(const std::string& topic, int partitions, bool compact) {
+Status Cluster::Impl::EnsureTopic(const std::string& topic, int partitions,
+                                  const std::map<std::string, std::string>& configs) {
   if (embedded_ != nullptr) return embedded_->CreateTopic(topic, partitions);
   for (int attempt = 0;; attempt++) {
     rd_kafka_topic_t* t = rd_kafka_topic_new(producer_, topic.c_str(), nullptr);
@@ -147,8 +161,6 @@ Status Cluster::Impl::EnsureTopic(const std::string& topic, int partitions, bool
     if (nt == nullptr) return Status(Code::kInvalidInput, "cluster: topic " + topic + ": " + err);
     // The cluster topic is state (compacted); the change topic is the
     // shards' history, which restores read from the beginning: kept forever.
-    const auto configs = compact ? std::map<std::string, std::string>{{"cleanup.policy", "compact"}}
-                                 : changestream::ChangeTopicConfigs(true);
     for (const auto& [name, value] : configs) rd_kafka_NewTopic_set_config(nt, name.c_str(), value.c_str());
     rd_kafka_queue_t* q = rd_kafka_queue_new(producer_);
     rd_kafka_CreateTopics(producer_, &nt, 1, nullptr, q);
@@ -188,7 +200,8 @@ Status Cluster::Impl::Init() {
   delivery_thread_ = std::thread([this] {
     while (!delivery_stop_.load()) rd_kafka_poll(producer_, 100);
   });
-  ST_RETURN_IF_ERROR(EnsureTopic(change_topic_, shards_, false));  // as the publisher creates it
+  // As the publisher creates it.
+  ST_RETURN_IF_ERROR(EnsureTopic(change_topic_, shards_, changestream::ChangeTopicConfigs(true)));
   if (embedded_ == nullptr) {
     // A topic an operator (or an older sidecar) created: does it keep every
     // record? A real cluster answers in milliseconds; librdkafka's mock never
@@ -204,7 +217,22 @@ Status Cluster::Impl::Init() {
     }
   }
   // Keyed records whose latest value per key is the state: compacted.
-  ST_RETURN_IF_ERROR(EnsureTopic(cluster_topic_, 1, true));
+  ST_RETURN_IF_ERROR(EnsureTopic(cluster_topic_, 1, {{"cleanup.policy", "compact"}}));
+  if (!state_topic_.empty()) {
+    ST_RETURN_IF_ERROR(EnsureTopic(state_topic_, shards_, StateTopicConfigs()));
+    rd_kafka_conf_t* sconf = rd_kafka_conf_new();
+    rd_kafka_conf_set_dr_msg_cb(sconf, &Impl::OnStateDelivery);
+    rd_kafka_conf_set_opaque(sconf, this);
+    auto sp = NewClient(RD_KAFKA_PRODUCER,
+                        {{"enable.idempotence", "true"},
+                         {"acks", "all"},
+                         {"linger.ms", "5"},
+                         {"message.max.bytes", std::to_string(kStateMaxMessageBytes)},
+                         {"message.timeout.ms", std::to_string(kDeliveryTimeoutMs)}},
+                        sconf);
+    if (!sp.ok()) return sp.status();
+    state_producer_ = *sp;
+  }
 
   // The readers assign partitions themselves and never join or commit; the
   // group id only lets rd_kafka_consumer_poll serve them (librdkafka 2.0
@@ -220,6 +248,14 @@ Status Cluster::Impl::Init() {
   auto c = NewClient(RD_KAFKA_CONSUMER, reader_settings);
   if (!c.ok()) return c.status();
   catalog_ = *c;
+  if (!state_topic_.empty()) {
+    for (auto [client, role] : {std::pair{&state_scan_, ".state-scan."}, std::pair{&state_follow_, ".state."}}) {
+      reader_settings["group.id"] = "sidetable." + options_.service + role + member_;
+      auto sr = NewClient(RD_KAFKA_CONSUMER, reader_settings);
+      if (!sr.ok()) return sr.status();
+      *client = *sr;
+    }
+  }
   if (options_.standby_replicas > 0) {
     reader_settings["group.id"] = "sidetable." + options_.service + ".standby." + member_;
     reader_settings["enable.partition.eof"] = "false";
@@ -278,6 +314,7 @@ Status Cluster::Impl::Init() {
   fence_thread_ = std::thread([this] { FenceLoop(); });
   poll_thread_ = std::thread([this] { PollLoop(); });
   if (standby_reader_ != nullptr) standby_thread_ = std::thread([this] { StandbyLoop(); });
+  if (state_producer_ != nullptr) state_thread_ = std::thread([this] { StateLoop(); });
   log_->info("member {} of {} ({} shards on {}, cluster topic {})", member_, group_id_, shards_, change_topic_,
              cluster_topic_);
   return Status::OK();
@@ -299,6 +336,14 @@ void Cluster::Impl::Stop() {
   if (poll_thread_.joinable()) poll_thread_.join();
   if (restore_thread_.joinable()) restore_thread_.join();
   if (standby_thread_.joinable()) standby_thread_.join();
+  if (state_thread_.joinable()) state_thread_.join();
+  if (state_producer_ != nullptr) {
+    // Records not delivered by now are lost with the process anyway: the
+    // next writer of each shard copies the last mark's records again.
+    rd_kafka_flush(state_producer_, 1000);
+    rd_kafka_purge(state_producer_, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    rd_kafka_poll(state_producer_, 0);
+  }
   if (group_ != nullptr) {
     // Leaves the group: the revocation runs here (Lost), the others rebalance at once.
     rd_kafka_consumer_close(group_);
@@ -313,7 +358,8 @@ void Cluster::Impl::Stop() {
     rd_kafka_purge(producer_, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
     rd_kafka_poll(producer_, 0);  // the purged reports free their promises
   }
-  for (rd_kafka_t** rk : {&group_, &reader_, &catalog_, &standby_reader_, &producer_}) {
+  for (rd_kafka_t** rk :
+       {&group_, &reader_, &catalog_, &standby_reader_, &state_follow_, &state_scan_, &state_producer_, &producer_}) {
     if (*rk != nullptr) rd_kafka_destroy(*rk);
     *rk = nullptr;
   }
@@ -372,6 +418,9 @@ ClusterStats Cluster::Impl::Stats() const {
     s.generation = generation_;
     for (const auto& [shard, gen] : owned_) s.owned.push_back(shard);
     for (const auto& [shard, epoch] : serving_) s.serving.push_back(shard);
+    for (const auto& [shard, mark] : state_marks_) {
+      if (mark.valid()) s.state_marks[shard] = mark.offset;
+    }
   }
   {
     std::lock_guard l(standby_mu_);
@@ -386,6 +435,12 @@ ClusterStats Cluster::Impl::Stats() const {
   s.last_restore_records = last_restore_records_.load();
   s.warm_restores_total = warm_restores_.load();
   s.standby_records_total = standby_records_.load();
+  s.state_records_total = state_records_.load();
+  s.state_marks_total = state_marks_written_.load();
+  s.state_failures_total = state_failures_.load();
+  s.state_loaded_records_total = state_loaded_records_.load();
+  s.last_restore_state_records = last_state_loaded_records_.load();
+  s.restore_gaps_total = restore_gaps_.load();
   return s;
 }
 
@@ -429,7 +484,14 @@ std::string Cluster::Impl::StatusJson() const {
          ",\"lastRestoreSeconds\":" + std::to_string(s.last_restore_seconds) +
          ",\"lastRestoreRecords\":" + std::to_string(s.last_restore_records) +
          ",\"warmRestores\":" + std::to_string(s.warm_restores_total) +
-         ",\"standbyRecords\":" + std::to_string(s.standby_records_total) + "}";
+         ",\"standbyRecords\":" + std::to_string(s.standby_records_total) +
+         ",\"stateTopic\":" + JsonString(state_topic_) +
+         ",\"stateRecords\":" + std::to_string(s.state_records_total) +
+         ",\"stateMarks\":" + std::to_string(s.state_marks_total) +
+         ",\"stateFailures\":" + std::to_string(s.state_failures_total) +
+         ",\"stateLoadedRecords\":" + std::to_string(s.state_loaded_records_total) +
+         ",\"lastRestoreStateRecords\":" + std::to_string(s.last_restore_state_records) +
+         ",\"restoreGaps\":" + std::to_string(s.restore_gaps_total) + "}";
   return out;
 }
 
@@ -467,6 +529,23 @@ std::string Cluster::Impl::RenderMetrics() const {
          std::to_string(s.standby.size()));
   metric("sidetable_cluster_standby_records_total", "counter", "Change records applied to standby copies.",
          std::to_string(s.standby_records_total));
+  metric("sidetable_cluster_state_records_total", "counter",
+         "Records this sidecar produced to the state topic (projections of the shards it serves).",
+         std::to_string(s.state_records_total));
+  metric("sidetable_cluster_state_marks_total", "counter",
+         "State marks written (how far a shard's projection reaches).", std::to_string(s.state_marks_total));
+  metric("sidetable_cluster_state_failures_total", "counter",
+         "State writers that stopped or could not start (a new one starts after 1 s).",
+         std::to_string(s.state_failures_total));
+  metric("sidetable_cluster_state_loaded_records_total", "counter",
+         "Entity records applied from the state topic by restores and standby copies.",
+         std::to_string(s.state_loaded_records_total));
+  metric("sidetable_cluster_last_restore_state_records", "gauge",
+         "Entity records the latest restore applied from the state topic.",
+         std::to_string(s.last_restore_state_records));
+  metric("sidetable_cluster_restore_gaps_total", "counter",
+         "Restores that found change records missing (removed by retention before a mark covered them).",
+         std::to_string(s.restore_gaps_total));
   return out;
 }
 

@@ -37,6 +37,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -92,6 +93,13 @@ struct ClusterStats {
   uint64_t last_restore_records = 0;   // applied by the latest restore
   uint64_t warm_restores_total = 0;    // restores that resumed from a standby copy
   uint64_t standby_records_total = 0;  // records applied to standby copies
+  uint64_t state_records_total = 0;          // produced to the state topic
+  uint64_t state_marks_total = 0;            // marks written
+  uint64_t state_failures_total = 0;         // state writers stopped or not started
+  uint64_t state_loaded_records_total = 0;   // applied from the state topic (restores, copies)
+  uint64_t last_restore_state_records = 0;   // applied from the state topic by the latest restore
+  uint64_t restore_gaps_total = 0;           // restores that found records missing
+  std::map<int32_t, int64_t> state_marks;    // shard -> the change offset its newest projection reaches
 };
 
 class Cluster {

@@ -7,7 +7,9 @@
 // restore (one shard at a time, so the poll thread keeps heartbeating),
 // catalog (the cluster topic reader), fence (batched offset commits),
 // delivery (serves the producer's delivery reports), standby (the standby
-// copies, standby.cc; only with cluster.standby_replicas > 0).
+// copies, standby.cc; only with cluster.standby_replicas > 0), state (the
+// served shards' projections onto the state topic, state_writer.cc; only
+// with cluster.state_topic).
 #pragma once
 
 #include <librdkafka/rdkafka.h>
@@ -25,6 +27,7 @@
 #include "sidecar/cluster/cluster.h"
 #include "sidecar/cluster/records.h"
 #include "sidecar/cluster/shard_replayer.h"
+#include "sidecar/cluster/state_records.h"
 
 namespace spdlog {
 class logger;
@@ -68,8 +71,10 @@ class Cluster::Impl {
   // Finds or creates `topic`; an existing topic must have `partitions`.
   // Produces without waiting (a failure is only logged).
   void ProduceAsync(const std::string& topic, int32_t partition, const std::string& key, const std::string& value);
-  Status EnsureTopic(const std::string& topic, int partitions, bool compact);
+  // `configs`: the settings a topic created here gets.
+  Status EnsureTopic(const std::string& topic, int partitions, const std::map<std::string, std::string>& configs);
   static void OnDelivery(rd_kafka_t* rk, const rd_kafka_message_t* m, void* opaque);
+  static void OnStateDelivery(rd_kafka_t* rk, const rd_kafka_message_t* m, void* opaque);
 
   // membership.cc
   static void OnRebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* parts,
@@ -90,6 +95,29 @@ class Cluster::Impl {
   Status ScanPartition(int32_t shard, int64_t first, int64_t last,
                        const std::function<Status(const rd_kafka_message_t*)>& fn,
                        const std::function<bool()>& keep_going);
+  // The same for any topic, with `reader` (assigned for the scan only).
+  Status ScanTopic(rd_kafka_t* reader, const std::string& topic, int32_t shard, int64_t first, int64_t last,
+                   const std::function<Status(const rd_kafka_message_t*)>& fn,
+                   const std::function<bool()>& keep_going);
+
+  // state_writer.cc
+  void StateLoop();
+  // The best mark known for `shard` (the catalog's; invalid when none).
+  StateMark BestStateMark(int32_t shard) const;
+  // Applies the state topic's projection of `shard` named by its best mark
+  // to the local rows (which the caller dropped), reading with `reader`.
+  // Returns the mark used (invalid: no projection; nothing applied), and
+  // adds the records applied to *applied. Local rows are dropped again and
+  // the load repeated when a newer writer's mark appeared meanwhile.
+  Result<StateMark> LoadState(rd_kafka_t* reader, int32_t shard, const std::function<bool()>& keep_going,
+                              uint64_t* applied);
+  struct StateWriter;
+  // Starts the projection of a shard served here with `epoch`: its begin
+  // record, then a copy of the best mark's records under its own prefix.
+  Result<std::unique_ptr<StateWriter>> StartStateWriter(int32_t shard, uint64_t epoch);
+  Status ProduceState(StateWriter* w, const std::string& key, const char* value, size_t size, uint64_t version);
+  void MaybeMark(StateWriter* w, bool force);
+  void CleanOldState(StateWriter* w);
 
   // standby.cc
   void StandbyLoop();
@@ -101,6 +129,9 @@ class Cluster::Impl {
   // Brings standbys_ and the reader's assignment in line with WantedStandbys().
   // `assigned`: shard -> id of the copy the reader is assigned for.
   void RefreshStandbys(std::map<int32_t, uint64_t>* assigned);
+  // A new copy's start from the state topic (when it has a projection of
+  // the shard); true when standby_reader_ was used (its assignment is gone).
+  bool LoadStandbyState(int32_t shard);
   void ApplyStandby(const rd_kafka_message_t* m);
   // For a restore: removes the shard's standby copy and returns its
   // position, or nullopt when there is no usable copy (never dropped, or
@@ -148,6 +179,7 @@ class Cluster::Impl {
   std::map<int32_t, std::chrono::steady_clock::time_point> lost_at_;  // shard -> when last lost here
   std::vector<OwnerRecord> owners_;      // per shard, from the cluster topic
   std::map<std::string, std::string> members_;  // member -> endpoint
+  std::map<int32_t, StateMark> state_marks_;    // shard -> the newest writer's latest mark
   int64_t generation_ = -1;
   std::string group_member_id_;  // the coordinator's id for us (poll thread only)
 
@@ -169,6 +201,22 @@ class Cluster::Impl {
   mutable std::mutex standby_mu_;
   std::map<int32_t, StandbyCopy> standbys_;
   std::map<int32_t, std::chrono::steady_clock::time_point> standby_failed_at_;  // standby thread only
+
+  // The state topic (state_writer.cc).
+  std::string state_topic_;               // "" = off
+  rd_kafka_t* state_producer_ = nullptr;  // state records (idempotent, acks=all); polled by the state thread
+  rd_kafka_t* state_follow_ = nullptr;    // the served shards' change partitions (assign mode)
+  rd_kafka_t* state_scan_ = nullptr;      // copies and clean-ups of the state topic (assign mode)
+  std::map<std::pair<int32_t, uint64_t>, uint32_t> state_incarnations_;  // (shard, epoch) -> last; state thread
+  // Delivery counts of the state records per writer token; the delivery
+  // callback runs in rd_kafka_poll(state_producer_), on the state thread.
+  struct StateDeliveries {
+    uint64_t delivered = 0;
+    int64_t first_offset = -1;  // of the first record delivered (the writer's begin record)
+    bool failed = false;
+  };
+  std::map<uint64_t, StateDeliveries> state_deliveries_;
+  uint64_t next_state_token_ = 0;
 
   // Fence checks.
   std::mutex fence_mu_;
@@ -203,13 +251,16 @@ class Cluster::Impl {
   // librdkafka 2.0 then drops the assignment and forces yet another
   // rebalance (fence.cc, docs/scale-out.md).
   std::atomic<int64_t> rebalancing_since_ms_{0};  // steady clock ms; 0 = not known to rebalance
-  std::thread poll_thread_, restore_thread_, fence_thread_, catalog_thread_, delivery_thread_, standby_thread_;
+  std::thread poll_thread_, restore_thread_, fence_thread_, catalog_thread_, delivery_thread_, standby_thread_,
+      state_thread_;
 
   // Stats.
   std::atomic<uint64_t> restores_{0}, restored_records_{0}, fenced_records_{0};
   std::atomic<uint64_t> fence_checks_{0}, fence_failures_{0};
   std::atomic<double> last_restore_seconds_{0};
   std::atomic<uint64_t> last_restore_records_{0}, warm_restores_{0}, standby_records_{0};
+  std::atomic<uint64_t> state_records_{0}, state_marks_written_{0}, state_failures_{0};
+  std::atomic<uint64_t> state_loaded_records_{0}, last_state_loaded_records_{0}, restore_gaps_{0};
 };
 
 }  // namespace sidetable::cluster

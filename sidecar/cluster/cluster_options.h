@@ -24,6 +24,13 @@ struct ClusterOptions {
   int session_timeout_ms = 10000;        // cluster.session_timeout_ms
   // cluster.topic: the membership/owner/table topic ("{service}" replaced).
   std::string topic = "sidetable.{service}.cluster";
+  // cluster.state_topic: the compacted projection of the change topic that
+  // bounds a restore (docs/scale-out.md, "Bounded restore"); "{service}"
+  // replaced; "" = off (a restore reads the whole change-topic partition).
+  std::string state_topic = "sidetable.{service}.state";
+  // cluster.state_mark_interval_ms: how often an owner records how far its
+  // projection reaches (the tail a restore reads is at most about this old).
+  int state_mark_interval_ms = 1000;
 
   bool enabled() const { return !service.empty(); }
 };

@@ -215,11 +215,17 @@ void Cluster::Impl::RestoreLoop() {
 Status Cluster::Impl::ScanPartition(int32_t shard, int64_t first, int64_t last,
                                     const std::function<Status(const rd_kafka_message_t*)>& fn,
                                     const std::function<bool()>& keep_going) {
+  return ScanTopic(reader_, change_topic_, shard, first, last, fn, keep_going);
+}
+
+Status Cluster::Impl::ScanTopic(rd_kafka_t* reader, const std::string& topic, int32_t shard, int64_t first,
+                                int64_t last, const std::function<Status(const rd_kafka_message_t*)>& fn,
+                                const std::function<bool()>& keep_going) {
   if (last < 0 || last < first) return Status::OK();
   rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
-  rd_kafka_topic_partition_list_add(list, change_topic_.c_str(), shard)->offset =
+  rd_kafka_topic_partition_list_add(list, topic.c_str(), shard)->offset =
       first > 0 ? first : RD_KAFKA_OFFSET_BEGINNING;
-  rd_kafka_resp_err_t e = rd_kafka_assign(reader_, list);
+  rd_kafka_resp_err_t e = rd_kafka_assign(reader, list);
   rd_kafka_topic_partition_list_destroy(list);
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return Status(Code::kServerBusy, std::string("cluster: reading shard: ") + rd_kafka_err2str(e));
@@ -230,14 +236,14 @@ Status Cluster::Impl::ScanPartition(int32_t shard, int64_t first, int64_t last,
       result = Status(Code::kServerBusy, "cluster: restore of shard " + std::to_string(shard) + " abandoned");
       break;
     }
-    rd_kafka_message_t* m = rd_kafka_consumer_poll(reader_, 100);
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(reader, 100);
     if (m == nullptr) continue;
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
       rd_kafka_message_destroy(m);
       continue;
     }
     if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      log_->warn("reading shard {}: {}", shard, rd_kafka_message_errstr(m));
+      log_->warn("reading {} partition {}: {}", topic, shard, rd_kafka_message_errstr(m));
       rd_kafka_message_destroy(m);
       continue;
     }
@@ -246,7 +252,7 @@ Status Cluster::Impl::ScanPartition(int32_t shard, int64_t first, int64_t last,
     rd_kafka_message_destroy(m);
     if (!result.ok() || offset >= last) break;
   }
-  rd_kafka_assign(reader_, nullptr);
+  rd_kafka_assign(reader, nullptr);
   return result;
 }
 
@@ -256,14 +262,25 @@ Status Cluster::Impl::Restore(int32_t shard, int64_t generation) {
   // may hold this sidecar's own unpublished writes from an earlier
   // ownership: dropped, and the whole partition is read.
   const std::optional<StandbyPosition> warm = TakeStandby(shard);
+  StandbyPosition reached = warm.value_or(StandbyPosition{});
+  last_state_loaded_records_ = 0;
   if (!warm) {
     auto dropped = hooks_.drop_shards({shard});
     if (!dropped.ok()) return dropped.status();
+    // The state topic's projection, when there is one: the partition up to
+    // its mark, so only the change topic's tail after it is read.
+    if (!state_topic_.empty()) {
+      uint64_t loaded = 0;
+      auto mark = LoadState(reader_, shard, [&] { return StillOwned(shard, generation); }, &loaded);
+      if (!mark.ok()) return mark.status();  // the retry drops what was loaded
+      state_loaded_records_ += loaded;
+      last_state_loaded_records_ = loaded;
+      if (mark->valid()) reached = StandbyPosition{mark->offset + 1, mark->floor, false};
+    }
   }
   // From here the local rows are the partition applied up to `reached`:
   // a restore that fails hands that back as a standby copy, so that its
   // retry (a rebalance often takes two rounds) reads only what is left.
-  StandbyPosition reached = warm.value_or(StandbyPosition{});
   Status s = RestoreFrom(shard, generation, &reached);
   if (!s.ok()) ReturnStandby(shard, reached);
   return s;
@@ -281,6 +298,15 @@ Status Cluster::Impl::RestoreFrom(int32_t shard, int64_t generation, StandbyPosi
       rd_kafka_query_watermark_offsets(reader_, change_topic_.c_str(), shard, &low, &high, 10000);
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return Status(Code::kServerBusy, std::string("cluster: watermarks of shard: ") + rd_kafka_err2str(e));
+  }
+  if (low > first) {
+    // Retention removed records no projection or copy holds: their rows are
+    // lost here. Loud, counted, and the restore goes on (the shard must
+    // serve); docs/scale-out.md says what a cluster must keep.
+    log_->error("shard {}: the change topic starts at offset {}, the restore needs it from offset {}: "
+                "records {}..{} are lost to retention",
+                shard, low, first, first, low - 1);
+    restore_gaps_++;
   }
   uint64_t last_claim = reached->floor;
   ST_RETURN_IF_ERROR(ScanPartition(

@@ -90,6 +90,16 @@ void Cluster::Impl::RefreshStandbys(std::map<int32_t, uint64_t>* assigned) {
       standbys_.emplace(shard, std::move(copy));
       started.push_back(shard);
     }
+  }
+  // A new copy starts from the state topic's projection, when there is
+  // one, and reads the change topic only after its mark.
+  if (!state_topic_.empty()) {
+    for (int32_t shard : started) {
+      if (LoadStandbyState(shard)) assigned->clear();  // the reader was used: assign afresh
+    }
+  }
+  {
+    std::lock_guard l(standby_mu_);
     for (const auto& [shard, copy] : standbys_) {
       if (!wanted.count(shard)) continue;
       want_assigned[shard] = copy.id;
@@ -125,6 +135,44 @@ void Cluster::Impl::RefreshStandbys(std::map<int32_t, uint64_t>* assigned) {
     }
   }
   *assigned = std::move(want_assigned);
+}
+
+bool Cluster::Impl::LoadStandbyState(int32_t shard) {
+  // Under standby_mu_ throughout: a restore of the shard (TakeStandby)
+  // waits rather than find half-loaded rows.
+  std::lock_guard l(standby_mu_);
+  auto it = standbys_.find(shard);
+  if (it == standbys_.end() || it->second.dropped) return false;
+  auto owned_here = [&] {
+    std::shared_lock r(routes_mu_);
+    return owned_.count(shard) > 0;
+  };
+  if (owned_here()) return false;
+  auto fail = [&](const Status& s, const char* what) {
+    log_->warn("standby copy of shard {}: {}: {}; starting it again later", shard, what, s.message());
+    standby_failed_at_[shard] = std::chrono::steady_clock::now();
+    standbys_.erase(it);
+  };
+  auto dropped = hooks_.drop_shards({shard});
+  if (!dropped.ok()) {
+    fail(dropped.status(), "dropping the local rows");
+    return false;
+  }
+  it->second.dropped = true;
+  uint64_t loaded = 0;
+  auto mark = LoadState(standby_reader_, shard, [&] { return !stop_.load() && !owned_here(); }, &loaded);
+  if (!mark.ok()) {
+    fail(mark.status(), "loading the state topic");
+    return true;
+  }
+  state_loaded_records_ += loaded;
+  if (mark->valid()) {
+    it->second.next_offset = mark->offset + 1;
+    it->second.replayer->SeedFloor(mark->floor);
+    log_->info("standby copy of shard {}: {} records from the state topic, the change topic from offset {}", shard,
+               loaded, it->second.next_offset);
+  }
+  return true;
 }
 
 void Cluster::Impl::ApplyStandby(const rd_kafka_message_t* m) {

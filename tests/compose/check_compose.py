@@ -323,6 +323,8 @@ def check_scale_out(t):
          "scale-out: security.insecure must be true to listen beyond loopback without CURVE (none between sidecars)")
     change_topic = ks["topic"].replace("{service}", service)
     cluster_topic = cl.get("topic", "sidetable.{service}.cluster").replace("{service}", service)
+    # cluster.state_topic ("" = off): the shards' projections (docs/scale-out.md, "Bounded restore").
+    state_topic = cl.get("state_topic", "sidetable.{service}.state").replace("{service}", service)
 
     members, adverts, peer_ports, data_volumes, host_ports = [], [], set(), [], []
     http_port = port_of(sc["sidecar"]["http"])
@@ -375,6 +377,9 @@ def check_scale_out(t):
     want = {change_topic: ("the change topic", int(ks["partitions"]),
                            {"cleanup.policy": "delete", "retention.ms": "-1", "retention.bytes": "-1"}),
             cluster_topic: ("the cluster topic", 1, {"cleanup.policy": "compact"})}
+    if state_topic:
+        # As StateTopicConfigs() (sidecar/cluster/state_records.cc) creates it.
+        want[state_topic] = ("the state topic", int(ks["partitions"]), {"cleanup.policy": "compact", "max.message.bytes": "8388608"})
     for topic, (what, partitions, settings) in want.items():
         got = topics.get(topic) or {"create": {}, "alter": {}}
         rule("partitions" in got, f"scale-out: kafka-init: {what} {topic} is not created")
@@ -461,6 +466,10 @@ def self_test_scale_out(source, sidetable=None):
     broken(lambda t: init_env(t).update(CHANGE_TOPIC_CONFIG="cleanup.policy=delete,retention.ms=-1,"
                                         "retention.bytes=1073741824"), "retention.bytes=1073741824")
     broken(lambda t: init_env(t).update(CLUSTER_TOPIC_CONFIG="cleanup.policy=delete"), "needs compact")
+    broken(lambda t: init_env(t).update(STATE_TOPIC_CONFIG="cleanup.policy=delete,max.message.bytes=8388608"),
+           "the state topic sidetable.demo.state: create sets cleanup.policy=delete, needs compact")
+    broken(lambda t: init_env(t).update(STATE_TOPIC_CONFIG="cleanup.policy=compact"), "max.message.bytes=None")
+    broken(lambda t: init_env(t).update(STATE_TOPIC="sidetable.demo.states"), "state topic sidetable.demo.state is not")
     broken(lambda t: init_env(t).update(CHANGE_TOPIC="sidetable.demo-sidecar.changes"), "is not created")
     broken(lambda t: init_env(t).update(REPLICATION_FACTOR="3"), "replication 3")
     broken(lambda t: init_env(t).update(CHANGE_TOPIC_CONFIG="cleanup.policy=delete,retention.ms=-1,"

@@ -51,8 +51,10 @@ def run(config, members, kafka_mock, sidetable, stable_within_s=120):
     shards = int(config["kafka"]["partitions"])
     change_topic = config["kafka"]["topic"].replace("{service}", service)
     cluster_topic = cl.get("topic", "sidetable.{service}.cluster").replace("{service}", service)
+    state_topic = cl.get("state_topic", "sidetable.{service}.state").replace("{service}", service)
+    topics = [change_topic, str(shards), cluster_topic, "1"] + ([state_topic, str(shards)] if state_topic else [])
     workdir = tempfile.mkdtemp(prefix="deploy-smoke-")
-    mock = subprocess.Popen([kafka_mock, change_topic, str(shards), cluster_topic, "1"], stdin=subprocess.PIPE,
+    mock = subprocess.Popen([kafka_mock] + topics, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)
     procs = []
     try:

@@ -283,6 +283,8 @@ def check_scale_out(objects):
     ks = sc["kafka"]
     change_topic = ks["topic"].replace("{service}", service)
     cluster_topic = cl.get("topic", "sidetable.{service}.cluster").replace("{service}", service)
+    # cluster.state_topic ("" = off): the shards' projections (docs/scale-out.md, "Bounded restore").
+    state_topic = cl.get("state_topic", "sidetable.{service}.state").replace("{service}", service)
     rule((sc.get("security") or {}).get("insecure") is True,
          "scale-out: security.insecure must be true to listen beyond loopback without CURVE (none between sidecars)")
 
@@ -389,6 +391,9 @@ def check_scale_out(objects):
         cluster_topic: ("the cluster topic", 1, {"cleanup.policy": "compact"}),
         wc["dead_letter"]["topic"]: ("the dead-letter topic", None, {}),
     }
+    if state_topic:
+        # As StateTopicConfigs() (sidecar/cluster/state_records.cc) creates it.
+        want[state_topic] = ("the state topic", int(ks["partitions"]), {"cleanup.policy": "compact", "max.message.bytes": "8388608"})
     for name, (what, partitions, settings) in want.items():
         t = topics.get(name)
         rule(t is not None and "partitions" in t, f"scale-out: topics Job: {what} {name} is not created")
@@ -528,6 +533,12 @@ def self_test_scale_out(source, sidetable=None):
     broken(lambda o: setenv(o, "CHANGE_TOPIC_CONFIG", "cleanup.policy=delete,retention.ms=-1,min.insync.replicas=2"),
            "retention.bytes=None")
     broken(lambda o: setenv(o, "CLUSTER_TOPIC_CONFIG", "min.insync.replicas=2"), "cleanup.policy=None, needs compact")
+    broken(lambda o: setenv(o, "STATE_TOPIC_CONFIG", "cleanup.policy=delete,max.message.bytes=8388608,"
+                               "min.insync.replicas=2"), "the state topic sidetable.orders.state: create sets cleanup")
+    broken(lambda o: setenv(o, "STATE_TOPIC_CONFIG", "cleanup.policy=compact,min.insync.replicas=2"),
+           "max.message.bytes=None")
+    broken(lambda o: cfg(o, "sidetable.yaml", lambda d: d["cluster"].update(state_topic="{service}.projection")),
+           "the state topic orders.projection is not created")
     broken(lambda o: setenv(o, "CHANGE_TOPIC_CONFIG", "cleanup.policy=delete,retention.ms=-1,retention.bytes=-1"),
            "min.insync.replicas=1")
     broken(lambda o: setenv(o, "REPLICATION_FACTOR", "1"), "replication 1")

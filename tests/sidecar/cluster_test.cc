@@ -22,6 +22,7 @@
 #include "events/chunk.h"
 #include "events/event.h"
 #include "sidecar/cluster/records.h"
+#include "sidecar/cluster/state_records.h"
 
 namespace sidetable::cluster {
 namespace {
@@ -66,6 +67,22 @@ struct Recorder {
     };
     return h;
   }
+  // The rows the applied records leave, as Engine::ApplyReplicated would:
+  // "<pk>/<rk>" -> version; an op not newer than the stored row is skipped.
+  std::map<std::string, uint64_t> Rows(int32_t shard) {
+    std::lock_guard l(mu);
+    std::map<std::string, uint64_t> out;
+    for (const auto& r : rows[shard]) {
+      for (const auto& op : r.ops) {
+        const std::string key = r.partition_key + "/" + op.row_key;
+        auto it = out.find(key);
+        if (it != out.end() && it->second >= op.version) continue;
+        if (op.after) out[key] = op.version;
+        else if (it != out.end()) out.erase(it);
+      }
+    }
+    return out;
+  }
   std::vector<uint64_t> Lsns(int32_t shard) {
     std::lock_guard l(mu);
     std::vector<uint64_t> out;
@@ -98,6 +115,10 @@ class ClusterTest : public ::testing::Test {
     kafka_ = std::move(*k);
     options_.service = "orders";
     options_.session_timeout_ms = 3000;
+    // These tests follow the change topic record by record; the state
+    // topic (which replaces most of a restore's records with a projection)
+    // has its own tests below.
+    options_.state_topic = "";
     kopts_.bootstrap = kafka_->bootstraps();
     kopts_.partitions = kShards;
     ASSERT_TRUE(kafka_->CreateTopic(kChangeTopic, kShards).ok());
@@ -264,6 +285,56 @@ class ClusterTest : public ::testing::Test {
       return events::DecodeEvent(json, &e).ok() && e.record.epoch == epoch;
     }();
     return shard;
+  }
+
+  // An insert (or, with `remove`, a delete) of Orders/<pk>/<rk> at version
+  // `lsn` and `epoch`, as an owner's publisher writes it. Returns the shard.
+  int32_t ProduceEntity(const std::string& pk, const std::string& rk, uint64_t lsn, uint64_t epoch, bool remove,
+                        const std::string& value = "v") {
+    ChangeRecord r;
+    r.lsn = lsn;
+    r.table = "Orders";
+    r.table_id = 1;
+    r.partition_key = pk;
+    r.epoch = epoch;
+    ChangeOp op;
+    op.row_key = rk;
+    op.kind = remove ? OpKind::kDelete : OpKind::kInsertOrReplace;
+    op.version = lsn;
+    op.etag = "W/\"" + std::to_string(lsn) + "\"";
+    if (!remove) {
+      Entity e;
+      e.partition_key = pk;
+      e.row_key = rk;
+      e.timestamp = kUnixEpochTicks;
+      e.etag = op.etag;
+      e.Set("Value", Value::String(value));
+      op.after = e;
+    }
+    r.ops.push_back(op);
+    const std::string key = "Orders/" + pk;
+    const int32_t shard = kafka::KafkaPartitionFor(key, kShards);
+    Produce(shard, key, events::EncodeEvent(r, "owner"));
+    return shard;
+  }
+
+  // Partition keys of `shard`, "<prefix>0", "<prefix>1", ...
+  std::vector<std::string> KeysOf(int32_t shard, int n, const std::string& prefix) {
+    std::vector<std::string> out;
+    for (int i = 0; static_cast<int>(out.size()) < n; i++) {
+      if (kafka::KafkaPartitionFor("Orders/" + prefix + std::to_string(i), kShards) == shard) {
+        out.push_back(prefix + std::to_string(i));
+      }
+    }
+    return out;
+  }
+
+  // The change topic's end offset of `shard`.
+  int64_t EndOffset(int32_t shard) {
+    int64_t low = 0, high = 0;
+    EXPECT_EQ(rd_kafka_query_watermark_offsets(producer_, kChangeTopic.c_str(), shard, &low, &high, 10000),
+              RD_KAFKA_RESP_ERR_NO_ERROR);
+    return high;
   }
 
   std::unique_ptr<kafka::EmbeddedKafka> kafka_;
@@ -537,6 +608,184 @@ TEST_F(ClusterTest, APausedMemberIsFenced) {
     Status f = Fence(m->cluster.get());
     EXPECT_TRUE(f.ok()) << m->id << ": " << f.ToString() << "\n" << Describe();
   }
+}
+
+// ---- the state topic (cluster.state_topic; docs/scale-out.md "Bounded
+// restore") --------------------------------------------------------------
+
+// The owner projects its shards onto the state topic and marks how far;
+// after it leaves, the new owner loads the projection and reads no change
+// record before the mark: the same rows as a full replay, from a bounded
+// read. Deletes and overwritten versions are in the projection too.
+TEST_F(ClusterTest, AHandOverLoadsTheStateTopicAndReadsOnlyTheTailAfterTheMark) {
+  options_.state_topic = "sidetable.{service}.state";
+  options_.state_mark_interval_ms = 100;
+  StartMembers({"a", "b"});
+  ASSERT_TRUE(Eventually([&] { return Stable(); }, 60s)) << Describe();
+  Member* a = members_[0].get();
+  Member* b = members_[1].get();
+  const auto a_shards = a->cluster->Stats().serving;
+  ASSERT_FALSE(a_shards.empty());
+  const auto routes = a->cluster->Routes();
+
+  // a's publisher at work on its shards: inserts, an overwrite, deletes.
+  uint64_t lsn = 0;
+  size_t produced = 0;
+  std::map<int32_t, std::map<std::string, uint64_t>> expected;
+  for (int32_t shard : a_shards) {
+    const uint64_t epoch = routes[shard].epoch;
+    const auto pks = KeysOf(shard, 4, "s");
+    for (const auto& pk : pks) {
+      for (int r = 0; r < 3; r++) {
+        const uint64_t v = (epoch << 40) | ++lsn;
+        ProduceEntity(pk, "r" + std::to_string(r), v, epoch, false);
+        expected[shard][pk + "/r" + std::to_string(r)] = v;
+        produced++;
+      }
+    }
+    // Overwritten, then deleted.
+    const uint64_t v1 = (epoch << 40) | ++lsn, v2 = (epoch << 40) | ++lsn;
+    ProduceEntity(pks[0], "r0", v1, epoch, false, "second");
+    expected[shard][pks[0] + "/r0"] = v1;
+    ProduceEntity(pks[1], "r1", v2, epoch, true);
+    expected[shard].erase(pks[1] + "/r1");
+    produced += 2;
+  }
+  // a's projection reaches every record it was given.
+  ASSERT_TRUE(Eventually([&] {
+    const auto marks = a->cluster->Stats().state_marks;
+    for (int32_t shard : a_shards) {
+      auto it = marks.find(shard);
+      if (it == marks.end() || it->second < EndOffset(shard) - 1) return false;
+    }
+    return true;
+  })) << Describe();
+  EXPECT_GE(a->cluster->Stats().state_records_total, produced);
+  // b has seen the marks (it reads the cluster topic).
+  ASSERT_TRUE(Eventually([&] {
+    const auto marks = b->cluster->Stats().state_marks;
+    for (int32_t shard : a_shards) {
+      auto it = marks.find(shard);
+      if (it == marks.end() || it->second < EndOffset(shard) - 1) return false;
+    }
+    return true;
+  })) << Describe();
+  const auto before = b->cluster->Stats();
+
+  a->cluster->Stop();
+  a->cluster.reset();
+  ASSERT_TRUE(Eventually([&] { return b->cluster->Stats().serving.size() == kShards && Stable(); }, 60s))
+      << Describe();
+  const auto after = b->cluster->Stats();
+  for (int32_t shard : a_shards) EXPECT_EQ(b->rec.Rows(shard), expected[shard]) << "shard " << shard;
+  EXPECT_EQ(after.restored_records_total, before.restored_records_total)
+      << "a restore read change records the projection already held";
+  EXPECT_GE(after.state_loaded_records_total - before.state_loaded_records_total, produced);
+  EXPECT_EQ(after.restore_gaps_total, 0u);
+}
+
+// A replaced owner that keeps writing to the state topic for a while writes
+// under its own writer prefix: a restore applies only the records of the
+// prefix the newest mark names, so the stale records never become rows.
+TEST_F(ClusterTest, StateRecordsOfAnotherWriterAreNeverApplied) {
+  options_.state_topic = "sidetable.{service}.state";
+  options_.state_mark_interval_ms = 100;
+  StartMembers({"a", "b"});
+  ASSERT_TRUE(Eventually([&] { return Stable(); }, 60s)) << Describe();
+  Member* a = members_[0].get();
+  Member* b = members_[1].get();
+  const int32_t shard = a->cluster->Stats().serving.front();
+  const uint64_t epoch = a->cluster->Routes()[shard].epoch;
+  const auto pks = KeysOf(shard, 2, "z");
+  ProduceEntity(pks[0], "kept", (epoch << 40) | 1, epoch, false);
+  ASSERT_TRUE(Eventually([&] {
+    auto m = b->cluster->Stats().state_marks;
+    return m.count(shard) && m[shard] >= EndOffset(shard) - 1;
+  })) << Describe();
+
+  // A stale writer's record (epoch 1, below a's) after a's mark, for an
+  // entity nobody wrote on the change topic, and one overwriting a's.
+  ChangeRecord stale;
+  stale.lsn = 9;
+  stale.table = "Orders";
+  stale.partition_key = pks[1];
+  ChangeOp op;
+  op.row_key = "ghost";
+  op.kind = OpKind::kInsertOrReplace;
+  op.version = (1ull << 40) | 9;
+  op.etag = "W/\"9\"";
+  Entity e;
+  e.partition_key = pks[1];
+  e.row_key = "ghost";
+  e.etag = op.etag;
+  op.after = e;
+  stale.ops.push_back(op);
+  const std::string state_topic = "sidetable.orders.state";
+  auto produce_state = [&](const std::string& key, const std::string& value) {
+    ASSERT_EQ(rd_kafka_producev(producer_, RD_KAFKA_V_TOPIC(state_topic.c_str()), RD_KAFKA_V_PARTITION(shard),
+                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key.data(), key.size()),
+                                RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()), RD_KAFKA_V_END),
+              RD_KAFKA_RESP_ERR_NO_ERROR);
+    ASSERT_EQ(rd_kafka_flush(producer_, 10000), RD_KAFKA_RESP_ERR_NO_ERROR);
+  };
+  produce_state(StateEntityKey({1, 1}, "Orders", pks[1], "ghost"), events::EncodeEvent(stale, "stale"));
+  produce_state(StateEntityKey({1, 1}, "Orders", pks[0], "kept"), events::EncodeEvent(stale, "stale"));
+
+  a->cluster->Stop();
+  a->cluster.reset();
+  ASSERT_TRUE(Eventually([&] { return b->cluster->Stats().serving.size() == kShards && Stable(); }, 60s))
+      << Describe();
+  const std::map<std::string, uint64_t> want{{pks[0] + "/kept", (epoch << 40) | 1}};
+  EXPECT_EQ(b->rec.Rows(shard), want);
+  EXPECT_GE(b->cluster->Stats().state_loaded_records_total, 1u);
+}
+
+// A standby copy that starts after the owner has written starts from the
+// projection (and the tail after its mark), not from the partition's
+// beginning, and holds the same rows.
+TEST_F(ClusterTest, AStandbyCopyStartsFromTheStateTopic) {
+  options_.state_topic = "sidetable.{service}.state";
+  options_.state_mark_interval_ms = 100;
+  options_.standby_replicas = 1;
+  StartMembers({"a"});
+  ASSERT_TRUE(Eventually([&] { return members_[0]->cluster->Stats().serving.size() == kShards; }, 60s))
+      << Describe();
+  Member* a = members_[0].get();
+  const auto routes = a->cluster->Routes();
+  std::map<int32_t, std::map<std::string, uint64_t>> expected;
+  uint64_t lsn = 0;
+  for (int32_t shard = 0; shard < kShards; shard++) {
+    for (const auto& pk : KeysOf(shard, 3, "w")) {
+      const uint64_t v = (routes[shard].epoch << 40) | ++lsn;
+      ProduceEntity(pk, "r", v, routes[shard].epoch, false);
+      expected[shard][pk + "/r"] = v;
+    }
+  }
+  ASSERT_TRUE(Eventually([&] {
+    const auto marks = a->cluster->Stats().state_marks;
+    for (int32_t shard = 0; shard < kShards; shard++) {
+      if (!marks.count(shard) || marks.at(shard) < EndOffset(shard) - 1) return false;
+    }
+    return true;
+  })) << Describe();
+
+  StartMembers({"b"});
+  Member* b = members_[1].get();
+  // b takes some shards (restored from the projection) and keeps copies of
+  // the rest, loaded from the projection too.
+  ASSERT_TRUE(Eventually([&] {
+    if (!Stable()) return false;
+    const auto s = b->cluster->Stats();
+    if (s.standby.empty() || s.standby.size() + s.serving.size() != kShards) return false;
+    for (int32_t shard = 0; shard < kShards; shard++) {
+      if (b->rec.Rows(shard) != expected[shard]) return false;
+    }
+    return true;
+  }, 60s)) << Describe();
+  const auto s = b->cluster->Stats();
+  EXPECT_EQ(s.restored_records_total, 0u) << "a restore replayed change records the projection held";
+  EXPECT_EQ(s.standby_records_total, 0u) << "a copy replayed change records the projection held";
+  EXPECT_GE(s.state_loaded_records_total, static_cast<uint64_t>(lsn));
 }
 
 // A member that starts later reads the catalog before Start returns, and the

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "sidecar/changestream/kafka_options.h"
+#include "sidecar/cluster/state_records.h"
 
 namespace sidetable::changestream {
 namespace {
@@ -37,6 +38,24 @@ TEST(ChangeTopicConfigsTest, TheDeploymentExamplesSetWhatTheSidecarSets) {
     for (const auto& [name, value] : ChangeTopicConfigs(true)) {
       EXPECT_NE(line.find(name + "=" + value), std::string::npos) << file << ": " << line << " lacks " << name;
     }
+  }
+}
+
+// The state topic (docs/scale-out.md, "Bounded restore"): compacted, and
+// large enough messages for a whole entity; the examples create it so.
+TEST(ChangeTopicConfigsTest, TheDeploymentExamplesCreateTheStateTopicAsTheSidecarDoes) {
+  for (const char* file : {"deploy/kubernetes/scale-out/topics-job.yaml", "compose/docker-compose.scale-out.yml"}) {
+    const std::string text = ReadSource(file);
+    const size_t at = text.find("STATE_TOPIC_CONFIG");
+    ASSERT_NE(at, std::string::npos) << file << " sets no STATE_TOPIC_CONFIG";
+    const std::string line = text.substr(at, text.find('\n', at) - at);
+    for (const auto& [name, value] : cluster::StateTopicConfigs()) {
+      EXPECT_NE(line.find(name + "=" + value), std::string::npos) << file << ": " << line << " lacks " << name;
+    }
+    // With one partition per shard (compose writes $ as $$).
+    EXPECT_TRUE(text.find("$STATE_TOPIC\" \"$$CHANGE_PARTITIONS\"") != std::string::npos ||
+                text.find("$STATE_TOPIC\" \"$CHANGE_PARTITIONS\"") != std::string::npos)
+        << file << " never creates the state topic with the change topic's partition count";
   }
 }
 
