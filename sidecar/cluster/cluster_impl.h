@@ -44,7 +44,8 @@ struct StandbyPosition {
 class Cluster::Impl {
  public:
   Impl(const ClusterOptions& options, const changestream::KafkaOptions& kafka, std::string change_topic,
-       std::string member_id, std::string advertise, ClusterHooks hooks, kafka::EmbeddedKafka* embedded);
+       std::string member_id, std::string advertise, ClusterHooks hooks, kafka::EmbeddedKafka* embedded,
+       std::string curve_public_key);
   ~Impl();
 
   Status Init();  // clients, topics, catalog caught up, member record, subscribe
@@ -57,6 +58,12 @@ class Cluster::Impl {
   ClusterStats Stats() const;
   std::string StatusJson() const;
   std::string RenderMetrics() const;
+
+  // This member's `member/<id>` record value, with its CURVE key. Named
+  // like the free function on purpose: inside Impl it hides
+  // cluster::EncodeMember, so every place that announces this member
+  // (Init, and RefreshGeneration on a rejoin) publishes the key too.
+  std::string EncodeMember(const std::string& endpoint, int64_t started_ms) const;
 
   // Kafka helpers (cluster.cc)
   Result<rd_kafka_t*> NewClient(rd_kafka_type_t type, const std::map<std::string, std::string>& settings,
@@ -126,6 +133,7 @@ class Cluster::Impl {
   const ClusterOptions options_;
   const changestream::KafkaOptions kafka_;
   const std::string change_topic_, member_, advertise_;
+  const std::string curve_public_key_;  // this member's, "" = CURVE off
   const ClusterHooks hooks_;
   kafka::EmbeddedKafka* const embedded_;
   std::string bootstrap_, cluster_topic_, group_id_;
@@ -147,7 +155,7 @@ class Cluster::Impl {
   std::map<int32_t, uint64_t> claimed_;  // shard -> highest epoch we claimed
   std::map<int32_t, std::chrono::steady_clock::time_point> lost_at_;  // shard -> when last lost here
   std::vector<OwnerRecord> owners_;      // per shard, from the cluster topic
-  std::map<std::string, std::string> members_;  // member -> endpoint
+  std::map<std::string, MemberRecord> members_;  // member -> its latest record
   int64_t generation_ = -1;
   std::string group_member_id_;  // the coordinator's id for us (poll thread only)
 

@@ -284,7 +284,7 @@ def check_scale_out(objects):
     change_topic = ks["topic"].replace("{service}", service)
     cluster_topic = cl.get("topic", "sidetable.{service}.cluster").replace("{service}", service)
     rule((sc.get("security") or {}).get("insecure") is True,
-         "scale-out: security.insecure must be true to listen beyond loopback without CURVE (none between sidecars)")
+         "scale-out: security.insecure must be true to listen beyond loopback without CURVE (the example sets none)")
 
     # Per Pod: the flags Kubernetes expands, the member id and the advertised endpoint.
     members, adverts = [], []
