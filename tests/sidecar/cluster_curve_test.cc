@@ -13,6 +13,8 @@
 // - every allow-list lists both members: a write through one member to a
 //   shard the other owns is forwarded over CURVE and executed there, and
 //   reads back through both (both directions);
+// - one member's key pair is rotated (new key allowed, restart with it, old
+//   key removed): forwarding works both ways with the new key;
 // - the owner's allow-list lacks the forwarding member's key: the forwarded
 //   write is ServerBusy (not executed), the owner refused the handshake, and
 //   a read through the owner finds nothing; the other direction still works;
@@ -22,6 +24,7 @@
 // Every wait is bounded.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <thread>
 
@@ -60,9 +63,7 @@ class ClusterCurveTest : public ::testing::Test {
     for (size_t i = 0; i < security.size(); i++) {
       const std::string prefix = ClusterHarness::MemberId(static_cast<int>(i));
       ASSERT_TRUE(curve::WriteKeyPair(dir_.Sub(prefix), keys_[i]).ok());
-      std::ofstream clients(dir_.Sub(prefix + ".clients"));
-      clients << app_.public_key << " the-test\n";
-      for (const auto& k : security[i].allowed) clients << k << "\n";
+      WriteAllowList(static_cast<int>(i), security[i].allowed);
     }
     ClusterHarnessOptions o;
     o.service = service;
@@ -78,8 +79,28 @@ class ClusterCurveTest : public ::testing::Test {
     Status init = harness_->Init();
     ASSERT_TRUE(init.ok()) << init.ToString();
     ASSERT_TRUE(harness_->AddMembers(static_cast<int>(security.size()))) << harness_->Logs();
-    // Stable, with shards on every member (a member that joined late may
-    // own nothing for a round).
+    ASSERT_NO_FATAL_FAILURE(WaitShardsOnEveryMember());
+    for (int m = 0; m < static_cast<int>(security.size()); m++) clients_.push_back(Connect(m, security[m].curve));
+    Status created = clients_[0]->CreateTable(kTable);
+    ASSERT_TRUE(created.ok()) << created.ToString();
+  }
+
+  // Member i's allow-list: the test client's key and `allowed`. Written
+  // aside and renamed: a running member never reads half a file.
+  void WriteAllowList(int i, const std::vector<std::string>& allowed) {
+    const std::string file = dir_.Sub(ClusterHarness::MemberId(i) + ".clients");
+    {
+      std::ofstream clients(file + ".tmp");
+      clients << app_.public_key << " the-test\n";
+      for (const auto& k : allowed) clients << k << "\n";
+    }
+    ASSERT_EQ(std::rename((file + ".tmp").c_str(), file.c_str()), 0);
+  }
+
+  // Waits until the members agree on a complete assignment with shards on
+  // every one of them (a member that joined late may own nothing for a
+  // round), and takes the owner map from it.
+  void WaitShardsOnEveryMember() {
     std::string why;
     const auto until = std::chrono::steady_clock::now() + 90s;
     for (;;) {
@@ -89,16 +110,13 @@ class ClusterCurveTest : public ::testing::Test {
         owners_.clear();
         for (const auto& [shard, owner] : status->owners) owners_[shard] = owner.member;
         bool everyone = true;
-        for (int m = 0; m < static_cast<int>(security.size()); m++) everyone = everyone && !KeyOwnedBy(m).empty();
-        if (everyone) break;
+        for (int m = 0; m < harness_->size(); m++) everyone = everyone && !KeyOwnedBy(m).empty();
+        if (everyone) return;
         why = "a member owns no shard: " + status->raw;
       }
       ASSERT_LT(std::chrono::steady_clock::now(), until) << why << "\n" << harness_->Logs();
       std::this_thread::sleep_for(200ms);
     }
-    for (int m = 0; m < static_cast<int>(security.size()); m++) clients_.push_back(Connect(m, security[m].curve));
-    Status created = clients_[0]->CreateTable(kTable);
-    ASSERT_TRUE(created.ok()) << created.ToString();
   }
 
   std::unique_ptr<Client> Connect(int member, bool curve) {
@@ -183,6 +201,46 @@ TEST_F(ClusterCurveTest, WritesAreForwardedOverCurveWithEachOwnersPublishedKey) 
     EXPECT_TRUE(sidetable::testing::Contains(harness_->process(m).Log(), "forwarding over CURVE"))
         << harness_->Logs();
   }
+}
+
+// Rotation of one member's key pair (docs/security.md, "CURVE in a
+// cluster"): the new public key goes on the other member's allow-list, the
+// member restarts with the new secret key, and its new member record tells
+// the other member which key to expect from then on.
+TEST_F(ClusterCurveTest, AMemberRestartedWithANewKeyPairIsForwardedToWithItsNewKey) {
+  StartCluster("curve-rotate", {MemberSecurity{true, {keys_[0].public_key, keys_[1].public_key}},
+                                MemberSecurity{true, {keys_[0].public_key, keys_[1].public_key}}});
+  const curve::KeyPair rotated = NewPair();
+  // 1. Both keys allowed everywhere.
+  WriteAllowList(0, {keys_[0].public_key, keys_[1].public_key, rotated.public_key});
+  WriteAllowList(1, {keys_[0].public_key, keys_[1].public_key, rotated.public_key});
+  // 2. m1 restarts with the new key pair.
+  harness_->KillMember(1);
+  ASSERT_EQ(std::remove(dir_.Sub("m1.key").c_str()), 0);
+  ASSERT_EQ(std::remove(dir_.Sub("m1.pub").c_str()), 0);
+  ASSERT_TRUE(curve::WriteKeyPair(dir_.Sub("m1"), rotated).ok());
+  keys_[1] = rotated;
+  ASSERT_TRUE(harness_->RestartMember(1)) << harness_->Logs();
+  ASSERT_NO_FATAL_FAILURE(WaitShardsOnEveryMember());
+  clients_[1] = Connect(1, true);
+  // 3. The old key is no longer allowed anywhere.
+  WriteAllowList(0, {keys_[0].public_key, rotated.public_key});
+  WriteAllowList(1, {keys_[0].public_key, rotated.public_key});
+
+  for (int from = 0; from < 2; from++) {
+    const int owner = 1 - from;
+    const std::string pk = KeyOwnedBy(owner), rk = "rotated-from-m" + std::to_string(from);
+    auto written = clients_[from]->Insert(kTable, Row(pk, rk, 300 + from));
+    ASSERT_TRUE(written.ok()) << "m" << from << " -> m" << owner << ": " << written.status().ToString() << "\n"
+                              << harness_->Logs();
+    for (int through = 0; through < 2; through++) {
+      Result<int32_t> v = ReadV(through, pk, rk);
+      ASSERT_TRUE(v.ok()) << "through m" << through << ": " << v.status().ToString();
+      EXPECT_EQ(*v, 300 + from);
+    }
+  }
+  EXPECT_TRUE(sidetable::testing::Contains(harness_->process(1).Log(), rotated.public_key))
+      << "m1 runs with the new key\n" << harness_->Logs();
 }
 
 TEST_F(ClusterCurveTest, AMemberWhoseKeyTheOwnerDoesNotAllowGetsServerBusyAndNothingIsWritten) {
