@@ -24,9 +24,11 @@ Status Busy(std::string why) { return Status(Code::kServerBusy, std::move(why));
 ClusterRouting::ClusterRouting(cluster::Cluster* cluster, const Engine* engine,
                                changestream::Publisher* publisher, bool replicated_acks,
                                std::chrono::milliseconds rebalance_wait,
-                               std::chrono::milliseconds forward_timeout, std::string member_id)
+                               std::chrono::milliseconds forward_timeout, std::string member_id,
+                               curve::KeyPair curve)
     : cluster_(cluster), engine_(engine), publisher_(publisher), replicated_(replicated_acks && publisher != nullptr),
-      rebalance_wait_(rebalance_wait), forward_timeout_(forward_timeout), forwarder_(std::move(member_id)) {}
+      rebalance_wait_(rebalance_wait), forward_timeout_(forward_timeout),
+      forwarder_(std::move(member_id), std::move(curve)) {}
 
 std::string ClusterRouting::CreatedName(std::string_view table) const {
   auto info = engine_->GetTable(table);
@@ -218,7 +220,7 @@ bool ClusterRouting::ForwardKeyed(const wire::Request& r, int32_t shard, std::st
     }
     std::string frame;
     wire::EncodeRequest(r, &frame);
-    auto reply = forwarder_.Call(route.endpoint, frame, Clock::now() + forward_timeout_);
+    auto reply = forwarder_.Call(route.endpoint, route.curve_public_key, frame, Clock::now() + forward_timeout_);
     if (!reply.ok()) {
       *code = Answer(r, reply.status(), out);
       return true;
@@ -249,7 +251,8 @@ bool ClusterRouting::FanOutQuery(const wire::Request& r, const RunLocal& local, 
   for (;;) {
     if (Clock::now() >= deadline) break;
     // One request per member that serves shards; ourselves through `local`.
-    std::map<std::string, std::string> members;  // member -> endpoint ("" = here)
+    // member -> (endpoint, its CURVE key); endpoint "" = here
+    std::map<std::string, std::pair<std::string, std::string>> members;
     bool unavailable = false;
     for (int32_t shard = 0; shard < n; shard++) {
       cluster::Route route = Resolve(shard, deadline);
@@ -257,8 +260,11 @@ bool ClusterRouting::FanOutQuery(const wire::Request& r, const RunLocal& local, 
         unavailable = true;
         break;
       }
-      members[route.kind == cluster::Route::Kind::kLocal ? std::string() : route.member] =
-          route.kind == cluster::Route::Kind::kLocal ? std::string() : route.endpoint;
+      if (route.kind == cluster::Route::Kind::kLocal) {
+        members[std::string()] = {};
+      } else {
+        members[route.member] = {route.endpoint, route.curve_public_key};
+      }
     }
     if (unavailable) {
       last = Busy("a shard has no serving owner (a rebalance or restore is under way); retry");
@@ -272,13 +278,14 @@ bool ClusterRouting::FanOutQuery(const wire::Request& r, const RunLocal& local, 
     std::vector<int> covered(static_cast<size_t>(n), 0);
     bool retry = false;
     Status failed = Status::OK();
-    for (const auto& [member, endpoint] : members) {
+    for (const auto& [member, peer] : members) {
+      const auto& [endpoint, key] = peer;
       std::string reply;
       if (endpoint.empty()) {
         uint64_t ignored = 0;
         local(sub, &reply, &ignored);
       } else {
-        auto got = forwarder_.Call(endpoint, frame, Clock::now() + forward_timeout_);
+        auto got = forwarder_.Call(endpoint, key, frame, Clock::now() + forward_timeout_);
         if (!got.ok()) {
           failed = got.status();
           break;
@@ -342,6 +349,7 @@ bool ClusterRouting::SplitWriteMany(const wire::Request& r, const RunLocal& loca
   const auto deadline = Clock::now() + rebalance_wait_;
   // Where each EGT goes: "" here, else the owner's endpoint.
   std::vector<std::string> where(r.writes.size());
+  std::map<std::string, std::string> keys;  // owner's endpoint -> its CURVE key
   std::vector<std::optional<Status>> refused(r.writes.size());
   bool all_here = true;
   for (size_t i = 0; i < r.writes.size(); i++) {
@@ -351,6 +359,7 @@ bool ClusterRouting::SplitWriteMany(const wire::Request& r, const RunLocal& loca
     cluster::Route route = Resolve(shard, deadline);
     if (route.kind == cluster::Route::Kind::kRemote) {
       where[i] = route.endpoint;
+      keys[route.endpoint] = route.curve_public_key;
       all_here = false;
     } else if (route.kind == cluster::Route::Kind::kUnavailable) {
       refused[i] = Busy("shard " + std::to_string(shard) + " has no serving owner (a rebalance or restore is under "
@@ -383,7 +392,7 @@ bool ClusterRouting::SplitWriteMany(const wire::Request& r, const RunLocal& loca
     } else {
       std::string frame;
       wire::EncodeRequest(sub, &frame);
-      auto got = forwarder_.Call(endpoint, frame, Clock::now() + forward_timeout_);
+      auto got = forwarder_.Call(endpoint, keys[endpoint], frame, Clock::now() + forward_timeout_);
       if (!got.ok()) {
         for (size_t i : indexes) results[i] = got.status();
         continue;

@@ -9,6 +9,10 @@
 // waits up to cluster.rebalance_wait_ms, then gets ServerBusy: never an
 // answer from a sidecar that does not serve the shard.
 //
+// With CURVE on (the constructor's key pair), forwards are CURVE clients
+// that expect each owner's published key (Route::curve_public_key,
+// sidecar/forwarder.h).
+//
 // Requests that arrive forwarded (kForwardedIdPrefix) are never forwarded
 // again: they run here, or are refused with ServerBusy (NotOwner) when the
 // shard is not served here any more, and the forwarding side re-routes.
@@ -59,7 +63,7 @@ class ClusterRouting {
   ClusterRouting(cluster::Cluster* cluster, const Engine* engine, changestream::Publisher* publisher,
                  bool replicated_acks,
                  std::chrono::milliseconds rebalance_wait, std::chrono::milliseconds forward_timeout,
-                 std::string member_id);
+                 std::string member_id, curve::KeyPair curve = {});
 
   // Before executing `r`: true when the request was answered here (*out has
   // the whole reply frame, *code its outcome): forwarded, merged from a
@@ -112,6 +116,7 @@ class ClusterRouting {
   uint64_t forwarded() const { return forwarder_.forwarded(); }
   uint64_t forward_timeouts() const { return forwarder_.timeouts(); }
   uint64_t forward_unreachable() const { return forwarder_.unreachable(); }
+  uint64_t forward_no_peer_key() const { return forwarder_.no_peer_key(); }
   uint64_t fanouts() const { return fanouts_.load(std::memory_order_relaxed); }
   uint64_t not_owner() const { return not_owner_.load(std::memory_order_relaxed); }
   uint64_t busy() const { return busy_.load(std::memory_order_relaxed); }

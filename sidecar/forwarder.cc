@@ -3,21 +3,36 @@
 #include <map>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
 #include "protocol/wire.h"
 
 namespace sidetable::sidecar {
 namespace {
 std::atomic<uint64_t> g_instances{1};
-}
 
-// The sockets of one thread for one Forwarder instance.
+int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+// The sockets of one thread for one Forwarder instance: one per endpoint,
+// set up for the server key it was connected with.
 struct Forwarder::Sockets {
+  struct Slot {
+    std::string server_key;  // "" without CURVE
+    std::unique_ptr<zmq::socket_t> socket;
+  };
   uint64_t instance = 0;
-  std::map<std::string, std::unique_ptr<zmq::socket_t>> by_endpoint;
+  std::map<std::string, Slot> by_endpoint;
 };
 
-Forwarder::Forwarder(std::string member_id)
-    : member_id_(std::move(member_id)), instance_(g_instances.fetch_add(1)) {}
+Forwarder::Forwarder(std::string member_id, curve::KeyPair curve)
+    : member_id_(std::move(member_id)),
+      curve_(std::move(curve)),
+      log_(spdlog::default_logger()->clone("forward")),
+      instance_(g_instances.fetch_add(1)) {}
 
 Forwarder::~Forwarder() {
   // Threads' sockets still refer to ctx_: closing the context would block
@@ -36,10 +51,29 @@ Forwarder::Sockets& Forwarder::ThreadSockets() {
   return *all.back();
 }
 
-Result<std::string> Forwarder::Call(const std::string& endpoint, const std::string& request,
-                                    std::chrono::steady_clock::time_point deadline) {
+Result<std::string> Forwarder::Call(const std::string& endpoint, const std::string& server_key,
+                                    const std::string& request, std::chrono::steady_clock::time_point deadline) {
+  const std::string& key = curve() ? server_key : std::string();
+  if (curve() && key.empty()) {
+    no_peer_key_.fetch_add(1, std::memory_order_relaxed);
+    // One warning a second at most: every request for the shard lands here.
+    const int64_t now = SteadyMs();
+    int64_t last = no_peer_key_logged_ms_.load(std::memory_order_relaxed);
+    if (now - last >= 1000 && no_peer_key_logged_ms_.compare_exchange_strong(last, now)) {
+      log_->warn("not forwarding to {}: this sidecar requires CURVE and the owner's member record publishes no "
+                 "CURVE key ({} such requests refused so far)",
+                 endpoint, no_peer_key());
+    }
+    return Status(Code::kServerBusy, "the shard's owner " + endpoint +
+                                         " publishes no CURVE key and this sidecar forwards only over CURVE "
+                                         "(security.curve_secret_key_file on every member); not executed");
+  }
   Sockets& mine = ThreadSockets();
-  auto& slot = mine.by_endpoint[endpoint];
+  auto& entry = mine.by_endpoint[endpoint];
+  // A socket set up for another server key (the member restarted with a
+  // new key) would keep failing its handshake: replace it.
+  if (entry.socket && entry.server_key != key) entry.socket.reset();
+  auto& slot = entry.socket;
   try {
     if (!slot) {
       auto s = std::make_unique<zmq::socket_t>(ctx_, zmq::socket_type::dealer);
@@ -48,8 +82,15 @@ Result<std::string> Forwarder::Call(const std::string& endpoint, const std::stri
       s->set(zmq::sockopt::routing_id, id);
       s->set(zmq::sockopt::linger, 0);
       s->set(zmq::sockopt::immediate, 1);  // no queueing for a peer not connected
+      if (!key.empty()) {
+        // Before connect: the handshake uses what is set now.
+        s->set(zmq::sockopt::curve_serverkey, key);
+        s->set(zmq::sockopt::curve_publickey, curve_.public_key);
+        s->set(zmq::sockopt::curve_secretkey, curve_.secret_key);
+      }
       s->connect(endpoint);
       slot = std::move(s);
+      entry.server_key = key;
     }
     std::string frame = request;
     const uint64_t id = next_request_id_.fetch_add(1);
@@ -66,8 +107,14 @@ Result<std::string> Forwarder::Call(const std::string& endpoint, const std::stri
                                                                                std::chrono::steady_clock::now());
       if (left.count() <= 0) {
         unreachable_.fetch_add(1, std::memory_order_relaxed);
-        return Status(Code::kServerBusy, "the shard's owner " + endpoint +
-                                             " is not reachable; not executed, retry with back-off");
+        // With CURVE a handshake the owner refused looks the same from
+        // here (no connection): name that cause too.
+        return Status(Code::kServerBusy,
+                      "the shard's owner " + endpoint + " is not reachable" +
+                          (key.empty() ? std::string()
+                                       : " (or it refused this sidecar's CURVE key: is the key on its "
+                                         "security.curve_clients_file?)") +
+                          "; not executed, retry with back-off");
       }
       if (zmq::poll(&out_item, 1, left) > 0) break;
     }

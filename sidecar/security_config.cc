@@ -23,4 +23,17 @@ Status LoadSecurityKeys(SecurityConfig* c) {
   return Status::OK();
 }
 
+std::vector<std::string> ClusterCurveWarnings(const SecurityConfig& c) {
+  std::vector<std::string> out;
+  if (!c.curve()) return out;
+  for (const auto& k : c.clients) {
+    if (k.public_key == c.server_keys.public_key) return out;
+  }
+  out.push_back("security.curve_clients_file " + c.curve_clients_file + " does not list this sidecar's own public key " +
+                c.server_keys.public_key +
+                ": members sharing this key pair cannot forward to it (their handshakes are refused); list the key "
+                "unless every member has a key pair of its own on the others' allow-lists");
+  return out;
+}
+
 }  // namespace sidetable::sidecar

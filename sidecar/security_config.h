@@ -37,6 +37,16 @@ struct SecurityConfig {
   bool curve() const { return !curve_secret_key_file.empty(); }
 };
 
+// For a sidecar in cluster mode (docs/security.md, "CURVE in a cluster"):
+// what start-up should warn about. Members forward to each other as CURVE
+// clients with their own key pairs, and each admits only the keys on its
+// allow-list. With one key pair shared by a service's sidecars (the simple
+// set-up) a sidecar whose own public key is not on its allow-list refuses
+// every peer. That is right only when each member has a key pair of its
+// own, listed on the others' allow-lists, which one sidecar cannot see:
+// hence a warning, not a refusal. Empty without CURVE.
+std::vector<std::string> ClusterCurveWarnings(const SecurityConfig& c);
+
 // Reads the key files named in *c into it. Messages name the key
 // ("security.curve_secret_key_file: key file ...: ..."); the caller adds
 // the configuration file.

@@ -343,8 +343,13 @@ Status Server::StartCluster(const ServerConfig& config) {
   const std::string advertise = config.cluster.advertise.empty() ? endpoints_.at(0) : config.cluster.advertise;
   changestream::KafkaOptions kafka = config.kafka;
   kafka.bootstrap = publisher_->bootstrap();
+  // With CURVE on, the peers forward to this sidecar over CURVE: they need
+  // its public key (the member record), and it forwards with its key pair.
+  const SecurityConfig& security = config.security;
+  const std::string curve_public_key = security.curve() ? security.server_keys.public_key : std::string();
+  for (const std::string& w : ClusterCurveWarnings(security)) spdlog::warn("cluster: {}", w);
   auto started = cluster::Cluster::Start(config.cluster, kafka, ServiceTopic(config), member, advertise,
-                                         std::move(hooks), embedded_kafka_.get());
+                                         std::move(hooks), embedded_kafka_.get(), curve_public_key);
   if (!started.ok()) return started.status();
   cluster_ = std::move(started).value();
   routing_ = std::make_unique<ClusterRouting>(
@@ -353,13 +358,15 @@ Status Server::StartCluster(const ServerConfig& config) {
       // A forward's reply, and a replicated acknowledgement, are waited for
       // as long as a rebalance: a client's own time-out (5 s in ours) should
       // see ServerBusy rather than nothing.
-      std::chrono::milliseconds(std::max(1000, config.cluster.rebalance_wait_ms)), member);
+      std::chrono::milliseconds(std::max(1000, config.cluster.rebalance_wait_ms)), member,
+      security.curve() ? security.server_keys : curve::KeyPair{});
   impl_->handler_.SetRouting(routing_.get());
   routing_live_.store(routing_.get());
   cluster_live_.store(cluster_.get());
-  spdlog::info("cluster: member '{}' of service '{}' at {}, {} shards, acks {}", member, config.cluster.service,
-               advertise, shards,
-               config.cluster.acks == cluster::AckMode::kReplicated ? "replicated" : "local");
+  spdlog::info("cluster: member '{}' of service '{}' at {}, {} shards, acks {}, forwarding {}", member,
+               config.cluster.service, advertise, shards,
+               config.cluster.acks == cluster::AckMode::kReplicated ? "replicated" : "local",
+               security.curve() ? "over CURVE" : "plain");
   return Status::OK();
 }
 

@@ -132,6 +132,9 @@ std::string ClusterMetricsText(const cluster::Cluster& cluster, const ClusterRou
           "Forwarded requests whose owner did not answer in time (outcome unknown).", routing.forward_timeouts());
   counter("sidetable_cluster_forward_unreachable_total",
           "Requests not forwarded because their owner could not be reached.", routing.forward_unreachable());
+  counter("sidetable_cluster_forward_no_peer_key_total",
+          "Requests not forwarded because CURVE is on and their owner publishes no CURVE key.",
+          routing.forward_no_peer_key());
   counter("sidetable_cluster_fanout_queries_total", "Queries without a PartitionKey fanned out over the owners.",
           routing.fanouts());
   counter("sidetable_cluster_not_owner_total",

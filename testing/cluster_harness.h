@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -71,6 +72,9 @@ struct ClusterHarnessOptions {
   bool state_topic = true;          // cluster.state_topic: the default (bounded restores), or "" (off)
   std::string durability = "os";
   std::string extra_yaml;           // appended to every member's config (top-level sections)
+  // Appended to member i's config after extra_yaml (top-level sections):
+  // what differs between members, e.g. each one's CURVE key files.
+  std::function<std::string(int i)> member_yaml;
 };
 
 // One shard's entry in a member's /cluster page.
@@ -426,6 +430,7 @@ class ClusterHarness {
       y << "  topic: " << ChangeTopic() << "\n";
     }
     y << options_.extra_yaml;
+    if (options_.member_yaml) y << options_.member_yaml(i);
     return y.str();
   }
 

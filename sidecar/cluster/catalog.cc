@@ -42,10 +42,13 @@ void Cluster::Impl::HandleClusterRecord(std::string_view key, std::string_view v
   if (slash == std::string_view::npos) return;
   const std::string_view kind = key.substr(0, slash), name = key.substr(slash + 1);
   if (kind == "member") {
-    std::string endpoint;
-    if (!DecodeMember(value, &endpoint).ok()) return;
+    MemberRecord member;
+    if (Status s = DecodeMember(value, &member); !s.ok()) {
+      log_->warn("cluster topic: member record of {} skipped: {}", name, s.message());
+      return;
+    }
     std::unique_lock l(routes_mu_);
-    members_[std::string(name)] = endpoint;
+    members_[std::string(name)] = std::move(member);
   } else if (kind == "owner") {
     OwnerRecord owner;
     int32_t shard = -1;

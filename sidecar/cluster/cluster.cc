@@ -29,12 +29,13 @@ using DeliveryPromise = std::promise<std::pair<rd_kafka_resp_err_t, int64_t>>;
 
 Cluster::Impl::Impl(const ClusterOptions& options, const changestream::KafkaOptions& kafka,
                     std::string change_topic, std::string member_id, std::string advertise, ClusterHooks hooks,
-                    kafka::EmbeddedKafka* embedded)
+                    kafka::EmbeddedKafka* embedded, std::string curve_public_key)
     : options_(options),
       kafka_(kafka),
       change_topic_(std::move(change_topic)),
       member_(std::move(member_id)),
       advertise_(std::move(advertise)),
+      curve_public_key_(std::move(curve_public_key)),
       hooks_(std::move(hooks)),
       embedded_(embedded),
       log_(spdlog::default_logger()->clone("cluster")) {
@@ -47,6 +48,10 @@ Cluster::Impl::Impl(const ClusterOptions& options, const changestream::KafkaOpti
 }
 
 Cluster::Impl::~Impl() { Stop(); }
+
+std::string Cluster::Impl::MemberValue(int64_t started_ms) const {
+  return EncodeMember(MemberRecord{advertise_, curve_public_key_, started_ms});
+}
 
 Result<rd_kafka_t*> Cluster::Impl::NewClient(rd_kafka_type_t type, const std::map<std::string, std::string>& settings,
                                              rd_kafka_conf_t* conf) {
@@ -280,7 +285,7 @@ Status Cluster::Impl::Init() {
                                             std::to_string(kCatalogCatchUpMs / 1000) + " s");
     }
   }
-  auto m = ProduceWait(cluster_topic_, 0, "member/" + member_, EncodeMember(advertise_, NowMs()));
+  auto m = ProduceWait(cluster_topic_, 0, "member/" + member_, MemberValue(NowMs()));
   if (!m.ok()) return m.status();
 
   // The owners' group.
@@ -380,6 +385,7 @@ Route Cluster::Impl::RouteShardLocked(int32_t shard) const {
     r.epoch = it->second;
     r.member = member_;
     r.endpoint = advertise_;
+    r.curve_public_key = curve_public_key_;
     return r;
   }
   if (owned_.count(shard)) return r;  // restoring here
@@ -391,6 +397,9 @@ Route Cluster::Impl::RouteShardLocked(int32_t shard) const {
     r.epoch = o.epoch;
     r.member = o.member;
     r.endpoint = o.endpoint;
+    // The key is the member's, not the owner record's: a member that
+    // restarts with a new key announces it before it claims anything.
+    if (auto m = members_.find(o.member); m != members_.end()) r.curve_public_key = m->second.curve_public_key;
   }
   return r;
 }
@@ -471,8 +480,8 @@ std::string Cluster::Impl::StatusJson() const {
     }
     out += "},\"members\":{";
     first = true;
-    for (const auto& [m, endpoint] : members_) {
-      out += (first ? "" : ",") + JsonString(m) + ":" + JsonString(endpoint);
+    for (const auto& [m, record] : members_) {
+      out += (first ? "" : ",") + JsonString(m) + ":" + JsonString(record.endpoint);
       first = false;
     }
   }
@@ -558,13 +567,14 @@ Result<std::unique_ptr<Cluster>> Cluster::Start(const ClusterOptions& options,
                                                 const changestream::KafkaOptions& kafka,
                                                 const std::string& change_topic, const std::string& member_id,
                                                 const std::string& advertise, ClusterHooks hooks,
-                                                kafka::EmbeddedKafka* embedded) {
+                                                kafka::EmbeddedKafka* embedded, const std::string& curve_public_key) {
   if (!options.enabled()) return Status(Code::kInvalidInput, "cluster: cluster.service is not set");
   if (!hooks.apply || !hooks.drop_shards || !hooks.apply_table) {
     return Status(Code::kInvalidInput, "cluster: every hook (apply, drop_shards, apply_table) is needed");
   }
   if (member_id.empty()) return Status(Code::kInvalidInput, "cluster: the member id is empty");
-  auto impl = std::make_unique<Impl>(options, kafka, change_topic, member_id, advertise, std::move(hooks), embedded);
+  auto impl = std::make_unique<Impl>(options, kafka, change_topic, member_id, advertise, std::move(hooks), embedded,
+                                     curve_public_key);
   Status s = impl->Init();
   if (!s.ok()) {
     impl->Stop();

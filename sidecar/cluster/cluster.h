@@ -22,7 +22,8 @@
 // Engine::ApplyReplicated, drop_shards -> Engine::DropPartitions with
 // ShardOf, apply_table -> create/delete in the local catalog). Per request:
 // RouteKey / AwaitRoute(shard, rebalance_wait_ms); kLocal -> execute with
-// the route's epoch; kRemote -> forward to route.endpoint; kUnavailable ->
+// the route's epoch; kRemote -> forward to route.endpoint (expecting
+// route.curve_public_key with CURVE); kUnavailable ->
 // ServerBusy. A replicated write, once delivered to Kafka, calls
 // CheckFence(done, shard, epoch) and answers from `done`. CreateTable /
 // DeleteTable go through the cluster, not the engine. Stop() before the
@@ -65,6 +66,11 @@ struct Route {
   uint64_t epoch = 0;
   std::string member;
   std::string endpoint;
+  // The owner's CURVE public key (Z85) from its `member/<id>` record; ""
+  // when that record has none (the owner's listeners are plain, or it is
+  // not read yet). A forwarder with CURVE on never sends to an owner
+  // without one (sidecar/forwarder.h).
+  std::string curve_public_key;
 };
 
 // What the cluster asks of the rest of the sidecar (the engine, mostly).
@@ -116,12 +122,16 @@ class Cluster {
   // (the catalog is complete: hooks.apply_table ran for every table), the
   // member record is written and the owners' group is joined (assignment
   // and restores follow asynchronously: routes are kUnavailable until then).
+  // `curve_public_key` (Z85, "" = none): this sidecar's CURVE public key
+  // when its listeners require CURVE, published in its member record so
+  // that the members forwarding to it know which server key to expect.
   static Result<std::unique_ptr<Cluster>> Start(const ClusterOptions& options,
                                                 const changestream::KafkaOptions& kafka,
                                                 const std::string& change_topic,
                                                 const std::string& member_id,
                                                 const std::string& advertise, ClusterHooks hooks,
-                                                kafka::EmbeddedKafka* embedded = nullptr);
+                                                kafka::EmbeddedKafka* embedded = nullptr,
+                                                const std::string& curve_public_key = {});
   ~Cluster();
   // Leaves the group (a clean hand-over) and stops the threads.
   void Stop();

@@ -47,7 +47,8 @@ struct StandbyPosition {
 class Cluster::Impl {
  public:
   Impl(const ClusterOptions& options, const changestream::KafkaOptions& kafka, std::string change_topic,
-       std::string member_id, std::string advertise, ClusterHooks hooks, kafka::EmbeddedKafka* embedded);
+       std::string member_id, std::string advertise, ClusterHooks hooks, kafka::EmbeddedKafka* embedded,
+       std::string curve_public_key);
   ~Impl();
 
   Status Init();  // clients, topics, catalog caught up, member record, subscribe
@@ -60,6 +61,11 @@ class Cluster::Impl {
   ClusterStats Stats() const;
   std::string StatusJson() const;
   std::string RenderMetrics() const;
+
+  // This member's `member/<id>` record value (its advertised endpoint and
+  // CURVE key), for every place that announces it: Init, and
+  // RefreshGeneration on a rejoin.
+  std::string MemberValue(int64_t started_ms) const;
 
   // Kafka helpers (cluster.cc)
   Result<rd_kafka_t*> NewClient(rd_kafka_type_t type, const std::map<std::string, std::string>& settings,
@@ -157,6 +163,7 @@ class Cluster::Impl {
   const ClusterOptions options_;
   const changestream::KafkaOptions kafka_;
   const std::string change_topic_, member_, advertise_;
+  const std::string curve_public_key_;  // this member's, "" = CURVE off
   const ClusterHooks hooks_;
   kafka::EmbeddedKafka* const embedded_;
   std::string bootstrap_, cluster_topic_, group_id_;
@@ -178,8 +185,8 @@ class Cluster::Impl {
   std::map<int32_t, uint64_t> claimed_;  // shard -> highest epoch we claimed
   std::map<int32_t, std::chrono::steady_clock::time_point> lost_at_;  // shard -> when last lost here
   std::vector<OwnerRecord> owners_;      // per shard, from the cluster topic
-  std::map<std::string, std::string> members_;  // member -> endpoint
-  std::map<int32_t, StateMark> state_marks_;    // shard -> the newest writer's latest mark
+  std::map<std::string, MemberRecord> members_;  // member -> its latest record
+  std::map<int32_t, StateMark> state_marks_;     // shard -> the newest writer's latest mark
   int64_t generation_ = -1;
   std::string group_member_id_;  // the coordinator's id for us (poll thread only)
 

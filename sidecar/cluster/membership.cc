@@ -106,7 +106,7 @@ void Cluster::Impl::RefreshGeneration() {
   const std::string member_id = id ? id : "";
   if (id) rd_kafka_mem_free(group_, id);
   if (!member_id.empty() && member_id != group_member_id_) {
-    if (!group_member_id_.empty()) ProduceAsync(cluster_topic_, 0, "member/" + member_, EncodeMember(advertise_, NowMs()));
+    if (!group_member_id_.empty()) ProduceAsync(cluster_topic_, 0, "member/" + member_, MemberValue(NowMs()));
     group_member_id_ = member_id;
   }
 }

@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cstdio>
 
+#include "protocol/curve_keys.h"
+
 namespace sidetable::cluster {
 namespace {
 
@@ -80,14 +82,28 @@ Status DecodeClaim(std::string_view header, std::string_view json, ChangeRecord*
   return Status::OK();
 }
 
-std::string EncodeMember(const std::string& endpoint, int64_t started_ms) {
-  return "{\"endpoint\":" + JsonString(endpoint) + ",\"started\":" + std::to_string(started_ms) + "}";
+std::string EncodeMember(const MemberRecord& r) {
+  std::string out = "{\"endpoint\":" + JsonString(r.endpoint) + ",\"started\":" + std::to_string(r.started_ms);
+  if (!r.curve_public_key.empty()) out += ",\"curveKey\":" + JsonString(r.curve_public_key);
+  return out + "}";
 }
 
-Status DecodeMember(std::string_view json, std::string* endpoint) {
+Status DecodeMember(std::string_view json, MemberRecord* out) {
   simdjson::dom::object o;
   ST_RETURN_IF_ERROR(Parse(json, &o));
-  return GetString(o, "endpoint", endpoint, json);
+  MemberRecord r;
+  ST_RETURN_IF_ERROR(GetString(o, "endpoint", &r.endpoint, json));
+  if (o["started"].get_int64().get(r.started_ms) != simdjson::SUCCESS) r.started_ms = 0;
+  simdjson::dom::element key;
+  if (o["curveKey"].get(key) == simdjson::SUCCESS) {
+    std::string_view z85;
+    if (key.get_string().get(z85) != simdjson::SUCCESS || !curve::IsZ85Key(z85)) {
+      return Bad("curveKey is not a Z85 public key", json);
+    }
+    r.curve_public_key = std::string(z85);
+  }
+  *out = std::move(r);
+  return Status::OK();
 }
 
 std::string EncodeOwner(const OwnerRecord& r) {

@@ -30,6 +30,17 @@ std::string ClaimKey(int32_t shard);
 Status DecodeClaim(std::string_view header, std::string_view json, ChangeRecord* out);
 
 // Cluster topic records.
+
+// A member's `member/<id>` record: where the other members reach it and,
+// when its listeners require CURVE, the public key a forwarding member must
+// expect of it (docs/security.md, "CURVE in a cluster"). The key is left out
+// of the JSON when empty, so a member without CURVE writes what sidecars
+// before the key wrote, and their records (no key) still decode.
+struct MemberRecord {
+  std::string endpoint;
+  std::string curve_public_key;  // Z85 (40 characters); "" = plain listeners
+  int64_t started_ms = 0;
+};
 struct OwnerRecord {
   std::string member;
   std::string endpoint;
@@ -42,8 +53,10 @@ struct TableRecord {
   int64_t time_ms = 0;
 };
 
-std::string EncodeMember(const std::string& endpoint, int64_t started_ms);
-Status DecodeMember(std::string_view json, std::string* endpoint);
+std::string EncodeMember(const MemberRecord& r);
+// InvalidInput without an endpoint, or with a "curveKey" that is not a Z85
+// key (a record that cannot be used is refused whole, not half-read).
+Status DecodeMember(std::string_view json, MemberRecord* out);
 std::string EncodeOwner(const OwnerRecord& r);
 Status DecodeOwner(std::string_view json, OwnerRecord* out);
 std::string EncodeTable(const TableRecord& r);

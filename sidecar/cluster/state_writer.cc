@@ -345,8 +345,18 @@ void Cluster::Impl::StateLoop() {
       if (auto r = retry_at.find(shard); r != retry_at.end() && now < r->second) continue;
       auto w = StartStateWriter(shard, epoch);
       if (!w.ok()) {
-        log_->warn("shard {}: {}", shard, w.status().message());
-        state_failures_++;
+        // A shard lost (or stopped) meanwhile is no failure: its writer is
+        // simply not needed any more.
+        bool still_serving;
+        {
+          std::shared_lock l(routes_mu_);
+          auto it = serving_.find(shard);
+          still_serving = !stop_.load() && it != serving_.end() && it->second == epoch;
+        }
+        if (still_serving) {
+          log_->warn("shard {}: {}", shard, w.status().message());
+          state_failures_++;
+        }
         retry_at[shard] = std::chrono::steady_clock::now() + kRestartAfter;
         continue;
       }

@@ -320,7 +320,7 @@ def check_scale_out(t):
     ks = sc["kafka"]
     rule(ks["bootstrap"] == "kafka:9092", f"scale-out: kafka.bootstrap must be kafka:9092, got {ks['bootstrap']}")
     rule((sc.get("security") or {}).get("insecure") is True,
-         "scale-out: security.insecure must be true to listen beyond loopback without CURVE (none between sidecars)")
+         "scale-out: security.insecure must be true to listen beyond loopback without CURVE (the example sets none)")
     change_topic = ks["topic"].replace("{service}", service)
     cluster_topic = cl.get("topic", "sidetable.{service}.cluster").replace("{service}", service)
     # cluster.state_topic ("" = off): the shards' projections (docs/scale-out.md, "Bounded restore").

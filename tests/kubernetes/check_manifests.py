@@ -286,7 +286,7 @@ def check_scale_out(objects):
     # cluster.state_topic ("" = off): the shards' projections (docs/scale-out.md, "Bounded restore").
     state_topic = cl.get("state_topic", "sidetable.{service}.state").replace("{service}", service)
     rule((sc.get("security") or {}).get("insecure") is True,
-         "scale-out: security.insecure must be true to listen beyond loopback without CURVE (none between sidecars)")
+         "scale-out: security.insecure must be true to listen beyond loopback without CURVE (the example sets none)")
 
     # Per Pod: the flags Kubernetes expands, the member id and the advertised endpoint.
     members, adverts = [], []

@@ -495,6 +495,11 @@ TEST_F(ScaleOutTest, SigkillOneMemberMidLoadThenRestart) {
   if (HasFatalFailure()) return;
   const double stable_at = workload_->Elapsed();
   std::printf("survivors serve every shard %.1f s after the SIGKILL\n", stable_at - killed_at);
+  // The state topic is on (the default): the survivors loaded m1's shards
+  // from the projections m1 wrote and marked during the load, and replayed
+  // only the change topic's tail (docs/scale-out.md, "Bounded restore").
+  EXPECT_GT(MetricTotal("sidetable_cluster_state_loaded_records_total"), 0)
+      << LogLines({"state", "restor"});
   LoadFor(2s);
   EXPECT_GT(LoadUntilAcked({0, 2}, stable_at, 20s), 0u)
       << "the survivors acknowledged nothing within 20 s of serving every shard";
@@ -503,6 +508,8 @@ TEST_F(ScaleOutTest, SigkillOneMemberMidLoadThenRestart) {
   AssertStable(45s);
   if (HasFatalFailure()) return;
   LoadFor(3s);
+  EXPECT_EQ(MetricTotal("sidetable_cluster_restore_gaps_total"), 0) << LogLines({"lost", "state"});
+  EXPECT_EQ(MetricTotal("sidetable_cluster_state_failures_total"), 0) << LogLines({"state"});
   ExpectClean(StopAndCheck());
   EXPECT_GT(AckedThrough(1, killed_at), 0u) << "the restarted member's threads wrote nothing";
 }

@@ -44,9 +44,9 @@ TEST(ClusterRecords, ClusterTopicRecordsRoundTrip) {
   EXPECT_FALSE(tb.created);
   EXPECT_EQ(tb.request, "m1/5");
   EXPECT_EQ(tb.caller, "app");
-  std::string endpoint;
-  ASSERT_TRUE(DecodeMember(EncodeMember("tcp://x:1", 5), &endpoint).ok());
-  EXPECT_EQ(endpoint, "tcp://x:1");
+  MemberRecord member;
+  ASSERT_TRUE(DecodeMember(EncodeMember(MemberRecord{"tcp://x:1", "", 5}), &member).ok());
+  EXPECT_EQ(member.endpoint, "tcp://x:1");
   EXPECT_FALSE(DecodeOwner("{}", &back).ok());
 }
 
