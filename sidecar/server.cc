@@ -348,7 +348,9 @@ Status Server::StartCluster(const ServerConfig& config) {
   const SecurityConfig& security = config.security;
   const std::string curve_public_key = security.curve() ? security.server_keys.public_key : std::string();
   for (const std::string& w : ClusterCurveWarnings(security)) spdlog::warn("cluster: {}", w);
-  auto started = cluster::Cluster::Start(config.cluster, kafka, ServiceTopic(config), member, advertise,
+  cluster::ClusterOptions cluster_options = config.cluster;
+  cluster_options.retry_window_seconds = config.engine.request_id_window_seconds + 60;  // + clock skew
+  auto started = cluster::Cluster::Start(cluster_options, kafka, ServiceTopic(config), member, advertise,
                                          std::move(hooks), embedded_kafka_.get(), curve_public_key);
   if (!started.ok()) return started.status();
   cluster_ = std::move(started).value();

@@ -94,6 +94,7 @@ struct ClusterStatus {
   int64_t generation = -1;
   std::set<int> owned, serving;
   std::map<int, ShardOwner> owners;
+  std::map<std::string, std::string> members;  // member -> its latest advertised endpoint ("members", optional)
   std::string raw;
 
   static std::optional<ClusterStatus> Parse(const std::string& body, std::string* error) {
@@ -130,6 +131,13 @@ struct ClusterStatus {
       o.member = std::string(m);
       o.endpoint = std::string(ep);
       s.owners[std::stoi(std::string(key))] = o;
+    }
+    simdjson::dom::object members;
+    if (!doc["members"].get_object().get(members)) {
+      for (auto [key, value] : members) {
+        std::string_view ep;
+        if (!value.get_string().get(ep)) s.members[std::string(key)] = std::string(ep);
+      }
     }
     return s;
   }
@@ -358,6 +366,14 @@ class ClusterHarness {
       }
       if (serving_member[shard] != it->second.member) {
         return Why(why, "shard " + std::to_string(shard) + " owner " + it->second.member + " does not serve it yet");
+      }
+      // A restarted member announces its new endpoint at once, and its
+      // owner records only when its restores are done: until then the
+      // owner map still forwards to the old endpoint.
+      if (auto m = first->members.find(it->second.member);
+          m != first->members.end() && m->second != it->second.endpoint) {
+        return Why(why, "shard " + std::to_string(shard) + " owner record names " + it->second.endpoint + ", but " +
+                            it->second.member + " advertises " + m->second + " now");
       }
     }
     return true;

@@ -428,7 +428,9 @@ ClusterStats Cluster::Impl::Stats() const {
     for (const auto& [shard, gen] : owned_) s.owned.push_back(shard);
     for (const auto& [shard, epoch] : serving_) s.serving.push_back(shard);
     for (const auto& [shard, mark] : state_marks_) {
-      if (mark.valid()) s.state_marks[shard] = mark.offset;
+      if (!mark.valid()) continue;
+      s.state_marks[shard] = mark.offset;
+      s.state_resume[shard] = mark.resume_offset();
     }
   }
   {

@@ -106,6 +106,7 @@ struct ClusterStats {
   uint64_t last_restore_state_records = 0;   // applied from the state topic by the latest restore
   uint64_t restore_gaps_total = 0;           // restores that found records missing
   std::map<int32_t, int64_t> state_marks;    // shard -> the change offset its newest projection reaches
+  std::map<int32_t, int64_t> state_resume;   // shard -> where a restore from that mark replays from
 };
 
 class Cluster {

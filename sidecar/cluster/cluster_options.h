@@ -31,6 +31,11 @@ struct ClusterOptions {
   // cluster.state_mark_interval_ms: how often an owner records how far its
   // projection reaches (the tail a restore reads is at most about this old).
   int state_mark_interval_ms = 1000;
+  // Not a `cluster:` key: retries.window_seconds (the engine's request-id
+  // window) plus a minute of clock skew, set by the server. A restore
+  // replays this much of the change topic before a state mark, so that the
+  // outcomes of recent requests come back with it (StateMark::replay_from).
+  int64_t retry_window_seconds = 960;
 
   bool enabled() const { return !service.empty(); }
 };

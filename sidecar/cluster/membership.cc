@@ -275,7 +275,8 @@ Status Cluster::Impl::Restore(int32_t shard, int64_t generation) {
       if (!mark.ok()) return mark.status();  // the retry drops what was loaded
       state_loaded_records_ += loaded;
       last_state_loaded_records_ = loaded;
-      if (mark->valid()) reached = StandbyPosition{mark->offset + 1, mark->floor, false};
+      // From the replay point: the retry window's outcomes come back too.
+      if (mark->valid()) reached = StandbyPosition{mark->resume_offset(), mark->resume_floor(), false};
     }
   }
   // From here the local rows are the partition applied up to `reached`:

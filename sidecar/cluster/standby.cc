@@ -167,8 +167,8 @@ bool Cluster::Impl::LoadStandbyState(int32_t shard) {
   }
   state_loaded_records_ += loaded;
   if (mark->valid()) {
-    it->second.next_offset = mark->offset + 1;
-    it->second.replayer->SeedFloor(mark->floor);
+    it->second.next_offset = mark->resume_offset();
+    it->second.replayer->SeedFloor(mark->resume_floor());
     log_->info("standby copy of shard {}: {} records from the state topic, the change topic from offset {}", shard,
                loaded, it->second.next_offset);
   }

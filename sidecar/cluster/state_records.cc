@@ -105,6 +105,7 @@ std::string EncodeStateMark(const StateMark& m) {
   return "{\"epoch\":" + std::to_string(m.writer.epoch) + ",\"incarnation\":" +
          std::to_string(m.writer.incarnation) + ",\"from\":" + std::to_string(m.from) +
          ",\"offset\":" + std::to_string(m.offset) + ",\"floor\":" + std::to_string(m.floor) +
+         ",\"replayFrom\":" + std::to_string(m.replay_from) + ",\"replayFloor\":" + std::to_string(m.replay_floor) +
          ",\"member\":" + JsonString(m.member) + "}";
 }
 
@@ -127,6 +128,10 @@ Status DecodeStateMark(std::string_view json, StateMark* out) {
     return Bad("a malformed mark", json);
   }
   m.writer.incarnation = static_cast<uint32_t>(incarnation);
+  // Optional (absent: nothing to replay before the mark).
+  if (o["replayFrom"].get_int64().get(m.replay_from) != simdjson::SUCCESS) m.replay_from = m.offset + 1;
+  if (o["replayFloor"].get_uint64().get(m.replay_floor) != simdjson::SUCCESS) m.replay_floor = m.floor;
+  if (m.replay_from < 0 || m.replay_from > m.offset + 1) return Bad("a mark replaying from after it", json);
   if (o["member"].get_string().get(member) == simdjson::SUCCESS) m.member = std::string(member);
   *out = std::move(m);
   return Status::OK();

@@ -73,15 +73,29 @@ Status StateRecordToChange(const StateKey& key, const char* value, size_t size, 
 // The mark: cluster topic key "state/<shard>". Everything the change topic
 // admitted for the shard up to `offset` (inclusive) is in the state topic's
 // partition from offset `from` on, under `writer`'s prefix; `floor` is the
-// highest claim epoch read up to `offset` (a restore resumes the fencing
-// there). offset -1: the projection of an empty partition.
+// highest claim epoch read up to `offset`. offset -1: the projection of an
+// empty partition.
+//
+// The projection holds rows, not request-id outcomes (those belong to a
+// whole EGT): a reader replays the change topic from `replay_from`, the
+// first record committed within the retry window (retries.window_seconds)
+// when the mark was written, or offset + 1 when there is none, with the
+// fencing floor `replay_floor` there. Replaying records the projection
+// already holds changes no row (versions only move forward) and restores
+// their outcomes, so a client's retry after a hand-over is answered once.
 struct StateMark {
   StateWriterId writer;
   int64_t from = -1;
   int64_t offset = -1;
   uint64_t floor = 0;
+  int64_t replay_from = 0;  // <= offset + 1
+  uint64_t replay_floor = 0;
   std::string member;
   bool valid() const { return from >= 0; }
+  // Where a reader of the change topic resumes after loading the
+  // projection, and the fencing floor there.
+  int64_t resume_offset() const { return replay_from < offset + 1 ? replay_from : offset + 1; }
+  uint64_t resume_floor() const { return replay_from <= offset ? replay_floor : floor; }
 };
 std::string StateMarkKey(int32_t shard);
 std::string EncodeStateMark(const StateMark& m);

@@ -12,7 +12,10 @@
 // still writing for a while cannot overwrite the new owner's records.
 #include <spdlog/spdlog.h>
 
+#include <deque>
+
 #include "common/kafka/headers.h"
+#include "engine/edm.h"
 #include "events/event.h"
 #include "sidecar/cluster/cluster_impl.h"
 
@@ -28,6 +31,11 @@ constexpr auto kCleanDelay = std::chrono::seconds(30);
 // After a writer failed (or could not start), the next one after this.
 constexpr auto kRestartAfter = std::chrono::seconds(1);
 
+int64_t NowSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
 struct Cluster::Impl::StateWriter {
@@ -39,13 +47,26 @@ struct Cluster::Impl::StateWriter {
   std::function<Status(const ChangeRecord&)> apply;  // projects an admitted record
   std::unique_ptr<ShardReplayer> replayer;
   int64_t next_offset = 0;  // the change topic's next offset to read (after whole events)
+  // The first record of each second of commit time within the retry
+  // window: where a reader must start replaying to restore the outcomes of
+  // the window's requests (StateMark::replay_from), and the floor there.
+  struct Recent {
+    int64_t second;  // Unix seconds of the record's commit
+    int64_t offset;  // where its event starts
+    uint64_t floor;
+  };
+  std::deque<Recent> recent;
+  int64_t last_commit_ticks = 0;  // of the latest record projected (set by `apply`)
   struct Candidate {
     int64_t offset;
     uint64_t floor;
+    int64_t replay_from;
+    uint64_t replay_floor;
     uint64_t records;  // produced when the candidate was taken: all must be delivered
   };
   std::optional<Candidate> candidate;
   int64_t marked = -2;  // the offset of the last mark written (-2: none)
+  int64_t marked_replay_from = -1;
   std::chrono::steady_clock::time_point last_mark{}, first_mark{};
   bool cleaned = false;
   Status error;  // set: the writer stops and a new one (incarnation) starts
@@ -161,13 +182,17 @@ Result<std::unique_ptr<Cluster::Impl::StateWriter>> Cluster::Impl::StartStateWri
         continue;
       }
       if (low <= source.from) {
-        w->next_offset = source.offset + 1;
-        floor = source.floor;
+        // From the source's replay point: the records of the retry window
+        // before its mark are projected again (the same values, in order),
+        // and they stay in this writer's replay window.
+        w->next_offset = source.resume_offset();
+        floor = source.resume_floor();
       }
     }
     StateWriter* raw = w.get();
     w->apply = [this, raw](const ChangeRecord& r) -> Status {
           if (r.kind != ChangeKind::kEntities) return Status::OK();  // tables live on the cluster topic
+          raw->last_commit_ticks = r.commit_time;
           for (const ChangeOp& op : r.ops) {
             const std::string key = StateEntityKey(raw->id, r.table, r.partition_key, op.row_key);
             if (!op.after) {
@@ -197,7 +222,7 @@ Result<std::unique_ptr<Cluster::Impl::StateWriter>> Cluster::Impl::StartStateWri
         };
     w->replayer = std::make_unique<ShardReplayer>(shard, w->apply, log_);
     w->replayer->SeedFloor(floor);
-    w->candidate = StateWriter::Candidate{w->next_offset - 1, floor, w->produced};
+    w->candidate = StateWriter::Candidate{w->next_offset - 1, floor, w->next_offset, floor, w->produced};
     log_->info("shard {}: state writer {} started at state offset {} (copied {} records of writer {}.{}), "
                "following the change topic from offset {}",
                shard, StatePrefix(w->id), w->from, w->produced - 1, source.writer.epoch, source.writer.incarnation,
@@ -213,15 +238,32 @@ void Cluster::Impl::MaybeMark(StateWriter* w, bool force) {
     return;
   }
   const auto now = std::chrono::steady_clock::now();
-  if (!w->candidate && w->replayer->between_events() && w->next_offset - 1 > w->marked &&
+  // Records older than the retry window need no replay any more.
+  const int64_t window_start = NowSeconds() - options_.retry_window_seconds;
+  while (!w->recent.empty() && w->recent.front().second < window_start) w->recent.pop_front();
+  const int64_t replay_from = w->recent.empty() ? w->next_offset : w->recent.front().offset;
+  // A mark when the projection moved on, or the replay point did (the
+  // window passed records by), at most every interval.
+  if (!w->candidate && w->replayer->between_events() &&
+      (w->next_offset - 1 > w->marked || replay_from > w->marked_replay_from) &&
       (force || now - w->last_mark >= std::chrono::milliseconds(options_.state_mark_interval_ms))) {
-    w->candidate = StateWriter::Candidate{w->next_offset - 1, w->replayer->floor(), w->produced};
+    const uint64_t floor = w->replayer->floor();
+    w->candidate = StateWriter::Candidate{w->next_offset - 1, floor, replay_from,
+                                          w->recent.empty() ? floor : w->recent.front().floor, w->produced};
   }
   if (!w->candidate || d.delivered < w->candidate->records) return;
-  const StateMark mark{w->id, w->from, w->candidate->offset, w->candidate->floor, member_};
+  StateMark mark;
+  mark.writer = w->id;
+  mark.from = w->from;
+  mark.offset = w->candidate->offset;
+  mark.floor = w->candidate->floor;
+  mark.replay_from = std::min(w->candidate->replay_from, w->candidate->offset + 1);
+  mark.replay_floor = w->candidate->replay_from <= w->candidate->offset ? w->candidate->replay_floor : mark.floor;
+  mark.member = member_;
   ProduceAsync(cluster_topic_, 0, StateMarkKey(w->shard), EncodeStateMark(mark));
   if (w->marked == -2) w->first_mark = now;
   w->marked = w->candidate->offset;
+  w->marked_replay_from = mark.replay_from;
   w->last_mark = now;
   w->candidate.reset();
   state_marks_written_++;
@@ -394,11 +436,19 @@ void Cluster::Impl::StateLoop() {
         auto it = writers.find(m->partition);
         if (it != writers.end() && m->offset >= it->second->next_offset && it->second->error.ok()) {
           StateWriter* w = it->second.get();
+          const int64_t event_start = w->next_offset;  // the event's first chunk (or this message)
+          const uint64_t floor_before = w->replayer->floor();
           auto fed = w->replayer->Feed(m);
           if (!fed.ok()) {
             w->error = fed.status();
-          } else if (w->replayer->between_events()) {
-            w->next_offset = m->offset + 1;
+          } else {
+            if (*fed == ShardReplayer::Outcome::kApplied && w->last_commit_ticks > 0) {
+              const int64_t second = (w->last_commit_ticks - kUnixEpochTicks) / kTicksPerSecond;
+              if (w->recent.empty() || second > w->recent.back().second) {
+                w->recent.push_back({second, event_start, floor_before});
+              }
+            }
+            if (w->replayer->between_events()) w->next_offset = m->offset + 1;
           }
         }
       } else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) {

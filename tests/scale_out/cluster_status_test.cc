@@ -12,10 +12,11 @@ namespace {
 // The page as the status contract gives it, with the extra fields a member
 // may add (they are ignored).
 std::string Page(const std::string& member, int generation, const std::string& owned, const std::string& serving,
-                 const std::string& owners) {
+                 const std::string& owners,
+                 const std::string& members = "{\"m0\":\"tcp://127.0.0.1:1\",\"m1\":\"tcp://127.0.0.1:2\"}") {
   return "{\"member\":\"" + member + "\",\"service\":\"svc\",\"group\":\"sidetable.svc.owners\",\"generation\":" +
          std::to_string(generation) + ",\"shards\":4,\"owned\":" + owned + ",\"serving\":" + serving +
-         ",\"owners\":" + owners + ",\"members\":{\"m0\":\"tcp://127.0.0.1:1\"},\"restores\":3}";
+         ",\"owners\":" + owners + ",\"members\":" + members + ",\"restores\":3}";
 }
 
 const char* kOwners =
@@ -46,6 +47,7 @@ TEST(ClusterStatusTest, ParsesTheContract) {
   ASSERT_EQ(s->owners.size(), 4u);
   EXPECT_EQ(s->owners[1], (ShardOwner{"m1", "tcp://127.0.0.1:2", 5}));
   EXPECT_EQ(s->owners[2].epoch, 3);
+  EXPECT_EQ(s->members.at("m1"), "tcp://127.0.0.1:2");
 }
 
 TEST(ClusterStatusTest, RefusesWhatIsNotThePage) {
@@ -81,6 +83,13 @@ TEST(ClusterStatusTest, StableOnlyWhenEveryoneAgreesAndServes) {
   EXPECT_FALSE(ClusterHarness::StableFrom(stable, 5, &why));
   EXPECT_NE(why.find("no owner"), std::string::npos) << why;
   EXPECT_FALSE(ClusterHarness::StableFrom({}, 4, &why));
+  // m1 restarted on another port: it serves again, but its owner records
+  // (written when its restores finish) still name the old endpoint.
+  const std::string moved = "{\"m0\":\"tcp://127.0.0.1:1\",\"m1\":\"tcp://127.0.0.1:9\"}";
+  EXPECT_FALSE(ClusterHarness::StableFrom(
+      Pages({Page("m0", 5, "[0,2]", "[0,2]", kOwners, moved), Page("m1", 5, "[1,3]", "[1,3]", kOwners, moved)}), 4,
+      &why));
+  EXPECT_NE(why.find("advertises tcp://127.0.0.1:9 now"), std::string::npos) << why;
 }
 
 TEST(ClusterStatusTest, MetricValueSumsLabelSets) {

@@ -114,7 +114,7 @@ TEST(StateRecordsTest, AValueThatIsNotTheKeysEntityIsRefused) {
 }
 
 TEST(StateRecordsTest, MarksRoundTripAndBadOnesAreRefused) {
-  StateMark m{{9, 2}, 120, 4455, 8, "orders-1"};
+  StateMark m{{9, 2}, 120, 4455, 8, 4456, 8, "orders-1"};
   StateMark out;
   ASSERT_TRUE(DecodeStateMark(EncodeStateMark(m), &out).ok());
   EXPECT_EQ(out.writer, m.writer);
@@ -124,7 +124,7 @@ TEST(StateRecordsTest, MarksRoundTripAndBadOnesAreRefused) {
   EXPECT_EQ(out.member, "orders-1");
   EXPECT_TRUE(out.valid());
   // An empty partition's projection.
-  ASSERT_TRUE(DecodeStateMark(EncodeStateMark({{1, 1}, 0, -1, 0, "m"}), &out).ok());
+  ASSERT_TRUE(DecodeStateMark(EncodeStateMark({{1, 1}, 0, -1, 0, 0, 0, "m"}), &out).ok());
   EXPECT_EQ(out.offset, -1);
   for (std::string bad : {"", "[]", "{}", R"({"epoch":1,"incarnation":1,"from":-1,"offset":2,"floor":0})",
                           R"({"epoch":1,"incarnation":1,"from":0,"offset":-2,"floor":0})",
@@ -133,6 +133,28 @@ TEST(StateRecordsTest, MarksRoundTripAndBadOnesAreRefused) {
     EXPECT_EQ(DecodeStateMark(bad, &out).code(), Code::kInvalidInput) << bad;
   }
   EXPECT_FALSE(StateMark{}.valid());
+}
+
+TEST(StateRecordsTest, AMarkSaysWhereToReplayFromForTheRetryWindow) {
+  StateMark m{{3, 1}, 10, 500, 3, 420, 2, "m"};
+  StateMark out;
+  ASSERT_TRUE(DecodeStateMark(EncodeStateMark(m), &out).ok());
+  EXPECT_EQ(out.replay_from, 420);
+  EXPECT_EQ(out.replay_floor, 2u);
+  EXPECT_EQ(out.resume_offset(), 420);
+  EXPECT_EQ(out.resume_floor(), 2u);
+  // Nothing in the window: resume after the mark with its floor.
+  ASSERT_TRUE(DecodeStateMark(EncodeStateMark({{3, 1}, 10, 500, 3, 501, 3, "m"}), &out).ok());
+  EXPECT_EQ(out.resume_offset(), 501);
+  EXPECT_EQ(out.resume_floor(), 3u);
+  // A mark written without the fields (an older writer): the same.
+  ASSERT_TRUE(DecodeStateMark(R"({"epoch":3,"incarnation":1,"from":10,"offset":500,"floor":3})", &out).ok());
+  EXPECT_EQ(out.resume_offset(), 501);
+  EXPECT_EQ(out.resume_floor(), 3u);
+  // Replaying from after the mark would skip records: refused.
+  EXPECT_EQ(DecodeStateMark(R"({"epoch":3,"incarnation":1,"from":10,"offset":500,"floor":3,"replayFrom":502})", &out)
+                .code(),
+            Code::kInvalidInput);
 }
 
 TEST(StateRecordsTest, TheTopicIsCompactedAndTakesAWholeEntity) {

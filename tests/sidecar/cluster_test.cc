@@ -297,6 +297,9 @@ class ClusterTest : public ::testing::Test {
     r.table_id = 1;
     r.partition_key = pk;
     r.epoch = epoch;
+    r.commit_time = kUnixEpochTicks + std::chrono::duration_cast<std::chrono::microseconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                              .count() * 10;
     ChangeOp op;
     op.row_key = rk;
     op.kind = remove ? OpKind::kDelete : OpKind::kInsertOrReplace;
@@ -620,6 +623,9 @@ TEST_F(ClusterTest, APausedMemberIsFenced) {
 TEST_F(ClusterTest, AHandOverLoadsTheStateTopicAndReadsOnlyTheTailAfterTheMark) {
   options_.state_topic = "sidetable.{service}.state";
   options_.state_mark_interval_ms = 100;
+  // The records leave the retry window within a second: nothing before the
+  // mark needs replaying for its request-id outcomes (the next test).
+  options_.retry_window_seconds = 1;
   StartMembers({"a", "b"});
   ASSERT_TRUE(Eventually([&] { return Stable(); }, 60s)) << Describe();
   Member* a = members_[0].get();
@@ -661,12 +667,14 @@ TEST_F(ClusterTest, AHandOverLoadsTheStateTopicAndReadsOnlyTheTailAfterTheMark) 
     return true;
   })) << Describe();
   EXPECT_GE(a->cluster->Stats().state_records_total, produced);
-  // b has seen the marks (it reads the cluster topic).
+  // b has seen the marks (it reads the cluster topic), and the retry
+  // window has passed them by: a restore resumes right after the mark.
   ASSERT_TRUE(Eventually([&] {
-    const auto marks = b->cluster->Stats().state_marks;
+    const auto s = b->cluster->Stats();
     for (int32_t shard : a_shards) {
-      auto it = marks.find(shard);
-      if (it == marks.end() || it->second < EndOffset(shard) - 1) return false;
+      auto it = s.state_marks.find(shard);
+      if (it == s.state_marks.end() || it->second < EndOffset(shard) - 1) return false;
+      if (s.state_resume.at(shard) != it->second + 1) return false;
     }
     return true;
   })) << Describe();
@@ -740,6 +748,54 @@ TEST_F(ClusterTest, StateRecordsOfAnotherWriterAreNeverApplied) {
   EXPECT_GE(b->cluster->Stats().state_loaded_records_total, 1u);
 }
 
+// The projection holds rows, not request-id outcomes: within the retry
+// window a restore replays the change topic from the window's first record
+// (the mark's replay point), so the outcomes come back and a client's retry
+// after the hand-over is answered once. Records older than the window are
+// not replayed.
+TEST_F(ClusterTest, ARestoreReplaysTheRetryWindowBeforeTheMarkForItsOutcomes) {
+  options_.state_topic = "sidetable.{service}.state";
+  options_.state_mark_interval_ms = 100;
+  options_.retry_window_seconds = 3;
+  StartMembers({"a", "b"});
+  ASSERT_TRUE(Eventually([&] { return Stable(); }, 60s)) << Describe();
+  Member* a = members_[0].get();
+  Member* b = members_[1].get();
+  const int32_t shard = a->cluster->Stats().serving.front();
+  const uint64_t epoch = a->cluster->Routes()[shard].epoch;
+  const auto pks = KeysOf(shard, 2, "q");
+  // An old record, then (after it left the window) a recent one.
+  ProduceEntity(pks[0], "old", (epoch << 40) | 1, epoch, false);
+  std::this_thread::sleep_for(5s);
+  ProduceEntity(pks[1], "recent", (epoch << 40) | 2, epoch, false);
+  ASSERT_TRUE(Eventually([&] {
+    auto s = b->cluster->Stats();
+    return s.state_marks.count(shard) && s.state_marks[shard] >= EndOffset(shard) - 1;
+  })) << Describe();
+  const auto s = b->cluster->Stats();
+  EXPECT_LE(s.state_resume.at(shard), s.state_marks.at(shard)) << "the recent record is to be replayed";
+
+  a->cluster->Stop();
+  a->cluster.reset();
+  ASSERT_TRUE(Eventually([&] { return b->cluster->Stats().serving.size() == kShards && Stable(); }, 60s))
+      << Describe();
+  // Both rows, and the recent record was applied again from the change
+  // topic (what restores its outcome), the old one only from the projection.
+  const std::map<std::string, uint64_t> want{{pks[0] + "/old", (epoch << 40) | 1},
+                                             {pks[1] + "/recent", (epoch << 40) | 2}};
+  EXPECT_EQ(b->rec.Rows(shard), want);
+  std::lock_guard l(b->rec.mu);
+  int old_applied = 0, recent_applied = 0;
+  for (const auto& r : b->rec.rows[shard]) {
+    for (const auto& op : r.ops) {
+      if (op.row_key == "old") old_applied++;
+      if (op.row_key == "recent") recent_applied++;
+    }
+  }
+  EXPECT_EQ(old_applied, 1) << "only the projection's copy of the old record";
+  EXPECT_EQ(recent_applied, 2) << "the projection's copy, and the change record replayed for its outcome";
+}
+
 // A standby copy that starts after the owner has written starts from the
 // projection (and the tail after its mark), not from the partition's
 // beginning, and holds the same rows.
@@ -747,6 +803,7 @@ TEST_F(ClusterTest, AStandbyCopyStartsFromTheStateTopic) {
   options_.state_topic = "sidetable.{service}.state";
   options_.state_mark_interval_ms = 100;
   options_.standby_replicas = 1;
+  options_.retry_window_seconds = 1;
   StartMembers({"a"});
   ASSERT_TRUE(Eventually([&] { return members_[0]->cluster->Stats().serving.size() == kShards; }, 60s))
       << Describe();
@@ -762,9 +819,10 @@ TEST_F(ClusterTest, AStandbyCopyStartsFromTheStateTopic) {
     }
   }
   ASSERT_TRUE(Eventually([&] {
-    const auto marks = a->cluster->Stats().state_marks;
+    const auto s = a->cluster->Stats();
     for (int32_t shard = 0; shard < kShards; shard++) {
-      if (!marks.count(shard) || marks.at(shard) < EndOffset(shard) - 1) return false;
+      if (!s.state_marks.count(shard) || s.state_marks.at(shard) < EndOffset(shard) - 1) return false;
+      if (s.state_resume.at(shard) != s.state_marks.at(shard) + 1) return false;
     }
     return true;
   })) << Describe();
