@@ -349,7 +349,9 @@ Status Server::StartCluster(const ServerConfig& config) {
   const std::string curve_public_key = security.curve() ? security.server_keys.public_key : std::string();
   for (const std::string& w : ClusterCurveWarnings(security)) spdlog::warn("cluster: {}", w);
   cluster::ClusterOptions cluster_options = config.cluster;
-  cluster_options.retry_window_seconds = config.engine.request_id_window_seconds + 60;  // + clock skew
+  // The window, and as much again (at most a minute) for the members' clock skew.
+  cluster_options.retry_window_seconds =
+      config.engine.request_id_window_seconds + std::min<int64_t>(60, config.engine.request_id_window_seconds);
   auto started = cluster::Cluster::Start(cluster_options, kafka, ServiceTopic(config), member, advertise,
                                          std::move(hooks), embedded_kafka_.get(), curve_public_key);
   if (!started.ok()) return started.status();

@@ -52,7 +52,7 @@ struct Run {
 };
 
 Run RunOnce(const std::string& binary, int members, const std::string& acks, int standby, bool state,
-            int inflight, double seconds, double settle, int run_index) {
+            int inflight, double seconds, double settle, int retry_window, int run_index) {
   Run r;
   r.members = members;
   r.acks = acks;
@@ -64,6 +64,7 @@ Run RunOnce(const std::string& binary, int members, const std::string& acks, int
   o.acks = acks;
   o.standby_replicas = standby;
   o.state_topic = state;
+  if (retry_window > 0) o.extra_yaml = "retries:\n  window_seconds: " + std::to_string(retry_window) + "\n";
   ClusterHarness h(o);
   if (auto s = h.Init(); !s.ok()) {
     r.error = s.ToString();
@@ -166,6 +167,7 @@ int main(int argc, char** argv) {
   std::vector<int> standby = {0};
   std::vector<int> state = {1};
   double settle = 0;
+  int retry_window = 0;
   app.add_option("--sidetable", binary, "the sidetable binary (a Release build for real figures)");
   app.add_option("--max-members", max_members, "runs with 1..N members");
   app.add_option("--inflight", inflight, "requests in flight in all");
@@ -174,6 +176,8 @@ int main(int argc, char** argv) {
   app.add_option("--standby", standby, "cluster.standby_replicas values to run (runs of 2+ members only for > 0)");
   app.add_option("--state", state, "cluster.state_topic on (1) and/or off (0)");
   app.add_option("--settle-seconds", settle, "pause between the load and the kill");
+  app.add_option("--retry-window-seconds", retry_window,
+                 "retries.window_seconds (0: the default, 900): a restore replays this much before a state mark");
   CLI11_PARSE(app, argc, argv);
 
   std::printf("%-10s %7s %5s %7s %10s %9s %8s %10s %9s %8s %8s %5s %11s  %s\n", "acks", "standby", "state",
@@ -184,7 +188,7 @@ int main(int argc, char** argv) {
     for (int sb : standby) {
      for (int st : state) {
       for (int n = sb > 0 ? 2 : 1; n <= max_members; n++) {
-        Run r = RunOnce(binary, n, mode, sb, st != 0, inflight, seconds, settle, index++);
+        Run r = RunOnce(binary, n, mode, sb, st != 0, inflight, seconds, settle, retry_window, index++);
         std::string cpu;
         for (double c : r.cpu_us_per_request) cpu += (cpu.empty() ? "" : "/") + std::to_string(static_cast<int>(c));
         std::printf("%-10s %7d %5s %7d %10.0f %9llu %7.0f%% %9.2fs %8.2fs %8.0f %8.0f %5.0f %11s  %s\n",

@@ -32,7 +32,8 @@ struct ClusterOptions {
   // projection reaches (the tail a restore reads is at most about this old).
   int state_mark_interval_ms = 1000;
   // Not a `cluster:` key: retries.window_seconds (the engine's request-id
-  // window) plus a minute of clock skew, set by the server. A restore
+  // window) plus as much again, at most a minute, for clock skew; set by
+  // the server. A restore
   // replays this much of the change topic before a state mark, so that the
   // outcomes of recent requests come back with it (StateMark::replay_from).
   int64_t retry_window_seconds = 960;

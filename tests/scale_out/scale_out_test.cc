@@ -600,7 +600,9 @@ TEST_F(ScaleOutTest, AddFourthMemberMidLoad) {
   EXPECT_FALSE(status->owned.empty()) << "the new member owns no shard: " << status->raw;
   LoadFor(4s);
   ExpectClean(StopAndCheck());
-  EXPECT_GT(AckedThrough(3, added_at), 0u);
+  // Once (1 run in 3, 2026-12-02) the new member's two threads had nothing
+  // acknowledged in the 4 s after the cluster was stable: the logs say why.
+  EXPECT_GT(AckedThrough(3, added_at), 0u) << harness_->Logs();
   EXPECT_EQ(views_.size(), 4u);
 }
 
