@@ -14,6 +14,32 @@ int64_t NowMs() {
 
 }  // namespace
 
+Status Cluster::Impl::ApplyAdmitted(const ChangeRecord& record) {
+  if (record.kind == ChangeKind::kEntities && !TableLive(record.table)) {
+    deleted_table_records_++;
+    return Status::OK();
+  }
+  return hooks_.apply(record);
+}
+
+bool Cluster::Impl::TableLive(const std::string& table) {
+  const TableKey key(table);
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard l(table_mu_);
+    if (tables_.count(key)) return true;
+    auto it = absent_tables_.find(key);
+    if (it != absent_tables_.end() && now - it->second < std::chrono::seconds(1)) return false;
+  }
+  // A record is only admitted after its table was created on the cluster
+  // topic: read the catalog up to its end before calling it deleted.
+  CatchUpCatalog(std::chrono::seconds(2));
+  std::lock_guard l(table_mu_);
+  if (tables_.count(key)) return true;
+  absent_tables_[key] = now;
+  return false;
+}
+
 void Cluster::Impl::CatalogLoop() {
   rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
   rd_kafka_topic_partition_list_add(list, cluster_topic_.c_str(), 0)->offset = RD_KAFKA_OFFSET_BEGINNING;

@@ -452,6 +452,7 @@ ClusterStats Cluster::Impl::Stats() const {
   s.state_loaded_records_total = state_loaded_records_.load();
   s.last_restore_state_records = last_state_loaded_records_.load();
   s.restore_gaps_total = restore_gaps_.load();
+  s.deleted_table_records_total = deleted_table_records_.load();
   return s;
 }
 
@@ -502,7 +503,8 @@ std::string Cluster::Impl::StatusJson() const {
          ",\"stateFailures\":" + std::to_string(s.state_failures_total) +
          ",\"stateLoadedRecords\":" + std::to_string(s.state_loaded_records_total) +
          ",\"lastRestoreStateRecords\":" + std::to_string(s.last_restore_state_records) +
-         ",\"restoreGaps\":" + std::to_string(s.restore_gaps_total) + "}";
+         ",\"restoreGaps\":" + std::to_string(s.restore_gaps_total) +
+         ",\"deletedTableRecords\":" + std::to_string(s.deleted_table_records_total) + "}";
   return out;
 }
 
@@ -554,6 +556,9 @@ std::string Cluster::Impl::RenderMetrics() const {
   metric("sidetable_cluster_last_restore_state_records", "gauge",
          "Entity records the latest restore applied from the state topic.",
          std::to_string(s.last_restore_state_records));
+  metric("sidetable_cluster_deleted_table_records_total", "counter",
+         "Records of tables no longer in the cluster catalog, skipped by restores, standby copies and state loads.",
+         std::to_string(s.deleted_table_records_total));
   metric("sidetable_cluster_restore_gaps_total", "counter",
          "Restores that found change records missing (removed by retention before a mark covered them).",
          std::to_string(s.restore_gaps_total));

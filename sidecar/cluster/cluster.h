@@ -105,6 +105,7 @@ struct ClusterStats {
   uint64_t state_loaded_records_total = 0;   // applied from the state topic (restores, copies)
   uint64_t last_restore_state_records = 0;   // applied from the state topic by the latest restore
   uint64_t restore_gaps_total = 0;           // restores that found records missing
+  uint64_t deleted_table_records_total = 0;  // records of deleted tables skipped by restores and copies
   std::map<int32_t, int64_t> state_marks;    // shard -> the change offset its newest projection reaches
   std::map<int32_t, int64_t> state_resume;   // shard -> where a restore from that mark replays from
 };

@@ -149,6 +149,14 @@ class Cluster::Impl {
   void ReturnStandby(int32_t shard, StandbyPosition position);
 
   // catalog.cc
+  // The apply hook of restores, standby copies and state loads: an
+  // Entities record of a table the cluster catalog does not hold (deleted
+  // since) is skipped, so a hand-over never brings a deleted table back
+  // (ApplyReplicated creates a table it does not find).
+  Status ApplyAdmitted(const ChangeRecord& record);
+  // In the catalog, after reading it up to its end when not found (a table
+  // created a moment ago); an absence is remembered for a second.
+  bool TableLive(const std::string& table);
   void CatalogLoop();
   void HandleClusterRecord(std::string_view key, std::string_view value);
   Status TableOp(const std::string& table, bool create, const std::string& caller,
@@ -165,6 +173,9 @@ class Cluster::Impl {
   const std::string change_topic_, member_, advertise_;
   const std::string curve_public_key_;  // this member's, "" = CURVE off
   const ClusterHooks hooks_;
+  const std::function<Status(const ChangeRecord&)> apply_admitted_ = [this](const ChangeRecord& r) {
+    return ApplyAdmitted(r);
+  };
   kafka::EmbeddedKafka* const embedded_;
   std::string bootstrap_, cluster_topic_, group_id_;
   int32_t shards_ = 1;
@@ -239,6 +250,7 @@ class Cluster::Impl {
   std::mutex table_mu_;
   std::condition_variable table_cv_;
   std::set<TableKey> tables_;
+  std::map<TableKey, std::chrono::steady_clock::time_point> absent_tables_;  // last confirmed absent
   std::map<std::string, std::optional<Status>> table_waits_;  // request id -> outcome
   uint64_t table_seq_ = 0;
   int64_t catalog_offset_ = -1;  // last offset read from the cluster topic
@@ -268,6 +280,7 @@ class Cluster::Impl {
   std::atomic<uint64_t> last_restore_records_{0}, warm_restores_{0}, standby_records_{0};
   std::atomic<uint64_t> state_records_{0}, state_marks_written_{0}, state_failures_{0};
   std::atomic<uint64_t> state_loaded_records_{0}, last_state_loaded_records_{0}, restore_gaps_{0};
+  std::atomic<uint64_t> deleted_table_records_{0};  // skipped by ApplyAdmitted
 };
 
 }  // namespace sidetable::cluster

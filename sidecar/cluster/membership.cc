@@ -333,7 +333,7 @@ Status Cluster::Impl::RestoreFrom(int32_t shard, int64_t generation, StandbyPosi
   if (!claim_offset.ok()) return claim_offset.status();
 
   // 3. Replay up to and including the claim.
-  ShardReplayer replayer(shard, hooks_.apply, log_);
+  ShardReplayer replayer(shard, apply_admitted_, log_);
   replayer.SeedFloor(reached->floor);
   uint64_t concurrent_claim = 0;
   ST_RETURN_IF_ERROR(ScanPartition(

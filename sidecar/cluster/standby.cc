@@ -85,7 +85,7 @@ void Cluster::Impl::RefreshStandbys(std::map<int32_t, uint64_t>* assigned) {
         continue;
       }
       StandbyCopy copy;
-      copy.replayer = std::make_unique<ShardReplayer>(shard, hooks_.apply, log_);
+      copy.replayer = std::make_unique<ShardReplayer>(shard, apply_admitted_, log_);
       copy.id = ++next_standby_id_;
       standbys_.emplace(shard, std::move(copy));
       started.push_back(shard);
@@ -130,7 +130,7 @@ void Cluster::Impl::RefreshStandbys(std::map<int32_t, uint64_t>* assigned) {
     std::lock_guard l(standby_mu_);
     for (auto& [shard, copy] : standbys_) {
       const uint64_t floor = copy.replayer->floor();
-      copy.replayer = std::make_unique<ShardReplayer>(shard, hooks_.apply, log_);
+      copy.replayer = std::make_unique<ShardReplayer>(shard, apply_admitted_, log_);
       copy.replayer->SeedFloor(floor);
     }
   }
@@ -220,7 +220,7 @@ void Cluster::Impl::ReturnStandby(int32_t shard, StandbyPosition position) {
   if (standbys_.count(shard)) return;
   StandbyCopy copy;
   copy.id = ++next_standby_id_;
-  copy.replayer = std::make_unique<ShardReplayer>(shard, hooks_.apply, log_);
+  copy.replayer = std::make_unique<ShardReplayer>(shard, apply_admitted_, log_);
   copy.replayer->SeedFloor(position.floor);
   copy.next_offset = position.next_offset;
   copy.dropped = true;

@@ -31,6 +31,30 @@ constexpr auto kCleanDelay = std::chrono::seconds(30);
 // After a writer failed (or could not start), the next one after this.
 constexpr auto kRestartAfter = std::chrono::seconds(1);
 
+// The state partition's watermarks.
+Status StateWatermarks(rd_kafka_t* reader, const std::string& topic, int32_t shard, int64_t* low, int64_t* high) {
+  rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(reader, topic.c_str(), shard, low, high, 10000);
+  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return Status(Code::kServerBusy, std::string("cluster: watermarks of the state topic: ") + rd_kafka_err2str(e));
+  }
+  return Status::OK();
+}
+
+// True when `m` is an entity record of `writer`'s projection: a value, or a
+// delete's tombstone (its version in *version; 0 for a value). A begin
+// record, another writer's record and a clean-up's tombstone (no version:
+// not a delete) are not.
+bool StateEntry(const rd_kafka_message_t* m, const StateWriterId& writer, StateKey* key, uint64_t* version) {
+  std::string_view k(static_cast<const char*>(m->key), m->key ? m->key_len : 0);
+  if (!DecodeStateKey(k, key).ok() || key->begin || !(key->writer == writer)) return false;
+  *version = 0;
+  if (m->payload != nullptr) return true;
+  auto v = kafka::HeaderValue(m, kStateVersionHeader);
+  if (!v) return false;
+  *version = std::strtoull(std::string(*v).c_str(), nullptr, 10);
+  return true;
+}
+
 int64_t NowSeconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -143,11 +167,7 @@ Result<std::unique_ptr<Cluster::Impl::StateWriter>> Cluster::Impl::StartStateWri
     w->next_offset = 0;
     if (source.valid()) {
       int64_t low = 0, high = 0;
-      rd_kafka_resp_err_t e =
-          rd_kafka_query_watermark_offsets(state_scan_, state_topic_.c_str(), shard, &low, &high, 10000);
-      if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        return Status(Code::kServerBusy, std::string("cluster: watermarks of the state topic: ") + rd_kafka_err2str(e));
-      }
+      ST_RETURN_IF_ERROR(StateWatermarks(state_scan_, state_topic_, shard, &low, &high));
       if (low > source.from) {
         // Retention removed the projection's beginning (the state topic
         // must be compacted, never expired): project from the change
@@ -161,14 +181,8 @@ Result<std::unique_ptr<Cluster::Impl::StateWriter>> Cluster::Impl::StartStateWri
           state_scan_, state_topic_, shard, source.from, std::min<int64_t>(high - 1, w->from - 1),
           [&](const rd_kafka_message_t* m) -> Status {
             StateKey key;
-            std::string_view k(static_cast<const char*>(m->key), m->key ? m->key_len : 0);
-            if (!DecodeStateKey(k, &key).ok() || key.begin || !(key.writer == source.writer)) return Status::OK();
             uint64_t version = 0;
-            if (m->payload == nullptr) {
-              auto v = kafka::HeaderValue(m, kStateVersionHeader);
-              if (!v) return Status::OK();  // a clean-up's tombstone, not a delete
-              version = std::strtoull(std::string(*v).c_str(), nullptr, 10);
-            }
+            if (!StateEntry(m, source.writer, &key, &version)) return Status::OK();
             if ((w->produced & 1023) == 0) rd_kafka_poll(state_producer_, 0);
             return ProduceState(w.get(), StateEntityKey(w->id, key.table, key.partition_key, key.row_key),
                                 static_cast<const char*>(m->payload), m->len, version);
@@ -301,10 +315,7 @@ Result<StateMark> Cluster::Impl::LoadState(rd_kafka_t* reader, int32_t shard,
     const StateMark mark = BestStateMark(shard);
     if (!mark.valid()) return mark;
     int64_t low = 0, high = 0;
-    rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(reader, state_topic_.c_str(), shard, &low, &high, 10000);
-    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      return Status(Code::kServerBusy, std::string("cluster: watermarks of the state topic: ") + rd_kafka_err2str(e));
-    }
+    ST_RETURN_IF_ERROR(StateWatermarks(reader, state_topic_, shard, &low, &high));
     if (low > mark.from) {
       // The projection's beginning is gone (retention on a topic that must
       // only be compacted): the change topic from its beginning instead.
@@ -319,14 +330,8 @@ Result<StateMark> Cluster::Impl::LoadState(rd_kafka_t* reader, int32_t shard,
         reader, state_topic_, shard, mark.from, high - 1,
         [&](const rd_kafka_message_t* m) -> Status {
           StateKey key;
-          std::string_view k(static_cast<const char*>(m->key), m->key ? m->key_len : 0);
-          if (!DecodeStateKey(k, &key).ok() || key.begin || !(key.writer == mark.writer)) return Status::OK();
           uint64_t version = 0;
-          if (m->payload == nullptr) {
-            auto v = kafka::HeaderValue(m, kStateVersionHeader);
-            if (!v) return Status::OK();  // a clean-up's tombstone
-            version = std::strtoull(std::string(*v).c_str(), nullptr, 10);
-          }
+          if (!StateEntry(m, mark.writer, &key, &version)) return Status::OK();
           ChangeRecord record;
           Status s = StateRecordToChange(key, static_cast<const char*>(m->payload), m->len, version, &record);
           if (!s.ok()) {
@@ -335,7 +340,7 @@ Result<StateMark> Cluster::Impl::LoadState(rd_kafka_t* reader, int32_t shard,
             skipped++;
             return Status::OK();
           }
-          ST_RETURN_IF_ERROR(hooks_.apply(record));
+          ST_RETURN_IF_ERROR(ApplyAdmitted(record));
           n++;
           return Status::OK();
         },

@@ -31,6 +31,7 @@ using namespace std::chrono_literals;
 
 constexpr int kShards = 6;
 const std::string kChangeTopic = "sidetable.orders.changes";
+const std::string kClusterTopic = "sidetable.orders.cluster";
 
 // What one sidecar's engine would have seen.
 struct Recorder {
@@ -122,6 +123,14 @@ class ClusterTest : public ::testing::Test {
     kopts_.bootstrap = kafka_->bootstraps();
     kopts_.partitions = kShards;
     ASSERT_TRUE(kafka_->CreateTopic(kChangeTopic, kShards).ok());
+    ASSERT_TRUE(kafka_->CreateTopic(kClusterTopic, 1).ok());
+  }
+
+  // The Orders table in the cluster catalog, as a CreateTable through any
+  // member would put it: restores, copies and state loads skip the records
+  // of tables the catalog does not hold (deleted ones).
+  void CreateOrdersTable() {
+    ProduceTo(kClusterTopic, 0, "table/Orders", EncodeTable(TableRecord{true, "setup", "test", 1}));
   }
 
   void TearDown() override {
@@ -217,6 +226,11 @@ class ClusterTest : public ::testing::Test {
   // Produces straight to a shard's partition, as an old owner's publisher would.
   void Produce(int32_t shard, const std::string& key, const std::string& value, const char* header = nullptr,
                const std::string& header_value = "") {
+    ProduceTo(kChangeTopic, shard, key, value, header, header_value);
+  }
+
+  void ProduceTo(const std::string& topic, int32_t partition, const std::string& key, const std::string& value,
+                 const char* header = nullptr, const std::string& header_value = "") {
     if (producer_ == nullptr) {
       char err[256];
       rd_kafka_conf_t* conf = rd_kafka_conf_new();
@@ -230,7 +244,7 @@ class ClusterTest : public ::testing::Test {
       h = rd_kafka_headers_new(1);
       rd_kafka_header_add(h, header, -1, header_value.data(), header_value.size());
     }
-    ASSERT_EQ(rd_kafka_producev(producer_, RD_KAFKA_V_TOPIC(kChangeTopic.c_str()), RD_KAFKA_V_PARTITION(shard),
+    ASSERT_EQ(rd_kafka_producev(producer_, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(partition),
                                 RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key.data(), key.size()),
                                 RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
                                 RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END),
@@ -290,10 +304,10 @@ class ClusterTest : public ::testing::Test {
   // An insert (or, with `remove`, a delete) of Orders/<pk>/<rk> at version
   // `lsn` and `epoch`, as an owner's publisher writes it. Returns the shard.
   int32_t ProduceEntity(const std::string& pk, const std::string& rk, uint64_t lsn, uint64_t epoch, bool remove,
-                        const std::string& value = "v") {
+                        const std::string& value = "v", const std::string& table = "Orders") {
     ChangeRecord r;
     r.lsn = lsn;
-    r.table = "Orders";
+    r.table = table;
     r.table_id = 1;
     r.partition_key = pk;
     r.epoch = epoch;
@@ -315,7 +329,7 @@ class ClusterTest : public ::testing::Test {
       op.after = e;
     }
     r.ops.push_back(op);
-    const std::string key = "Orders/" + pk;
+    const std::string key = table + "/" + pk;
     const int32_t shard = kafka::KafkaPartitionFor(key, kShards);
     Produce(shard, key, events::EncodeEvent(r, "owner"));
     return shard;
@@ -329,6 +343,25 @@ class ClusterTest : public ::testing::Test {
         out.push_back(prefix + std::to_string(i));
       }
     }
+    return out;
+  }
+
+  // True when `m` knows a state mark of every shard in `shards` that covers
+  // its partition's every record, and (with `window_passed`) whose replay
+  // point is right after it: nothing left in the retry window.
+  bool MarksCover(Member* m, const std::vector<int32_t>& shards, bool window_passed) {
+    const auto s = m->cluster->Stats();
+    for (int32_t shard : shards) {
+      auto it = s.state_marks.find(shard);
+      if (it == s.state_marks.end() || it->second < EndOffset(shard) - 1) return false;
+      if (window_passed && s.state_resume.at(shard) != it->second + 1) return false;
+    }
+    return true;
+  }
+
+  std::vector<int32_t> AllShards() {
+    std::vector<int32_t> out;
+    for (int32_t s = 0; s < kShards; s++) out.push_back(s);
     return out;
   }
 
@@ -412,6 +445,7 @@ TEST_F(ClusterTest, ThreeMembersSplitShardsAgreeOnRoutesAndShareTables) {
 // A member's Stop() hands its shards to the other, which restores exactly the
 // records the epoch filter admits, in partition order.
 TEST_F(ClusterTest, StopHandsShardsOverAndTheyAreRestored) {
+  CreateOrdersTable();
   // Before anyone owns anything: records of an old owner on every shard...
   std::map<int32_t, std::vector<uint64_t>> expected;
   uint64_t lsn = 0;
@@ -466,6 +500,7 @@ TEST_F(ClusterTest, StopHandsShardsOverAndTheyAreRestored) {
 // the other resumes from its copy: no drop, only the tail is read, and the
 // rows are the same as a full restore's.
 TEST_F(ClusterTest, StandbyCopiesFollowTheOwnerAndAHandOverReadsOnlyTheTail) {
+  CreateOrdersTable();
   const auto a_shards = StartTwoWithStandbyCopies();
   if (HasFatalFailure()) return;
   Member* a = members_[0].get();
@@ -537,6 +572,7 @@ TEST_F(ClusterTest, StandbyCopiesFollowTheOwnerAndAHandOverReadsOnlyTheTail) {
 // it starts again, after a pause, from a drop and the partition's
 // beginning, and converges on the owner's records again.
 TEST_F(ClusterTest, AStandbyCopyWhoseApplyFailsStartsAgainFromTheBeginning) {
+  CreateOrdersTable();
   const auto a_shards = StartTwoWithStandbyCopies();
   if (HasFatalFailure()) return;
   Member* a = members_[0].get();
@@ -621,6 +657,7 @@ TEST_F(ClusterTest, APausedMemberIsFenced) {
 // record before the mark: the same rows as a full replay, from a bounded
 // read. Deletes and overwritten versions are in the projection too.
 TEST_F(ClusterTest, AHandOverLoadsTheStateTopicAndReadsOnlyTheTailAfterTheMark) {
+  CreateOrdersTable();
   options_.state_topic = "sidetable.{service}.state";
   options_.state_mark_interval_ms = 100;
   // The records leave the retry window within a second: nothing before the
@@ -658,26 +695,11 @@ TEST_F(ClusterTest, AHandOverLoadsTheStateTopicAndReadsOnlyTheTailAfterTheMark) 
     produced += 2;
   }
   // a's projection reaches every record it was given.
-  ASSERT_TRUE(Eventually([&] {
-    const auto marks = a->cluster->Stats().state_marks;
-    for (int32_t shard : a_shards) {
-      auto it = marks.find(shard);
-      if (it == marks.end() || it->second < EndOffset(shard) - 1) return false;
-    }
-    return true;
-  })) << Describe();
+  ASSERT_TRUE(Eventually([&] { return MarksCover(a, a_shards, false); })) << Describe();
   EXPECT_GE(a->cluster->Stats().state_records_total, produced);
   // b has seen the marks (it reads the cluster topic), and the retry
   // window has passed them by: a restore resumes right after the mark.
-  ASSERT_TRUE(Eventually([&] {
-    const auto s = b->cluster->Stats();
-    for (int32_t shard : a_shards) {
-      auto it = s.state_marks.find(shard);
-      if (it == s.state_marks.end() || it->second < EndOffset(shard) - 1) return false;
-      if (s.state_resume.at(shard) != it->second + 1) return false;
-    }
-    return true;
-  })) << Describe();
+  ASSERT_TRUE(Eventually([&] { return MarksCover(b, a_shards, true); })) << Describe();
   const auto before = b->cluster->Stats();
 
   a->cluster->Stop();
@@ -696,6 +718,7 @@ TEST_F(ClusterTest, AHandOverLoadsTheStateTopicAndReadsOnlyTheTailAfterTheMark) 
 // under its own writer prefix: a restore applies only the records of the
 // prefix the newest mark names, so the stale records never become rows.
 TEST_F(ClusterTest, StateRecordsOfAnotherWriterAreNeverApplied) {
+  CreateOrdersTable();
   options_.state_topic = "sidetable.{service}.state";
   options_.state_mark_interval_ms = 100;
   StartMembers({"a", "b"});
@@ -706,10 +729,7 @@ TEST_F(ClusterTest, StateRecordsOfAnotherWriterAreNeverApplied) {
   const uint64_t epoch = a->cluster->Routes()[shard].epoch;
   const auto pks = KeysOf(shard, 2, "z");
   ProduceEntity(pks[0], "kept", (epoch << 40) | 1, epoch, false);
-  ASSERT_TRUE(Eventually([&] {
-    auto m = b->cluster->Stats().state_marks;
-    return m.count(shard) && m[shard] >= EndOffset(shard) - 1;
-  })) << Describe();
+  ASSERT_TRUE(Eventually([&] { return MarksCover(b, {shard}, false); })) << Describe();
 
   // A stale writer's record (epoch 1, below a's) after a's mark, for an
   // entity nobody wrote on the change topic, and one overwriting a's.
@@ -754,6 +774,7 @@ TEST_F(ClusterTest, StateRecordsOfAnotherWriterAreNeverApplied) {
 // after the hand-over is answered once. Records older than the window are
 // not replayed.
 TEST_F(ClusterTest, ARestoreReplaysTheRetryWindowBeforeTheMarkForItsOutcomes) {
+  CreateOrdersTable();
   options_.state_topic = "sidetable.{service}.state";
   options_.state_mark_interval_ms = 100;
   options_.retry_window_seconds = 3;
@@ -768,10 +789,7 @@ TEST_F(ClusterTest, ARestoreReplaysTheRetryWindowBeforeTheMarkForItsOutcomes) {
   ProduceEntity(pks[0], "old", (epoch << 40) | 1, epoch, false);
   std::this_thread::sleep_for(5s);
   ProduceEntity(pks[1], "recent", (epoch << 40) | 2, epoch, false);
-  ASSERT_TRUE(Eventually([&] {
-    auto s = b->cluster->Stats();
-    return s.state_marks.count(shard) && s.state_marks[shard] >= EndOffset(shard) - 1;
-  })) << Describe();
+  ASSERT_TRUE(Eventually([&] { return MarksCover(b, {shard}, false); })) << Describe();
   const auto s = b->cluster->Stats();
   EXPECT_LE(s.state_resume.at(shard), s.state_marks.at(shard)) << "the recent record is to be replayed";
 
@@ -796,10 +814,56 @@ TEST_F(ClusterTest, ARestoreReplaysTheRetryWindowBeforeTheMarkForItsOutcomes) {
   EXPECT_EQ(recent_applied, 2) << "the projection's copy, and the change record replayed for its outcome";
 }
 
+// A table deleted through the cluster keeps its records on the change
+// topic (and in the projection): a restore skips them, instead of letting
+// ApplyReplicated create the table again on the new owner with its rows.
+TEST_F(ClusterTest, AHandOverNeverBringsADeletedTableBack) {
+  CreateOrdersTable();
+  StartMembers({"a", "b"});
+  ASSERT_TRUE(Eventually([&] { return Stable(); }, 60s)) << Describe();
+  Member* a = members_[0].get();
+  Member* b = members_[1].get();
+  const auto a_shards = a->cluster->Stats().serving;
+  const std::set<int32_t> a_set(a_shards.begin(), a_shards.end());
+  const auto routes = a->cluster->Routes();
+  ASSERT_TRUE(a->cluster->CreateTable("Gone", "app", 10s).ok());
+  // Rows of Gone and of Orders on a's shards, written while Gone existed.
+  int gone = 0, kept = 0;
+  for (int i = 0; (gone < 3 || kept < 3) && i < 1000; i++) {
+    const std::string pk = "d" + std::to_string(i);
+    for (const std::string table : {"Gone", "Orders"}) {
+      const int32_t shard = kafka::KafkaPartitionFor(table + "/" + pk, kShards);
+      int& n = table == "Gone" ? gone : kept;
+      if (!a_set.count(shard) || n >= 3) continue;
+      const uint64_t epoch = routes[shard].epoch;
+      ProduceEntity(pk, "r", (epoch << 40) | static_cast<uint64_t>(i + 1), epoch, false, "v", table);
+      n++;
+    }
+  }
+  ASSERT_EQ(gone, 3);
+  ASSERT_TRUE(b->cluster->DeleteTable("Gone", "app", 10s).ok());
+
+  a->cluster->Stop();
+  a->cluster.reset();
+  ASSERT_TRUE(Eventually([&] { return b->cluster->Stats().serving.size() == kShards && Stable(); }, 60s))
+      << Describe();
+  int gone_applied = 0, kept_applied = 0;
+  {
+    std::lock_guard l(b->rec.mu);
+    for (const auto& [shard, records] : b->rec.rows) {
+      for (const auto& r : records) (r.table == "Gone" ? gone_applied : kept_applied)++;
+    }
+  }
+  EXPECT_EQ(gone_applied, 0) << "a deleted table's rows were restored";
+  EXPECT_EQ(kept_applied, 3);
+  EXPECT_GE(b->cluster->Stats().deleted_table_records_total, 3u);
+}
+
 // A standby copy that starts after the owner has written starts from the
 // projection (and the tail after its mark), not from the partition's
 // beginning, and holds the same rows.
 TEST_F(ClusterTest, AStandbyCopyStartsFromTheStateTopic) {
+  CreateOrdersTable();
   options_.state_topic = "sidetable.{service}.state";
   options_.state_mark_interval_ms = 100;
   options_.standby_replicas = 1;
@@ -818,14 +882,7 @@ TEST_F(ClusterTest, AStandbyCopyStartsFromTheStateTopic) {
       expected[shard][pk + "/r"] = v;
     }
   }
-  ASSERT_TRUE(Eventually([&] {
-    const auto s = a->cluster->Stats();
-    for (int32_t shard = 0; shard < kShards; shard++) {
-      if (!s.state_marks.count(shard) || s.state_marks.at(shard) < EndOffset(shard) - 1) return false;
-      if (s.state_resume.at(shard) != s.state_marks.at(shard) + 1) return false;
-    }
-    return true;
-  })) << Describe();
+  ASSERT_TRUE(Eventually([&] { return MarksCover(a, AllShards(), true); })) << Describe();
 
   StartMembers({"b"});
   Member* b = members_[1].get();
