@@ -434,8 +434,16 @@ ClusterStats Cluster::Impl::Stats() const {
     }
   }
   {
-    std::lock_guard l(standby_mu_);
-    for (const auto& [shard, copy] : standbys_) s.standby.push_back(shard);
+    // standby_mu_ is held for as long as a new copy loads the state topic
+    // (LoadStandbyState): /cluster and /metrics must not wait that long, so
+    // they show the last list read when the lock is busy.
+    std::unique_lock l(standby_mu_, std::try_to_lock);
+    std::lock_guard c(standby_list_mu_);
+    if (l.owns_lock()) {
+      standby_list_.clear();
+      for (const auto& [shard, copy] : standbys_) standby_list_.push_back(shard);
+    }
+    s.standby = standby_list_;
   }
   s.restores_total = restores_.load();
   s.restored_records_total = restored_records_.load();

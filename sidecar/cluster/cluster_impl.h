@@ -218,6 +218,9 @@ class Cluster::Impl {
   uint64_t next_standby_id_ = 0;  // standby_mu_
   mutable std::mutex standby_mu_;
   std::map<int32_t, StandbyCopy> standbys_;
+  // The standby shards as Stats() last read them (when standby_mu_ is busy).
+  mutable std::mutex standby_list_mu_;
+  mutable std::vector<int32_t> standby_list_;
   std::map<int32_t, std::chrono::steady_clock::time_point> standby_failed_at_;  // standby thread only
 
   // The state topic (state_writer.cc).
