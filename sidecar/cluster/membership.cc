@@ -277,6 +277,10 @@ Status Cluster::Impl::Restore(int32_t shard, int64_t generation) {
       last_state_loaded_records_ = loaded;
       // From the replay point: the retry window's outcomes come back too.
       if (mark->valid()) reached = StandbyPosition{mark->resume_offset(), mark->resume_floor(), false};
+      if (mark->valid()) {
+        log_->info("shard {}: {} records loaded from the state topic ({}), the change topic from offset {}", shard,
+                   loaded, StatePrefix(mark->writer), reached.next_offset);
+      }
     }
   }
   // From here the local rows are the partition applied up to `reached`:
@@ -324,6 +328,9 @@ Status Cluster::Impl::RestoreFrom(int32_t shard, int64_t generation, StandbyPosi
 
   // 2. The claim.
   const uint64_t epoch = std::max<uint64_t>(generation > 0 ? generation : 0, last_claim + 1);
+  // Logged before the wait for its delivery: a restore stuck there shows it.
+  log_->info("shard {}: claiming it with epoch {} (the change topic read from offset {} to {})", shard, epoch, first,
+             high - 1);
   {
     std::unique_lock l(routes_mu_);
     claimed_[shard] = std::max(claimed_[shard], epoch);
