@@ -66,7 +66,12 @@ struct Cluster::Impl::StateWriter {
   int32_t shard = -1;
   StateWriterId id;
   int64_t from = -1;      // the state-topic offset of its begin record
-  uint64_t token = 0;     // its entry in state_deliveries_
+  uint64_t token = 0;     // its entry in *deliveries, removed with the writer
+  std::map<uint64_t, StateDeliveries>* deliveries = nullptr;
+  ~StateWriter() {
+    // Reports still in flight find no entry and are ignored (OnStateDelivery).
+    if (deliveries != nullptr) deliveries->erase(token);
+  }
   uint64_t produced = 0;  // records produced (the begin record included)
   std::function<Status(const ChangeRecord&)> apply;  // projects an admitted record
   std::unique_ptr<ShardReplayer> replayer;
@@ -147,6 +152,7 @@ Result<std::unique_ptr<Cluster::Impl::StateWriter>> Cluster::Impl::StartStateWri
     w->id = StateWriterId{epoch, ++state_incarnations_[{shard, epoch}]};
     w->token = ++next_state_token_;
     state_deliveries_[w->token] = StateDeliveries{};
+    w->deliveries = &state_deliveries_;
     ST_RETURN_IF_ERROR(ProduceState(w.get(), StateBeginKey(w->id), "{}", 2, 0));
     const auto deadline = std::chrono::steady_clock::now() + kBeginTimeout;
     while (state_deliveries_[w->token].delivered == 0 && !state_deliveries_[w->token].failed) {
@@ -168,7 +174,9 @@ Result<std::unique_ptr<Cluster::Impl::StateWriter>> Cluster::Impl::StartStateWri
     if (source.valid()) {
       int64_t low = 0, high = 0;
       ST_RETURN_IF_ERROR(StateWatermarks(state_scan_, state_topic_, shard, &low, &high));
-      if (low > source.from) {
+      // Retention may have removed the projection's beginning.
+      const bool intact = low <= source.from;
+      if (!intact) {
         // Retention removed the projection's beginning (the state topic
         // must be compacted, never expired): project from the change
         // topic's beginning instead.
@@ -177,7 +185,7 @@ Result<std::unique_ptr<Cluster::Impl::StateWriter>> Cluster::Impl::StartStateWri
                     shard, low, source.from);
         state_failures_++;
       }
-      if (low <= source.from) ST_RETURN_IF_ERROR(ScanTopic(
+      if (intact) ST_RETURN_IF_ERROR(ScanTopic(
           state_scan_, state_topic_, shard, source.from, std::min<int64_t>(high - 1, w->from - 1),
           [&](const rd_kafka_message_t* m) -> Status {
             StateKey key;
@@ -195,7 +203,7 @@ Result<std::unique_ptr<Cluster::Impl::StateWriter>> Cluster::Impl::StartStateWri
         log_->info("shard {}: the state topic's newest writer changed while copying it; copying again", shard);
         continue;
       }
-      if (low <= source.from) {
+      if (intact) {
         // From the source's replay point: the records of the retry window
         // before its mark are projected again (the same values, in order),
         // and they stay in this writer's replay window.
@@ -272,7 +280,7 @@ void Cluster::Impl::MaybeMark(StateWriter* w, bool force) {
   mark.offset = w->candidate->offset;
   mark.floor = w->candidate->floor;
   mark.replay_from = std::min(w->candidate->replay_from, w->candidate->offset + 1);
-  mark.replay_floor = w->candidate->replay_from <= w->candidate->offset ? w->candidate->replay_floor : mark.floor;
+  mark.replay_floor = w->candidate->replay_floor;  // read through StateMark::resume_floor()
   mark.member = member_;
   ProduceAsync(cluster_topic_, 0, StateMarkKey(w->shard), EncodeStateMark(mark));
   if (w->marked == -2) w->first_mark = now;
