@@ -14,7 +14,8 @@ namespace {
 constexpr const char* kGood =
     "kafka:\n  bootstrap: k1:9092\n  topic: sidetable.{service}.changes\n"
     "cluster:\n  service: orders\n  member_id: orders-1\n  advertise: tcp://10.0.0.5:7400\n  acks: local\n"
-    "  standby_replicas: 1\n  rebalance_wait_ms: 500\n  session_timeout_ms: 6000\n  topic: ops.{service}.cluster\n";
+    "  standby_replicas: 1\n  rebalance_wait_ms: 500\n  session_timeout_ms: 6000\n  topic: ops.{service}.cluster\n"
+    "  state_topic: ops.{service}.state\n  state_mark_interval_ms: 250\n";
 
 TEST(ClusterConfig, LoadsEveryKey) {
   ServerConfig c;
@@ -30,6 +31,8 @@ TEST(ClusterConfig, LoadsEveryKey) {
   EXPECT_EQ(c.cluster.session_timeout_ms, 6000);
   EXPECT_EQ(cluster::ExpandService(c.cluster.topic, c.cluster.service), "ops.orders.cluster");
   EXPECT_EQ(cluster::ExpandService(c.kafka.topic, c.cluster.service), "sidetable.orders.changes");
+  EXPECT_EQ(cluster::ExpandService(c.cluster.state_topic, c.cluster.service), "ops.orders.state");
+  EXPECT_EQ(c.cluster.state_mark_interval_ms, 250);
 }
 
 TEST(ClusterConfig, OffByDefault) {
@@ -52,6 +55,15 @@ std::string With(const std::string& section, const std::string& key, const std::
   return y.replace(at, y.find('\n', at) - at, needle + value);
 }
 
+// cluster.state_topic: "" turns bounded restores off; the default is on.
+TEST(ClusterConfig, TheStateTopicIsOnByDefaultAndEmptyTurnsItOff) {
+  ServerConfig c;
+  ASSERT_TRUE(LoadConfigText(With("cluster", "state_topic", "\"\""), &c).ok());
+  EXPECT_TRUE(c.cluster.state_topic.empty());
+  EXPECT_TRUE(ValidateConfig(c).ok()) << ValidateConfig(c).ToString();
+  EXPECT_EQ(cluster::ClusterOptions{}.state_topic, "sidetable.{service}.state");
+}
+
 // Each bad key is refused at load or validation with its name in the message.
 TEST(ClusterConfig, BadKeysAreNamed) {
   const std::vector<std::pair<std::string, std::string>> bad = {
@@ -66,6 +78,10 @@ TEST(ClusterConfig, BadKeysAreNamed) {
       {With("cluster", "topic", "x.{sidecar}.cluster"), "cluster.topic"},
       {With("cluster", "topic", "sidetable.{service}.changes"), "cluster.topic"},
       {With("cluster", "shards", "12"), "cluster.shards"},
+      {With("cluster", "state_topic", "x.{sidecar}.state"), "cluster.state_topic"},
+      {With("cluster", "state_topic", "sidetable.{service}.changes"), "cluster.state_topic"},
+      {With("cluster", "state_topic", "ops.{service}.cluster"), "cluster.state_topic"},
+      {With("cluster", "state_mark_interval_ms", "0"), "cluster.state_mark_interval_ms"},
       {With("kafka", "bootstrap", "\"\""), "kafka.bootstrap"},
       {With("kafka", "topic", "sidetable.{sidecar}.changes"), "kafka.topic"},
       {With("kafka", "topic", "sidetable.{table}.changes"), "kafka.topic"},
