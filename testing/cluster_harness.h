@@ -46,6 +46,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -395,6 +396,30 @@ class ClusterHarness {
     for (int i = 0; i < size(); i++) {
       const std::string log = members_[i].process->Log();
       out += "---- " + MemberId(i) + " log (tail) ----\n" + log.substr(log.size() > bytes ? log.size() - bytes : 0);
+    }
+    return out;
+  }
+
+  // The last `bytes` of each member's cluster lines (its "[cluster]"
+  // logger, and every warning and error): a hand-over's steps (gained,
+  // lost, loading, claiming, serving) outlast a busy member's other lines.
+  std::string ClusterLogs(size_t bytes = 12000) const {
+    std::string out;
+    for (int i = 0; i < size(); i++) {
+      const std::string log = members_[i].process->Log();
+      std::string kept;
+      for (size_t at = 0; at < log.size();) {
+        size_t end = log.find('\n', at);
+        end = end == std::string::npos ? log.size() : end + 1;
+        const std::string_view line(log.data() + at, end - at);
+        if (line.find("[cluster]") != std::string_view::npos || line.find(" warn") != std::string_view::npos ||
+            line.find(" error") != std::string_view::npos) {
+          kept.append(line);
+        }
+        at = end;
+      }
+      out += "---- " + MemberId(i) + " cluster log (tail) ----\n" +
+             kept.substr(kept.size() > bytes ? kept.size() - bytes : 0);
     }
     return out;
   }

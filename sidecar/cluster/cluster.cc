@@ -95,7 +95,8 @@ void Cluster::Impl::OnDelivery(rd_kafka_t*, const rd_kafka_message_t* m, void*) 
 
 Result<int64_t> Cluster::Impl::ProduceWait(const std::string& topic, int32_t partition, const std::string& key,
                                            const std::string& value, const char* header,
-                                           const std::string& header_value) {
+                                           const std::string& header_value,
+                                           const std::function<bool()>& keep_going) {
   auto* promise = new DeliveryPromise();
   auto future = promise->get_future();
   rd_kafka_headers_t* headers = nullptr;
@@ -118,6 +119,9 @@ Result<int64_t> Cluster::Impl::ProduceWait(const std::string& topic, int32_t par
   while (future.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
     if (stop_.load() || std::chrono::steady_clock::now() >= deadline) {
       return Status(Code::kServerBusy, "cluster: no delivery report from " + topic);
+    }
+    if (keep_going && !keep_going()) {
+      return Status(Code::kServerBusy, "cluster: abandoned the wait for a delivery to " + topic);
     }
   }
   auto [err, offset] = future.get();

@@ -70,10 +70,13 @@ class Cluster::Impl {
   // Kafka helpers (cluster.cc)
   Result<rd_kafka_t*> NewClient(rd_kafka_type_t type, const std::map<std::string, std::string>& settings,
                                 rd_kafka_conf_t* conf = nullptr);
-  // Produces one message and waits for its delivery: its offset.
+  // Produces one message and waits for its delivery: its offset. A wait
+  // whose `keep_going` turns false (the shard was lost meanwhile) ends at
+  // once; the message may still be delivered.
   Result<int64_t> ProduceWait(const std::string& topic, int32_t partition, const std::string& key,
                               const std::string& value, const char* header = nullptr,
-                              const std::string& header_value = "");
+                              const std::string& header_value = "",
+                              const std::function<bool()>& keep_going = nullptr);
   // Finds or creates `topic`; an existing topic must have `partitions`.
   // Produces without waiting (a failure is only logged).
   void ProduceAsync(const std::string& topic, int32_t partition, const std::string& key, const std::string& value);

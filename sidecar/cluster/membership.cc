@@ -336,7 +336,7 @@ Status Cluster::Impl::RestoreFrom(int32_t shard, int64_t generation, StandbyPosi
     claimed_[shard] = std::max(claimed_[shard], epoch);
   }
   auto claim_offset = ProduceWait(change_topic_, shard, ClaimKey(shard), EncodeClaimEvent(member_, epoch, shard),
-                                  kClaimHeader, std::to_string(epoch));
+                                  kClaimHeader, std::to_string(epoch), keep_going);
   if (!claim_offset.ok()) return claim_offset.status();
 
   // 3. Replay up to and including the claim.
@@ -371,7 +371,8 @@ Status Cluster::Impl::RestoreFrom(int32_t shard, int64_t generation, StandbyPosi
 
   // 4. Publish the ownership, then serve.
   OwnerRecord owner{member_, advertise_, epoch};
-  auto published = ProduceWait(cluster_topic_, 0, "owner/" + std::to_string(shard), EncodeOwner(owner));
+  auto published = ProduceWait(cluster_topic_, 0, "owner/" + std::to_string(shard), EncodeOwner(owner), nullptr, "",
+                               keep_going);
   if (!published.ok()) return published.status();
   {
     std::unique_lock l(routes_mu_);

@@ -78,7 +78,7 @@ class ScaleOutTest : public ::testing::Test {
     std::string why;
     const auto t0 = Clock::now();
     ASSERT_TRUE(harness_->WaitStable(timeout, &why)) << "not stable after " << timeout.count() << " ms: " << why
-                                                     << "\n" << harness_->Logs();
+                                                     << "\n" << harness_->ClusterLogs();
     std::printf("stable after %.1f s\n", std::chrono::duration<double>(Clock::now() - t0).count());
   }
 
