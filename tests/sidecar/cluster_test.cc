@@ -302,9 +302,11 @@ class ClusterTest : public ::testing::Test {
   }
 
   // An insert (or, with `remove`, a delete) of Orders/<pk>/<rk> at version
-  // `lsn` and `epoch`, as an owner's publisher writes it. Returns the shard.
+  // `lsn` and `epoch`, as an owner's publisher writes it (stamped with
+  // `table_incarnation` in st-ti when not 0). Returns the shard.
   int32_t ProduceEntity(const std::string& pk, const std::string& rk, uint64_t lsn, uint64_t epoch, bool remove,
-                        const std::string& value = "v", const std::string& table = "Orders") {
+                        const std::string& value = "v", const std::string& table = "Orders",
+                        uint64_t table_incarnation = 0) {
     ChangeRecord r;
     r.lsn = lsn;
     r.table = table;
@@ -331,9 +333,16 @@ class ClusterTest : public ::testing::Test {
     r.ops.push_back(op);
     const std::string key = table + "/" + pk;
     const int32_t shard = kafka::KafkaPartitionFor(key, kShards);
-    Produce(shard, key, events::EncodeEvent(r, "owner"));
+    if (table_incarnation != 0) {
+      Produce(shard, key, events::EncodeEvent(r, "owner"), events::kTableIncarnationHeader,
+              std::to_string(table_incarnation));
+    } else {
+      Produce(shard, key, events::EncodeEvent(r, "owner"));
+    }
     return shard;
   }
+
+  void RecreatedTableCase(bool state_topic);
 
   // Partition keys of `shard`, "<prefix>0", "<prefix>1", ...
   std::vector<std::string> KeysOf(int32_t shard, int n, const std::string& prefix) {
@@ -858,6 +867,88 @@ TEST_F(ClusterTest, AHandOverNeverBringsADeletedTableBack) {
   EXPECT_EQ(kept_applied, 3);
   EXPECT_GE(b->cluster->Stats().deleted_table_records_total, 3u);
 }
+
+// A table deleted and created again under the same name (docs/scale-out.md,
+// "Table incarnations"): records stamped with its predecessor's incarnation
+// (the offset + 1 of the create record they were written under) are skipped
+// by a hand-over's restore, or state load with `state_topic`; records
+// stamped with the current one, and unstamped ones, are applied.
+void ClusterTest::RecreatedTableCase(bool state_topic) {
+  // Before any member writes its record: the offsets are 0..3, so Phoenix's
+  // first incarnation is 2 and its current one 4.
+  CreateOrdersTable();
+  ProduceTo(kClusterTopic, 0, "table/Phoenix", EncodeTable(TableRecord{true, "t1", "test", 1}));
+  ProduceTo(kClusterTopic, 0, "table/Phoenix", EncodeTable(TableRecord{false, "t2", "test", 2}));
+  ProduceTo(kClusterTopic, 0, "table/Phoenix", EncodeTable(TableRecord{true, "t3", "test", 3}));
+  constexpr uint64_t kOld = 2, kCurrent = 4;
+  if (state_topic) {
+    options_.state_topic = "sidetable.{service}.state";
+    options_.state_mark_interval_ms = 100;
+    options_.retry_window_seconds = 1;  // a restore reads no change record the projection holds
+  }
+  StartMembers({"a", "b"});
+  ASSERT_TRUE(Eventually([&] { return Stable(); }, 60s)) << Describe();
+  Member* a = members_[0].get();
+  Member* b = members_[1].get();
+  const auto a_shards = a->cluster->Stats().serving;
+  ASSERT_FALSE(a_shards.empty());
+  const std::set<int32_t> a_set(a_shards.begin(), a_shards.end());
+  const auto routes = a->cluster->Routes();
+  // On a's shards: Phoenix rows stamped old (a member that published its
+  // backlog late), Phoenix rows stamped current, Orders rows unstamped.
+  int old_rows = 0, current_rows = 0, orders_rows = 0;
+  uint64_t lsn = 0;
+  for (int i = 0; (old_rows < 3 || current_rows < 3 || orders_rows < 3) && i < 1000; i++) {
+    const std::string pk = "p" + std::to_string(i);
+    for (int kind = 0; kind < 3; kind++) {
+      const std::string table = kind == 2 ? "Orders" : "Phoenix";
+      const int32_t shard = kafka::KafkaPartitionFor(table + "/" + pk, kShards);
+      int& n = kind == 0 ? old_rows : kind == 1 ? current_rows : orders_rows;
+      if (!a_set.count(shard) || n >= 3) continue;
+      const uint64_t epoch = routes[shard].epoch;
+      ProduceEntity(pk, kind == 0 ? "old" : kind == 1 ? "current" : "kept", (epoch << 40) | ++lsn, epoch, false, "v",
+                    table, kind == 0 ? kOld : kind == 1 ? kCurrent : 0);
+      n++;
+    }
+  }
+  ASSERT_EQ(old_rows + current_rows + orders_rows, 9);
+  if (state_topic) {
+    ASSERT_TRUE(Eventually([&] { return MarksCover(a, a_shards, false); })) << Describe();
+    ASSERT_TRUE(Eventually([&] { return MarksCover(b, a_shards, true); })) << Describe();
+  }
+  const auto before = b->cluster->Stats();
+
+  a->cluster->Stop();
+  a->cluster.reset();
+  ASSERT_TRUE(Eventually([&] { return b->cluster->Stats().serving.size() == kShards && Stable(); }, 60s))
+      << Describe();
+  std::map<std::string, int> applied;  // row key -> records applied
+  {
+    std::lock_guard l(b->rec.mu);
+    for (const auto& [shard, records] : b->rec.rows) {
+      for (const auto& r : records) {
+        for (const auto& op : r.ops) applied[op.row_key]++;
+      }
+    }
+  }
+  EXPECT_EQ(applied["old"], 0) << "a re-created table got its predecessor's rows";
+  EXPECT_EQ(applied["current"], 3);
+  EXPECT_EQ(applied["kept"], 3);
+  const auto after = b->cluster->Stats();
+  EXPECT_GE(after.stale_table_records_total - before.stale_table_records_total, 3u);
+  EXPECT_EQ(after.deleted_table_records_total, before.deleted_table_records_total);
+  if (state_topic) {
+    EXPECT_GE(after.state_loaded_records_total - before.state_loaded_records_total, 6u)
+        << "the rows did not come from the state topic";
+    EXPECT_EQ(after.restored_records_total, before.restored_records_total);
+  }
+}
+
+TEST_F(ClusterTest, ARecreatedTableNeverGetsItsPredecessorsRows) { RecreatedTableCase(false); }
+
+// The state writer keeps each record's stamp on its projection, so that a
+// state load tells the predecessor's rows apart too.
+TEST_F(ClusterTest, ARecreatedTableNeverGetsItsPredecessorsRowsFromTheStateTopic) { RecreatedTableCase(true); }
 
 // A standby copy that starts after the owner has written starts from the
 // projection (and the tail after its mark), not from the partition's
