@@ -71,6 +71,7 @@ Status DecodeTableIncarnations(std::string_view text, std::map<uint32_t, uint64_
     return Status(Code::kInternal, "table incarnations: " + why);
   };
   if (!std::getline(in, line) || line != kHeader) return bad("no header line");
+  if (text.back() != '\n') return bad("no end of line after the last one (a torn file)");
   while (std::getline(in, line)) {
     unsigned long long a = 0, b = 0;
     char extra = 0;

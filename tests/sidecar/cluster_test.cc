@@ -11,6 +11,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include <atomic>
+#include <functional>
 #include <future>
 #include <map>
 #include <mutex>
@@ -23,6 +24,8 @@
 #include "events/event.h"
 #include "sidecar/cluster/records.h"
 #include "sidecar/cluster/state_records.h"
+#include "sidecar/cluster/table_incarnations.h"
+#include "testing/temp_dir.h"
 
 namespace sidetable::cluster {
 namespace {
@@ -40,6 +43,11 @@ struct Recorder {
   std::vector<std::pair<std::string, bool>> tables;
   int drops = 0;
   std::atomic<int> failing_applies{0};  // the next n applies fail (a full disk, say)
+  // With track_ids: the local tables and their ids, as the engine keeps
+  // them (ids never reused), and a table_id hook.
+  bool track_ids = false;
+  std::map<std::string, uint32_t> local_ids;
+  uint32_t next_id = 100;
 
   ClusterHooks Hooks() {
     ClusterHooks h;
@@ -64,8 +72,17 @@ struct Recorder {
     h.apply_table = [this](const std::string& t, bool created) {
       std::lock_guard l(mu);
       tables.emplace_back(t, created);
+      if (created && !local_ids.count(t)) local_ids[t] = ++next_id;
+      if (!created) local_ids.erase(t);
       return Status::OK();
     };
+    if (track_ids) {
+      h.table_id = [this](const std::string& t) -> uint32_t {
+        std::lock_guard l(mu);
+        auto it = local_ids.find(t);
+        return it == local_ids.end() ? 0 : it->second;
+      };
+    }
     return h;
   }
   // The rows the applied records leave, as Engine::ApplyReplicated would:
@@ -142,11 +159,13 @@ class ClusterTest : public ::testing::Test {
   }
 
   // Starts the members concurrently, so that they join in one round.
-  void StartMembers(std::vector<std::string> ids) {
+  // `prepare` (may be null) sets up each new member's recorder first.
+  void StartMembers(std::vector<std::string> ids, const std::function<void(Member*)>& prepare = nullptr) {
     std::vector<Member*> started;
     for (const auto& id : ids) {
       members_.push_back(std::make_unique<Member>());
       members_.back()->id = id;
+      if (prepare) prepare(members_.back().get());
       started.push_back(members_.back().get());
     }
     std::vector<std::thread> threads;
@@ -945,6 +964,54 @@ void ClusterTest::RecreatedTableCase(bool state_topic) {
 }
 
 TEST_F(ClusterTest, ARecreatedTableNeverGetsItsPredecessorsRows) { RecreatedTableCase(false); }
+
+// At start-up, a member whose local table is another incarnation than the
+// catalog's (it was down while the table was deleted and created again;
+// the cluster topic compacted the delete away) deletes and creates it
+// again; a local table the map does not know (a map older than this
+// feature) is taken to be the catalog's; the map is on disk.
+TEST_F(ClusterTest, AtStartUpALocalTableOfAnotherIncarnationIsCreatedAgain) {
+  sidetable::testing::TempDir dir;
+  const std::string path = dir.Sub("incarnations");
+  {
+    auto before = TableIncarnations::Open(path);
+    ASSERT_TRUE(before.ok());
+    ASSERT_TRUE((*before)->Set(1, 9).ok());  // Phoenix's local table: incarnation 9, long gone
+    ASSERT_TRUE((*before)->Set(4, 4).ok());  // Same's: the catalog's
+  }
+  // Offsets 0..3: incarnations Orders 1, Phoenix 2, Legacy 3, Same 4.
+  CreateOrdersTable();
+  for (const std::string t : {"Phoenix", "Legacy", "Same"}) {
+    ProduceTo(kClusterTopic, 0, "table/" + t, EncodeTable(TableRecord{true, "t-" + t, "test", 1}));
+  }
+  auto incarnations = TableIncarnations::Open(path);
+  ASSERT_TRUE(incarnations.ok());
+  options_.table_incarnations = *incarnations;
+  StartMembers({"a"}, [](Member* m) {
+    m->rec.track_ids = true;
+    m->rec.local_ids = {{"Phoenix", 1}, {"Legacy", 3}, {"Same", 4}};
+  });
+  Member* a = members_[0].get();
+  std::map<std::string, std::vector<bool>> applied;
+  uint32_t phoenix_id = 0, orders_id = 0;
+  {
+    std::lock_guard l(a->rec.mu);
+    for (const auto& [t, created] : a->rec.tables) applied[t].push_back(created);
+    phoenix_id = a->rec.local_ids["Phoenix"];
+    orders_id = a->rec.local_ids["Orders"];  // created at start-up
+  }
+  EXPECT_EQ(applied["Phoenix"], (std::vector<bool>{true, false, true}));
+  EXPECT_EQ(applied["Legacy"], (std::vector<bool>{true}));
+  EXPECT_EQ(applied["Same"], (std::vector<bool>{true}));
+  EXPECT_NE(phoenix_id, 1u);
+  EXPECT_EQ(a->cluster->TableIncarnation(phoenix_id), 2u);
+  EXPECT_EQ(a->cluster->TableIncarnation(1), 9u) << "the old id keeps its stamp (its unpublished records)";
+  EXPECT_EQ(a->cluster->TableIncarnation(3), 3u);
+  EXPECT_EQ(a->cluster->TableIncarnation(4), 4u);
+  auto reread = TableIncarnations::Open(path);
+  ASSERT_TRUE(reread.ok());
+  EXPECT_EQ((*reread)->Snapshot(), (std::map<uint32_t, uint64_t>{{1, 9}, {3, 3}, {4, 4}, {orders_id, 1}, {phoenix_id, 2}}));
+}
 
 // The state writer keeps each record's stamp on its projection, so that a
 // state load tells the predecessor's rows apart too.
