@@ -21,6 +21,15 @@ Status Cluster::Impl::ApplyAdmitted(const ChangeRecord& record) {
       deleted_table_records_++;
       return Status::OK();
     }
+    // Stamped by a create this member's catalog has not read even after a
+    // catch-up: neither skipped (it may be the current table's) nor applied
+    // (the local table may be its predecessor); the caller reads it again.
+    if (record.table_incarnation > live) {
+      return Status(Code::kServerBusy, "cluster: a record of table " + record.table + " is stamped with incarnation " +
+                                           std::to_string(record.table_incarnation) +
+                                           ", which the cluster catalog has not read yet (it has " +
+                                           std::to_string(live) + ")");
+    }
     // Written to an earlier incarnation of the table (deleted and created
     // again since): the new table must not get its predecessor's rows.
     if (record.table_incarnation != 0 && record.table_incarnation != live) {

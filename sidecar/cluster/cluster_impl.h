@@ -162,6 +162,8 @@ class Cluster::Impl {
   // (ApplyReplicated creates a table it does not find); so is one stamped
   // with another incarnation of its table than the catalog's (written to a
   // predecessor of a table re-created since). Unstamped records are applied.
+  // A stamp newer than the catalog's incarnation even after a catch-up is
+  // kServerBusy (the restore or copy reads it again later).
   Status ApplyAdmitted(const ChangeRecord& record);
   // The catalog's incarnation of `table` (0: not in the catalog), after
   // reading the catalog up to its end when it is absent or older than
