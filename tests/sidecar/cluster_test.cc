@@ -272,16 +272,19 @@ class ClusterTest : public ::testing::Test {
   }
 
   // `json` as a run of chunk messages of at most `chunk` bytes, as the publisher sends a large event.
-  void ProduceChunked(int32_t shard, const std::string& key, const std::string& json, uint64_t lsn, size_t chunk) {
+  // With `table_incarnation` (not 0) every chunk has the st-ti header, as the publisher's.
+  void ProduceChunked(int32_t shard, const std::string& key, const std::string& json, uint64_t lsn, size_t chunk,
+                      uint64_t table_incarnation = 0) {
     const auto pieces = events::SplitEvent(json, chunk);
     ASSERT_GT(pieces.size(), 1u);
     for (size_t i = 0; i < pieces.size(); i++) {
-      rd_kafka_headers_t* h = rd_kafka_headers_new(3);
+      rd_kafka_headers_t* h = rd_kafka_headers_new(4);
       const std::string l = std::to_string(lsn), c = events::FormatChunkHeader(i, pieces.size()),
-                        z = std::to_string(json.size());
+                        z = std::to_string(json.size()), ti = std::to_string(table_incarnation);
       rd_kafka_header_add(h, events::kLsnHeader, -1, l.data(), l.size());
       rd_kafka_header_add(h, events::kChunkHeader, -1, c.data(), c.size());
       rd_kafka_header_add(h, events::kSizeHeader, -1, z.data(), z.size());
+      if (table_incarnation != 0) rd_kafka_header_add(h, events::kTableIncarnationHeader, -1, ti.data(), ti.size());
       ASSERT_EQ(rd_kafka_producev(producer_, RD_KAFKA_V_TOPIC(kChangeTopic.c_str()), RD_KAFKA_V_PARTITION(shard),
                                   RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key.data(), key.size()),
                                   RD_KAFKA_V_VALUE(const_cast<char*>(pieces[i].data()), pieces[i].size()),
@@ -325,7 +328,7 @@ class ClusterTest : public ::testing::Test {
   // `table_incarnation` in st-ti when not 0). Returns the shard.
   int32_t ProduceEntity(const std::string& pk, const std::string& rk, uint64_t lsn, uint64_t epoch, bool remove,
                         const std::string& value = "v", const std::string& table = "Orders",
-                        uint64_t table_incarnation = 0) {
+                        uint64_t table_incarnation = 0, size_t chunk = 0) {
     ChangeRecord r;
     r.lsn = lsn;
     r.table = table;
@@ -352,7 +355,9 @@ class ClusterTest : public ::testing::Test {
     r.ops.push_back(op);
     const std::string key = table + "/" + pk;
     const int32_t shard = kafka::KafkaPartitionFor(key, kShards);
-    if (table_incarnation != 0) {
+    if (chunk > 0) {
+      ProduceChunked(shard, key, events::EncodeEvent(r, "owner"), lsn, chunk, table_incarnation);
+    } else if (table_incarnation != 0) {
       Produce(shard, key, events::EncodeEvent(r, "owner"), events::kTableIncarnationHeader,
               std::to_string(table_incarnation));
     } else {
@@ -931,6 +936,16 @@ void ClusterTest::RecreatedTableCase(bool state_topic) {
     }
   }
   ASSERT_EQ(old_rows + current_rows + orders_rows, 9);
+  // And one of each stamp as a run of chunks (the stamp on every chunk).
+  for (int i = 0, done = 0; done < 2 && i < 1000; i++) {
+    const std::string pk = "c" + std::to_string(i);
+    const int32_t shard = kafka::KafkaPartitionFor("Phoenix/" + pk, kShards);
+    if (!a_set.count(shard)) continue;
+    const uint64_t epoch = routes[shard].epoch;
+    ProduceEntity(pk, done == 0 ? "old-chunked" : "current-chunked", (epoch << 40) | ++lsn, epoch, false,
+                  std::string(200, 'x'), "Phoenix", done == 0 ? kOld : kCurrent, 64);
+    done++;
+  }
   if (state_topic) {
     ASSERT_TRUE(Eventually([&] { return MarksCover(a, a_shards, false); })) << Describe();
     ASSERT_TRUE(Eventually([&] { return MarksCover(b, a_shards, true); })) << Describe();
@@ -951,13 +966,15 @@ void ClusterTest::RecreatedTableCase(bool state_topic) {
     }
   }
   EXPECT_EQ(applied["old"], 0) << "a re-created table got its predecessor's rows";
+  EXPECT_EQ(applied["old-chunked"], 0) << "a re-created table got its predecessor's rows";
   EXPECT_EQ(applied["current"], 3);
+  EXPECT_EQ(applied["current-chunked"], 1);
   EXPECT_EQ(applied["kept"], 3);
   const auto after = b->cluster->Stats();
-  EXPECT_GE(after.stale_table_records_total - before.stale_table_records_total, 3u);
+  EXPECT_GE(after.stale_table_records_total - before.stale_table_records_total, 4u);
   EXPECT_EQ(after.deleted_table_records_total, before.deleted_table_records_total);
   if (state_topic) {
-    EXPECT_GE(after.state_loaded_records_total - before.state_loaded_records_total, 6u)
+    EXPECT_GE(after.state_loaded_records_total - before.state_loaded_records_total, 7u)
         << "the rows did not come from the state topic";
     EXPECT_EQ(after.restored_records_total, before.restored_records_total);
   }
