@@ -20,7 +20,9 @@
 // Start(options, kafka, ExpandService(kafka.topic, service), member id,
 // advertised endpoint, hooks) with hooks bound to the engine (apply ->
 // Engine::ApplyReplicated, drop_shards -> Engine::DropPartitions with
-// ShardOf, apply_table -> create/delete in the local catalog). Per request:
+// ShardOf, apply_table -> create/delete in the local catalog, table_id ->
+// Engine::GetTable(..)->id), and ClusterOptions::table_incarnations shared
+// with the publisher's st-ti stamps (docs/scale-out.md, "Table incarnations"). Per request:
 // RouteKey / AwaitRoute(shard, rebalance_wait_ms); kLocal -> execute with
 // the route's epoch; kRemote -> forward to route.endpoint (expecting
 // route.curve_public_key with CURVE); kUnavailable ->
