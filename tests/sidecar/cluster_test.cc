@@ -366,7 +366,9 @@ class ClusterTest : public ::testing::Test {
     return shard;
   }
 
-  void RecreatedTableCase(bool state_topic);
+  // `copied`: then a second hand-over, from b to a new member c, through
+  // b's copy of a's projection (needs `state_topic`).
+  void RecreatedTableCase(bool state_topic, bool copied = false);
 
   // Partition keys of `shard`, "<prefix>0", "<prefix>1", ...
   std::vector<std::string> KeysOf(int32_t shard, int n, const std::string& prefix) {
@@ -897,7 +899,7 @@ TEST_F(ClusterTest, AHandOverNeverBringsADeletedTableBack) {
 // (the offset + 1 of the create record they were written under) are skipped
 // by a hand-over's restore, or state load with `state_topic`; records
 // stamped with the current one, and unstamped ones, are applied.
-void ClusterTest::RecreatedTableCase(bool state_topic) {
+void ClusterTest::RecreatedTableCase(bool state_topic, bool copied) {
   // Before any member writes its record: the offsets are 0..3, so Phoenix's
   // first incarnation is 2 and its current one 4.
   CreateOrdersTable();
@@ -956,28 +958,46 @@ void ClusterTest::RecreatedTableCase(bool state_topic) {
   a->cluster.reset();
   ASSERT_TRUE(Eventually([&] { return b->cluster->Stats().serving.size() == kShards && Stable(); }, 60s))
       << Describe();
-  std::map<std::string, int> applied;  // row key -> records applied
-  {
-    std::lock_guard l(b->rec.mu);
-    for (const auto& [shard, records] : b->rec.rows) {
-      for (const auto& r : records) {
-        for (const auto& op : r.ops) applied[op.row_key]++;
+  auto check = [&](Member* m, const ClusterStats& before) {
+    std::map<std::string, int> applied;  // row key -> records applied
+    {
+      std::lock_guard l(m->rec.mu);
+      for (const auto& [shard, records] : m->rec.rows) {
+        for (const auto& r : records) {
+          for (const auto& op : r.ops) applied[op.row_key]++;
+        }
       }
     }
-  }
-  EXPECT_EQ(applied["old"], 0) << "a re-created table got its predecessor's rows";
-  EXPECT_EQ(applied["old-chunked"], 0) << "a re-created table got its predecessor's rows";
-  EXPECT_EQ(applied["current"], 3);
-  EXPECT_EQ(applied["current-chunked"], 1);
-  EXPECT_EQ(applied["kept"], 3);
-  const auto after = b->cluster->Stats();
-  EXPECT_GE(after.stale_table_records_total - before.stale_table_records_total, 4u);
-  EXPECT_EQ(after.deleted_table_records_total, before.deleted_table_records_total);
-  if (state_topic) {
-    EXPECT_GE(after.state_loaded_records_total - before.state_loaded_records_total, 7u)
-        << "the rows did not come from the state topic";
-    EXPECT_EQ(after.restored_records_total, before.restored_records_total);
-  }
+    EXPECT_EQ(applied["old"], 0) << m->id << ": a re-created table got its predecessor's rows";
+    EXPECT_EQ(applied["old-chunked"], 0) << m->id << ": a re-created table got its predecessor's rows";
+    EXPECT_EQ(applied["current"], 3) << m->id;
+    EXPECT_EQ(applied["current-chunked"], 1) << m->id;
+    EXPECT_EQ(applied["kept"], 3) << m->id;
+    const auto after = m->cluster->Stats();
+    EXPECT_GE(after.stale_table_records_total - before.stale_table_records_total, 4u) << m->id;
+    EXPECT_EQ(after.deleted_table_records_total, before.deleted_table_records_total) << m->id;
+    if (state_topic) {
+      EXPECT_GE(after.state_loaded_records_total - before.state_loaded_records_total, 7u)
+          << m->id << ": the rows did not come from the state topic";
+      EXPECT_EQ(after.restored_records_total, before.restored_records_total) << m->id;
+    }
+  };
+  check(b, before);
+  if (!copied) return;
+
+  // b's state writers copied a's projection under their own prefix (the
+  // change topic is followed only after a's mark): c loads b's, and the
+  // copies must have kept the stamps.
+  ASSERT_TRUE(Eventually([&] { return MarksCover(b, AllShards(), false); })) << Describe();
+  StartMembers({"c"});
+  Member* c = members_[2].get();
+  ASSERT_TRUE(Eventually([&] { return MarksCover(c, AllShards(), true); })) << Describe();
+  const ClusterStats c_before;  // from its start: c may have loaded some shards while joining
+  b->cluster->Stop();
+  b->cluster.reset();
+  ASSERT_TRUE(Eventually([&] { return c->cluster->Stats().serving.size() == kShards && Stable(); }, 60s))
+      << Describe();
+  check(c, c_before);
 }
 
 TEST_F(ClusterTest, ARecreatedTableNeverGetsItsPredecessorsRows) { RecreatedTableCase(false); }
@@ -1033,6 +1053,11 @@ TEST_F(ClusterTest, AtStartUpALocalTableOfAnotherIncarnationIsCreatedAgain) {
 // The state writer keeps each record's stamp on its projection, so that a
 // state load tells the predecessor's rows apart too.
 TEST_F(ClusterTest, ARecreatedTableNeverGetsItsPredecessorsRowsFromTheStateTopic) { RecreatedTableCase(true); }
+
+// A new state writer's copy of another writer's projection keeps the stamps.
+TEST_F(ClusterTest, ARecreatedTableNeverGetsItsPredecessorsRowsFromACopiedProjection) {
+  RecreatedTableCase(true, true);
+}
 
 // A standby copy that starts after the owner has written starts from the
 // projection (and the tail after its mark), not from the partition's
