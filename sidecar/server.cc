@@ -353,8 +353,8 @@ Status Server::StartCluster(const ServerConfig& config) {
   const std::string curve_public_key = security.curve() ? security.server_keys.public_key : std::string();
   for (const std::string& w : ClusterCurveWarnings(security)) spdlog::warn("cluster: {}", w);
   cluster::ClusterOptions cluster_options = config.cluster;
+  cluster_options.table_incarnations = table_incarnations_;  // shared with the publisher's stamps
   // The window, and as much again (at most a minute) for the members' clock skew.
-  cluster_options.table_incarnations = table_incarnations_;
   cluster_options.retry_window_seconds =
       config.engine.request_id_window_seconds + std::min<int64_t>(60, config.engine.request_id_window_seconds);
   auto started = cluster::Cluster::Start(cluster_options, kafka, ServiceTopic(config), member, advertise,

@@ -16,15 +16,17 @@ int64_t NowMs() {
 
 Status Cluster::Impl::ApplyAdmitted(const ChangeRecord& record) {
   if (record.kind == ChangeKind::kEntities) {
-    const uint64_t live = LiveIncarnation(record.table, record.table_incarnation);
+    bool behind = false;
+    const uint64_t live = LiveIncarnation(record.table, record.table_incarnation, &behind);
     if (live == 0) {
       deleted_table_records_++;
       return Status::OK();
     }
-    // Stamped by a create this member's catalog has not read even after a
-    // catch-up: neither skipped (it may be the current table's) nor applied
-    // (the local table may be its predecessor); the caller reads it again.
-    if (record.table_incarnation > live) {
+    // Stamped by a create this member's catalog may not have read (its
+    // catch-up did not finish): neither skipped (it may be the current
+    // table's) nor applied (the local table may be its predecessor); the
+    // caller reads it again.
+    if (behind && record.table_incarnation > live) {
       return Status(Code::kServerBusy, "cluster: a record of table " + record.table + " is stamped with incarnation " +
                                            std::to_string(record.table_incarnation) +
                                            ", which the cluster catalog has not read yet (it has " +
@@ -40,7 +42,7 @@ Status Cluster::Impl::ApplyAdmitted(const ChangeRecord& record) {
   return hooks_.apply(record);
 }
 
-uint64_t Cluster::Impl::LiveIncarnation(const std::string& table, uint64_t at_least) {
+uint64_t Cluster::Impl::LiveIncarnation(const std::string& table, uint64_t at_least, bool* behind) {
   const TableKey key(table);
   const auto now = std::chrono::steady_clock::now();
   {
@@ -53,7 +55,8 @@ uint64_t Cluster::Impl::LiveIncarnation(const std::string& table, uint64_t at_le
   // A record is only admitted after its table was created on the cluster
   // topic: read the catalog up to its end before calling it deleted, or
   // its stamp (a create the catalog has not read yet) stale.
-  CatchUpCatalog(std::chrono::seconds(2));
+  const bool caught_up = CatchUpCatalog(std::chrono::seconds(2));
+  if (behind != nullptr) *behind = !caught_up;
   std::lock_guard l(table_mu_);
   if (auto live = tables_.find(key); live != tables_.end()) return live->second;
   absent_tables_[key] = now;

@@ -162,14 +162,14 @@ class Cluster::Impl {
   // (ApplyReplicated creates a table it does not find); so is one stamped
   // with another incarnation of its table than the catalog's (written to a
   // predecessor of a table re-created since). Unstamped records are applied.
-  // A stamp newer than the catalog's incarnation even after a catch-up is
-  // kServerBusy (the restore or copy reads it again later).
+  // A stamp newer than the catalog's incarnation when the catalog could not
+  // be read to its end is kServerBusy (read again later).
   Status ApplyAdmitted(const ChangeRecord& record);
   // The catalog's incarnation of `table` (0: not in the catalog), after
   // reading the catalog up to its end when it is absent or older than
   // `at_least` (a table created a moment ago); an absence is remembered
-  // for a second.
-  uint64_t LiveIncarnation(const std::string& table, uint64_t at_least = 0);
+  // for a second. *behind (when given): that catch-up did not finish.
+  uint64_t LiveIncarnation(const std::string& table, uint64_t at_least = 0, bool* behind = nullptr);
   void CatalogLoop();
   // `offset`: the record's offset on the cluster topic (a create record's
   // offset + 1 is its table's incarnation).
