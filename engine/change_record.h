@@ -69,6 +69,11 @@ struct ChangeRecord {
   uint64_t epoch = 0;
   // kShardClaimed only: the shard (Kafka partition) claimed.
   int32_t shard = -1;
+  // Scale-out: the cluster incarnation of `table` when the record was
+  // written (0 = not stamped), from the st-ti Kafka header
+  // (sidecar/cluster/table_incarnations.h). Carried in memory only: never
+  // in the change log nor in the event's JSON.
+  uint64_t table_incarnation = 0;
   std::vector<ChangeOp> ops;
 };
 

@@ -28,6 +28,10 @@ namespace sidetable::events {
 inline constexpr const char* kLsnHeader = "sidetable-lsn";
 inline constexpr const char* kChunkHeader = "sidetable-chunk";
 inline constexpr const char* kSizeHeader = "sidetable-size";
+// Scale-out only: the cluster incarnation of the record's table (decimal),
+// on every chunk of an Entities event (docs/scale-out.md, "A table deleted
+// and created again"); ChangeRecord::table_incarnation on the reading side.
+inline constexpr const char* kTableIncarnationHeader = "st-ti";
 // A consumer refuses to buffer a run that claims more than this: far above
 // the largest legal event (a 4 MiB EGT whose before and after images are
 // escaped strings), far below what would hurt a worker.

@@ -339,6 +339,10 @@ Status Server::StartCluster(const ServerConfig& config) {
     if (s.code() == Code::kTableAlreadyExists || s.code() == Code::kTableNotFound) return Status::OK();
     return s;
   };
+  hooks.table_id = [engine](const std::string& table) -> uint32_t {
+    auto info = engine->GetTable(table);
+    return info.ok() ? info->id : 0;
+  };
   const std::string member = config.cluster.member_id.empty() ? config.id : config.cluster.member_id;
   const std::string advertise = config.cluster.advertise.empty() ? endpoints_.at(0) : config.cluster.advertise;
   changestream::KafkaOptions kafka = config.kafka;
@@ -349,6 +353,7 @@ Status Server::StartCluster(const ServerConfig& config) {
   const std::string curve_public_key = security.curve() ? security.server_keys.public_key : std::string();
   for (const std::string& w : ClusterCurveWarnings(security)) spdlog::warn("cluster: {}", w);
   cluster::ClusterOptions cluster_options = config.cluster;
+  cluster_options.table_incarnations = table_incarnations_;  // shared with the publisher's stamps
   // The window, and as much again (at most a minute) for the members' clock skew.
   cluster_options.retry_window_seconds =
       config.engine.request_id_window_seconds + std::min<int64_t>(60, config.engine.request_id_window_seconds);
@@ -398,7 +403,16 @@ Status Server::StartChangeStream(const ServerConfig& config) {
                  embedded_kafka_->bootstraps(), file);
     if (std::string warning = EmbeddedKafkaWarning(config); !warning.empty()) spdlog::warn("{}", warning);
   }
-  if (config.cluster.enabled()) k.topic = ServiceTopic(config);
+  if (config.cluster.enabled()) {
+    k.topic = ServiceTopic(config);
+    // Opened before the publisher starts, so that the backlog from before a
+    // restart goes out stamped too (docs/scale-out.md, "Table incarnations").
+    auto incarnations = cluster::TableIncarnations::Open(
+        config.data_dir.empty() ? std::string() : config.data_dir + "/cluster-table-incarnations");
+    if (!incarnations.ok()) return incarnations.status();
+    table_incarnations_ = std::move(incarnations).value();
+    k.table_incarnation = [t = table_incarnations_](uint32_t id) { return t->Of(id); };
+  }
   auto publisher = changestream::Publisher::Start(engine_.get(), k, config.id, embedded_kafka_.get());
   if (!publisher.ok()) return publisher.status();
   publisher_ = std::move(publisher).value();

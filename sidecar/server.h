@@ -45,6 +45,7 @@
 #include "sidecar/auth/tenant_metrics.h"
 #include "sidecar/changestream/publisher.h"
 #include "sidecar/cluster/cluster.h"
+#include "sidecar/cluster/table_incarnations.h"
 #include "sidecar/cluster_routing.h"
 #include "sidecar/config.h"
 #include "sidecar/metrics.h"
@@ -97,6 +98,9 @@ class Server {
   std::unique_ptr<auth::Authenticator> authenticator_;  // null: auth.mode off
   std::unique_ptr<kafka::EmbeddedKafka> embedded_kafka_;
   std::unique_ptr<changestream::Publisher> publisher_;
+  // Cluster mode: local table id -> cluster incarnation, shared by the
+  // publisher (stamps) and the cluster (maps creates).
+  std::shared_ptr<cluster::TableIncarnations> table_incarnations_;
   std::unique_ptr<Impl> impl_;
   // Stopped after the workers, before the publisher and the engine.
   std::unique_ptr<cluster::Cluster> cluster_;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -35,6 +36,12 @@ struct KafkaOptions {
   // Topic configurations set on the change topics the sidecar creates
   // (not a config key: the server fills it in, see ChangeTopicConfigs).
   std::map<std::string, std::string> topic_configs;
+  // Scale-out (not a config key: the server sets it in cluster mode): the
+  // cluster incarnation of a local table id, 0 = unknown. Every message of
+  // an Entities event gets it as the st-ti header (events/chunk.h), so that
+  // a re-created table's readers can skip its predecessor's records. Called
+  // on the publishing thread: must be thread-safe and cheap.
+  std::function<uint64_t(uint32_t local_table_id)> table_incarnation;
 };
 
 // What a change topic the sidecar creates must keep. A scale-out service

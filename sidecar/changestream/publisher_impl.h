@@ -72,7 +72,8 @@ class Publisher::Impl {
   void Delivered(uint64_t lsn, rd_kafka_resp_err_t err, size_t bytes);
   bool ProduceMore(Clock::time_point now);
   rd_kafka_resp_err_t ProduceOne(const std::string& topic, const std::string& key, uint64_t lsn,
-                                 std::string_view piece, uint32_t index, uint32_t count, size_t total);
+                                 std::string_view piece, uint32_t index, uint32_t count, size_t total,
+                                 uint64_t table_incarnation);
   void Advance();
   void PersistWatermark(bool force);
   void UpdateState(Clock::time_point now);

@@ -58,9 +58,9 @@ void Publisher::Impl::Delivered(uint64_t lsn, rd_kafka_resp_err_t err, size_t by
 
 rd_kafka_resp_err_t Publisher::Impl::ProduceOne(const std::string& topic, const std::string& key,
                                                 uint64_t lsn, std::string_view piece, uint32_t index,
-                                                uint32_t count, size_t total) {
+                                                uint32_t count, size_t total, uint64_t table_incarnation) {
   const std::string lsn_header = std::to_string(lsn);
-  rd_kafka_headers_t* headers = rd_kafka_headers_new(count > 1 ? 4 : 2);
+  rd_kafka_headers_t* headers = rd_kafka_headers_new(count > 1 ? 5 : 3);
   rd_kafka_header_add(headers, events::kLsnHeader, -1, lsn_header.data(),
                       static_cast<ssize_t>(lsn_header.size()));
   rd_kafka_header_add(headers, "sidetable-schema", -1, "1", 1);
@@ -68,6 +68,10 @@ rd_kafka_resp_err_t Publisher::Impl::ProduceOne(const std::string& topic, const 
     const std::string chunk = events::FormatChunkHeader(index, count), size = std::to_string(total);
     rd_kafka_header_add(headers, events::kChunkHeader, -1, chunk.data(), static_cast<ssize_t>(chunk.size()));
     rd_kafka_header_add(headers, events::kSizeHeader, -1, size.data(), static_cast<ssize_t>(size.size()));
+  }
+  if (table_incarnation != 0) {  // on every chunk: a reader takes it from the one completing the event
+    const std::string ti = std::to_string(table_incarnation);
+    rd_kafka_header_add(headers, events::kTableIncarnationHeader, -1, ti.data(), static_cast<ssize_t>(ti.size()));
   }
   rd_kafka_resp_err_t e = rd_kafka_producev(
       rk_, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_KEY(key.data(), key.size()),
@@ -99,6 +103,9 @@ bool Publisher::Impl::ProduceMore(Clock::time_point now) {
     const std::string value = events::EncodeEvent(rec, sidecar_id_);
     const std::vector<std::string_view> pieces = events::SplitEvent(value, options_.chunk_bytes);
     const auto count = static_cast<uint32_t>(pieces.size());
+    const uint64_t incarnation = rec.kind == ChangeKind::kEntities && options_.table_incarnation
+                                     ? options_.table_incarnation(rec.table_id)
+                                     : 0;
     uint32_t first = 0;
     if (partial_lsn_ == rec.lsn) {
       first = partial_next_;
@@ -106,7 +113,7 @@ bool Publisher::Impl::ProduceMore(Clock::time_point now) {
       in_flight_.push_back({rec.lsn, count});
     }
     for (uint32_t i = first; i < count; i++) {
-      const rd_kafka_resp_err_t e = ProduceOne(topic, key, rec.lsn, pieces[i], i, count, value.size());
+      const rd_kafka_resp_err_t e = ProduceOne(topic, key, rec.lsn, pieces[i], i, count, value.size(), incarnation);
       if (e == RD_KAFKA_RESP_ERR_NO_ERROR) continue;
       // Resume at this chunk: the ones before it are on their way.
       partial_lsn_ = rec.lsn;

@@ -15,29 +15,52 @@ int64_t NowMs() {
 }  // namespace
 
 Status Cluster::Impl::ApplyAdmitted(const ChangeRecord& record) {
-  if (record.kind == ChangeKind::kEntities && !TableLive(record.table)) {
-    deleted_table_records_++;
-    return Status::OK();
+  if (record.kind == ChangeKind::kEntities) {
+    bool behind = false;
+    const uint64_t live = LiveIncarnation(record.table, record.table_incarnation, &behind);
+    if (live == 0) {
+      deleted_table_records_++;
+      return Status::OK();
+    }
+    // Stamped by a create this member's catalog may not have read (its
+    // catch-up did not finish): neither skipped (it may be the current
+    // table's) nor applied (the local table may be its predecessor); the
+    // caller reads it again.
+    if (behind && record.table_incarnation > live) {
+      return Status(Code::kServerBusy, "cluster: a record of table " + record.table + " is stamped with incarnation " +
+                                           std::to_string(record.table_incarnation) +
+                                           ", which the cluster catalog has not read yet (it has " +
+                                           std::to_string(live) + ")");
+    }
+    // Written to an earlier incarnation of the table (deleted and created
+    // again since): the new table must not get its predecessor's rows.
+    if (record.table_incarnation != 0 && record.table_incarnation != live) {
+      stale_table_records_++;
+      return Status::OK();
+    }
   }
   return hooks_.apply(record);
 }
 
-bool Cluster::Impl::TableLive(const std::string& table) {
+uint64_t Cluster::Impl::LiveIncarnation(const std::string& table, uint64_t at_least, bool* behind) {
   const TableKey key(table);
   const auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard l(table_mu_);
-    if (tables_.count(key)) return true;
+    auto live = tables_.find(key);
+    if (live != tables_.end() && live->second >= at_least) return live->second;
     auto it = absent_tables_.find(key);
-    if (it != absent_tables_.end() && now - it->second < std::chrono::seconds(1)) return false;
+    if (live == tables_.end() && it != absent_tables_.end() && now - it->second < std::chrono::seconds(1)) return 0;
   }
   // A record is only admitted after its table was created on the cluster
-  // topic: read the catalog up to its end before calling it deleted.
-  CatchUpCatalog(std::chrono::seconds(2));
+  // topic: read the catalog up to its end before calling it deleted, or
+  // its stamp (a create the catalog has not read yet) stale.
+  const bool caught_up = CatchUpCatalog(std::chrono::seconds(2));
+  if (behind != nullptr) *behind = !caught_up;
   std::lock_guard l(table_mu_);
-  if (tables_.count(key)) return true;
+  if (auto live = tables_.find(key); live != tables_.end()) return live->second;
   absent_tables_[key] = now;
-  return false;
+  return 0;
 }
 
 void Cluster::Impl::CatalogLoop() {
@@ -52,7 +75,7 @@ void Cluster::Impl::CatalogLoop() {
     if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
       std::string_view key(static_cast<const char*>(m->key), m->key ? m->key_len : 0);
       std::string_view value(static_cast<const char*>(m->payload), m->payload ? m->len : 0);
-      HandleClusterRecord(key, value);
+      HandleClusterRecord(key, value, m->offset);
       std::lock_guard l(table_mu_);
       catalog_offset_ = m->offset;
       table_cv_.notify_all();
@@ -63,7 +86,7 @@ void Cluster::Impl::CatalogLoop() {
   }
 }
 
-void Cluster::Impl::HandleClusterRecord(std::string_view key, std::string_view value) {
+void Cluster::Impl::HandleClusterRecord(std::string_view key, std::string_view value, int64_t offset) {
   const size_t slash = key.find('/');
   if (slash == std::string_view::npos) return;
   const std::string_view kind = key.substr(0, slash), name = key.substr(slash + 1);
@@ -115,6 +138,7 @@ void Cluster::Impl::HandleClusterRecord(std::string_view key, std::string_view v
     }
     const std::string table(name);
     const TableKey tk(table);
+    const uint64_t incarnation = static_cast<uint64_t>(offset) + 1;
     Status outcome;
     bool exists;
     {
@@ -126,18 +150,62 @@ void Cluster::Impl::HandleClusterRecord(std::string_view key, std::string_view v
     } else if (!record.created && !exists) {
       outcome = Status(Code::kTableNotFound, "The table specified does not exist.");
     } else {
+      // A table this member has already (from before a restart) may be
+      // another incarnation than this create's.
+      const uint32_t had_id = record.created && hooks_.table_id ? hooks_.table_id(table) : 0;
       outcome = hooks_.apply_table(table, record.created);
-      if (!outcome.ok()) log_->error("applying table {} ({}): {}", table, record.created ? "created" : "deleted",
-                                     outcome.ToString());
+      if (!outcome.ok()) {
+        log_->error("applying table {} ({}): {}", table, record.created ? "created" : "deleted", outcome.ToString());
+      } else if (record.created) {
+        MapLocalTable(table, had_id, incarnation);
+      }
     }
     std::lock_guard l(table_mu_);
     // The topic decides: the catalog follows it even when a local apply failed.
     if (record.created) {
-      tables_.insert(tk);
+      if (!exists) tables_[tk] = incarnation;
     } else if (exists) {
       tables_.erase(tk);
     }
     if (auto it = table_waits_.find(record.request); it != table_waits_.end()) it->second = outcome;
+  }
+}
+
+void Cluster::Impl::MapLocalTable(const std::string& table, uint32_t had_id, uint64_t incarnation) {
+  if (!hooks_.table_id) return;
+  if (had_id != 0) {
+    const uint64_t mapped = incarnations_->Of(had_id);
+    switch (CheckLocalTable(mapped, incarnation)) {
+      case LocalTableCheck::kKeep:
+        return;
+      case LocalTableCheck::kMap:
+        break;  // a table from before incarnations were kept: it is taken to be this one
+      case LocalTableCheck::kRecreate: {
+        // The member was away while the table was deleted and created
+        // again: its local table is the predecessor. Its unpublished
+        // records keep their stamp (the old id stays mapped).
+        log_->warn("table {}: the local table (id {}, incarnation {}) predates the catalog's (incarnation {}): "
+                   "deleting and creating it again",
+                   table, had_id, mapped, incarnation);
+        Status s = hooks_.apply_table(table, false);
+        if (s.ok()) s = hooks_.apply_table(table, true);
+        if (!s.ok()) {
+          log_->error("table {}: creating it again: {}", table, s.ToString());
+          return;
+        }
+        break;
+      }
+    }
+  }
+  const uint32_t id = hooks_.table_id(table);
+  if (id == 0) {
+    log_->error("table {}: created, but not found locally: its records stay unstamped", table);
+    return;
+  }
+  if (Status s = incarnations_->Set(id, incarnation); !s.ok()) {
+    // Kept in memory: records are stamped until a restart; after one the
+    // table is taken to be the catalog's incarnation (as before this map).
+    log_->error("table {}: persisting its incarnation: {}", table, s.ToString());
   }
 }
 
@@ -154,6 +222,16 @@ bool Cluster::Impl::CatchUpCatalog(std::chrono::milliseconds wait) {
 
 Status Cluster::Impl::TableOp(const std::string& table, bool create, const std::string& caller,
                               std::chrono::milliseconds wait) {
+  // A create of a table the catalog holds is refused here, without a
+  // record: the cluster topic is compacted, and a refused create record
+  // would replace the accepted one, so a member reading the topic later
+  // would take the refused record's offset for the table's incarnation.
+  if (create && CatchUpCatalog(wait)) {
+    std::lock_guard l(table_mu_);
+    if (tables_.count(TableKey(table))) {
+      return Status(Code::kTableAlreadyExists, "The table specified already exists.");
+    }
+  }
   std::string request;
   {
     std::lock_guard l(table_mu_);

@@ -45,6 +45,8 @@ Cluster::Impl::Impl(const ClusterOptions& options, const changestream::KafkaOpti
   group_id_ = "sidetable." + options.service + ".owners";
   shards_ = kafka.partitions;
   owners_.resize(shards_);
+  incarnations_ = options.table_incarnations;
+  if (!incarnations_) incarnations_ = TableIncarnations::Open("").value();
 }
 
 Cluster::Impl::~Impl() { Stop(); }
@@ -465,6 +467,7 @@ ClusterStats Cluster::Impl::Stats() const {
   s.last_restore_state_records = last_state_loaded_records_.load();
   s.restore_gaps_total = restore_gaps_.load();
   s.deleted_table_records_total = deleted_table_records_.load();
+  s.stale_table_records_total = stale_table_records_.load();
   return s;
 }
 
@@ -516,7 +519,8 @@ std::string Cluster::Impl::StatusJson() const {
          ",\"stateLoadedRecords\":" + std::to_string(s.state_loaded_records_total) +
          ",\"lastRestoreStateRecords\":" + std::to_string(s.last_restore_state_records) +
          ",\"restoreGaps\":" + std::to_string(s.restore_gaps_total) +
-         ",\"deletedTableRecords\":" + std::to_string(s.deleted_table_records_total) + "}";
+         ",\"deletedTableRecords\":" + std::to_string(s.deleted_table_records_total) +
+         ",\"staleTableRecords\":" + std::to_string(s.stale_table_records_total) + "}";
   return out;
 }
 
@@ -571,6 +575,10 @@ std::string Cluster::Impl::RenderMetrics() const {
   metric("sidetable_cluster_deleted_table_records_total", "counter",
          "Records of tables no longer in the cluster catalog, skipped by restores, standby copies and state loads.",
          std::to_string(s.deleted_table_records_total));
+  metric("sidetable_cluster_stale_table_records_total", "counter",
+         "Records stamped with an earlier incarnation of a table deleted and created again since, skipped by "
+         "restores, standby copies and state loads.",
+         std::to_string(s.stale_table_records_total));
   metric("sidetable_cluster_restore_gaps_total", "counter",
          "Restores that found change records missing (removed by retention before a mark covered them).",
          std::to_string(s.restore_gaps_total));
@@ -632,6 +640,7 @@ Status Cluster::DeleteTable(const std::string& table, const std::string& caller,
   return impl_->TableOp(table, false, caller, wait);
 }
 bool Cluster::CatchUpCatalog(std::chrono::milliseconds wait) { return impl_->CatchUpCatalog(wait); }
+uint64_t Cluster::TableIncarnation(uint32_t local_table_id) const { return impl_->incarnations_->Of(local_table_id); }
 ClusterStats Cluster::Stats() const { return impl_->Stats(); }
 std::string Cluster::StatusJson() const { return impl_->StatusJson(); }
 std::string Cluster::RenderMetrics() const { return impl_->RenderMetrics(); }

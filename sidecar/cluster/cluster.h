@@ -20,7 +20,9 @@
 // Start(options, kafka, ExpandService(kafka.topic, service), member id,
 // advertised endpoint, hooks) with hooks bound to the engine (apply ->
 // Engine::ApplyReplicated, drop_shards -> Engine::DropPartitions with
-// ShardOf, apply_table -> create/delete in the local catalog). Per request:
+// ShardOf, apply_table -> create/delete in the local catalog, table_id ->
+// Engine::GetTable(..)->id), and ClusterOptions::table_incarnations shared
+// with the publisher's st-ti stamps (docs/scale-out.md, "Table incarnations"). Per request:
 // RouteKey / AwaitRoute(shard, rebalance_wait_ms); kLocal -> execute with
 // the route's epoch; kRemote -> forward to route.endpoint (expecting
 // route.curve_public_key with CURVE); kUnavailable ->
@@ -83,6 +85,10 @@ struct ClusterHooks {
   // A table record read from the cluster topic, in topic order: make the
   // local catalog agree (create if missing / delete if present).
   std::function<Status(const std::string& table, bool created)> apply_table;
+  // The local id of `table` (Engine::GetTable(..)->id); 0 when it does not
+  // exist locally. Null: tables get no incarnation map (records stay
+  // unstamped and are applied as before).
+  std::function<uint32_t(const std::string& table)> table_id;
 };
 
 struct ClusterStats {
@@ -106,6 +112,7 @@ struct ClusterStats {
   uint64_t last_restore_state_records = 0;   // applied from the state topic by the latest restore
   uint64_t restore_gaps_total = 0;           // restores that found records missing
   uint64_t deleted_table_records_total = 0;  // records of deleted tables skipped by restores and copies
+  uint64_t stale_table_records_total = 0;    // records of a re-created table's predecessor, skipped by them
   std::map<int32_t, int64_t> state_marks;    // shard -> the change offset its newest projection reaches
   std::map<int32_t, int64_t> state_resume;   // shard -> where a restore from that mark replays from
 };
@@ -170,6 +177,11 @@ class Cluster {
   // For a TableNotFound that may only mean "not read yet": a table created
   // through another member is there once that member's CreateTable returned.
   bool CatchUpCatalog(std::chrono::milliseconds wait);
+
+  // The cluster incarnation of this member's local table `local_table_id`
+  // (table_incarnations.h): 0 when unknown. For the publisher's st-ti
+  // header; cheap, any thread.
+  uint64_t TableIncarnation(uint32_t local_table_id) const;
 
   ClusterStats Stats() const;
   // {"member":..,"generation":..,"owned":[..],"serving":[..],

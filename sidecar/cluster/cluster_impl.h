@@ -28,6 +28,7 @@
 #include "sidecar/cluster/records.h"
 #include "sidecar/cluster/shard_replayer.h"
 #include "sidecar/cluster/state_records.h"
+#include "sidecar/cluster/table_incarnations.h"
 
 namespace spdlog {
 class logger;
@@ -124,7 +125,10 @@ class Cluster::Impl {
   // Starts the projection of a shard served here with `epoch`: its begin
   // record, then a copy of the best mark's records under its own prefix.
   Result<std::unique_ptr<StateWriter>> StartStateWriter(int32_t shard, uint64_t epoch);
-  Status ProduceState(StateWriter* w, const std::string& key, const char* value, size_t size, uint64_t version);
+  // `table_incarnation` (0 = none): the st-ti stamp of the record projected,
+  // kept on its state record so that a load can skip a predecessor's rows.
+  Status ProduceState(StateWriter* w, const std::string& key, const char* value, size_t size, uint64_t version,
+                      uint64_t table_incarnation = 0);
   void MaybeMark(StateWriter* w, bool force);
   void CleanOldState(StateWriter* w);
 
@@ -155,13 +159,25 @@ class Cluster::Impl {
   // The apply hook of restores, standby copies and state loads: an
   // Entities record of a table the cluster catalog does not hold (deleted
   // since) is skipped, so a hand-over never brings a deleted table back
-  // (ApplyReplicated creates a table it does not find).
+  // (ApplyReplicated creates a table it does not find); so is one stamped
+  // with another incarnation of its table than the catalog's (written to a
+  // predecessor of a table re-created since). Unstamped records are applied.
+  // A stamp newer than the catalog's incarnation when the catalog could not
+  // be read to its end is kServerBusy (read again later).
   Status ApplyAdmitted(const ChangeRecord& record);
-  // In the catalog, after reading it up to its end when not found (a table
-  // created a moment ago); an absence is remembered for a second.
-  bool TableLive(const std::string& table);
+  // The catalog's incarnation of `table` (0: not in the catalog), after
+  // reading the catalog up to its end when it is absent or older than
+  // `at_least` (a table created a moment ago); an absence is remembered
+  // for a second. *behind (when given): that catch-up did not finish.
+  uint64_t LiveIncarnation(const std::string& table, uint64_t at_least = 0, bool* behind = nullptr);
   void CatalogLoop();
-  void HandleClusterRecord(std::string_view key, std::string_view value);
+  // `offset`: the record's offset on the cluster topic (a create record's
+  // offset + 1 is its table's incarnation).
+  void HandleClusterRecord(std::string_view key, std::string_view value, int64_t offset);
+  // After the catalog applied a create of `table` with `incarnation`: maps
+  // the local table (existing before: `had_id`) to it; one that belongs to
+  // another incarnation is deleted and created again first.
+  void MapLocalTable(const std::string& table, uint32_t had_id, uint64_t incarnation);
   Status TableOp(const std::string& table, bool create, const std::string& caller,
                  std::chrono::milliseconds wait);
   bool CatchUpCatalog(std::chrono::milliseconds wait);
@@ -255,7 +271,8 @@ class Cluster::Impl {
   // Tables and the cluster topic's read position.
   std::mutex table_mu_;
   std::condition_variable table_cv_;
-  std::set<TableKey> tables_;
+  std::map<TableKey, uint64_t> tables_;  // the catalog: table -> its incarnation
+  std::shared_ptr<TableIncarnations> incarnations_;  // local table id -> incarnation (never null)
   std::map<TableKey, std::chrono::steady_clock::time_point> absent_tables_;  // last confirmed absent
   std::map<std::string, std::optional<Status>> table_waits_;  // request id -> outcome
   uint64_t table_seq_ = 0;
@@ -287,6 +304,7 @@ class Cluster::Impl {
   std::atomic<uint64_t> state_records_{0}, state_marks_written_{0}, state_failures_{0};
   std::atomic<uint64_t> state_loaded_records_{0}, last_state_loaded_records_{0}, restore_gaps_{0};
   std::atomic<uint64_t> deleted_table_records_{0};  // skipped by ApplyAdmitted
+  std::atomic<uint64_t> stale_table_records_{0};    // another incarnation's, skipped by ApplyAdmitted
 };
 
 }  // namespace sidetable::cluster

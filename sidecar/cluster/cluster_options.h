@@ -3,9 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace sidetable::cluster {
+
+class TableIncarnations;
 
 enum class AckMode {
   kReplicated,  // local commit + Kafka acks=all + a fence check (default)
@@ -37,6 +40,12 @@ struct ClusterOptions {
   // replays this much of the change topic before a state mark, so that the
   // outcomes of recent requests come back with it (StateMark::replay_from).
   int64_t retry_window_seconds = 960;
+  // Not a `cluster:` key: this member's map of local table ids to their
+  // cluster incarnations (table_incarnations.h). The server opens it from
+  // a file beside its data before the publisher starts, so that the
+  // publisher stamps its first record already; null = the cluster keeps
+  // one in memory only (tests).
+  std::shared_ptr<TableIncarnations> table_incarnations;
 
   bool enabled() const { return !service.empty(); }
 };

@@ -7,6 +7,17 @@
 
 namespace sidetable::cluster {
 
+uint64_t TableIncarnationOf(const rd_kafka_message_t* m) {
+  auto h = kafka::HeaderValue(m, events::kTableIncarnationHeader);
+  if (!h) return 0;
+  uint64_t v = 0;
+  for (char c : *h) {
+    if (c < '0' || c > '9' || v > (UINT64_MAX - 9) / 10) return 0;  // malformed: treated as unstamped
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return v;
+}
+
 ShardReplayer::ShardReplayer(int32_t shard, std::function<Status(const ChangeRecord&)> apply,
                              std::shared_ptr<spdlog::logger> log)
     : shard_(shard), apply_(std::move(apply)), log_(std::move(log)) {}
@@ -56,6 +67,8 @@ Result<ShardReplayer::Outcome> ShardReplayer::Feed(const rd_kafka_message_t* m, 
     log_->warn("shard {} offset {}: an undecodable event is skipped: {}", shard_, m->offset, s.message());
     return Outcome::kSkipped;
   }
+  // Every chunk carries the stamp: the message completing the event has it.
+  event.record.table_incarnation = TableIncarnationOf(m);
   switch (filter_.Check(shard_, event.record)) {
     case events::EpochFilter::Verdict::kApply:
       ST_RETURN_IF_ERROR(apply_(event.record));

@@ -24,6 +24,10 @@ class logger;
 
 namespace sidetable::cluster {
 
+// The st-ti header of `m` (the cluster incarnation of its record's table;
+// events/chunk.h): 0 when absent or malformed.
+uint64_t TableIncarnationOf(const rd_kafka_message_t* m);
+
 class ShardReplayer {
  public:
   enum class Outcome {

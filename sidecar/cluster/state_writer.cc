@@ -108,12 +108,16 @@ StateMark Cluster::Impl::BestStateMark(int32_t shard) const {
 }
 
 Status Cluster::Impl::ProduceState(StateWriter* w, const std::string& key, const char* value, size_t size,
-                                   uint64_t version) {
+                                   uint64_t version, uint64_t table_incarnation) {
   rd_kafka_headers_t* headers = nullptr;
+  if ((value == nullptr && version != 0) || table_incarnation != 0) headers = rd_kafka_headers_new(2);
   if (value == nullptr && version != 0) {
-    headers = rd_kafka_headers_new(1);
     const std::string v = std::to_string(version);
     rd_kafka_header_add(headers, kStateVersionHeader, -1, v.data(), v.size());
+  }
+  if (table_incarnation != 0) {
+    const std::string ti = std::to_string(table_incarnation);
+    rd_kafka_header_add(headers, events::kTableIncarnationHeader, -1, ti.data(), ti.size());
   }
   for (;;) {
     rd_kafka_resp_err_t e = rd_kafka_producev(
@@ -192,8 +196,9 @@ Result<std::unique_ptr<Cluster::Impl::StateWriter>> Cluster::Impl::StartStateWri
             uint64_t version = 0;
             if (!StateEntry(m, source.writer, &key, &version)) return Status::OK();
             if ((w->produced & 1023) == 0) rd_kafka_poll(state_producer_, 0);
+            // Another writer's record, under this writer's key: its stamp stays.
             return ProduceState(w.get(), StateEntityKey(w->id, key.table, key.partition_key, key.row_key),
-                                static_cast<const char*>(m->payload), m->len, version);
+                                static_cast<const char*>(m->payload), m->len, version, TableIncarnationOf(m));
           },
           keep_going));
       // A newer writer's mark meanwhile (it may have cleaned the records
@@ -218,7 +223,7 @@ Result<std::unique_ptr<Cluster::Impl::StateWriter>> Cluster::Impl::StartStateWri
           for (const ChangeOp& op : r.ops) {
             const std::string key = StateEntityKey(raw->id, r.table, r.partition_key, op.row_key);
             if (!op.after) {
-              ST_RETURN_IF_ERROR(ProduceState(raw, key, nullptr, 0, op.version));
+              ST_RETURN_IF_ERROR(ProduceState(raw, key, nullptr, 0, op.version, r.table_incarnation));
               continue;
             }
             ChangeRecord one;
@@ -238,7 +243,7 @@ Result<std::unique_ptr<Cluster::Impl::StateWriter>> Cluster::Impl::StartStateWri
             copy.etag = op.etag;
             one.ops.push_back(std::move(copy));
             const std::string value = events::EncodeEvent(one, member_);
-            ST_RETURN_IF_ERROR(ProduceState(raw, key, value.data(), value.size(), 0));
+            ST_RETURN_IF_ERROR(ProduceState(raw, key, value.data(), value.size(), 0, r.table_incarnation));
           }
           return Status::OK();
         };
@@ -348,6 +353,7 @@ Result<StateMark> Cluster::Impl::LoadState(rd_kafka_t* reader, int32_t shard,
             skipped++;
             return Status::OK();
           }
+          record.table_incarnation = TableIncarnationOf(m);
           ST_RETURN_IF_ERROR(ApplyAdmitted(record));
           n++;
           return Status::OK();

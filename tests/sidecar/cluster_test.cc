@@ -11,6 +11,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include <atomic>
+#include <functional>
 #include <future>
 #include <map>
 #include <mutex>
@@ -23,6 +24,8 @@
 #include "events/event.h"
 #include "sidecar/cluster/records.h"
 #include "sidecar/cluster/state_records.h"
+#include "sidecar/cluster/table_incarnations.h"
+#include "testing/temp_dir.h"
 
 namespace sidetable::cluster {
 namespace {
@@ -40,6 +43,11 @@ struct Recorder {
   std::vector<std::pair<std::string, bool>> tables;
   int drops = 0;
   std::atomic<int> failing_applies{0};  // the next n applies fail (a full disk, say)
+  // With track_ids: the local tables and their ids, as the engine keeps
+  // them (ids never reused), and a table_id hook.
+  bool track_ids = false;
+  std::map<std::string, uint32_t> local_ids;
+  uint32_t next_id = 100;
 
   ClusterHooks Hooks() {
     ClusterHooks h;
@@ -64,8 +72,17 @@ struct Recorder {
     h.apply_table = [this](const std::string& t, bool created) {
       std::lock_guard l(mu);
       tables.emplace_back(t, created);
+      if (created && !local_ids.count(t)) local_ids[t] = ++next_id;
+      if (!created) local_ids.erase(t);
       return Status::OK();
     };
+    if (track_ids) {
+      h.table_id = [this](const std::string& t) -> uint32_t {
+        std::lock_guard l(mu);
+        auto it = local_ids.find(t);
+        return it == local_ids.end() ? 0 : it->second;
+      };
+    }
     return h;
   }
   // The rows the applied records leave, as Engine::ApplyReplicated would:
@@ -142,11 +159,13 @@ class ClusterTest : public ::testing::Test {
   }
 
   // Starts the members concurrently, so that they join in one round.
-  void StartMembers(std::vector<std::string> ids) {
+  // `prepare` (may be null) sets up each new member's recorder first.
+  void StartMembers(std::vector<std::string> ids, const std::function<void(Member*)>& prepare = nullptr) {
     std::vector<Member*> started;
     for (const auto& id : ids) {
       members_.push_back(std::make_unique<Member>());
       members_.back()->id = id;
+      if (prepare) prepare(members_.back().get());
       started.push_back(members_.back().get());
     }
     std::vector<std::thread> threads;
@@ -253,16 +272,19 @@ class ClusterTest : public ::testing::Test {
   }
 
   // `json` as a run of chunk messages of at most `chunk` bytes, as the publisher sends a large event.
-  void ProduceChunked(int32_t shard, const std::string& key, const std::string& json, uint64_t lsn, size_t chunk) {
+  // With `table_incarnation` (not 0) every chunk has the st-ti header, as the publisher's.
+  void ProduceChunked(int32_t shard, const std::string& key, const std::string& json, uint64_t lsn, size_t chunk,
+                      uint64_t table_incarnation = 0) {
     const auto pieces = events::SplitEvent(json, chunk);
     ASSERT_GT(pieces.size(), 1u);
     for (size_t i = 0; i < pieces.size(); i++) {
-      rd_kafka_headers_t* h = rd_kafka_headers_new(3);
+      rd_kafka_headers_t* h = rd_kafka_headers_new(4);
       const std::string l = std::to_string(lsn), c = events::FormatChunkHeader(i, pieces.size()),
-                        z = std::to_string(json.size());
+                        z = std::to_string(json.size()), ti = std::to_string(table_incarnation);
       rd_kafka_header_add(h, events::kLsnHeader, -1, l.data(), l.size());
       rd_kafka_header_add(h, events::kChunkHeader, -1, c.data(), c.size());
       rd_kafka_header_add(h, events::kSizeHeader, -1, z.data(), z.size());
+      if (table_incarnation != 0) rd_kafka_header_add(h, events::kTableIncarnationHeader, -1, ti.data(), ti.size());
       ASSERT_EQ(rd_kafka_producev(producer_, RD_KAFKA_V_TOPIC(kChangeTopic.c_str()), RD_KAFKA_V_PARTITION(shard),
                                   RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key.data(), key.size()),
                                   RD_KAFKA_V_VALUE(const_cast<char*>(pieces[i].data()), pieces[i].size()),
@@ -302,9 +324,11 @@ class ClusterTest : public ::testing::Test {
   }
 
   // An insert (or, with `remove`, a delete) of Orders/<pk>/<rk> at version
-  // `lsn` and `epoch`, as an owner's publisher writes it. Returns the shard.
+  // `lsn` and `epoch`, as an owner's publisher writes it (stamped with
+  // `table_incarnation` in st-ti when not 0). Returns the shard.
   int32_t ProduceEntity(const std::string& pk, const std::string& rk, uint64_t lsn, uint64_t epoch, bool remove,
-                        const std::string& value = "v", const std::string& table = "Orders") {
+                        const std::string& value = "v", const std::string& table = "Orders",
+                        uint64_t table_incarnation = 0, size_t chunk = 0) {
     ChangeRecord r;
     r.lsn = lsn;
     r.table = table;
@@ -331,9 +355,20 @@ class ClusterTest : public ::testing::Test {
     r.ops.push_back(op);
     const std::string key = table + "/" + pk;
     const int32_t shard = kafka::KafkaPartitionFor(key, kShards);
-    Produce(shard, key, events::EncodeEvent(r, "owner"));
+    if (chunk > 0) {
+      ProduceChunked(shard, key, events::EncodeEvent(r, "owner"), lsn, chunk, table_incarnation);
+    } else if (table_incarnation != 0) {
+      Produce(shard, key, events::EncodeEvent(r, "owner"), events::kTableIncarnationHeader,
+              std::to_string(table_incarnation));
+    } else {
+      Produce(shard, key, events::EncodeEvent(r, "owner"));
+    }
     return shard;
   }
+
+  // `copied`: then a second hand-over, from b to a new member c, through
+  // b's copy of a's projection (needs `state_topic`).
+  void RecreatedTableCase(bool state_topic, bool copied = false);
 
   // Partition keys of `shard`, "<prefix>0", "<prefix>1", ...
   std::vector<std::string> KeysOf(int32_t shard, int n, const std::string& prefix) {
@@ -857,6 +892,171 @@ TEST_F(ClusterTest, AHandOverNeverBringsADeletedTableBack) {
   EXPECT_EQ(gone_applied, 0) << "a deleted table's rows were restored";
   EXPECT_EQ(kept_applied, 3);
   EXPECT_GE(b->cluster->Stats().deleted_table_records_total, 3u);
+}
+
+// A table deleted and created again under the same name (docs/scale-out.md,
+// "Table incarnations"): records stamped with its predecessor's incarnation
+// (the offset + 1 of the create record they were written under) are skipped
+// by a hand-over's restore, or state load with `state_topic`; records
+// stamped with the current one, and unstamped ones, are applied.
+void ClusterTest::RecreatedTableCase(bool state_topic, bool copied) {
+  // Before any member writes its record: the offsets are 0..3, so Phoenix's
+  // first incarnation is 2 and its current one 4.
+  CreateOrdersTable();
+  ProduceTo(kClusterTopic, 0, "table/Phoenix", EncodeTable(TableRecord{true, "t1", "test", 1}));
+  ProduceTo(kClusterTopic, 0, "table/Phoenix", EncodeTable(TableRecord{false, "t2", "test", 2}));
+  ProduceTo(kClusterTopic, 0, "table/Phoenix", EncodeTable(TableRecord{true, "t3", "test", 3}));
+  constexpr uint64_t kOld = 2, kCurrent = 4;
+  if (state_topic) {
+    options_.state_topic = "sidetable.{service}.state";
+    options_.state_mark_interval_ms = 100;
+    options_.retry_window_seconds = 1;  // a restore reads no change record the projection holds
+  }
+  StartMembers({"a", "b"});
+  ASSERT_TRUE(Eventually([&] { return Stable(); }, 60s)) << Describe();
+  Member* a = members_[0].get();
+  Member* b = members_[1].get();
+  const auto a_shards = a->cluster->Stats().serving;
+  ASSERT_FALSE(a_shards.empty());
+  const std::set<int32_t> a_set(a_shards.begin(), a_shards.end());
+  const auto routes = a->cluster->Routes();
+  // On a's shards: Phoenix rows stamped old (a member that published its
+  // backlog late), Phoenix rows stamped current, Orders rows unstamped.
+  int old_rows = 0, current_rows = 0, orders_rows = 0;
+  uint64_t lsn = 0;
+  for (int i = 0; (old_rows < 3 || current_rows < 3 || orders_rows < 3) && i < 1000; i++) {
+    const std::string pk = "p" + std::to_string(i);
+    for (int kind = 0; kind < 3; kind++) {
+      const std::string table = kind == 2 ? "Orders" : "Phoenix";
+      const int32_t shard = kafka::KafkaPartitionFor(table + "/" + pk, kShards);
+      int& n = kind == 0 ? old_rows : kind == 1 ? current_rows : orders_rows;
+      if (!a_set.count(shard) || n >= 3) continue;
+      const uint64_t epoch = routes[shard].epoch;
+      ProduceEntity(pk, kind == 0 ? "old" : kind == 1 ? "current" : "kept", (epoch << 40) | ++lsn, epoch, false, "v",
+                    table, kind == 0 ? kOld : kind == 1 ? kCurrent : 0);
+      n++;
+    }
+  }
+  ASSERT_EQ(old_rows + current_rows + orders_rows, 9);
+  // And one of each stamp as a run of chunks (the stamp on every chunk).
+  for (int i = 0, done = 0; done < 2 && i < 1000; i++) {
+    const std::string pk = "c" + std::to_string(i);
+    const int32_t shard = kafka::KafkaPartitionFor("Phoenix/" + pk, kShards);
+    if (!a_set.count(shard)) continue;
+    const uint64_t epoch = routes[shard].epoch;
+    ProduceEntity(pk, done == 0 ? "old-chunked" : "current-chunked", (epoch << 40) | ++lsn, epoch, false,
+                  std::string(200, 'x'), "Phoenix", done == 0 ? kOld : kCurrent, 64);
+    done++;
+  }
+  if (state_topic) {
+    ASSERT_TRUE(Eventually([&] { return MarksCover(a, a_shards, false); })) << Describe();
+    ASSERT_TRUE(Eventually([&] { return MarksCover(b, a_shards, true); })) << Describe();
+  }
+  const auto before = b->cluster->Stats();
+
+  a->cluster->Stop();
+  a->cluster.reset();
+  ASSERT_TRUE(Eventually([&] { return b->cluster->Stats().serving.size() == kShards && Stable(); }, 60s))
+      << Describe();
+  auto check = [&](Member* m, const ClusterStats& before) {
+    std::map<std::string, int> applied;  // row key -> records applied
+    {
+      std::lock_guard l(m->rec.mu);
+      for (const auto& [shard, records] : m->rec.rows) {
+        for (const auto& r : records) {
+          for (const auto& op : r.ops) applied[op.row_key]++;
+        }
+      }
+    }
+    EXPECT_EQ(applied["old"], 0) << m->id << ": a re-created table got its predecessor's rows";
+    EXPECT_EQ(applied["old-chunked"], 0) << m->id << ": a re-created table got its predecessor's rows";
+    EXPECT_EQ(applied["current"], 3) << m->id;
+    EXPECT_EQ(applied["current-chunked"], 1) << m->id;
+    EXPECT_EQ(applied["kept"], 3) << m->id;
+    const auto after = m->cluster->Stats();
+    EXPECT_GE(after.stale_table_records_total - before.stale_table_records_total, 4u) << m->id;
+    EXPECT_EQ(after.deleted_table_records_total, before.deleted_table_records_total) << m->id;
+    if (state_topic) {
+      EXPECT_GE(after.state_loaded_records_total - before.state_loaded_records_total, 7u)
+          << m->id << ": the rows did not come from the state topic";
+      EXPECT_EQ(after.restored_records_total, before.restored_records_total) << m->id;
+    }
+  };
+  check(b, before);
+  if (!copied) return;
+
+  // b's state writers copied a's projection under their own prefix (the
+  // change topic is followed only after a's mark): c loads b's, and the
+  // copies must have kept the stamps.
+  ASSERT_TRUE(Eventually([&] { return MarksCover(b, AllShards(), false); })) << Describe();
+  StartMembers({"c"});
+  Member* c = members_[2].get();
+  ASSERT_TRUE(Eventually([&] { return MarksCover(c, AllShards(), true); })) << Describe();
+  const ClusterStats c_before;  // from its start: c may have loaded some shards while joining
+  b->cluster->Stop();
+  b->cluster.reset();
+  ASSERT_TRUE(Eventually([&] { return c->cluster->Stats().serving.size() == kShards && Stable(); }, 60s))
+      << Describe();
+  check(c, c_before);
+}
+
+TEST_F(ClusterTest, ARecreatedTableNeverGetsItsPredecessorsRows) { RecreatedTableCase(false); }
+
+// At start-up, a member whose local table is another incarnation than the
+// catalog's (it was down while the table was deleted and created again;
+// the cluster topic compacted the delete away) deletes and creates it
+// again; a local table the map does not know (a map older than this
+// feature) is taken to be the catalog's; the map is on disk.
+TEST_F(ClusterTest, AtStartUpALocalTableOfAnotherIncarnationIsCreatedAgain) {
+  sidetable::testing::TempDir dir;
+  const std::string path = dir.Sub("incarnations");
+  {
+    auto before = TableIncarnations::Open(path);
+    ASSERT_TRUE(before.ok());
+    ASSERT_TRUE((*before)->Set(1, 9).ok());  // Phoenix's local table: incarnation 9, long gone
+    ASSERT_TRUE((*before)->Set(4, 4).ok());  // Same's: the catalog's
+  }
+  // Offsets 0..3: incarnations Orders 1, Phoenix 2, Legacy 3, Same 4.
+  CreateOrdersTable();
+  for (const std::string t : {"Phoenix", "Legacy", "Same"}) {
+    ProduceTo(kClusterTopic, 0, "table/" + t, EncodeTable(TableRecord{true, "t-" + t, "test", 1}));
+  }
+  auto incarnations = TableIncarnations::Open(path);
+  ASSERT_TRUE(incarnations.ok());
+  options_.table_incarnations = *incarnations;
+  StartMembers({"a"}, [](Member* m) {
+    m->rec.track_ids = true;
+    m->rec.local_ids = {{"Phoenix", 1}, {"Legacy", 3}, {"Same", 4}};
+  });
+  Member* a = members_[0].get();
+  std::map<std::string, std::vector<bool>> applied;
+  uint32_t phoenix_id = 0, orders_id = 0;
+  {
+    std::lock_guard l(a->rec.mu);
+    for (const auto& [t, created] : a->rec.tables) applied[t].push_back(created);
+    phoenix_id = a->rec.local_ids["Phoenix"];
+    orders_id = a->rec.local_ids["Orders"];  // created at start-up
+  }
+  EXPECT_EQ(applied["Phoenix"], (std::vector<bool>{true, false, true}));
+  EXPECT_EQ(applied["Legacy"], (std::vector<bool>{true}));
+  EXPECT_EQ(applied["Same"], (std::vector<bool>{true}));
+  EXPECT_NE(phoenix_id, 1u);
+  EXPECT_EQ(a->cluster->TableIncarnation(phoenix_id), 2u);
+  EXPECT_EQ(a->cluster->TableIncarnation(1), 9u) << "the old id keeps its stamp (its unpublished records)";
+  EXPECT_EQ(a->cluster->TableIncarnation(3), 3u);
+  EXPECT_EQ(a->cluster->TableIncarnation(4), 4u);
+  auto reread = TableIncarnations::Open(path);
+  ASSERT_TRUE(reread.ok());
+  EXPECT_EQ((*reread)->Snapshot(), (std::map<uint32_t, uint64_t>{{1, 9}, {3, 3}, {4, 4}, {orders_id, 1}, {phoenix_id, 2}}));
+}
+
+// The state writer keeps each record's stamp on its projection, so that a
+// state load tells the predecessor's rows apart too.
+TEST_F(ClusterTest, ARecreatedTableNeverGetsItsPredecessorsRowsFromTheStateTopic) { RecreatedTableCase(true); }
+
+// A new state writer's copy of another writer's projection keeps the stamps.
+TEST_F(ClusterTest, ARecreatedTableNeverGetsItsPredecessorsRowsFromACopiedProjection) {
+  RecreatedTableCase(true, true);
 }
 
 // A standby copy that starts after the owner has written starts from the
