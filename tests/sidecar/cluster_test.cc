@@ -394,6 +394,17 @@ class ClusterTest : public ::testing::Test {
     return true;
   }
 
+  // Stops `from`'s cluster (its shards go to `to`) and waits until `to`
+  // serves every shard of a stable cluster.
+  ::testing::AssertionResult HandOver(Member* from, Member* to) {
+    from->cluster->Stop();
+    from->cluster.reset();
+    if (Eventually([&] { return to->cluster->Stats().serving.size() == kShards && Stable(); }, 60s)) {
+      return ::testing::AssertionSuccess();
+    }
+    return ::testing::AssertionFailure() << "no hand-over within 60 s\n" << Describe();
+  }
+
   std::vector<int32_t> AllShards() {
     std::vector<int32_t> out;
     for (int32_t s = 0; s < kShards; s++) out.push_back(s);
@@ -585,10 +596,7 @@ TEST_F(ClusterTest, StandbyCopiesFollowTheOwnerAndAHandOverReadsOnlyTheTail) {
     return b->rec.drops;
   }();
 
-  a->cluster->Stop();
-  a->cluster.reset();
-  ASSERT_TRUE(Eventually([&] { return b->cluster->Stats().serving.size() == kShards && Stable(); }, 60s))
-      << Describe();
+  ASSERT_TRUE(HandOver(a, b));
   const auto stats = b->cluster->Stats();
   EXPECT_EQ(stats.warm_restores_total, a_shards.size()) << Describe();
   EXPECT_EQ(stats.last_restore_records, 0u) << "a warm restore read records its copy already had";
@@ -737,10 +745,7 @@ TEST_F(ClusterTest, AHandOverLoadsTheStateTopicAndReadsOnlyTheTailAfterTheMark) 
   ASSERT_TRUE(Eventually([&] { return MarksCover(b, a_shards, true); })) << Describe();
   const auto before = b->cluster->Stats();
 
-  a->cluster->Stop();
-  a->cluster.reset();
-  ASSERT_TRUE(Eventually([&] { return b->cluster->Stats().serving.size() == kShards && Stable(); }, 60s))
-      << Describe();
+  ASSERT_TRUE(HandOver(a, b));
   const auto after = b->cluster->Stats();
   for (int32_t shard : a_shards) EXPECT_EQ(b->rec.Rows(shard), expected[shard]) << "shard " << shard;
   EXPECT_EQ(after.restored_records_total, before.restored_records_total)
@@ -794,10 +799,7 @@ TEST_F(ClusterTest, StateRecordsOfAnotherWriterAreNeverApplied) {
   produce_state(StateEntityKey({1, 1}, "Orders", pks[1], "ghost"), events::EncodeEvent(stale, "stale"));
   produce_state(StateEntityKey({1, 1}, "Orders", pks[0], "kept"), events::EncodeEvent(stale, "stale"));
 
-  a->cluster->Stop();
-  a->cluster.reset();
-  ASSERT_TRUE(Eventually([&] { return b->cluster->Stats().serving.size() == kShards && Stable(); }, 60s))
-      << Describe();
+  ASSERT_TRUE(HandOver(a, b));
   const std::map<std::string, uint64_t> want{{pks[0] + "/kept", (epoch << 40) | 1}};
   EXPECT_EQ(b->rec.Rows(shard), want);
   EXPECT_GE(b->cluster->Stats().state_loaded_records_total, 1u);
@@ -828,10 +830,7 @@ TEST_F(ClusterTest, ARestoreReplaysTheRetryWindowBeforeTheMarkForItsOutcomes) {
   const auto s = b->cluster->Stats();
   EXPECT_LE(s.state_resume.at(shard), s.state_marks.at(shard)) << "the recent record is to be replayed";
 
-  a->cluster->Stop();
-  a->cluster.reset();
-  ASSERT_TRUE(Eventually([&] { return b->cluster->Stats().serving.size() == kShards && Stable(); }, 60s))
-      << Describe();
+  ASSERT_TRUE(HandOver(a, b));
   // Both rows, and the recent record was applied again from the change
   // topic (what restores its outcome), the old one only from the projection.
   const std::map<std::string, uint64_t> want{{pks[0] + "/old", (epoch << 40) | 1},
@@ -878,10 +877,7 @@ TEST_F(ClusterTest, AHandOverNeverBringsADeletedTableBack) {
   ASSERT_EQ(gone, 3);
   ASSERT_TRUE(b->cluster->DeleteTable("Gone", "app", 10s).ok());
 
-  a->cluster->Stop();
-  a->cluster.reset();
-  ASSERT_TRUE(Eventually([&] { return b->cluster->Stats().serving.size() == kShards && Stable(); }, 60s))
-      << Describe();
+  ASSERT_TRUE(HandOver(a, b));
   int gone_applied = 0, kept_applied = 0;
   {
     std::lock_guard l(b->rec.mu);
@@ -954,10 +950,7 @@ void ClusterTest::RecreatedTableCase(bool state_topic, bool copied) {
   }
   const auto before = b->cluster->Stats();
 
-  a->cluster->Stop();
-  a->cluster.reset();
-  ASSERT_TRUE(Eventually([&] { return b->cluster->Stats().serving.size() == kShards && Stable(); }, 60s))
-      << Describe();
+  ASSERT_TRUE(HandOver(a, b));
   auto check = [&](Member* m, const ClusterStats& before) {
     std::map<std::string, int> applied;  // row key -> records applied
     {
