@@ -136,7 +136,9 @@ void Cluster::Impl::HandleClusterRecord(std::string_view key, std::string_view v
       log_->warn("cluster topic: a malformed table record for {} is skipped", name);
       return;
     }
-    const std::string table(name);
+    // "table/<name>/<request>" (TableOp), or "table/<name>" as written
+    // before table records had keys of their own. Table names hold no '/'.
+    const std::string table(name.substr(0, name.find('/')));
     const TableKey tk(table);
     const uint64_t incarnation = static_cast<uint64_t>(offset) + 1;
     Status outcome;
@@ -223,9 +225,8 @@ bool Cluster::Impl::CatchUpCatalog(std::chrono::milliseconds wait) {
 Status Cluster::Impl::TableOp(const std::string& table, bool create, const std::string& caller,
                               std::chrono::milliseconds wait) {
   // A create of a table the catalog holds is refused here, without a
-  // record: the cluster topic is compacted, and a refused create record
-  // would replace the accepted one, so a member reading the topic later
-  // would take the refused record's offset for the table's incarnation.
+  // record (one record fewer; two creates racing through two members still
+  // both write one, and readers refuse the second).
   if (create && CatchUpCatalog(wait)) {
     std::lock_guard l(table_mu_);
     if (tables_.count(TableKey(table))) {
@@ -243,7 +244,14 @@ Status Cluster::Impl::TableOp(const std::string& table, bool create, const std::
     table_waits_.erase(request);
   };
   TableRecord record{create, request, caller, NowMs()};
-  auto offset = ProduceWait(cluster_topic_, 0, "table/" + table, EncodeTable(record));
+  // A key of its own for every table record: the cluster topic is
+  // compacted, and under one key per table a refused create (two racing
+  // through two members, as replicas starting together do) would replace
+  // the accepted one, so a member reading the topic later would take the
+  // refused one's offset for the table's incarnation and skip the rows the
+  // others stamped. With keys of their own, compaction keeps every table
+  // record, in order: every member reads the same history.
+  auto offset = ProduceWait(cluster_topic_, 0, "table/" + table + "/" + request, EncodeTable(record));
   if (!offset.ok()) {
     forget();
     return offset.status();

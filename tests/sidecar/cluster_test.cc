@@ -25,6 +25,7 @@
 #include "sidecar/cluster/records.h"
 #include "sidecar/cluster/state_records.h"
 #include "sidecar/cluster/table_incarnations.h"
+#include "testing/kafka_reader.h"
 #include "testing/temp_dir.h"
 
 namespace sidetable::cluster {
@@ -1041,6 +1042,53 @@ TEST_F(ClusterTest, AtStartUpALocalTableOfAnotherIncarnationIsCreatedAgain) {
   auto reread = TableIncarnations::Open(path);
   ASSERT_TRUE(reread.ok());
   EXPECT_EQ((*reread)->Snapshot(), (std::map<uint32_t, uint64_t>{{1, 9}, {3, 3}, {4, 4}, {orders_id, 1}, {phoenix_id, 2}}));
+}
+
+// Every table record has a key of its own, so the compacted cluster topic
+// keeps each one, in order: a create refused because the table exists (two
+// creates racing through two members, as replicas starting together do) can
+// never be left as the table's only create, so every member, also one that
+// reads the topic after a compaction, takes the accepted create's offset
+// for the incarnation. Under one key per table it did not.
+TEST_F(ClusterTest, EveryTableRecordHasAKeyOfItsOwn) {
+  CreateOrdersTable();  // "table/Orders": the key records had before, still read
+  StartMembers({"a", "b"}, [](Member* m) { m->rec.track_ids = true; });
+  ASSERT_TRUE(Eventually([&] { return Stable(); }, 60s)) << Describe();
+  Member* a = members_[0].get();
+  Member* b = members_[1].get();
+  ASSERT_TRUE(a->cluster->CreateTable("Raced", "test", 10s).ok());
+  // What the loser of a race writes: its own create, after the accepted one.
+  ProduceTo(kClusterTopic, 0, "table/Raced/b/1/1", EncodeTable(TableRecord{true, "b/1/1", "test", 2}));
+  EXPECT_EQ(b->cluster->CreateTable("Raced", "test", 10s).code(), Code::kTableAlreadyExists);
+  ASSERT_TRUE(b->cluster->DeleteTable("Raced", "test", 10s).ok());
+  ASSERT_TRUE(b->cluster->CreateTable("Raced", "test", 10s).ok());
+
+  sidetable::testing::KafkaReader reader(kafka_->bootstraps(), kClusterTopic);
+  ASSERT_TRUE(reader.AssignAll());
+  auto tables = [](const std::vector<sidetable::testing::KafkaMessage>& all) {
+    std::vector<sidetable::testing::KafkaMessage> out;
+    for (const auto& m : all) {
+      if (m.key.rfind("table/Raced", 0) == 0) out.push_back(m);
+    }
+    return out;
+  };
+  const auto raced = tables(reader.ReadUntil([&](const auto& all) { return tables(all).size() >= 4; }, 15s));
+  ASSERT_EQ(raced.size(), 4u) << "create, the racing create, delete, create";
+  std::set<std::string> keys;
+  for (const auto& m : raced) {
+    EXPECT_EQ(m.key.rfind("table/Raced/", 0), 0u) << m.key;
+    keys.insert(m.key);
+  }
+  EXPECT_EQ(keys.size(), raced.size()) << "a key shared by two table records lets compaction drop the older";
+  // Both members hold the last create's incarnation for their local table.
+  const uint64_t incarnation = static_cast<uint64_t>(raced.back().offset) + 1;
+  for (Member* m : {a, b}) {
+    ASSERT_TRUE(Eventually([&] {
+      std::lock_guard l(m->rec.mu);
+      auto it = m->rec.local_ids.find("Raced");
+      return it != m->rec.local_ids.end() && m->cluster->TableIncarnation(it->second) == incarnation;
+    })) << m->cluster->StatusJson();
+  }
 }
 
 // The state writer keeps each record's stamp on its projection, so that a
