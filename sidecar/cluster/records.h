@@ -1,6 +1,6 @@
 // The messages the cluster writes (docs/scale-out.md): the ShardClaimed
 // claim on a change-topic partition, and the keyed records of the cluster
-// topic (member/<id>, owner/<shard>, table/<name>).
+// topic (member/<id>, owner/<shard>, table/<name>/<request>).
 //
 // A claim is an ordinary change-topic message whose value is a change event
 // of kind "ShardClaimed" (JSON, schema 1) and which carries the header

@@ -1,7 +1,7 @@
 // TableIncarnations: which cluster incarnation each LOCAL table id of this
 // member belongs to (docs/scale-out.md, "A table deleted and created again").
 //
-// A table's incarnation is the cluster-topic offset of its `table/<name>`
+// A table's incarnation is the cluster-topic offset of its `table/<name>/<request>`
 // create record plus one (so that 0 can mean "unknown" even for the topic's
 // first record). Change records carry only their writer's local table id;
 // the publisher stamps each with the incarnation it maps to, and restores,
