@@ -276,8 +276,8 @@ Status Cluster::Impl::Restore(int32_t shard, int64_t generation) {
       state_loaded_records_ += loaded;
       last_state_loaded_records_ = loaded;
       // From the replay point: the retry window's outcomes come back too.
-      if (mark->valid()) reached = StandbyPosition{mark->resume_offset(), mark->resume_floor(), false};
       if (mark->valid()) {
+        reached = StandbyPosition{mark->resume_offset(), mark->resume_floor(), false};
         log_->info("shard {}: {} records loaded from the state topic ({}), the change topic from offset {}", shard,
                    loaded, StatePrefix(mark->writer), reached.next_offset);
       }

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <charconv>
+
 #include "common/kafka/headers.h"
 #include "sidecar/cluster/records.h"
 
@@ -11,11 +13,9 @@ uint64_t TableIncarnationOf(const rd_kafka_message_t* m) {
   auto h = kafka::HeaderValue(m, events::kTableIncarnationHeader);
   if (!h) return 0;
   uint64_t v = 0;
-  for (char c : *h) {
-    if (c < '0' || c > '9' || v > (UINT64_MAX - 9) / 10) return 0;  // malformed: treated as unstamped
-    v = v * 10 + static_cast<uint64_t>(c - '0');
-  }
-  return v;
+  auto [end, ec] = std::from_chars(h->data(), h->data() + h->size(), v);
+  // Malformed (or out of range): treated as unstamped.
+  return ec == std::errc() && end == h->data() + h->size() ? v : 0;
 }
 
 ShardReplayer::ShardReplayer(int32_t shard, std::function<Status(const ChangeRecord&)> apply,
