@@ -102,6 +102,12 @@ Status Server::Impl::Bind() {
     hooks.metrics = &owner_->metrics_;
     hooks.quotas = &quotas_;
     hooks.tenant_metrics = &owner_->tenant_metrics_;
+    // As RunsInline decides for the ZeroMQ frontend: a write that waits
+    // for its fsync or its replicas must not hold up the REST loop.
+    hooks.writes_may_wait = [this] {
+      return config_.engine.durability == Durability::kFsync || handler_.routing() != nullptr ||
+             owner_->engine_->WritesMayWait();
+    };
     auto gateway = rest::Gateway::Start(config_.rest, &handler_, TokensRequired(config_), hooks);
     if (!gateway.ok()) return gateway.status();
     rest_ = std::move(gateway).value();

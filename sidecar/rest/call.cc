@@ -12,8 +12,7 @@
 namespace sidetable::sidecar::rest {
 
 std::string_view Call::Header(const char* name) const {
-  auto it = req.headers.find(name);  // httplib compares header names case-insensitively
-  return it == req.headers.end() ? std::string_view() : std::string_view(it->second);
+  return req.Header(name);
 }
 
 std::string Call::ClientRequestId() const {

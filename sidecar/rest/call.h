@@ -3,8 +3,6 @@
 // operation answers through. Internal to sidecar/rest/.
 #pragma once
 
-#include <httplib.h>
-
 #include <optional>
 #include <string>
 
@@ -12,6 +10,7 @@
 #include "protocol/wire.h"
 #include "sidecar/handler.h"
 #include "sidecar/rest/gateway.h"
+#include "sidecar/rest/http.h"
 #include "sidecar/rest/odata.h"
 #include "sidecar/rest/path.h"
 #include "sidecar/rest/sas.h"
@@ -19,8 +18,8 @@
 namespace sidetable::sidecar::rest {
 
 struct Call {
-  const httplib::Request& req;
-  httplib::Response& res;
+  const HttpRequest& req;
+  HttpResponse& res;
   const Handler* handler = nullptr;
   const GatewayHooks* hooks = nullptr;  // may be null
   RestPath path;

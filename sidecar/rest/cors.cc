@@ -54,7 +54,7 @@ const CorsRule* MatchCors(const std::vector<CorsRule>& rules, std::string_view o
 }
 
 void Preflight(const std::vector<CorsRule>& rules, std::string_view origin, std::string_view method,
-               std::string_view request_headers, httplib::Response* res) {
+               std::string_view request_headers, HttpResponse* res) {
   const CorsRule* r = MatchCors(rules, origin, method, request_headers);
   if (r == nullptr) {
     res->status = 403;
@@ -70,7 +70,7 @@ void Preflight(const std::vector<CorsRule>& rules, std::string_view origin, std:
 }
 
 void AddCorsHeaders(const std::vector<CorsRule>& rules, std::string_view origin, std::string_view method,
-                    httplib::Response* res) {
+                    HttpResponse* res) {
   const CorsRule* r = MatchCors(rules, origin, method, "");
   if (r == nullptr) return;
   const bool any = std::find(r->allowed_origins.begin(), r->allowed_origins.end(), "*") != r->allowed_origins.end();

@@ -5,11 +5,10 @@
 // Thread safety: pure functions.
 #pragma once
 
-#include <httplib.h>
-
 #include <string_view>
 #include <vector>
 
+#include "sidecar/rest/http.h"
 #include "sidecar/rest/rest_config.h"
 
 namespace sidetable::sidecar::rest {
@@ -22,11 +21,11 @@ const CorsRule* MatchCors(const std::vector<CorsRule>& rules, std::string_view o
 // OPTIONS: 200 with the Access-Control-Allow-* headers, or status 403 when
 // no rule matches (the caller writes the error body).
 void Preflight(const std::vector<CorsRule>& rules, std::string_view origin, std::string_view method,
-               std::string_view request_headers, httplib::Response* res);
+               std::string_view request_headers, HttpResponse* res);
 
 // On an actual request with an Origin: Access-Control-Allow-Origin and
 // -Expose-Headers when a rule matches.
 void AddCorsHeaders(const std::vector<CorsRule>& rules, std::string_view origin, std::string_view method,
-                    httplib::Response* res);
+                    HttpResponse* res);
 
 }  // namespace sidetable::sidecar::rest

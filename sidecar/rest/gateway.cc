@@ -1,24 +1,28 @@
-// The HTTP side of the gateway: cpp-httplib set-up, the headers every
-// response carries, CORS, x-ms-version, authentication, and the dispatch
-// to tables.cc, entities.cc and batch.cc.
+// The HTTP side of the gateway: the listener's set-up (http_server.h),
+// which requests run on its loop, the headers every response carries,
+// CORS, x-ms-version, authentication, and the dispatch to tables.cc,
+// entities.cc and batch.cc.
 #include "sidecar/rest/gateway.h"
 
-#include <httplib.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <ctime>
-#include <thread>
 
 #include "sidecar/listener_policy.h"
 #include "sidecar/rest/call.h"
 #include "sidecar/rest/cors.h"
+#include "sidecar/rest/http_server.h"
 #include "sidecar/rest/shared_key.h"
 
 namespace sidetable::sidecar::rest {
 
 // Oldest x-ms-version served: what the current SDKs send and later.
 inline constexpr std::string_view kMinVersion = "2019-02-02";
+// Bodies up to this run on the listener's loop (as sidecar.inline_max_bytes
+// does for the ZeroMQ frontend): larger ones would hold up every other
+// connection while they are decoded.
+inline constexpr size_t kInlineMaxBytes = 16 << 10;
 
 class Gateway::Impl {
  public:
@@ -26,9 +30,14 @@ class Gateway::Impl {
       : config_(config), handler_(handler), tokens_required_(tokens_required),
         accounts_(EffectiveAccounts(config, loopback, tokens_required)), log_(spdlog::default_logger()->clone("rest")) {}
 
-  void Serve(const httplib::Request& req, httplib::Response& res);
-  // Fills an empty error response httplib made itself (too large, malformed).
-  void HttpLibError(const httplib::Request& req, httplib::Response& res);
+  void Serve(const HttpRequest& req, HttpResponse& res);
+  // The response to what the listener refuses itself (malformed, too
+  // large, over its bounds), in the service's form.
+  void ListenerError(int status, const std::string& message, HttpResponse& res) const;
+  // Cheap requests run on the listener's loop: point reads, and single-
+  // entity writes when a write cannot wait (no fsync, no replica, no
+  // RocksDB stall). Queries, $batch and table operations go to the pool.
+  bool RunsInline(const HttpRequest& req) const;
 
   const RestConfig config_;
   const Handler* handler_;
@@ -36,13 +45,13 @@ class Gateway::Impl {
   const bool tokens_required_;
   const std::vector<RestAccount> accounts_;
   std::shared_ptr<spdlog::logger> log_;
-  httplib::Server http_;
-  std::thread thread_;
+  std::unique_ptr<HttpServer> http_;
   std::string host_;
   int port_ = 0;
   std::atomic<uint64_t> next_id_{1};
 
  private:
+  bool WritesMayWait() const { return !hooks_.writes_may_wait || hooks_.writes_may_wait(); }
   bool Authenticate(Call& c, std::string_view raw_path, std::string_view comp);
   void Dispatch(Call& c, std::string_view raw_path, std::string_view raw_query);
 };
@@ -180,7 +189,7 @@ void Gateway::Impl::Dispatch(Call& c, std::string_view raw_path, std::string_vie
   SendError(c, 501, "NotImplemented", "This resource is not served by the gateway (see docs/rest.md).");
 }
 
-void Gateway::Impl::Serve(const httplib::Request& req, httplib::Response& res) {
+void Gateway::Impl::Serve(const HttpRequest& req, HttpResponse& res) {
   const auto started = std::chrono::steady_clock::now();
   Call c{req, res};
   c.handler = handler_;
@@ -196,6 +205,7 @@ void Gateway::Impl::Serve(const httplib::Request& req, httplib::Response& res) {
   const std::string client_id(c.Header("x-ms-client-request-id"));
   if (!client_id.empty()) res.set_header("x-ms-client-request-id", client_id.substr(0, 1024));
   c.method = req.method;
+  if (c.method == "HEAD") c.method = "GET";  // the listener drops the body
   if (c.method == "POST") {
     const std::string_view tunnelled = c.Header("X-HTTP-Method");
     if (tunnelled == "MERGE" || tunnelled == "DELETE" || tunnelled == "PUT") c.method = std::string(tunnelled);
@@ -214,33 +224,52 @@ void Gateway::Impl::Serve(const httplib::Request& req, httplib::Response& res) {
   const auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
   if (log_->should_log(spdlog::level::debug)) {
     log_->debug("{} {} {} -> {} in {} us (account '{}', caller '{}', clientRequestId '{}', requestId {})", req.method,
-                c.method, req.path, res.status, us, c.path.account, c.caller, client_id, c.request_id);
+                c.method, req.target, res.status, us, c.path.account, c.caller, client_id, c.request_id);
   }
   if (res.status >= 500) {
-    log_->warn("{} {} -> {} (clientRequestId '{}', requestId {}): {}", req.method, req.path, res.status, client_id,
+    log_->warn("{} {} -> {} (clientRequestId '{}', requestId {}): {}", req.method, req.target, res.status, client_id,
                c.request_id, res.get_header_value("x-ms-error-code"));
   }
 }
 
-void Gateway::Impl::HttpLibError(const httplib::Request& req, httplib::Response& res) {
-  if (!res.body.empty()) return;  // ours, already in the service's form
+void Gateway::Impl::ListenerError(int status, const std::string& message, HttpResponse& res) const {
   std::string code = "InvalidInput";
-  std::string message = "The request is malformed (note: the MERGE verb is not accepted by this HTTP server; "
-                        "send PATCH or POST with X-HTTP-Method: MERGE).";
-  if (res.status == 413) {
-    code = "RequestBodyTooLarge";
-    message = "The request body is too large and exceeds the maximum permissible limit (rest.max_body_mb: " +
-              std::to_string(config_.max_body_bytes >> 20) + " MiB).";
-  } else if (res.status == 404) {
-    code = "ResourceNotFound";
-    message = "The specified resource does not exist.";
-  } else if (res.status >= 500) {
-    code = "InternalError";
-    message = "The server encountered an internal error.";
+  switch (status) {
+    case 413: code = "RequestBodyTooLarge"; break;
+    case 408: code = "OperationTimedOut"; break;
+    case 417: code = "InvalidHeaderValue"; break;
+    case 501: code = "NotImplemented"; break;
+    case 503: code = "ServerBusy"; break;
+    case 505: code = "UnsupportedHttpVersion"; break;
+    default: break;
   }
+  std::string text = message;
+  if (status == 413) text += " (rest.max_body_mb: " + std::to_string(config_.max_body_bytes >> 20) + " MiB)";
+  res.status = status;
   res.set_header("x-ms-error-code", code);
   res.set_header("x-ms-version", std::string(kMinVersion));
-  res.set_content(ErrorBody(code, message), ContentType(Metadata::kMinimal));
+  res.set_header("Date", HttpDate());
+  res.set_content(ErrorBody(code, text), ContentType(Metadata::kMinimal));
+}
+
+bool Gateway::Impl::RunsInline(const HttpRequest& req) const {
+  if (req.body.size() > kInlineMaxBytes) return false;
+  const std::string_view target = req.target;
+  const std::string_view path = target.substr(0, target.find('?'));
+  // /<account>/<resource>: only single-entity resources, "name(keys)".
+  const size_t slash = path.find('/', 1);
+  if (slash == std::string_view::npos) return false;
+  const std::string_view resource = path.substr(slash + 1);
+  if (resource.size() < 3 || resource.back() != ')' || resource[resource.size() - 2] == '(') {
+    // A collection: an insert is a single write, a query is not.
+    const bool insert = req.method == "POST" && req.Header("X-HTTP-Method").empty() && !resource.empty() &&
+                        resource.find('/') == std::string_view::npos && resource.find('(') == std::string_view::npos &&
+                        resource != "Tables" && resource != "$batch";
+    return insert && !WritesMayWait();
+  }
+  if (resource.size() >= 7 && resource.substr(0, 7) == "Tables(") return req.method == "GET";
+  if (req.method == "GET" || req.method == "HEAD") return true;
+  return !WritesMayWait();
 }
 
 Result<std::unique_ptr<Gateway>> Gateway::Start(const RestConfig& config, const Handler* handler,
@@ -260,34 +289,25 @@ Result<std::unique_ptr<Gateway>> Gateway::Start(const RestConfig& config, const 
   g->impl_ = std::make_unique<Impl>(config, handler, tokens_required, IsLoopbackHostPort(hp));
   Impl* impl = g->impl_.get();
   impl->hooks_ = hooks;
-  const int threads = config.threads;
-  impl->http_.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  impl->http_.set_payload_max_length(config.max_body_bytes);
-  // Headers and body leave in separate writes: without TCP_NODELAY every
-  // response with a body waited ~40 ms for the delayed ACK (Nagle).
-  impl->http_.set_tcp_nodelay(true);
-  impl->http_.set_keep_alive_max_count(1000);
-  impl->http_.set_keep_alive_timeout(2);
-  impl->http_.set_read_timeout(30, 0);
-  impl->http_.set_write_timeout(30, 0);
-  auto serve = [impl](const httplib::Request& req, httplib::Response& res) { impl->Serve(req, res); };
-  impl->http_.Get(".*", serve);
-  impl->http_.Post(".*", serve);
-  impl->http_.Put(".*", serve);
-  impl->http_.Delete(".*", serve);
-  impl->http_.Patch(".*", serve);
-  impl->http_.Options(".*", serve);
-  impl->http_.set_error_handler([impl](const httplib::Request& req, httplib::Response& res) { impl->HttpLibError(req, res); });
   if (host == "localhost") host = "127.0.0.1";
-  if (port == 0) {
-    port = impl->http_.bind_to_any_port(host.c_str());
-    if (port < 0) return Status(Code::kUnavailable, "rest.address: cannot bind " + hp);
-  } else if (!impl->http_.bind_to_port(host.c_str(), port)) {
-    return Status(Code::kUnavailable, "rest.address: cannot bind " + hp);
-  }
+  HttpServerOptions o;
+  o.host = host;
+  o.port = port;
+  o.pool_threads = config.threads;
+  o.max_connections = config.max_connections;
+  o.max_buffered_bytes = config.max_buffered_bytes;
+  o.idle_timeout_ms = config.idle_timeout_ms;
+  o.request_timeout_ms = config.request_timeout_ms;
+  o.limits.max_body_bytes = config.max_body_bytes;
+  HttpServerCallbacks cb;
+  cb.handle = [impl](HttpRequest& req, HttpResponse& res) { impl->Serve(req, res); };
+  cb.runs_inline = [impl](const HttpRequest& req) { return impl->RunsInline(req); };
+  cb.error = [impl](int status, const std::string& message, HttpResponse& res) { impl->ListenerError(status, message, res); };
+  auto server = HttpServer::Start(o, std::move(cb));
+  if (!server.ok()) return server.status();
+  impl->http_ = std::move(server).value();
   impl->host_ = host;
-  impl->port_ = port;
-  impl->thread_ = std::thread([impl] { impl->http_.listen_after_bind(); });
+  impl->port_ = impl->http_->port();
   std::string names;
   for (const auto& a : impl->accounts_) names += (names.empty() ? "" : ", ") + a.name;
   spdlog::info("Azure Table REST gateway on http://{}:{}/<account> (accounts: {})", host, port,
@@ -298,9 +318,7 @@ Result<std::unique_ptr<Gateway>> Gateway::Start(const RestConfig& config, const 
 std::string Gateway::address() const { return impl_->host_ + ":" + std::to_string(impl_->port_); }
 
 void Gateway::Stop() {
-  if (!impl_ || !impl_->thread_.joinable()) return;
-  impl_->http_.stop();
-  impl_->thread_.join();
+  if (impl_ && impl_->http_) impl_->http_->Stop();
 }
 
 Gateway::~Gateway() { Stop(); }

@@ -1,5 +1,7 @@
-// Gateway: the Azure Table REST API (docs/rest.md) served by cpp-httplib on
-// its own bounded thread pool, on the sidecar's engine through the same
+// Gateway: the Azure Table REST API (docs/rest.md) served by the project's
+// HTTP/1.1 listener (http_server.h: one epoll loop that runs point reads
+// and small writes itself, a bounded pool for the rest), on the sidecar's
+// engine through the same
 // Handler as the ZeroMQ path: each HTTP request becomes the wire::Request
 // the ZeroMQ path would build, so authorisation, ServerBusy, the change
 // stream and the change log's record of the caller are the same. A write
@@ -9,10 +11,12 @@
 // thread of its own; Stop() (also the destructor) stops accepting, waits
 // for the requests being served and returns. The Handler must outlive it.
 //
-// Thread safety: Start/Stop from one thread; requests are served on up to
-// rest.threads threads at once, each calling the (thread-safe) Handler.
+// Thread safety: Start/Stop from one thread; requests are served on the
+// listener's loop and up to rest.threads pool threads at once, each
+// calling the (thread-safe) Handler.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -38,6 +42,10 @@ struct GatewayHooks {
   Metrics* metrics = nullptr;
   auth::TenantQuotas* quotas = nullptr;
   auth::TenantMetrics* tenant_metrics = nullptr;
+  // True while a write may block (fsync durability, scale-out replication,
+  // a RocksDB write stall): writes then run on the listener's pool, not
+  // on its loop. Absent: writes always run on the pool.
+  std::function<bool()> writes_may_wait;
 };
 
 class Gateway {

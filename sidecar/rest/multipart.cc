@@ -143,29 +143,6 @@ Result<std::vector<BatchRequest>> ParseBatch(std::string_view content_type, std:
   return ops;
 }
 
-std::string_view ReasonPhrase(int status) {
-  switch (status) {
-    case 200: return "OK";
-    case 201: return "Created";
-    case 202: return "Accepted";
-    case 204: return "No Content";
-    case 400: return "Bad Request";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 409: return "Conflict";
-    case 412: return "Precondition Failed";
-    case 413: return "Request Entity Too Large";
-    case 415: return "Unsupported Media Type";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    case 507: return "Insufficient Storage";
-  }
-  return "Unknown";
-}
-
 std::string WriteBatchResponse(std::string_view id, const std::vector<BatchResponsePart>& parts) {
   std::string out;
   const std::string cs = "changesetresponse_" + std::string(id);

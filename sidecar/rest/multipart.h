@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "engine/status.h"
+#include "sidecar/rest/http.h"  // ReasonPhrase
 
 namespace sidetable::sidecar::rest {
 
@@ -59,7 +60,5 @@ struct BatchResponsePart {
 // The response body for boundary batchresponse_<id>, with one changeset
 // (changesetresponse_<id>) of `parts`.
 std::string WriteBatchResponse(std::string_view id, const std::vector<BatchResponsePart>& parts);
-
-std::string_view ReasonPhrase(int status);
 
 }  // namespace sidetable::sidecar::rest

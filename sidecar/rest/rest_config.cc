@@ -43,7 +43,9 @@ Status CheckKeys(const std::string& path, const std::string& where, const YAML::
 Status LoadRestConfig(const std::string& path, const YAML::Node& root, RestConfig* out) {
   const YAML::Node r = root["rest"];
   if (!r || r.IsNull()) return Status::OK();
-  ST_RETURN_IF_ERROR(CheckKeys(path, "rest", r, {"address", "accounts", "cors", "max_body_mb", "threads", "dev_account"}));
+  ST_RETURN_IF_ERROR(CheckKeys(path, "rest", r, {"address", "accounts", "cors", "max_body_mb", "threads", "dev_account",
+                                               "max_connections", "max_buffered_mb", "idle_timeout_ms",
+                                               "request_timeout_ms"}));
   try {
     if (r["address"]) out->address = r["address"].as<std::string>();
     if (r["max_body_mb"]) {
@@ -54,6 +56,22 @@ Status LoadRestConfig(const std::string& path, const YAML::Node& root, RestConfi
     if (r["threads"]) {
       out->threads = r["threads"].as<int>();
       if (out->threads < 1 || out->threads > 256) return Bad(path, "rest.threads", "must be between 1 and 256");
+    }
+    if (r["max_connections"]) {
+      const int64_t n = r["max_connections"].as<int64_t>();
+      if (n < 1 || n > 100000) return Bad(path, "rest.max_connections", "must be between 1 and 100000");
+      out->max_connections = static_cast<size_t>(n);
+    }
+    if (r["max_buffered_mb"]) {
+      const int64_t mb = r["max_buffered_mb"].as<int64_t>();
+      if (mb < 1 || mb > 65536) return Bad(path, "rest.max_buffered_mb", "must be between 1 and 65536");
+      out->max_buffered_bytes = static_cast<uint64_t>(mb) << 20;
+    }
+    for (const char* key : {"idle_timeout_ms", "request_timeout_ms"}) {
+      if (!r[key]) continue;
+      const int64_t ms = r[key].as<int64_t>();
+      if (ms < 100 || ms > 3600000) return Bad(path, std::string("rest.") + key, "must be between 100 and 3600000");
+      (std::string_view(key) == "idle_timeout_ms" ? out->idle_timeout_ms : out->request_timeout_ms) = static_cast<int>(ms);
     }
     if (r["dev_account"]) {
       const std::string v = r["dev_account"].Scalar();

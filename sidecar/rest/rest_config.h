@@ -43,7 +43,13 @@ struct RestConfig {
   std::vector<RestAccount> accounts;      // rest.accounts
   std::vector<CorsRule> cors;             // rest.cors
   size_t max_body_bytes = 4 << 20;        // rest.max_body_mb (EGTs are limited to 4 MiB)
-  int threads = 32;                       // rest.threads: connections served at once
+  int threads = 32;                       // rest.threads: requests executing off the loop at once
+  // The listener's bounds (http_server.h): over them a request gets 503
+  // ServerBusy instead of memory.
+  size_t max_connections = 1024;          // rest.max_connections
+  uint64_t max_buffered_bytes = 256ull << 20;  // rest.max_buffered_mb: request bytes held, all connections
+  int idle_timeout_ms = 30000;            // rest.idle_timeout_ms: a keep-alive connection between requests
+  int request_timeout_ms = 30000;         // rest.request_timeout_ms: one request's bytes, first to last
   // rest.dev_account: devstoreaccount1 with its well-known key, on loopback.
   // Unset: on only while auth.mode is off. Its key is public, so with
   // auth.mode tokens it would let anyone on the host past the tokens: then

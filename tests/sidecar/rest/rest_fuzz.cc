@@ -1,7 +1,8 @@
 // libFuzzer target for the REST gateway's parsers (the trust boundary of
 // every HTTP request): the first byte picks the parser, the rest is its
 // input. 0: the $batch multipart body, 1: an entity body (with and without
-// URL keys), 2: a URL path, 3: a SharedKey Authorization header. Each must
+// URL keys), 2: a URL path, 3: a SharedKey Authorization header, 4: the
+// bytes of an HTTP/1.1 connection (the listener's request reader). Each must
 // give a value or an error, never crash, and what it gives must hold its
 // invariants (checked below, abort on violation). Built by tests/fuzz
 // (-DSIDETABLE_FUZZ=ON) and replayed by rest_fuzz_replay_test.cc in the
@@ -11,7 +12,9 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "sidecar/rest/http.h"
 #include "sidecar/rest/multipart.h"
 #include "sidecar/rest/odata.h"
 #include "sidecar/rest/path.h"
@@ -30,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace sidetable::sidecar::rest;
   if (size == 0) return 0;
   const std::string_view in(reinterpret_cast<const char*>(data) + 1, size - 1);
-  switch (data[0] % 4) {
+  switch (data[0] % 5) {
     case 0: {
       auto ops = ParseBatch("multipart/mixed; boundary=batch_1", in);
       if (ops.ok()) {
@@ -79,6 +82,40 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       parts.path_account = "acct";
       Status s = VerifySharedKey(in, parts, accounts);
       Check(!s.ok() && s.code() == Code::kAuthenticationFailed);  // no input forges the signature
+      break;
+    }
+    case 4: {
+      // The same bytes whole and arriving in two pieces frame the same
+      // requests, or fail with the same status; nothing reads past them.
+      HttpLimits limits;
+      limits.max_head_bytes = 1024;
+      limits.max_headers = 16;
+      limits.max_body_bytes = 4096;
+      auto frame = [&](size_t cut, std::vector<std::string>* out) {
+        HttpRequestReader r(limits);
+        HttpRequest req;
+        std::string buf;
+        for (const std::string_view piece : {in.substr(0, cut), in.substr(cut)}) {
+          buf.append(piece);
+          while (true) {
+            size_t consumed = 0;
+            const auto o = r.Next(buf, &req, &consumed);
+            if (o == HttpRequestReader::Outcome::kError) {
+              Check(r.error_status() >= 400 && r.error_status() <= 505);
+              out->push_back("error " + std::to_string(r.error_status()));
+              return;
+            }
+            if (o == HttpRequestReader::Outcome::kNeedMore) break;
+            Check(consumed > 0 && consumed <= buf.size() && req.body.size() <= limits.max_body_bytes);
+            out->push_back(req.method + " " + req.target + " " + req.body);
+            buf.erase(0, consumed);
+          }
+        }
+      };
+      std::vector<std::string> whole, split;
+      frame(in.size(), &whole);
+      frame(in.size() / 2, &split);
+      Check(whole == split);
       break;
     }
   }

@@ -1,0 +1,594 @@
+// The REST gateway's HTTP/1.1 listener (http_server.h): one epoll loop,
+// inline execution of cheap requests, a pool for the rest.
+//
+// Ownership of a connection: the loop owns every Conn, except while its
+// request executes on the pool (busy): the loop then neither reads nor
+// writes it (its epoll interest is cleared), and the pool thread that
+// executed it hands it back through returned_ and the wake eventfd.
+#include "sidecar/rest/http_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <spdlog/spdlog.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace sidetable::sidecar::rest {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kReadChunk = 64 << 10;
+constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+// Connections over max_connections let in to be answered 503.
+constexpr size_t kRefusing = 64;
+// How long a closing connection's late bytes are read and dropped.
+constexpr auto kLinger = std::chrono::seconds(2);
+
+struct Conn {
+  int fd = -1;
+  std::string in;     // bytes received; [in_off, size) not yet consumed
+  size_t in_off = 0;
+  HttpRequestReader reader;
+  HttpRequest req;
+  HttpResponse res;
+  // The response being written: head then body, `sent` bytes of both gone.
+  std::string out_head;
+  std::string out_body;
+  size_t sent = 0;
+  bool busy = false;         // executing on the pool (not in the epoll set)
+  bool close_after = false;  // close once the pending output is written
+  bool refuse = false;       // over max_connections: answer 503 to its first bytes
+  bool draining = false;     // answered and half-closed: reading and dropping until EOF
+  uint32_t interest = 0;     // the epoll events registered (0: not in the set)
+  Clock::time_point last_active;
+  Clock::time_point request_started;  // first byte of the request being read
+  uint64_t charged = 0;      // bytes of `in` counted in buffered_
+
+  explicit Conn(const HttpLimits& limits) : reader(limits) {}
+  bool Pending() const { return sent < out_head.size() + out_body.size(); }
+  size_t Buffered() const { return in.size() - in_off; }
+};
+
+enum class Flush { kDone, kAgain, kFailed };
+
+// Writes what is left of c's response without blocking.
+Flush FlushOut(Conn* c) {
+  while (c->Pending()) {
+    iovec iov[2];
+    int n = 0;
+    if (c->sent < c->out_head.size()) {
+      iov[n++] = {c->out_head.data() + c->sent, c->out_head.size() - c->sent};
+      if (!c->out_body.empty()) iov[n++] = {c->out_body.data(), c->out_body.size()};
+    } else {
+      const size_t off = c->sent - c->out_head.size();
+      iov[n++] = {c->out_body.data() + off, c->out_body.size() - off};
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<size_t>(n);
+    const ssize_t w = ::sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK ? Flush::kAgain : Flush::kFailed;
+    }
+    c->sent += static_cast<size_t>(w);
+  }
+  return Flush::kDone;
+}
+
+// Lays out c->res as the pending output (HEAD: without the body).
+void PrepareOut(Conn* c, bool head_only) {
+  c->out_head.clear();
+  c->sent = 0;
+  AppendResponseHead(c->res, c->close_after, &c->out_head);
+  if (head_only) c->res.body.clear();
+  c->out_body = std::move(c->res.body);
+}
+
+}  // namespace
+
+class HttpServer::Impl {
+ public:
+  Impl(const HttpServerOptions& o, HttpServerCallbacks cb) : opt_(o), cb_(std::move(cb)) {}
+  ~Impl();
+
+  Status Bind();
+  void Loop();
+  void PoolThread();
+  void Stop();
+
+  const HttpServerOptions opt_;
+  const HttpServerCallbacks cb_;
+  int listen_fd_ = -1;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+  int port_ = 0;
+  std::thread loop_;
+  std::vector<std::thread> pool_;
+  std::atomic<bool> stopping_{false};
+
+  std::atomic<uint64_t> open_{0}, inline_{0}, pooled_{0}, busy_{0};
+
+ private:
+  // Each returns false when it closed the connection (c is gone).
+  bool ReadInput(Conn* c);
+  bool Drain(Conn* c);
+  // Frames and runs the requests buffered on c until one goes to the pool,
+  // a response cannot be written at once, or more bytes are needed.
+  bool Process(Conn* c);
+  // Writes c's prepared response; then closes, waits for EPOLLOUT, or
+  // goes back to reading.
+  bool Respond(Conn* c);
+  bool AnswerError(Conn* c, int status, const std::string& message);
+
+  void AcceptAll();
+  void OnEvent(Conn* c, uint32_t events);
+  void OnReturned();
+  void SetInterest(Conn* c, uint32_t events);
+  void Close(Conn* c);
+  void Compact(Conn* c);
+  void Sweep(Clock::time_point now);
+  bool OverBudget(uint64_t more) const { return buffered_ + more > opt_.max_buffered_bytes; }
+
+  // Loop thread only.
+  std::unordered_map<int, std::unique_ptr<Conn>> conns_;
+  uint64_t buffered_ = 0;
+  std::string scratch_ = std::string(kReadChunk, '\0');
+  bool accept_paused_ = false;
+  Clock::time_point accept_resume_;
+  Clock::time_point last_sweep_ = Clock::now();
+
+  // Pool queue and the hand-back.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Conn*> jobs_;
+  std::vector<Conn*> returned_;
+  bool pool_stop_ = false;
+
+  // Tags for the listening socket and the wake eventfd in epoll's data.
+  static inline char kListenTag = 0, kWakeTag = 0;
+};
+
+Status HttpServer::Impl::Bind() {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
+  addrinfo* found = nullptr;
+  const std::string port = std::to_string(opt_.port);
+  if (int rc = ::getaddrinfo(opt_.host.c_str(), port.c_str(), &hints, &found); rc != 0) {
+    return Status(Code::kUnavailable, "rest.address: cannot resolve '" + opt_.host + "': " + gai_strerror(rc));
+  }
+  std::string error = "no address";
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    const int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 1024) == 0) {
+      listen_fd_ = fd;
+      break;
+    }
+    error = std::strerror(errno);
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  if (listen_fd_ < 0) return Status(Code::kUnavailable, "rest.address: cannot bind " + opt_.host + ":" + port + ": " + error);
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len);
+  port_ = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
+                                         : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epoll_fd_ < 0 || wake_fd_ < 0) return Status(Code::kInternal, std::string("epoll/eventfd: ") + std::strerror(errno));
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = &kListenTag;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
+  ev.data.ptr = &kWakeTag;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  return Status::OK();
+}
+
+HttpServer::Impl::~Impl() {
+  Stop();
+  for (int fd : {listen_fd_, epoll_fd_, wake_fd_}) {
+    if (fd >= 0) ::close(fd);
+  }
+}
+
+void HttpServer::Impl::Stop() {
+  if (!loop_.joinable()) return;
+  stopping_ = true;
+  const uint64_t one = 1;
+  (void)!::write(wake_fd_, &one, sizeof one);
+  loop_.join();
+}
+
+void HttpServer::Impl::SetInterest(Conn* c, uint32_t events) {
+  if (c->interest == events) return;
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.ptr = c;
+  // A connection on the pool leaves the set: with an empty interest epoll
+  // would still report its hang-up, again and again, to a loop that must
+  // not touch it.
+  const int op = events == 0 ? EPOLL_CTL_DEL : c->interest == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
+  ::epoll_ctl(epoll_fd_, op, c->fd, events == 0 ? nullptr : &ev);
+  c->interest = events;
+}
+
+void HttpServer::Impl::Close(Conn* c) {
+  buffered_ -= c->charged;
+  ::close(c->fd);  // also leaves the epoll set
+  open_.fetch_sub(1, std::memory_order_relaxed);
+  conns_.erase(c->fd);
+}
+
+void HttpServer::Impl::AcceptAll() {
+  while (true) {
+    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        // Out of descriptors: stop accepting for a moment rather than spin
+        // on a listening socket that stays readable.
+        spdlog::warn("REST listener: accept: {}; pausing 100 ms", std::strerror(errno));
+        ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
+        accept_paused_ = true;
+        accept_resume_ = Clock::now() + std::chrono::milliseconds(100);
+      }
+      return;
+    }
+    // Past max_connections a few more are let in only to be told 503
+    // (after their request arrives: answered before it, a client may see
+    // a reset instead); past those, closed at once.
+    const bool refuse = conns_.size() >= opt_.max_connections;
+    if (refuse && conns_.size() >= opt_.max_connections + kRefusing) {
+      busy_.fetch_add(1, std::memory_order_relaxed);
+      ::close(fd);
+      continue;
+    }
+    const int one = 1;
+    // Each response is one write; without NODELAY a response following a
+    // small one could wait for the peer's delayed ACK.
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    auto conn = std::make_unique<Conn>(opt_.limits);
+    Conn* c = conn.get();
+    c->fd = fd;
+    c->refuse = refuse;
+    c->last_active = Clock::now();
+    c->request_started = c->last_active;
+    c->interest = EPOLLIN;
+    epoll_event ev{};
+    ev.events = c->interest;
+    ev.data.ptr = c;
+    if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      ::close(fd);
+      continue;
+    }
+    conns_.emplace(fd, std::move(conn));
+    open_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void HttpServer::Impl::Compact(Conn* c) {
+  if (c->in_off == c->in.size()) {
+    // A request's worth of capacity is not kept by an idle connection.
+    if (c->in.capacity() > kReadChunk) std::string().swap(c->in);
+    c->in.clear();
+    c->in_off = 0;
+  } else if (c->in_off >= kReadChunk) {
+    c->in.erase(0, c->in_off);
+    c->in_off = 0;
+  }
+  const uint64_t now = c->in.size();
+  buffered_ = buffered_ - c->charged + now;
+  c->charged = now;
+}
+
+bool HttpServer::Impl::ReadInput(Conn* c) {
+  if (c->Buffered() == 0 && !c->reader.HeadDone()) c->request_started = Clock::now();
+  while (true) {
+    const ssize_t r = ::recv(c->fd, scratch_.data(), scratch_.size(), 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    if (r <= 0) {
+      // The peer closed (or reset): nothing more can be answered.
+      Close(c);
+      return false;
+    }
+    c->in.append(scratch_.data(), static_cast<size_t>(r));
+    buffered_ += static_cast<uint64_t>(r);
+    c->charged += static_cast<uint64_t>(r);
+    if (static_cast<size_t>(r) < scratch_.size()) break;
+    // A full read: more may be waiting, but frame what is here before
+    // buffering past one whole request's bounds.
+    if (c->Buffered() > opt_.limits.max_head_bytes + opt_.limits.max_body_bytes) break;
+  }
+  c->last_active = Clock::now();
+  if (c->refuse) return AnswerError(c, 503, "the REST listener is at rest.max_connections; retry later");
+  if (buffered_ > opt_.max_buffered_bytes) {
+    return AnswerError(c, 503, "the REST listener holds rest.max_buffered_mb of requests; retry later");
+  }
+  return Process(c);
+}
+
+bool HttpServer::Impl::Drain(Conn* c) {
+  while (true) {
+    const ssize_t r = ::recv(c->fd, scratch_.data(), scratch_.size(), 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+    if (r <= 0) break;
+  }
+  Close(c);
+  return false;
+}
+
+bool HttpServer::Impl::AnswerError(Conn* c, int status, const std::string& message) {
+  c->res = HttpResponse();
+  c->res.status = status;
+  if (status == 503) busy_.fetch_add(1, std::memory_order_relaxed);
+  if (cb_.error) cb_.error(status, message, c->res);
+  c->close_after = true;
+  // What is buffered can no longer be framed: drop it.
+  c->in.clear();
+  c->in_off = 0;
+  Compact(c);
+  PrepareOut(c, false);
+  return Respond(c);
+}
+
+bool HttpServer::Impl::Respond(Conn* c) {
+  const Flush f = FlushOut(c);
+  if (f == Flush::kFailed) {
+    Close(c);
+    return false;
+  }
+  if (f == Flush::kAgain) {
+    SetInterest(c, EPOLLOUT);
+    return true;
+  }
+  c->out_head.clear();
+  c->out_body.clear();
+  if (c->out_body.capacity() > kReadChunk) std::string().swap(c->out_body);
+  if (c->req.body.capacity() > kReadChunk) std::string().swap(c->req.body);
+  if (c->close_after) {
+    // Lingering close: half-close so the response is read, then drop what
+    // the client still sends until it closes (closing with unread bytes
+    // would reset the connection and could lose the response). Bounded by
+    // the sweep's timeout.
+    ::shutdown(c->fd, SHUT_WR);
+    c->draining = true;
+    c->last_active = Clock::now();
+    SetInterest(c, EPOLLIN);
+    return Drain(c);
+  }
+  SetInterest(c, EPOLLIN);
+  return true;
+}
+
+bool HttpServer::Impl::Process(Conn* c) {
+  while (!c->busy && !c->Pending() && !c->draining) {
+    size_t consumed = 0;
+    const std::string_view buf(c->in.data() + c->in_off, c->in.size() - c->in_off);
+    const auto outcome = c->reader.Next(buf, &c->req, &consumed);
+    if (outcome == HttpRequestReader::Outcome::kError) {
+      return AnswerError(c, c->reader.error_status(), c->reader.error_message());
+    }
+    if (outcome == HttpRequestReader::Outcome::kNeedMore) {
+      if (c->reader.HeadDone()) {
+        const size_t expected = c->reader.BodyBytesExpected();
+        // What is here is counted already; refuse now a body that could
+        // not be held, rather than after reading most of it.
+        if (OverBudget(expected > buf.size() ? expected - buf.size() : 0)) {
+          return AnswerError(c, 503, "the REST listener holds rest.max_buffered_mb of requests; retry later");
+        }
+        if (c->reader.WantsContinue()) {
+          c->reader.ContinueSent();
+          c->out_head.assign(kContinue);
+          c->sent = 0;
+          return Respond(c);
+        }
+      }
+      return true;
+    }
+    c->in_off += consumed;
+    Compact(c);
+    c->res = HttpResponse();
+    c->close_after = !c->req.keep_alive || stopping_.load(std::memory_order_relaxed);
+    if (cb_.runs_inline && cb_.runs_inline(c->req)) {
+      inline_.fetch_add(1, std::memory_order_relaxed);
+      cb_.handle(c->req, c->res);
+      PrepareOut(c, c->req.method == "HEAD");
+      if (!Respond(c)) return false;
+      c->request_started = Clock::now();
+      continue;
+    }
+    pooled_.fetch_add(1, std::memory_order_relaxed);
+    c->busy = true;
+    SetInterest(c, 0);
+    {
+      std::lock_guard lock(mu_);
+      jobs_.push_back(c);
+    }
+    cv_.notify_one();
+    return true;
+  }
+  return true;
+}
+
+void HttpServer::Impl::PoolThread() {
+  while (true) {
+    Conn* c = nullptr;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return pool_stop_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;  // stopping, and every queued request has run
+      c = jobs_.front();
+      jobs_.pop_front();
+    }
+    cb_.handle(c->req, c->res);
+    PrepareOut(c, c->req.method == "HEAD");
+    // Most responses leave here at once; the loop writes what is left.
+    if (FlushOut(c) == Flush::kFailed) c->close_after = true;
+    {
+      std::lock_guard lock(mu_);
+      returned_.push_back(c);
+    }
+    const uint64_t one = 1;
+    (void)!::write(wake_fd_, &one, sizeof one);
+  }
+}
+
+void HttpServer::Impl::OnReturned() {
+  uint64_t n = 0;
+  (void)!::read(wake_fd_, &n, sizeof n);
+  std::vector<Conn*> back;
+  {
+    std::lock_guard lock(mu_);
+    back.swap(returned_);
+  }
+  for (Conn* c : back) {
+    c->busy = false;
+    c->last_active = Clock::now();
+    c->request_started = c->last_active;
+    if (!Respond(c) || c->Pending()) continue;
+    Process(c);  // requests pipelined behind it
+  }
+}
+
+void HttpServer::Impl::OnEvent(Conn* c, uint32_t events) {
+  if (c->busy) return;  // an event from before it left the set
+  if (c->draining) {
+    Drain(c);
+    return;
+  }
+  if (c->Pending()) {
+    if ((events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) == 0) return;
+    if (!Respond(c) || c->Pending()) return;
+    c->last_active = Clock::now();
+    c->request_started = c->last_active;
+    Process(c);
+    return;
+  }
+  ReadInput(c);
+}
+
+void HttpServer::Impl::Sweep(Clock::time_point now) {
+  last_sweep_ = now;
+  if (accept_paused_ && now >= accept_resume_) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.ptr = &kListenTag;
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
+    accept_paused_ = false;
+  }
+  const auto request_timeout = std::chrono::milliseconds(opt_.request_timeout_ms);
+  std::vector<Conn*> gone, slow;
+  for (auto& [fd, conn] : conns_) {
+    Conn* c = conn.get();
+    if (c->busy) continue;
+    if (c->draining) {
+      if (now - c->last_active > kLinger) gone.push_back(c);
+    } else if (c->Pending()) {
+      // A client that does not read its response.
+      if (now - c->last_active > request_timeout) gone.push_back(c);
+    } else if (c->Buffered() > 0 || c->reader.HeadDone() || c->refuse) {
+      if (now - c->request_started > request_timeout) slow.push_back(c);
+    } else if (now - c->last_active > std::chrono::milliseconds(opt_.idle_timeout_ms)) {
+      gone.push_back(c);
+    }
+  }
+  for (Conn* c : gone) Close(c);
+  for (Conn* c : slow) AnswerError(c, 408, "the request was not received within rest.request_timeout_ms");
+}
+
+void HttpServer::Impl::Loop() {
+  std::vector<epoll_event> events(256);
+  while (!stopping_.load(std::memory_order_relaxed)) {
+    const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), 250);
+    if (n < 0 && errno != EINTR) {
+      spdlog::error("REST listener: epoll_wait: {}", std::strerror(errno));
+      break;
+    }
+    for (int i = 0; i < n; ++i) {
+      void* tag = events[i].data.ptr;
+      if (tag == &kListenTag) {
+        AcceptAll();
+      } else if (tag == &kWakeTag) {
+        OnReturned();
+      } else {
+        // A handler closes only its own connection, and each descriptor
+        // appears once per batch: the pointer is live.
+        OnEvent(static_cast<Conn*>(tag), events[i].events);
+      }
+    }
+    const auto now = Clock::now();
+    if (now - last_sweep_ >= std::chrono::milliseconds(250)) Sweep(now);
+  }
+  // Stopping: no new connections; the pool runs what it was given.
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
+  {
+    std::lock_guard lock(mu_);
+    pool_stop_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : pool_) t.join();
+  pool_.clear();
+  for (Conn* c : returned_) {
+    if (c->Pending()) (void)FlushOut(c);  // one last try, without waiting
+  }
+  returned_.clear();
+  while (!conns_.empty()) Close(conns_.begin()->second.get());
+}
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options, HttpServerCallbacks callbacks) {
+  if (!callbacks.handle) return Status(Code::kInvalidInput, "HttpServer: no handler");
+  std::unique_ptr<HttpServer> s(new HttpServer());
+  s->impl_ = std::make_unique<Impl>(options, std::move(callbacks));
+  Impl* impl = s->impl_.get();
+  if (Status st = impl->Bind(); !st.ok()) return st;
+  for (int i = 0; i < std::max(1, options.pool_threads); ++i) impl->pool_.emplace_back([impl] { impl->PoolThread(); });
+  impl->loop_ = std::thread([impl] { impl->Loop(); });
+  return s;
+}
+
+HttpServer::~HttpServer() { Stop(); }
+
+void HttpServer::Stop() {
+  if (impl_) impl_->Stop();
+}
+
+int HttpServer::port() const { return impl_->port_; }
+
+HttpServerStats HttpServer::Stats() const {
+  HttpServerStats s;
+  s.connections_open = impl_->open_.load(std::memory_order_relaxed);
+  s.requests_inline = impl_->inline_.load(std::memory_order_relaxed);
+  s.requests_pooled = impl_->pooled_.load(std::memory_order_relaxed);
+  s.refused_busy = impl_->busy_.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace sidetable::sidecar::rest
