@@ -5,6 +5,7 @@
 #include "sidecar/rest/gateway.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <ctime>
@@ -49,6 +50,7 @@ class Gateway::Impl {
   std::string host_;
   int port_ = 0;
   std::atomic<uint64_t> next_id_{1};
+  const pid_t pid_ = getpid();  // in every request id; a system call per request otherwise
 
  private:
   bool WritesMayWait() const { return !hooks_.writes_may_wait || hooks_.writes_may_wait(); }
@@ -196,7 +198,7 @@ void Gateway::Impl::Serve(const HttpRequest& req, HttpResponse& res) {
   c.hooks = &hooks_;
   char id[48];
   std::snprintf(id, sizeof id, "%08x-%04x-4000-8000-%012llx", static_cast<unsigned>(port_),
-                static_cast<unsigned>(getpid() & 0xffff), static_cast<unsigned long long>(next_id_.fetch_add(1)));
+                static_cast<unsigned>(pid_ & 0xffff), static_cast<unsigned long long>(next_id_.fetch_add(1)));
   c.request_id = id;
   res.set_header("x-ms-request-id", c.request_id);
   const std::string_view version = c.Header("x-ms-version");

@@ -12,6 +12,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -62,6 +63,7 @@ struct Conn {
   Clock::time_point last_active;
   Clock::time_point request_started;  // first byte of the request being read
   uint64_t charged = 0;      // bytes of `in` counted in buffered_
+  uint64_t req_charge = 0;   // the framed request's body, counted until its response is written
 
   explicit Conn(const HttpLimits& limits) : reader(limits) {}
   bool Pending() const { return sent < out_head.size() + out_body.size(); }
@@ -239,7 +241,7 @@ void HttpServer::Impl::SetInterest(Conn* c, uint32_t events) {
 }
 
 void HttpServer::Impl::Close(Conn* c) {
-  buffered_ -= c->charged;
+  buffered_ -= c->charged + c->req_charge;
   ::close(c->fd);  // also leaves the epoll set
   open_.fetch_sub(1, std::memory_order_relaxed);
   conns_.erase(c->fd);
@@ -371,6 +373,8 @@ bool HttpServer::Impl::Respond(Conn* c) {
   }
   c->out_head.clear();
   c->out_body.clear();
+  buffered_ -= c->req_charge;
+  c->req_charge = 0;
   if (c->out_body.capacity() > kReadChunk) std::string().swap(c->out_body);
   if (c->req.body.capacity() > kReadChunk) std::string().swap(c->req.body);
   if (c->close_after) {
@@ -415,6 +419,9 @@ bool HttpServer::Impl::Process(Conn* c) {
     }
     c->in_off += consumed;
     Compact(c);
+    // The body now lives in req until the response is written: still held.
+    c->req_charge = c->req.body.size();
+    buffered_ += c->req_charge;
     c->res = HttpResponse();
     c->close_after = !c->req.keep_alive || stopping_.load(std::memory_order_relaxed);
     if (cb_.runs_inline && cb_.runs_inline(c->req)) {
@@ -450,8 +457,17 @@ void HttpServer::Impl::PoolThread() {
     }
     cb_.handle(c->req, c->res);
     PrepareOut(c, c->req.method == "HEAD");
-    // Most responses leave here at once; the loop writes what is left.
-    if (FlushOut(c) == Flush::kFailed) c->close_after = true;
+    // The pool thread may block: a large response (a query page) is
+    // written here, waiting for the socket, rather than by the loop in
+    // pieces; a client that stops reading is left to the loop's timeout.
+    const auto deadline = Clock::now() + std::chrono::milliseconds(opt_.request_timeout_ms);
+    Flush f;
+    while ((f = FlushOut(c)) == Flush::kAgain) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      pollfd p{c->fd, POLLOUT, 0};
+      if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0) break;
+    }
+    if (f == Flush::kFailed) c->close_after = true;
     {
       std::lock_guard lock(mu_);
       returned_.push_back(c);
