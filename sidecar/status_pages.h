@@ -30,6 +30,9 @@ struct ServerGauges {
   // CURVE handshakes the ZAP handler answered (zap_handler.h); curve false: off.
   bool curve = false;
   uint64_t curve_allowed = 0, curve_refused = 0;
+  // The REST listener (sidecar/rest/http_server.h); rest false: off.
+  bool rest = false;
+  uint64_t rest_connections = 0, rest_inline = 0, rest_pooled = 0, rest_refused = 0;
 };
 
 std::string HealthJson(Server& server, const ServerGauges& gauges);

@@ -317,6 +317,8 @@ Result<std::unique_ptr<Gateway>> Gateway::Start(const RestConfig& config, const 
   return g;
 }
 
+HttpServerStats Gateway::Stats() const { return impl_->http_ ? impl_->http_->Stats() : HttpServerStats{}; }
+
 std::string Gateway::address() const { return impl_->host_ + ":" + std::to_string(impl_->port_); }
 
 void Gateway::Stop() {

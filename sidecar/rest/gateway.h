@@ -21,6 +21,7 @@
 #include <string>
 
 #include "engine/status.h"
+#include "sidecar/rest/http_server.h"
 #include "sidecar/rest/rest_config.h"
 
 namespace sidetable::sidecar {
@@ -60,6 +61,9 @@ class Gateway {
 
   // "host:port" as bound (the port resolved).
   std::string address() const;
+  // The listener's connections and requests (inline or on the pool) and
+  // its 503s, for /metrics.
+  HttpServerStats Stats() const;
   void Stop();
 
   class Impl;

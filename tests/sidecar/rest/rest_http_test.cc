@@ -324,6 +324,14 @@ TEST_F(RestListenerTest, ConnectionsOverTheBoundGetServerBusy) {
   EXPECT_GE(served, 6);
   EXPECT_LE(served, 8);
   EXPECT_EQ(served + busy, 12);
+  // /metrics counts them, and the open connections.
+  const std::string& hp = server_->http();
+  httplib::Client status_page(hp.substr(0, hp.rfind(':')), std::stoi(hp.substr(hp.rfind(':') + 1)));
+  auto metrics = status_page.Get("/metrics");
+  ASSERT_TRUE(metrics) << "no /metrics";
+  EXPECT_NE(metrics->body.find("sidetable_rest_busy_total " + std::to_string(busy) + "\n"), std::string::npos)
+      << metrics->body.substr(metrics->body.find("sidetable_rest"), 600);
+  EXPECT_NE(metrics->body.find("sidetable_rest_requests_total{path=\"inline\"}"), std::string::npos);
   // Closing connections frees their places (bounded wait).
   held.clear();
   int status = 0;
