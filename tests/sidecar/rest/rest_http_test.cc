@@ -11,7 +11,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "tests/sidecar/rest/rest_fixture.h"
@@ -421,6 +423,92 @@ TEST_F(RestFsyncListenerTest, ConcurrentWritesAndReadsAreAllAnswered) {
   EXPECT_EQ(ok.load(), 80);
   Reply q = Send("GET", "/" + std::string(kAccount) + "/fsynced()");
   EXPECT_EQ(Json(q.body).Count("value"), 20u);
+}
+
+}  // namespace
+}  // namespace sidetable::testing
+
+namespace sidetable::testing {
+namespace {
+
+// Acknowledged means durable through the REST listener too: writers insert
+// over REST on their own connections while the sidecar is killed; every
+// insert answered 201 is there after the restart.
+class RestCrashTest : public RestTest {
+ protected:
+  std::vector<std::string> ServerArgs() override { return {"--durability", Durability(), "--rest", "127.0.0.1:0"}; }
+  virtual const char* Durability() const { return "os"; }
+
+  // Inserts from 4 connections until the sidecar gets `sig` ~0.7 s in;
+  // returns the RowKeys answered 201.
+  std::vector<std::string> InsertUntilSignal(int sig) {
+    std::atomic<bool> stop{false};
+    std::mutex mu;
+    std::vector<std::string> acked;
+    std::vector<std::thread> writers;
+    for (int t = 0; t < 4; ++t) {
+      writers.emplace_back([&, t] {
+        httplib::Client http(host_, port_);
+        http.set_url_encode(false);
+        http.set_read_timeout(5, 0);
+        for (int i = 0; !stop.load() && i < 100000; ++i) {
+          const std::string rk = "w" + std::to_string(t) + "-" + std::to_string(i);
+          const Reply r = SendOn(http, "POST", "/" + std::string(kAccount) + "/crash",
+                                 R"({"PartitionKey":"p)" + std::to_string(i % 7) + R"(","RowKey":")" + rk + R"("})",
+                                 {{"Prefer", "return-no-content"}}, Sign::kSharedKey, /*quiet=*/true);
+          if (r.status == 204) {
+            std::lock_guard lock(mu);
+            acked.push_back("p" + std::to_string(i % 7) + "/" + rk);
+          }
+        }
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    if (sig == SIGKILL) {
+      server_->Kill();
+    } else {
+      EXPECT_EQ(server_->Stop(), 0) << server_->Log();
+    }
+    stop = true;
+    for (auto& w : writers) w.join();
+    return acked;
+  }
+
+  void ExpectAllPresent(const std::vector<std::string>& acked) {
+    ASSERT_TRUE(server_->Start()) << server_->Log();
+    ConnectRest();
+    size_t missing = 0;
+    for (const auto& key : acked) {
+      const size_t slash = key.find('/');
+      if (GetEntity("crash", key.substr(0, slash), key.substr(slash + 1)).status != 200) ++missing;
+    }
+    EXPECT_EQ(missing, 0u) << "of " << acked.size() << " acknowledged inserts";
+  }
+};
+
+TEST_F(RestCrashTest, InsertsAcknowledgedOverRestSurviveSigkill) {
+  ASSERT_EQ(CreateTable("crash").status, 201);
+  const auto acked = InsertUntilSignal(SIGKILL);
+  ASSERT_GT(acked.size(), 20u) << "too few inserts to mean anything";
+  ExpectAllPresent(acked);
+}
+
+// fsync durability: the writes run on the listener's pool; SIGTERM lets
+// those executing finish and answer before the sidecar exits 0.
+class RestFsyncCrashTest : public RestCrashTest {
+ protected:
+  const char* Durability() const override { return "fsync"; }
+};
+
+TEST_F(RestFsyncCrashTest, InsertsAcknowledgedOverRestSurviveSigtermAndSigkill) {
+  ASSERT_EQ(CreateTable("crash").status, 201);
+  auto acked = InsertUntilSignal(SIGTERM);
+  ASSERT_GT(acked.size(), 20u);
+  ExpectAllPresent(acked);
+  const auto more = InsertUntilSignal(SIGKILL);
+  ASSERT_GT(more.size(), 20u);
+  acked.insert(acked.end(), more.begin(), more.end());
+  ExpectAllPresent(acked);
 }
 
 }  // namespace
