@@ -296,6 +296,7 @@ Result<std::unique_ptr<Gateway>> Gateway::Start(const RestConfig& config, const 
   o.host = host;
   o.port = port;
   o.pool_threads = config.threads;
+  o.io_threads = config.io_threads;
   o.max_connections = config.max_connections;
   o.max_buffered_bytes = config.max_buffered_bytes;
   o.idle_timeout_ms = config.idle_timeout_ms;

@@ -44,7 +44,14 @@ constexpr size_t kRefusing = 64;
 // How long a closing connection's late bytes are read and dropped.
 constexpr auto kLinger = std::chrono::seconds(2);
 
+}  // namespace
+
+class EventLoop;
+
+namespace {
+
 struct Conn {
+  EventLoop* loop = nullptr;  // the loop that owns it
   int fd = -1;
   std::string in;     // bytes received; [in_off, size) not yet consumed
   size_t in_off = 0;
@@ -108,27 +115,57 @@ void PrepareOut(Conn* c, bool head_only) {
 
 }  // namespace
 
+// What the loops share: the options, the listening socket, the pool and
+// its queue, the counters and the buffered bytes.
 class HttpServer::Impl {
  public:
   Impl(const HttpServerOptions& o, HttpServerCallbacks cb) : opt_(o), cb_(std::move(cb)) {}
   ~Impl();
 
   Status Bind();
-  void Loop();
+  Status StartThreads();
   void PoolThread();
   void Stop();
+  bool OverBudget(uint64_t more) const {
+    return buffered_.load(std::memory_order_relaxed) + more > opt_.max_buffered_bytes;
+  }
 
   const HttpServerOptions opt_;
   const HttpServerCallbacks cb_;
   int listen_fd_ = -1;
-  int epoll_fd_ = -1;
-  int wake_fd_ = -1;
   int port_ = 0;
-  std::thread loop_;
+  std::vector<std::unique_ptr<EventLoop>> loops_;
   std::vector<std::thread> pool_;
   std::atomic<bool> stopping_{false};
-
+  bool started_ = false;
+  // Request bytes held, all loops (received, or framed and not answered).
+  std::atomic<uint64_t> buffered_{0};
   std::atomic<uint64_t> open_{0}, inline_{0}, pooled_{0}, busy_{0};
+
+  // The pool's queue.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Conn*> jobs_;
+  bool pool_stop_ = false;
+};
+
+// One event-loop thread and the connections it owns. Loop 0 also accepts,
+// and hands each new connection to the loops in turn.
+class EventLoop {
+ public:
+  EventLoop(HttpServer::Impl* srv, size_t index) : srv_(srv), index_(index) {}
+  ~EventLoop();
+  Status Init();
+  void Run();
+  // From any thread: wakes the loop (stop, a returned or handed connection).
+  void Wake();
+  // From a pool thread: c's request has run; the loop takes it back.
+  void Return(Conn* c);
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+  }
+  // After the threads have stopped: last writes, then every close.
+  void Finish();
 
  private:
   // Each returns false when it closed the connection (c is gone).
@@ -143,28 +180,30 @@ class HttpServer::Impl {
   bool AnswerError(Conn* c, int status, const std::string& message);
 
   void AcceptAll();
+  void Adopt(int fd, bool refuse);
   void OnEvent(Conn* c, uint32_t events);
-  void OnReturned();
+  void OnWake();
   void SetInterest(Conn* c, uint32_t events);
   void Close(Conn* c);
   void Compact(Conn* c);
   void Sweep(Clock::time_point now);
-  bool OverBudget(uint64_t more) const { return buffered_ + more > opt_.max_buffered_bytes; }
 
-  // Loop thread only.
+  HttpServer::Impl* const srv_;
+  const size_t index_;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+  std::thread thread_;
   std::unordered_map<int, std::unique_ptr<Conn>> conns_;
-  uint64_t buffered_ = 0;
   std::string scratch_ = std::string(kReadChunk, '\0');
   bool accept_paused_ = false;
   Clock::time_point accept_resume_;
   Clock::time_point last_sweep_ = Clock::now();
+  size_t next_loop_ = 0;  // loop 0: where the next connection goes
 
-  // Pool queue and the hand-back.
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Conn*> jobs_;
+  // Handed back by the pool, and handed over by loop 0.
+  std::mutex ret_mu_;
   std::vector<Conn*> returned_;
-  bool pool_stop_ = false;
+  std::vector<std::pair<int, bool>> incoming_;  // fd, refuse
 
   // Tags for the listening socket and the wake eventfd in epoll's data.
   static inline char kListenTag = 0, kWakeTag = 0;
@@ -200,34 +239,79 @@ Status HttpServer::Impl::Bind() {
   ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len);
   port_ = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
                                          : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
-  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
-  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (epoll_fd_ < 0 || wake_fd_ < 0) return Status(Code::kInternal, std::string("epoll/eventfd: ") + std::strerror(errno));
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.ptr = &kListenTag;
-  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
-  ev.data.ptr = &kWakeTag;
-  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
   return Status::OK();
 }
 
 HttpServer::Impl::~Impl() {
   Stop();
-  for (int fd : {listen_fd_, epoll_fd_, wake_fd_}) {
+  loops_.clear();
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+}
+
+Status HttpServer::Impl::StartThreads() {
+  const size_t n = static_cast<size_t>(std::max(1, opt_.io_threads));
+  for (size_t i = 0; i < n; ++i) {
+    loops_.push_back(std::make_unique<EventLoop>(this, i));
+    if (Status s = loops_.back()->Init(); !s.ok()) return s;
+  }
+  for (int i = 0; i < std::max(1, opt_.pool_threads); ++i) pool_.emplace_back([this] { PoolThread(); });
+  started_ = true;
+  return Status::OK();
+}
+
+void HttpServer::Impl::Stop() {
+  if (!started_) return;
+  started_ = false;
+  stopping_ = true;
+  for (auto& l : loops_) l->Wake();
+  for (auto& l : loops_) l->Join();
+  // No loop reads any more; the pool runs what it was given.
+  {
+    std::lock_guard lock(mu_);
+    pool_stop_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : pool_) t.join();
+  pool_.clear();
+  for (auto& l : loops_) l->Finish();
+}
+
+EventLoop::~EventLoop() {
+  for (int fd : {epoll_fd_, wake_fd_}) {
     if (fd >= 0) ::close(fd);
   }
 }
 
-void HttpServer::Impl::Stop() {
-  if (!loop_.joinable()) return;
-  stopping_ = true;
-  const uint64_t one = 1;
-  (void)!::write(wake_fd_, &one, sizeof one);
-  loop_.join();
+Status EventLoop::Init() {
+  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epoll_fd_ < 0 || wake_fd_ < 0) return Status(Code::kInternal, std::string("epoll/eventfd: ") + std::strerror(errno));
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = &kWakeTag;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  if (index_ == 0) {
+    ev.data.ptr = &kListenTag;
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, srv_->listen_fd_, &ev);
+  }
+  thread_ = std::thread([this] { Run(); });
+  return Status::OK();
 }
 
-void HttpServer::Impl::SetInterest(Conn* c, uint32_t events) {
+void EventLoop::Wake() {
+  const uint64_t one = 1;
+  (void)!::write(wake_fd_, &one, sizeof one);
+}
+
+void EventLoop::Return(Conn* c) {
+  {
+    std::lock_guard lock(ret_mu_);
+    returned_.push_back(c);
+  }
+  Wake();
+}
+
+void EventLoop::SetInterest(Conn* c, uint32_t events) {
   if (c->interest == events) return;
   epoll_event ev{};
   ev.events = events;
@@ -240,23 +324,24 @@ void HttpServer::Impl::SetInterest(Conn* c, uint32_t events) {
   c->interest = events;
 }
 
-void HttpServer::Impl::Close(Conn* c) {
-  buffered_ -= c->charged + c->req_charge;
+void EventLoop::Close(Conn* c) {
+  srv_->buffered_.fetch_sub(c->charged + c->req_charge, std::memory_order_relaxed);
   ::close(c->fd);  // also leaves the epoll set
-  open_.fetch_sub(1, std::memory_order_relaxed);
+  srv_->open_.fetch_sub(1, std::memory_order_relaxed);
   conns_.erase(c->fd);
 }
 
-void HttpServer::Impl::AcceptAll() {
+void EventLoop::AcceptAll() {
+  const auto& opt = srv_->opt_;
   while (true) {
-    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    const int fd = ::accept4(srv_->listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
         // Out of descriptors: stop accepting for a moment rather than spin
         // on a listening socket that stays readable.
         spdlog::warn("REST listener: accept: {}; pausing 100 ms", std::strerror(errno));
-        ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
+        ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, srv_->listen_fd_, nullptr);
         accept_paused_ = true;
         accept_resume_ = Clock::now() + std::chrono::milliseconds(100);
       }
@@ -265,36 +350,53 @@ void HttpServer::Impl::AcceptAll() {
     // Past max_connections a few more are let in only to be told 503
     // (after their request arrives: answered before it, a client may see
     // a reset instead); past those, closed at once.
-    const bool refuse = conns_.size() >= opt_.max_connections;
-    if (refuse && conns_.size() >= opt_.max_connections + kRefusing) {
-      busy_.fetch_add(1, std::memory_order_relaxed);
+    const uint64_t open = srv_->open_.load(std::memory_order_relaxed);
+    const bool refuse = open >= opt.max_connections;
+    if (refuse && open >= opt.max_connections + kRefusing) {
+      srv_->busy_.fetch_add(1, std::memory_order_relaxed);
       ::close(fd);
       continue;
     }
+    srv_->open_.fetch_add(1, std::memory_order_relaxed);
     const int one = 1;
     // Each response is one write; without NODELAY a response following a
     // small one could wait for the peer's delayed ACK.
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    auto conn = std::make_unique<Conn>(opt_.limits);
-    Conn* c = conn.get();
-    c->fd = fd;
-    c->refuse = refuse;
-    c->last_active = Clock::now();
-    c->request_started = c->last_active;
-    c->interest = EPOLLIN;
-    epoll_event ev{};
-    ev.events = c->interest;
-    ev.data.ptr = c;
-    if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
-      ::close(fd);
-      continue;
+    // The loops take connections in turn: a connection stays on its loop.
+    EventLoop* to = srv_->loops_[next_loop_++ % srv_->loops_.size()].get();
+    if (to == this) {
+      Adopt(fd, refuse);
+    } else {
+      {
+        std::lock_guard lock(to->ret_mu_);
+        to->incoming_.emplace_back(fd, refuse);
+      }
+      to->Wake();
     }
-    conns_.emplace(fd, std::move(conn));
-    open_.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
-void HttpServer::Impl::Compact(Conn* c) {
+void EventLoop::Adopt(int fd, bool refuse) {
+  auto conn = std::make_unique<Conn>(srv_->opt_.limits);
+  Conn* c = conn.get();
+  c->loop = this;
+  c->fd = fd;
+  c->refuse = refuse;
+  c->last_active = Clock::now();
+  c->request_started = c->last_active;
+  c->interest = EPOLLIN;
+  epoll_event ev{};
+  ev.events = c->interest;
+  ev.data.ptr = c;
+  if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    ::close(fd);
+    srv_->open_.fetch_sub(1, std::memory_order_relaxed);
+    return;
+  }
+  conns_.emplace(fd, std::move(conn));
+}
+
+void EventLoop::Compact(Conn* c) {
   if (c->in_off == c->in.size()) {
     // A request's worth of capacity is not kept by an idle connection.
     if (c->in.capacity() > kReadChunk) std::string().swap(c->in);
@@ -305,11 +407,11 @@ void HttpServer::Impl::Compact(Conn* c) {
     c->in_off = 0;
   }
   const uint64_t now = c->in.size();
-  buffered_ = buffered_ - c->charged + now;
+  srv_->buffered_.fetch_add(now - c->charged, std::memory_order_relaxed);  // modulo 2^64: a decrease too
   c->charged = now;
 }
 
-bool HttpServer::Impl::ReadInput(Conn* c) {
+bool EventLoop::ReadInput(Conn* c) {
   if (c->Buffered() == 0 && !c->reader.HeadDone()) c->request_started = Clock::now();
   while (true) {
     const ssize_t r = ::recv(c->fd, scratch_.data(), scratch_.size(), 0);
@@ -321,22 +423,22 @@ bool HttpServer::Impl::ReadInput(Conn* c) {
       return false;
     }
     c->in.append(scratch_.data(), static_cast<size_t>(r));
-    buffered_ += static_cast<uint64_t>(r);
+    srv_->buffered_.fetch_add(static_cast<uint64_t>(r), std::memory_order_relaxed);
     c->charged += static_cast<uint64_t>(r);
     if (static_cast<size_t>(r) < scratch_.size()) break;
     // A full read: more may be waiting, but frame what is here before
     // buffering past one whole request's bounds.
-    if (c->Buffered() > opt_.limits.max_head_bytes + opt_.limits.max_body_bytes) break;
+    if (c->Buffered() > srv_->opt_.limits.max_head_bytes + srv_->opt_.limits.max_body_bytes) break;
   }
   c->last_active = Clock::now();
   if (c->refuse) return AnswerError(c, 503, "the REST listener is at rest.max_connections; retry later");
-  if (buffered_ > opt_.max_buffered_bytes) {
+  if (srv_->buffered_.load(std::memory_order_relaxed) > srv_->opt_.max_buffered_bytes) {
     return AnswerError(c, 503, "the REST listener holds rest.max_buffered_mb of requests; retry later");
   }
   return Process(c);
 }
 
-bool HttpServer::Impl::Drain(Conn* c) {
+bool EventLoop::Drain(Conn* c) {
   while (true) {
     const ssize_t r = ::recv(c->fd, scratch_.data(), scratch_.size(), 0);
     if (r < 0 && errno == EINTR) continue;
@@ -347,11 +449,11 @@ bool HttpServer::Impl::Drain(Conn* c) {
   return false;
 }
 
-bool HttpServer::Impl::AnswerError(Conn* c, int status, const std::string& message) {
+bool EventLoop::AnswerError(Conn* c, int status, const std::string& message) {
   c->res = HttpResponse();
   c->res.status = status;
-  if (status == 503) busy_.fetch_add(1, std::memory_order_relaxed);
-  if (cb_.error) cb_.error(status, message, c->res);
+  if (status == 503) srv_->busy_.fetch_add(1, std::memory_order_relaxed);
+  if (srv_->cb_.error) srv_->cb_.error(status, message, c->res);
   c->close_after = true;
   // What is buffered can no longer be framed: drop it.
   c->in.clear();
@@ -361,7 +463,7 @@ bool HttpServer::Impl::AnswerError(Conn* c, int status, const std::string& messa
   return Respond(c);
 }
 
-bool HttpServer::Impl::Respond(Conn* c) {
+bool EventLoop::Respond(Conn* c) {
   const Flush f = FlushOut(c);
   if (f == Flush::kFailed) {
     Close(c);
@@ -373,7 +475,7 @@ bool HttpServer::Impl::Respond(Conn* c) {
   }
   c->out_head.clear();
   c->out_body.clear();
-  buffered_ -= c->req_charge;
+  srv_->buffered_.fetch_sub(c->req_charge, std::memory_order_relaxed);
   c->req_charge = 0;
   if (c->out_body.capacity() > kReadChunk) std::string().swap(c->out_body);
   if (c->req.body.capacity() > kReadChunk) std::string().swap(c->req.body);
@@ -392,7 +494,7 @@ bool HttpServer::Impl::Respond(Conn* c) {
   return true;
 }
 
-bool HttpServer::Impl::Process(Conn* c) {
+bool EventLoop::Process(Conn* c) {
   while (!c->busy && !c->Pending() && !c->draining) {
     size_t consumed = 0;
     const std::string_view buf(c->in.data() + c->in_off, c->in.size() - c->in_off);
@@ -405,7 +507,7 @@ bool HttpServer::Impl::Process(Conn* c) {
         const size_t expected = c->reader.BodyBytesExpected();
         // What is here is counted already; refuse now a body that could
         // not be held, rather than after reading most of it.
-        if (OverBudget(expected > buf.size() ? expected - buf.size() : 0)) {
+        if (srv_->OverBudget(expected > buf.size() ? expected - buf.size() : 0)) {
           return AnswerError(c, 503, "the REST listener holds rest.max_buffered_mb of requests; retry later");
         }
         if (c->reader.WantsContinue()) {
@@ -421,25 +523,26 @@ bool HttpServer::Impl::Process(Conn* c) {
     Compact(c);
     // The body now lives in req until the response is written: still held.
     c->req_charge = c->req.body.size();
-    buffered_ += c->req_charge;
+    srv_->buffered_.fetch_add(c->req_charge, std::memory_order_relaxed);
     c->res = HttpResponse();
-    c->close_after = !c->req.keep_alive || stopping_.load(std::memory_order_relaxed);
-    if (cb_.runs_inline && cb_.runs_inline(c->req)) {
-      inline_.fetch_add(1, std::memory_order_relaxed);
-      cb_.handle(c->req, c->res);
+    c->close_after = !c->req.keep_alive || srv_->stopping_.load(std::memory_order_relaxed);
+    const HttpServerCallbacks& cb = srv_->cb_;
+    if (cb.runs_inline && cb.runs_inline(c->req)) {
+      srv_->inline_.fetch_add(1, std::memory_order_relaxed);
+      cb.handle(c->req, c->res);
       PrepareOut(c, c->req.method == "HEAD");
       if (!Respond(c)) return false;
       c->request_started = Clock::now();
       continue;
     }
-    pooled_.fetch_add(1, std::memory_order_relaxed);
+    srv_->pooled_.fetch_add(1, std::memory_order_relaxed);
     c->busy = true;
     SetInterest(c, 0);
     {
-      std::lock_guard lock(mu_);
-      jobs_.push_back(c);
+      std::lock_guard lock(srv_->mu_);
+      srv_->jobs_.push_back(c);
     }
-    cv_.notify_one();
+    srv_->cv_.notify_one();
     return true;
   }
   return true;
@@ -468,23 +571,21 @@ void HttpServer::Impl::PoolThread() {
       if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0) break;
     }
     if (f == Flush::kFailed) c->close_after = true;
-    {
-      std::lock_guard lock(mu_);
-      returned_.push_back(c);
-    }
-    const uint64_t one = 1;
-    (void)!::write(wake_fd_, &one, sizeof one);
+    c->loop->Return(c);
   }
 }
 
-void HttpServer::Impl::OnReturned() {
+void EventLoop::OnWake() {
   uint64_t n = 0;
   (void)!::read(wake_fd_, &n, sizeof n);
   std::vector<Conn*> back;
+  std::vector<std::pair<int, bool>> handed;
   {
-    std::lock_guard lock(mu_);
+    std::lock_guard lock(ret_mu_);
     back.swap(returned_);
+    handed.swap(incoming_);
   }
+  for (const auto& [fd, refuse] : handed) Adopt(fd, refuse);
   for (Conn* c : back) {
     c->busy = false;
     c->last_active = Clock::now();
@@ -494,7 +595,7 @@ void HttpServer::Impl::OnReturned() {
   }
 }
 
-void HttpServer::Impl::OnEvent(Conn* c, uint32_t events) {
+void EventLoop::OnEvent(Conn* c, uint32_t events) {
   if (c->busy) return;  // an event from before it left the set
   if (c->draining) {
     Drain(c);
@@ -511,16 +612,16 @@ void HttpServer::Impl::OnEvent(Conn* c, uint32_t events) {
   ReadInput(c);
 }
 
-void HttpServer::Impl::Sweep(Clock::time_point now) {
+void EventLoop::Sweep(Clock::time_point now) {
   last_sweep_ = now;
   if (accept_paused_ && now >= accept_resume_) {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.ptr = &kListenTag;
-    ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, srv_->listen_fd_, &ev);
     accept_paused_ = false;
   }
-  const auto request_timeout = std::chrono::milliseconds(opt_.request_timeout_ms);
+  const auto request_timeout = std::chrono::milliseconds(srv_->opt_.request_timeout_ms);
   std::vector<Conn*> gone, slow;
   for (auto& [fd, conn] : conns_) {
     Conn* c = conn.get();
@@ -532,7 +633,7 @@ void HttpServer::Impl::Sweep(Clock::time_point now) {
       if (now - c->last_active > request_timeout) gone.push_back(c);
     } else if (c->Buffered() > 0 || c->reader.HeadDone() || c->refuse) {
       if (now - c->request_started > request_timeout) slow.push_back(c);
-    } else if (now - c->last_active > std::chrono::milliseconds(opt_.idle_timeout_ms)) {
+    } else if (now - c->last_active > std::chrono::milliseconds(srv_->opt_.idle_timeout_ms)) {
       gone.push_back(c);
     }
   }
@@ -540,9 +641,9 @@ void HttpServer::Impl::Sweep(Clock::time_point now) {
   for (Conn* c : slow) AnswerError(c, 408, "the request was not received within rest.request_timeout_ms");
 }
 
-void HttpServer::Impl::Loop() {
+void EventLoop::Run() {
   std::vector<epoll_event> events(256);
-  while (!stopping_.load(std::memory_order_relaxed)) {
+  while (!srv_->stopping_.load(std::memory_order_relaxed)) {
     const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), 250);
     if (n < 0 && errno != EINTR) {
       spdlog::error("REST listener: epoll_wait: {}", std::strerror(errno));
@@ -553,7 +654,7 @@ void HttpServer::Impl::Loop() {
       if (tag == &kListenTag) {
         AcceptAll();
       } else if (tag == &kWakeTag) {
-        OnReturned();
+        OnWake();
       } else {
         // A handler closes only its own connection, and each descriptor
         // appears once per batch: the pointer is live.
@@ -563,19 +664,20 @@ void HttpServer::Impl::Loop() {
     const auto now = Clock::now();
     if (now - last_sweep_ >= std::chrono::milliseconds(250)) Sweep(now);
   }
-  // Stopping: no new connections; the pool runs what it was given.
-  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
-  {
-    std::lock_guard lock(mu_);
-    pool_stop_ = true;
-  }
-  cv_.notify_all();
-  for (auto& t : pool_) t.join();
-  pool_.clear();
+  if (index_ == 0) ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, srv_->listen_fd_, nullptr);  // no new connections
+}
+
+void EventLoop::Finish() {
+  std::lock_guard lock(ret_mu_);
   for (Conn* c : returned_) {
     if (c->Pending()) (void)FlushOut(c);  // one last try, without waiting
   }
   returned_.clear();
+  for (const auto& [fd, refuse] : incoming_) {
+    ::close(fd);
+    srv_->open_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  incoming_.clear();
   while (!conns_.empty()) Close(conns_.begin()->second.get());
 }
 
@@ -585,8 +687,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
   s->impl_ = std::make_unique<Impl>(options, std::move(callbacks));
   Impl* impl = s->impl_.get();
   if (Status st = impl->Bind(); !st.ok()) return st;
-  for (int i = 0; i < std::max(1, options.pool_threads); ++i) impl->pool_.emplace_back([impl] { impl->PoolThread(); });
-  impl->loop_ = std::thread([impl] { impl->Loop(); });
+  if (Status st = impl->StartThreads(); !st.ok()) return st;
   return s;
 }
 

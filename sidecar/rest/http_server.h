@@ -1,8 +1,9 @@
-// HttpServer: the REST gateway's HTTP/1.1 listener. One event-loop thread
-// reads every connection (epoll, non-blocking sockets) and frames requests
-// with HttpRequestReader; a request the caller marks cheap runs right
-// there on the loop, the others on a bounded pool of threads; each
-// response leaves in one write. Keep-alive, pipelining (answered in
+// HttpServer: the REST gateway's HTTP/1.1 listener. Event-loop threads
+// (io_threads; each connection stays on one, given in turn) read the
+// connections (epoll, non-blocking sockets) and frame requests with
+// HttpRequestReader; a request the caller marks cheap runs right there on
+// its loop, the others on a bounded pool of threads; each response leaves
+// in one write. Keep-alive, pipelining (answered in
 // order: a connection has one request executing at a time), chunked
 // bodies and Expect: 100-continue are served.
 //
@@ -25,8 +26,9 @@
 // Stop() (also the destructor) stops accepting, lets the requests being
 // executed finish and send their responses, then closes every connection.
 //
-// Thread safety: Start/Stop from one thread. `handle` runs on the loop
-// and on the pool threads at once; `runs_inline` and `error` on the loop.
+// Thread safety: Start/Stop from one thread. `handle` runs on the loops
+// and on the pool threads at once; `runs_inline` and `error` on the loops
+// (at once when io_threads > 1).
 #pragma once
 
 #include <cstdint>
@@ -42,7 +44,8 @@ namespace sidetable::sidecar::rest {
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
   int port = 0;
-  int pool_threads = 32;            // requests executing off the loop at once
+  int io_threads = 1;               // event loops; connections are spread over them in turn
+  int pool_threads = 32;            // requests executing off the loops at once
   size_t max_connections = 1024;
   uint64_t max_buffered_bytes = 256ull << 20;
   int idle_timeout_ms = 30000;      // between requests on a keep-alive connection

@@ -44,7 +44,7 @@ Status LoadRestConfig(const std::string& path, const YAML::Node& root, RestConfi
   const YAML::Node r = root["rest"];
   if (!r || r.IsNull()) return Status::OK();
   ST_RETURN_IF_ERROR(CheckKeys(path, "rest", r, {"address", "accounts", "cors", "max_body_mb", "threads", "dev_account",
-                                               "max_connections", "max_buffered_mb", "idle_timeout_ms",
+                                               "max_connections", "max_buffered_mb", "idle_timeout_ms", "io_threads",
                                                "request_timeout_ms"}));
   try {
     if (r["address"]) out->address = r["address"].as<std::string>();
@@ -56,6 +56,10 @@ Status LoadRestConfig(const std::string& path, const YAML::Node& root, RestConfi
     if (r["threads"]) {
       out->threads = r["threads"].as<int>();
       if (out->threads < 1 || out->threads > 256) return Bad(path, "rest.threads", "must be between 1 and 256");
+    }
+    if (r["io_threads"]) {
+      out->io_threads = r["io_threads"].as<int>();
+      if (out->io_threads < 1 || out->io_threads > 64) return Bad(path, "rest.io_threads", "must be between 1 and 64");
     }
     if (r["max_connections"]) {
       const int64_t n = r["max_connections"].as<int64_t>();

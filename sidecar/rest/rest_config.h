@@ -43,7 +43,11 @@ struct RestConfig {
   std::vector<RestAccount> accounts;      // rest.accounts
   std::vector<CorsRule> cors;             // rest.cors
   size_t max_body_bytes = 4 << 20;        // rest.max_body_mb (EGTs are limited to 4 MiB)
-  int threads = 32;                       // rest.threads: requests executing off the loop at once
+  int threads = 32;                       // rest.threads: requests executing off the loops at once
+  // rest.io_threads: the listener's event loops. One serves about 30k
+  // small requests/s (docs/performance.md); more spread connections over
+  // more cores.
+  int io_threads = 1;
   // The listener's bounds (http_server.h): over them a request gets 503
   // ServerBusy instead of memory.
   size_t max_connections = 1024;          // rest.max_connections

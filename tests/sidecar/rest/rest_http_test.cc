@@ -132,6 +132,7 @@ class RestListenerTest : public RestTest {
     const std::string config = dir_.Sub("rest.yaml");
     std::ofstream(config) << "rest:\n"
                           << "  max_body_mb: 1\n"
+                          << "  io_threads: 2\n"  // connections over two loops; the other suites use one
                           << "  max_connections: 8\n"
                           << "  max_buffered_mb: 2\n"
                           << "  idle_timeout_ms: 600\n"

@@ -312,7 +312,7 @@ TEST(RestConfigFile, TheSectionLoadsAndItsErrorsNameTheKey) {
   ServerConfig c;
   ASSERT_TRUE(LoadConfigText("rest:\n  address: 127.0.0.1:0\n  accounts:\n    - {name: acct1, key: c2VjcmV0LWtleS1ieXRlcy0xMjM0NTY=}\n"
                        "  max_body_mb: 2\n  threads: 4\n  dev_account: false\n"
-                       "  max_connections: 10\n  max_buffered_mb: 3\n  idle_timeout_ms: 1500\n  request_timeout_ms: 2500\n"
+                       "  io_threads: 3\n  max_connections: 10\n  max_buffered_mb: 3\n  idle_timeout_ms: 1500\n  request_timeout_ms: 2500\n"
                        "  cors:\n    - {allowed_origins: ['*'], allowed_methods: [get]}\n",
                        &c)
                   .ok());
@@ -320,6 +320,7 @@ TEST(RestConfigFile, TheSectionLoadsAndItsErrorsNameTheKey) {
   ASSERT_EQ(c.rest.accounts.size(), 1u);
   EXPECT_EQ(c.rest.accounts[0].key, "secret-key-bytes-123456");
   EXPECT_EQ(c.rest.max_body_bytes, size_t{2} << 20);
+  EXPECT_EQ(c.rest.io_threads, 3);
   EXPECT_EQ(c.rest.max_connections, 10u);
   EXPECT_EQ(c.rest.max_buffered_bytes, uint64_t{3} << 20);
   EXPECT_EQ(c.rest.idle_timeout_ms, 1500);
@@ -345,6 +346,7 @@ TEST(RestConfigFile, TheSectionLoadsAndItsErrorsNameTheKey) {
                {"rest:\n  threads: 0\n", "rest.threads"},
                {"rest:\n  max_body_mb: 100\n", "rest.max_body_mb"},
                {"rest:\n  max_connections: 0\n", "rest.max_connections"},
+               {"rest:\n  io_threads: 0\n", "rest.io_threads"},
                {"rest:\n  max_buffered_mb: 0\n", "rest.max_buffered_mb"},
                {"rest:\n  idle_timeout_ms: 5\n", "rest.idle_timeout_ms"},
                {"rest:\n  request_timeout_ms: 99999999\n", "rest.request_timeout_ms"},
