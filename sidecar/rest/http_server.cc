@@ -156,6 +156,7 @@ class EventLoop {
   EventLoop(HttpServer::Impl* srv, size_t index) : srv_(srv), index_(index) {}
   ~EventLoop();
   Status Init();
+  void Start() { thread_ = std::thread([this] { Run(); }); }
   void Run();
   // From any thread: wakes the loop (stop, a returned or handed connection).
   void Wake();
@@ -254,6 +255,8 @@ Status HttpServer::Impl::StartThreads() {
     loops_.push_back(std::make_unique<EventLoop>(this, i));
     if (Status s = loops_.back()->Init(); !s.ok()) return s;
   }
+  // Only once every loop exists: loop 0 hands connections to the others.
+  for (auto& l : loops_) l->Start();
   for (int i = 0; i < std::max(1, opt_.pool_threads); ++i) pool_.emplace_back([this] { PoolThread(); });
   started_ = true;
   return Status::OK();
@@ -294,7 +297,6 @@ Status EventLoop::Init() {
     ev.data.ptr = &kListenTag;
     ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, srv_->listen_fd_, &ev);
   }
-  thread_ = std::thread([this] { Run(); });
   return Status::OK();
 }
 
