@@ -13,6 +13,7 @@
 #include <chrono>
 #include <csignal>
 #include <fstream>
+#include <iostream>
 #include <mutex>
 #include <thread>
 
@@ -372,6 +373,41 @@ TEST_F(RestListenerTest, BufferedBytesOverTheBoundGetServerBusyAndMemoryStaysBou
   slow.clear();
   // Small requests go on being served.
   Reply q = Send("GET", Entities("raw") + "()");
+  EXPECT_EQ(q.status, 200);
+  EXPECT_EQ(Json(q.body).Count("value"), 0u);
+}
+
+TEST_F(RestListenerTest, AFloodOfConnectionsAndPartialBodiesStaysUnderTheCeiling) {
+  const uint64_t before = RssBytes(server_->pid());
+  // 150 connections (8 allowed, 64 more let in to be told 503, the rest
+  // closed at once), each declaring a 1,000,000-byte body and sending 200 KB
+  // of it: the bytes held stay within rest.max_buffered_mb (2 MiB).
+  std::vector<std::unique_ptr<RawHttp>> flood;
+  const std::string r = Request("POST", Entities("raw"), std::string(1000000, ' '));
+  const std::string part = r.substr(0, r.size() - 800000);
+  for (int i = 0; i < 150; ++i) {
+    flood.push_back(std::make_unique<RawHttp>(host_, port_));
+    if (flood.back()->connected()) flood.back()->Send(part);
+  }
+  int busy = 0, closed = 0;
+  for (auto& c : flood) {
+    RawReply reply = c->Read(300);
+    if (reply.status == 503) ++busy;
+    else if (reply.status == 0 && c->ClosedWithin(10)) ++closed;
+  }
+  EXPECT_GE(busy, 60) << "503s for the connections over the bound and the bytes over the budget";
+  EXPECT_GE(closed, 50) << "connections far over the bound are closed at once";
+  std::cerr << "flood: " << busy << " answered 503, " << closed << " closed unanswered, RSS +"
+            << (RssBytes(server_->pid()) - before) / 1024 << " KB\n";
+  EXPECT_LT(RssBytes(server_->pid()), before + (48ull << 20)) << "before: " << before;
+  flood.clear();
+  // Served again once the flood is gone.
+  Reply q;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    q = Send("GET", Entities("raw") + "()");
+    if (q.status == 200) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   EXPECT_EQ(q.status, 200);
   EXPECT_EQ(Json(q.body).Count("value"), 0u);
 }
