@@ -132,16 +132,23 @@ class EntityMaker {
   size_t notes_chars_ = 0;
 };
 
-std::string PartitionKey(uint32_t p) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "p%06u", p);
-  return buf;
+// `prefix` then `n` in at least `width` digits, zero-padded ("p%06u"): by
+// hand, because snprintf was 12% of the client's instructions per Get
+// (callgrind), work the bare echo it is compared with does not do.
+std::string PaddedKey(char prefix, uint64_t n, int width) {
+  char digits[24];
+  int len = 0;
+  do {
+    digits[len++] = static_cast<char>('0' + n % 10);
+    n /= 10;
+  } while (n != 0);
+  std::string out(1 + static_cast<size_t>(std::max(width, len)), '0');
+  out[0] = prefix;
+  for (int i = 0; i < len; ++i) out[out.size() - 1 - static_cast<size_t>(i)] = digits[i];
+  return out;
 }
-std::string PreloadRowKey(uint64_t r) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "r%010llu", static_cast<unsigned long long>(r));
-  return buf;
-}
+std::string PartitionKey(uint32_t p) { return PaddedKey('p', p, 6); }
+std::string PreloadRowKey(uint64_t r) { return PaddedKey('r', r, 10); }
 
 // ---- statistics ------------------------------------------------------------------
 struct Stats {
