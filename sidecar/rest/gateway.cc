@@ -313,7 +313,7 @@ Result<std::unique_ptr<Gateway>> Gateway::Start(const RestConfig& config, const 
   impl->port_ = impl->http_->port();
   std::string names;
   for (const auto& a : impl->accounts_) names += (names.empty() ? "" : ", ") + a.name;
-  spdlog::info("Azure Table REST gateway on http://{}:{}/<account> (accounts: {})", host, port,
+  spdlog::info("Azure Table REST gateway on http://{}:{}/<account> (accounts: {})", host, impl->port_,
                names.empty() ? "none: every request will be refused" : names);
   return g;
 }
