@@ -43,6 +43,14 @@ bool ListHas(std::string_view value, std::string_view token) {
   return false;
 }
 
+// The first field named `name` in `fields`, or null.
+const std::string* FindField(const std::vector<std::pair<std::string, std::string>>& fields, std::string_view name) {
+  for (const auto& [k, v] : fields) {
+    if (HeaderNameEquals(k, name)) return &v;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 bool HeaderNameEquals(std::string_view a, std::string_view b) {
@@ -54,10 +62,8 @@ bool HeaderNameEquals(std::string_view a, std::string_view b) {
 }
 
 std::string_view HttpRequest::Header(std::string_view name) const {
-  for (const auto& [k, v] : headers) {
-    if (HeaderNameEquals(k, name)) return v;
-  }
-  return {};
+  const std::string* v = FindField(headers, name);
+  return v != nullptr ? std::string_view(*v) : std::string_view();
 }
 
 void HttpRequest::Clear() {
@@ -70,15 +76,11 @@ void HttpRequest::Clear() {
 }
 
 std::string HttpResponse::get_header_value(std::string_view name) const {
-  for (const auto& [k, v] : headers) {
-    if (HeaderNameEquals(k, name)) return v;
-  }
-  return "";
+  const std::string* v = FindField(headers, name);
+  return v != nullptr ? *v : std::string();
 }
 
-bool HttpResponse::has_header(std::string_view name) const {
-  return std::any_of(headers.begin(), headers.end(), [&](const auto& h) { return HeaderNameEquals(h.first, name); });
-}
+bool HttpResponse::has_header(std::string_view name) const { return FindField(headers, name) != nullptr; }
 
 std::string_view ReasonPhrase(int status) {
   switch (status) {
@@ -173,17 +175,15 @@ HttpRequestReader::Outcome HttpRequestReader::Next(std::string_view buf, HttpReq
     // The blank line ending the head; search only the bytes not searched yet.
     const size_t from = scanned_ >= 3 ? scanned_ - 3 : 0;
     const size_t end = buf.find("\r\n\r\n", from);
+    // Over the limit whether the head is complete or still arriving.
+    if ((end == std::string_view::npos ? buf.size() : end + 4) > limits_.max_head_bytes) {
+      return Fail(431, "the request line and header fields exceed " + std::to_string(limits_.max_head_bytes) + " bytes");
+    }
     if (end == std::string_view::npos) {
-      if (buf.size() > limits_.max_head_bytes) {
-        return Fail(431, "the request line and header fields exceed " + std::to_string(limits_.max_head_bytes) + " bytes");
-      }
       scanned_ = buf.size();
       return Outcome::kNeedMore;
     }
     head_len_ = end + 4;
-    if (head_len_ > limits_.max_head_bytes) {
-      return Fail(431, "the request line and header fields exceed " + std::to_string(limits_.max_head_bytes) + " bytes");
-    }
     if (Outcome o = ParseHead(buf.substr(0, end + 2), req); o == Outcome::kError) return o;
     head_done_ = true;
     pos_ = head_len_;
@@ -298,15 +298,20 @@ HttpRequestReader::Outcome HttpRequestReader::ParseHead(std::string_view head, H
 HttpRequestReader::Outcome HttpRequestReader::ReadChunks(std::string_view buf, HttpRequest* req, size_t* consumed) {
   // A chunk-size line or a trailer field longer than this is not a client.
   constexpr size_t kMaxLine = 4096;
+  // The end of the line at pos_ (npos: not all here yet); *too_long when
+  // it is over kMaxLine, complete or still arriving.
+  auto line_end = [&](bool* too_long) {
+    const size_t eol = buf.find("\r\n", pos_);
+    *too_long = (eol == std::string_view::npos ? buf.size() : eol) - pos_ > kMaxLine;
+    return eol;
+  };
+  bool too_long = false;
   while (true) {
     switch (chunk_state_) {
       case ChunkState::kSize: {
-        const size_t eol = buf.find("\r\n", pos_);
-        if (eol == std::string_view::npos) {
-          if (buf.size() - pos_ > kMaxLine) return Fail(400, "malformed chunk size");
-          return Outcome::kNeedMore;
-        }
-        if (eol - pos_ > kMaxLine) return Fail(400, "malformed chunk size");
+        const size_t eol = line_end(&too_long);
+        if (too_long) return Fail(400, "malformed chunk size");
+        if (eol == std::string_view::npos) return Outcome::kNeedMore;
         const std::string_view line = buf.substr(pos_, eol - pos_);
         size_t size = 0;
         const auto [p, ec] = std::from_chars(line.data(), line.data() + line.size(), size, 16);
@@ -338,12 +343,9 @@ HttpRequestReader::Outcome HttpRequestReader::ReadChunks(std::string_view buf, H
         chunk_state_ = ChunkState::kSize;
         break;
       case ChunkState::kTrailer: {
-        const size_t eol = buf.find("\r\n", pos_);
-        if (eol == std::string_view::npos) {
-          if (buf.size() - pos_ > kMaxLine) return Fail(431, "a trailer field is too long");
-          return Outcome::kNeedMore;
-        }
-        if (eol - pos_ > kMaxLine) return Fail(431, "a trailer field is too long");
+        const size_t eol = line_end(&too_long);
+        if (too_long) return Fail(431, "a trailer field is too long");
+        if (eol == std::string_view::npos) return Outcome::kNeedMore;
         if (eol == pos_) {  // the blank line: the request is complete
           *consumed = pos_ + 2;
           req->body = std::move(body_);
