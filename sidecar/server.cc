@@ -285,14 +285,7 @@ ServerGauges Server::Impl::Gauges() const {
     g.curve_allowed = zap_->allowed();
     g.curve_refused = zap_->refused();
   }
-  if (rest_) {
-    const rest::HttpServerStats s = rest_->Stats();
-    g.rest = true;
-    g.rest_connections = s.connections_open;
-    g.rest_inline = s.requests_inline;
-    g.rest_pooled = s.requests_pooled;
-    g.rest_refused = s.refused_busy;
-  }
+  if (rest_) g.rest = rest_->Stats();
   return g;
 }
 

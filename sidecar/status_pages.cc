@@ -119,15 +119,15 @@ std::string MetricsText(Server& server, const Metrics& metrics, const ServerGaug
   }
   if (gauges.rest) {
     prometheus::Header(&out, "sidetable_rest_connections", "gauge", "Open connections of the REST listener.");
-    prometheus::Line(&out, "sidetable_rest_connections", "", gauges.rest_connections);
+    prometheus::Line(&out, "sidetable_rest_connections", "", gauges.rest->connections_open);
     prometheus::Header(&out, "sidetable_rest_requests_total", "counter",
                        "REST requests by where they ran: on the listener's loop (inline) or its pool.");
-    prometheus::Line(&out, "sidetable_rest_requests_total", "path=\"inline\"", gauges.rest_inline);
-    prometheus::Line(&out, "sidetable_rest_requests_total", "path=\"pool\"", gauges.rest_pooled);
+    prometheus::Line(&out, "sidetable_rest_requests_total", "path=\"inline\"", gauges.rest->requests_inline);
+    prometheus::Line(&out, "sidetable_rest_requests_total", "path=\"pool\"", gauges.rest->requests_pooled);
     prometheus::Header(&out, "sidetable_rest_busy_total", "counter",
                        "REST requests and connections refused with 503 ServerBusy by the listener's bounds "
                        "(rest.max_connections, rest.max_buffered_mb).");
-    prometheus::Line(&out, "sidetable_rest_busy_total", "", gauges.rest_refused);
+    prometheus::Line(&out, "sidetable_rest_busy_total", "", gauges.rest->refused_busy);
   }
   return out;
 }

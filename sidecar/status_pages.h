@@ -8,12 +8,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "sidecar/cluster/cluster.h"
 #include "sidecar/metrics.h"
+#include "sidecar/rest/http_server.h"
 #include "sidecar/server.h"
 
 namespace sidetable::sidecar {
@@ -30,9 +32,8 @@ struct ServerGauges {
   // CURVE handshakes the ZAP handler answered (zap_handler.h); curve false: off.
   bool curve = false;
   uint64_t curve_allowed = 0, curve_refused = 0;
-  // The REST listener (sidecar/rest/http_server.h); rest false: off.
-  bool rest = false;
-  uint64_t rest_connections = 0, rest_inline = 0, rest_pooled = 0, rest_refused = 0;
+  // The REST listener's counters; absent: the gateway is off.
+  std::optional<rest::HttpServerStats> rest;
 };
 
 std::string HealthJson(Server& server, const ServerGauges& gauges);
