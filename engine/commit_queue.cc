@@ -18,7 +18,10 @@ constexpr size_t kMaxGroupBytes = 32 << 20;
 }  // namespace
 
 struct CommitQueue::Waiter {
-  CommitWork* work;
+  CommitWork* work = nullptr;
+  // A HeldGroup's place: a leader's group ends before it (its works are
+  // stamped by their own thread).
+  bool held = false;
   Status status;
   bool done = false;
   uint64_t lsn = 0;
@@ -98,6 +101,7 @@ Status CommitQueue::Write(CommitWork* work, uint64_t* lsn, int64_t* commit_time)
   std::vector<Waiter*> refused_works;
   size_t bytes = 0;
   for (Waiter* q : queue_) {
+    if (q->held) break;
     if (group.size() >= max_group_ || (!group.empty() && bytes > kMaxGroupBytes)) break;
     if (Status admit = q->work->Admit(next_lsn_); !admit.ok()) {
       q->status = admit;
@@ -141,27 +145,7 @@ Status CommitQueue::Write(CommitWork* work, uint64_t* lsn, int64_t* commit_time)
   }
 
   lock.lock();
-  Status result;
-  if (!refused.ok()) {
-    next_lsn_ = group.front()->lsn;   // nothing written: the LSNs are reused
-    storage_->CountRefusals(group.size());
-    result = refused;
-  } else if (s.ok()) {
-    last_written_.store(group.back()->lsn, std::memory_order_release);
-    if (!sync_) last_committed_.store(group.back()->lsn, std::memory_order_release);
-    commits_.fetch_add(group.size(), std::memory_order_relaxed);
-    groups_.fetch_add(1, std::memory_order_relaxed);
-  } else {
-    // Nothing of the group is visible (no memtable insert after a failed WAL
-    // write; a torn WAL record is dropped by point-in-time recovery or made
-    // obsolete by the flush of DB::Resume()), so its LSNs are reused: the
-    // next group starts where this one did. Groups commit one at a time, so
-    // no later LSN has been handed out.
-    next_lsn_ = group.front()->lsn;
-    result = storage_ != nullptr
-                 ? storage_->WriteFailed(s, group.size())
-                 : Status(Code::kUnavailable, "commit failed; the write was not applied: " + s.ToString());
-  }
+  const Status result = Finish(group.front()->lsn, group.back()->lsn, group.size(), refused, s);
   for (Waiter* q : group) {
     q->status = result;
     q->done = true;
@@ -179,6 +163,92 @@ Status CommitQueue::Write(CommitWork* work, uint64_t* lsn, int64_t* commit_time)
   *lsn = w.lsn;
   *commit_time = w.time;
   return w.status;
+}
+
+Status CommitQueue::Finish(uint64_t first_lsn, uint64_t last_lsn, size_t works, const Status& refused,
+                           const rocksdb::Status& s) {
+  if (!refused.ok()) {
+    next_lsn_ = first_lsn;  // nothing written: the LSNs are reused
+    storage_->CountRefusals(works);
+    return refused;
+  }
+  if (s.ok()) {
+    last_written_.store(last_lsn, std::memory_order_release);
+    if (!sync_) last_committed_.store(last_lsn, std::memory_order_release);
+    commits_.fetch_add(works, std::memory_order_relaxed);
+    groups_.fetch_add(1, std::memory_order_relaxed);
+    return Status::OK();
+  }
+  // Nothing of the group is visible (no memtable insert after a failed WAL
+  // write; a torn WAL record is dropped by point-in-time recovery or made
+  // obsolete by the flush of DB::Resume()), so its LSNs are reused: the
+  // next group starts where this one did. Groups commit one at a time, so
+  // no later LSN has been handed out.
+  next_lsn_ = first_lsn;
+  return storage_ != nullptr
+             ? storage_->WriteFailed(s, works)
+             : Status(Code::kUnavailable, "commit failed; the write was not applied: " + s.ToString());
+}
+
+CommitQueue::HeldGroup::HeldGroup() = default;
+CommitQueue::HeldGroup::~HeldGroup() = default;
+
+Status CommitQueue::Lead(HeldGroup* group) {
+  if (group->leading()) return Status::OK();
+  if (storage_ != nullptr) ST_RETURN_IF_ERROR(storage_->AdmitWrite());
+  auto w = std::make_unique<Waiter>();
+  w->held = true;
+  std::unique_lock<std::mutex> lock(mu_);
+  queue_.push_back(w.get());
+  while (queue_.front() != w.get()) w->cv.wait(lock);
+  group->waiter = std::move(w);
+  group->works = 0;
+  group->first_lsn = 0;
+  if (group->batch == nullptr) {
+    group->batch = std::make_unique<rocksdb::WriteBatch>();
+  } else {
+    group->batch->Clear();
+  }
+  return Status::OK();
+}
+
+Status CommitQueue::Add(HeldGroup* group, CommitWork* work, uint64_t* lsn, int64_t* commit_time) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ST_RETURN_IF_ERROR(work->Admit(next_lsn_));
+    *lsn = next_lsn_++;
+    last_time_ = std::max(clock_(), last_time_ + 1);
+    *commit_time = last_time_;
+  }
+  if (group->works++ == 0) group->first_lsn = *lsn;
+  // The head of the queue is ours: no other thread encodes or writes now.
+  work->Encode(*lsn, *commit_time, group->batch.get());
+  return Status::OK();
+}
+
+Status CommitQueue::Release(HeldGroup* group) {
+  if (!group->leading()) return Status::OK();
+  Status result;
+  if (group->works > 0) {
+    const uint64_t first = group->first_lsn;
+    const uint64_t last = first + group->works - 1;
+    // The gate again, right before the WAL, as a leader's group has it.
+    rocksdb::Status s;
+    const Status refused = storage_ != nullptr ? storage_->AdmitWrite(/*client_write=*/false) : Status::OK();
+    if (refused.ok()) s = db_->Write(rocksdb::WriteOptions(), group->batch.get());
+    std::lock_guard<std::mutex> lock(mu_);
+    result = Finish(first, last, group->works, refused, s);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.pop_front();  // the held waiter was the head all along
+    if (!queue_.empty()) queue_.front()->cv.notify_one();
+  }
+  group->waiter.reset();
+  group->works = 0;
+  // A group's batch can be large once; keep the buffer modest between bursts.
+  if (group->batch->GetDataSize() > (1u << 20)) group->batch.reset();
+  return result;
 }
 
 }  // namespace sidetable

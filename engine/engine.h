@@ -30,6 +30,7 @@
 #include "engine/edm.h"
 #include "engine/row_view.h"
 #include "engine/status.h"
+#include "engine/write_group.h"
 
 namespace sidetable {
 
@@ -161,6 +162,12 @@ class Engine {
   // replayed result's LSN is its first attempt's, which may not be durable
   // yet either.
   Result<WriteResult> Execute(const Batch& batch, bool wait_durable = true);
+  // The same, deferred into `group` (write_group.h): the result is final,
+  // but the write is written (and visible) only at the group's Flush, with
+  // the group's other writes; its outcome is then group->Outcome(ticket),
+  // the ticket being group->deferred() before the call. Never waits for an
+  // fsync.
+  Result<WriteResult> Execute(const Batch& batch, WriteGroup* group);
   // Blocks until `lsn` is durable: one WAL fsync serves every caller
   // waiting meanwhile. OK at once for lsn 0, an LSN already durable, or in
   // Durability::kOs. An error means the fsync failed (the write is visible,
@@ -264,6 +271,7 @@ class Engine {
  private:
   explicit Engine(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+  friend class WriteGroup;
 };
 
 }  // namespace sidetable

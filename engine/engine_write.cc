@@ -320,16 +320,25 @@ Result<uint64_t> Engine::Impl::RequestArchive(std::string_view table, std::strin
   return lsn;
 }
 
-Result<WriteResult> Engine::Impl::Execute(const Batch& batch) {
+Result<WriteResult> Engine::Impl::Execute(const Batch& batch, WriteGroup::State* group) {
   ST_RETURN_IF_ERROR(ValidateBatch(batch));
   auto table = FindTable(batch.table());
   if (!table) return Status(Code::kTableNotFound, "table '" + batch.table() + "' not found");
-  std::shared_lock table_lock(table->mu);
-  if (table->deleted) return Status(Code::kTableNotFound, "table '" + batch.table() + "' not found");
-
   const auto& ops = batch.operations();
   const std::string& pk = ops[0].entity.partition_key;
-  std::lock_guard partition_lock(partition_locks_.For(table->info.id, pk));
+  std::mutex& partition = partition_locks_.For(table->info.id, pk);
+  // Alone: held until this write is committed. In a group: the group's
+  // until its flush (write_group.h).
+  std::shared_lock<std::shared_mutex> table_lock;
+  std::unique_lock<std::mutex> partition_lock;
+  if (group != nullptr) {
+    group->Acquire(table, &partition);
+  } else {
+    table_lock = std::shared_lock(table->mu);
+    if (table->deleted) return Status(Code::kTableNotFound, "table '" + batch.table() + "' not found");
+    partition_lock = std::unique_lock(partition);
+  }
+  if (table->deleted) return Status(Code::kTableNotFound, "table '" + batch.table() + "' not found");
 
   // A retry of a committed request: its first outcome, nothing executed.
   // Under the partition lock, so an attempt still committing is seen.
@@ -390,7 +399,11 @@ Result<WriteResult> Engine::Impl::Execute(const Batch& batch) {
   EgtWork work(this, table->info, batch, prepared, fingerprint);
   // Durability is waited for by the caller (Engine::Execute), after the
   // partition lock is released.
-  ST_RETURN_IF_ERROR(commits_->Commit(&work, &result.lsn, &result.timestamp, /*wait_durable=*/false));
+  if (group != nullptr) {
+    ST_RETURN_IF_ERROR(group->Add(&work, &result.lsn, &result.timestamp));
+  } else {
+    ST_RETURN_IF_ERROR(commits_->Commit(&work, &result.lsn, &result.timestamp, /*wait_durable=*/false));
+  }
   result.etags.reserve(prepared.size());
   const std::string etag = MakeETag(codec::StampVersion(batch.epoch(), result.lsn));
   for (uint32_t i = 0; i < prepared.size(); i++) {

@@ -12,9 +12,42 @@ namespace sidetable::sidecar {
 void Server::Impl::ReadRequests(int max) {
   // Until a receive finds nothing: asking ZMQ_EVENTS before each request
   // would cost a poll() and a getpid() (libzmq's mailbox check) per request.
+  if (group_ == nullptr) group_ = std::make_unique<WriteGroup>(owner_->engine_.get());
   for (int i = 0; i < max && OnRequest(); i++) {
   }
+  FlushDeferred();
   SendInlineReplies();
+}
+
+void Server::Impl::FlushDeferred() {
+  // Even without deferred writes: the group may hold the locks of writes
+  // that failed their checks.
+  const Status flushed = group_->Flush();
+  if (!flushed.ok() && !deferred_.empty()) {
+    log_->warn("a group of {} small writes was not written, each is answered with the error: {}", deferred_.size(),
+               flushed.ToString());
+  }
+  if (deferred_.empty()) {
+    group_->Reset();
+    return;
+  }
+  // Each ticket's outcome is final now.
+  for (DeferredReply& d : deferred_) {
+    const Status outcome = group_->Outcome(d.ticket);
+    if (!outcome.ok()) {
+      // Nothing of it was written (a full disk, most often): the reply
+      // encoded for success must not leave.
+      FinishWithError(d.job, outcome, router_);
+    } else if (DurableNow(d.await_lsn, d.fence)) {
+      inline_replies_.push_back(InlineReply{std::move(d.job), d.code, std::move(d.reply), d.entities});
+    } else {
+      AwaitDurable(d.job, d.code, d.reply, d.entities, d.await_lsn, std::move(d.fence));
+    }
+  }
+  deferred_.clear();
+  group_->Reset();
+  // Handle did not wake the publisher for writes still in the group.
+  if (owner_->publisher_) owner_->publisher_->Notify();
 }
 
 void Server::Impl::SendInlineReplies() {
@@ -205,16 +238,26 @@ bool Server::Impl::OnRequest() {
   job.forward = forwarders_ > 0 && handler_.routing()->NeedsForwarding(job.request);
   const size_t w = job.forward ? ForwarderFor(job.request) : WorkerFor(job.request);
   in_flight_.fetch_add(1, std::memory_order_relaxed);
-  if (!job.forward && RunsInline(job.request, data.size()) && queues_[w]->Idle()) {
+  const bool inline_ok = !job.forward && RunsInline(job.request, data.size()) && queues_[w]->Idle();
+  // Only a single write joins the burst's group; anything else runs after
+  // the group is written, as it would have if each write ran alone.
+  const bool joins_group = inline_ok && job.request.op == wire::Op::kWrite;
+  if (!joins_group) FlushDeferred();
+  if (inline_ok) {
     // Nothing of this partition is queued or executing, so running it here
     // overtakes nothing; the replies its worker already sent leave first.
     if (replies_waiting_.load(std::memory_order_acquire) > 0) ForwardReplies();
     std::string reply;
     uint64_t entities = 0, await_lsn = 0;
     std::vector<ShardEpoch> fence;
-    const Code code = handler_.Handle(job.request, job.principal.get(), &reply, &entities, &await_lsn, &fence);
+    const uint64_t ticket = group_->deferred();
+    const Code code = handler_.Handle(job.request, job.principal.get(), &reply, &entities, &await_lsn, &fence,
+                                      joins_group ? group_.get() : nullptr);
     owner_->metrics_.RecordInline();
-    if (DurableNow(await_lsn, fence)) {
+    if (group_->deferred() > ticket) {
+      deferred_.push_back(
+          DeferredReply{std::move(job), code, std::move(reply), entities, await_lsn, std::move(fence), ticket});
+    } else if (DurableNow(await_lsn, fence)) {
       inline_replies_.push_back(InlineReply{std::move(job), code, std::move(reply), entities});
     } else {
       AwaitDurable(job, code, reply, entities, await_lsn, std::move(fence));

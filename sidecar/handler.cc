@@ -34,7 +34,7 @@ Result<uint64_t> Handler::EpochFor(std::string_view table, std::string_view pk, 
 }
 
 Status Handler::Run(const wire::Request& r, const token::Token* principal, std::string* body, uint16_t* http,
-                    uint64_t* entities, uint64_t* await_lsn, Written* written) const {
+                    uint64_t* entities, uint64_t* await_lsn, Written* written, WriteGroup* group) const {
   using wire::Op;
   *http = 200;
   // Before anything is admitted or read: a refusal changes nothing.
@@ -135,7 +135,9 @@ Status Handler::Run(const wire::Request& r, const token::Token* principal, std::
         if (!epoch.ok()) return epoch.status();
         batch.SetEpoch(*epoch);
       }
-      auto result = engine_->Execute(batch, /*wait_durable=*/await_lsn == nullptr);
+      auto result = group != nullptr && await_lsn != nullptr
+                        ? engine_->Execute(batch, group)
+                        : engine_->Execute(batch, /*wait_durable=*/await_lsn == nullptr);
       if (!result.ok()) return result.status();
       if (await_lsn != nullptr) *await_lsn = result->lsn;
       written->lsn = std::max(written->lsn, result->lsn);
@@ -351,7 +353,8 @@ Status Handler::IssueToken(const wire::Request& r, const token::Token* principal
 }
 
 Code Handler::Handle(const wire::Request& r, const token::Token* principal, std::string* out,
-                     uint64_t* entities, uint64_t* await_lsn, std::vector<ShardEpoch>* fence) const {
+                     uint64_t* entities, uint64_t* await_lsn, std::vector<ShardEpoch>* fence,
+                     WriteGroup* group) const {
   if (await_lsn != nullptr) *await_lsn = 0;
   if (routing_ != nullptr) {
     // Another sidecar's shard: forwarded, fanned out or split, and answered
@@ -374,7 +377,7 @@ Code Handler::Handle(const wire::Request& r, const token::Token* principal, std:
   uint16_t http = 200;
   uint64_t counted = 0;
   Written written;
-  Status s = Run(r, principal, out, &http, &counted, await_lsn, &written);
+  Status s = Run(r, principal, out, &http, &counted, await_lsn, &written, group);
   if (s.code() == Code::kTableNotFound && routing_ != nullptr && r.op != wire::Op::kCreateTable &&
       r.op != wire::Op::kDeleteTable && routing_->cluster()->CatchUpCatalog(routing_->rebalance_wait())) {
     // Created through another member, whose CreateTable has returned, but
@@ -384,7 +387,7 @@ Code Handler::Handle(const wire::Request& r, const token::Token* principal, std:
     http = 200;
     counted = 0;
     written = Written{};
-    s = Run(r, principal, out, &http, &counted, await_lsn, &written);
+    s = Run(r, principal, out, &http, &counted, await_lsn, &written, group);
   }
   if (entities != nullptr) *entities = counted;
   if (s.ok() && routing_ != nullptr && routing_->replicated_acks() && !written.shards.empty()) {

@@ -46,9 +46,13 @@ class Handler {
   // `fence` given, the (shard, epoch) pairs go to *fence and the caller
   // holds the reply until ClusterRouting::AwaitReplicated (with await_lsn)
   // says so; without `fence`, Handle waits for that itself.
+  //
+  // With `group` (and await_lsn), a single write (Op::kWrite) is deferred
+  // into it (engine/write_group.h): its reply is final but may leave only
+  // after the group's flush, and only if its ticket's outcome is OK.
   Code Handle(const wire::Request& request, const token::Token* principal, std::string* out,
               uint64_t* entities = nullptr, uint64_t* await_lsn = nullptr,
-              std::vector<ShardEpoch>* fence = nullptr) const;
+              std::vector<ShardEpoch>* fence = nullptr, WriteGroup* group = nullptr) const;
 
   // Scale-out routing (null: one sidecar, its own tables). Set before serving.
   void SetRouting(ClusterRouting* routing) { routing_ = routing; }
@@ -61,7 +65,7 @@ class Handler {
     std::vector<ShardEpoch> shards;  // each (shard, epoch) written here
   };
   Status Run(const wire::Request& r, const token::Token* principal, std::string* body, uint16_t* http_status,
-             uint64_t* entities, uint64_t* await_lsn, Written* written) const;
+             uint64_t* entities, uint64_t* await_lsn, Written* written, WriteGroup* group) const;
   // Cluster mode: the epoch a write on (table, pk) runs with here (also
   // noted in *written), or ServerBusy (NotOwner).
   Result<uint64_t> EpochFor(std::string_view table, std::string_view pk, Written* written) const;

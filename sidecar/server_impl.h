@@ -173,6 +173,26 @@ class Server::Impl {
     uint64_t entities;
   };
   std::vector<InlineReply> inline_replies_;
+  // The burst's single writes, deferred into one WriteGroup and written
+  // with one RocksDB write when the burst ends (engine/write_group.h): one
+  // WAL append for the burst instead of one per write. Flushed before
+  // anything else is executed or handed to a worker, so each partition's
+  // requests still run in arrival order. Their replies leave only after the
+  // flush, as errors if it failed.
+  struct DeferredReply {
+    Job job;
+    Code code;
+    std::string reply;
+    uint64_t entities;
+    uint64_t await_lsn;
+    std::vector<ShardEpoch> fence;
+    uint64_t ticket;  // WriteGroup::Outcome
+  };
+  std::unique_ptr<WriteGroup> group_;  // created by the frontend thread; before the engine goes
+  std::vector<DeferredReply> deferred_;
+  // Flushes the group and turns the deferred replies into inline replies
+  // (or hands them to the acknowledger, or answers their flush's error).
+  void FlushDeferred();
   // Replies the workers (and the acknowledger) have put on replies_ and the
   // frontend has not forwarded yet: counted after each send, so the
   // frontend skips the receive (a poll() and a getpid() in libzmq when

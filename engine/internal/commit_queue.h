@@ -26,8 +26,16 @@
 // to one fsync before it is acknowledged; after a power loss such a write
 // may be gone, as may any write whose acknowledgement was never sent.
 //
+// Held groups (Lead/Add/Release): one thread may keep the head of the queue
+// while it prepares several writes, stamping each as it comes and writing
+// them all as one WriteBatch at Release (an Engine::WriteGroup: the
+// sidecar's frontend, one group per burst of small writes). Other writers
+// queue behind it meanwhile and form the next group. The holder must never
+// block on anything another writer holds while it waits in the queue (it
+// only try-locks while holding; engine/write_group.h).
+//
 // Thread safety: Commit() and SyncTo() may be called from any number of
-// threads.
+// threads; a HeldGroup by one thread at a time.
 #pragma once
 
 #include <atomic>
@@ -35,12 +43,14 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 
 #include "engine/status.h"
 
 namespace rocksdb {
 class DB;
+class Status;
 class WriteBatch;
 }  // namespace rocksdb
 
@@ -68,6 +78,19 @@ class CommitWork {
 
 class CommitQueue {
  public:
+  struct Waiter;
+  // The head of the queue held by one thread across several works
+  // (Lead, Add..., Release).
+  struct HeldGroup {
+    HeldGroup();
+    ~HeldGroup();
+    bool leading() const { return waiter != nullptr; }
+    size_t works = 0;        // stamped and encoded since Lead
+    uint64_t first_lsn = 0;  // of the first work
+    std::unique_ptr<Waiter> waiter;
+    std::unique_ptr<rocksdb::WriteBatch> batch;
+  };
+
   CommitQueue(rocksdb::DB* db, bool sync, uint64_t last_lsn, int64_t last_commit_time,
               size_t max_group, std::function<int64_t()> clock, StorageGuard* storage);
 
@@ -79,6 +102,17 @@ class CommitQueue {
   // unknown.
   Status SyncTo(uint64_t lsn);
 
+  // Waits until `group` is at the head of the queue (after the groups
+  // ahead of it are written). Refuses at once on a full disk.
+  Status Lead(HeldGroup* group);
+  // Stamps `work` with the next LSN and time and encodes it into the
+  // group's batch; nothing is written yet. A refusal (Admit) takes no LSN.
+  Status Add(HeldGroup* group, CommitWork* work, uint64_t* lsn, int64_t* commit_time);
+  // Writes the group's works as one WriteBatch (not synced: SyncTo) and
+  // gives up the head of the queue. Fails every work of the group on error
+  // (nothing of it is visible; its LSNs go to the next group).
+  Status Release(HeldGroup* group);
+
   // Durable (with fsync) and so readable from the change log.
   uint64_t last_committed_lsn() const { return last_committed_.load(std::memory_order_acquire); }
   // Written to the WAL and visible, perhaps not yet durable.
@@ -88,9 +122,13 @@ class CommitQueue {
   uint64_t syncs() const { return syncs_.load(std::memory_order_relaxed); }
 
  private:
-  struct Waiter;
   // Commit() without the wait for durability.
   Status Write(CommitWork* work, uint64_t* lsn, int64_t* commit_time);
+  // The end of a group's write, under mu_: counters and LSNs after
+  // RocksDB's status `s` (or the gate's refusal), the result every work of
+  // the group gets.
+  Status Finish(uint64_t first_lsn, uint64_t last_lsn, size_t works, const Status& refused,
+                const rocksdb::Status& s);
 
   rocksdb::DB* const db_;
   const bool sync_;

@@ -68,7 +68,8 @@ class Engine::Impl {
   Status WriteUnlogged(rocksdb::WriteBatch* wb);
 
   // engine_write.cc
-  Result<WriteResult> Execute(const Batch& batch);
+  // With a group, deferred into it (write_group.h).
+  Result<WriteResult> Execute(const Batch& batch, WriteGroup::State* group = nullptr);
   Result<uint64_t> RequestArchive(std::string_view table, std::string_view pk,
                                   const std::vector<std::string>& row_keys,
                                   std::string_view archive_table, std::string_view caller,
@@ -121,6 +122,28 @@ class Engine::Impl {
 
   std::mutex trim_mu_;
   std::atomic<uint64_t> first_available_lsn_{1};
+};
+
+// What a WriteGroup holds between flushes (write_group.cc).
+struct WriteGroup::State {
+  explicit State(Engine::Impl* e) : impl(e) {}
+  // Takes `table` (shared) and the partition lock `part` for the next write.
+  // Blocks only while the group holds nothing; otherwise it try-locks, and
+  // flushes first when that fails or when `part` is already the group's.
+  void Acquire(const std::shared_ptr<TableState>& table, std::mutex* part);
+  // Stamps and encodes `work` into the group (taking the head of the commit
+  // queue first); hands out the next ticket. Flushes when the group is full.
+  Status Add(CommitWork* work, uint64_t* lsn, int64_t* commit_time);
+  Status Flush();
+  bool holds_anything() const { return held.leading() || !tables.empty() || !partitions.empty(); }
+
+  Engine::Impl* const impl;
+  CommitQueue::HeldGroup held;
+  std::vector<std::shared_ptr<TableState>> tables;  // held shared
+  std::vector<std::mutex*> partitions;              // held
+  std::vector<Status> outcomes;                     // by ticket
+  size_t flushed = 0;                               // outcomes before it are final
+  size_t bytes = 0;                                 // roughly, since the last flush
 };
 
 // Meta column family keys.

@@ -193,5 +193,50 @@ TEST(EngineStorageTest, RepeatedFullDiskRecoveriesDoNotAbort) {
   EXPECT_EQ(engine->Get("Things", "p", "full0", nullptr).status().code(), Code::kResourceNotFound);
 }
 
+// A WriteGroup's flush on a full disk (write_group.h): every deferred write
+// of the group fails with its error, none is visible, and the group's LSNs
+// go to the next write, so the log stays gap-free.
+TEST(EngineStorageTest, FailedGroupFlushFailsEveryDeferredWriteAndLeavesNoLsnGap) {
+  TempDir dir;
+  auto fs = std::make_shared<FullDiskFs>(rocksdb::FileSystem::Default());
+  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
+  EngineOptions options;
+  options.durability = Durability::kOs;
+  auto opened = Engine::Impl::Open(options, dir.Sub("db"), env.get());
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<Engine::Impl> engine = std::move(opened).value();
+  ASSERT_TRUE(engine->CreateTable("Things", "").ok());
+  const uint64_t last_before = engine->Stats().last_lsn;
+  {
+    WriteGroup::State group(engine.get());
+    for (int i = 0; i < 3; i++) {
+      Batch b("Things");
+      b.Insert(MakeEntity("g" + std::to_string(i), "r", i));
+      auto r = engine->Execute(b, &group);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      EXPECT_EQ(r->lsn, last_before + 1 + i);
+    }
+    fs->full = true;  // the disk fills before the group is written
+    const Status flushed = group.Flush();
+    EXPECT_EQ(flushed.code(), Code::kInsufficientStorage) << flushed.ToString();
+    ASSERT_EQ(group.outcomes.size(), 3u);
+    for (const Status& s : group.outcomes) EXPECT_EQ(s.code(), Code::kInsufficientStorage);
+    EXPECT_FALSE(group.holds_anything()) << "a failed flush kept locks or the queue";
+  }
+  EXPECT_EQ(engine->Stats().last_lsn, last_before);
+  for (int i = 0; i < 3; i++) {
+    EXPECT_EQ(engine->Get("Things", "g" + std::to_string(i), "r", nullptr).status().code(),
+              Code::kResourceNotFound);
+  }
+  fs->full = false;
+  Result<WriteResult> after = WriteOnceRoom(engine.get(), "after");
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(after->lsn, last_before + 1) << "an LSN gap after the failed group";
+  auto changes = engine->ReadChanges(1, 100, 1 << 20);
+  ASSERT_TRUE(changes.ok());
+  ASSERT_EQ(changes->records.size(), last_before + 1);
+  for (size_t i = 0; i < changes->records.size(); i++) EXPECT_EQ(changes->records[i].lsn, i + 1);
+}
+
 }  // namespace
 }  // namespace sidetable::testing
