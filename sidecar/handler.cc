@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <optional>
+
 #include "engine/limits.h"
 #include "engine/query/query.h"
 #include "sidecar/auth/authorize.h"
@@ -159,34 +161,58 @@ Status Handler::Run(const wire::Request& r, const token::Token* principal, std::
     case Op::kWriteMany: {
       // Each EGT on its own: one failing does not stop the others, and the
       // reply says per EGT what happened (a pattern worker's grouped writes).
+      // They are deferred into one WriteGroup (engine/write_group.h), so the
+      // request costs one RocksDB write, not one per EGT; an EGT's result
+      // stands once its ticket's flush succeeded.
       std::vector<Result<WriteResult>> results;
       results.reserve(r.writes.size());
-      for (Batch& batch : r.ToBatches()) {
-        // Authorised per EGT: one out of the token's scope gets its own
-        // refusal and is not executed; the others are.
-        if (principal != nullptr) {
-          Status allowed = auth::AuthorizeOperations(*principal, batch.table(), batch.operations());
-          if (!allowed.ok()) {
-            results.push_back(allowed);
-            continue;
+      std::vector<std::optional<uint64_t>> tickets;
+      tickets.reserve(r.writes.size());
+      std::vector<Batch> batches = r.ToBatches();
+      {
+        WriteGroup group(engine_);
+        for (Batch& batch : batches) {
+          tickets.emplace_back();
+          // Authorised per EGT: one out of the token's scope gets its own
+          // refusal and is not executed; the others are.
+          if (principal != nullptr) {
+            Status allowed = auth::AuthorizeOperations(*principal, batch.table(), batch.operations());
+            if (!allowed.ok()) {
+              results.push_back(allowed);
+              continue;
+            }
           }
-        }
-        if (routing_ != nullptr && !batch.operations().empty()) {
-          auto epoch = EpochFor(batch.table(), batch.operations()[0].entity.partition_key, written);
-          if (!epoch.ok()) {
-            results.push_back(epoch.status());
-            continue;
+          if (routing_ != nullptr && !batch.operations().empty()) {
+            auto epoch = EpochFor(batch.table(), batch.operations()[0].entity.partition_key, written);
+            if (!epoch.ok()) {
+              results.push_back(epoch.status());
+              continue;
+            }
+            batch.SetEpoch(*epoch);
           }
-          batch.SetEpoch(*epoch);
+          const uint64_t ticket = group.deferred();
+          results.push_back(engine_->Execute(batch, &group));
+          if (group.deferred() > ticket) tickets.back() = ticket;
         }
-        // Each EGT is written at once; with await_lsn the reply waits for
-        // one fsync covering all of them (the newest LSN), not one each.
-        results.push_back(engine_->Execute(batch, /*wait_durable=*/await_lsn == nullptr));
-        if (results.back().ok()) {
-          written->lsn = std::max(written->lsn, results.back()->lsn);
-          *entities += batch.size();
-          RecordWrite(batch, *results.back());
-          if (await_lsn != nullptr) *await_lsn = std::max(*await_lsn, results.back()->lsn);
+        (void)group.Flush();
+        for (size_t i = 0; i < results.size(); i++) {
+          if (tickets[i] && !group.Outcome(*tickets[i]).ok()) results[i] = group.Outcome(*tickets[i]);
+        }
+      }
+      uint64_t newest = 0;
+      for (size_t i = 0; i < results.size(); i++) {
+        if (!results[i].ok()) continue;
+        newest = std::max(newest, results[i]->lsn);
+        *entities += batches[i].size();
+        RecordWrite(batches[i], *results[i]);
+      }
+      written->lsn = std::max(written->lsn, newest);
+      if (await_lsn != nullptr) {
+        // The reply waits for one fsync covering all of them (the newest LSN).
+        *await_lsn = std::max(*await_lsn, newest);
+      } else if (Status durable = engine_->WaitDurable(newest); !durable.ok()) {
+        for (auto& one : results) {
+          if (one.ok()) one = durable;
         }
       }
       wire::EncodeWriteMany(results, body);

@@ -41,8 +41,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-enum Kind { kInsert = 0, kGet, kUpsert, kQuery, kBatch, kNumKinds };
-constexpr const char* kKindNames[kNumKinds] = {"insert", "get", "upsert", "query", "batch"};
+enum Kind { kInsert = 0, kGet, kUpsert, kQuery, kBatch, kMany, kNumKinds };
+// many: one WriteMany request of --batch-size single-entity inserts, each on
+// a random partition (the shape of a pattern worker's grouped writes).
+constexpr const char* kKindNames[kNumKinds] = {"insert", "get", "upsert", "query", "batch", "many"};
 
 struct Config {
   std::string endpoint = "tcp://127.0.0.1:5555";
@@ -313,6 +315,29 @@ class Connection {
         });
         break;
       }
+      case kMany: {
+        std::vector<Batch> batches;
+        batches.reserve(cfg_.batch_size);
+        for (uint32_t i = 0; i < cfg_.batch_size; i++) {
+          Batch b(cfg_.table);
+          b.Insert(sh_.maker->Make(PartitionKey(PickPartition()), NewRowKey(), seq_));
+          batches.push_back(std::move(b));
+        }
+        const uint64_t n = cfg_.batch_size;
+        client_->SendWriteMany(batches, [this, k, t0, measuring, n](Result<std::vector<Result<WriteResult>>> r) {
+          Status s = r.status();
+          if (s.ok()) {
+            for (const auto& one : *r) {
+              if (!one.ok()) {
+                s = one.status();
+                break;
+              }
+            }
+          }
+          Record(k, measuring, t0, s, n);
+        });
+        break;
+      }
       case kGet: {
         // The entity is decoded, as a caller would.
         client_->SendGet(cfg_.table, PartitionKey(PickPartition()), PreloadRowKey(PickPreloadedRow()),
@@ -379,7 +404,7 @@ void ParseMix(Config* cfg) {
     int k = -1;
     for (int i = 0; i < kNumKinds; i++)
       if (name == kKindNames[i]) k = i;
-    if (k < 0) Die("--mix: unknown kind '" + name + "' (insert, get, upsert, query, batch)");
+    if (k < 0) Die("--mix: unknown kind '" + name + "' (insert, get, upsert, query, batch, many)");
     cfg->weights[k] = v;
     total += v;
   }
@@ -466,7 +491,7 @@ int Main(int argc, char** argv) {
   app.add_option("--warmup", cfg.warmup_s, "seconds of unmeasured load first")
       ->check(CLI::Range(0.0, 600.0))->capture_default_str();
   app.add_option("--mix", cfg.mix,
-                 "percentages of insert, get, upsert, query, batch, e.g. insert=50,get=50")
+                 "percentages of insert, get, upsert, query, batch, many, e.g. insert=50,get=50")
       ->capture_default_str();
   app.add_option("--entity-bytes", cfg.entity_bytes, "approximate entity size (6 typed properties + padding)")
       ->check(CLI::Range(300, 900000))->capture_default_str();
@@ -476,7 +501,7 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0))->capture_default_str();
   app.add_option("--partitions", cfg.partitions, "partitions the keys spread over")
       ->check(CLI::Range(1u, 10000000u))->capture_default_str();
-  app.add_option("--batch-size", cfg.batch_size, "inserts per EGT (batch)")
+  app.add_option("--batch-size", cfg.batch_size, "inserts per EGT (batch), or single-insert EGTs per WriteMany (many)")
       ->check(CLI::Range(1u, 100u))->capture_default_str();
   app.add_option("--page-size", cfg.page_size, "query page size (top)")
       ->check(CLI::Range(1u, 1000u))->capture_default_str();

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "testing/proc_stats.h"
@@ -173,6 +174,43 @@ TEST_F(HotPathTest, PipelinedSmallWritesShareRocksDbWritesAndKeepTheirOrder) {
   EXPECT_EQ(codes[2], Code::kOk);
   EXPECT_EQ(codes[3], Code::kOk);
   EXPECT_EQ(age, 4);
+}
+
+// A WriteMany's EGTs are deferred into one WriteGroup on the worker: one
+// RocksDB write for the request, each EGT still its own commit and result,
+// and an EGT on a partition written earlier in the request sees that write.
+TEST_F(HotPathTest, WriteManyIsWrittenAsOneGroupWithPerEgtResults) {
+  ASSERT_TRUE(client_->CreateTable("Many").ok());
+  std::vector<Batch> batches;
+  for (int i = 0; i < 40; i++) {
+    batches.emplace_back("Many");
+    batches.back().Insert(Person("p" + std::to_string(i), "row", i));
+  }
+  // Position 20: p0 again, inserted at position 0 of the same request.
+  batches.insert(batches.begin() + 20, std::move(Batch("Many").Insert(Person("p0", "row", 99))));
+  const uint64_t commits0 = Metric(*server_, "sidetable_commits_total");
+  const uint64_t groups0 = Metric(*server_, "sidetable_group_commits_total");
+  std::optional<Result<std::vector<Result<WriteResult>>>> got;
+  client_->SendWriteMany(batches, [&](Result<std::vector<Result<WriteResult>>> r) { got = std::move(r); });
+  client_->Drain();
+  ASSERT_TRUE(got.has_value() && got->ok());
+  const auto& results = got->value();
+  ASSERT_EQ(results.size(), 41u);
+  uint64_t last_lsn = 0;
+  for (size_t i = 0; i < results.size(); i++) {
+    if (i == 20) {
+      EXPECT_EQ(results[i].status().code(), Code::kEntityAlreadyExists) << "did not see the first insert";
+      continue;
+    }
+    ASSERT_TRUE(results[i].ok()) << i << ": " << results[i].status().ToString();
+    EXPECT_GT(results[i]->lsn, last_lsn) << "each EGT its own commit, in order";
+    last_lsn = results[i]->lsn;
+  }
+  EXPECT_EQ(Metric(*server_, "sidetable_commits_total") - commits0, 40u);
+  // Two RocksDB writes: the group is written before p0's second insert.
+  EXPECT_LE(Metric(*server_, "sidetable_group_commits_total") - groups0, 2u);
+  EXPECT_EQ(client_->Get("Many", "p0", "row")->Find("Age")->as_int32(), 0);
+  EXPECT_EQ(client_->Get("Many", "p39", "row")->Find("Age")->as_int32(), 39);
 }
 
 class NoInlineTest : public HotPathTest {
