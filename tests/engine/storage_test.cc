@@ -61,6 +61,27 @@ class FullDiskFs : public rocksdb::FileSystemWrapper {
   };
 };
 
+// An engine (Durability::kOs) on a FullDiskFs in a scratch directory; the
+// engine goes first, before the Env it writes through.
+struct FullDiskEngine {
+  TempDir dir;
+  std::shared_ptr<FullDiskFs> fs = std::make_shared<FullDiskFs>(rocksdb::FileSystem::Default());
+  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
+  EngineOptions options = [] {
+    EngineOptions o;
+    o.durability = Durability::kOs;
+    return o;
+  }();
+  std::unique_ptr<Engine::Impl> engine;
+
+  Status Open() {
+    auto opened = Engine::Impl::Open(options, dir.Sub("db"), env.get());
+    if (!opened.ok()) return opened.status();
+    engine = std::move(opened).value();
+    return Status::OK();
+  }
+};
+
 // Once the "disk" has room again: checks storage and writes (pk, "r") until
 // the write goes through (10 s at most), without reopening.
 Result<WriteResult> WriteOnceRoom(Engine::Impl* engine, const std::string& pk) {
@@ -76,14 +97,9 @@ Result<WriteResult> WriteOnceRoom(Engine::Impl* engine, const std::string& pk) {
 }
 
 TEST(EngineStorageTest, FailedGroupCommitAcknowledgesNothingAndLeavesNoLsnGap) {
-  TempDir dir;
-  auto fs = std::make_shared<FullDiskFs>(rocksdb::FileSystem::Default());
-  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
-  EngineOptions options;
-  options.durability = Durability::kOs;
-  auto opened = Engine::Impl::Open(options, dir.Sub("db"), env.get());
-  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-  std::unique_ptr<Engine::Impl> engine = std::move(opened).value();
+  FullDiskEngine e;
+  ASSERT_TRUE(e.Open().ok());
+  auto& [dir, fs, env, options, engine] = e;
 
   Status created = engine->CreateTable("Things", "");
   ASSERT_TRUE(created.ok()) << created.ToString();
@@ -154,14 +170,9 @@ TEST(EngineStorageTest, FailedGroupCommitAcknowledgesNothingAndLeavesNoLsnGap) {
 //    the failed WAL: the storage guard's marker makes every recovery switch
 //    it. Refused writes right after a recovery, over and over, are the case.
 TEST(EngineStorageTest, RepeatedFullDiskRecoveriesDoNotAbort) {
-  TempDir dir;
-  auto fs = std::make_shared<FullDiskFs>(rocksdb::FileSystem::Default());
-  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
-  EngineOptions options;
-  options.durability = Durability::kOs;
-  auto opened = Engine::Impl::Open(options, dir.Sub("db"), env.get());
-  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-  std::unique_ptr<Engine::Impl> engine = std::move(opened).value();
+  FullDiskEngine e;
+  ASSERT_TRUE(e.Open().ok());
+  auto& [dir, fs, env, options, engine] = e;
   ASSERT_TRUE(engine->CreateTable("Things", "").ok());
   Batch first("Things");
   first.Insert(MakeEntity("p", "before", 1));
@@ -197,14 +208,9 @@ TEST(EngineStorageTest, RepeatedFullDiskRecoveriesDoNotAbort) {
 // of the group fails with its error, none is visible, and the group's LSNs
 // go to the next write, so the log stays gap-free.
 TEST(EngineStorageTest, FailedGroupFlushFailsEveryDeferredWriteAndLeavesNoLsnGap) {
-  TempDir dir;
-  auto fs = std::make_shared<FullDiskFs>(rocksdb::FileSystem::Default());
-  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
-  EngineOptions options;
-  options.durability = Durability::kOs;
-  auto opened = Engine::Impl::Open(options, dir.Sub("db"), env.get());
-  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
-  std::unique_ptr<Engine::Impl> engine = std::move(opened).value();
+  FullDiskEngine e;
+  ASSERT_TRUE(e.Open().ok());
+  auto& [dir, fs, env, options, engine] = e;
   ASSERT_TRUE(engine->CreateTable("Things", "").ok());
   const uint64_t last_before = engine->Stats().last_lsn;
   {
