@@ -78,6 +78,8 @@ Status WriteGroup::Flush() { return state_->Flush(); }
 
 uint64_t WriteGroup::deferred() const { return state_->outcomes.size(); }
 
+uint64_t WriteGroup::flushed() const { return state_->flushed; }
+
 Status WriteGroup::Outcome(uint64_t ticket) const {
   if (ticket >= state_->flushed) {
     return Status(Code::kInternal, "write " + std::to_string(ticket) + " of the group is not flushed yet");

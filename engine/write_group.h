@@ -54,6 +54,9 @@ class WriteGroup {
   Status Flush();
   // Tickets handed out since the last Reset: the next deferred write's ticket.
   uint64_t deferred() const;
+  // Tickets whose outcome is final: flushed by Flush, or by a write that
+  // had to flush the group first (tickets below this one).
+  uint64_t flushed() const;
   // A flushed ticket's outcome.
   Status Outcome(uint64_t ticket) const;
   // Flushes, then forgets the outcomes: tickets start from 0 again.

@@ -19,6 +19,17 @@ void Server::Impl::ReadRequests(int max) {
   SendInlineReplies();
 }
 
+void Server::Impl::ReleaseFlushedAdmissions() {
+  // A flushed write's record is in the change log, where the backlog bound
+  // counts it: its admission goes back now, not at the burst's end, or the
+  // writes after it in the burst would see it counted twice.
+  const uint64_t flushed = group_->flushed();
+  if (flushed > admissions_released_) {
+    handler_.FinishDeferredWrites(flushed - admissions_released_);
+    admissions_released_ = flushed;
+  }
+}
+
 void Server::Impl::FlushDeferred() {
   // Even without deferred writes: the group may hold the locks of writes
   // that failed their checks.
@@ -29,8 +40,10 @@ void Server::Impl::FlushDeferred() {
   }
   if (deferred_.empty()) {
     group_->Reset();
+    admissions_released_ = 0;
     return;
   }
+  ReleaseFlushedAdmissions();
   // Each ticket's outcome is final now.
   for (DeferredReply& d : deferred_) {
     const Status outcome = group_->Outcome(d.ticket);
@@ -46,6 +59,7 @@ void Server::Impl::FlushDeferred() {
   }
   deferred_.clear();
   group_->Reset();
+  admissions_released_ = 0;
   // Handle did not wake the publisher for writes still in the group.
   if (owner_->publisher_) owner_->publisher_->Notify();
 }
@@ -254,6 +268,8 @@ bool Server::Impl::OnRequest() {
     const Code code = handler_.Handle(job.request, job.principal.get(), &reply, &entities, &await_lsn, &fence,
                                       joins_group ? group_.get() : nullptr);
     owner_->metrics_.RecordInline();
+    // This write may have flushed the group's earlier ones (same partition).
+    ReleaseFlushedAdmissions();
     if (group_->deferred() > ticket) {
       deferred_.push_back(
           DeferredReply{std::move(job), code, std::move(reply), entities, await_lsn, std::move(fence), ticket});

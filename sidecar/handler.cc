@@ -25,6 +25,10 @@ void Handler::RecordWrite(const Batch& batch, const WriteResult& result) const {
   metrics_->RecordTableWrite(batch.table(), batch.size(), written);
 }
 
+void Handler::FinishDeferredWrites(uint64_t n) const {
+  if (publisher_ != nullptr && n > 0) publisher_->FinishWrite(n);
+}
+
 Result<uint64_t> Handler::EpochFor(std::string_view table, std::string_view pk, Written* written) const {
   if (routing_ == nullptr) return uint64_t{0};
   auto se = routing_->LocalShard(table, pk);
@@ -137,9 +141,15 @@ Status Handler::Run(const wire::Request& r, const token::Token* principal, std::
         if (!epoch.ok()) return epoch.status();
         batch.SetEpoch(*epoch);
       }
+      const uint64_t ticket = group != nullptr ? group->deferred() : 0;
       auto result = group != nullptr && await_lsn != nullptr
                         ? engine_->Execute(batch, group)
                         : engine_->Execute(batch, /*wait_durable=*/await_lsn == nullptr);
+      // Deferred: its record reaches the change log only at the group's
+      // flush, so the backlog admission stays taken until then; the caller
+      // gives it back (FinishDeferredWrites), or the bound would be
+      // overshot by a group.
+      if (group != nullptr && group->deferred() > ticket) admitted.p = nullptr;
       if (!result.ok()) return result.status();
       if (await_lsn != nullptr) *await_lsn = result->lsn;
       written->lsn = std::max(written->lsn, result->lsn);

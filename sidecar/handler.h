@@ -54,6 +54,10 @@ class Handler {
               uint64_t* entities = nullptr, uint64_t* await_lsn = nullptr,
               std::vector<ShardEpoch>* fence = nullptr, WriteGroup* group = nullptr) const;
 
+  // After flushing the group a Handle deferred `n` writes into: gives back
+  // their change-stream backlog admission, which Handle kept for them.
+  void FinishDeferredWrites(uint64_t n) const;
+
   // Scale-out routing (null: one sidecar, its own tables). Set before serving.
   void SetRouting(ClusterRouting* routing) { routing_ = routing; }
   ClusterRouting* routing() const { return routing_; }

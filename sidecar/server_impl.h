@@ -193,6 +193,10 @@ class Server::Impl {
   // Flushes the group and turns the deferred replies into inline replies
   // (or hands them to the acknowledger, or answers their flush's error).
   void FlushDeferred();
+  // Gives back the change-stream admission of the group's writes flushed
+  // since the last call (Handler::FinishDeferredWrites).
+  void ReleaseFlushedAdmissions();
+  uint64_t admissions_released_ = 0;  // tickets of group_ given back so far
   // Replies the workers (and the acknowledger) have put on replies_ and the
   // frontend has not forwarded yet: counted after each send, so the
   // frontend skips the receive (a poll() and a getpid() in libzmq when
