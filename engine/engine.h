@@ -112,7 +112,10 @@ struct ScanBounds {
 };
 
 struct EngineStats {
-  uint64_t last_lsn = 0;
+  uint64_t last_lsn = 0;  // the newest durable record: the change log is read up to it
+  // The newest record written (visible): above last_lsn only in
+  // Durability::kFsync, until the fsync that makes it durable.
+  uint64_t last_written_lsn = 0;
   uint64_t first_available_lsn = 1;
   uint64_t commits = 0;          // batches committed since open
   uint64_t group_commits = 0;    // RocksDB writes those took

@@ -87,6 +87,7 @@ Result<std::unique_ptr<Engine::Impl>> Engine::Impl::Open(const EngineOptions& op
 EngineStats Engine::Impl::Stats() const {
   EngineStats st;
   st.last_lsn = commits_->last_committed_lsn();
+  st.last_written_lsn = commits_->last_written_lsn();
   st.first_available_lsn = first_available_lsn_.load();
   st.commits = commits_->commits();
   st.group_commits = commits_->groups();

@@ -178,14 +178,18 @@ bool Publisher::Stop(std::chrono::steady_clock::time_point deadline) {
 
 uint64_t Publisher::backlog_events() const {
   const uint64_t published = published_.load(std::memory_order_acquire);
-  const uint64_t last = engine_->Stats().last_lsn;
+  // Written, not only durable: in fsync durability a write has given its
+  // admission back (FinishWrite) up to one fsync before its record is
+  // durable, and would be counted nowhere in between; the bound overshot by
+  // the writes waiting for an fsync (BacklogBoundIsExactInFsyncDurability).
+  const uint64_t last = engine_->Stats().last_written_lsn;
   return last > published ? last - published : 0;
 }
 
 // Why this is exact: admitting_ is changed only by read-modify-writes, so
 // of two concurrent writes the one that increments it second sees the first
 // either still counted there or (having decremented, so committed) in the
-// engine's last LSN, read after the increment. A write may be counted twice
+// engine's last written LSN, read after the increment. A write may be counted twice
 // for a moment (committed, not yet finished): that errs towards refusing.
 bool Publisher::TryAdmitWrite(uint64_t n) {
   const uint64_t running = admitting_.fetch_add(n, std::memory_order_acq_rel);

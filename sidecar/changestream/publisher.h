@@ -12,7 +12,7 @@
 // publish some records again (consumers drop duplicates by LSN).
 //
 // While Kafka is unreachable the change log holds the backlog. The backlog is
-// counted where writes are admitted (TryAdmitWrite: the engine's last LSN
+// counted where writes are admitted (TryAdmitWrite: the engine's last written LSN
 // minus the published watermark, plus writes admitted and still running),
 // not by the publishing thread, so the bound max_backlog_events holds
 // exactly whatever that thread is doing; beyond it writes get ServerBusy.
@@ -84,7 +84,7 @@ class Publisher {
   bool Stop(std::chrono::steady_clock::time_point deadline);
 
   // Admission of one write under the backlog bound; exact under concurrency
-  // (each admitted write counts until its LSN is in the engine's last LSN).
+  // (each admitted write counts until its LSN is in the engine's last written LSN).
   // Every true must be followed by one FinishWrite(n) once the write ran.
   // `n`: the change records the request may commit (WriteMany: its EGTs).
   bool TryAdmitWrite(uint64_t n = 1);
