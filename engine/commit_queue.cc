@@ -228,19 +228,19 @@ Status CommitQueue::Add(HeldGroup* group, CommitWork* work, uint64_t* lsn, int64
 
 Status CommitQueue::Release(HeldGroup* group) {
   if (!group->leading()) return Status::OK();
-  Status result;
+  // The gate again, right before the WAL, as a leader's group has it.
+  rocksdb::Status s;
+  Status refused;
   if (group->works > 0) {
-    const uint64_t first = group->first_lsn;
-    const uint64_t last = first + group->works - 1;
-    // The gate again, right before the WAL, as a leader's group has it.
-    rocksdb::Status s;
-    const Status refused = storage_ != nullptr ? storage_->AdmitWrite(/*client_write=*/false) : Status::OK();
+    if (storage_ != nullptr) refused = storage_->AdmitWrite(/*client_write=*/false);
     if (refused.ok()) s = db_->Write(rocksdb::WriteOptions(), group->batch.get());
-    std::lock_guard<std::mutex> lock(mu_);
-    result = Finish(first, last, group->works, refused, s);
   }
+  Status result;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (group->works > 0) {
+      result = Finish(group->first_lsn, group->first_lsn + group->works - 1, group->works, refused, s);
+    }
     queue_.pop_front();  // the held waiter was the head all along
     if (!queue_.empty()) queue_.front()->cv.notify_one();
   }

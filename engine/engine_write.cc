@@ -335,9 +335,9 @@ Result<WriteResult> Engine::Impl::Execute(const Batch& batch, WriteGroup::State*
     group->Acquire(table, &partition);
   } else {
     table_lock = std::shared_lock(table->mu);
-    if (table->deleted) return Status(Code::kTableNotFound, "table '" + batch.table() + "' not found");
     partition_lock = std::unique_lock(partition);
   }
+  // Under the table's lock (shared) either way: a DeleteTable has finished or waits.
   if (table->deleted) return Status(Code::kTableNotFound, "table '" + batch.table() + "' not found");
 
   // A retry of a committed request: its first outcome, nothing executed.

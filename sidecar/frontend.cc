@@ -34,34 +34,31 @@ void Server::Impl::FlushDeferred() {
   // Even without deferred writes: the group may hold the locks of writes
   // that failed their checks.
   const Status flushed = group_->Flush();
-  if (!flushed.ok() && !deferred_.empty()) {
-    log_->warn("a group of {} small writes was not written, each is answered with the error: {}", deferred_.size(),
-               flushed.ToString());
-  }
-  if (deferred_.empty()) {
-    group_->Reset();
-    admissions_released_ = 0;
-    return;
-  }
-  ReleaseFlushedAdmissions();
-  // Each ticket's outcome is final now.
-  for (DeferredReply& d : deferred_) {
-    const Status outcome = group_->Outcome(d.ticket);
-    if (!outcome.ok()) {
-      // Nothing of it was written (a full disk, most often): the reply
-      // encoded for success must not leave.
-      FinishWithError(d.job, outcome, router_);
-    } else if (DurableNow(d.await_lsn, d.fence)) {
-      inline_replies_.push_back(InlineReply{std::move(d.job), d.code, std::move(d.reply), d.entities});
-    } else {
-      AwaitDurable(d.job, d.code, d.reply, d.entities, d.await_lsn, std::move(d.fence));
+  if (!deferred_.empty()) {
+    if (!flushed.ok()) {
+      log_->warn("a group of {} small writes was not written, each is answered with the error: {}",
+                 deferred_.size(), flushed.ToString());
     }
+    ReleaseFlushedAdmissions();
+    // Each ticket's outcome is final now.
+    for (DeferredReply& d : deferred_) {
+      const Status outcome = group_->Outcome(d.ticket);
+      if (!outcome.ok()) {
+        // Nothing of it was written (a full disk, most often): the reply
+        // encoded for success must not leave.
+        FinishWithError(d.job, outcome, router_);
+      } else if (DurableNow(d.await_lsn, d.fence)) {
+        inline_replies_.push_back(InlineReply{std::move(d.job), d.code, std::move(d.reply), d.entities});
+      } else {
+        AwaitDurable(d.job, d.code, d.reply, d.entities, d.await_lsn, std::move(d.fence));
+      }
+    }
+    deferred_.clear();
+    // Handle did not wake the publisher for writes still in the group.
+    if (owner_->publisher_) owner_->publisher_->Notify();
   }
-  deferred_.clear();
   group_->Reset();
   admissions_released_ = 0;
-  // Handle did not wake the publisher for writes still in the group.
-  if (owner_->publisher_) owner_->publisher_->Notify();
 }
 
 void Server::Impl::SendInlineReplies() {

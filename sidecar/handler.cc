@@ -206,7 +206,8 @@ Status Handler::Run(const wire::Request& r, const token::Token* principal, std::
         }
         (void)group.Flush();
         for (size_t i = 0; i < results.size(); i++) {
-          if (tickets[i] && !group.Outcome(*tickets[i]).ok()) results[i] = group.Outcome(*tickets[i]);
+          if (!tickets[i]) continue;
+          if (Status outcome = group.Outcome(*tickets[i]); !outcome.ok()) results[i] = std::move(outcome);
         }
       }
       uint64_t newest = 0;
