@@ -3,7 +3,10 @@
 #include <rocksdb/sst_file_manager.h>
 #include <xxhash.h>
 
+#include <mutex>
+
 #include "engine/internal/codec.h"
+#include "engine/internal/crc32c.h"
 #include "engine/internal/engine_impl.h"
 #include "engine/internal/rocksdb_options.h"
 #include "engine/limits.h"
@@ -81,6 +84,12 @@ Result<std::unique_ptr<Engine::Impl>> Engine::Impl::Open(const EngineOptions& op
       options.max_group_commit, impl->options_.clock, impl->storage_.get());
   spdlog::debug("engine: opened {} with {} tables, change log {}..{}", path,
                 impl->tables_.size(), impl->first_available_lsn_.load(), last_lsn);
+  // Once per process: which CRC32C checksums the WAL (internal/crc32c.h).
+  static std::once_flag crc_logged;
+  std::call_once(crc_logged, [] {
+    spdlog::info("engine: RocksDB's WAL checksums use the {} CRC32C{}", internal::Crc32cBackend(),
+                 internal::Crc32cWrapped() ? "" : " (not wrapped on this CPU architecture)");
+  });
   return impl;
 }
 
