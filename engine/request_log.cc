@@ -66,34 +66,39 @@ Status DecodeOutcome(std::string_view v, RememberedOutcome* o) {
   return Status::OK();
 }
 
-void HashString(XXH3_state_t* st, std::string_view s) {
+// The fingerprint's bytes, in the order the first implementation fed them
+// to one XXH3 state field by field: XXH3 of their concatenation is the same
+// value, for a fraction of the cost (one call instead of thousands for an
+// EGT of 100 entities).
+void AppendString(std::string* buf, std::string_view s) {
   const uint64_t n = s.size();
-  XXH3_64bits_update(st, &n, sizeof n);
-  XXH3_64bits_update(st, s.data(), s.size());
+  buf->append(reinterpret_cast<const char*>(&n), sizeof n);
+  buf->append(s);
 }
 
 }  // namespace
 
 uint64_t RequestFingerprint(const Batch& batch) {
-  XXH3_state_t* st = XXH3_createState();
-  XXH3_64bits_reset(st);
-  HashString(st, batch.table());
+  // Reused per thread: an EGT's bytes are up to 4 MiB, and a fresh buffer
+  // of that size would be an mmap and its page faults per request.
+  thread_local std::string buf;
+  buf.clear();
+  AppendString(&buf, batch.table());
   for (const Operation& op : batch.operations()) {
-    const uint8_t kind = static_cast<uint8_t>(op.kind);
-    XXH3_64bits_update(st, &kind, 1);
-    HashString(st, op.entity.partition_key);
-    HashString(st, op.entity.row_key);
-    HashString(st, op.if_match);
-    XXH3_64bits_update(st, &op.fence, sizeof op.fence);
+    buf.push_back(static_cast<char>(static_cast<uint8_t>(op.kind)));
+    AppendString(&buf, op.entity.partition_key);
+    AppendString(&buf, op.entity.row_key);
+    AppendString(&buf, op.if_match);
+    buf.append(reinterpret_cast<const char*>(&op.fence), sizeof op.fence);
     for (const Property& p : op.entity.properties) {
-      HashString(st, p.name);
-      const uint8_t type = static_cast<uint8_t>(p.value.type());
-      XXH3_64bits_update(st, &type, 1);
-      HashString(st, p.value.bytes());
+      AppendString(&buf, p.name);
+      buf.push_back(static_cast<char>(static_cast<uint8_t>(p.value.type())));
+      AppendString(&buf, p.value.bytes());
     }
   }
-  const uint64_t h = XXH3_64bits_digest(st);
-  XXH3_freeState(st);
+  const uint64_t h = XXH3_64bits(buf.data(), buf.size());
+  // A buffer grown by one huge request is not kept for good.
+  if (buf.capacity() > (1u << 20)) std::string().swap(buf);
   return h;
 }
 

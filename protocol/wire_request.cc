@@ -1,5 +1,6 @@
 // Request frames: header and body, both directions.
 #include <cstring>
+#include <type_traits>
 
 #include "engine/limits.h"
 #include "protocol/wire.h"
@@ -240,27 +241,49 @@ void SetRequestId(std::string* frame, uint64_t request_id) {
   for (int i = 0; i < 8; i++) (*frame)[8 + i] = static_cast<char>(request_id >> (8 * i));
 }
 
-std::vector<Batch> Request::ToBatches() const {
-  std::vector<Batch> out;
-  out.reserve(writes.size());
-  for (const WriteItem& item : writes) {
-    Batch b(item.table);
-    b.SetCaller(caller);
-    b.SetClientRequestId(item.client_request_id);
-    b.Reserve(item.ops.size());
-    for (const Operation& op : item.ops) b.Add(op);
-    out.push_back(std::move(b));
-  }
-  return out;
-}
+namespace {
 
-Batch Request::ToBatch() const {
+// One kWrite's Batch, its operations copied (const) or moved (non-const).
+template <typename Ops>
+Batch MakeBatch(const std::string& table, const std::string& caller, const std::string& client_request_id,
+                Ops& ops) {
   Batch b(table);
   b.SetCaller(caller);
   b.SetClientRequestId(client_request_id);
   b.Reserve(ops.size());
-  for (const Operation& op : ops) b.Add(op);
+  for (auto& op : ops) {
+    if constexpr (std::is_const_v<Ops>) {
+      b.Add(op);
+    } else {
+      b.Add(std::move(op));
+    }
+  }
   return b;
+}
+
+}  // namespace
+
+Batch Request::ToBatch() const { return MakeBatch(table, caller, client_request_id, ops); }
+
+Batch Request::TakeBatch() {
+  Batch b = MakeBatch(table, caller, client_request_id, ops);
+  ops.clear();
+  return b;
+}
+
+std::vector<Batch> Request::ToBatches() const {
+  std::vector<Batch> out;
+  out.reserve(writes.size());
+  for (const WriteItem& item : writes) out.push_back(MakeBatch(item.table, caller, item.client_request_id, item.ops));
+  return out;
+}
+
+std::vector<Batch> Request::TakeBatches() {
+  std::vector<Batch> out;
+  out.reserve(writes.size());
+  for (WriteItem& item : writes) out.push_back(MakeBatch(item.table, caller, item.client_request_id, item.ops));
+  writes.clear();
+  return out;
 }
 
 namespace {

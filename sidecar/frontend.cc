@@ -262,8 +262,8 @@ bool Server::Impl::OnRequest() {
     uint64_t entities = 0, await_lsn = 0;
     std::vector<ShardEpoch> fence;
     const uint64_t ticket = group_->deferred();
-    const Code code = handler_.Handle(job.request, job.principal.get(), &reply, &entities, &await_lsn, &fence,
-                                      joins_group ? group_.get() : nullptr);
+    const Code code = handler_.HandleConsuming(job.request, job.principal.get(), &reply, &entities, &await_lsn, &fence,
+                                               joins_group ? group_.get() : nullptr);
     owner_->metrics_.RecordInline();
     // This write may have flushed the group's earlier ones (same partition).
     ReleaseFlushedAdmissions();

@@ -39,8 +39,9 @@ Result<uint64_t> Handler::EpochFor(std::string_view table, std::string_view pk, 
   return se->epoch;
 }
 
-Status Handler::Run(const wire::Request& r, const token::Token* principal, std::string* body, uint16_t* http,
-                    uint64_t* entities, uint64_t* await_lsn, Written* written, WriteGroup* group) const {
+Status Handler::Run(const wire::Request& r, wire::Request* consumable, const token::Token* principal,
+                    std::string* body, uint16_t* http, uint64_t* entities, uint64_t* await_lsn, Written* written,
+                    WriteGroup* group) const {
   using wire::Op;
   *http = 200;
   // Before anything is admitted or read: a refusal changes nothing.
@@ -135,7 +136,7 @@ Status Handler::Run(const wire::Request& r, const token::Token* principal, std::
       return Status::OK();
     }
     case Op::kWrite: {
-      Batch batch = r.ToBatch();
+      Batch batch = consumable != nullptr ? consumable->TakeBatch() : r.ToBatch();
       if (routing_ != nullptr && !batch.operations().empty()) {
         auto epoch = EpochFor(batch.table(), batch.operations()[0].entity.partition_key, written);
         if (!epoch.ok()) return epoch.status();
@@ -178,7 +179,7 @@ Status Handler::Run(const wire::Request& r, const token::Token* principal, std::
       results.reserve(r.writes.size());
       std::vector<std::optional<uint64_t>> tickets;
       tickets.reserve(r.writes.size());
-      std::vector<Batch> batches = r.ToBatches();
+      std::vector<Batch> batches = consumable != nullptr ? consumable->TakeBatches() : r.ToBatches();
       {
         WriteGroup group(engine_);
         for (Batch& batch : batches) {
@@ -392,6 +393,20 @@ Status Handler::IssueToken(const wire::Request& r, const token::Token* principal
 Code Handler::Handle(const wire::Request& r, const token::Token* principal, std::string* out,
                      uint64_t* entities, uint64_t* await_lsn, std::vector<ShardEpoch>* fence,
                      WriteGroup* group) const {
+  return HandleImpl(r, nullptr, principal, out, entities, await_lsn, fence, group);
+}
+
+Code Handler::HandleConsuming(wire::Request& r, const token::Token* principal, std::string* out,
+                              uint64_t* entities, uint64_t* await_lsn, std::vector<ShardEpoch>* fence,
+                              WriteGroup* group) const {
+  // In a cluster a write may run twice (the TableNotFound retry below) or
+  // be forwarded whole: its operations must stay.
+  return HandleImpl(r, routing_ == nullptr ? &r : nullptr, principal, out, entities, await_lsn, fence, group);
+}
+
+Code Handler::HandleImpl(const wire::Request& r, wire::Request* consumable, const token::Token* principal,
+                         std::string* out, uint64_t* entities, uint64_t* await_lsn,
+                         std::vector<ShardEpoch>* fence, WriteGroup* group) const {
   if (await_lsn != nullptr) *await_lsn = 0;
   if (routing_ != nullptr) {
     // Another sidecar's shard: forwarded, fanned out or split, and answered
@@ -414,7 +429,7 @@ Code Handler::Handle(const wire::Request& r, const token::Token* principal, std:
   uint16_t http = 200;
   uint64_t counted = 0;
   Written written;
-  Status s = Run(r, principal, out, &http, &counted, await_lsn, &written, group);
+  Status s = Run(r, consumable, principal, out, &http, &counted, await_lsn, &written, group);
   if (s.code() == Code::kTableNotFound && routing_ != nullptr && r.op != wire::Op::kCreateTable &&
       r.op != wire::Op::kDeleteTable && routing_->cluster()->CatchUpCatalog(routing_->rebalance_wait())) {
     // Created through another member, whose CreateTable has returned, but
@@ -424,7 +439,7 @@ Code Handler::Handle(const wire::Request& r, const token::Token* principal, std:
     http = 200;
     counted = 0;
     written = Written{};
-    s = Run(r, principal, out, &http, &counted, await_lsn, &written, group);
+    s = Run(r, nullptr, principal, out, &http, &counted, await_lsn, &written, group);
   }
   if (entities != nullptr) *entities = counted;
   if (s.ok() && routing_ != nullptr && routing_->replicated_acks() && !written.shards.empty()) {

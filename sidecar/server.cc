@@ -159,7 +159,7 @@ void Server::Impl::WorkerLoop(size_t index) {
       std::string reply;
       uint64_t entities = 0, await_lsn = 0;
       std::vector<ShardEpoch> fence;
-      Code code = handler_.Handle(job.request, job.principal.get(), &reply, &entities, &await_lsn, &fence);
+      Code code = handler_.HandleConsuming(job.request, job.principal.get(), &reply, &entities, &await_lsn, &fence);
       const bool advanced = job.request.op == wire::Op::kAdvanceWatermarks && code == Code::kOk;
       Complete(job, code, reply, out, entities, await_lsn, std::move(fence));
       if (advanced) ResumeCovered(index, &local);

@@ -527,6 +527,55 @@ TEST(Wire, BadWriteManyRequestsAreInvalidInput) {
 }
 
 // Client request ids: on Write and on each WriteMany item, into the Batch;
+// TakeBatch / TakeBatches (what a worker uses for a request it is done
+// with) give the same Batches as ToBatch / ToBatches, moving the operations
+// out instead of copying them; every other field of the request stays.
+TEST(Wire, TakeBatchMovesTheSameBatchOut) {
+  Request w;
+  w.op = Op::kWrite;
+  w.id = 77;
+  w.table = "T";
+  w.caller = "app";
+  w.client_request_id = "take-1";
+  w.ops.push_back({OpKind::kInsert, Rich(), ""});
+  w.ops.push_back({OpKind::kUpdate, Rich(), "*"});
+  w.ops[1].entity.row_key = "r2";
+  const Batch copied = w.ToBatch();
+  const Batch taken = w.TakeBatch();
+  EXPECT_TRUE(w.ops.empty());
+  EXPECT_EQ(w.table, "T");
+  EXPECT_EQ(w.id, 77u);
+  EXPECT_EQ(w.op, Op::kWrite);
+  EXPECT_EQ(taken.table(), copied.table());
+  EXPECT_EQ(taken.caller(), "app");
+  EXPECT_EQ(taken.client_request_id(), "take-1");
+  ASSERT_EQ(taken.operations().size(), 2u);
+  for (size_t i = 0; i < 2; i++) {
+    EXPECT_EQ(taken.operations()[i].kind, copied.operations()[i].kind);
+    EXPECT_EQ(taken.operations()[i].if_match, copied.operations()[i].if_match);
+    EXPECT_EQ(taken.operations()[i].entity.row_key, copied.operations()[i].entity.row_key);
+    EXPECT_EQ(taken.operations()[i].entity.properties, copied.operations()[i].entity.properties);
+  }
+
+  Request many;
+  many.op = Op::kWriteMany;
+  many.caller = "worker";
+  many.writes.push_back({"A", {{OpKind::kInsert, Rich(), ""}}, "one"});
+  many.writes.push_back({"B", {{OpKind::kFencedUpsert, Rich(), "", 9}}, ""});
+  const std::vector<Batch> copies = many.ToBatches();
+  const std::vector<Batch> takes = many.TakeBatches();
+  EXPECT_TRUE(many.writes.empty());
+  ASSERT_EQ(takes.size(), 2u);
+  for (size_t i = 0; i < 2; i++) {
+    EXPECT_EQ(takes[i].table(), copies[i].table());
+    EXPECT_EQ(takes[i].caller(), "worker");
+    EXPECT_EQ(takes[i].client_request_id(), copies[i].client_request_id());
+    ASSERT_EQ(takes[i].operations().size(), 1u);
+    EXPECT_EQ(takes[i].operations()[0].fence, copies[i].operations()[0].fence);
+    EXPECT_EQ(takes[i].operations()[0].entity.properties, copies[i].operations()[0].entity.properties);
+  }
+}
+
 // `replayed` in the write reply; the id in change records. A bad id is
 // InvalidInput whatever carries it.
 TEST(Wire, ClientRequestIdsRoundTripAndBadOnesAreRefused) {
