@@ -14,6 +14,13 @@ void Server::Impl::ReadRequests(int max) {
   // would cost a poll() and a getpid() (libzmq's mailbox check) per request.
   if (group_ == nullptr) group_ = std::make_unique<WriteGroup>(owner_->engine_.get());
   for (int i = 0; i < max && OnRequest(); i++) {
+    // Replies leave in groups of kInlineRepliesPerSend within a burst: the
+    // client can send its next requests while the frontend works through
+    // the rest of the burst, instead of the two sides taking turns. A
+    // deferred write's reply is not among them until its group is flushed
+    // (at the burst's end, or before any other request runs), so write
+    // groups keep their size.
+    if (inline_replies_.size() >= kInlineRepliesPerSend) SendInlineReplies();
   }
   FlushDeferred();
   SendInlineReplies();
