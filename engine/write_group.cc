@@ -94,6 +94,8 @@ void WriteGroup::Reset() {
 }
 
 Result<WriteResult> Engine::Execute(const Batch& batch, WriteGroup* group) {
+  // A caller's bug, answered rather than dereferenced.
+  if (group == nullptr) return Status(Code::kInternal, "Engine::Execute: no WriteGroup given");
   ST_RETURN_IF_ERROR(ValidateCaller(batch.caller()));
   return impl_->Execute(batch, group->state());
 }

@@ -106,6 +106,9 @@ TEST_F(WriteGroupTest, RefusedWritesChangeNothingAndLeaveTheGroupIntact) {
   Entity bad = MakeEntity("c", "r");
   bad.row_key = "bad/key";
   EXPECT_EQ(Defer(&group, InsertOf(bad)).status().code(), Code::kOutOfRangeInput);
+  // No group at all: refused, not dereferenced.
+  EXPECT_EQ(engine_->Execute(InsertOf(MakeEntity("d", "r")), static_cast<WriteGroup*>(nullptr)).status().code(),
+            Code::kInternal);
   EXPECT_EQ(group.deferred(), 1u);
   EXPECT_EQ(DumpState(*engine_), before) << "refused writes changed something";
   ASSERT_TRUE(group.Flush().ok());
