@@ -54,10 +54,13 @@ void Server::Impl::FlushDeferred() {
         // Nothing of it was written (a full disk, most often): the reply
         // encoded for success must not leave.
         FinishWithError(d.job, outcome, router_);
-      } else if (DurableNow(d.await_lsn, d.fence)) {
-        inline_replies_.push_back(InlineReply{std::move(d.job), d.code, std::move(d.reply), d.entities});
       } else {
-        AwaitDurable(d.job, d.code, d.reply, d.entities, d.await_lsn, std::move(d.fence));
+        handler_.RecordTableWrite(d.counted);
+        if (DurableNow(d.await_lsn, d.fence)) {
+          inline_replies_.push_back(InlineReply{std::move(d.job), d.code, std::move(d.reply), d.entities});
+        } else {
+          AwaitDurable(d.job, d.code, d.reply, d.entities, d.await_lsn, std::move(d.fence));
+        }
       }
     }
     deferred_.clear();
@@ -269,14 +272,17 @@ bool Server::Impl::OnRequest() {
     uint64_t entities = 0, await_lsn = 0;
     std::vector<ShardEpoch> fence;
     const uint64_t ticket = group_->deferred();
+    // Taken before Handle consumes the operations; used only if deferred.
+    Handler::TableWrite counted;
+    if (joins_group) counted = Handler::TableWriteOf(job.request);
     const Code code = handler_.HandleConsuming(job.request, job.principal.get(), &reply, &entities, &await_lsn, &fence,
                                                joins_group ? group_.get() : nullptr);
     owner_->metrics_.RecordInline();
     // This write may have flushed the group's earlier ones (same partition).
     ReleaseFlushedAdmissions();
     if (group_->deferred() > ticket) {
-      deferred_.push_back(
-          DeferredReply{std::move(job), code, std::move(reply), entities, await_lsn, std::move(fence), ticket});
+      deferred_.push_back(DeferredReply{std::move(job), code, std::move(reply), entities, await_lsn, std::move(fence),
+                                        ticket, std::move(counted)});
     } else if (DurableNow(await_lsn, fence)) {
       inline_replies_.push_back(InlineReply{std::move(job), code, std::move(reply), entities});
     } else {

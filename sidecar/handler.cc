@@ -25,6 +25,16 @@ void Handler::RecordWrite(const Batch& batch, const WriteResult& result) const {
   metrics_->RecordTableWrite(batch.table(), batch.size(), written);
 }
 
+Handler::TableWrite Handler::TableWriteOf(const wire::Request& write) {
+  TableWrite w{write.table, write.ops.size(), 0};
+  for (const auto& op : write.ops) w.written += op.kind != OpKind::kDelete && op.kind != OpKind::kFencedDelete;
+  return w;
+}
+
+void Handler::RecordTableWrite(const TableWrite& w) const {
+  metrics_->RecordTableWrite(w.table, w.operations, w.written);
+}
+
 void Handler::FinishDeferredWrites(uint64_t n) const {
   if (publisher_ != nullptr && n > 0) publisher_->FinishWrite(n);
 }
@@ -150,12 +160,15 @@ Status Handler::Run(const wire::Request& r, wire::Request* consumable, const tok
       // flush, so the backlog admission stays taken until then; the caller
       // gives it back (FinishDeferredWrites), or the bound would be
       // overshot by a group.
-      if (group != nullptr && group->deferred() > ticket) admitted.p = nullptr;
+      const bool deferred = group != nullptr && group->deferred() > ticket;
+      if (deferred) admitted.p = nullptr;
       if (!result.ok()) return result.status();
       if (await_lsn != nullptr) *await_lsn = result->lsn;
       written->lsn = std::max(written->lsn, result->lsn);
       *entities = batch.size();
-      RecordWrite(batch, *result);
+      // A deferred write is counted by the caller once its group is
+      // written (TableWrite), not here: the flush may still fail.
+      if (!deferred) RecordWrite(batch, *result);
       if (batch.size() == 1 && batch.operations()[0].kind == OpKind::kInsert) {
         // Azure's Insert Entity: 201 with the entity as stored, or 204
         // without it when the caller asked for no content.

@@ -67,6 +67,18 @@ class Handler {
   // their change-stream backlog admission, which Handle kept for them.
   void FinishDeferredWrites(uint64_t n) const;
 
+  // A deferred write's table counters (sidetable_table_*): Handle does not
+  // count a write it deferred into a group, since the group's flush may yet
+  // fail; the caller takes these from the request before Handle (which may
+  // consume its operations) and records them once the write's ticket is OK.
+  struct TableWrite {
+    std::string table;
+    size_t operations = 0;
+    size_t written = 0;  // operations that leave an entity (not deletes)
+  };
+  static TableWrite TableWriteOf(const wire::Request& write);
+  void RecordTableWrite(const TableWrite& w) const;
+
   // Scale-out routing (null: one sidecar, its own tables). Set before serving.
   void SetRouting(ClusterRouting* routing) { routing_ = routing; }
   ClusterRouting* routing() const { return routing_; }

@@ -191,6 +191,7 @@ class Server::Impl {
     uint64_t await_lsn;
     std::vector<ShardEpoch> fence;
     uint64_t ticket;  // WriteGroup::Outcome
+    Handler::TableWrite counted;  // recorded once the ticket is OK
   };
   std::unique_ptr<WriteGroup> group_;  // created by the frontend thread; before the engine goes
   std::vector<DeferredReply> deferred_;
