@@ -63,34 +63,25 @@ Choice Choose() {
   return {&SIDETABLE_ROCKSDB_EXTEND, "rocksdb"};
 }
 
-// Chosen on first use rather than at static initialization, which runs in
-// an unspecified order with RocksDB's own. Two threads racing on the first
-// call choose the same thing.
-std::atomic<ExtendFn> g_extend{nullptr};
-std::atomic<const char*> g_name{nullptr};
-std::atomic<uint64_t> g_wrapped_bytes{0};
-
-ExtendFn Resolve() {
-  ExtendFn fn = g_extend.load(std::memory_order_acquire);
-  if (fn != nullptr) return fn;
-  const Choice choice = Choose();
-  g_name.store(choice.name, std::memory_order_relaxed);
-  g_extend.store(choice.fn, std::memory_order_release);
-  return choice.fn;
+// Chosen on first use (a function-local static, initialized once and
+// thread-safe), not at static initialization, which runs in an unspecified
+// order with RocksDB's own.
+const Choice& Chosen() {
+  static const Choice choice = Choose();
+  return choice;
 }
+
+std::atomic<uint64_t> g_wrapped_bytes{0};
 
 }  // namespace
 
-uint32_t Crc32cExtend(uint32_t crc, const char* data, size_t n) { return Resolve()(crc, data, n); }
+uint32_t Crc32cExtend(uint32_t crc, const char* data, size_t n) { return Chosen().fn(crc, data, n); }
 
 uint32_t RocksDbCrc32cExtend(uint32_t crc, const char* data, size_t n) {
   return SIDETABLE_ROCKSDB_EXTEND(crc, data, n);
 }
 
-std::string_view Crc32cBackend() {
-  Resolve();
-  return g_name.load(std::memory_order_relaxed);
-}
+std::string_view Crc32cBackend() { return Chosen().name; }
 
 bool Crc32cWrapped() { return SIDETABLE_CRC32C_WRAP != 0; }
 
@@ -103,6 +94,6 @@ uint64_t Crc32cBytes() { return g_wrapped_bytes.load(std::memory_order_relaxed);
 // rocksdb::crc32c::Extend lands here.
 extern "C" uint32_t __wrap__ZN7rocksdb6crc32c6ExtendEjPKcm(uint32_t crc, const char* data, size_t n) {
   sidetable::internal::g_wrapped_bytes.fetch_add(n, std::memory_order_relaxed);
-  return sidetable::internal::Resolve()(crc, data, n);
+  return sidetable::internal::Crc32cExtend(crc, data, n);
 }
 #endif

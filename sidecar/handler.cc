@@ -10,6 +10,18 @@
 
 namespace sidetable::sidecar {
 
+namespace {
+
+// The operations that leave an entity (all but the deletes): the
+// sidetable_table_* "entities written" count.
+size_t EntitiesWritten(const std::vector<Operation>& ops) {
+  size_t n = 0;
+  for (const Operation& op : ops) n += op.kind != OpKind::kDelete && op.kind != OpKind::kFencedDelete;
+  return n;
+}
+
+}  // namespace
+
 void Handler::RecordWrite(const Batch& batch, const WriteResult& result) const {
   if (result.replayed) {
     metrics_->RecordReplayedWrite();
@@ -18,17 +30,11 @@ void Handler::RecordWrite(const Batch& batch, const WriteResult& result) const {
                  batch.client_request_id(), batch.caller(), batch.table(), result.lsn);
     return;
   }
-  size_t written = 0;
-  for (const auto& op : batch.operations()) {
-    written += op.kind != OpKind::kDelete && op.kind != OpKind::kFencedDelete;
-  }
-  metrics_->RecordTableWrite(batch.table(), batch.size(), written);
+  metrics_->RecordTableWrite(batch.table(), batch.size(), EntitiesWritten(batch.operations()));
 }
 
 Handler::TableWrite Handler::TableWriteOf(const wire::Request& write) {
-  TableWrite w{write.table, write.ops.size(), 0};
-  for (const auto& op : write.ops) w.written += op.kind != OpKind::kDelete && op.kind != OpKind::kFencedDelete;
-  return w;
+  return TableWrite{write.table, write.ops.size(), EntitiesWritten(write.ops)};
 }
 
 void Handler::RecordTableWrite(const TableWrite& w) const {
