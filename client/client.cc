@@ -347,26 +347,105 @@ void Client::SendQuery(const QueryOptions& q, const std::optional<Continuation>&
             WaitAllowance(q.read));
 }
 
+// One SendQueryPages call, shared by the callbacks of its page requests.
+struct QueryPages {
+  QueryOptions q;
+  std::function<bool(Page&)> on_page;
+  std::function<void(Status)> done;
+  bool finished = false;
+
+  void Finish(Status s) {
+    if (finished) return;
+    finished = true;
+    done(std::move(s));
+  }
+};
+
+void Client::SendQueryPages(const QueryOptions& q, std::function<bool(Page& page)> on_page,
+                            std::function<void(Status)> done) {
+  auto state = std::make_shared<QueryPages>();
+  state->q = q;
+  state->on_page = std::move(on_page);
+  state->done = std::move(done);
+  SendQueryPage(std::move(state), std::nullopt);
+}
+
+void Client::SendQueryPage(std::shared_ptr<QueryPages> state, const std::optional<Continuation>& next) {
+  std::string frame = Encode(QueryRequest(state->q, next), options_);
+  const auto wait = WaitAllowance(state->q.read);
+  SendFrame(
+      std::move(frame),
+      [this, state](const Status& s, std::string_view body) {
+        if (state->finished) return;  // on_page stopped: a page read ahead
+        if (!s.ok()) return state->Finish(s);
+        std::optional<std::string> npk, nrk;
+        if (Status p = wire::PeekQueryContinuation(body, &npk, &nrk); !p.ok()) return state->Finish(p);
+        std::optional<Continuation> next;
+        if (npk) {
+          next = Continuation(std::move(*npk), nrk.value_or(""));
+          SendQueryPage(state, next);  // ahead: before this page is decoded
+        }
+        Page page;
+        if (Status d = DecodePage(body, &page); !d.ok()) return state->Finish(d);
+        if (!state->on_page(page)) return state->Finish(Status::OK());
+        if (!next) state->Finish(Status::OK());
+      },
+      wait);
+}
+
 void Client::SendReadChanges(uint64_t from_lsn, uint32_t max_records, uint64_t max_bytes, Done<ChangeBatch> done,
                              bool raw) {
   SendFrame(Encode(ChangesRequest(from_lsn, max_records, max_bytes, raw), options_),
             Decoded<ChangeBatch>(std::move(done), wire::DecodeChanges));
 }
 
+struct QueryIterator::Ahead {
+  bool pending = false;  // asked for, not yet taken by Next
+  bool arrived = false;
+  Status status;
+  Page page;
+};
+
+QueryIterator::QueryIterator(Client* client, QueryOptions q)
+    : client_(client), q_(std::move(q)), ahead_(std::make_shared<Ahead>()) {}
+
+void QueryIterator::Request() {
+  ahead_->pending = true;
+  ahead_->arrived = false;
+  client_->SendQuery(q_, next_, [ahead = ahead_](Result<Page> page) {
+    ahead->arrived = true;
+    if (page.ok()) {
+      ahead->page = std::move(*page);
+    } else {
+      ahead->status = page.status();
+    }
+  });
+}
+
 bool QueryIterator::Next(Entity* out) {
   while (pos_ >= page_.size()) {
-    if (done_ || (started_ && !next_)) return false;
-    auto page = client_->QueryPage(q_, next_);
+    if (done_) return false;
+    if (!ahead_->pending) {
+      if (started_ && !next_) {
+        done_ = true;
+        return false;
+      }
+      Request();
+    }
+    while (!ahead_->arrived) client_->Poll(std::chrono::milliseconds(100));
+    ahead_->pending = false;
     started_ = true;
     pages_++;
-    if (!page.ok()) {
-      status_ = page.status();
+    if (!ahead_->status.ok()) {
+      status_ = ahead_->status;
       done_ = true;
       return false;
     }
-    page_ = std::move(page->entities);
+    page_ = std::move(ahead_->page.entities);
+    next_ = std::move(ahead_->page.next);
+    ahead_->page = Page{};
     pos_ = 0;
-    next_ = std::move(page->next);
+    if (next_) Request();  // ahead: the sidecar reads it while the caller uses this page
   }
   *out = std::move(page_[pos_++]);
   return true;

@@ -144,6 +144,7 @@ using Done = std::function<void(Result<T> result)>;
 
 class QueryIterator;
 class ChangeIterator;
+struct QueryPages;  // client.cc: the state of one SendQueryPages
 
 class Client {
  public:
@@ -219,6 +220,17 @@ class Client {
   void SendGet(const std::string& table, const std::string& pk, const std::string& rk, Done<Entity> done,
                const std::vector<std::string>& select = {}, const ReadOptions& read = {});
   void SendQuery(const QueryOptions& q, const std::optional<Continuation>& next, Done<Page> done);
+  // Every page of a query, read ahead: when a page arrives, its
+  // continuation is read first (the entities skipped, not decoded) and the
+  // next page is requested at once; only then is the page decoded and
+  // handed to `on_page`. The sidecar reads page n+1 while this thread
+  // decodes and uses page n. One request at most is ahead, so at most two
+  // pages are held at a time. Pages reach `on_page` in order. `on_page`
+  // returns false to stop; a page already asked for is then dropped when it
+  // arrives. `done` runs once: with the first failure, or OK after the last
+  // page (or after `on_page` stopped).
+  void SendQueryPages(const QueryOptions& q, std::function<bool(Page& page)> on_page,
+                      std::function<void(Status)> done);
   void SendReadChanges(uint64_t from_lsn, uint32_t max_records, uint64_t max_bytes, Done<ChangeBatch> done,
                        bool raw = true);
   void SendAdvanceWatermarks(const std::vector<Watermark>& watermarks, std::function<void(Status)> done);
@@ -281,6 +293,8 @@ class Client {
   void ScheduleRetry(uint64_t id, Pending& p);
   void OnFrame(std::string_view frame);
   void CheckTimers();
+  // One page of SendQueryPages; its reply requests the next.
+  void SendQueryPage(std::shared_ptr<QueryPages> state, const std::optional<Continuation>& next);
   Result<WriteResult> WriteOne(const std::string& table, OpKind kind, Entity e,
                                std::string if_match);
 
@@ -297,16 +311,26 @@ class Client {
   std::string NewClientRequestId();
 };
 
-// Iterates all entities of a query; fetches pages lazily.
+// Iterates all entities of a query, page by page, one page ahead: when it
+// moves to a page that has a continuation it asks for the next page at
+// once, so the sidecar reads it while the caller works through this one.
+// An iterator dropped before its end leaves that one request to finish (its
+// page is discarded when it arrives, at the client's next Poll).
+// Not copyable: the page read ahead belongs to one iterator.
 class QueryIterator {
  public:
-  QueryIterator(Client* client, QueryOptions q) : client_(client), q_(std::move(q)) {}
+  QueryIterator(Client* client, QueryOptions q);
+  QueryIterator(QueryIterator&&) = default;
+  QueryIterator& operator=(QueryIterator&&) = default;
   // Next entity into *out; false at the end or on error (see status()).
   bool Next(Entity* out);
   const Status& status() const { return status_; }
   size_t pages() const { return pages_; }
 
  private:
+  struct Ahead;  // client.cc: the page asked for, shared with its callback
+  void Request();
+
   Client* client_;
   QueryOptions q_;
   std::vector<Entity> page_;
@@ -315,6 +339,7 @@ class QueryIterator {
   bool started_ = false, done_ = false;
   size_t pages_ = 0;
   Status status_;
+  std::shared_ptr<Ahead> ahead_;
 };
 
 // Iterates the change log; fetches pages lazily. It ends at the newest

@@ -273,6 +273,12 @@ Status DecodeTables(std::string_view body, TablesReply* r);
 Status DecodeWrite(std::string_view body, WriteResult* r);
 Status DecodeEntityReply(std::string_view body, Entity* e);
 Status DecodeQuery(std::string_view body, QueryReply* r);
+// A query reply's continuation alone: its entities are skipped, not
+// decoded, so a client can ask for the next page before it decodes this
+// one (Client::SendQueryPages). A malformed body is refused as DecodeQuery
+// refuses it (kInternal, "malformed reply").
+Status PeekQueryContinuation(std::string_view body, std::optional<std::string>* next_pk,
+                             std::optional<std::string>* next_rk);
 // Either form of the reply: MessagePack records or a raw page.
 Status DecodeChanges(std::string_view body, ChangeBatch* b);
 Status DecodeLsn(std::string_view body, uint64_t* lsn);

@@ -626,6 +626,19 @@ Status DecodeQuery(std::string_view body, QueryReply* q) {
   });
 }
 
+Status PeekQueryContinuation(std::string_view body, std::optional<std::string>* next_pk,
+                             std::optional<std::string>* next_rk) {
+  next_pk->reset();
+  next_rk->reset();
+  return ForEachField(body, [&](std::string_view key, msgpack::Reader& r) {
+    if (key != "npk" && key != "nrk") return r.Skip();
+    std::string_view s;
+    if (!r.Str(&s)) return false;
+    (key == "npk" ? *next_pk : *next_rk) = std::string(s);
+    return true;
+  });
+}
+
 Status DecodeChanges(std::string_view body, ChangeBatch* b) {
   std::optional<std::string_view> raw;
   uint64_t raw_records = 0;

@@ -84,6 +84,56 @@ TEST(Wire, QueryAndChangesRequests) {
   EXPECT_EQ(cout.max_records, 7u);
 }
 
+// A client reads the continuation before decoding the page (read-ahead):
+// the peek must agree with the full decode, with and without a continuation,
+// and refuse what the full decode refuses, with its code.
+TEST(Wire, PeekQueryContinuationAgreesWithDecodeQuery) {
+  QueryReply q;
+  q.entities = {Rich(), Rich(), Rich()};
+  q.next_pk = "next pk";
+  q.next_rk = "";  // an empty RowKey is a continuation too
+  q.plan = "partition-scan";
+  std::string body;
+  EncodeQuery(q, &body);
+  std::optional<std::string> npk = "stale", nrk = "stale";
+  ASSERT_TRUE(PeekQueryContinuation(body, &npk, &nrk).ok());
+  QueryReply full;
+  ASSERT_TRUE(DecodeQuery(body, &full).ok());
+  EXPECT_EQ(npk, full.next_pk);
+  EXPECT_EQ(nrk, full.next_rk);
+  EXPECT_EQ(npk, "next pk");
+  EXPECT_EQ(nrk, "");
+
+  // The last page: no continuation, and what the caller passed is reset.
+  q.next_pk.reset();
+  q.next_rk.reset();
+  body.clear();
+  EncodeQuery(q, &body);
+  ASSERT_TRUE(PeekQueryContinuation(body, &npk, &nrk).ok());
+  EXPECT_FALSE(npk.has_value());
+  EXPECT_FALSE(nrk.has_value());
+
+  // Cut anywhere inside the entities, the body is refused, as DecodeQuery does.
+  q.next_pk = "a";
+  q.next_rk = "b";
+  body.clear();
+  EncodeQuery(q, &body);
+  for (size_t cut : {size_t{1}, body.size() / 3, body.size() / 2, body.size() - 1}) {
+    std::string_view part(body.data(), cut);
+    QueryReply ignored;
+    const Status full_status = DecodeQuery(part, &ignored);
+    EXPECT_FALSE(full_status.ok()) << cut;
+    EXPECT_EQ(PeekQueryContinuation(part, &npk, &nrk).code(), full_status.code()) << cut;
+  }
+  // A continuation that is not a string.
+  std::string bad;
+  msgpack::Writer w(&bad);
+  w.MapHeader(1);
+  w.Str("npk");
+  w.Uint(7);
+  EXPECT_EQ(PeekQueryContinuation(bad, &npk, &nrk).code(), Code::kInternal);  // a malformed reply
+}
+
 TEST(Wire, RepliesRoundTrip) {
   std::string body;
   QueryReply q;

@@ -1,0 +1,196 @@
+// Queries read one page ahead (Client::SendQueryPages, QueryIterator), against
+// a real sidecar: the next page is asked for before the current one is
+// handed over, pages still arrive complete and in order, a stop or an error
+// ends the query once, and nothing is left pending.
+#include <string>
+#include <vector>
+
+#include "e2e_fixture.h"
+
+namespace sidetable::testing {
+namespace {
+
+class QueryReadAheadTest : public SidecarTest {
+ protected:
+  void SetUp() override {
+    SidecarTest::SetUp();
+    ASSERT_TRUE(client_->CreateTable("People").ok());
+    for (int p = 0; p < 3; p++) {
+      Batch b("People");
+      for (int i = 0; i < 50; i++) b.Insert(Person("p" + std::to_string(p), "r" + std::to_string(100 + i), i));
+      ASSERT_TRUE(client_->Execute(b).ok());
+    }
+  }
+
+  // The same query asked page by page, each once the previous one arrived:
+  // the reference the read-ahead paths must reproduce.
+  std::vector<std::string> PageByPage(const client::QueryOptions& q, size_t* pages) {
+    std::vector<std::string> keys;
+    std::optional<client::Continuation> next;
+    *pages = 0;
+    do {
+      auto page = client_->QueryPage(q, next);
+      EXPECT_TRUE(page.ok()) << page.status().ToString();
+      if (!page.ok()) break;
+      ++*pages;
+      for (const Entity& e : page->entities) keys.push_back(e.partition_key + "/" + e.row_key);
+      next = page->next;
+    } while (next);
+    return keys;
+  }
+};
+
+TEST_F(QueryReadAheadTest, SendQueryPagesDeliversThePagesInOrderAndAsksAhead) {
+  const client::QueryOptions q{.table = "People", .filter = "Age lt 10", .top = 7};
+  size_t expected_pages = 0;
+  const std::vector<std::string> expected = PageByPage(q, &expected_pages);
+  ASSERT_EQ(expected.size(), 30u);
+  ASSERT_GE(expected_pages, 5u);
+
+  std::vector<std::string> keys;
+  std::vector<size_t> pending_during_page;  // requests in flight while each page is handed over
+  std::vector<bool> had_next;
+  int done_calls = 0;
+  Status final_status(Code::kInternal, "done not called");
+  client_->SendQueryPages(
+      q,
+      [&](client::Page& page) {
+        for (const Entity& e : page.entities) {
+          EXPECT_LT(e.Find("Age")->as_int32(), 10);
+          EXPECT_FALSE(e.etag.empty());
+          keys.push_back(e.partition_key + "/" + e.row_key);
+        }
+        pending_during_page.push_back(client_->pending());
+        had_next.push_back(page.next.has_value());
+        return true;
+      },
+      [&](Status s) {
+        done_calls++;
+        final_status = std::move(s);
+      });
+  client_->Drain();
+  EXPECT_EQ(done_calls, 1);
+  EXPECT_TRUE(final_status.ok()) << final_status.ToString();
+  EXPECT_EQ(keys, expected);
+  ASSERT_EQ(pending_during_page.size(), expected_pages);
+  for (size_t i = 0; i < pending_during_page.size(); i++) {
+    // A page with a continuation is handed over with the next one already
+    // asked for; the last one with nothing in flight.
+    EXPECT_EQ(pending_during_page[i], had_next[i] ? 1u : 0u) << "page " << i;
+  }
+  EXPECT_FALSE(had_next.back());
+  EXPECT_EQ(client_->pending(), 0u);
+}
+
+TEST_F(QueryReadAheadTest, SendQueryPagesStopsWhenOnPageSaysSo) {
+  int pages = 0, done_calls = 0;
+  Status final_status(Code::kInternal, "done not called");
+  client_->SendQueryPages(
+      {.table = "People", .top = 10},
+      [&](client::Page& page) {
+        EXPECT_EQ(page.entities.size(), 10u);
+        return ++pages < 2;
+      },
+      [&](Status s) {
+        done_calls++;
+        final_status = std::move(s);
+      });
+  client_->Drain();  // the page read ahead of the stop arrives and is dropped
+  EXPECT_EQ(pages, 2);
+  EXPECT_EQ(done_calls, 1);
+  EXPECT_TRUE(final_status.ok()) << final_status.ToString();
+  EXPECT_EQ(client_->pending(), 0u);
+  // The client goes on as before.
+  auto e = client_->Get("People", "p0", "r100");
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+}
+
+TEST_F(QueryReadAheadTest, SendQueryPagesReportsTheFirstErrorOnce) {
+  struct Case {
+    client::QueryOptions q;
+    Code code;
+  };
+  const std::vector<Case> cases = {
+      {{.table = "People", .filter = "Age gt"}, Code::kInvalidInput},
+      {{.table = "People", .top = 5000}, Code::kInvalidInput},
+      {{.table = "Nobody"}, Code::kTableNotFound},
+  };
+  for (const Case& c : cases) {
+    int pages = 0, done_calls = 0;
+    Status final_status;
+    client_->SendQueryPages(
+        c.q,
+        [&](client::Page&) {
+          pages++;
+          return true;
+        },
+        [&](Status s) {
+          done_calls++;
+          final_status = std::move(s);
+        });
+    client_->Drain();
+    EXPECT_EQ(pages, 0) << c.q.filter;
+    EXPECT_EQ(done_calls, 1) << c.q.filter;
+    EXPECT_EQ(final_status.code(), c.code) << c.q.filter << ": " << final_status.ToString();
+  }
+  // A failed query wrote nothing: the table holds what it held.
+  size_t pages = 0;
+  EXPECT_EQ(PageByPage({.table = "People"}, &pages).size(), 150u);
+}
+
+TEST_F(QueryReadAheadTest, QueryIteratorReadsOnePageAhead) {
+  const client::QueryOptions q{.table = "People", .filter = "PartitionKey eq 'p1'", .top = 20};
+  size_t expected_pages = 0;
+  const std::vector<std::string> expected = PageByPage(q, &expected_pages);
+  ASSERT_EQ(expected.size(), 50u);
+  ASSERT_EQ(expected_pages, 3u);
+
+  auto it = client_->Query(q);
+  std::vector<std::string> keys;
+  std::vector<size_t> pending_at;  // after each entity taken
+  for (Entity e; it.Next(&e);) {
+    keys.push_back(e.partition_key + "/" + e.row_key);
+    pending_at.push_back(client_->pending());
+  }
+  EXPECT_TRUE(it.status().ok()) << it.status().ToString();
+  EXPECT_EQ(keys, expected);
+  EXPECT_EQ(it.pages(), 3u);
+  // Pages 1 and 2 have continuations: while the caller works through them
+  // the next page is already asked for. Page 3 is the last: nothing is.
+  ASSERT_EQ(pending_at.size(), 50u);
+  EXPECT_EQ(pending_at[0], 1u);
+  EXPECT_EQ(pending_at[19], 1u);
+  EXPECT_EQ(pending_at[20], 1u);
+  EXPECT_EQ(pending_at[39], 1u);
+  EXPECT_EQ(pending_at[40], 0u);
+  EXPECT_EQ(pending_at[49], 0u);
+  Entity extra;
+  EXPECT_FALSE(it.Next(&extra));
+  EXPECT_EQ(client_->pending(), 0u);
+}
+
+TEST_F(QueryReadAheadTest, QueryIteratorDroppedEarlyLeavesTheClientUsable) {
+  {
+    auto it = client_->Query({.table = "People", .top = 10});
+    Entity e;
+    ASSERT_TRUE(it.Next(&e));
+    EXPECT_EQ(client_->pending(), 1u);  // page 2, asked for ahead
+  }
+  client_->Drain();  // its reply arrives after the iterator is gone
+  EXPECT_EQ(client_->pending(), 0u);
+  auto e = client_->Get("People", "p2", "r149");
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(e->Find("Age")->as_int32(), 49);
+}
+
+TEST_F(QueryReadAheadTest, QueryIteratorReportsAnErrorAfterThePagesBeforeIt) {
+  auto bad = client_->Query({.table = "People", .filter = "Age gt"});
+  Entity e;
+  EXPECT_FALSE(bad.Next(&e));
+  EXPECT_EQ(bad.status().code(), Code::kInvalidInput);
+  EXPECT_FALSE(bad.Next(&e));  // stays ended
+  EXPECT_EQ(client_->pending(), 0u);
+}
+
+}  // namespace
+}  // namespace sidetable::testing
