@@ -347,10 +347,16 @@ void Client::SendQuery(const QueryOptions& q, const std::optional<Continuation>&
             WaitAllowance(q.read));
 }
 
-// One SendQueryPages call, shared by the callbacks of its page requests.
+// One SendQueryPages or SendQueryPageViews call, shared by the callbacks of
+// its page requests. For each reply, `read` does the least that finds the
+// continuation (so the next page can be asked for at once) and `hand_over`
+// the rest: SendQueryPages peeks and then decodes; SendQueryPageViews
+// indexes the page in place, which finds the continuation anyway.
 struct QueryPages {
   QueryOptions q;
-  std::function<bool(Page&)> on_page;
+  std::function<Status(std::string_view body, std::optional<Continuation>* next)> read;
+  // false: the caller stopped.
+  std::function<Result<bool>(std::string_view body)> hand_over;
   std::function<void(Status)> done;
   bool finished = false;
 
@@ -365,7 +371,35 @@ void Client::SendQueryPages(const QueryOptions& q, std::function<bool(Page& page
                             std::function<void(Status)> done) {
   auto state = std::make_shared<QueryPages>();
   state->q = q;
-  state->on_page = std::move(on_page);
+  state->read = [](std::string_view body, std::optional<Continuation>* next) {
+    std::optional<std::string> npk, nrk;
+    ST_RETURN_IF_ERROR(wire::PeekQueryContinuation(body, &npk, &nrk));
+    if (npk) *next = Continuation(std::move(*npk), nrk.value_or(""));
+    return Status::OK();
+  };
+  state->hand_over = [on_page = std::move(on_page)](std::string_view body) -> Result<bool> {
+    Page page;
+    ST_RETURN_IF_ERROR(DecodePage(body, &page));
+    return on_page(page);
+  };
+  state->done = std::move(done);
+  SendQueryPage(std::move(state), std::nullopt);
+}
+
+void Client::SendQueryPageViews(const QueryOptions& q, std::function<bool(PageView& page)> on_page,
+                                std::function<void(Status)> done) {
+  auto state = std::make_shared<QueryPages>();
+  auto page = std::make_shared<PageView>();  // read, then handed over
+  state->q = q;
+  state->read = [page](std::string_view body, std::optional<Continuation>* next) {
+    ST_RETURN_IF_ERROR(PageView::Parse(body, page.get()));
+    *next = page->next();
+    return Status::OK();
+  };
+  state->hand_over = [page, on_page = std::move(on_page)](std::string_view) -> Result<bool> {
+    PageView taken = std::move(*page);
+    return on_page(taken);
+  };
   state->done = std::move(done);
   SendQueryPage(std::move(state), std::nullopt);
 }
@@ -376,21 +410,58 @@ void Client::SendQueryPage(std::shared_ptr<QueryPages> state, const std::optiona
   SendFrame(
       std::move(frame),
       [this, state](const Status& s, std::string_view body) {
-        if (state->finished) return;  // on_page stopped: a page read ahead
+        if (state->finished) return;  // the caller stopped: a page read ahead
         if (!s.ok()) return state->Finish(s);
-        std::optional<std::string> npk, nrk;
-        if (Status p = wire::PeekQueryContinuation(body, &npk, &nrk); !p.ok()) return state->Finish(p);
         std::optional<Continuation> next;
-        if (npk) {
-          next = Continuation(std::move(*npk), nrk.value_or(""));
-          SendQueryPage(state, next);  // ahead: before this page is decoded
-        }
-        Page page;
-        if (Status d = DecodePage(body, &page); !d.ok()) return state->Finish(d);
-        if (!state->on_page(page)) return state->Finish(Status::OK());
-        if (!next) state->Finish(Status::OK());
+        if (Status r = state->read(body, &next); !r.ok()) return state->Finish(r);
+        if (next) SendQueryPage(state, next);  // ahead, before the page is handed over
+        Result<bool> go_on = state->hand_over(body);
+        if (!go_on.ok()) return state->Finish(go_on.status());
+        if (!*go_on || !next) state->Finish(Status::OK());
       },
       wait);
+}
+
+Status PageView::Parse(std::string_view body, PageView* out) {
+  // The bytes first: the index's views must point into the page's own copy.
+  auto bytes = std::make_unique<std::string>(body);
+  wire::QueryIndex index;
+  ST_RETURN_IF_ERROR(wire::IndexQuery(*bytes, &index));
+  out->entities_.resize(index.entities.size());
+  for (size_t i = 0; i < index.entities.size(); i++) {
+    const wire::EntityRef& from = index.entities[i];
+    EntityView& to = out->entities_[i];
+    to.pk_ = from.pk;
+    to.rk_ = from.rk;
+    to.etag_ = from.etag;
+    to.props_ = from.props;
+    to.timestamp_ = from.timestamp;
+    to.prop_entries_ = from.prop_entries;
+  }
+  out->next_.reset();
+  if (index.next_pk) out->next_ = Continuation(std::move(*index.next_pk), index.next_rk.value_or(""));
+  out->plan_ = std::move(index.plan);
+  out->examined_ = index.examined;
+  out->bytes_ = std::move(bytes);
+  return Status::OK();
+}
+
+namespace {
+wire::EntityRef RefOf(std::string_view pk, std::string_view rk, std::string_view etag, int64_t ts,
+                      std::string_view props, uint32_t entries) {
+  return wire::EntityRef{pk, rk, etag, ts, props, entries};
+}
+}  // namespace
+
+bool EntityView::Find(std::string_view name, PropertyView* out) const {
+  return wire::FindProperty(RefOf(pk_, rk_, etag_, timestamp_, props_, prop_entries_), name, out);
+}
+
+Entity EntityView::ToEntity() const {
+  Entity e;
+  // The page's values were checked when it arrived: this cannot fail.
+  (void)wire::EntityFromRef(RefOf(pk_, rk_, etag_, timestamp_, props_, prop_entries_), &e);
+  return e;
 }
 
 void Client::SendReadChanges(uint64_t from_lsn, uint32_t max_records, uint64_t max_bytes, Done<ChangeBatch> done,

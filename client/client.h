@@ -35,6 +35,7 @@
 #include "engine/batch.h"
 #include "engine/change_record.h"
 #include "engine/edm.h"
+#include "engine/row_view.h"
 #include "engine/status.h"
 #include "client/tokens.h"
 
@@ -137,6 +138,48 @@ struct Page {
   uint64_t examined = 0;             // entities read to fill the page
 };
 
+// One entity of a PageView, read in place: its strings point into the
+// page's bytes, so it is valid as long as that PageView (moves included).
+class EntityView {
+ public:
+  std::string_view partition_key() const { return pk_; }  // "" when not selected
+  std::string_view row_key() const { return rk_; }         // "" when not selected
+  std::string_view etag() const { return etag_; }
+  int64_t timestamp() const { return timestamp_; }          // 0 when not selected
+  // The property `name`, its bytes in the page; false when the entity lacks it.
+  bool Find(std::string_view name, PropertyView* out) const;
+  // The whole entity as an Entity value (allocates, as Page's decoding does).
+  Entity ToEntity() const;
+
+ private:
+  friend class PageView;
+  std::string_view pk_, rk_, etag_, props_;
+  int64_t timestamp_ = 0;
+  uint32_t prop_entries_ = 0;
+};
+
+// One page of a query read in place (SendQueryPageViews): the reply's bytes,
+// kept, and a view per entity, every value checked when the page arrived.
+// Nothing becomes an Entity unless asked (EntityView::ToEntity), so a caller
+// that maps entities into its own types, or reads a few properties, does
+// not pay for an allocation per string. Movable; the views stay valid.
+class PageView {
+ public:
+  const std::vector<EntityView>& entities() const { return entities_; }
+  const std::optional<Continuation>& next() const { return next_; }  // nullopt: the last page
+  const std::string& plan() const { return plan_; }
+  uint64_t examined() const { return examined_; }
+  // A reply body read in place (it is copied into the page first).
+  static Status Parse(std::string_view body, PageView* out);
+
+ private:
+  std::unique_ptr<std::string> bytes_;
+  std::vector<EntityView> entities_;
+  std::optional<Continuation> next_;
+  std::string plan_;
+  uint64_t examined_ = 0;
+};
+
 // Pipelined calls report their final outcome (after retries) through one of
 // these; a reply that cannot be decoded arrives as an InvalidInput status.
 template <typename T>
@@ -144,7 +187,7 @@ using Done = std::function<void(Result<T> result)>;
 
 class QueryIterator;
 class ChangeIterator;
-struct QueryPages;  // client.cc: the state of one SendQueryPages
+struct QueryPages;  // client.cc: the state of one SendQueryPages or SendQueryPageViews
 
 class Client {
  public:
@@ -231,6 +274,9 @@ class Client {
   // page (or after `on_page` stopped).
   void SendQueryPages(const QueryOptions& q, std::function<bool(Page& page)> on_page,
                       std::function<void(Status)> done);
+  // The same, each page read in place instead of decoded into Entity values.
+  void SendQueryPageViews(const QueryOptions& q, std::function<bool(PageView& page)> on_page,
+                          std::function<void(Status)> done);
   void SendReadChanges(uint64_t from_lsn, uint32_t max_records, uint64_t max_bytes, Done<ChangeBatch> done,
                        bool raw = true);
   void SendAdvanceWatermarks(const std::vector<Watermark>& watermarks, std::function<void(Status)> done);
@@ -293,7 +339,7 @@ class Client {
   void ScheduleRetry(uint64_t id, Pending& p);
   void OnFrame(std::string_view frame);
   void CheckTimers();
-  // One page of SendQueryPages; its reply requests the next.
+  // One page of SendQueryPages/SendQueryPageViews; its reply requests the next.
   void SendQueryPage(std::shared_ptr<QueryPages> state, const std::optional<Continuation>& next);
   Result<WriteResult> WriteOne(const std::string& table, OpKind kind, Entity e,
                                std::string if_match);

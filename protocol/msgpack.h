@@ -69,6 +69,8 @@ class Reader {
   bool Skip(int depth = 32);
 
   bool empty() const { return p_ == end_; }
+  // Where the next value starts (for callers that keep byte ranges).
+  const char* position() const { return p_; }
   size_t remaining() const { return static_cast<size_t>(end_ - p_); }
 
  private:

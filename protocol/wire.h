@@ -79,6 +79,9 @@ void SetRequestId(std::string* frame, uint64_t request_id);
 // ---- values and entities ------------------------------------------------------
 void WriteValue(msgpack::Writer& w, const Value& v);
 Status ReadValue(msgpack::Reader& r, std::string_view name, Value* v);
+// The same value read in place: strings, binaries and Guids point into the
+// reader's bytes. ReadValue is this plus PropertyView::ToValue.
+Status ReadValueView(msgpack::Reader& r, std::string_view name, PropertyView* v);
 // {"pk","rk","props"} plus "ts" and "etag" when with_meta.
 void WriteEntity(msgpack::Writer& w, const Entity& e, bool with_meta);
 // An entity read with $select, as Azure answers it: "pk", "rk" and "ts" only
@@ -279,6 +282,28 @@ Status DecodeQuery(std::string_view body, QueryReply* r);
 // refuses it (kInternal, "malformed reply").
 Status PeekQueryContinuation(std::string_view body, std::optional<std::string>* next_pk,
                              std::optional<std::string>* next_rk);
+// A query reply read in place (wire_page.cc): one pass finds each entity's
+// keys, ETag, timestamp and properties as views into `body` and checks every
+// value as DecodeQuery would, without building Entity values. The views are
+// valid while `body` is.
+struct EntityRef {
+  std::string_view pk, rk, etag;  // "" when not selected
+  int64_t timestamp = 0;          // 0 when not selected
+  std::string_view props;         // the "props" map's entries, after its header
+  uint32_t prop_entries = 0;      // entries in `props` (nil ones included)
+};
+struct QueryIndex {
+  std::vector<EntityRef> entities;
+  std::optional<std::string> next_pk, next_rk;
+  std::string plan;
+  uint64_t examined = 0;
+};
+Status IndexQuery(std::string_view body, QueryIndex* out);
+// The property `name` of an indexed entity; false when it is absent (or nil:
+// selected, and the entity lacks it).
+bool FindProperty(const EntityRef& e, std::string_view name, PropertyView* out);
+// The Entity an indexed entity describes (allocates, as DecodeQuery does).
+Status EntityFromRef(const EntityRef& e, Entity* out);
 // Either form of the reply: MessagePack records or a raw page.
 Status DecodeChanges(std::string_view body, ChangeBatch* b);
 Status DecodeLsn(std::string_view body, uint64_t* lsn);

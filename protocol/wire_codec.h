@@ -50,6 +50,10 @@ inline bool ReadDateTime(msgpack::Reader& r, int64_t* ticks) {
   return true;
 }
 
+// One entity map of a reply (the keys, ETag, timestamp and props of
+// ReadEntity's kReply mode) read in place into `e`, every value checked.
+Status ReadEntityRef(msgpack::Reader& r, EntityRef* e);
+
 inline Status Invalid(std::string message) { return Status(Code::kInvalidInput, std::move(message)); }
 
 }  // namespace sidetable::wire::codec

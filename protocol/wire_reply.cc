@@ -603,26 +603,48 @@ Status DecodeEntityReply(std::string_view body, Entity* e) {
   return s;
 }
 
+namespace {
+
+// A query reply's fields other than its entities (DecodeQuery, IndexQuery).
+template <typename Reply>
+bool ReadQueryField(std::string_view key, msgpack::Reader& r, Reply* q) {
+  std::string_view s;
+  if (key == "npk" || key == "nrk" || key == "plan") {
+    if (!r.Str(&s)) return false;
+    if (key == "plan") q->plan.assign(s);
+    else (key == "npk" ? q->next_pk : q->next_rk) = std::string(s);
+    return true;
+  }
+  if (key == "examined") return r.Uint(&q->examined);
+  return r.Skip();
+}
+
+}  // namespace
+
 Status DecodeQuery(std::string_view body, QueryReply* q) {
   return ForEachField(body, [&](std::string_view key, msgpack::Reader& r) {
-    std::string_view s;
-    if (key == "entities") {
-      uint32_t n;
-      if (!r.ArrayHeader(&n) || n > r.remaining()) return false;
-      q->entities.resize(n);
-      for (uint32_t i = 0; i < n; i++) {
-        if (!ReadEntity(r, &q->entities[i], EntityRead::kReply).ok()) return false;
-      }
-      return true;
+    if (key != "entities") return ReadQueryField(key, r, q);
+    uint32_t n;
+    if (!r.ArrayHeader(&n) || n > r.remaining()) return false;
+    q->entities.resize(n);
+    for (uint32_t i = 0; i < n; i++) {
+      if (!ReadEntity(r, &q->entities[i], EntityRead::kReply).ok()) return false;
     }
-    if (key == "npk" || key == "nrk" || key == "plan") {
-      if (!r.Str(&s)) return false;
-      if (key == "plan") q->plan.assign(s);
-      else (key == "npk" ? q->next_pk : q->next_rk) = std::string(s);
-      return true;
+    return true;
+  });
+}
+
+Status IndexQuery(std::string_view body, QueryIndex* q) {
+  *q = QueryIndex{};
+  return ForEachField(body, [&](std::string_view key, msgpack::Reader& r) {
+    if (key != "entities") return ReadQueryField(key, r, q);
+    uint32_t n;
+    if (!r.ArrayHeader(&n) || n > r.remaining()) return false;
+    q->entities.resize(n);
+    for (uint32_t i = 0; i < n; i++) {
+      if (!codec::ReadEntityRef(r, &q->entities[i]).ok()) return false;
     }
-    if (key == "examined") return r.Uint(&q->examined);
-    return r.Skip();
+    return true;
   });
 }
 

@@ -1,6 +1,5 @@
 // Values, entities and change records on the wire.
 #include <algorithm>
-#include <cstring>
 
 #include "engine/limits.h"
 #include "protocol/wire.h"
@@ -20,28 +19,31 @@ Status Bad(std::string_view name, const char* what) {
 
 void WriteValue(msgpack::Writer& w, const Value& v) { codec::WriteTypedValue(w, v); }
 
-Status ReadValue(msgpack::Reader& r, std::string_view name, Value* v) {
+Status ReadValueView(msgpack::Reader& r, std::string_view name, PropertyView* v) {
   std::string_view s;
   int64_t i;
-  double d;
   bool b;
   int8_t type;
+  v->bytes_ = {};
+  v->int_ = 0;
+  v->double_ = 0;
   switch (r.Peek()) {
     case msgpack::Kind::kStr:
-      if (!r.Str(&s)) return Bad(name, "truncated string");
-      *v = Value::String(std::string(s));
+      if (!r.Str(&v->bytes_)) return Bad(name, "truncated string");
+      v->type_ = EdmType::kString;
       return Status::OK();
     case msgpack::Kind::kBin:
-      if (!r.Bin(&s)) return Bad(name, "truncated binary");
-      *v = Value::Binary(std::string(s));
+      if (!r.Bin(&v->bytes_)) return Bad(name, "truncated binary");
+      v->type_ = EdmType::kBinary;
       return Status::OK();
     case msgpack::Kind::kBool:
       if (!r.Bool(&b)) return Bad(name, "bad boolean");
-      *v = Value::Boolean(b);
+      v->type_ = EdmType::kBoolean;
+      v->int_ = b ? 1 : 0;
       return Status::OK();
     case msgpack::Kind::kDouble:
-      if (!r.Double(&d)) return Bad(name, "truncated double");
-      *v = Value::Double(d);
+      if (!r.Double(&v->double_)) return Bad(name, "truncated double");
+      v->type_ = EdmType::kDouble;
       return Status::OK();
     case msgpack::Kind::kInt:
     case msgpack::Kind::kUint:
@@ -49,18 +51,20 @@ Status ReadValue(msgpack::Reader& r, std::string_view name, Value* v) {
       if (i < INT32_MIN || i > INT32_MAX) {
         return Bad(name, "a plain integer is Edm.Int32 and this one does not fit: send Int64 as ext type 1");
       }
-      *v = Value::Int32(static_cast<int32_t>(i));
+      v->type_ = EdmType::kInt32;
+      v->int_ = i;
       return Status::OK();
     case msgpack::Kind::kExt:
       if (!r.Ext(&type, &s)) return Bad(name, "truncated ext value");
       if (type == kExtInt64 && s.size() == 8) {
-        *v = Value::Int64(static_cast<int64_t>(FromBe8(s)));
+        v->type_ = EdmType::kInt64;
+        v->int_ = static_cast<int64_t>(FromBe8(s));
       } else if (type == kExtDateTime && s.size() == 8) {
-        *v = Value::DateTime(static_cast<int64_t>(FromBe8(s)));
+        v->type_ = EdmType::kDateTime;
+        v->int_ = static_cast<int64_t>(FromBe8(s));
       } else if (type == kExtGuid && s.size() == 16) {
-        Guid g;
-        std::memcpy(g.data(), s.data(), 16);
-        *v = Value::MakeGuid(g);
+        v->type_ = EdmType::kGuid;
+        v->bytes_ = s;
       } else {
         return Bad(name, "unknown ext type or wrong length");
       }
@@ -70,6 +74,13 @@ Status ReadValue(msgpack::Reader& r, std::string_view name, Value* v) {
     default:
       return Bad(name, "unsupported value kind (arrays and maps are not Edm types)");
   }
+}
+
+Status ReadValue(msgpack::Reader& r, std::string_view name, Value* v) {
+  PropertyView view;
+  ST_RETURN_IF_ERROR(ReadValueView(r, name, &view));
+  *v = view.ToValue();
+  return Status::OK();
 }
 
 namespace {
@@ -141,26 +152,36 @@ void WriteSelectedEntity(msgpack::Writer& w, const Entity& e, const std::vector<
   WriteEntityMap(w, e, f, nulls);
 }
 
-Status ReadEntity(msgpack::Reader& r, Entity* e, EntityRead mode) {
+namespace {
+
+// The entity map read once for either result: Entity values (ReadEntity) or
+// views into the bytes (ReadEntityRef, for query pages read in place). The
+// sink gets the keys, ETag, timestamp, and each non-nil property checked.
+template <typename Sink>
+Status ReadEntityFields(msgpack::Reader& r, EntityRead mode, Sink& sink) {
   uint32_t n;
   if (!r.MapHeader(&n)) return Status(Code::kInvalidInput, "an entity must be a map");
   bool has_pk = false, has_rk = false;
+  uint32_t seen = 0;  // one bit per known field: a repeated one is refused
   for (uint32_t k = 0; k < n; k++) {
     std::string_view key, s;
     if (!r.Str(&key)) return Status(Code::kInvalidInput, "entity keys must be strings");
+    const uint32_t bit = key == "pk" ? 1 : key == "rk" ? 2 : key == "etag" ? 4 : key == "ts" ? 8 : key == "props" ? 16 : 0;
+    if ((seen & bit) != 0) return Status(Code::kInvalidInput, "entity field '" + std::string(key) + "' repeated");
+    seen |= bit;
     if (key == "pk" || key == "rk") {
       if (!r.Str(&s)) return Status(Code::kInvalidInput, std::string(key) + " must be a string");
-      (key == "pk" ? e->partition_key : e->row_key).assign(s);
+      sink.Key(key == "pk", s);
       (key == "pk" ? has_pk : has_rk) = true;
     } else if (key == "etag") {
       if (!r.Str(&s)) return Status(Code::kInvalidInput, "etag must be a string");
-      e->etag.assign(s);
+      sink.ETag(s);
     } else if (key == "ts") {
       int8_t type;
       if (!r.Ext(&type, &s) || type != kExtDateTime || s.size() != 8) {
         return Status(Code::kInvalidInput, "ts must be a DateTime ext value");
       }
-      e->timestamp = static_cast<int64_t>(FromBe8(s));
+      sink.Timestamp(static_cast<int64_t>(FromBe8(s)));
     } else if (key == "props") {
       uint32_t count;
       if (!r.MapHeader(&count)) return Status(Code::kInvalidInput, "props must be a map");
@@ -174,7 +195,7 @@ Status ReadEntity(msgpack::Reader& r, Entity* e, EntityRead mode) {
                           " user properties; at most 252 (255 with the system properties)");
       }
       if (count > r.remaining() / 2) return Status(Code::kInvalidInput, "truncated props");
-      e->properties.reserve(count);
+      sink.BeginProps(count, r.position());
       for (uint32_t j = 0; j < count; j++) {
         std::string_view name;
         if (!r.Str(&name)) return Status(Code::kInvalidInput, "property names must be strings");
@@ -182,16 +203,98 @@ Status ReadEntity(msgpack::Reader& r, Entity* e, EntityRead mode) {
           r.Nil();  // selected, and the entity lacks it: absent here too
           continue;
         }
-        Value v;
-        ST_RETURN_IF_ERROR(ReadValue(r, name, &v));
-        e->properties.push_back({std::string(name), std::move(v)});
+        PropertyView v;
+        ST_RETURN_IF_ERROR(ReadValueView(r, name, &v));
+        sink.Property(name, v);
       }
+      sink.EndProps(r.position());
     } else if (!r.Skip()) {
       return Status(Code::kInvalidInput, "malformed entity field '" + std::string(key) + "'");
     }
   }
   if (mode == EntityRead::kRequest && (!has_pk || !has_rk)) {
     return Status(Code::kInvalidInput, "an entity needs pk and rk");
+  }
+  return Status::OK();
+}
+
+struct EntitySink {
+  Entity* e;
+  void Key(bool pk, std::string_view s) { (pk ? e->partition_key : e->row_key).assign(s); }
+  void ETag(std::string_view s) { e->etag.assign(s); }
+  void Timestamp(int64_t ticks) { e->timestamp = ticks; }
+  void BeginProps(uint32_t count, const char*) { e->properties.reserve(count); }
+  void Property(std::string_view name, const PropertyView& v) {
+    e->properties.push_back({std::string(name), v.ToValue()});
+  }
+  void EndProps(const char*) {}
+};
+
+struct RefSink {
+  EntityRef* e;
+  const char* props_at = nullptr;
+  void Key(bool pk, std::string_view s) { (pk ? e->pk : e->rk) = s; }
+  void ETag(std::string_view s) { e->etag = s; }
+  void Timestamp(int64_t ticks) { e->timestamp = ticks; }
+  void BeginProps(uint32_t count, const char* at) {
+    e->prop_entries = count;
+    props_at = at;
+  }
+  void Property(std::string_view, const PropertyView&) {}
+  void EndProps(const char* end) { e->props = std::string_view(props_at, static_cast<size_t>(end - props_at)); }
+};
+
+}  // namespace
+
+Status ReadEntity(msgpack::Reader& r, Entity* e, EntityRead mode) {
+  EntitySink sink{e};
+  return ReadEntityFields(r, mode, sink);
+}
+
+Status codec::ReadEntityRef(msgpack::Reader& r, EntityRef* e) {
+  *e = EntityRef{};
+  RefSink sink{e};
+  return ReadEntityFields(r, EntityRead::kReply, sink);
+}
+
+bool FindProperty(const EntityRef& e, std::string_view name, PropertyView* out) {
+  // The bytes were checked when the page was indexed: a failure here cannot
+  // happen, and reads as "absent".
+  msgpack::Reader r(e.props);
+  for (uint32_t j = 0; j < e.prop_entries; j++) {
+    std::string_view n;
+    if (!r.Str(&n)) return false;
+    if (r.Peek() == msgpack::Kind::kNil) {
+      r.Nil();
+      continue;
+    }
+    if (n != name) {
+      if (!r.Skip()) return false;
+      continue;
+    }
+    return ReadValueView(r, n, out).ok();
+  }
+  return false;
+}
+
+Status EntityFromRef(const EntityRef& e, Entity* out) {
+  out->partition_key.assign(e.pk);
+  out->row_key.assign(e.rk);
+  out->etag.assign(e.etag);
+  out->timestamp = e.timestamp;
+  out->properties.clear();
+  out->properties.reserve(e.prop_entries);
+  msgpack::Reader r(e.props);
+  for (uint32_t j = 0; j < e.prop_entries; j++) {
+    std::string_view name;
+    if (!r.Str(&name)) return Status(Code::kInternal, "malformed reply: property name");
+    if (r.Peek() == msgpack::Kind::kNil) {
+      r.Nil();
+      continue;
+    }
+    PropertyView v;
+    ST_RETURN_IF_ERROR(ReadValueView(r, name, &v));
+    out->properties.push_back({std::string(name), v.ToValue()});
   }
   return Status::OK();
 }

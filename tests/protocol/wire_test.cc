@@ -134,6 +134,125 @@ TEST(Wire, PeekQueryContinuationAgreesWithDecodeQuery) {
   EXPECT_EQ(PeekQueryContinuation(bad, &npk, &nrk).code(), Code::kInternal);  // a malformed reply
 }
 
+// A page read in place (the client's PageView) must describe exactly what
+// DecodeQuery builds: keys, ETag, timestamp, every property and its value,
+// selected-but-absent properties absent, whole entities and $select alike.
+TEST(Wire, IndexQueryAgreesWithDecodeQuery) {
+  for (bool selected : {false, true}) {
+    QueryReply q;
+    q.entities = {Rich(), Rich()};
+    q.entities[0].etag = "W/\"9\"";
+    q.entities[0].timestamp = 12345;
+    q.entities[1].row_key = "second";
+    q.entities[1].Remove("g");  // lacks one property the $select names
+    if (selected) q.select = {"RowKey", "Timestamp", "s", "g", "l", "missing"};
+    q.next_pk = "n";
+    q.next_rk = "m";
+    q.plan = "partition-scan";
+    q.examined = 77;
+    std::string body;
+    EncodeQuery(q, &body);
+    QueryReply full;
+    ASSERT_TRUE(DecodeQuery(body, &full).ok());
+    QueryIndex index;
+    ASSERT_TRUE(IndexQuery(body, &index).ok());
+    EXPECT_EQ(index.next_pk, full.next_pk);
+    EXPECT_EQ(index.next_rk, full.next_rk);
+    EXPECT_EQ(index.plan, full.plan);
+    EXPECT_EQ(index.examined, full.examined);
+    ASSERT_EQ(index.entities.size(), full.entities.size());
+    for (size_t i = 0; i < full.entities.size(); i++) {
+      const Entity& want = full.entities[i];
+      const EntityRef& ref = index.entities[i];
+      EXPECT_EQ(ref.pk, want.partition_key) << selected;
+      EXPECT_EQ(ref.rk, want.row_key) << selected;
+      EXPECT_EQ(ref.etag, want.etag) << selected;
+      EXPECT_EQ(ref.timestamp, want.timestamp) << selected;
+      Entity built;
+      ASSERT_TRUE(EntityFromRef(ref, &built).ok());
+      EXPECT_EQ(built.properties, want.properties) << selected << " entity " << i;
+      for (const Property& p : want.properties) {
+        PropertyView v;
+        ASSERT_TRUE(FindProperty(ref, p.name, &v)) << p.name;
+        EXPECT_EQ(v.ToValue(), p.value) << p.name;
+      }
+      PropertyView v;
+      EXPECT_FALSE(FindProperty(ref, "missing", &v)) << "nil: selected, and absent";
+      EXPECT_FALSE(FindProperty(ref, "nope", &v));
+      EXPECT_EQ(FindProperty(ref, "g", &v), want.Find("g") != nullptr);
+    }
+  }
+}
+
+// IndexQuery checks every value when the page arrives (so a view's reads
+// cannot fail later) and refuses what DecodeQuery refuses, with its code.
+TEST(Wire, IndexQueryRefusesWhatDecodeQueryRefuses) {
+  QueryReply q;
+  q.entities = {Rich(), Rich(), Rich()};
+  q.next_pk = "a";
+  q.next_rk = "b";
+  std::string good;
+  EncodeQuery(q, &good);
+  std::vector<std::string> bad;
+  for (size_t cut : {size_t{1}, good.size() / 4, good.size() / 2, good.size() - 1}) bad.push_back(good.substr(0, cut));
+  // A property value that is no Edm type (an array), and an ext of the wrong length.
+  for (int variant = 0; variant < 2; variant++) {
+    std::string body;
+    msgpack::Writer w(&body);
+    w.MapHeader(1);
+    w.Str("entities");
+    w.ArrayHeader(1);
+    w.MapHeader(2);
+    w.Str("rk");
+    w.Str("r");
+    w.Str("props");
+    w.MapHeader(1);
+    w.Str("v");
+    if (variant == 0) {
+      w.ArrayHeader(0);
+    } else {
+      w.Ext(kExtInt64, std::string(3, '\0'));
+    }
+    bad.push_back(body);
+  }
+  // An entity map with a field twice (here "props"): refused, in replies
+  // and requests alike, instead of the two readers keeping different ones.
+  {
+    std::string entity;
+    msgpack::Writer w(&entity);
+    w.MapHeader(4);
+    w.Str("pk");
+    w.Str("p");
+    w.Str("rk");
+    w.Str("r");
+    for (int twice = 0; twice < 2; twice++) {
+      w.Str("props");
+      w.MapHeader(1);
+      w.Str(twice ? "b" : "a");
+      w.Int(twice);
+    }
+    Entity e;
+    msgpack::Reader r(entity);
+    const Status s = ReadEntity(r, &e, EntityRead::kRequest);
+    EXPECT_EQ(s.code(), Code::kInvalidInput);
+    EXPECT_NE(s.message().find("repeated"), std::string::npos) << s.message();
+    std::string body;
+    msgpack::Writer b(&body);
+    b.MapHeader(1);
+    b.Str("entities");
+    b.ArrayHeader(1);
+    body += entity;
+    bad.push_back(body);
+  }
+  for (const std::string& body : bad) {
+    QueryReply full;
+    const Status want = DecodeQuery(body, &full);
+    ASSERT_FALSE(want.ok()) << body.size();
+    QueryIndex index;
+    EXPECT_EQ(IndexQuery(body, &index).code(), want.code()) << body.size();
+  }
+}
+
 TEST(Wire, RepliesRoundTrip) {
   std::string body;
   QueryReply q;

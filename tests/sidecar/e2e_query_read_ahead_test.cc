@@ -1,7 +1,8 @@
-// Queries read one page ahead (Client::SendQueryPages, QueryIterator), against
-// a real sidecar: the next page is asked for before the current one is
-// handed over, pages still arrive complete and in order, a stop or an error
-// ends the query once, and nothing is left pending.
+// Queries read one page ahead (Client::SendQueryPages, SendQueryPageViews,
+// QueryIterator), against a real sidecar: the next page is asked for before
+// the current one is handed over, pages still arrive complete and in order,
+// a stop or an error ends the query once, and nothing is left pending. Pages
+// read in place (PageView) describe what the decoded pages hold.
 #include <string>
 #include <vector>
 
@@ -136,6 +137,102 @@ TEST_F(QueryReadAheadTest, SendQueryPagesReportsTheFirstErrorOnce) {
   // A failed query wrote nothing: the table holds what it held.
   size_t pages = 0;
   EXPECT_EQ(PageByPage({.table = "People"}, &pages).size(), 150u);
+}
+
+TEST_F(QueryReadAheadTest, PageViewsDescribeWhatDecodedPagesHold) {
+  for (bool selected : {false, true}) {
+    client::QueryOptions q{.table = "People", .filter = "Age lt 10", .top = 7};
+    if (selected) q.select = {"RowKey", "Age", "Nope"};
+    // The reference: the same query decoded into Entity values.
+    std::vector<Entity> expected;
+    std::optional<client::Continuation> next;
+    do {
+      auto page = client_->QueryPage(q, next);
+      ASSERT_TRUE(page.ok()) << page.status().ToString();
+      expected.insert(expected.end(), page->entities.begin(), page->entities.end());
+      next = page->next;
+    } while (next);
+    ASSERT_EQ(expected.size(), 30u);
+
+    std::vector<client::PageView> kept;  // pages moved out of on_page stay valid
+    std::vector<size_t> pending_during_page;
+    Status final_status(Code::kInternal, "done not called");
+    client_->SendQueryPageViews(
+        q,
+        [&](client::PageView& page) {
+          pending_during_page.push_back(client_->pending());
+          EXPECT_EQ(pending_during_page.back(), page.next() ? 1u : 0u);
+          kept.push_back(std::move(page));
+          return true;
+        },
+        [&](Status s) { final_status = std::move(s); });
+    client_->Drain();
+    ASSERT_TRUE(final_status.ok()) << final_status.ToString();
+    ASSERT_GE(kept.size(), 5u);
+    size_t i = 0;
+    for (const client::PageView& page : kept) {
+      EXPECT_EQ(page.plan(), "table-scan");
+      for (const client::EntityView& e : page.entities()) {
+        ASSERT_LT(i, expected.size());
+        const Entity& want = expected[i++];
+        EXPECT_EQ(e.partition_key(), want.partition_key);  // "" under $select
+        EXPECT_EQ(e.row_key(), want.row_key);
+        EXPECT_EQ(e.etag(), want.etag);
+        EXPECT_EQ(e.timestamp(), want.timestamp);
+        EXPECT_EQ(e.ToEntity().properties, want.properties);
+        PropertyView age;
+        ASSERT_TRUE(e.Find("Age", &age));
+        EXPECT_EQ(age.type(), EdmType::kInt32);
+        EXPECT_EQ(age.as_int32(), want.Find("Age")->as_int32());
+        PropertyView name;
+        EXPECT_EQ(e.Find("Name", &name), !selected);
+        if (!selected) EXPECT_EQ(name.bytes(), want.Find("Name")->bytes());
+        EXPECT_FALSE(e.Find("Nope", &name)) << "selected and absent: nil on the wire, absent here";
+      }
+    }
+    EXPECT_EQ(i, expected.size());
+    EXPECT_EQ(client_->pending(), 0u);
+  }
+}
+
+TEST_F(QueryReadAheadTest, PageViewsStopAndFailLikePages) {
+  int pages = 0, done_calls = 0;
+  Status final_status(Code::kInternal, "done not called");
+  client_->SendQueryPageViews(
+      {.table = "People", .top = 10},
+      [&](client::PageView& page) {
+        EXPECT_EQ(page.entities().size(), 10u);
+        return ++pages < 3;
+      },
+      [&](Status s) {
+        done_calls++;
+        final_status = std::move(s);
+      });
+  client_->Drain();
+  EXPECT_EQ(pages, 3);
+  EXPECT_EQ(done_calls, 1);
+  EXPECT_TRUE(final_status.ok()) << final_status.ToString();
+  EXPECT_EQ(client_->pending(), 0u);
+
+  for (const auto& [q, code] : std::vector<std::pair<client::QueryOptions, Code>>{
+           {{.table = "People", .filter = "Age gt"}, Code::kInvalidInput},
+           {{.table = "Nobody"}, Code::kTableNotFound}}) {
+    pages = done_calls = 0;
+    client_->SendQueryPageViews(
+        q,
+        [&](client::PageView&) {
+          pages++;
+          return true;
+        },
+        [&](Status s) {
+          done_calls++;
+          final_status = std::move(s);
+        });
+    client_->Drain();
+    EXPECT_EQ(pages, 0);
+    EXPECT_EQ(done_calls, 1);
+    EXPECT_EQ(final_status.code(), code) << final_status.ToString();
+  }
 }
 
 TEST_F(QueryReadAheadTest, QueryIteratorReadsOnePageAhead) {
