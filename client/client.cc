@@ -348,15 +348,14 @@ void Client::SendQuery(const QueryOptions& q, const std::optional<Continuation>&
 }
 
 // One SendQueryPages or SendQueryPageViews call, shared by the callbacks of
-// its page requests. For each reply, `read` does the least that finds the
-// continuation (so the next page can be asked for at once) and `hand_over`
-// the rest: SendQueryPages peeks and then decodes; SendQueryPageViews
-// indexes the page in place, which finds the continuation anyway.
+// its page requests. For each reply the continuation is peeked first (the
+// body's "tailAt" field points at it), the next page is asked for, and only
+// then is the page decoded (or read in place) and handed over.
 struct QueryPages {
   QueryOptions q;
-  std::function<Status(std::string_view body, std::optional<Continuation>* next)> read;
-  // false: the caller stopped.
-  std::function<Result<bool>(std::string_view body)> hand_over;
+  // Decodes the body, checks its continuation against the one peeked, hands
+  // the page to the caller; false: the caller stopped.
+  std::function<Result<bool>(std::string_view body, const std::optional<Continuation>& peeked)> hand_over;
   std::function<void(Status)> done;
   bool finished = false;
 
@@ -367,19 +366,26 @@ struct QueryPages {
   }
 };
 
+namespace {
+
+// The page's own continuation must be the one the next request was sent
+// with: a body whose "tailAt" pointed elsewhere is refused, never followed.
+Status SameContinuation(const std::optional<Continuation>& decoded, const std::optional<Continuation>& peeked) {
+  if (decoded == peeked) return Status::OK();
+  return Status(Code::kInternal, "malformed reply: the page's continuation is not where its tailAt points");
+}
+
+}  // namespace
+
 void Client::SendQueryPages(const QueryOptions& q, std::function<bool(Page& page)> on_page,
                             std::function<void(Status)> done) {
   auto state = std::make_shared<QueryPages>();
   state->q = q;
-  state->read = [](std::string_view body, std::optional<Continuation>* next) {
-    std::optional<std::string> npk, nrk;
-    ST_RETURN_IF_ERROR(wire::PeekQueryContinuation(body, &npk, &nrk));
-    if (npk) *next = Continuation(std::move(*npk), nrk.value_or(""));
-    return Status::OK();
-  };
-  state->hand_over = [on_page = std::move(on_page)](std::string_view body) -> Result<bool> {
+  state->hand_over = [on_page = std::move(on_page)](std::string_view body,
+                                                    const std::optional<Continuation>& peeked) -> Result<bool> {
     Page page;
     ST_RETURN_IF_ERROR(DecodePage(body, &page));
+    ST_RETURN_IF_ERROR(SameContinuation(page.next, peeked));
     return on_page(page);
   };
   state->done = std::move(done);
@@ -389,16 +395,13 @@ void Client::SendQueryPages(const QueryOptions& q, std::function<bool(Page& page
 void Client::SendQueryPageViews(const QueryOptions& q, std::function<bool(PageView& page)> on_page,
                                 std::function<void(Status)> done) {
   auto state = std::make_shared<QueryPages>();
-  auto page = std::make_shared<PageView>();  // read, then handed over
   state->q = q;
-  state->read = [page](std::string_view body, std::optional<Continuation>* next) {
-    ST_RETURN_IF_ERROR(PageView::Parse(body, page.get()));
-    *next = page->next();
-    return Status::OK();
-  };
-  state->hand_over = [page, on_page = std::move(on_page)](std::string_view) -> Result<bool> {
-    PageView taken = std::move(*page);
-    return on_page(taken);
+  state->hand_over = [on_page = std::move(on_page)](std::string_view body,
+                                                    const std::optional<Continuation>& peeked) -> Result<bool> {
+    PageView page;
+    ST_RETURN_IF_ERROR(PageView::Parse(body, &page));
+    ST_RETURN_IF_ERROR(SameContinuation(page.next(), peeked));
+    return on_page(page);
   };
   state->done = std::move(done);
   SendQueryPage(std::move(state), std::nullopt);
@@ -412,10 +415,14 @@ void Client::SendQueryPage(std::shared_ptr<QueryPages> state, const std::optiona
       [this, state](const Status& s, std::string_view body) {
         if (state->finished) return;  // the caller stopped: a page read ahead
         if (!s.ok()) return state->Finish(s);
+        std::optional<std::string> npk, nrk;
+        if (Status p = wire::PeekQueryContinuation(body, &npk, &nrk); !p.ok()) return state->Finish(p);
         std::optional<Continuation> next;
-        if (Status r = state->read(body, &next); !r.ok()) return state->Finish(r);
-        if (next) SendQueryPage(state, next);  // ahead, before the page is handed over
-        Result<bool> go_on = state->hand_over(body);
+        if (npk) {
+          next = Continuation(std::move(*npk), nrk.value_or(""));
+          SendQueryPage(state, next);  // ahead, before this page is decoded
+        }
+        Result<bool> go_on = state->hand_over(body, next);
         if (!go_on.ok()) return state->Finish(go_on.status());
         if (!*go_on || !next) state->Finish(Status::OK());
       },

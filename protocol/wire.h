@@ -250,9 +250,14 @@ class QueryReplyWriter {
  private:
   std::string* out_;
   RowEncoder row_;
-  size_t map_at_ = 0, array_at_ = 0;
+  size_t map_at_ = 0, tail_at_ = 0, array_at_ = 0;
   uint32_t count_ = 0;
 };
+// Every Query reply body starts with {"tailAt": uint32, ...}: the offset, in
+// the body, of the fields after the entities array (npk, nrk, plan,
+// examined), as a fixed-width uint32 so it can be written once the page is
+// complete. PeekQueryContinuation jumps there instead of walking the page;
+// readers that do not know the field skip it.
 void EncodeChanges(const ChangeBatch& b, std::string* out);
 // The raw form of a ReadChanges reply, {"raw": bin, "n", "first", "last"},
 // written around a page appended in place (no copy): BeginRawChanges writes

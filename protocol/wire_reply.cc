@@ -333,9 +333,43 @@ void EncodeEntityReply(const Entity& e, std::string* out, const std::vector<std:
   }
 }
 
+namespace {
+
+// {"tailAt": <uint32 0xce, 4 bytes>} right after the body's map header.
+constexpr std::string_view kTailAtKey = "\xa6tailAt\xce";
+constexpr size_t kTailAtBytes = 4;
+
+void WriteTailAtPlaceholder(std::string* out) {
+  out->append(kTailAtKey);
+  out->append(kTailAtBytes, '\0');
+}
+
+void PatchU32(std::string* out, size_t at, uint32_t v) {
+  for (size_t i = 0; i < 4; i++) (*out)[at + i] = static_cast<char>(v >> (24 - 8 * i));
+}
+
+void WriteQueryTail(msgpack::Writer& w, const std::optional<std::string>& next_pk,
+                    const std::optional<std::string>& next_rk, std::string_view plan, uint64_t examined) {
+  if (next_pk) {
+    w.Str("npk");
+    w.Str(*next_pk);
+    w.Str("nrk");
+    w.Str(next_rk.value_or(""));
+  }
+  w.Str("plan");
+  w.Str(plan);
+  w.Str("examined");
+  w.Uint(examined);
+}
+
+}  // namespace
+
 void EncodeQuery(const QueryReply& r, std::string* out) {
+  const size_t body_at = out->size();
   msgpack::Writer w(out);
-  w.MapHeader(3 + (r.next_pk ? 2 : 0));
+  w.MapHeader(4 + (r.next_pk ? 2 : 0));
+  WriteTailAtPlaceholder(out);
+  const size_t tail_value_at = out->size() - kTailAtBytes;
   w.Str("entities");
   w.ArrayHeader(static_cast<uint32_t>(r.entities.size()));
   if (r.select.empty()) {
@@ -343,16 +377,8 @@ void EncodeQuery(const QueryReply& r, std::string* out) {
   } else {
     for (const auto& e : r.entities) WriteSelectedEntity(w, e, r.select);
   }
-  if (r.next_pk) {
-    w.Str("npk");
-    w.Str(*r.next_pk);
-    w.Str("nrk");
-    w.Str(r.next_rk.value_or(""));
-  }
-  w.Str("plan");
-  w.Str(r.plan);
-  w.Str("examined");
-  w.Uint(r.examined);
+  PatchU32(out, tail_value_at, static_cast<uint32_t>(out->size() - body_at));
+  WriteQueryTail(w, r.next_pk, r.next_rk, r.plan, r.examined);
 }
 
 RowEncoder::RowEncoder(const std::vector<std::string>& select) : select_(select) {
@@ -438,10 +464,13 @@ Status EncodeRowReply(const RowView& row, const std::vector<std::string>& select
 
 QueryReplyWriter::QueryReplyWriter(std::string* out, const std::vector<std::string>& select)
     : out_(out), row_(select) {
-  // The body map's size (3, or 5 with a continuation) and the array's are
-  // known at Finish(): room is kept for both and patched then.
+  // The body map's size (4, or 6 with a continuation), the tail's offset and
+  // the array's size are known at Finish(): room is kept for them and
+  // patched then.
   map_at_ = out_->size();
-  out_->push_back('\x83');
+  out_->push_back('\x84');
+  WriteTailAtPlaceholder(out_);
+  tail_at_ = out_->size() - kTailAtBytes;
   msgpack::Writer(out_).Str("entities");
   array_at_ = out_->size();
   out_->append(3, '\0');
@@ -456,20 +485,14 @@ Status QueryReplyWriter::Add(const RowView& row) {
 void QueryReplyWriter::Finish(const std::optional<std::string>& next_pk,
                               const std::optional<std::string>& next_rk, std::string_view plan,
                               uint64_t examined) {
-  msgpack::Writer w(out_);
-  if (next_pk) {
-    w.Str("npk");
-    w.Str(*next_pk);
-    w.Str("nrk");
-    w.Str(next_rk.value_or(""));
-  }
-  w.Str("plan");
-  w.Str(plan);
-  w.Str("examined");
-  w.Uint(examined);
-  (*out_)[map_at_] = next_pk ? '\x85' : '\x83';
   std::string header;
   msgpack::Writer(&header).ArrayHeader(count_);
+  // The array header replaces 3 bytes of room: the tail moves by the difference.
+  const size_t tail = out_->size() - map_at_ - (3 - header.size());
+  PatchU32(out_, tail_at_, static_cast<uint32_t>(tail));
+  msgpack::Writer w(out_);
+  WriteQueryTail(w, next_pk, next_rk, plan, examined);
+  (*out_)[map_at_] = next_pk ? '\x86' : '\x84';
   out_->replace(array_at_, 3, header);
 }
 
@@ -652,6 +675,31 @@ Status PeekQueryContinuation(std::string_view body, std::optional<std::string>* 
                              std::optional<std::string>* next_rk) {
   next_pk->reset();
   next_rk->reset();
+  // The fast way: the "tailAt" field says where the fields after the
+  // entities start. Whatever does not fit falls back to walking the body.
+  if (body.size() >= 1 + kTailAtKey.size() + kTailAtBytes && body.substr(1, kTailAtKey.size()) == kTailAtKey) {
+    msgpack::Reader head(body);
+    uint32_t fields;
+    size_t tail = 0;
+    for (size_t i = 0; i < kTailAtBytes; i++) tail = tail << 8 | static_cast<uint8_t>(body[1 + kTailAtKey.size() + i]);
+    if (head.MapHeader(&fields) && fields >= 2 && tail <= body.size()) {
+      msgpack::Reader r(body.substr(tail));
+      bool ok = true;
+      for (uint32_t k = 0; ok && k < fields - 2; k++) {
+        std::string_view key, s;
+        ok = r.Str(&key);
+        if (ok && (key == "npk" || key == "nrk")) {
+          ok = r.Str(&s);
+          if (ok) (key == "npk" ? *next_pk : *next_rk) = std::string(s);
+        } else if (ok) {
+          ok = r.Skip();
+        }
+      }
+      if (ok && r.empty()) return Status::OK();
+      next_pk->reset();
+      next_rk->reset();
+    }
+  }
   return ForEachField(body, [&](std::string_view key, msgpack::Reader& r) {
     if (key != "npk" && key != "nrk") return r.Skip();
     std::string_view s;

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "e2e_fixture.h"
+#include "fake_peer.h"
+#include "protocol/msgpack.h"
 
 namespace sidetable::testing {
 namespace {
@@ -287,6 +289,77 @@ TEST_F(QueryReadAheadTest, QueryIteratorReportsAnErrorAfterThePagesBeforeIt) {
   EXPECT_EQ(bad.status().code(), Code::kInvalidInput);
   EXPECT_FALSE(bad.Next(&e));  // stays ended
   EXPECT_EQ(client_->pending(), 0u);
+}
+
+// A page whose "tailAt" points at bytes that read as a continuation the
+// page does not have: the read-ahead follows the lie once (it cannot know
+// before decoding), but the page is refused when decoded, and the query ends
+// with that error instead of handing over pages of another query.
+TEST(QueryReadAheadLyingPage, ATailAtThatMisleadsIsRefused) {
+  // {"tailAt": X, "entities": [], "examined": 1, "plan": "<npk lie nrk x>"},
+  // X pointing into the plan string, at bytes that read as npk/nrk.
+  std::string fake_tail;
+  msgpack::Writer t(&fake_tail);
+  t.Str("npk");
+  t.Str("lie");
+  t.Str("nrk");
+  t.Str("x");
+  std::string body;
+  msgpack::Writer w(&body);
+  w.MapHeader(4);
+  w.Str("tailAt");
+  const size_t x_at = body.size() + 1;
+  body += std::string("\xce\0\0\0\0", 5);
+  w.Str("entities");
+  w.ArrayHeader(0);
+  w.Str("examined");
+  w.Uint(1);
+  w.Str("plan");
+  w.Str(fake_tail);
+  const size_t x = body.size() - fake_tail.size();
+  for (size_t i = 0; i < 4; i++) body[x_at + i] = static_cast<char>(x >> (24 - 8 * i));
+  {  // The premise: the peek trusts the offset, the decoder sees no continuation.
+    std::optional<std::string> npk, nrk;
+    ASSERT_TRUE(wire::PeekQueryContinuation(body, &npk, &nrk).ok());
+    ASSERT_EQ(npk, "lie");
+    wire::QueryReply full;
+    ASSERT_TRUE(wire::DecodeQuery(body, &full).ok());
+    ASSERT_FALSE(full.next_pk.has_value());
+  }
+
+  sidecar::fake::FakePeer peer([&](const sidecar::fake::Received& r, size_t index) {
+    sidecar::fake::Answer a;
+    if (index % 2 == 0) {
+      a.reply = sidecar::fake::ReplyFrame(r, body);
+    } else {
+      a.when = sidecar::fake::Answer::When::kNever;  // the request sent ahead on the lie
+    }
+    return a;
+  });
+  client::ClientOptions o;
+  o.endpoint = peer.endpoint();
+  o.timeout = std::chrono::milliseconds(300);
+  o.max_attempts = 1;
+  auto c = client::Client::Connect(o);
+  ASSERT_TRUE(c.ok());
+  for (bool views : {false, true}) {
+    int pages = 0, done_calls = 0;
+    Status final_status;
+    auto done = [&](Status s) {
+      done_calls++;
+      final_status = std::move(s);
+    };
+    if (views) {
+      (*c)->SendQueryPageViews({.table = "T"}, [&](client::PageView&) { return ++pages > 0; }, done);
+    } else {
+      (*c)->SendQueryPages({.table = "T"}, [&](client::Page&) { return ++pages > 0; }, done);
+    }
+    (*c)->Drain();
+    EXPECT_EQ(pages, 0) << views;
+    EXPECT_EQ(done_calls, 1) << views;
+    EXPECT_EQ(final_status.code(), Code::kInternal) << views << ": " << final_status.ToString();
+    EXPECT_NE(final_status.message().find("tailAt"), std::string::npos) << final_status.message();
+  }
 }
 
 }  // namespace
