@@ -149,7 +149,7 @@ run_sidetable() {  # repeat, durability
     lg "$t-get-$r" --table reads --mix get=100 --connections 1 --depth 32 --partitions 100 \
        --preload "$PRELOAD" --duration "$DURATION" --warmup 1
     lg "$t-query-$r" --table query5k --mix query=100 --connections 1 --depth 1 --partitions 1 \
-       --preload "$QUERY_ENTITIES" --page-size 1000 --requests 20 --warmup 0.5
+       --preload "$QUERY_ENTITIES" --page-size 1000 --requests 100 --warmup 0.5
     # Strict round trips, interleaved with the bare echo so both see the same
     # machine: echo, Get of the 1 KiB entity (~60 B request, ~1 KiB reply),
     # Insert of it (~950 B request), echo again (the summary averages the two echoes).
@@ -215,7 +215,7 @@ run_azurite() {  # repeat
   AZURITE_DIR="$AZURITE_DIR" "${az[@]}" --workload get --preload "$PRELOAD" --partitions 100 --label "az-get-$r" | tee -a "$LOG"
   AZURITE_DIR="$AZURITE_DIR" "${az[@]}" --workload egt --label "az-egt-$r" | tee -a "$LOG"
   AZURITE_DIR="$AZURITE_DIR" "${az[@]}" --workload query --query-entities "$QUERY_ENTITIES" --page-size 1000 \
-    --queries 5 --label "az-query-$r" | tee -a "$LOG"
+    --queries 10 --label "az-query-$r" | tee -a "$LOG"
   if [[ "$REST" == 1 && "$REST_PROCS" -gt 1 ]]; then
     # Azurite with the REST comparison's client processes (labels azp-*).
     AZURITE_DIR="$AZURITE_DIR" "${az[@]}" --procs "$REST_PROCS" --workload insert --partitions 1000 --label "azp-insert-$r" | tee -a "$LOG"
