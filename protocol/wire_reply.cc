@@ -644,31 +644,29 @@ bool ReadQueryField(std::string_view key, msgpack::Reader& r, Reply* q) {
 
 }  // namespace
 
-Status DecodeQuery(std::string_view body, QueryReply* q) {
+// The entities array read by `read_one` (an Entity, or a view in place),
+// the other fields by ReadQueryField.
+template <typename Reply, typename ReadOne>
+Status ReadQueryBody(std::string_view body, Reply* q, ReadOne read_one) {
   return ForEachField(body, [&](std::string_view key, msgpack::Reader& r) {
     if (key != "entities") return ReadQueryField(key, r, q);
     uint32_t n;
     if (!r.ArrayHeader(&n) || n > r.remaining()) return false;
     q->entities.resize(n);
     for (uint32_t i = 0; i < n; i++) {
-      if (!ReadEntity(r, &q->entities[i], EntityRead::kReply).ok()) return false;
+      if (!read_one(r, &q->entities[i]).ok()) return false;
     }
     return true;
   });
 }
 
+Status DecodeQuery(std::string_view body, QueryReply* q) {
+  return ReadQueryBody(body, q, [](msgpack::Reader& r, Entity* e) { return ReadEntity(r, e, EntityRead::kReply); });
+}
+
 Status IndexQuery(std::string_view body, QueryIndex* q) {
   *q = QueryIndex{};
-  return ForEachField(body, [&](std::string_view key, msgpack::Reader& r) {
-    if (key != "entities") return ReadQueryField(key, r, q);
-    uint32_t n;
-    if (!r.ArrayHeader(&n) || n > r.remaining()) return false;
-    q->entities.resize(n);
-    for (uint32_t i = 0; i < n; i++) {
-      if (!codec::ReadEntityRef(r, &q->entities[i]).ok()) return false;
-    }
-    return true;
-  });
+  return ReadQueryBody(body, q, codec::ReadEntityRef);
 }
 
 Status PeekQueryContinuation(std::string_view body, std::optional<std::string>* next_pk,
