@@ -17,6 +17,12 @@ class HandWrittenPacker {
   HandWrittenPacker& pack_int32(int32_t v) { return pack_int64(v); }
   HandWrittenPacker& pack_int64(int64_t v);
   HandWrittenPacker& pack_uint64(uint64_t v);
+  // uint32 in its fixed-width form (0xce and 4 bytes), whatever the value.
+  HandWrittenPacker& pack_fix_uint32(uint32_t v) {
+    out_->push_back(static_cast<char>(0xCE));
+    Be(v, 4);
+    return *this;
+  }
   HandWrittenPacker& pack_double(double d);  // always float64
   HandWrittenPacker& pack_str(uint32_t n);
   HandWrittenPacker& pack_str_body(const char* p, uint32_t n) { out_->append(p, n); return *this; }

@@ -100,12 +100,20 @@ void PackWriteRequest(P& p, const wire::Request& q) {
   }
 }
 
+// `out`: what the packer appends to, for the "tailAt" offset (patched in
+// once the entities are written, as wire::EncodeQuery does).
 template <typename P>
-void PackQuery(P& p, const wire::QueryReply& r) {
-  p.pack_map(3 + (r.next_pk ? 2 : 0));
+void PackQuery(P& p, const wire::QueryReply& r, std::string* out) {
+  const size_t body_at = out->size();
+  p.pack_map(4 + (r.next_pk ? 2 : 0));
+  PackStr(p, "tailAt");
+  p.pack_fix_uint32(0);
+  const size_t tail_value_at = out->size() - 4;
   PackStr(p, "entities");
   p.pack_array(static_cast<uint32_t>(r.entities.size()));
   for (const auto& e : r.entities) PackEntity(p, e, true);
+  const size_t tail = out->size() - body_at;
+  for (size_t i = 0; i < 4; i++) (*out)[tail_value_at + i] = static_cast<char>(tail >> (24 - 8 * i));
   if (r.next_pk) {
     PackStr(p, "npk");
     PackStr(p, *r.next_pk);
@@ -134,7 +142,7 @@ void LibEncodeWriteRequest(const wire::Request& q, std::string* out) {
 void LibEncodeQuery(const wire::QueryReply& r, std::string* out) {
   StringStream stream{out};
   Packer p(stream);
-  PackQuery(p, r);
+  PackQuery(p, r, out);
 }
 
 void HandWrittenEncodeWriteRequest(const wire::Request& q, std::string* out) {
@@ -145,7 +153,7 @@ void HandWrittenEncodeWriteRequest(const wire::Request& q, std::string* out) {
 
 void HandWrittenEncodeQuery(const wire::QueryReply& r, std::string* out) {
   HandWrittenPacker p(out);
-  PackQuery(p, r);
+  PackQuery(p, r, out);
 }
 
 }  // namespace sidetable::bench::codecs

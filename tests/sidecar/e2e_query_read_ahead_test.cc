@@ -188,7 +188,9 @@ TEST_F(QueryReadAheadTest, PageViewsDescribeWhatDecodedPagesHold) {
         EXPECT_EQ(age.as_int32(), want.Find("Age")->as_int32());
         PropertyView name;
         EXPECT_EQ(e.Find("Name", &name), !selected);
-        if (!selected) EXPECT_EQ(name.bytes(), want.Find("Name")->bytes());
+        if (!selected) {
+          EXPECT_EQ(name.bytes(), want.Find("Name")->bytes());
+        }
         EXPECT_FALSE(e.Find("Nope", &name)) << "selected and absent: nil on the wire, absent here";
       }
     }
