@@ -159,7 +159,9 @@ TEST(RowView, RandomBytesNeverCrash) {
     const Status s = ViewToEntity(b, &e);
     const Status ds = codec::DecodeRow(b, &d);
     EXPECT_EQ(s.code(), ds.code()) << "bytes #" << i;
-    if (s.ok() && ds.ok()) EXPECT_EQ(e.properties, d.properties);
+    if (s.ok() && ds.ok()) {
+      EXPECT_EQ(e.properties, d.properties);
+    }
   }
 }
 

@@ -199,7 +199,9 @@ class DiskFullTest : public ::testing::Test {
       ASSERT_TRUE(page.ok()) << page.status().ToString();
       if (page->records.empty()) break;
       for (const auto& rec : page->records) {
-        if (expect != 0) ASSERT_EQ(rec.lsn, expect) << "gap in the change log";
+        if (expect != 0) {
+          ASSERT_EQ(rec.lsn, expect) << "gap in the change log";
+        }
         expect = rec.lsn + 1;
         seen.push_back(rec.lsn);
       }

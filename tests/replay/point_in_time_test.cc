@@ -826,6 +826,56 @@ std::string DropLastLine(const std::string& state) {
   return nl == std::string::npos ? "" : state.substr(0, nl + 1);
 }
 
+// A shard claim (scale-out) carries no LSN, table or rows. The replay
+// sources consume claims, but one fed to the builder must change nothing:
+// not the state, not the last applied LSN, not the cut.
+TEST(PointInTimeUnitTest, AShardClaimChangesNothing) {
+  auto entity_record = [](uint64_t lsn, int64_t time, const std::string& rk) {
+    ChangeRecord r;
+    r.lsn = lsn;
+    r.commit_time = time;
+    r.table = "Main";
+    r.table_id = 7;
+    r.partition_key = "p";
+    ChangeOp op;
+    op.row_key = rk;
+    op.kind = OpKind::kInsert;
+    op.version = lsn;
+    op.etag = "W/\"" + std::to_string(lsn) + "\"";
+    Entity e;
+    e.partition_key = "p";
+    e.row_key = rk;
+    e.etag = op.etag;
+    e.timestamp = time;
+    op.after = e;
+    r.ops.push_back(op);
+    return r;
+  };
+  ChangeRecord created;
+  created.lsn = 1;
+  created.commit_time = 100;
+  created.kind = ChangeKind::kTableCreated;
+  created.table = "Main";
+  created.table_id = 7;
+  ChangeRecord claim;
+  claim.kind = ChangeKind::kShardClaimed;
+  claim.epoch = 2;
+  claim.shard = 0;
+  claim.commit_time = 1000;  // after the time cut below
+
+  PointInTime p("Main", ReplayFilter{}, Cut{0, 500});
+  p.Apply(created);
+  p.Apply(entity_record(2, 200, "a"));
+  p.Apply(claim);
+  EXPECT_EQ(p.last_applied_lsn(), 2u);
+  EXPECT_FALSE(p.past_cut()) << "a claim is not a record past the cut";
+  p.Apply(entity_record(3, 300, "b"));  // still before the cut: applied
+  EXPECT_EQ(p.last_applied_lsn(), 3u);
+  auto state = p.State();
+  ASSERT_TRUE(state.ok()) << state.status().ToString();
+  EXPECT_EQ((*state)->size(), 2u);
+}
+
 TEST(PointInTimeLiveTest, LoadRejectsCorruptMetaAndState) {
   USE_WORKLOAD(w);
   const Saved good = SaveMidRun(w);

@@ -44,7 +44,9 @@ class AuthSidecarTest : public ::testing::Test {
 
   void TearDown() override {
     admin_.reset();
-    if (server_) EXPECT_EQ(server_->Stop(), 0) << server_->Log();
+    if (server_) {
+      EXPECT_EQ(server_->Stop(), 0) << server_->Log();
+    }
   }
 
   void WriteKey(const std::string& name, const char* base64) {

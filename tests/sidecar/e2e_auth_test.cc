@@ -208,7 +208,9 @@ TEST_F(AuthTest, QueryIsConfinedToTheRange) {
     ASSERT_TRUE(page.ok()) << page.status().ToString();
     for (const auto& e : page->entities) seen.insert(e.partition_key + "/" + e.row_key);
     next = page->next;
-    if (next) EXPECT_TRUE(inside.count(next->first + "/" + next->second)) << next->first << "/" << next->second;
+    if (next) {
+      EXPECT_TRUE(inside.count(next->first + "/" + next->second)) << next->first << "/" << next->second;
+    }
     ASSERT_LT(++pages, 20);
   } while (next);
   EXPECT_EQ(seen, inside);

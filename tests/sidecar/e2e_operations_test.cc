@@ -200,7 +200,9 @@ TEST_F(SidecarTest, RawAndMessagePackChangePagesAreTheSame) {
         ASSERT_TRUE(raw.ok()) << raw.status().ToString();
         ASSERT_TRUE(packed.ok()) << packed.status().ToString();
         ExpectSameChanges(*raw, *packed);
-        if (from <= 8) EXPECT_FALSE(raw->records.empty());
+        if (from <= 8) {
+          EXPECT_FALSE(raw->records.empty());
+        }
       }
     }
   }

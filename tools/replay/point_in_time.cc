@@ -23,6 +23,10 @@ bool PointInTime::InRange(const std::string& pk, const std::string& rk) const {
 }
 
 bool PointInTime::Accept(const ChangeRecord& r) {
+  // A shard claim is ownership, not data: no LSN, no table, no rows. The
+  // sources consume claims (events/epoch_filter.h); one fed here anyway
+  // must not move the cut or the LSNs this builder reports.
+  if (r.kind == ChangeKind::kShardClaimed) return false;
   if (past_cut_) return false;
   if ((cut_.lsn != 0 && r.lsn > cut_.lsn) || (cut_.time && r.commit_time > *cut_.time)) {
     past_cut_ = true;
@@ -43,6 +47,8 @@ bool PointInTime::Accept(const ChangeRecord& r) {
       return false;
     case ChangeKind::kArchiveRequested:
       return false;  // writes no rows: the archive worker's own writes follow as records
+    case ChangeKind::kShardClaimed:
+      return false;  // refused above
     case ChangeKind::kEntities:
       break;
   }
