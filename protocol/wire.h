@@ -214,6 +214,11 @@ void EncodeTables(const TablesReply& r, std::string* out);
 void EncodeWrite(const WriteResult& r, std::string* out);
 // `select`: the Get's $select (null or empty: the whole entity).
 void EncodeEntityReply(const Entity& e, std::string* out, const std::vector<std::string>* select = nullptr);
+// Every Query reply body starts with {"tailAt": uint32, ...}: the offset, in
+// the body, of the fields after the entities array (npk, nrk, plan,
+// examined), as a fixed-width uint32 so it can be written once the page is
+// complete. PeekQueryContinuation jumps there instead of walking the page;
+// readers that do not know the field skip it.
 void EncodeQuery(const QueryReply& r, std::string* out);
 // One entity written straight from its stored row with a $select applied:
 // the bytes WriteEntity / WriteSelectedEntity write for the decoded entity.
@@ -253,11 +258,6 @@ class QueryReplyWriter {
   size_t map_at_ = 0, tail_at_ = 0, array_at_ = 0;
   uint32_t count_ = 0;
 };
-// Every Query reply body starts with {"tailAt": uint32, ...}: the offset, in
-// the body, of the fields after the entities array (npk, nrk, plan,
-// examined), as a fixed-width uint32 so it can be written once the page is
-// complete. PeekQueryContinuation jumps there instead of walking the page;
-// readers that do not know the field skip it.
 void EncodeChanges(const ChangeBatch& b, std::string* out);
 // The raw form of a ReadChanges reply, {"raw": bin, "n", "first", "last"},
 // written around a page appended in place (no copy): BeginRawChanges writes
@@ -287,7 +287,7 @@ Status DecodeQuery(std::string_view body, QueryReply* r);
 // refuses it (kInternal, "malformed reply").
 Status PeekQueryContinuation(std::string_view body, std::optional<std::string>* next_pk,
                              std::optional<std::string>* next_rk);
-// A query reply read in place (wire_page.cc): one pass finds each entity's
+// A query reply read in place (wire_reply.cc, wire_values.cc): one pass finds each entity's
 // keys, ETag, timestamp and properties as views into `body` and checks every
 // value as DecodeQuery would, without building Entity values. The views are
 // valid while `body` is.

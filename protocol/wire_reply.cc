@@ -673,6 +673,14 @@ Status PeekQueryContinuation(std::string_view body, std::optional<std::string>* 
                              std::optional<std::string>* next_rk) {
   next_pk->reset();
   next_rk->reset();
+  // npk and nrk read, any other field skipped: on either path below.
+  auto field = [&](std::string_view key, msgpack::Reader& r) {
+    if (key != "npk" && key != "nrk") return r.Skip();
+    std::string_view s;
+    if (!r.Str(&s)) return false;
+    (key == "npk" ? *next_pk : *next_rk) = std::string(s);
+    return true;
+  };
   // The fast way: the "tailAt" field says where the fields after the
   // entities start. Whatever does not fit falls back to walking the body.
   if (body.size() >= 1 + kTailAtKey.size() + kTailAtBytes && body.substr(1, kTailAtKey.size()) == kTailAtKey) {
@@ -684,27 +692,15 @@ Status PeekQueryContinuation(std::string_view body, std::optional<std::string>* 
       msgpack::Reader r(body.substr(tail));
       bool ok = true;
       for (uint32_t k = 0; ok && k < fields - 2; k++) {
-        std::string_view key, s;
-        ok = r.Str(&key);
-        if (ok && (key == "npk" || key == "nrk")) {
-          ok = r.Str(&s);
-          if (ok) (key == "npk" ? *next_pk : *next_rk) = std::string(s);
-        } else if (ok) {
-          ok = r.Skip();
-        }
+        std::string_view key;
+        ok = r.Str(&key) && field(key, r);
       }
       if (ok && r.empty()) return Status::OK();
       next_pk->reset();
       next_rk->reset();
     }
   }
-  return ForEachField(body, [&](std::string_view key, msgpack::Reader& r) {
-    if (key != "npk" && key != "nrk") return r.Skip();
-    std::string_view s;
-    if (!r.Str(&s)) return false;
-    (key == "npk" ? *next_pk : *next_rk) = std::string(s);
-    return true;
-  });
+  return ForEachField(body, field);
 }
 
 Status DecodeChanges(std::string_view body, ChangeBatch* b) {

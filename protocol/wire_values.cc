@@ -157,61 +157,81 @@ namespace {
 // The entity map read once for either result: Entity values (ReadEntity) or
 // views into the bytes (ReadEntityRef, for query pages read in place). The
 // sink gets the keys, ETag, timestamp, and each non-nil property checked.
+// The entity map's known fields, each a bit: a repeated one is refused.
+enum EntityField : uint32_t { kOtherField = 0, kPkField = 1, kRkField = 2, kETagField = 4, kTsField = 8, kPropsField = 16 };
+
+EntityField ClassifyEntityField(std::string_view key) {
+  if (key == "pk") return kPkField;
+  if (key == "rk") return kRkField;
+  if (key == "etag") return kETagField;
+  if (key == "ts") return kTsField;
+  if (key == "props") return kPropsField;
+  return kOtherField;
+}
+
 template <typename Sink>
 Status ReadEntityFields(msgpack::Reader& r, EntityRead mode, Sink& sink) {
   uint32_t n;
   if (!r.MapHeader(&n)) return Status(Code::kInvalidInput, "an entity must be a map");
-  bool has_pk = false, has_rk = false;
-  uint32_t seen = 0;  // one bit per known field: a repeated one is refused
+  uint32_t seen = 0;
   for (uint32_t k = 0; k < n; k++) {
     std::string_view key, s;
     if (!r.Str(&key)) return Status(Code::kInvalidInput, "entity keys must be strings");
-    const uint32_t bit = key == "pk" ? 1 : key == "rk" ? 2 : key == "etag" ? 4 : key == "ts" ? 8 : key == "props" ? 16 : 0;
-    if ((seen & bit) != 0) return Status(Code::kInvalidInput, "entity field '" + std::string(key) + "' repeated");
-    seen |= bit;
-    if (key == "pk" || key == "rk") {
-      if (!r.Str(&s)) return Status(Code::kInvalidInput, std::string(key) + " must be a string");
-      sink.Key(key == "pk", s);
-      (key == "pk" ? has_pk : has_rk) = true;
-    } else if (key == "etag") {
-      if (!r.Str(&s)) return Status(Code::kInvalidInput, "etag must be a string");
-      sink.ETag(s);
-    } else if (key == "ts") {
-      int8_t type;
-      if (!r.Ext(&type, &s) || type != kExtDateTime || s.size() != 8) {
-        return Status(Code::kInvalidInput, "ts must be a DateTime ext value");
-      }
-      sink.Timestamp(static_cast<int64_t>(FromBe8(s)));
-    } else if (key == "props") {
-      uint32_t count;
-      if (!r.MapHeader(&count)) return Status(Code::kInvalidInput, "props must be a map");
-      // The declared count is untrusted: check it against the limit and
-      // against what the bytes left can hold (a property takes at least two)
-      // before reserving, so a small frame cannot make us allocate for
-      // millions of properties.
-      if (count > Limits::kMaxUserProperties) {
-        return Status(Code::kTooManyProperties,
-                      "entity has " + std::to_string(count) +
-                          " user properties; at most 252 (255 with the system properties)");
-      }
-      if (count > r.remaining() / 2) return Status(Code::kInvalidInput, "truncated props");
-      sink.BeginProps(count, r.position());
-      for (uint32_t j = 0; j < count; j++) {
-        std::string_view name;
-        if (!r.Str(&name)) return Status(Code::kInvalidInput, "property names must be strings");
-        if (mode == EntityRead::kReply && r.Peek() == msgpack::Kind::kNil) {
-          r.Nil();  // selected, and the entity lacks it: absent here too
-          continue;
+    const EntityField field = ClassifyEntityField(key);
+    if ((seen & field) != 0) return Status(Code::kInvalidInput, "entity field '" + std::string(key) + "' repeated");
+    seen |= field;
+    switch (field) {
+      case kPkField:
+      case kRkField:
+        if (!r.Str(&s)) return Status(Code::kInvalidInput, std::string(key) + " must be a string");
+        sink.Key(field == kPkField, s);
+        break;
+      case kETagField:
+        if (!r.Str(&s)) return Status(Code::kInvalidInput, "etag must be a string");
+        sink.ETag(s);
+        break;
+      case kTsField: {
+        int8_t type;
+        if (!r.Ext(&type, &s) || type != kExtDateTime || s.size() != 8) {
+          return Status(Code::kInvalidInput, "ts must be a DateTime ext value");
         }
-        PropertyView v;
-        ST_RETURN_IF_ERROR(ReadValueView(r, name, &v));
-        sink.Property(name, v);
+        sink.Timestamp(static_cast<int64_t>(FromBe8(s)));
+        break;
       }
-      sink.EndProps(r.position());
-    } else if (!r.Skip()) {
-      return Status(Code::kInvalidInput, "malformed entity field '" + std::string(key) + "'");
+      case kPropsField: {
+        uint32_t count;
+        if (!r.MapHeader(&count)) return Status(Code::kInvalidInput, "props must be a map");
+        // The declared count is untrusted: check it against the limit and
+        // against what the bytes left can hold (a property takes at least two)
+        // before reserving, so a small frame cannot make us allocate for
+        // millions of properties.
+        if (count > Limits::kMaxUserProperties) {
+          return Status(Code::kTooManyProperties,
+                        "entity has " + std::to_string(count) +
+                            " user properties; at most 252 (255 with the system properties)");
+        }
+        if (count > r.remaining() / 2) return Status(Code::kInvalidInput, "truncated props");
+        sink.BeginProps(count, r.position());
+        for (uint32_t j = 0; j < count; j++) {
+          std::string_view name;
+          if (!r.Str(&name)) return Status(Code::kInvalidInput, "property names must be strings");
+          if (mode == EntityRead::kReply && r.Peek() == msgpack::Kind::kNil) {
+            r.Nil();  // selected, and the entity lacks it: absent here too
+            continue;
+          }
+          PropertyView v;
+          ST_RETURN_IF_ERROR(ReadValueView(r, name, &v));
+          sink.Property(name, v);
+        }
+        sink.EndProps(r.position());
+        break;
+      }
+      case kOtherField:
+        if (!r.Skip()) return Status(Code::kInvalidInput, "malformed entity field '" + std::string(key) + "'");
+        break;
     }
   }
+  const bool has_pk = (seen & kPkField) != 0, has_rk = (seen & kRkField) != 0;
   if (mode == EntityRead::kRequest && (!has_pk || !has_rk)) {
     return Status(Code::kInvalidInput, "an entity needs pk and rk");
   }
@@ -257,22 +277,44 @@ Status codec::ReadEntityRef(msgpack::Reader& r, EntityRef* e) {
   return ReadEntityFields(r, EntityRead::kReply, sink);
 }
 
+namespace {
+
+// The non-nil properties of an indexed entity, in wire order. The page was
+// checked when it was indexed, so a failure here means bytes changed since.
+class RefProperties {
+ public:
+  explicit RefProperties(const EntityRef& e) : r_(e.props), left_(e.prop_entries) {}
+  // False at the end, or with *status set when the bytes do not parse.
+  bool Next(std::string_view* name, PropertyView* v, Status* status) {
+    while (left_ > 0) {
+      left_--;
+      if (!r_.Str(name)) {
+        *status = Status(Code::kInternal, "malformed reply: property name");
+        return false;
+      }
+      if (r_.Peek() == msgpack::Kind::kNil) {
+        r_.Nil();  // selected, and the entity lacks it
+        continue;
+      }
+      *status = ReadValueView(r_, *name, v);
+      return status->ok();
+    }
+    return false;
+  }
+
+ private:
+  msgpack::Reader r_;
+  uint32_t left_;
+};
+
+}  // namespace
+
 bool FindProperty(const EntityRef& e, std::string_view name, PropertyView* out) {
-  // The bytes were checked when the page was indexed: a failure here cannot
-  // happen, and reads as "absent".
-  msgpack::Reader r(e.props);
-  for (uint32_t j = 0; j < e.prop_entries; j++) {
-    std::string_view n;
-    if (!r.Str(&n)) return false;
-    if (r.Peek() == msgpack::Kind::kNil) {
-      r.Nil();
-      continue;
-    }
-    if (n != name) {
-      if (!r.Skip()) return false;
-      continue;
-    }
-    return ReadValueView(r, n, out).ok();
+  RefProperties props(e);
+  std::string_view n;
+  Status status;
+  while (props.Next(&n, out, &status)) {
+    if (n == name) return true;
   }
   return false;
 }
@@ -284,19 +326,12 @@ Status EntityFromRef(const EntityRef& e, Entity* out) {
   out->timestamp = e.timestamp;
   out->properties.clear();
   out->properties.reserve(e.prop_entries);
-  msgpack::Reader r(e.props);
-  for (uint32_t j = 0; j < e.prop_entries; j++) {
-    std::string_view name;
-    if (!r.Str(&name)) return Status(Code::kInternal, "malformed reply: property name");
-    if (r.Peek() == msgpack::Kind::kNil) {
-      r.Nil();
-      continue;
-    }
-    PropertyView v;
-    ST_RETURN_IF_ERROR(ReadValueView(r, name, &v));
-    out->properties.push_back({std::string(name), v.ToValue()});
-  }
-  return Status::OK();
+  RefProperties props(e);
+  std::string_view name;
+  PropertyView v;
+  Status status;
+  while (props.Next(&name, &v, &status)) out->properties.push_back({std::string(name), v.ToValue()});
+  return status;
 }
 
 }  // namespace sidetable::wire
