@@ -652,6 +652,9 @@ Status ReadQueryBody(std::string_view body, Reply* q, ReadOne read_one) {
     if (key != "entities") return ReadQueryField(key, r, q);
     uint32_t n;
     if (!r.ArrayHeader(&n) || n > r.remaining()) return false;
+    // Fresh elements: a body with "entities" twice must not merge the second
+    // array into the first's entities (the last array wins, in both readers).
+    q->entities.clear();
     q->entities.resize(n);
     for (uint32_t i = 0; i < n; i++) {
       if (!read_one(r, &q->entities[i]).ok()) return false;

@@ -184,6 +184,41 @@ TEST(Wire, IndexQueryAgreesWithDecodeQuery) {
   }
 }
 
+// Found by query_page_fuzz: a body with "entities" twice. DecodeQuery kept
+// the first array's elements and read the second into them (keys kept,
+// properties appended); both readers now take the second array alone.
+TEST(Wire, ARepeatedEntitiesArrayIsReadFresh) {
+  std::string body;
+  msgpack::Writer w(&body);
+  w.MapHeader(2);
+  for (int twice = 0; twice < 2; twice++) {
+    w.Str("entities");
+    w.ArrayHeader(1);
+    w.MapHeader(twice ? 1 : 2);
+    if (!twice) {
+      w.Str("pk");
+      w.Str("first");
+    }
+    w.Str("props");
+    w.MapHeader(1);
+    w.Str(twice ? "b" : "a");
+    w.Int(twice);
+  }
+  QueryReply full;
+  ASSERT_TRUE(DecodeQuery(body, &full).ok());
+  ASSERT_EQ(full.entities.size(), 1u);
+  EXPECT_EQ(full.entities[0].partition_key, "");
+  ASSERT_EQ(full.entities[0].properties.size(), 1u);
+  EXPECT_EQ(full.entities[0].properties[0].name, "b");
+  QueryIndex index;
+  ASSERT_TRUE(IndexQuery(body, &index).ok());
+  ASSERT_EQ(index.entities.size(), 1u);
+  EXPECT_EQ(index.entities[0].pk, "");
+  Entity built;
+  ASSERT_TRUE(EntityFromRef(index.entities[0], &built).ok());
+  EXPECT_EQ(built.properties, full.entities[0].properties);
+}
+
 // IndexQuery checks every value when the page arrives (so a view's reads
 // cannot fail later) and refuses what DecodeQuery refuses, with its code.
 TEST(Wire, IndexQueryRefusesWhatDecodeQueryRefuses) {
