@@ -195,6 +195,12 @@ class Engine {
 
   // ---- scans (the query layer builds on these) ----
   std::unique_ptr<ReadView> NewReadView() const;
+  // RocksDB's newest visible sequence number: it moves with every write
+  // (rows, tables, the engine's own bookkeeping), after the write is
+  // visible. A scan started after reading S and a later read that still
+  // finds S saw exactly the same data (the sidecar's query prefetch relies
+  // on it, sidecar/query_prefetch.h).
+  uint64_t visible_sequence() const;
   // `view` may be null (latest state).
   Result<std::unique_ptr<RowCursor>> Scan(std::string_view table, const ScanBounds& bounds,
                                           const ReadView* view) const;

@@ -156,6 +156,7 @@ Result<Entity> Engine::Get(std::string_view table, std::string_view pk, std::str
   return impl_->Get(table, pk, rk, select);
 }
 std::unique_ptr<ReadView> Engine::NewReadView() const { return impl_->NewReadView(); }
+uint64_t Engine::visible_sequence() const { return impl_->db_->GetLatestSequenceNumber(); }
 Result<std::unique_ptr<RowCursor>> Engine::Scan(std::string_view table, const ScanBounds& bounds,
                                                 const ReadView* view) const {
   return impl_->Scan(table, bounds, view);

@@ -142,7 +142,8 @@ Status LoadStorage(const FileReader& f, const YAML::Node& root, ServerConfig* c)
   ST_RETURN_IF_ERROR(f.Section(root, "retries", {"window_seconds", "window_count"}, &rt));
   ST_RETURN_IF_ERROR(f.Read(rt, "retries", "window_seconds", &c->engine.request_id_window_seconds));
   ST_RETURN_IF_ERROR(f.Read(rt, "retries", "window_count", &c->engine.request_id_window_count));
-  ST_RETURN_IF_ERROR(f.Section(root, "query", {"max_examined"}, &q));
+  ST_RETURN_IF_ERROR(f.Section(root, "query", {"max_examined", "prefetch_mb"}, &q));
+  ST_RETURN_IF_ERROR(f.ReadMb(q, "query", "prefetch_mb", &c->query_prefetch_bytes));
   return f.Read(q, "query", "max_examined", &c->query_max_examined);
 }
 

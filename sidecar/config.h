@@ -51,6 +51,11 @@ struct ServerConfig {
   int retention_interval_seconds = 60;                // changelog.check_interval_seconds
 
   uint64_t query_max_examined = 100'000;              // query.max_examined
+  // A query page with a continuation is followed at once by a scan of the
+  // next page, kept for the client's request for it while this page
+  // travels (sidecar/query_prefetch.h): at most this many bytes of such
+  // pages are held. 0 = off.
+  uint64_t query_prefetch_bytes = 64ull << 20;       // query.prefetch_mb
 
   changestream::KafkaOptions kafka;                   // kafka.*
   // cluster.* (docs/scale-out.md): off unless cluster.service is set; then

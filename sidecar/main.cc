@@ -134,6 +134,10 @@ int main(int argc, char** argv) {
   app.add_option("--inline-max-bytes", config.inline_max_bytes,
                  "largest point read or write run on the frontend thread, 0 = off (sidecar.inline_max_bytes)");
   app.add_option("--max-request-bytes", config.max_request_bytes, "largest request frame");
+  app.add_option_function<uint64_t>(
+      "--query-prefetch-mb", [&config](uint64_t mb) { config.query_prefetch_bytes = mb << 20; },
+      "query pages computed ahead of the client's request, at most this many MiB held, 0 = off "
+      "(query.prefetch_mb)");
   app.add_option("--max-inflight-bytes", config.max_inflight_bytes,
                  "bytes of requests accepted and not yet answered (sidecar.max_inflight_bytes)");
   app.add_option("--max-inflight-per-connection", config.max_inflight_per_connection,

@@ -124,6 +124,12 @@ void Server::Impl::StartWorkers() {
   for (int i = 0; i < threads; i++) {
     queues_.push_back(std::make_unique<JobQueue>(config_.queue_depth));
   }
+  // Not in a cluster: which rows a member serves moves with its shards.
+  if (config_.query_prefetch_bytes > 0 && !config_.cluster.enabled()) {
+    QueryPrefetch::Options o;
+    o.max_bytes = config_.query_prefetch_bytes;
+    prefetch_ = std::make_unique<QueryPrefetch>(o);
+  }
   parked_.Start();
   live_workers_ = threads;
   for (int i = 0; i < threads; i++) {
@@ -141,6 +147,8 @@ void Server::Impl::WorkerLoop(size_t index) {
   // Resumed reads this worker runs itself (their queues were closed).
   std::deque<Job> local;
   JobQueue& queue = *queues_[index];
+  std::optional<wire::Request> next_page;
+  uint64_t page_sequence = 0;
   for (;;) {
     bool popped = false;
     if (!local.empty()) {
@@ -159,14 +167,29 @@ void Server::Impl::WorkerLoop(size_t index) {
       std::string reply;
       uint64_t entities = 0, await_lsn = 0;
       std::vector<ShardEpoch> fence;
-      Code code = handler_.HandleConsuming(job.request, job.principal.get(), &reply, &entities, &await_lsn, &fence);
+      Code code = Code::kOk;
+      // A query's page: the sequence it ran at (or later), for PrefetchPage.
+      if (prefetch_ && job.request.op == wire::Op::kQuery) page_sequence = VisibleSequence();
+      if (!TakePrefetched(job, &reply, &entities)) {
+        code = handler_.HandleConsuming(job.request, job.principal.get(), &reply, &entities, &await_lsn, &fence);
+      }
       const bool advanced = job.request.op == wire::Op::kAdvanceWatermarks && code == Code::kOk;
+      // A query page's continuation, read before the reply is handed away.
+      next_page = NextPageRequest(job, code, reply);
       Complete(job, code, reply, out, entities, await_lsn, std::move(fence));
       if (advanced) ResumeCovered(index, &local);
     }
     // After the reply went out (or the job was parked): the frontend may
     // now run this queue's partitions itself.
     if (popped) queue.Done();
+    // The page after it, while this one travels, unless requests wait here
+    // or the server is stopping.
+    if (next_page) {
+      if (local.empty() && queue.size() == 0 && !owner_->stop_.load(std::memory_order_relaxed)) {
+        PrefetchPage(job, *next_page, page_sequence);
+      }
+      next_page.reset();
+    }
   }
   out.set(zmq::sockopt::linger, -1);
   out.close();
@@ -238,6 +261,7 @@ void Server::Impl::MaintenanceLoop() {
     if (maintenance_stop_) break;
     lock.unlock();
     owner_->engine_->CheckStorage();  // logs its own transitions
+    if (prefetch_) prefetch_->Expire();
     if (std::chrono::steady_clock::now() >= next_retention) {
       next_retention = std::chrono::steady_clock::now() + retention_every;
       // Never trim what Kafka has not received.
@@ -280,6 +304,7 @@ ServerGauges Server::Impl::Gauges() const {
   g.inflight_connections = admission_.connections_in_flight();
   g.shutting_down = owner_->stop_.load(std::memory_order_relaxed);
   g.parked_reads = parked_.size();
+  if (prefetch_) g.prefetch = prefetch_->Stats();
   if (zap_) {
     g.curve = true;
     g.curve_allowed = zap_->allowed();

@@ -16,6 +16,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,6 +28,7 @@
 #include "sidecar/handler.h"
 #include "sidecar/job_queue.h"
 #include "sidecar/parked_reads.h"
+#include "sidecar/query_prefetch.h"
 #include "sidecar/rest/gateway.h"
 #include "sidecar/server.h"
 #include "sidecar/status_pages.h"
@@ -128,6 +130,20 @@ class Server::Impl {
   bool AdmitSession(Job& job, zmq::socket_t& out);
   void ExpireParked(Job& job, zmq::socket_t& out);
   void ResumeCovered(size_t index, std::deque<Job>* local);
+  // query_pages.cc: the next page of a query computed ahead
+  // (query_prefetch.h). Whether `job` is a query the prefetch serves.
+  bool PrefetchServes(const Job& job) const;
+  // A page computed ahead for `job`: true with the reply (under the job's
+  // request id) and its entity count; false: execute it.
+  bool TakePrefetched(const Job& job, std::string* reply, uint64_t* entities);
+  // The request for the page after `reply` (a page of `job`'s query), if
+  // it has a continuation; read before the reply is handed away.
+  std::optional<wire::Request> NextPageRequest(const Job& job, Code code, const std::string& reply) const;
+  // Computes that page and leaves it in prefetch_, unless the engine's
+  // sequence moved since `page_sequence` (read before the page before was
+  // executed): then writes are going on and the page would go stale.
+  void PrefetchPage(const Job& job, const wire::Request& next, uint64_t page_sequence);
+  uint64_t VisibleSequence() const;
   void MaintenanceLoop();
   void StopMaintenance();
   // transport.cc: CURVE on the ROUTER socket and its ZAP handler, before
@@ -151,6 +167,8 @@ class Server::Impl {
   std::shared_ptr<spdlog::logger> log_;
 
   std::vector<std::unique_ptr<JobQueue>> queues_;
+  // Query pages computed ahead (query.prefetch_mb; null = off).
+  std::unique_ptr<QueryPrefetch> prefetch_;
   // Before the workers, after ctx_: destroyed first, closing its socket.
   ParkedReads parked_;
   std::vector<std::thread> workers_;

@@ -129,6 +129,21 @@ std::string MetricsText(Server& server, const Metrics& metrics, const ServerGaug
                        "(rest.max_connections, rest.max_buffered_mb).");
     prometheus::Line(&out, "sidetable_rest_busy_total", "", gauges.rest->refused_busy);
   }
+  if (gauges.prefetch) {
+    const QueryPrefetchStats& p = *gauges.prefetch;
+    prometheus::Header(&out, "sidetable_query_prefetch_pages_total", "counter",
+                       "Query pages computed ahead of the client's request (query.prefetch_mb), by outcome: "
+                       "served, stale (a write came first), unused (not asked for in time, or failed), "
+                       "skipped (not computed: the prefetch was full), writing (not computed: writes ran during the page before).");
+    prometheus::Line(&out, "sidetable_query_prefetch_pages_total", "outcome=\"served\"", p.served);
+    prometheus::Line(&out, "sidetable_query_prefetch_pages_total", "outcome=\"stale\"", p.stale);
+    prometheus::Line(&out, "sidetable_query_prefetch_pages_total", "outcome=\"unused\"", p.unused);
+    prometheus::Line(&out, "sidetable_query_prefetch_pages_total", "outcome=\"skipped\"", p.skipped);
+    prometheus::Line(&out, "sidetable_query_prefetch_pages_total", "outcome=\"writing\"", p.writing);
+    prometheus::Header(&out, "sidetable_query_prefetch_held_bytes", "gauge",
+                       "Bytes of query pages computed ahead and not yet asked for (at most query.prefetch_mb).");
+    prometheus::Line(&out, "sidetable_query_prefetch_held_bytes", "", p.held_bytes);
+  }
   return out;
 }
 

@@ -15,6 +15,7 @@
 
 #include "sidecar/cluster/cluster.h"
 #include "sidecar/metrics.h"
+#include "sidecar/query_prefetch.h"
 #include "sidecar/rest/http_server.h"
 #include "sidecar/server.h"
 
@@ -34,6 +35,8 @@ struct ServerGauges {
   uint64_t curve_allowed = 0, curve_refused = 0;
   // The REST listener's counters; absent: the gateway is off.
   std::optional<rest::HttpServerStats> rest;
+  // The query prefetch's counters (query_prefetch.h); absent: it is off.
+  std::optional<QueryPrefetchStats> prefetch;
 };
 
 std::string HealthJson(Server& server, const ServerGauges& gauges);

@@ -91,6 +91,27 @@ TEST(Config, AdmissionKeysLoad) {
   EXPECT_TRUE(ValidateConfig(c).ok());
 }
 
+TEST(Config, QueryPrefetchLoadsInMiB) {
+  ServerConfig c;
+  EXPECT_EQ(c.query_prefetch_bytes, uint64_t{64} << 20);
+  ASSERT_TRUE(LoadConfigText("query:\n  prefetch_mb: 8\n", &c).ok());
+  EXPECT_EQ(c.query_prefetch_bytes, uint64_t{8} << 20);
+  ASSERT_TRUE(LoadConfigText("query:\n  prefetch_mb: 0\n", &c).ok());
+  EXPECT_EQ(c.query_prefetch_bytes, 0u);  // off
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  ServerConfig bad;
+  Status s = LoadConfigText("query:\n  prefetch_mb: -1\n", &bad);
+  EXPECT_EQ(s.code(), Code::kInvalidInput);
+  EXPECT_NE(s.message().find("query.prefetch_mb"), std::string::npos) << s.message();
+  EXPECT_EQ(bad.query_prefetch_bytes, ServerConfig().query_prefetch_bytes);
+  // The shipped files say it, and say the default.
+  for (const char* name : {"sidetable.dev.yaml", "sidetable.prod.yaml", "../compose/config/sidetable.yaml"}) {
+    ServerConfig f;
+    ASSERT_TRUE(LoadConfigFile(std::string(ST_CONFIG_DIR) + "/" + name, &f).ok()) << name;
+    EXPECT_EQ(f.query_prefetch_bytes, uint64_t{64} << 20) << name;
+  }
+}
+
 // Issue 16: a typo inside a section used to be ignored, so `durabilty: os`
 // silently meant fsync. Each must fail naming the file and the key, and
 // leave the configuration as it was.
