@@ -28,6 +28,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "client/allocator.h"
 #include "client/client.h"
 #include "client/curve.h"
 #include "engine/batch.h"
@@ -61,6 +62,7 @@ struct Config {
   uint32_t partitions = 1000;
   uint32_t batch_size = 100;
   uint32_t page_size = 1000;
+  bool malloc_defaults = false;  // --malloc-defaults: no client::KeepLargeRepliesInTheHeap()
   std::string query_api = "views";  // views | pages | plain (see Issue's kQuery)
   uint64_t preload = 0;
   bool no_load = false;
@@ -556,6 +558,9 @@ int Main(int argc, char** argv) {
   app.add_option("--preload", cfg.preload,
                  "entities to load first, spread evenly over --partitions (get, upsert, query use them)")
       ->capture_default_str();
+  app.add_flag("--malloc-defaults", cfg.malloc_defaults,
+               "keep glibc's malloc settings; by default the loadgen calls "
+               "client::KeepLargeRepliesInTheHeap() like an application reading large pages should");
   app.add_flag("--no-load", cfg.no_load,
                "do not load: the --preload entities are already there (from an earlier run)");
   app.add_option("--table", cfg.table, "table (created if missing)")->capture_default_str();
@@ -577,6 +582,8 @@ int Main(int argc, char** argv) {
                  "CURVE: the sidecar's public key file (with --curve-key)");
   app.add_option("--curve-key", cfg.curve_key_file, "CURVE: this client's secret key file, allowed by the sidecar");
   CLI11_PARSE(app, argc, argv);
+  // Before any thread: process-wide (client/allocator.h).
+  if (!cfg.malloc_defaults) client::KeepLargeRepliesInTheHeap();
   if (cfg.strict) {
     cfg.connections = 1;
     cfg.depth = 1;
