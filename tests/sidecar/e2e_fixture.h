@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
 
 #include "client/client.h"
 #include "client/entity_builder.h"
@@ -42,6 +43,16 @@ class SidecarTest : public ::testing::Test {
 
   static Entity Person(const std::string& pk, const std::string& rk, int age) {
     return client::EntityBuilder(pk, rk).String("Name", "n" + rk).Int32("Age", age).Build();
+  }
+
+  // Table "People": partitions p0..p2, RowKeys r100..r149 in each, Age 0..49.
+  void CreatePeople() {
+    ASSERT_TRUE(client_->CreateTable("People").ok());
+    for (int p = 0; p < 3; p++) {
+      Batch b("People");
+      for (int i = 0; i < 50; i++) b.Insert(Person("p" + std::to_string(p), "r" + std::to_string(100 + i), i));
+      ASSERT_TRUE(client_->Execute(b).ok());
+    }
   }
 
   TempDir dir_;

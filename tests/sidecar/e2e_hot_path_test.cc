@@ -16,21 +16,10 @@
 
 #include "testing/proc_stats.h"
 #include "tests/sidecar/e2e_fixture.h"
+#include "tests/sidecar/e2e_metrics.h"
 
 namespace sidetable::testing {
 namespace {
-
-uint64_t Metric(const SidecarProcess& server, const std::string& name) {
-  const std::string& http = server.http();
-  const auto colon = http.rfind(':');
-  httplib::Client c(http.substr(0, colon), std::stoi(http.substr(colon + 1)));
-  auto page = c.Get("/metrics");
-  if (!page || page->status != 200) return UINT64_MAX;
-  const std::string line = "\n" + name + " ";
-  const auto at = page->body.find(line);
-  if (at == std::string::npos) return UINT64_MAX;
-  return std::stoull(page->body.substr(at + line.size()));
-}
 
 // "[madvise]" or "[always]": the kernel gives transparent huge pages to a
 // process that asks (glibc's hugetlb=1 tunable does, with madvise).

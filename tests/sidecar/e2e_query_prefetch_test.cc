@@ -3,8 +3,6 @@
 // and the request for it is answered from there only if nothing was
 // written in between, only on the connection that asked, and the held
 // pages stay within query.prefetch_mb and are dropped when nobody asks.
-#include <httplib.h>
-
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -12,23 +10,12 @@
 #include <vector>
 
 #include "tests/sidecar/e2e_fixture.h"
+#include "tests/sidecar/e2e_metrics.h"
 
 namespace sidetable::testing {
 namespace {
 
-constexpr uint64_t kAbsent = UINT64_MAX;
-
-uint64_t Metric(const SidecarProcess& server, const std::string& name) {
-  const std::string& http = server.http();
-  const auto colon = http.rfind(':');
-  httplib::Client c(http.substr(0, colon), std::stoi(http.substr(colon + 1)));
-  auto page = c.Get("/metrics");
-  if (!page || page->status != 200) return kAbsent;
-  const std::string line = "\n" + name + " ";
-  const auto at = page->body.find(line);
-  if (at == std::string::npos) return kAbsent;
-  return std::stoull(page->body.substr(at + line.size()));
-}
+constexpr uint64_t kAbsent = kNoMetric;
 
 std::string Outcome(const char* outcome) {
   return std::string("sidetable_query_prefetch_pages_total{outcome=\"") + outcome + "\"}";
@@ -51,12 +38,7 @@ class QueryPrefetchTest : public SidecarTest {
  protected:
   void SetUp() override {
     SidecarTest::SetUp();
-    ASSERT_TRUE(client_->CreateTable("People").ok());
-    for (int p = 0; p < 3; p++) {
-      Batch b("People");
-      for (int i = 0; i < 50; i++) b.Insert(Person("p" + std::to_string(p), "r" + std::to_string(100 + i), i));
-      ASSERT_TRUE(client_->Execute(b).ok());
-    }
+    CreatePeople();
   }
 
   // Keys of every page, page by page, each asked for once the one before arrived.

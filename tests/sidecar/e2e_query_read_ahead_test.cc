@@ -17,12 +17,7 @@ class QueryReadAheadTest : public SidecarTest {
  protected:
   void SetUp() override {
     SidecarTest::SetUp();
-    ASSERT_TRUE(client_->CreateTable("People").ok());
-    for (int p = 0; p < 3; p++) {
-      Batch b("People");
-      for (int i = 0; i < 50; i++) b.Insert(Person("p" + std::to_string(p), "r" + std::to_string(100 + i), i));
-      ASSERT_TRUE(client_->Execute(b).ok());
-    }
+    CreatePeople();
   }
 
   // The same query asked page by page, each once the previous one arrived:
