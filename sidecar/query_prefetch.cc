@@ -1,5 +1,6 @@
 #include "sidecar/query_prefetch.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace sidetable::sidecar {
@@ -48,6 +49,13 @@ void QueryPrefetch::DropExpired(std::chrono::steady_clock::time_point now) {
 bool QueryPrefetch::Begin(const std::string& key, uint64_t sequence, uint64_t page_sequence) {
   std::lock_guard lock(mu_);
   if (sequence != page_sequence) {
+    stats_.writing++;
+    return false;
+  }
+  // Recent pages went stale more than they were served: writes come in
+  // bursts the check above misses. Only one prefetch in kProbeEvery runs,
+  // to notice when that ends.
+  if (balance_ < 0 && probe_++ % kProbeEvery != 0) {
     stats_.writing++;
     return false;
   }
@@ -106,9 +114,11 @@ std::optional<QueryPrefetch::Page> QueryPrefetch::Take(const std::string& key,
   // Read under the lock only to keep the order simple; it is one atomic load.
   if (current_sequence() != e.sequence) {
     stats_.stale++;
+    balance_ = std::max(kMinBalance, balance_ - kStaleWeight);
     return std::nullopt;
   }
   stats_.served++;
+  balance_ = std::min(kMaxBalance, balance_ + 1);
   return std::move(e.page);
 }
 

@@ -43,7 +43,7 @@ struct QueryPrefetchStats {
   uint64_t stale = 0;      // dropped: a write came between prefetch and request
   uint64_t unused = 0;     // dropped: not asked for within the ttl, failed, or over max_bytes
   uint64_t skipped = 0;    // not begun: the cache was full
-  uint64_t writing = 0;    // not begun: writes ran during the page before
+  uint64_t writing = 0;    // not begun: writes are going on (during the page before, or recent pages went stale)
   uint64_t held_bytes = 0;  // bytes of the pages held now
   uint64_t held_pages = 0;
 };
@@ -68,10 +68,18 @@ class QueryPrefetch {
 
   // Reserves the key for a page about to be computed at `sequence`. False
   // (and nothing to compute) when the key is held already, when the cache
-  // is full, or when `sequence` differs from `page_sequence`, the sequence
-  // at which the page before was executed: writes are going on, and a page
-  // computed now would most likely be stale by the time it is asked for.
+  // is full, or when writes are going on and a page computed now would most
+  // likely be stale by the time it is asked for: `sequence` differs from
+  // `page_sequence` (the sequence at which the page before was executed),
+  // or recent pages were found stale more often than served (each stale
+  // page counts kStaleWeight against each served one; then only one call in
+  // kProbeEvery begins, until served pages tip the balance back).
   bool Begin(const std::string& key, uint64_t sequence, uint64_t page_sequence);
+
+  // A stale page is a scan wasted, a served one a scan saved ahead of time:
+  // a wasted scan weighs more.
+  static constexpr int kStaleWeight = 2;
+  static constexpr uint64_t kProbeEvery = 8;
   // The outcome of Begin's computation; an empty reply (an error) keeps
   // nothing. Wakes whoever waits for the key.
   void Finish(const std::string& key, std::string reply, uint64_t entities);
@@ -103,6 +111,11 @@ class QueryPrefetch {
   std::condition_variable ready_cv_;
   std::unordered_map<std::string, Entry> entries_;
   QueryPrefetchStats stats_;
+  // Served pages count +1, stale ones -kStaleWeight, within these bounds so
+  // that a long past neither way outweighs the present.
+  static constexpr int kMinBalance = -16, kMaxBalance = 16;
+  int balance_ = 0;
+  uint64_t probe_ = 0;
 };
 
 }  // namespace sidetable::sidecar

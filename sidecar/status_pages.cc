@@ -134,7 +134,7 @@ std::string MetricsText(Server& server, const Metrics& metrics, const ServerGaug
     prometheus::Header(&out, "sidetable_query_prefetch_pages_total", "counter",
                        "Query pages computed ahead of the client's request (query.prefetch_mb), by outcome: "
                        "served, stale (a write came first), unused (not asked for in time, or failed), "
-                       "skipped (not computed: the prefetch was full), writing (not computed: writes ran during the page before).");
+                       "skipped (not computed: the prefetch was full), writing (not computed: writes are going on).");
     prometheus::Line(&out, "sidetable_query_prefetch_pages_total", "outcome=\"served\"", p.served);
     prometheus::Line(&out, "sidetable_query_prefetch_pages_total", "outcome=\"stale\"", p.stale);
     prometheus::Line(&out, "sidetable_query_prefetch_pages_total", "outcome=\"unused\"", p.unused);

@@ -130,6 +130,36 @@ TEST(QueryPrefetch, NothingBeginsWhenWritesRanDuringThePageBefore) {
   EXPECT_TRUE(p.Begin("k", 42, 42));
 }
 
+TEST(QueryPrefetch, AfterMoreStaleThanServedPagesOnlyOneCallInEightBegins) {
+  QueryPrefetch p(Small());
+  ASSERT_TRUE(p.Begin("k", 1, 1));
+  p.Finish("k", "x", 1);
+  ASSERT_FALSE(p.Take("k", Seq(2), Now()).has_value());  // stale
+  int begun = 0;
+  for (int i = 0; i < 16; i++) {
+    if (p.Begin("k", 3, 3)) {
+      begun++;
+      p.Finish("k", "", 0);  // a failed computation: neither served nor stale
+    }
+  }
+  EXPECT_EQ(begun, 2);
+  EXPECT_EQ(p.Stats().writing, 14u);
+  // Served probes tip the balance back (a stale page weighs two served).
+  int served = 0;
+  for (int i = 0; i < 64 && served < 2; i++) {
+    if (p.Begin("k", 3, 3)) {
+      p.Finish("k", "page", 1);
+      ASSERT_TRUE(p.Take("k", Seq(3), Now()).has_value());
+      served++;
+    }
+  }
+  EXPECT_EQ(served, 2);
+  for (int i = 0; i < 4; i++) {
+    ASSERT_TRUE(p.Begin("k", 3, 3)) << i;
+    p.Finish("k", "", 0);
+  }
+}
+
 TEST(QueryPrefetch, AnUnknownKeyIsAnsweredAtOnce) {
   QueryPrefetch p(Small());
   const auto start = Now();
