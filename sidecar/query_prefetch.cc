@@ -98,15 +98,12 @@ std::optional<QueryPrefetch::Page> QueryPrefetch::Take(const std::string& key,
   std::unique_lock lock(mu_);
   auto it = entries_.find(key);
   // Being computed: it is further along than a scan started now would be.
-  while (it != entries_.end() && !it->second.ready) {
-    if (ready_cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
-      it = entries_.find(key);
-      if (it == entries_.end() || !it->second.ready) return std::nullopt;  // left to its computer
-      break;
-    }
+  // (Finish erases a failed one, so the entry is looked up again.)
+  ready_cv_.wait_until(lock, deadline, [&] {
     it = entries_.find(key);
-  }
-  if (it == entries_.end()) return std::nullopt;
+    return it == entries_.end() || it->second.ready;
+  });
+  if (it == entries_.end() || !it->second.ready) return std::nullopt;  // none, or left to its computer
   Entry e = std::move(it->second);
   entries_.erase(it);
   stats_.held_bytes -= e.page.reply.size();

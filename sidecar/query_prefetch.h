@@ -6,7 +6,7 @@
 // server's scan of page n+1 waits for the transfer of page n and the
 // client's request. A worker that answered a page with a continuation, and
 // has nothing queued, computes the next page at once and leaves it here
-// (server.cc, Server::Impl::PrefetchNextPage); the request for it, on
+// (query_pages.cc, Server::Impl::PrefetchPage); the request for it, on
 // whichever worker, takes it instead of scanning again.
 //
 // A page is served only if it is exactly what a scan at the time of the
@@ -76,17 +76,15 @@ class QueryPrefetch {
   // kProbeEvery begins, until served pages tip the balance back).
   bool Begin(const std::string& key, uint64_t sequence, uint64_t page_sequence);
 
-  // A stale page is a scan wasted, a served one a scan saved ahead of time:
-  // a wasted scan weighs more.
-  static constexpr int kStaleWeight = 2;
-  static constexpr uint64_t kProbeEvery = 8;
   // The outcome of Begin's computation; an empty reply (an error) keeps
   // nothing. Wakes whoever waits for the key.
   void Finish(const std::string& key, std::string reply, uint64_t entities);
 
   // The page held for `key`, if one is and `current_sequence()` still
   // equals the sequence it was computed at. A page still being computed is
-  // waited for, at most until `deadline`. The page leaves the cache either way.
+  // waited for, at most until `deadline`; if it is not ready by then it
+  // stays for its computer to finish. A page found ready leaves the cache,
+  // served or stale.
   std::optional<Page> Take(const std::string& key, const std::function<uint64_t()>& current_sequence,
                            std::chrono::steady_clock::time_point deadline);
 
@@ -111,6 +109,10 @@ class QueryPrefetch {
   std::condition_variable ready_cv_;
   std::unordered_map<std::string, Entry> entries_;
   QueryPrefetchStats stats_;
+  // A stale page is a scan wasted, a served one a scan saved ahead of time:
+  // a wasted scan weighs more.
+  static constexpr int kStaleWeight = 2;
+  static constexpr uint64_t kProbeEvery = 8;
   // Served pages count +1, stale ones -kStaleWeight, within these bounds so
   // that a long past neither way outweighs the present.
   static constexpr int kMinBalance = -16, kMaxBalance = 16;

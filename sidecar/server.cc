@@ -169,7 +169,7 @@ void Server::Impl::WorkerLoop(size_t index) {
       std::vector<ShardEpoch> fence;
       Code code = Code::kOk;
       // A query's page: the sequence it ran at (or later), for PrefetchPage.
-      if (prefetch_ && job.request.op == wire::Op::kQuery) page_sequence = VisibleSequence();
+      if (PrefetchServes(job)) page_sequence = VisibleSequence();
       if (!TakePrefetched(job, &reply, &entities)) {
         code = handler_.HandleConsuming(job.request, job.principal.get(), &reply, &entities, &await_lsn, &fence);
       }
