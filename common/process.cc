@@ -1,14 +1,19 @@
 #include "common/process.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/close_range.h>
 #include <unistd.h>
 
 #include <pthread.h>
 #include <signal.h>
 
 #include <csignal>
-#include <thread>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <string>
+#include <thread>
 
 namespace sidetable::common {
 
@@ -48,6 +53,29 @@ Status WriteReadyFile(const std::string& path, const std::vector<std::pair<std::
     return Status(Code::kInvalidInput, "ready_file: cannot write " + path);
   }
   return Status::OK();
+}
+
+Status CloseOnExecFrom(int first_fd) {
+  if (first_fd < 0) return Status(Code::kInvalidInput, "CloseOnExecFrom: negative descriptor");
+  if (::close_range(static_cast<unsigned>(first_fd), ~0U, CLOSE_RANGE_CLOEXEC) == 0) return Status::OK();
+  // Kernels before 5.11 (EINVAL for the flag, ENOSYS for the call).
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (dir == nullptr) return Status(Code::kInternal, "CloseOnExecFrom: cannot list /proc/self/fd");
+  const int own = ::dirfd(dir);
+  Status result = Status::OK();
+  while (dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    const int fd = std::atoi(e->d_name);
+    if (fd < first_fd || fd == own) continue;
+    const int flags = ::fcntl(fd, F_GETFD);
+    // A descriptor closed meanwhile by another thread is no longer ours to mark.
+    if (flags < 0) continue;
+    if (::fcntl(fd, F_SETFD, flags | FD_CLOEXEC) != 0 && result.ok()) {
+      result = Status(Code::kInternal, "CloseOnExecFrom: cannot mark descriptor " + std::to_string(fd));
+    }
+  }
+  ::closedir(dir);
+  return result;
 }
 
 }  // namespace sidetable::common

@@ -2,7 +2,7 @@
 // and the ready file.
 //
 // Thread safety: InstallStopSignals once from main() before other threads
-// start; WriteReadyFile from any thread.
+// start; WriteReadyFile and CloseOnExecFrom from any thread.
 #pragma once
 
 #include <string>
@@ -26,5 +26,16 @@ void InstallStopSignals(void (*on_stop)(int));
 // (a temporary file renamed over it), so that a script or a test waiting for
 // the file never reads it half written.
 Status WriteReadyFile(const std::string& path, const std::vector<std::pair<std::string, std::string>>& lines);
+
+// Marks every descriptor from `first_fd` up close-on-exec, without closing
+// any: for a process that execs itself while other threads still run. Closing
+// the descriptors before execv() would pull them from under those threads
+// (libzmq aborts when its signaler's eventfd disappears: "Assertion failed:
+// pfd.revents & POLLIN"); marked ones stay valid until execv() replaces the
+// whole process and closes them in one step. Uses close_range's
+// CLOSE_RANGE_CLOEXEC (Linux 5.11) and falls back to fcntl() on each entry of
+// /proc/self/fd. A descriptor another thread opens without O_CLOEXEC after
+// this call still reaches the new image.
+Status CloseOnExecFrom(int first_fd);
 
 }  // namespace sidetable::common

@@ -70,7 +70,11 @@ void Apply(const Flags& f, apply::WorkerConfig* c) {
   spdlog::warn("kafka.bootstrap_file now names {}: the sidecar's embedded Kafka restarted; restarting onto it",
                address);
   spdlog::default_logger()->flush();
-  ::close_range(3, ~0U, 0);  // the HTTP port and Kafka sockets must not leak into the new image
+  // The HTTP port and the Kafka and ZeroMQ sockets must not leak into the
+  // new image, but the worker's other threads still run until execv(): the
+  // descriptors are marked close-on-exec, not closed, so none of them
+  // disappears under a thread that polls it (common/process.h).
+  if (Status s = common::CloseOnExecFrom(3); !s.ok()) spdlog::warn("restart: {}", s.message());
   ::execv("/proc/self/exe", argv);
   std::fprintf(stderr, "sidetable-worker: cannot restart (%s); exiting\n", std::strerror(errno));
   std::_Exit(1);
