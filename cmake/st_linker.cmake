@@ -1,7 +1,7 @@
 # The linker: gold when the toolchain has it (binutils ships it, so every
 # Debian machine that has g++ does). The build links about 200 executables;
 # gold links them in about 0.6 of the time of the default bfd linker
-# (docs/development.md, "Build time"). -DSIDETABLE_LINKER=default keeps the
+# (docs/development.md, "Build choices that pay"). -DSIDETABLE_LINKER=default keeps the
 # compiler's own choice; any other value is passed as -fuse-ld=<value>.
 include(CheckLinkerFlag)
 set(SIDETABLE_LINKER "gold" CACHE STRING "Linker for -fuse-ld= (gold, lld, bfd, or default)")

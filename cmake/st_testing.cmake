@@ -12,7 +12,7 @@ find_package(GTest REQUIRED)
 # results; the code under test comes from the parts' libraries and binaries,
 # which keep the build type's -O2 -g. Half of the build's compile time was
 # test sources, and these flags take 40-55% off each (docs/development.md,
-# "Build time"). Backtraces keep function names and lines.
+# "Build choices that pay"). Backtraces keep function names and lines.
 # -DSIDETABLE_TEST_CODEGEN_LIGHT=OFF compiles tests like everything else.
 option(SIDETABLE_TEST_CODEGEN_LIGHT "Compile test sources at -O1 -g1 (RelWithDebInfo)" ON)
 set(ST_TEST_CODEGEN "")
