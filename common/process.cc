@@ -78,4 +78,31 @@ Status CloseOnExecFrom(int first_fd) {
   return result;
 }
 
+std::string HeapTunables(const char* existing, bool huge_pages) {
+  const std::string have = existing != nullptr ? existing : "";
+  // Entries are "name=value" separated by ':'; a name is matched whole.
+  auto named = [&](const std::string& name) {
+    for (size_t at = 0; at <= have.size();) {
+      size_t end = have.find(':', at);
+      if (end == std::string::npos) end = have.size();
+      const std::string entry = have.substr(at, end - at);
+      if (entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 && entry[name.size()] == '=') {
+        return true;
+      }
+      at = end + 1;
+    }
+    return false;
+  };
+  std::string added;
+  auto add = [&](const std::string& name, const std::string& value) {
+    if (named(name)) return;
+    if (!added.empty()) added += ':';
+    added += name + "=" + value;
+  };
+  if (huge_pages) add("glibc.malloc.hugetlb", "1");
+  add("glibc.malloc.tcache_count", std::to_string(kHeapTcacheCount));
+  if (added.empty()) return "";
+  return have.empty() ? added : have + ":" + added;
+}
+
 }  // namespace sidetable::common

@@ -38,4 +38,12 @@ Status WriteReadyFile(const std::string& path, const std::vector<std::pair<std::
 // this call still reaches the new image.
 Status CloseOnExecFrom(int first_fd);
 
+// The GLIBC_TUNABLES a server re-execs itself with (sidecar/main.cc), given
+// the caller's (`existing`, null when unset): the caller's own entries first,
+// then each of ours the caller did not name: glibc.malloc.hugetlb=1 (when
+// `huge_pages`) and glibc.malloc.tcache_count=kHeapTcacheCount. "" when there
+// is nothing to add (no exec needed). A caller's entry always wins.
+inline constexpr int kHeapTcacheCount = 256;
+std::string HeapTunables(const char* existing, bool huge_pages);
+
 }  // namespace sidetable::common

@@ -71,7 +71,7 @@ int MallocArenas(const char* env) {
 // reused instead, for ~10 MB more RSS under a query load.
 //
 // One arena by default (glibc's default is 8 per core): glibc backs only its
-// main arena with huge pages (ExecWithHugePageHeap), and the memtable blocks
+// main arena with huge pages (ExecWithHeapTunables), and the memtable blocks
 // the workers allocate came from per-thread arenas on 4 KiB pages: an EGT of
 // 100 x 1 KiB spent a third of its CPU faulting them in (docs/performance.md,
 // issue 17). Small blocks still come from each thread's cache without a
@@ -84,35 +84,44 @@ void KeepLargeBlocksInTheHeap() {
   mallopt(M_ARENA_MAX, MallocArenas(std::getenv("SIDETABLE_MALLOC_ARENAS")));
 }
 
-// Transparent huge pages for the heap. Each write puts ~3.5 KB into
-// RocksDB's memtables (the row, its change record, its request id), so a
-// stream of inserts touches a fresh 4 KiB page about once per write, and on
-// this project's VMs a page fault costs more than the memtable insert itself
-// (docs/performance.md, issue 17: ~+35% inserts/s, -30% CPU per insert).
-// glibc backs its heap with huge pages when the tunable glibc.malloc.hugetlb
-// is 1 (glibc >= 2.35, and the kernel's THP mode "madvise" or "always"),
-// but tunables are read only when a process starts: so the process execs
-// itself once with it set. The PID, arguments and the rest of the
-// environment stay the same. SIDETABLE_HUGEPAGES=0 turns this off; so does
-// a GLIBC_TUNABLES that already names glibc.malloc.hugetlb.
-void ExecWithHugePageHeap(char** argv) {
+// glibc's heap tunables, read only when a process starts: so the process
+// execs itself once with them set (the PID, arguments and the rest of the
+// environment stay the same; common::HeapTunables composes the value, and a
+// tunable the caller already set is kept as it is).
+//
+// - glibc.malloc.hugetlb=1: transparent huge pages for the heap. Each write
+//   puts ~3.5 KB into RocksDB's memtables (the row, its change record, its
+//   request id), so a stream of inserts touches a fresh 4 KiB page about
+//   once per write, and on this project's VMs a page fault costs more than
+//   the memtable insert itself (docs/performance.md, issue 17: ~+35%
+//   inserts/s, -30% CPU per insert). Needs glibc >= 2.35 and the kernel's
+//   THP mode "madvise" or "always". SIDETABLE_HUGEPAGES=0 leaves it out.
+// - glibc.malloc.tcache_count=256 (glibc's default: 7): an EGT of 100
+//   entities is decoded on the frontend thread and freed on a worker, a few
+//   hundred blocks of the same few sizes each time. With 7 cached per size
+//   most of those frees and the next decode's allocations took the arena's
+//   lock, shared with RocksDB's flush and compaction threads (one arena,
+//   KeepLargeBlocksInTheHeap); with 256 they stay in each thread's cache.
+//   Measured +7% EGTs, +4% point reads (docs/performance.md, session 19).
+//   A thread keeps at most 256 free blocks per size class up to 1,032 bytes.
+void ExecWithHeapTunables(char** argv) {
   const char* opt = std::getenv("SIDETABLE_HUGEPAGES");
-  if (opt != nullptr && std::strcmp(opt, "0") == 0) return;
+  const bool huge_pages = !(opt != nullptr && std::strcmp(opt, "0") == 0);
   const char* tunables = std::getenv("GLIBC_TUNABLES");
-  if (tunables != nullptr && std::strstr(tunables, "glibc.malloc.hugetlb") != nullptr) return;
-  std::string value = tunables != nullptr && *tunables != '\0' ? std::string(tunables) + ":" : std::string();
-  value += "glibc.malloc.hugetlb=1";
+  const std::string value = common::HeapTunables(tunables, huge_pages);
+  if (value.empty()) return;
+  const std::string before = tunables != nullptr ? tunables : "";
   if (setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0) return;
   execv("/proc/self/exe", argv);
   // Not possible here (no /proc): go on with the default heap.
   unsetenv("GLIBC_TUNABLES");
-  if (tunables != nullptr) setenv("GLIBC_TUNABLES", tunables, 1);
+  if (tunables != nullptr) setenv("GLIBC_TUNABLES", before.c_str(), 1);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  ExecWithHugePageHeap(argv);
+  ExecWithHeapTunables(argv);
   KeepLargeBlocksInTheHeap();
   ServerConfig config;
   CLI::App app{"sidetable: Azure-Table-style tables for one application, over ZeroMQ"};
