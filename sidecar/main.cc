@@ -102,7 +102,8 @@ void KeepLargeBlocksInTheHeap() {
 //   most of those frees and the next decode's allocations took the arena's
 //   lock, shared with RocksDB's flush and compaction threads (one arena,
 //   KeepLargeBlocksInTheHeap); with 256 they stay in each thread's cache.
-//   Measured +7% EGTs, +4% point reads (docs/performance.md, session 19).
+//   Measured +6% EGTs, inserts and point reads unchanged, peak RSS +2-3 MB
+//   (docs/performance.md, session 19).
 //   A thread keeps at most 256 free blocks per size class up to 1,032 bytes.
 void ExecWithHeapTunables(char** argv) {
   const char* opt = std::getenv("SIDETABLE_HUGEPAGES");
