@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -337,6 +338,40 @@ TEST_F(HotPathTest, TheHeapIsOnHugePagesUnlessTurnedOff) {
     EXPECT_EQ(off.Stop(), 0);
   }
   ::unsetenv("SIDETABLE_HUGEPAGES");
+}
+
+// sidecar/pid_cache.cc: libzmq's fork check (a getpid() on each wake-up
+// between its threads, ~1 per request) reaches the executable's getpid(),
+// answered from memory, not libc's system call. The dynamic linker says
+// where each library's reference went (LD_DEBUG=bindings; LD_BIND_NOW so
+// every reference is bound at start, before --version exits).
+TEST(PidCacheBinding, LibzmqCallsTheSidecarsGetpid) {
+  TempDir dir;
+  const std::string prefix = dir.Sub("ld");
+  const std::string cmd = "LD_BIND_NOW=1 LD_DEBUG=bindings LD_DEBUG_OUTPUT='" + prefix + "' '" +
+                          std::string(SIDETABLE_BIN) + "' --version > /dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  // One file per process (the sidecar execs itself once): read them all.
+  std::string log;
+  for (const auto& f : std::filesystem::directory_iterator(dir.path())) {
+    if (f.path().filename().string().rfind("ld.", 0) != 0) continue;
+    std::ifstream in(f.path());
+    log.append((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  ASSERT_NE(log.find("normal symbol"), std::string::npos) << "no bindings logged";
+  const std::string binary = std::filesystem::path(SIDETABLE_BIN).filename().string();
+  bool zmq_to_ours = false, zmq_to_libc = false;
+  for (size_t at = 0; at < log.size();) {
+    size_t end = log.find('\n', at);
+    if (end == std::string::npos) end = log.size();
+    const std::string line = log.substr(at, end - at);
+    at = end + 1;
+    if (line.find("libzmq.so") == std::string::npos || line.find("`getpid'") == std::string::npos) continue;
+    if (line.find("/" + binary + " [0]") != std::string::npos) zmq_to_ours = true;
+    if (line.find("libc.so") != std::string::npos) zmq_to_libc = true;
+  }
+  EXPECT_TRUE(zmq_to_ours) << log.substr(0, 4000);
+  EXPECT_FALSE(zmq_to_libc);
 }
 
 TEST_F(HotPathTest, WhatTheWorkersAllocateIsOnHugePagesToo) { ExpectWorkersOnHugePages(); }
