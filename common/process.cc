@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <signal.h>
 
 #include <csignal>
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <thread>
 
 namespace sidetable::common {
@@ -39,6 +41,23 @@ void InstallStopSignals(void (*on_stop)(int)) {
       if (sigwait(&stop, &sig) == 0) on_stop(sig);
     }
   }).detach();
+}
+
+void NameAfterExecutable() {
+  char path[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n <= 0) return;  // no /proc: keep the kernel's name
+  std::string_view exe(path, static_cast<size_t>(n));
+  // A binary replaced on disk while it runs reads "<path> (deleted)".
+  constexpr std::string_view kDeleted = " (deleted)";
+  if (exe.size() > kDeleted.size() && exe.substr(exe.size() - kDeleted.size()) == kDeleted) {
+    exe.remove_suffix(kDeleted.size());
+  }
+  const size_t slash = exe.rfind('/');
+  if (slash != std::string_view::npos) exe.remove_prefix(slash + 1);
+  if (exe.empty()) return;
+  const std::string name(exe.substr(0, 15));  // the kernel's TASK_COMM_LEN, less the NUL
+  ::prctl(PR_SET_NAME, name.c_str(), 0, 0, 0);
 }
 
 Status WriteReadyFile(const std::string& path, const std::vector<std::pair<std::string, std::string>>& lines) {

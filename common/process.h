@@ -38,6 +38,15 @@ Status WriteReadyFile(const std::string& path, const std::vector<std::pair<std::
 // this call still reaches the new image.
 Status CloseOnExecFrom(int first_fd);
 
+// Names the process (its comm: `ps`, `top`, `pgrep -x`, the threads it
+// starts later) after the file it runs from. A server that execs itself
+// through /proc/self/exe (sidecar/main.cc for its heap tunables,
+// workers/main.cc onto a restarted Kafka) would otherwise be called "exe"
+// by the kernel, which names a process after the path it was exec'd by.
+// Call it first thing in main(), before any thread starts. The kernel keeps
+// 15 bytes of the name, as it does for any process.
+void NameAfterExecutable();
+
 // The GLIBC_TUNABLES a server re-execs itself with (sidecar/main.cc), given
 // the caller's (`existing`, null when unset): the caller's own entries first,
 // then each of ours the caller did not name: glibc.malloc.hugetlb=1 (when

@@ -122,6 +122,7 @@ void ExecWithHeapTunables(char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  common::NameAfterExecutable();  // "sidetable", not "exe", after the exec below
   ExecWithHeapTunables(argv);
   KeepLargeBlocksInTheHeap();
   ServerConfig config;

@@ -340,6 +340,29 @@ TEST_F(HotPathTest, TheHeapIsOnHugePagesUnlessTurnedOff) {
   ::unsetenv("SIDETABLE_HUGEPAGES");
 }
 
+// The sidecar execs itself through /proc/self/exe (the heap tunables); the
+// kernel would then call it "exe" in ps, top and pgrep, and every thread
+// after it. common::NameAfterExecutable gives the name back.
+TEST_F(HotPathTest, TheProcessAndItsThreadsKeepTheBinarysName) {
+  const std::string expected = std::filesystem::path(SIDETABLE_BIN).filename().string().substr(0, 15);
+  ASSERT_EQ(TunablesOf(server_->pid()), "glibc.malloc.hugetlb=1") << "it did not exec itself";
+  const std::string proc = "/proc/" + std::to_string(server_->pid());
+  std::ifstream comm(proc + "/comm");
+  std::string name;
+  std::getline(comm, name);
+  EXPECT_EQ(name, expected);
+  int threads = 0, named_exe = 0;
+  for (const auto& t : std::filesystem::directory_iterator(proc + "/task")) {
+    std::ifstream tc(t.path() / "comm");
+    std::string n;
+    std::getline(tc, n);
+    threads++;
+    if (n == "exe") named_exe++;
+  }
+  EXPECT_GT(threads, 1);
+  EXPECT_EQ(named_exe, 0);
+}
+
 // sidecar/pid_cache.cc: libzmq's fork check (a getpid() on each wake-up
 // between its threads, ~1 per request) reaches the executable's getpid(),
 // answered from memory, not libc's system call. The dynamic linker says

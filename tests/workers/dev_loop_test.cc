@@ -9,6 +9,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -146,6 +147,12 @@ TEST_F(DevLoopTest, WorkerFollowsTheBootstrapFileWhenTheSidecarRestarts) {
   ASSERT_TRUE(client_->Insert("People", client::EntityBuilder("p", "2").String("Color", "blue").Build()).ok());
   EXPECT_TRUE(WaitForIndexed("blue", std::chrono::seconds(40))) << w.Log();
   EXPECT_TRUE(testing::Contains(w.Log(), "kafka.bootstrap_file now names")) << w.Log();
+  // It restarted by exec'ing /proc/self/exe: still named after its binary
+  // (common::NameAfterExecutable), not "exe".
+  std::ifstream comm("/proc/" + std::to_string(w.pid()) + "/comm");
+  std::string name;
+  std::getline(comm, name);
+  EXPECT_EQ(name, std::filesystem::path(SIDETABLE_WORKER_BIN).filename().string().substr(0, 15));
   EXPECT_EQ(w.Stop(), 0) << w.Log();
 }
 
