@@ -350,7 +350,10 @@ Result<WriteResult> Engine::Impl::Execute(const Batch& batch, WriteGroup::State*
     if (known->has_value()) {
       // An outcome restored from another owner's record has no fingerprint
       // (the record does not carry the request): the id and size must do.
-      const bool same = (*known)->any_fingerprint || (*known)->fingerprint == fingerprint;
+      // One stored by an older release carries the legacy fingerprint.
+      const bool same = (*known)->any_fingerprint ||
+                        (*known)->fingerprint ==
+                            ((*known)->legacy_fingerprint ? LegacyRequestFingerprint(batch) : fingerprint);
       if (!same || (*known)->marks.size() != ops.size()) {
         return Status(Code::kInvalidInput, "client request id '" + batch.client_request_id() +
                                                "' was already used for a different request");

@@ -3,6 +3,8 @@
 #include <rocksdb/write_batch.h>
 #include <xxhash.h>
 
+#include <cstring>
+
 #include "engine/etag.h"
 #include "engine/internal/codec.h"
 
@@ -10,9 +12,12 @@ namespace sidetable {
 namespace {
 
 // Format 2 adds the version (epoch-stamped under scale-out) and flags after
-// the marks; format 1 outcomes (version = lsn) are still read.
+// the marks; format 3 is format 2 with RequestFingerprint's value, which
+// covers numeric values (formats 1 and 2 carry LegacyRequestFingerprint's).
+// Formats 1 (version = lsn) and 2 are still read.
 constexpr uint8_t kOutcomeFormatV1 = 1;
-constexpr uint8_t kOutcomeFormat = 2;
+constexpr uint8_t kOutcomeFormatV2 = 2;
+constexpr uint8_t kOutcomeFormat = 3;
 constexpr uint8_t kFlagAnyFingerprint = 1;
 
 std::string GenKey(uint64_t gen) {
@@ -30,42 +35,6 @@ std::string IdKey(uint64_t gen, std::string_view caller, std::string_view id) {
   return k;
 }
 
-void EncodeOutcome(const RememberedOutcome& o, std::string* dst) {
-  // The old format while the version is the LSN: the same bytes as before
-  // scale-out for a sidecar outside a cluster.
-  const bool v1 = o.version == o.lsn && !o.any_fingerprint;
-  dst->push_back(static_cast<char>(v1 ? kOutcomeFormatV1 : kOutcomeFormat));
-  codec::PutFixed64(dst, o.fingerprint);
-  codec::PutVarint64(dst, o.lsn);
-  codec::PutFixed64(dst, static_cast<uint64_t>(o.time));
-  codec::PutLengthPrefixed(dst, std::string_view(reinterpret_cast<const char*>(o.marks.data()),
-                                                 o.marks.size()));
-  if (v1) return;
-  codec::PutVarint64(dst, o.version);
-  dst->push_back(static_cast<char>(o.any_fingerprint ? kFlagAnyFingerprint : 0));
-}
-
-Status DecodeOutcome(std::string_view v, RememberedOutcome* o) {
-  codec::Reader r(v);
-  uint8_t format, flags = 0;
-  uint64_t time;
-  std::string_view marks;
-  if (!r.Byte(&format) || (format != kOutcomeFormat && format != kOutcomeFormatV1) ||
-      !r.Fixed64(&o->fingerprint) || !r.Varint64(&o->lsn) || !r.Fixed64(&time) ||
-      !r.LengthPrefixed(&marks)) {
-    return Status(Code::kInternal, "corrupt request outcome");
-  }
-  o->version = o->lsn;
-  if (format == kOutcomeFormat && (!r.Varint64(&o->version) || !r.Byte(&flags))) {
-    return Status(Code::kInternal, "corrupt request outcome");
-  }
-  if (!r.empty()) return Status(Code::kInternal, "corrupt request outcome");
-  o->any_fingerprint = (flags & kFlagAnyFingerprint) != 0;
-  o->time = static_cast<int64_t>(time);
-  o->marks.assign(marks.begin(), marks.end());
-  return Status::OK();
-}
-
 // The fingerprint's bytes, in the order the first implementation fed them
 // to one XXH3 state field by field: XXH3 of their concatenation is the same
 // value, for a fraction of the cost (one call instead of thousands for an
@@ -76,9 +45,28 @@ void AppendString(std::string* buf, std::string_view s) {
   buf->append(s);
 }
 
-}  // namespace
+// The 8 bytes of a value without bytes (Int32, Int64, Boolean, DateTime as
+// their integer, Double as its bits); nothing for String, Binary and Guid,
+// whose bytes are fed already.
+void AppendScalar(std::string* buf, const Value& v) {
+  uint64_t bits;
+  switch (v.type()) {
+    case EdmType::kString:
+    case EdmType::kBinary:
+    case EdmType::kGuid:
+      return;
+    case EdmType::kDouble: {
+      const double d = v.as_double();
+      std::memcpy(&bits, &d, sizeof bits);
+      break;
+    }
+    default:
+      bits = static_cast<uint64_t>(v.as_int64());
+  }
+  buf->append(reinterpret_cast<const char*>(&bits), sizeof bits);
+}
 
-uint64_t RequestFingerprint(const Batch& batch) {
+uint64_t Fingerprint(const Batch& batch, bool with_scalars) {
   // Reused per thread: an EGT's bytes are up to 4 MiB, and a fresh buffer
   // of that size would be an mmap and its page faults per request.
   thread_local std::string buf;
@@ -94,6 +82,7 @@ uint64_t RequestFingerprint(const Batch& batch) {
       AppendString(&buf, p.name);
       buf.push_back(static_cast<char>(static_cast<uint8_t>(p.value.type())));
       AppendString(&buf, p.value.bytes());
+      if (with_scalars) AppendScalar(&buf, p.value);
     }
   }
   const uint64_t h = XXH3_64bits(buf.data(), buf.size());
@@ -101,6 +90,46 @@ uint64_t RequestFingerprint(const Batch& batch) {
   if (buf.capacity() > (1u << 20)) std::string().swap(buf);
   return h;
 }
+
+}  // namespace
+
+void EncodeOutcome(const RememberedOutcome& o, std::string* dst) {
+  // Always format 3: only it says which fingerprint the value is.
+  dst->push_back(static_cast<char>(kOutcomeFormat));
+  codec::PutFixed64(dst, o.fingerprint);
+  codec::PutVarint64(dst, o.lsn);
+  codec::PutFixed64(dst, static_cast<uint64_t>(o.time));
+  codec::PutLengthPrefixed(dst, std::string_view(reinterpret_cast<const char*>(o.marks.data()),
+                                                 o.marks.size()));
+  codec::PutVarint64(dst, o.version);
+  dst->push_back(static_cast<char>(o.any_fingerprint ? kFlagAnyFingerprint : 0));
+}
+
+Status DecodeOutcome(std::string_view v, RememberedOutcome* o) {
+  codec::Reader r(v);
+  uint8_t format, flags = 0;
+  uint64_t time;
+  std::string_view marks;
+  if (!r.Byte(&format) || (format != kOutcomeFormat && format != kOutcomeFormatV2 && format != kOutcomeFormatV1) ||
+      !r.Fixed64(&o->fingerprint) || !r.Varint64(&o->lsn) || !r.Fixed64(&time) ||
+      !r.LengthPrefixed(&marks)) {
+    return Status(Code::kInternal, "corrupt request outcome");
+  }
+  o->version = o->lsn;
+  if (format != kOutcomeFormatV1 && (!r.Varint64(&o->version) || !r.Byte(&flags))) {
+    return Status(Code::kInternal, "corrupt request outcome");
+  }
+  if (!r.empty()) return Status(Code::kInternal, "corrupt request outcome");
+  o->any_fingerprint = (flags & kFlagAnyFingerprint) != 0;
+  o->legacy_fingerprint = format != kOutcomeFormat;
+  o->time = static_cast<int64_t>(time);
+  o->marks.assign(marks.begin(), marks.end());
+  return Status::OK();
+}
+
+uint64_t RequestFingerprint(const Batch& batch) { return Fingerprint(batch, /*with_scalars=*/true); }
+
+uint64_t LegacyRequestFingerprint(const Batch& batch) { return Fingerprint(batch, /*with_scalars=*/false); }
 
 WriteResult RememberedOutcome::ToResult() const {
   WriteResult r;

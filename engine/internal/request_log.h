@@ -45,7 +45,15 @@ struct RequestWindow {
 };
 
 // A request's identity beyond its id: a retry must send the same request.
+// Covers every operation's kind, keys, condition, fence and each property's
+// name, type and value.
 uint64_t RequestFingerprint(const Batch& batch);
+// The fingerprint outcomes stored before session 20 carry (formats 1 and
+// 2): the same, except that it left out the values of the types without
+// bytes (Int32, Int64, Double, Boolean, DateTime), so a request differing
+// only in one of those matched. Kept for those outcomes only: a retry sent
+// across the upgrade still matches its first attempt.
+uint64_t LegacyRequestFingerprint(const Batch& batch);
 
 // What a committed EGT answered, compactly: every written operation's ETag
 // is the commit's, so per operation only "written", "deleted" or "skipped".
@@ -61,12 +69,20 @@ struct RememberedOutcome {
   // Restored from a change record, which does not carry the request itself:
   // its fingerprint is unknown and not compared.
   bool any_fingerprint = false;
+  // Stored by an older release: `fingerprint` is LegacyRequestFingerprint's.
+  bool legacy_fingerprint = false;
   int64_t time = 0;
   enum Mark : uint8_t { kWritten = 0, kDeleted = 1, kSkipped = 2 };
   std::vector<uint8_t> marks;
 
   WriteResult ToResult() const;
 };
+
+// An outcome's stored bytes (the request log's values). Encode writes the
+// current format; Decode reads every format a release has written and says
+// in legacy_fingerprint which fingerprint the value holds.
+void EncodeOutcome(const RememberedOutcome& o, std::string* dst);
+Status DecodeOutcome(std::string_view v, RememberedOutcome* o);
 
 class RequestLog {
  public:

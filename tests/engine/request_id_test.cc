@@ -115,6 +115,27 @@ TEST_F(RequestIdTest, AnIdReusedForADifferentRequestIsRefusedAndChangesNothing) 
       Code::kInvalidInput);  // other kind
 }
 
+// Values without bytes (Int32, Int64, Double, Boolean, DateTime) are part of
+// the request too: before session 20 the fingerprint left them out, and an
+// id reused with only such a value changed was answered as a retry.
+TEST_F(RequestIdTest, AnIdReusedWithOnlyANumberChangedIsRefused) {
+  auto with = [](Value v) {
+    Entity e = MakeEntity("p", "r1", 1);
+    e.Set("x", std::move(v));
+    return std::move(Batch("Items").Insert(std::move(e)));
+  };
+  ASSERT_TRUE(Run(WithId(with(Value::Int64(5)), "num")).ok());
+  EXPECT_FAILS_UNCHANGED(Run(WithId(with(Value::Int64(6)), "num")), Code::kInvalidInput);
+  ASSERT_TRUE(Run(WithId(std::move(Batch("Items").InsertOrReplace(MakeEntity("p", "r1", 1).Set("b", Value::Boolean(true)))), "bool")).ok());
+  EXPECT_FAILS_UNCHANGED(
+      Run(WithId(std::move(Batch("Items").InsertOrReplace(MakeEntity("p", "r1", 1).Set("b", Value::Boolean(false)))), "bool")),
+      Code::kInvalidInput);
+  // The same request again is still a retry.
+  auto again = Run(WithId(std::move(Batch("Items").InsertOrReplace(MakeEntity("p", "r1", 1).Set("b", Value::Boolean(true)))), "bool"));
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_TRUE(again->replayed);
+}
+
 TEST_F(RequestIdTest, IdsArePerCaller) {
   ASSERT_TRUE(InsertWithId("shared", "r1", 0, "alice").ok());
   auto bob = InsertWithId("shared", "r2", 0, "bob");
@@ -205,7 +226,7 @@ TEST_F(RequestIdTest, FencedBatchesRememberWhatWasSkipped) {
 // function may not change. The value below was computed by the
 // implementation that first stored fingerprints (one XXH3 state fed field
 // by field); a faster implementation must give the same.
-TEST(RequestFingerprintTest, SameValueAcrossReleases) {
+TEST(RequestFingerprintTest, SameValuesAcrossReleases) {
   Batch b("Items");
   Entity e = MakeEntity("p1", "r1", 7);
   e.Set("blob", Value::Binary(std::string(3000, 'b'))).Set("when", Value::Int64(-5));
@@ -213,7 +234,10 @@ TEST(RequestFingerprintTest, SameValueAcrossReleases) {
   b.Update(MakeEntity("p1", "r2", 8), "W/\"datetime'2026-12-03T11%3A00%3A00.0000000Z'\"");
   b.Delete("p1", "r3");
   b.FencedUpsert(MakeEntity("p1", "r4", 9), 42);
-  EXPECT_EQ(RequestFingerprint(b), 13276257281719135157u);
+  // Outcomes stored before session 20 (formats 1 and 2) hold this one.
+  EXPECT_EQ(LegacyRequestFingerprint(b), 13276257281719135157u);
+  // Format 3's, with the numeric values.
+  EXPECT_EQ(RequestFingerprint(b), 17678330843760747559u);
   // And it depends on what it should: one changed byte of a value, or the fence.
   Batch c = b;
   c.FencedUpsert(MakeEntity("p1", "r5", 9), 43);
@@ -226,6 +250,77 @@ TEST(RequestFingerprintTest, SameValueAcrossReleases) {
   d.Delete("p1", "r3");
   d.FencedUpsert(MakeEntity("p1", "r4", 9), 42);
   EXPECT_NE(RequestFingerprint(d), RequestFingerprint(b));
+}
+
+// Each numeric type's value changes the fingerprint; the legacy one did not
+// see them (which is why it is only compared with old outcomes).
+TEST(RequestFingerprintTest, NumericValuesCount) {
+  const std::vector<std::pair<Value, Value>> pairs = {
+      {Value::Int32(1), Value::Int32(2)},       {Value::Int64(-5), Value::Int64(-6)},
+      {Value::Double(0.5), Value::Double(0.25)}, {Value::Boolean(true), Value::Boolean(false)},
+      {Value::DateTime(kUnixEpochTicks), Value::DateTime(kUnixEpochTicks + 1)}};
+  for (const auto& [a, b] : pairs) {
+    Entity ea = MakeEntity("p", "r"), eb = MakeEntity("p", "r");
+    ea.Set("v", a);
+    eb.Set("v", b);
+    Batch ba("T"), bb("T");
+    ba.Insert(ea);
+    bb.Insert(eb);
+    EXPECT_NE(RequestFingerprint(ba), RequestFingerprint(bb)) << a.ToString();
+    EXPECT_EQ(LegacyRequestFingerprint(ba), LegacyRequestFingerprint(bb)) << a.ToString();
+  }
+}
+
+// The stored outcome says which fingerprint it holds: what this release
+// writes is format 3 (the full one); formats 1 and 2, written before, are
+// read as legacy, so a retry across the upgrade is compared with
+// LegacyRequestFingerprint and still matches (engine_write.cc).
+TEST(RememberedOutcomeTest, FormatsSayWhichFingerprint) {
+  RememberedOutcome o;
+  o.fingerprint = 0x1122334455667788u;
+  o.lsn = 42;
+  o.version = 42;
+  o.time = 638'000'000'000'000'000;
+  o.marks = {RememberedOutcome::kWritten, RememberedOutcome::kSkipped};
+  std::string v;
+  EncodeOutcome(o, &v);
+  ASSERT_FALSE(v.empty());
+  EXPECT_EQ(v[0], 3);
+  RememberedOutcome back;
+  ASSERT_TRUE(DecodeOutcome(v, &back).ok());
+  EXPECT_FALSE(back.legacy_fingerprint);
+  EXPECT_EQ(back.fingerprint, o.fingerprint);
+  EXPECT_EQ(back.lsn, 42u);
+  EXPECT_EQ(back.version, 42u);
+  EXPECT_EQ(back.time, o.time);
+  EXPECT_EQ(back.marks, o.marks);
+
+  // Format 1 as releases before scale-out wrote it (no version, no flags),
+  // and format 2 (both), byte by byte.
+  std::string v1(1, '\x01');
+  for (int i = 0; i < 8; i++) v1.push_back(static_cast<char>(0x88 - 0x11 * i));  // fingerprint, little-endian
+  v1.push_back(42);                                                              // lsn, varint
+  for (int i = 0; i < 8; i++) v1.push_back(static_cast<char>((static_cast<uint64_t>(o.time) >> (8 * i)) & 0xff));
+  v1.push_back(2);  // two marks
+  v1.push_back(0);
+  v1.push_back(2);
+  ASSERT_TRUE(DecodeOutcome(v1, &back).ok());
+  EXPECT_TRUE(back.legacy_fingerprint);
+  EXPECT_EQ(back.fingerprint, o.fingerprint);
+  EXPECT_EQ(back.version, 42u);
+  EXPECT_EQ(back.marks, o.marks);
+  std::string v2 = v1;
+  v2[0] = 2;
+  v2.push_back(43);  // version
+  v2.push_back(1);   // flags: any fingerprint
+  ASSERT_TRUE(DecodeOutcome(v2, &back).ok());
+  EXPECT_TRUE(back.legacy_fingerprint);
+  EXPECT_TRUE(back.any_fingerprint);
+  EXPECT_EQ(back.version, 43u);
+  // An unknown format is corruption, not an outcome.
+  std::string v9 = v2;
+  v9[0] = 9;
+  EXPECT_EQ(DecodeOutcome(v9, &back).code(), Code::kInternal);
 }
 
 }  // namespace
