@@ -1,4 +1,5 @@
 #include "common/http_endpoint.h"
+#include "common/process.h"
 
 #include <httplib.h>
 
@@ -60,7 +61,10 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& hos
   }
   ep->port_ = port;
   ep->host_ = host;
-  ep->thread_ = std::thread([raw = ep->http_.get()] { raw->listen_after_bind(); });
+  ep->thread_ = std::thread([raw = ep->http_.get()] {
+    NameThisThread("st-http");
+    raw->listen_after_bind();
+  });
   return ep;
 }
 

@@ -36,6 +36,7 @@ void InstallStopSignals(void (*on_stop)(int)) {
   sigaddset(&stop, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   std::thread([stop, on_stop] {
+    NameThisThread("st-signals");
     for (;;) {
       int sig = 0;
       if (sigwait(&stop, &sig) == 0) on_stop(sig);
@@ -58,6 +59,11 @@ void NameAfterExecutable() {
   if (exe.empty()) return;
   const std::string name(exe.substr(0, 15));  // the kernel's TASK_COMM_LEN, less the NUL
   ::prctl(PR_SET_NAME, name.c_str(), 0, 0, 0);
+}
+
+void NameThisThread(std::string_view name) {
+  const std::string n(name.substr(0, 15));
+  ::pthread_setname_np(::pthread_self(), n.c_str());
 }
 
 Status WriteReadyFile(const std::string& path, const std::vector<std::pair<std::string, std::string>>& lines) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -46,6 +47,12 @@ Status CloseOnExecFrom(int first_fd);
 // Call it first thing in main(), before any thread starts. The kernel keeps
 // 15 bytes of the name, as it does for any process.
 void NameAfterExecutable();
+
+// Names the calling thread (its comm in /proc/<pid>/task, `top -H`, perf,
+// gdb): "st-" and what it does. The kernel keeps 15 bytes. The main thread
+// keeps the process's name (NameAfterExecutable): ps shows the main
+// thread's.
+void NameThisThread(std::string_view name);
 
 // The GLIBC_TUNABLES a server re-execs itself with (sidecar/main.cc), given
 // the caller's (`existing`, null when unset): the caller's own entries first,

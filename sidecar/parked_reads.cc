@@ -1,4 +1,5 @@
 #include "sidecar/parked_reads.h"
+#include "common/process.h"
 
 namespace sidetable::sidecar {
 
@@ -13,7 +14,10 @@ ParkedReads::~ParkedReads() {
 }
 
 void ParkedReads::Start() {
-  timer_ = std::thread([this] { TimerLoop(); });
+  timer_ = std::thread([this] {
+    common::NameThisThread("st-parked-reads");
+    TimerLoop();
+  });
 }
 
 ParkedReads::Outcome ParkedReads::Park(Job* job, std::vector<Requirement> reqs,

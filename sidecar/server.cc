@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "common/kafka/partitioner.h"
+#include "common/process.h"
 #include "sidecar/listener_policy.h"
 #include "sidecar/server_impl.h"
 
@@ -133,10 +134,19 @@ void Server::Impl::StartWorkers() {
   parked_.Start();
   live_workers_ = threads;
   for (int i = 0; i < threads; i++) {
-    workers_.emplace_back([this, i] { WorkerLoop(static_cast<size_t>(i)); });
+    workers_.emplace_back([this, i] {
+      common::NameThisThread("st-worker-" + std::to_string(i));
+      WorkerLoop(static_cast<size_t>(i));
+    });
   }
-  acker_ = std::thread([this] { AckLoop(); });
-  maintenance_ = std::thread([this] { MaintenanceLoop(); });
+  acker_ = std::thread([this] {
+    common::NameThisThread("st-acker");
+    AckLoop();
+  });
+  maintenance_ = std::thread([this] {
+    common::NameThisThread("st-maintenance");
+    MaintenanceLoop();
+  });
 }
 
 void Server::Impl::WorkerLoop(size_t index) {

@@ -1,4 +1,5 @@
 #include "sidecar/zap_handler.h"
+#include "common/process.h"
 
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
@@ -137,7 +138,10 @@ Result<std::unique_ptr<ZapHandler>> ZapHandler::Start(zmq::context_t* ctx, std::
   } catch (const zmq::error_t& e) {
     return Status(Code::kUnavailable, std::string("cannot bind the ZAP handler: ") + e.what());
   }
-  h->thread_ = std::thread([raw = h.get()] { raw->loop_->Run(raw); });
+  h->thread_ = std::thread([raw = h.get()] {
+    common::NameThisThread("st-zap");
+    raw->loop_->Run(raw);
+  });
   return h;
 }
 

@@ -9,6 +9,7 @@
 #include "apply/event_processor.h"
 #include "apply/grouped_moves.h"
 #include "client/client.h"
+#include "common/process.h"
 
 namespace sidetable::workers {
 Status ParseArchiveRules(const std::vector<patterns::PatternConfig>& patterns, std::vector<ArchiveRule>* out) {
@@ -92,7 +93,10 @@ Result<std::unique_ptr<ArchiveScheduler>> ArchiveScheduler::Start(std::vector<Ar
   s->client_ = std::move(c).value();
   s->store_ = apply::NewClientTableStore(s->client_.get());
   s->applier_ = std::make_unique<apply::OpApplier>(s->store_.get(), o.fence_attempts);
-  s->thread_ = std::thread([raw = s.get()] { raw->Loop(); });
+  s->thread_ = std::thread([raw = s.get()] {
+    common::NameThisThread("st-archive-rule");
+    raw->Loop();
+  });
   return s;
 }
 

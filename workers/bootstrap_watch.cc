@@ -1,4 +1,5 @@
 #include "workers/bootstrap_watch.h"
+#include "common/process.h"
 
 #include <fstream>
 
@@ -7,7 +8,10 @@ namespace sidetable::workers {
 BootstrapWatch::BootstrapWatch(std::string path, std::string current, std::chrono::milliseconds interval,
                                std::function<void(const std::string&)> on_change)
     : path_(std::move(path)), current_(std::move(current)), interval_(interval), on_change_(std::move(on_change)) {
-  thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] {
+    common::NameThisThread("st-bootstrap");
+    Run();
+  });
 }
 
 BootstrapWatch::~BootstrapWatch() { Stop(); }

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "common/kafka/embedded_kafka.h"
+#include "common/process.h"
 #include "sidecar/changestream/publisher_impl.h"
 
 namespace sidetable::changestream {
@@ -154,7 +155,10 @@ Result<std::unique_ptr<Publisher>> Publisher::Start(Engine* engine, const KafkaO
   p->bootstrap_ = embedded ? embedded->bootstraps() : options.bootstrap;
   p->impl_ = std::make_unique<Impl>(p.get(), engine, options, sidecar_id, embedded);
   ST_RETURN_IF_ERROR(p->impl_->Init(p->bootstrap_));
-  p->impl_->thread_ = std::thread([impl = p->impl_.get()] { impl->Run(); });
+  p->impl_->thread_ = std::thread([impl = p->impl_.get()] {
+    common::NameThisThread("st-publisher");
+    impl->Run();
+  });
   return p;
 }
 

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "common/kafka/embedded_kafka.h"
+#include "common/process.h"
 
 namespace sidetable::changestream {
 namespace {
@@ -25,7 +26,10 @@ TopicSetup::TopicSetup(rd_kafka_t* rk, kafka::EmbeddedKafka* embedded, int parti
       partitions_(partitions),
       replication_factor_(replication_factor),
       configs_(std::move(configs)) {
-  thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] {
+    common::NameThisThread("st-topic-setup");
+    Run();
+  });
 }
 
 TopicSetup::~TopicSetup() { Stop(); }

@@ -6,6 +6,7 @@
 
 #include "common/kafka/embedded_kafka.h"
 #include "common/kafka/partitioner.h"
+#include "common/process.h"
 #include "common/prometheus_text.h"
 #include "sidecar/cluster/cluster_impl.h"
 #include "sidecar/cluster/topic_check.h"
@@ -209,6 +210,7 @@ Status Cluster::Impl::Init() {
   if (!p.ok()) return p.status();
   producer_ = *p;
   delivery_thread_ = std::thread([this] {
+    common::NameThisThread("st-cl-delivery");
     while (!delivery_stop_.load()) rd_kafka_poll(producer_, 100);
   });
   // As the publisher creates it.
@@ -281,7 +283,10 @@ Status Cluster::Impl::Init() {
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return Status(Code::kUnavailable, "cluster: reading " + cluster_topic_ + ": " + rd_kafka_err2str(e));
   }
-  catalog_thread_ = std::thread([this] { CatalogLoop(); });
+  catalog_thread_ = std::thread([this] {
+    common::NameThisThread("st-cl-catalog");
+    CatalogLoop();
+  });
   {
     std::unique_lock l(table_mu_);
     if (!table_cv_.wait_for(l, std::chrono::milliseconds(kCatalogCatchUpMs),
@@ -321,11 +326,26 @@ Status Cluster::Impl::Init() {
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return Status(Code::kUnavailable, "cluster: joining " + group_id_ + ": " + rd_kafka_err2str(e));
   }
-  restore_thread_ = std::thread([this] { RestoreLoop(); });
-  fence_thread_ = std::thread([this] { FenceLoop(); });
-  poll_thread_ = std::thread([this] { PollLoop(); });
-  if (standby_reader_ != nullptr) standby_thread_ = std::thread([this] { StandbyLoop(); });
-  if (state_producer_ != nullptr) state_thread_ = std::thread([this] { StateLoop(); });
+  restore_thread_ = std::thread([this] {
+    common::NameThisThread("st-cl-restore");
+    RestoreLoop();
+  });
+  fence_thread_ = std::thread([this] {
+    common::NameThisThread("st-cl-fence");
+    FenceLoop();
+  });
+  poll_thread_ = std::thread([this] {
+    common::NameThisThread("st-cl-poll");
+    PollLoop();
+  });
+  if (standby_reader_ != nullptr) standby_thread_ = std::thread([this] {
+    common::NameThisThread("st-cl-standby");
+    StandbyLoop();
+  });
+  if (state_producer_ != nullptr) state_thread_ = std::thread([this] {
+    common::NameThisThread("st-cl-state");
+    StateLoop();
+  });
   log_->info("member {} of {} ({} shards on {}, cluster topic {})", member_, group_id_, shards_, change_topic_,
              cluster_topic_);
   return Status::OK();

@@ -6,6 +6,7 @@
 // writes it (its epoll interest is cleared), and the pool thread that
 // executed it hands it back through returned_ and the wake eventfd.
 #include "sidecar/rest/http_server.h"
+#include "common/process.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -156,7 +157,12 @@ class EventLoop {
   EventLoop(HttpServer::Impl* srv, size_t index) : srv_(srv), index_(index) {}
   ~EventLoop();
   Status Init();
-  void Start() { thread_ = std::thread([this] { Run(); }); }
+  void Start() {
+    thread_ = std::thread([this] {
+      common::NameThisThread("st-rest");
+      Run();
+    });
+  }
   void Run();
   // From any thread: wakes the loop (stop, a returned or handed connection).
   void Wake();
@@ -257,7 +263,10 @@ Status HttpServer::Impl::StartThreads() {
   }
   // Only once every loop exists: loop 0 hands connections to the others.
   for (auto& l : loops_) l->Start();
-  for (int i = 0; i < std::max(1, opt_.pool_threads); ++i) pool_.emplace_back([this] { PoolThread(); });
+  for (int i = 0; i < std::max(1, opt_.pool_threads); ++i) pool_.emplace_back([this] {
+    common::NameThisThread("st-rest-pool");
+    PoolThread();
+  });
   started_ = true;
   return Status::OK();
 }
