@@ -33,7 +33,7 @@ std::string Encode(wire::Request r, const ClientOptions& o) {
 wire::Request WriteRequest(const Batch& batch, std::string id) {
   wire::Request r = Make(wire::Op::kWrite, batch.table());
   r.caller = batch.caller();
-  r.ops = batch.operations();
+  r.borrowed_ops = &batch.operations();  // encoded right away, in Encode(): no copy
   r.client_request_id = batch.client_request_id().empty() ? std::move(id) : batch.client_request_id();
   return r;
 }
@@ -324,8 +324,10 @@ void Client::SendWriteMany(const std::vector<Batch>& batches, Done<std::vector<R
   r.caller = batches.empty() ? std::string() : batches.front().caller();
   r.writes.reserve(batches.size());
   for (const Batch& b : batches) {
-    r.writes.push_back({b.table(), b.operations(),
-                        b.client_request_id().empty() ? NewClientRequestId() : b.client_request_id()});
+    wire::WriteItem& item = r.writes.emplace_back();
+    item.table = b.table();
+    item.borrowed_ops = &b.operations();  // encoded right away: no copy
+    item.client_request_id = b.client_request_id().empty() ? NewClientRequestId() : b.client_request_id();
   }
   SendFrame(Encode(std::move(r), options_),
             Decoded<std::vector<Result<WriteResult>>>(std::move(done), wire::DecodeWriteMany));

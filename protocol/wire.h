@@ -125,6 +125,11 @@ struct WriteItem {
   std::string table;
   std::vector<Operation> ops;
   std::string client_request_id;  // "" = none
+  // Encoding only: these operations instead of `ops`, read in place (the
+  // client encodes its caller's Batch without copying it). Must outlive the
+  // EncodeRequest call; DecodeRequest never sets it.
+  const std::vector<Operation>* borrowed_ops = nullptr;
+  const std::vector<Operation>& encoded_ops() const { return borrowed_ops != nullptr ? *borrowed_ops : ops; }
 };
 
 struct Request {
@@ -133,6 +138,10 @@ struct Request {
   std::string table;
   std::string caller;
   std::vector<Operation> ops;        // kWrite
+  // kWrite, encoding only: as WriteItem::borrowed_ops. An EGT of 100
+  // entities copied into `ops` was 8% of a client's CPU per EGT.
+  const std::vector<Operation>* borrowed_ops = nullptr;
+  const std::vector<Operation>& encoded_ops() const { return borrowed_ops != nullptr ? *borrowed_ops : ops; }
   std::string pk, rk;                // kGet
   std::vector<std::string> select;   // kGet, kQuery
   std::string filter;                // kQuery, kListTables

@@ -315,10 +315,10 @@ Status CheckRequestText(const Request& q) {
   if (q.next_pk) ST_RETURN_IF_ERROR(Utf8Field("npk", *q.next_pk));
   if (q.next_rk) ST_RETURN_IF_ERROR(Utf8Field("nrk", *q.next_rk));
   if (q.next_table) ST_RETURN_IF_ERROR(Utf8Field("next", *q.next_table));
-  for (const auto& op : q.ops) ST_RETURN_IF_ERROR(Utf8Field("ifMatch", op.if_match));
+  for (const auto& op : q.encoded_ops()) ST_RETURN_IF_ERROR(Utf8Field("ifMatch", op.if_match));
   for (const auto& item : q.writes) {
     ST_RETURN_IF_ERROR(Utf8Field("table", item.table));
-    for (const auto& op : item.ops) ST_RETURN_IF_ERROR(Utf8Field("ifMatch", op.if_match));
+    for (const auto& op : item.encoded_ops()) ST_RETURN_IF_ERROR(Utf8Field("ifMatch", op.if_match));
   }
   return Status::OK();
 }
@@ -386,7 +386,7 @@ void EncodeRequest(const Request& q, std::string* out) {
   const bool t = !q.table.empty(), c = !q.caller.empty();
   // Each field is written when its operation needs it or when it is set, so
   // what DecodeRequest() read always encodes back the same.
-  const bool w_ops = q.op == Op::kWrite || !q.ops.empty();
+  const bool w_ops = q.op == Op::kWrite || !q.encoded_ops().empty();
   const bool get = q.op == Op::kGet || q.op == Op::kRequestArchive || !q.pk.empty() || !q.rk.empty();
   const bool archive = q.op == Op::kRequestArchive || !q.rks.empty() || !q.target.empty();
   const bool sel = !q.select.empty(), filt = !q.filter.empty();
@@ -465,7 +465,7 @@ void EncodeRequest(const Request& q, std::string* out) {
   }
   if (w_ops) {
     w.Str("ops");
-    WriteOps(w, q.ops);
+    WriteOps(w, q.encoded_ops());
   }
   if (q.no_content) {
     w.Str("noContent");
@@ -479,7 +479,7 @@ void EncodeRequest(const Request& q, std::string* out) {
       WriteString(w, "table", item.table);
       if (!item.client_request_id.empty()) WriteString(w, "clientRequestId", item.client_request_id);
       w.Str("ops");
-      WriteOps(w, item.ops);
+      WriteOps(w, item.encoded_ops());
     }
   }
 }

@@ -60,6 +60,50 @@ TEST(Wire, WriteRequestKeepsEveryTypeExactly) {
   EXPECT_EQ(out.ops[0].entity.Find("small")->type(), EdmType::kInt64);
 }
 
+// The client encodes its caller's operations in place (borrowed_ops): the
+// frame must be the very bytes of the same operations owned by the request,
+// for a write and for each item of a WriteMany.
+TEST(Wire, BorrowedOperationsEncodeAsOwnedOnes) {
+  const std::vector<Operation> ops = {{OpKind::kInsert, Rich(), ""},
+                                      {OpKind::kUpdate, Rich(), "W/\"5\""},
+                                      {OpKind::kFencedUpsert, Rich(), "", 9}};
+  Request owned;
+  owned.op = Op::kWrite;
+  owned.table = "People";
+  owned.ops = ops;
+  owned.client_request_id = "id-1";
+  Request borrowed = owned;
+  borrowed.ops.clear();
+  borrowed.borrowed_ops = &ops;
+  std::string a, b;
+  EncodeRequest(owned, &a);
+  EncodeRequest(borrowed, &b);
+  EXPECT_EQ(a, b);
+  Request out = RoundTrip(borrowed);
+  ASSERT_EQ(out.ops.size(), 3u);
+  EXPECT_EQ(out.ops[1].if_match, "W/\"5\"");
+  EXPECT_EQ(out.ops[2].fence, 9u);
+  EXPECT_EQ(out.borrowed_ops, nullptr);
+
+  Request many_owned;
+  many_owned.op = Op::kWriteMany;
+  many_owned.writes.push_back({"A1x", ops, "x"});
+  many_owned.writes.push_back({"B1x", {ops[0]}, ""});
+  Request many_borrowed = many_owned;
+  many_borrowed.writes[0].ops.clear();
+  many_borrowed.writes[0].borrowed_ops = &ops;
+  a.clear();
+  b.clear();
+  EncodeRequest(many_owned, &a);
+  EncodeRequest(many_borrowed, &b);
+  EXPECT_EQ(a, b);
+  // Both set: the borrowed ones are what is sent.
+  Request both = owned;
+  const std::vector<Operation> one = {ops[0]};
+  both.borrowed_ops = &one;
+  EXPECT_EQ(RoundTrip(both).ops.size(), 1u);
+}
+
 TEST(Wire, QueryAndChangesRequests) {
   Request q;
   q.op = Op::kQuery;
