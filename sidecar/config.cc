@@ -80,7 +80,8 @@ class FileReader {
 Status LoadSidecar(const FileReader& f, const YAML::Node& root, ServerConfig* c) {
   YAML::Node s;
   ST_RETURN_IF_ERROR(f.Section(root, "sidecar",
-                               {"id", "listen", "workers", "queue_depth", "inline_max_bytes", "max_request_bytes", "http",
+                               {"id", "listen", "workers", "queue_depth", "inline_max_bytes", "inline_alone_max_bytes",
+                                "max_request_bytes", "http",
                                 "ready_file", "shutdown_grace_ms", "max_inflight_bytes",
                                 "max_inflight_per_connection", "max_inflight_bytes_per_connection"},
                                &s));
@@ -102,6 +103,7 @@ Status LoadSidecar(const FileReader& f, const YAML::Node& root, ServerConfig* c)
   ST_RETURN_IF_ERROR(f.Read(s, "sidecar", "workers", &c->workers));
   ST_RETURN_IF_ERROR(f.Read(s, "sidecar", "queue_depth", &c->queue_depth));
   ST_RETURN_IF_ERROR(f.Read(s, "sidecar", "inline_max_bytes", &c->inline_max_bytes));
+  ST_RETURN_IF_ERROR(f.Read(s, "sidecar", "inline_alone_max_bytes", &c->inline_alone_max_bytes));
   ST_RETURN_IF_ERROR(f.Read(s, "sidecar", "max_request_bytes", &c->max_request_bytes));
   ST_RETURN_IF_ERROR(f.Read(s, "sidecar", "http", &c->http));
   ST_RETURN_IF_ERROR(f.Read(s, "sidecar", "ready_file", &c->ready_file));

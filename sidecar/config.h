@@ -30,6 +30,13 @@ struct ServerConfig {
   // two thread hand-offs fewer (docs/performance.md, issue 17). Writes never
   // run there in fsync durability or during a RocksDB write stall. 0 = off.
   size_t inline_max_bytes = 16 << 10;                 // sidecar.inline_max_bytes
+  // A larger write (an EGT) up to this size runs on the frontend too when it
+  // is the only request in flight in the whole server: nothing waits behind
+  // it, and the hand-offs it saves were a third of an EGT of 100 x 1 KiB at
+  // depth 1 (1.5x EGTs/s; docs/performance.md, session 20). Under concurrent
+  // load such writes still go to the workers, in parallel. Off when
+  // inline_max_bytes is 0; 0 = off.
+  size_t inline_alone_max_bytes = 256 << 10;          // sidecar.inline_alone_max_bytes
   size_t max_request_bytes = 6 << 20;                 // sidecar.max_request_bytes
   std::string http = "127.0.0.1:9464";                // sidecar.http ("" = off)
   std::string ready_file;                             // sidecar.ready_file

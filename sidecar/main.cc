@@ -144,6 +144,9 @@ int main(int argc, char** argv) {
   app.add_option("--queue-depth", config.queue_depth, "requests queued per worker (sidecar.queue_depth)");
   app.add_option("--inline-max-bytes", config.inline_max_bytes,
                  "largest point read or write run on the frontend thread, 0 = off (sidecar.inline_max_bytes)");
+  app.add_option("--inline-alone-max-bytes", config.inline_alone_max_bytes,
+                 "largest write run on the frontend thread when it is the only request in flight, 0 = off "
+                 "(sidecar.inline_alone_max_bytes)");
   app.add_option("--max-request-bytes", config.max_request_bytes, "largest request frame");
   app.add_option_function<uint64_t>(
       "--query-prefetch-mb", [&config](uint64_t mb) { config.query_prefetch_bytes = mb << 20; },

@@ -96,7 +96,7 @@ std::string Metrics::Render(const Gauges& g) const {
   out += "# HELP sidetable_replayed_writes_total Write retries answered with the first outcome of their client request id.\n";
   out += "# TYPE sidetable_replayed_writes_total counter\n";
   Line(&out, "sidetable_replayed_writes_total", "", replayed_writes_.load(std::memory_order_relaxed));
-  out += "# HELP sidetable_inline_requests_total Point reads and small writes the frontend executed itself (sidecar.inline_max_bytes).\n";
+  out += "# HELP sidetable_inline_requests_total Point reads and small writes the frontend executed itself (sidecar.inline_max_bytes), and writes up to sidecar.inline_alone_max_bytes that were the only request in flight.\n";
   out += "# TYPE sidetable_inline_requests_total counter\n";
   Line(&out, "sidetable_inline_requests_total", "", inline_.load(std::memory_order_relaxed));
   out += "# HELP sidetable_queue_depth Requests waiting for a worker.\n";

@@ -10,7 +10,9 @@
 // request is answered with ServerBusy (503) at once. A small point read or
 // write (sidecar.inline_max_bytes) whose worker has nothing queued or
 // executing runs on the frontend itself: it overtakes nothing of its
-// partition and saves two thread hand-offs. In fsync durability a write's
+// partition and saves two thread hand-offs. So does a larger write (an EGT,
+// sidecar.inline_alone_max_bytes) when it is the only request in flight:
+// nothing waits behind it. In fsync durability a write's
 // reply waits for its WAL fsync on one acknowledger thread, shared by every
 // write executed meanwhile (durable_acks.cc), not on the thread that ran it.
 //

@@ -91,6 +91,27 @@ TEST(Config, AdmissionKeysLoad) {
   EXPECT_TRUE(ValidateConfig(c).ok());
 }
 
+TEST(Config, InlineAloneMaxBytesLoads) {
+  ServerConfig c;
+  EXPECT_EQ(c.inline_alone_max_bytes, size_t{256} << 10);
+  ASSERT_TRUE(LoadConfigText("sidecar:\n  inline_alone_max_bytes: 0\n", &c).ok());
+  EXPECT_EQ(c.inline_alone_max_bytes, 0u);  // off
+  ASSERT_TRUE(LoadConfigText("sidecar:\n  inline_alone_max_bytes: 1048576\n", &c).ok());
+  EXPECT_EQ(c.inline_alone_max_bytes, size_t{1} << 20);
+  ServerConfig bad;
+  Status s = LoadConfigText("sidecar:\n  inline_alone_max_bytes: -1\n", &bad);
+  EXPECT_EQ(s.code(), Code::kInvalidInput);
+  EXPECT_NE(s.message().find("sidecar.inline_alone_max_bytes"), std::string::npos) << s.message();
+  EXPECT_EQ(bad.inline_alone_max_bytes, ServerConfig().inline_alone_max_bytes);
+  // The shipped files say it, and say the default.
+  for (const char* name : {"sidetable.dev.yaml", "sidetable.prod.yaml", "../compose/config/sidetable.yaml",
+                           "../compose/config/sidetable.scale-out.yaml"}) {
+    ServerConfig f;
+    ASSERT_TRUE(LoadConfigFile(std::string(ST_CONFIG_DIR) + "/" + name, &f).ok()) << name;
+    EXPECT_EQ(f.inline_alone_max_bytes, size_t{256} << 10) << name;
+  }
+}
+
 TEST(Config, QueryPrefetchLoadsInMiB) {
   ServerConfig c;
   EXPECT_EQ(c.query_prefetch_bytes, uint64_t{64} << 20);

@@ -35,10 +35,14 @@ bool KernelGivesHugePages() {
 class HotPathTest : public SidecarTest {
  protected:
   std::vector<std::string> ServerArgs() override {
-    return {"--durability", durability_, "--inline-max-bytes", inline_max_, "--workers", "2"};
+    return {"--durability", durability_, "--inline-max-bytes", inline_max_, "--workers", "2",
+            "--inline-alone-max-bytes", inline_alone_max_};
   }
   std::string durability_ = "os";
   std::string inline_max_ = "2000";
+  // Off here, so that "above inline_max_bytes" means "on a worker" in these
+  // tests; AloneInlineTest covers sidecar.inline_alone_max_bytes.
+  std::string inline_alone_max_ = "0";
 
   // glibc backs only its main arena with huge pages; the sidecar keeps one
   // arena so that what the workers allocate (RocksDB's memtable blocks above
@@ -104,6 +108,91 @@ class HotPathTest : public SidecarTest {
     EXPECT_EQ(stale_reads.load(), 0) << "a read overtook the write of its partition sent before it";
   }
 };
+
+// sidecar.inline_alone_max_bytes (default 256 KiB): a write above
+// inline_max_bytes runs on the frontend too when it is the only request in
+// flight, and on its worker otherwise.
+class AloneInlineTest : public HotPathTest {
+ protected:
+  void SetUp() override {
+    inline_alone_max_ = "262144";
+    HotPathTest::SetUp();
+  }
+  // An EGT of 100 x 1 KiB, ~105 KB on the wire: above inline_max_bytes
+  // (2,000 here), below inline_alone_max_bytes.
+  static Batch Egt(const std::string& table, const std::string& pk) {
+    Batch b(table);
+    for (int r = 0; r < 100; r++) {
+      Entity e = Person(pk, "r" + std::to_string(r), r);
+      e.Set("Pad", Value::String(std::string(1000, 'a')));
+      b.Insert(std::move(e));
+    }
+    return b;
+  }
+  uint64_t InlineRequests() { return Metric(*server_, "sidetable_inline_requests_total"); }
+};
+
+TEST_F(AloneInlineTest, AnEgtAloneRunsOnTheFrontend) {
+  ASSERT_TRUE(client_->CreateTable("Egts").ok());
+  const uint64_t before = InlineRequests();
+  ASSERT_NE(before, kNoMetric);
+  for (int n = 0; n < 3; n++) {
+    auto w = client_->Execute(Egt("Egts", "p" + std::to_string(n)));
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    EXPECT_EQ(w->etags.size(), 100u);
+  }
+  // The three EGTs (and nothing else: the metrics request is HTTP).
+  EXPECT_EQ(InlineRequests(), before + 3);
+  auto got = client_->Get("Egts", "p2", "r99");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->Find("Pad")->bytes().size(), 1000u);
+}
+
+// A read parked on a session token is in flight for its whole wait: an EGT
+// sent meanwhile goes to its worker, and runs inline again once the read
+// has been answered.
+TEST_F(AloneInlineTest, AnEgtWithAnotherRequestInFlightRunsOnAWorker) {
+  ASSERT_TRUE(client_->CreateTable("Egts").ok());
+  ASSERT_TRUE(client_->CreateTable("Derived").ok());
+  // "Derived" is derived from "Egts" (4 partitions), its watermarks at 0.
+  std::vector<client::Watermark> marks;
+  for (int p = 0; p < 4; p++) marks.push_back(client::Watermark{"Derived", "Egts", p, 4, 0, 0});
+  ASSERT_TRUE(client_->AdvanceWatermarks(marks).ok());
+  auto first = client_->Execute(Egt("Egts", "a"));
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  // Parked: a read of Derived after that write, which no watermark covers;
+  // it waits 1.5 s, then is answered ReadSessionNotAvailable.
+  std::atomic<bool> answered{false};
+  client_->SendGet("Derived", "a", "r1", [&](Result<Entity>) { answered = true; }, {},
+                   client::ReadOptions{{{"Egts", first->lsn}}, std::chrono::milliseconds(1500)});
+  // Bounded wait until the server shows it parked.
+  bool parked = false;
+  for (int i = 0; i < 100 && !parked; i++) {
+    client_->Poll(std::chrono::milliseconds(20));
+    parked = Metric(*server_, "sidetable_parked_reads") == 1;
+  }
+  ASSERT_TRUE(parked) << "the read did not park";
+  // A second client: the first one's socket is busy with the parked read.
+  client::ClientOptions o;
+  o.endpoint = server_->endpoint();
+  auto other = client::Client::Connect(o);
+  ASSERT_TRUE(other.ok());
+  const uint64_t before = InlineRequests();
+  auto w = (*other)->Execute(Egt("Egts", "b"));
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_EQ(InlineRequests(), before) << "ran on the frontend with a read in flight";
+  EXPECT_FALSE(answered.load());
+  client_->Drain();
+  EXPECT_TRUE(answered.load());
+  auto again = (*other)->Execute(Egt("Egts", "c"));
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(InlineRequests(), before + 1);
+  auto got = (*other)->Get("Egts", "b", "r42");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+}
+
+// Partition order holds with the large writes taking either path.
+TEST_F(AloneInlineTest, PartitionOrderHoldsWithLargeWritesInline) { CheckOrderPerPartition(); }
 
 TEST_F(HotPathTest, InlineAndWorkerRequestsKeepPartitionOrder) {
   CheckOrderPerPartition();
