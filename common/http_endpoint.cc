@@ -61,8 +61,7 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& hos
   }
   ep->port_ = port;
   ep->host_ = host;
-  ep->thread_ = std::thread([raw = ep->http_.get()] {
-    NameThisThread("st-http");
+  ep->thread_ = NamedThread("st-http", [raw = ep->http_.get()] {
     raw->listen_after_bind();
   });
   return ep;

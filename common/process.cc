@@ -35,8 +35,7 @@ void InstallStopSignals(void (*on_stop)(int)) {
   sigaddset(&stop, SIGTERM);
   sigaddset(&stop, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-  std::thread([stop, on_stop] {
-    NameThisThread("st-signals");
+  NamedThread("st-signals", [stop, on_stop] {
     for (;;) {
       int sig = 0;
       if (sigwait(&stop, &sig) == 0) on_stop(sig);

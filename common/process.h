@@ -7,6 +7,7 @@
 
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -53,6 +54,15 @@ void NameAfterExecutable();
 // keeps the process's name (NameAfterExecutable): ps shows the main
 // thread's.
 void NameThisThread(std::string_view name);
+
+// A std::thread that names itself (NameThisThread) before it runs `f`.
+template <typename F>
+std::thread NamedThread(std::string name, F&& f) {
+  return std::thread([name = std::move(name), f = std::forward<F>(f)]() mutable {
+    NameThisThread(name);
+    f();
+  });
+}
 
 // The GLIBC_TUNABLES a server re-execs itself with (sidecar/main.cc), given
 // the caller's (`existing`, null when unset): the caller's own entries first,

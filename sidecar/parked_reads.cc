@@ -14,8 +14,7 @@ ParkedReads::~ParkedReads() {
 }
 
 void ParkedReads::Start() {
-  timer_ = std::thread([this] {
-    common::NameThisThread("st-parked-reads");
+  timer_ = common::NamedThread("st-parked-reads", [this] {
     TimerLoop();
   });
 }

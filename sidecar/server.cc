@@ -134,17 +134,14 @@ void Server::Impl::StartWorkers() {
   parked_.Start();
   live_workers_ = threads;
   for (int i = 0; i < threads; i++) {
-    workers_.emplace_back([this, i] {
-      common::NameThisThread("st-worker-" + std::to_string(i));
+    workers_.push_back(common::NamedThread("st-worker-" + std::to_string(i), [this, i] {
       WorkerLoop(static_cast<size_t>(i));
-    });
+    }));
   }
-  acker_ = std::thread([this] {
-    common::NameThisThread("st-acker");
+  acker_ = common::NamedThread("st-acker", [this] {
     AckLoop();
   });
-  maintenance_ = std::thread([this] {
-    common::NameThisThread("st-maintenance");
+  maintenance_ = common::NamedThread("st-maintenance", [this] {
     MaintenanceLoop();
   });
 }

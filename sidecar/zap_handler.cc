@@ -138,8 +138,7 @@ Result<std::unique_ptr<ZapHandler>> ZapHandler::Start(zmq::context_t* ctx, std::
   } catch (const zmq::error_t& e) {
     return Status(Code::kUnavailable, std::string("cannot bind the ZAP handler: ") + e.what());
   }
-  h->thread_ = std::thread([raw = h.get()] {
-    common::NameThisThread("st-zap");
+  h->thread_ = common::NamedThread("st-zap", [raw = h.get()] {
     raw->loop_->Run(raw);
   });
   return h;

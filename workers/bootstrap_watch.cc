@@ -8,8 +8,7 @@ namespace sidetable::workers {
 BootstrapWatch::BootstrapWatch(std::string path, std::string current, std::chrono::milliseconds interval,
                                std::function<void(const std::string&)> on_change)
     : path_(std::move(path)), current_(std::move(current)), interval_(interval), on_change_(std::move(on_change)) {
-  thread_ = std::thread([this] {
-    common::NameThisThread("st-bootstrap");
+  thread_ = common::NamedThread("st-bootstrap", [this] {
     Run();
   });
 }

@@ -26,8 +26,7 @@ TopicSetup::TopicSetup(rd_kafka_t* rk, kafka::EmbeddedKafka* embedded, int parti
       partitions_(partitions),
       replication_factor_(replication_factor),
       configs_(std::move(configs)) {
-  thread_ = std::thread([this] {
-    common::NameThisThread("st-topic-setup");
+  thread_ = common::NamedThread("st-topic-setup", [this] {
     Run();
   });
 }

@@ -209,8 +209,7 @@ Status Cluster::Impl::Init() {
                      pconf);
   if (!p.ok()) return p.status();
   producer_ = *p;
-  delivery_thread_ = std::thread([this] {
-    common::NameThisThread("st-cl-delivery");
+  delivery_thread_ = common::NamedThread("st-cl-delivery", [this] {
     while (!delivery_stop_.load()) rd_kafka_poll(producer_, 100);
   });
   // As the publisher creates it.
@@ -283,8 +282,7 @@ Status Cluster::Impl::Init() {
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return Status(Code::kUnavailable, "cluster: reading " + cluster_topic_ + ": " + rd_kafka_err2str(e));
   }
-  catalog_thread_ = std::thread([this] {
-    common::NameThisThread("st-cl-catalog");
+  catalog_thread_ = common::NamedThread("st-cl-catalog", [this] {
     CatalogLoop();
   });
   {
@@ -326,24 +324,19 @@ Status Cluster::Impl::Init() {
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return Status(Code::kUnavailable, "cluster: joining " + group_id_ + ": " + rd_kafka_err2str(e));
   }
-  restore_thread_ = std::thread([this] {
-    common::NameThisThread("st-cl-restore");
+  restore_thread_ = common::NamedThread("st-cl-restore", [this] {
     RestoreLoop();
   });
-  fence_thread_ = std::thread([this] {
-    common::NameThisThread("st-cl-fence");
+  fence_thread_ = common::NamedThread("st-cl-fence", [this] {
     FenceLoop();
   });
-  poll_thread_ = std::thread([this] {
-    common::NameThisThread("st-cl-poll");
+  poll_thread_ = common::NamedThread("st-cl-poll", [this] {
     PollLoop();
   });
-  if (standby_reader_ != nullptr) standby_thread_ = std::thread([this] {
-    common::NameThisThread("st-cl-standby");
+  if (standby_reader_ != nullptr) standby_thread_ = common::NamedThread("st-cl-standby", [this] {
     StandbyLoop();
   });
-  if (state_producer_ != nullptr) state_thread_ = std::thread([this] {
-    common::NameThisThread("st-cl-state");
+  if (state_producer_ != nullptr) state_thread_ = common::NamedThread("st-cl-state", [this] {
     StateLoop();
   });
   log_->info("member {} of {} ({} shards on {}, cluster topic {})", member_, group_id_, shards_, change_topic_,

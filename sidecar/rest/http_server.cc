@@ -158,8 +158,7 @@ class EventLoop {
   ~EventLoop();
   Status Init();
   void Start() {
-    thread_ = std::thread([this] {
-      common::NameThisThread("st-rest");
+    thread_ = common::NamedThread("st-rest", [this] {
       Run();
     });
   }
@@ -263,10 +262,9 @@ Status HttpServer::Impl::StartThreads() {
   }
   // Only once every loop exists: loop 0 hands connections to the others.
   for (auto& l : loops_) l->Start();
-  for (int i = 0; i < std::max(1, opt_.pool_threads); ++i) pool_.emplace_back([this] {
-    common::NameThisThread("st-rest-pool");
+  for (int i = 0; i < std::max(1, opt_.pool_threads); ++i) pool_.push_back(common::NamedThread("st-rest-pool", [this] {
     PoolThread();
-  });
+  }));
   started_ = true;
   return Status::OK();
 }
