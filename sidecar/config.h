@@ -27,8 +27,10 @@ struct ServerConfig {
   size_t queue_depth = 1024;                          // sidecar.queue_depth (per worker)
   // Point reads and writes up to this many wire bytes run on the frontend
   // thread when their partition's worker has nothing queued or executing:
-  // two thread hand-offs fewer (docs/performance.md, issue 17). Writes never
-  // run there in fsync durability or during a RocksDB write stall. 0 = off.
+  // two thread hand-offs fewer (docs/performance.md, issue 17). Writes do not
+  // run there during a RocksDB write stall; in fsync durability they do, and
+  // their replies wait for the fsync on the acknowledger (durable_acks.cc),
+  // not on the frontend. 0 = off.
   size_t inline_max_bytes = 16 << 10;                 // sidecar.inline_max_bytes
   // A larger write (an EGT) up to this size runs on the frontend too when it
   // is the only request in flight in the whole server: nothing waits behind
