@@ -1,5 +1,4 @@
 #include "common/http_endpoint.h"
-#include "common/process.h"
 
 #include <httplib.h>
 
@@ -9,6 +8,8 @@
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
+
+#include "common/process.h"
 
 namespace sidetable::common {
 
@@ -61,9 +62,7 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& hos
   }
   ep->port_ = port;
   ep->host_ = host;
-  ep->thread_ = NamedThread("st-http", [raw = ep->http_.get()] {
-    raw->listen_after_bind();
-  });
+  ep->thread_ = NamedThread("st-http", [raw = ep->http_.get()] { raw->listen_after_bind(); });
   return ep;
 }
 

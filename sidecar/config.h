@@ -35,7 +35,7 @@ struct ServerConfig {
   // A larger write (an EGT) up to this size runs on the frontend too when it
   // is the only request in flight in the whole server: nothing waits behind
   // it, and the hand-offs it saves were a third of an EGT of 100 x 1 KiB at
-  // depth 1 (1.5x EGTs/s; docs/performance.md, session 20). Under concurrent
+  // depth 1 (1.3x EGTs/s in paired runs; docs/performance.md, session 20). Under concurrent
   // load such writes still go to the workers, in parallel. Off when
   // inline_max_bytes is 0; 0 = off.
   size_t inline_alone_max_bytes = 256 << 10;          // sidecar.inline_alone_max_bytes

@@ -127,14 +127,16 @@ bool Server::Impl::RunsInline(const wire::Request& r, size_t wire_bytes) const {
   // OnRequest queues it on a forwarding thread, ClusterRouting::NeedsForwarding.)
   if (config_.inline_max_bytes == 0) return false;
   if (wire_bytes > config_.inline_max_bytes) {
-    // A larger write (an EGT) when it is the only request in flight: no
+    // A larger write (an EGT) only when it is the only request in flight: no
     // other request waits behind it here, and it saves the two hand-offs
-    // (1.5x EGTs of 100 at depth 1, docs/performance.md session 20). With
+    // (1.3x EGTs of 100 at depth 1, docs/performance.md session 20). With
     // anything else in flight it goes to its worker, so concurrent EGTs
     // still execute in parallel and small requests are not held up.
     // in_flight_ counts this request already; other threads only lower it.
-    return r.op == wire::Op::kWrite && wire_bytes <= config_.inline_alone_max_bytes &&
-           in_flight_.load(std::memory_order_acquire) == 1 && !owner_->engine_->WritesMayWait();
+    // Then it is a write like any other below.
+    const bool alone = r.op == wire::Op::kWrite && wire_bytes <= config_.inline_alone_max_bytes &&
+                       in_flight_.load(std::memory_order_acquire) == 1;
+    if (!alone) return false;
   }
   switch (r.op) {
     case wire::Op::kPing:

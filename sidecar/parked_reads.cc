@@ -1,4 +1,5 @@
 #include "sidecar/parked_reads.h"
+
 #include "common/process.h"
 
 namespace sidetable::sidecar {
@@ -14,9 +15,7 @@ ParkedReads::~ParkedReads() {
 }
 
 void ParkedReads::Start() {
-  timer_ = common::NamedThread("st-parked-reads", [this] {
-    TimerLoop();
-  });
+  timer_ = common::NamedThread("st-parked-reads", [this] { TimerLoop(); });
 }
 
 ParkedReads::Outcome ParkedReads::Park(Job* job, std::vector<Requirement> reqs,

@@ -9,10 +9,11 @@
 //
 // How: an executable's definition of a function interposes on the shared
 // libraries' references to it (the dynamic linker looks in the executable
-// first, and the linker exports the definition because libzmq.so refers to
-// it). The PID is read with the raw system call once and kept; a fork()
-// child forgets it (pthread_atfork runs in the child of fork(), never in a
-// vfork() or posix_spawn() child, which only exec). An exec starts over.
+// first; it exports the definition: -Wl,--export-dynamic-symbol=getpid in
+// sidecar/CMakeLists.txt). The PID is read with the raw system call once
+// and kept; a fork() child forgets it (pthread_atfork runs in the child of
+// fork(), never in a vfork() or posix_spawn() child, which only exec). An
+// exec starts over.
 // glibc's own internal calls (raise, abort) use its private alias and are
 // not affected.
 //

@@ -134,16 +134,11 @@ void Server::Impl::StartWorkers() {
   parked_.Start();
   live_workers_ = threads;
   for (int i = 0; i < threads; i++) {
-    workers_.push_back(common::NamedThread("st-worker-" + std::to_string(i), [this, i] {
-      WorkerLoop(static_cast<size_t>(i));
-    }));
+    workers_.push_back(common::NamedThread("st-worker-" + std::to_string(i),
+                                           [this, i] { WorkerLoop(static_cast<size_t>(i)); }));
   }
-  acker_ = common::NamedThread("st-acker", [this] {
-    AckLoop();
-  });
-  maintenance_ = common::NamedThread("st-maintenance", [this] {
-    MaintenanceLoop();
-  });
+  acker_ = common::NamedThread("st-acker", [this] { AckLoop(); });
+  maintenance_ = common::NamedThread("st-maintenance", [this] { MaintenanceLoop(); });
 }
 
 void Server::Impl::WorkerLoop(size_t index) {

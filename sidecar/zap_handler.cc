@@ -1,5 +1,4 @@
 #include "sidecar/zap_handler.h"
-#include "common/process.h"
 
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
@@ -7,6 +6,8 @@
 #include <chrono>
 #include <map>
 #include <zmq.hpp>
+
+#include "common/process.h"
 
 namespace sidetable::sidecar {
 
@@ -138,9 +139,7 @@ Result<std::unique_ptr<ZapHandler>> ZapHandler::Start(zmq::context_t* ctx, std::
   } catch (const zmq::error_t& e) {
     return Status(Code::kUnavailable, std::string("cannot bind the ZAP handler: ") + e.what());
   }
-  h->thread_ = common::NamedThread("st-zap", [raw = h.get()] {
-    raw->loop_->Run(raw);
-  });
+  h->thread_ = common::NamedThread("st-zap", [raw = h.get()] { raw->loop_->Run(raw); });
   return h;
 }
 

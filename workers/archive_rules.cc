@@ -93,9 +93,7 @@ Result<std::unique_ptr<ArchiveScheduler>> ArchiveScheduler::Start(std::vector<Ar
   s->client_ = std::move(c).value();
   s->store_ = apply::NewClientTableStore(s->client_.get());
   s->applier_ = std::make_unique<apply::OpApplier>(s->store_.get(), o.fence_attempts);
-  s->thread_ = common::NamedThread("st-archive-rule", [raw = s.get()] {
-    raw->Loop();
-  });
+  s->thread_ = common::NamedThread("st-archive-rule", [raw = s.get()] { raw->Loop(); });
   return s;
 }
 

@@ -1,16 +1,15 @@
 #include "workers/bootstrap_watch.h"
-#include "common/process.h"
 
 #include <fstream>
+
+#include "common/process.h"
 
 namespace sidetable::workers {
 
 BootstrapWatch::BootstrapWatch(std::string path, std::string current, std::chrono::milliseconds interval,
                                std::function<void(const std::string&)> on_change)
     : path_(std::move(path)), current_(std::move(current)), interval_(interval), on_change_(std::move(on_change)) {
-  thread_ = common::NamedThread("st-bootstrap", [this] {
-    Run();
-  });
+  thread_ = common::NamedThread("st-bootstrap", [this] { Run(); });
 }
 
 BootstrapWatch::~BootstrapWatch() { Stop(); }

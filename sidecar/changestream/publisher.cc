@@ -155,9 +155,7 @@ Result<std::unique_ptr<Publisher>> Publisher::Start(Engine* engine, const KafkaO
   p->bootstrap_ = embedded ? embedded->bootstraps() : options.bootstrap;
   p->impl_ = std::make_unique<Impl>(p.get(), engine, options, sidecar_id, embedded);
   ST_RETURN_IF_ERROR(p->impl_->Init(p->bootstrap_));
-  p->impl_->thread_ = common::NamedThread("st-publisher", [impl = p->impl_.get()] {
-    impl->Run();
-  });
+  p->impl_->thread_ = common::NamedThread("st-publisher", [impl = p->impl_.get()] { impl->Run(); });
   return p;
 }
 

@@ -26,9 +26,7 @@ TopicSetup::TopicSetup(rd_kafka_t* rk, kafka::EmbeddedKafka* embedded, int parti
       partitions_(partitions),
       replication_factor_(replication_factor),
       configs_(std::move(configs)) {
-  thread_ = common::NamedThread("st-topic-setup", [this] {
-    Run();
-  });
+  thread_ = common::NamedThread("st-topic-setup", [this] { Run(); });
 }
 
 TopicSetup::~TopicSetup() { Stop(); }

@@ -282,9 +282,7 @@ Status Cluster::Impl::Init() {
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return Status(Code::kUnavailable, "cluster: reading " + cluster_topic_ + ": " + rd_kafka_err2str(e));
   }
-  catalog_thread_ = common::NamedThread("st-cl-catalog", [this] {
-    CatalogLoop();
-  });
+  catalog_thread_ = common::NamedThread("st-cl-catalog", [this] { CatalogLoop(); });
   {
     std::unique_lock l(table_mu_);
     if (!table_cv_.wait_for(l, std::chrono::milliseconds(kCatalogCatchUpMs),
@@ -324,21 +322,15 @@ Status Cluster::Impl::Init() {
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return Status(Code::kUnavailable, "cluster: joining " + group_id_ + ": " + rd_kafka_err2str(e));
   }
-  restore_thread_ = common::NamedThread("st-cl-restore", [this] {
-    RestoreLoop();
-  });
-  fence_thread_ = common::NamedThread("st-cl-fence", [this] {
-    FenceLoop();
-  });
-  poll_thread_ = common::NamedThread("st-cl-poll", [this] {
-    PollLoop();
-  });
-  if (standby_reader_ != nullptr) standby_thread_ = common::NamedThread("st-cl-standby", [this] {
-    StandbyLoop();
-  });
-  if (state_producer_ != nullptr) state_thread_ = common::NamedThread("st-cl-state", [this] {
-    StateLoop();
-  });
+  restore_thread_ = common::NamedThread("st-cl-restore", [this] { RestoreLoop(); });
+  fence_thread_ = common::NamedThread("st-cl-fence", [this] { FenceLoop(); });
+  poll_thread_ = common::NamedThread("st-cl-poll", [this] { PollLoop(); });
+  if (standby_reader_ != nullptr) {
+    standby_thread_ = common::NamedThread("st-cl-standby", [this] { StandbyLoop(); });
+  }
+  if (state_producer_ != nullptr) {
+    state_thread_ = common::NamedThread("st-cl-state", [this] { StateLoop(); });
+  }
   log_->info("member {} of {} ({} shards on {}, cluster topic {})", member_, group_id_, shards_, change_topic_,
              cluster_topic_);
   return Status::OK();

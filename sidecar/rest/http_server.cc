@@ -6,7 +6,6 @@
 // writes it (its epoll interest is cleared), and the pool thread that
 // executed it hands it back through returned_ and the wake eventfd.
 #include "sidecar/rest/http_server.h"
-#include "common/process.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -31,6 +30,8 @@
 #include <thread>
 #include <unordered_map>
 #include <vector>
+
+#include "common/process.h"
 
 namespace sidetable::sidecar::rest {
 
@@ -157,11 +158,7 @@ class EventLoop {
   EventLoop(HttpServer::Impl* srv, size_t index) : srv_(srv), index_(index) {}
   ~EventLoop();
   Status Init();
-  void Start() {
-    thread_ = common::NamedThread("st-rest", [this] {
-      Run();
-    });
-  }
+  void Start() { thread_ = common::NamedThread("st-rest", [this] { Run(); }); }
   void Run();
   // From any thread: wakes the loop (stop, a returned or handed connection).
   void Wake();
@@ -262,9 +259,9 @@ Status HttpServer::Impl::StartThreads() {
   }
   // Only once every loop exists: loop 0 hands connections to the others.
   for (auto& l : loops_) l->Start();
-  for (int i = 0; i < std::max(1, opt_.pool_threads); ++i) pool_.push_back(common::NamedThread("st-rest-pool", [this] {
-    PoolThread();
-  }));
+  for (int i = 0; i < std::max(1, opt_.pool_threads); ++i) {
+    pool_.push_back(common::NamedThread("st-rest-pool", [this] { PoolThread(); }));
+  }
   started_ = true;
   return Status::OK();
 }
