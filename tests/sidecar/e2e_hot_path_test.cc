@@ -148,6 +148,32 @@ TEST_F(AloneInlineTest, AnEgtAloneRunsOnTheFrontend) {
   EXPECT_EQ(got->Find("Pad")->bytes().size(), 1000u);
 }
 
+// The bound: an EGT above inline_alone_max_bytes (262,144 here) goes to its
+// worker even alone, and is written all the same.
+TEST_F(AloneInlineTest, AnEgtAboveTheBoundRunsOnAWorkerEvenAlone) {
+  ASSERT_TRUE(client_->CreateTable("Egts").ok());
+  Batch big("Egts");
+  for (int r = 0; r < 100; r++) {
+    Entity e = Person("big", "r" + std::to_string(r), r);
+    e.Set("Pad", Value::String(std::string(3000, 'b')));  // ~310 KB in all
+    big.Insert(std::move(e));
+  }
+  const uint64_t before = InlineRequests();
+  ASSERT_NE(before, kNoMetric);
+  auto w = client_->Execute(big);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_EQ(InlineRequests(), before) << "an EGT above the bound ran on the frontend";
+  auto got = client_->Get("Egts", "big", "r99");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->Find("Pad")->bytes().size(), 3000u);
+  // Just below it, the same shape runs inline (the Get above ran inline too:
+  // counted from here).
+  const uint64_t after_get = InlineRequests();
+  auto small = client_->Execute(Egt("Egts", "small"));
+  ASSERT_TRUE(small.ok()) << small.status().ToString();
+  EXPECT_EQ(InlineRequests(), after_get + 1);
+}
+
 // A read parked on a session token is in flight for its whole wait: an EGT
 // sent meanwhile goes to its worker, and runs inline again once the read
 // has been answered.
