@@ -66,8 +66,8 @@ struct ClientOptions {
   // one, and records the token's identity in the change log instead of
   // `caller`. Issue one with client/tokens.h; replace it with SetToken().
   std::string token;
-  // Give writes without their own client request id a random one (128
-  // bits, hex). Off only where writes are idempotent by construction (the
+  // Give writes without their own client request id a unique one (128
+  // bits, hex: this client's random 64 bits, then a counter). Off only where writes are idempotent by construction (the
   // pattern workers' fenced writes), to save the sidecar remembering them.
   bool client_request_ids = true;
   // ZeroMQ CURVE (docs/security.md, "Transport"): the sidecar's public key
@@ -351,9 +351,10 @@ class Client {
   std::map<uint64_t, Pending> pending_;
   size_t completed_ = 0;
   std::mt19937_64 rng_{std::random_device{}()};
-  // Client request ids: seeded from 256 bits of the OS's randomness, so two
-  // clients (or two runs) do not draw the same ids.
-  std::mt19937_64 ids_;
+  // Client request ids: this client's 64 random bits (from the OS, drawn
+  // when it is made) and a counter (NewClientRequestId).
+  uint64_t id_prefix_ = 0;
+  uint64_t id_count_ = 0;
   std::string NewClientRequestId();
 };
 

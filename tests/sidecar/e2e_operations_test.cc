@@ -1,6 +1,10 @@
 // Every operation and error code through the real binary and the C++ client.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+#include <set>
+
 #include "tests/sidecar/e2e_fixture.h"
 #include "testing/change_records.h"
 
@@ -215,6 +219,43 @@ TEST_F(SidecarTest, RawAndMessagePackChangePagesAreTheSame) {
   // A bad page size is refused the same way in both forms.
   EXPECT_EQ(client_->ReadChanges(1, 0, 100, true).status().code(), Code::kInvalidInput);
   EXPECT_EQ(client_->ReadChanges(1, 0, 100, false).status().code(), Code::kInvalidInput);
+}
+
+// Writes without their own id get one from the client: 32 hex digits, the
+// client's random 64 bits, then a counter, so one client's ids are unique
+// and grow in byte order (the request log inserts each beside the last),
+// and two clients' differ. Every kind of write takes one; reads take none.
+TEST_F(SidecarTest, ClientRequestIdsAreUniqueAndGrowPerClient) {
+  ASSERT_TRUE(client_->CreateTable("People").ok());
+  auto other = Connect();
+  ASSERT_NE(other, nullptr);
+  for (int i = 0; i < 20; i++) {
+    client::Client& c = i % 3 == 2 ? *other : *client_;
+    ASSERT_TRUE(c.Insert("People", Person("p", "r" + std::to_string(i), i)).ok());
+    if (i % 5 == 0) {
+      Batch b("People");
+      b.InsertOrReplace(Person("q", "r" + std::to_string(i), i));
+      ASSERT_TRUE(c.Execute(b).ok());
+    }
+  }
+  ASSERT_TRUE(client_->Get("People", "p", "r0").ok());
+  auto all = client_->ReadChanges(1, 1000);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_EQ(all->records.size(), 25u);  // 20 inserts, 4 batches, the table
+  std::map<std::string, std::vector<std::string>> by_client;
+  std::set<std::string> seen;
+  for (const ChangeRecord& r : all->records) {
+    if (r.kind == ChangeKind::kTableCreated) continue;
+    const std::string& id = r.client_request_id;
+    ASSERT_EQ(id.size(), 32u) << id;
+    EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos) << id;
+    EXPECT_TRUE(seen.insert(id).second) << "id used twice: " << id;
+    by_client[id.substr(0, 16)].push_back(id);
+  }
+  ASSERT_EQ(by_client.size(), 2u);  // two clients, two prefixes
+  for (const auto& [prefix, ids] : by_client) {
+    EXPECT_TRUE(std::is_sorted(ids.begin(), ids.end())) << prefix;
+  }
 }
 
 TEST_F(SidecarTest, ArchiveRequestsGoToTheChangeLog) {

@@ -56,6 +56,25 @@ class RetryTests(unittest.TestCase):
         self.assertEqual(len(ids), 1, ids)
         self.assertEqual(len(ids[0]), 32)
 
+    def test_a_clients_ids_are_unique_and_grow_and_two_clients_differ(self):
+        other = SERVER.client(timeout=10.0, caller="py-retries")
+        try:
+            for i in range(12):
+                (other if i % 3 == 2 else self.c).insert(
+                    self.t, Entity("p", "g%02d" % i))
+        finally:
+            other.close()
+        ids = [i for i in self._ids() if i is not None]
+        self.assertEqual(len(ids), 12, ids)
+        self.assertEqual(len(set(ids)), 12, ids)
+        by_client = {}
+        for i in ids:
+            self.assertRegex(i, "^[0-9a-f]{32}$")
+            by_client.setdefault(i[:16], []).append(i)
+        self.assertEqual(len(by_client), 2, ids)
+        for prefix, mine in by_client.items():
+            self.assertEqual(mine, sorted(mine), prefix)
+
     def test_an_id_reused_for_another_request_is_refused(self):
         b = Batch(self.t, client_request_id="reused")
         b.insert(Entity("p", "a"))
