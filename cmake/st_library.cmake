@@ -21,3 +21,13 @@ function(st_executable)
   target_compile_options(${ARG_NAME} PRIVATE ${ST_WARNINGS})
   target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS})
 endfunction()
+
+# st_pid_cache(<executable>): the executable answers getpid() from memory
+# (common/pid_cache.cc says why: libzmq asks on every wait). Only for our
+# own programs; a library never replaces a libc function for its users.
+# The export makes the shared libraries (libzmq) bind to this definition
+# whether or not anything else in the link refers to it.
+function(st_pid_cache TARGET)
+  target_sources(${TARGET} PRIVATE ${PROJECT_SOURCE_DIR}/common/pid_cache.cc)
+  target_link_options(${TARGET} PRIVATE -Wl,--export-dynamic-symbol=getpid)
+endfunction()

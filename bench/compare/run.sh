@@ -53,6 +53,9 @@ PYTHON=/usr/bin/python3
 SIDETABLE="$BUILD/sidecar/sidetable"
 LOADGEN="$BUILD/bench/loadgen/sidetable-loadgen"
 ECHO="$BUILD/bench/loadgen/sidetable-zmq-echo"
+# The echo with getpid() from memory (common/pid_cache.cc), as the sidecar
+# and the loadgen have it; optional, for builds from before it existed.
+ECHO_PIDC="$BUILD/bench/loadgen/sidetable-zmq-echo-pidc"
 RAWREF="$BUILD/bench/loadgen/sidetable-rawref"
 for b in "$SIDETABLE" "$LOADGEN" "$ECHO" "$RAWREF"; do
   [[ -x "$b" ]] || { echo "missing $b: build it (bench/compare/README.md)" >&2; exit 1; }
@@ -167,9 +170,9 @@ run_sidetable() {  # repeat, durability
 
 # ---- bare ZeroMQ echo ----------------------------------------------------------------
 ECHO_PID=""; ECHO_EP=""
-start_echo() {
+start_echo() {  # [binary]
   local port; port="$(free_port)"
-  "$ECHO" --serve --endpoint "tcp://127.0.0.1:$port" --max-seconds 300 >>"$LOG" 2>&1 &
+  "${1:-$ECHO}" --serve --endpoint "tcp://127.0.0.1:$port" --max-seconds 300 >>"$LOG" 2>&1 &
   ECHO_PID=$!; PIDS+=("$ECHO_PID"); ECHO_EP="tcp://127.0.0.1:$port"
   sleep 0.3
 }
@@ -185,6 +188,12 @@ run_echo() {  # repeat: the pipelined echo (32 in flight), for information
   "$ECHO" --endpoint "$ECHO_EP" --bytes 1024 --requests 200000 --warmup 5000 --depth 32 \
     --label "echo-depth32-$1" --json "$RESULTS" | tee -a "$LOG"
   stop_echo
+  if [[ -x "$ECHO_PIDC" ]]; then
+    start_echo "$ECHO_PIDC"
+    "$ECHO_PIDC" --endpoint "$ECHO_EP" --bytes 1024 --requests 200000 --warmup 5000 --depth 32 \
+      --label "echo-pidc-depth32-$1" --json "$RESULTS" | tee -a "$LOG"
+    stop_echo
+  fi
 }
 
 # ---- raw RocksDB ------------------------------------------------------------------------

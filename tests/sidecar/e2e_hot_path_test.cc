@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <map>
 #include <set>
@@ -490,16 +491,18 @@ TEST_F(HotPathTest, TheProcessIsNamedAfterItsBinaryAndItsThreadsAfterTheirWork) 
   EXPECT_EQ(names.count("st-worker-2"), 0u);
 }
 
-// sidecar/pid_cache.cc: libzmq's fork check (a getpid() on each wake-up
+// common/pid_cache.cc: libzmq's fork check (a getpid() on each wake-up
 // between its threads, ~1 per request) reaches the executable's getpid(),
 // answered from memory, not libc's system call. The dynamic linker says
 // where each library's reference went (LD_DEBUG=bindings; LD_BIND_NOW so
-// every reference is bound at start, before --version exits).
-TEST(PidCacheBinding, LibzmqCallsTheSidecarsGetpid) {
+// every reference is bound at start, before the program exits). `args`
+// makes the program exit at once.
+void ExpectLibzmqBindsToOwnGetpid(const std::string& bin, const std::string& args) {
+  SCOPED_TRACE(bin);
   TempDir dir;
   const std::string prefix = dir.Sub("ld");
-  const std::string cmd = "LD_BIND_NOW=1 LD_DEBUG=bindings LD_DEBUG_OUTPUT='" + prefix + "' '" +
-                          std::string(SIDETABLE_BIN) + "' --version > /dev/null 2>&1";
+  const std::string cmd = "LD_BIND_NOW=1 LD_DEBUG=bindings LD_DEBUG_OUTPUT='" + prefix + "' '" + bin +
+                          "' " + args + " > /dev/null 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   // One file per process (the sidecar execs itself once): read them all.
   std::string log;
@@ -509,7 +512,7 @@ TEST(PidCacheBinding, LibzmqCallsTheSidecarsGetpid) {
     log.append((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   }
   ASSERT_NE(log.find("normal symbol"), std::string::npos) << "no bindings logged";
-  const std::string binary = std::filesystem::path(SIDETABLE_BIN).filename().string();
+  const std::string binary = std::filesystem::path(bin).filename().string();
   bool zmq_to_ours = false, zmq_to_libc = false;
   for (size_t at = 0; at < log.size();) {
     size_t end = log.find('\n', at);
@@ -522,6 +525,21 @@ TEST(PidCacheBinding, LibzmqCallsTheSidecarsGetpid) {
   }
   EXPECT_TRUE(zmq_to_ours) << log.substr(0, 4000);
   EXPECT_FALSE(zmq_to_libc);
+}
+
+TEST(PidCacheBinding, LibzmqCallsTheSidecarsGetpid) {
+  ExpectLibzmqBindsToOwnGetpid(SIDETABLE_BIN, "--version");
+}
+
+// The worker and the loadgen link it too (st_pid_cache): the client library
+// in them waits on libzmq as the sidecar does.
+TEST(PidCacheBinding, LibzmqCallsTheWorkersAndTheLoadgensGetpid) {
+  ExpectLibzmqBindsToOwnGetpid(SIDETABLE_WORKER_BIN, "--help");
+#ifdef SIDETABLE_LOADGEN_BIN
+  ExpectLibzmqBindsToOwnGetpid(SIDETABLE_LOADGEN_BIN, "--help");
+#else
+  std::cout << "[ NOTE     ] the loadgen is not built (SIDETABLE_BUILD_BENCH=OFF): its binding is not checked\n";
+#endif
 }
 
 TEST_F(HotPathTest, WhatTheWorkersAllocateIsOnHugePagesToo) { ExpectWorkersOnHugePages(); }

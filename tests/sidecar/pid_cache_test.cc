@@ -1,5 +1,5 @@
-// sidecar/pid_cache.cc: the sidecar's getpid() answered from memory. This
-// test binary links the same file, as the `sidetable` executable does, and
+// common/pid_cache.cc: getpid() answered from memory. This test binary
+// links the same file, as the `sidetable` executable does (st_pid_cache), and
 // checks the three things that make it safe: it is the getpid() the shared
 // libraries get, it is the process's real PID in every thread, and a fork()
 // child gets its own. e2e_hot_path_test checks that libzmq in the real

@@ -1,24 +1,28 @@
-// getpid() answered from memory, for the sidecar executable only.
+// getpid() answered from memory, for the executables that link it
+// (st_pid_cache in cmake/st_library.cmake: the sidecar, the worker, the
+// loadgen).
 //
 // Why: libzmq (built with its fork check, as Debian's is) calls getpid() in
 // its signalers, on every wait and every wake-up between its threads, to
 // notice that it runs in a forked child. glibc stopped caching the PID in
 // 2.25, so each of those is a system call: ~1 per request the sidecar
-// serves (strace -c over 20,000 point reads: 20,253 getpid), and on this
-// project's VMs a system call is not cheap (docs/performance.md, session 20).
+// serves (strace -c over 20,000 point reads: 20,253 getpid), ~1.15 per
+// request in a client's process, and on this project's VMs a system call is
+// not cheap (docs/performance.md, sessions 20 and 21).
 //
 // How: an executable's definition of a function interposes on the shared
 // libraries' references to it (the dynamic linker looks in the executable
 // first; it exports the definition: -Wl,--export-dynamic-symbol=getpid in
-// sidecar/CMakeLists.txt). The PID is read with the raw system call once
+// st_pid_cache). The PID is read with the raw system call once
 // and kept; a fork() child forgets it (pthread_atfork runs in the child of
 // fork(), never in a vfork() or posix_spawn() child, which only exec). An
 // exec starts over.
 // glibc's own internal calls (raise, abort) use its private alias and are
 // not affected.
 //
-// Only the `sidetable` executable links this file: the library code and the
-// client never redefine a libc function in someone else's program.
+// Only executables link this file, never a library: the client library
+// does not redefine a libc function in someone else's program. An
+// application may link it the same way (client/README.md).
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
