@@ -619,8 +619,12 @@ TEST_F(ScaleOutTest, PausedOwnerPastSessionTimeoutIsFenced) {
   harness_->PauseMember(2);
   const double paused_at = workload_->Elapsed();
   // Stopped until m0 and m1 own and serve every shard: past the session
-  // timeout, its ownership fenced. The load goes on meanwhile.
-  AssertStable(45s);
+  // timeout, its ownership fenced. The load goes on meanwhile. Usually
+  // ~20 s, on a quiet machine or beside a build; 75 s because once, under
+  // the whole suite at -j2, the group went through generations 3 to 9 (a
+  // rebalance every 5 s while m0 rejoined late) and m0 was claiming its
+  // last shard at 45 s: slow, not wrong, and the time is printed below.
+  AssertStable(75s);
   if (HasFatalFailure()) return;
   std::printf("m0 and m1 serve every shard %.1f s after the SIGSTOP\n", workload_->Elapsed() - paused_at);
   LoadFor(1s);
