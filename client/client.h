@@ -67,8 +67,9 @@ struct ClientOptions {
   // `caller`. Issue one with client/tokens.h; replace it with SetToken().
   std::string token;
   // Give writes without their own client request id a unique one (128
-  // bits, hex: this client's random 64 bits, then a counter). Off only where writes are idempotent by construction (the
-  // pattern workers' fenced writes), to save the sidecar remembering them.
+  // bits, hex: this client's random 64 bits, then a counter). Off only
+  // where writes are idempotent by construction (the pattern workers'
+  // fenced writes), to save the sidecar remembering them.
   bool client_request_ids = true;
   // ZeroMQ CURVE (docs/security.md, "Transport"): the sidecar's public key
   // and this client's key pair, Z85 text (40 characters each); all three or

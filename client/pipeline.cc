@@ -22,8 +22,10 @@ Client::Client(const ClientOptions& options) : options_(options) {
 // 2^-64 per pair. Unlike wholly random ids, a client's ids grow in byte
 // order, so the sidecar's request log (a RocksDB skiplist keyed by caller
 // and id) inserts each next to the one before instead of searching the
-// whole list from the top: that search was 7% of the sidecar's CPU per
-// insert (docs/performance.md, session 21).
+// whole list from the top: that search was 7% of the sidecar's samples on
+// single inserts (docs/performance.md, session 21). A forked child must
+// make its own client (a ZeroMQ socket does not survive fork either), so
+// it never repeats its parent's ids.
 std::string Client::NewClientRequestId() {
   if (!options_.client_request_ids) return {};
   static constexpr char kHex[] = "0123456789abcdef";

@@ -501,8 +501,8 @@ void ExpectLibzmqBindsToOwnGetpid(const std::string& bin, const std::string& arg
   SCOPED_TRACE(bin);
   TempDir dir;
   const std::string prefix = dir.Sub("ld");
-  const std::string cmd = "LD_BIND_NOW=1 LD_DEBUG=bindings LD_DEBUG_OUTPUT='" + prefix + "' '" + bin +
-                          "' " + args + " > /dev/null 2>&1";
+  const std::string cmd = "LD_BIND_NOW=1 LD_DEBUG=bindings LD_DEBUG_OUTPUT='" + prefix + "' '" +
+                          bin + "' " + args + " > /dev/null 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   // One file per process (the sidecar execs itself once): read them all.
   std::string log;
@@ -538,7 +538,8 @@ TEST(PidCacheBinding, LibzmqCallsTheWorkersAndTheLoadgensGetpid) {
 #ifdef SIDETABLE_LOADGEN_BIN
   ExpectLibzmqBindsToOwnGetpid(SIDETABLE_LOADGEN_BIN, "--help");
 #else
-  std::cout << "[ NOTE     ] the loadgen is not built (SIDETABLE_BUILD_BENCH=OFF): its binding is not checked\n";
+  std::cout << "[ NOTE     ] the loadgen is not built (SIDETABLE_BUILD_BENCH=OFF): "
+               "its binding is not checked\n";
 #endif
 }
 
