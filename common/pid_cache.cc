@@ -13,10 +13,9 @@
 // How: an executable's definition of a function interposes on the shared
 // libraries' references to it (the dynamic linker looks in the executable
 // first; it exports the definition: -Wl,--export-dynamic-symbol=getpid in
-// st_pid_cache). The PID is read with the raw system call once
-// and kept; a fork() child forgets it (pthread_atfork runs in the child of
-// fork(), never in a vfork() or posix_spawn() child, which only exec). An
-// exec starts over.
+// st_pid_cache). The PID is read with the raw system call once and kept; a
+// fork() child forgets it (pthread_atfork runs in the child of fork(), never
+// in a vfork() or posix_spawn() child, which only exec). An exec starts over.
 // glibc's own internal calls (raise, abort) use its private alias and are
 // not affected.
 //

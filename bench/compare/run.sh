@@ -183,17 +183,15 @@ echo_strict() {  # label
   "$ECHO" --endpoint "$ECHO_EP" --bytes 1024 --requests 20000 --warmup 1000 \
     --label "$1" --json "$RESULTS" | tee -a "$LOG"
 }
-run_echo() {  # repeat: the pipelined echo (32 in flight), for information
-  start_echo
-  "$ECHO" --endpoint "$ECHO_EP" --bytes 1024 --requests 200000 --warmup 5000 --depth 32 \
-    --label "echo-depth32-$1" --json "$RESULTS" | tee -a "$LOG"
+echo_depth32() {  # binary label: its server and its client, 32 in flight
+  start_echo "$1"
+  "$1" --endpoint "$ECHO_EP" --bytes 1024 --requests 200000 --warmup 5000 --depth 32 \
+    --label "$2" --json "$RESULTS" | tee -a "$LOG"
   stop_echo
-  if [[ -x "$ECHO_PIDC" ]]; then
-    start_echo "$ECHO_PIDC"
-    "$ECHO_PIDC" --endpoint "$ECHO_EP" --bytes 1024 --requests 200000 --warmup 5000 --depth 32 \
-      --label "echo-pidc-depth32-$1" --json "$RESULTS" | tee -a "$LOG"
-    stop_echo
-  fi
+}
+run_echo() {  # repeat: the pipelined echoes (32 in flight), for information
+  echo_depth32 "$ECHO" "echo-depth32-$1"
+  if [[ -x "$ECHO_PIDC" ]]; then echo_depth32 "$ECHO_PIDC" "echo-pidc-depth32-$1"; fi
 }
 
 # ---- raw RocksDB ------------------------------------------------------------------------

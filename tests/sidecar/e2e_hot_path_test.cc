@@ -119,13 +119,14 @@ class AloneInlineTest : public HotPathTest {
     inline_alone_max_ = "262144";
     HotPathTest::SetUp();
   }
-  // An EGT of 100 x 1 KiB, ~105 KB on the wire: above inline_max_bytes
-  // (2,000 here), below inline_alone_max_bytes.
-  static Batch Egt(const std::string& table, const std::string& pk) {
+  // An EGT of 100 entities padded with `pad` bytes each: with the default
+  // 1,000, ~105 KB on the wire, above inline_max_bytes (2,000 here) and
+  // below inline_alone_max_bytes.
+  static Batch Egt(const std::string& table, const std::string& pk, size_t pad = 1000) {
     Batch b(table);
     for (int r = 0; r < 100; r++) {
       Entity e = Person(pk, "r" + std::to_string(r), r);
-      e.Set("Pad", Value::String(std::string(1000, 'a')));
+      e.Set("Pad", Value::String(std::string(pad, 'a')));
       b.Insert(std::move(e));
     }
     return b;
@@ -153,12 +154,7 @@ TEST_F(AloneInlineTest, AnEgtAloneRunsOnTheFrontend) {
 // worker even alone, and is written all the same.
 TEST_F(AloneInlineTest, AnEgtAboveTheBoundRunsOnAWorkerEvenAlone) {
   ASSERT_TRUE(client_->CreateTable("Egts").ok());
-  Batch big("Egts");
-  for (int r = 0; r < 100; r++) {
-    Entity e = Person("big", "r" + std::to_string(r), r);
-    e.Set("Pad", Value::String(std::string(3000, 'b')));  // ~310 KB in all
-    big.Insert(std::move(e));
-  }
+  const Batch big = Egt("Egts", "big", 3000);  // ~310 KB in all
   const uint64_t before = InlineRequests();
   ASSERT_NE(before, kNoMetric);
   auto w = client_->Execute(big);

@@ -224,7 +224,8 @@ TEST_F(SidecarTest, RawAndMessagePackChangePagesAreTheSame) {
 // Writes without their own id get one from the client: 32 hex digits, the
 // client's random 64 bits, then a counter, so one client's ids are unique
 // and grow in byte order (the request log inserts each beside the last),
-// and two clients' differ. Every kind of write takes one; reads take none.
+// and two clients' differ. Single writes and batches draw from the same
+// counter.
 TEST_F(SidecarTest, ClientRequestIdsAreUniqueAndGrowPerClient) {
   ASSERT_TRUE(client_->CreateTable("People").ok());
   auto other = Connect();
