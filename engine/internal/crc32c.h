@@ -17,7 +17,9 @@
 // wrap; elsewhere RocksDB's routine stays in place.
 //
 // Which routine runs is chosen once, at the first checksum:
-//   - "sse4.2": the crc32 instruction, when the CPU has it;
+//   - "sse4.2": the crc32 instruction, when the CPU has it, on three
+//     interleaved lanes for buffers of 1,536 bytes and more (about 20-24
+//     GB/s here against about 10 for one lane; bench/crc32c_bench);
 //   - "rocksdb": RocksDB's own routine, when it does not, or when the
 //     environment sets SIDETABLE_CRC32C=rocksdb (for A/B measurements with
 //     one binary, and as an escape hatch).

@@ -32,9 +32,10 @@ TEST(Crc32cTest, KnownAnswers) {
   EXPECT_EQ(Crc(""), 0u);
 }
 
-// Every length up to 1,100 bytes at every alignment of the first byte, and
-// a 300 KB buffer (an EGT's WAL record), against RocksDB's routine; and
-// Extend continues a CRC like RocksDB's does, at any split.
+// Every length up to 1,100 bytes at every alignment of the first byte, the
+// lengths around the three-lane blocks, and a 300 KB buffer (an EGT's WAL
+// record), against RocksDB's routine; and Extend continues a CRC like
+// RocksDB's does, at any split.
 TEST(Crc32cTest, SameBitsAsRocksDbsRoutine) {
   std::mt19937_64 rng(17);
   std::string buf(300 * 1024 + 8, '\0');
@@ -43,6 +44,17 @@ TEST(Crc32cTest, SameBitsAsRocksDbsRoutine) {
     for (size_t n = 0; n <= 1100; n++) {
       ASSERT_EQ(Crc32cExtend(0, buf.data() + offset, n), RocksDbCrc32cExtend(0, buf.data() + offset, n))
           << "offset " << offset << ", " << n << " bytes";
+    }
+  }
+  // Around the three-lane blocks (3 x 512 bytes): shorter, exactly one or
+  // two blocks, and blocks with tails of every length up to a word.
+  for (size_t offset = 0; offset < 8; offset++) {
+    for (size_t blocks : {size_t{1}, size_t{2}, size_t{21}}) {
+      for (size_t n = blocks * 1536 - 9; n <= blocks * 1536 + 9; n++) {
+        ASSERT_EQ(Crc32cExtend(0x12345678u, buf.data() + offset, n),
+                  RocksDbCrc32cExtend(0x12345678u, buf.data() + offset, n))
+            << "offset " << offset << ", " << n << " bytes";
+      }
     }
   }
   const uint32_t whole = RocksDbCrc32cExtend(0, buf.data(), buf.size());
