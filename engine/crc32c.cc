@@ -112,7 +112,8 @@ __attribute__((target("sse4.2"))) uint32_t Sse42Extend(uint32_t crc, const char*
         b = _mm_crc32_u64(b, vb);
         d = _mm_crc32_u64(d, vd);
       }
-      c = shift.two(static_cast<uint32_t>(a)) ^ shift.one(static_cast<uint32_t>(b)) ^ static_cast<uint32_t>(d);
+      c = shift.two(static_cast<uint32_t>(a)) ^ shift.one(static_cast<uint32_t>(b)) ^
+          static_cast<uint32_t>(d);
       data += 3 * kLaneBytes;
       n -= 3 * kLaneBytes;
     }

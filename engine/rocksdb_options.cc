@@ -22,10 +22,10 @@ rocksdb::ColumnFamilyOptions EntityCfOptions(const EngineOptions& o, const std::
   // usually absent, and point reads are the common query. 16 bits a key
   // rather than the usual 10: an EGT of 100 inserts probes every L0 file
   // and one file per level for each key, and at 10 bits (~1% false
-  // positives) several of those probes a write read and decompressed a data
-  // block for nothing; EGTs of 100 ran 1.06x faster at 16 (12 paired runs,
-  // docs/performance.md session 22), for 2 bytes of filter per key instead
-  // of 1.25.
+  // positives) several probes per EGT passed the filter and read and
+  // decompressed a data block for nothing. EGTs of 100 ran 1.06x faster at
+  // 16 (12 paired runs, docs/performance.md session 22), for 2 bytes of
+  // filter per key instead of 1.25.
   t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(16));
   t.whole_key_filtering = true;
   t.cache_index_and_filter_blocks = true;
