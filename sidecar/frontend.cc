@@ -4,6 +4,8 @@
 // ROUTER socket, so it never waits behind work.
 #include <xxhash.h>
 
+#include <array>
+
 #include "engine/table_name.h"
 #include "sidecar/server_impl.h"
 
@@ -190,22 +192,28 @@ void Server::Impl::AnswerBusy(const wire::Header& header, const std::string& ide
 }
 
 bool Server::Impl::OnRequest() {
-  std::vector<zmq::message_t> frames;
-  for (;;) {
-    zmq::message_t m;
-    if (!router_.recv(m, zmq::recv_flags::dontwait)) break;
-    const bool more = m.more();
-    frames.push_back(std::move(m));
-    if (!more || frames.size() > 8) break;
+  // On the stack: a request is 2 or 3 frames (identity, [empty,] body), and
+  // a vector grown per request cost three allocations. A longer message is
+  // malformed: up to 9 of its frames are read and dropped, as before.
+  std::array<zmq::message_t, 3> frames;
+  size_t nframes = 0;
+  bool more = true;
+  while (more && nframes < frames.size()) {
+    if (!router_.recv(frames[nframes], zmq::recv_flags::dontwait)) break;
+    more = frames[nframes++].more();
   }
-  if (frames.empty()) return false;
+  if (nframes == 0) return false;
+  for (zmq::message_t extra; more && nframes < 9; nframes++) {
+    if (!router_.recv(extra, zmq::recv_flags::dontwait)) break;
+    more = extra.more();
+  }
   const auto received = std::chrono::steady_clock::now();
   std::string identity = frames[0].to_string();
   bool delimiter = false;
   const zmq::message_t* payload = nullptr;
-  if (frames.size() == 2) {
+  if (nframes == 2) {
     payload = &frames[1];
-  } else if (frames.size() == 3 && frames[1].size() == 0) {
+  } else if (nframes == 3 && frames[1].size() == 0) {
     delimiter = true;
     payload = &frames[2];
   }
@@ -213,7 +221,7 @@ bool Server::Impl::OnRequest() {
     // Not one request frame: there is no request id to answer to.
     owner_->metrics_.RecordMalformed();
     log_->warn("peer {}: dropped a message of {} frames (one request frame expected)",
-               PeerId(identity), frames.size() - 1);
+               PeerId(identity), nframes - 1);
     return true;
   }
   std::string_view data(static_cast<const char*>(payload->data()), payload->size());

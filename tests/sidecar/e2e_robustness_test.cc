@@ -166,6 +166,20 @@ TEST_F(SidecarTest, BadFramesGetErrorsAndTheServerKeepsServing) {
   EXPECT_EQ(status_of(header + std::string(7 << 20, 'x')),
             std::make_pair(uint16_t{413}, Code::kRequestBodyTooLarge));
   // A message of three non-delimiter frames has no request id: dropped.
+  // So is one of 12 frames, longer than the frontend reads at once (9), and
+  // after it a valid request on the same connection is still answered.
+  auto malformed = [&] {
+    auto colon = server_->http().rfind(':');
+    httplib::Client http(server_->http().substr(0, colon),
+                         std::stoi(server_->http().substr(colon + 1)));
+    auto metrics = http.Get("/metrics");
+    EXPECT_TRUE(metrics);
+    const std::string name = "\nsidetable_malformed_frames_total ";
+    const size_t at = metrics ? metrics->body.find(name) : std::string::npos;
+    EXPECT_NE(at, std::string::npos);
+    return at == std::string::npos ? -1 : std::stol(metrics->body.substr(at + name.size()));
+  };
+  const long malformed_before = malformed();
   {
     zmq::context_t ctx;
     zmq::socket_t s(ctx, zmq::socket_type::dealer);
@@ -174,7 +188,25 @@ TEST_F(SidecarTest, BadFramesGetErrorsAndTheServerKeepsServing) {
     s.send(zmq::str_buffer("a"), zmq::send_flags::sndmore);
     s.send(zmq::str_buffer("b"), zmq::send_flags::sndmore);
     s.send(zmq::str_buffer("c"), zmq::send_flags::none);
+    for (int i = 0; i < 11; i++) s.send(zmq::str_buffer("x"), zmq::send_flags::sndmore);
+    s.send(zmq::str_buffer("x"), zmq::send_flags::none);
+    std::string ping;
+    const auto ping_op = static_cast<uint8_t>(wire::Op::kPing);
+    wire::AppendHeader(&ping, wire::Header{wire::kVersion, ping_op, 0, 4242});
+    ping.push_back('\x80');
+    s.send(zmq::buffer(ping), zmq::send_flags::none);
+    zmq::pollitem_t item{s.handle(), 0, ZMQ_POLLIN, 0};
+    ASSERT_EQ(zmq::poll(&item, 1, std::chrono::milliseconds(5000)), 1)
+        << "the Ping after the long message";
+    zmq::message_t reply;
+    ASSERT_TRUE(s.recv(reply));
+    wire::Header h;
+    std::string_view body;
+    ASSERT_TRUE(wire::DecodeReply(reply.to_string_view(), &h, &body).ok());
+    EXPECT_EQ(h.request_id, 4242u);
+    EXPECT_EQ(h.status, 200);
   }
+  EXPECT_GE(malformed() - malformed_before, 2);
   // Still serving, nothing written.
   auto p = client_->Ping();
   ASSERT_TRUE(p.ok());
