@@ -456,6 +456,13 @@ Status RowEncoder::Write(const RowView& row, std::string* out) {
 }
 
 Status EncodeRowReply(const RowView& row, const std::vector<std::string>& select, std::string* out) {
+  // About the stored properties' bytes, the keys, and 96 for the field
+  // names, the Timestamp and the ETag: one allocation for the reply instead
+  // of growing it seven times from empty to ~1 KB (with the frontend's
+  // frames on the stack, point reads 1.05x; docs/performance.md session
+  // 22). A hint: a reply that needs more grows.
+  out->reserve(out->size() + row.properties_bytes().size() + row.partition_key().size() +
+               row.row_key().size() + 96);
   out->push_back('\x81');  // {"entity": ...}
   msgpack::Writer(out).Str("entity");
   RowEncoder encoder(select);

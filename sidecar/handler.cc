@@ -253,10 +253,6 @@ Status Handler::Run(const wire::Request& r, wire::Request* consumable, const tok
       if (routing_ != nullptr) ST_RETURN_IF_ERROR(routing_->LocalShard(r.table, r.pk).status());
       // From the stored bytes straight into the reply: no Entity.
       ST_RETURN_IF_ERROR(engine_->GetRow(r.table, r.pk, r.rk, [&](const RowView& row) {
-        // The reply is about the row's bytes, the keys and the system
-        // properties' names: one allocation instead of the string's growth.
-        body->reserve(body->size() + row.properties_bytes().size() + r.pk.size() + r.rk.size() +
-                      96);
         return wire::EncodeRowReply(row, r.select, body);
       }));
       *entities = 1;

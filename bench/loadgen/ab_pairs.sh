@@ -54,24 +54,26 @@ esac
 W="$(mktemp -d)"; SP=""
 cleanup() { [[ -n "$SP" ]] && kill -KILL "$SP" 2>/dev/null; rm -rf "$W"; }
 trap cleanup EXIT
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
 
 # One run: a fresh sidecar ($1 binary, $2 environment, $3 extra arguments),
 # the load, the result's JSON line (with "side" and "pair") on stdout.
 run_one() {
-  local bin="$1" envs="$2" args="$3" side="$4" pair="$5" port data i
-  port="$(free_port)"; data="$W/data-$side-$pair"
+  local bin="$1" envs="$2" args="$3" side="$4" pair="$5" data i
+  data="$W/data-$side-$pair"
+  # Any free port: the sidecar writes the one it bound into its ready file.
   # shellcheck disable=SC2086  # $envs and $args are word lists by design
-  env $envs "$bin" $args --listen "tcp://127.0.0.1:$port" --data "$data" --durability "$DUR" \
+  env $envs "$bin" $args --listen 'tcp://127.0.0.1:*' --data "$data" --durability "$DUR" \
     --http '' --ready-file "$W/ready" --log-level warn > "$W/log" 2>&1 &
   SP=$!
   for ((i = 0; i < 300; i++)); do grep -qs '^pid' "$W/ready" && break; sleep 0.05; done
-  local spid; spid="$(sed -n 's/^pid //p' "$W/ready")"
-  [[ -n "$spid" ]] || { echo "the sidecar did not start:" >&2; cat "$W/log" >&2; exit 1; }
+  local spid endpoint
+  spid="$(sed -n 's/^pid //p' "$W/ready" 2>/dev/null || true)"
+  endpoint="$(sed -n 's/^zmq //p' "$W/ready" 2>/dev/null | head -1 || true)"
+  if [[ -z "$spid" || -z "$endpoint" ]]; then
+    echo "the sidecar did not start:" >&2; cat "$W/log" >&2; exit 1
+  fi
   rm -f "$W/r.json"
-  "$LOADGEN" --endpoint "tcp://127.0.0.1:$port" --server-pid "$spid" --json "$W/r.json" \
+  "$LOADGEN" --endpoint "$endpoint" --server-pid "$spid" --json "$W/r.json" \
     "${FLAGS[@]}" --duration "$SECONDS_RUN" --warmup 1 > "$W/lg.log" 2>&1 ||
     { echo "the loadgen failed:" >&2; cat "$W/lg.log" >&2; exit 1; }
   kill -TERM "$SP"; wait "$SP" 2>/dev/null || true; SP=""

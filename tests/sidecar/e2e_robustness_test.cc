@@ -7,10 +7,13 @@
 
 #include "protocol/wire.h"
 #include "tests/sidecar/e2e_fixture.h"
+#include "tests/sidecar/e2e_metrics.h"
 
 namespace sidetable {
 namespace {
 
+using testing::kNoMetric;
+using testing::Metric;
 using testing::SidecarTest;
 
 Batch WriteOf(const std::string& table, Entity e) {
@@ -168,18 +171,8 @@ TEST_F(SidecarTest, BadFramesGetErrorsAndTheServerKeepsServing) {
   // A message of three non-delimiter frames has no request id: dropped.
   // So is one of 12 frames, longer than the frontend reads at once (9), and
   // after it a valid request on the same connection is still answered.
-  auto malformed = [&] {
-    auto colon = server_->http().rfind(':');
-    httplib::Client http(server_->http().substr(0, colon),
-                         std::stoi(server_->http().substr(colon + 1)));
-    auto metrics = http.Get("/metrics");
-    EXPECT_TRUE(metrics);
-    const std::string name = "\nsidetable_malformed_frames_total ";
-    const size_t at = metrics ? metrics->body.find(name) : std::string::npos;
-    EXPECT_NE(at, std::string::npos);
-    return at == std::string::npos ? -1 : std::stol(metrics->body.substr(at + name.size()));
-  };
-  const long malformed_before = malformed();
+  const uint64_t malformed_before = Metric(*server_, "sidetable_malformed_frames_total");
+  ASSERT_NE(malformed_before, kNoMetric);
   {
     zmq::context_t ctx;
     zmq::socket_t s(ctx, zmq::socket_type::dealer);
@@ -206,7 +199,9 @@ TEST_F(SidecarTest, BadFramesGetErrorsAndTheServerKeepsServing) {
     EXPECT_EQ(h.request_id, 4242u);
     EXPECT_EQ(h.status, 200);
   }
-  EXPECT_GE(malformed() - malformed_before, 2);
+  const uint64_t malformed_after = Metric(*server_, "sidetable_malformed_frames_total");
+  ASSERT_NE(malformed_after, kNoMetric);
+  EXPECT_GE(malformed_after - malformed_before, 2u);
   // Still serving, nothing written.
   auto p = client_->Ping();
   ASSERT_TRUE(p.ok());
