@@ -48,6 +48,9 @@ struct EngineOptions {
   bool create_if_missing = true;
   size_t block_cache_bytes = 256 << 20;
   size_t write_buffer_bytes = 64 << 20;
+  // Rows of recently read entities kept in front of RocksDB for point reads
+  // (engine/internal/row_cache.h); writes erase, never fill. 0 = none.
+  size_t row_cache_bytes = 64 << 20;
   // Change log retention for ApplyRetention(): records older than this, or
   // beyond this many bytes (oldest first), may be trimmed. 0 = no bound.
   int64_t changelog_max_age_seconds = 7 * 24 * 3600;
@@ -120,6 +123,10 @@ struct EngineStats {
   uint64_t commits = 0;          // batches committed since open
   uint64_t group_commits = 0;    // RocksDB writes those took
   uint64_t wal_syncs = 0;        // WAL fsyncs that made them durable (kFsync)
+  // Point reads answered from the row cache, and those that went to RocksDB.
+  uint64_t row_cache_hits = 0;
+  uint64_t row_cache_misses = 0;
+  uint64_t row_cache_bytes = 0;  // held now (EngineOptions::row_cache_bytes bounds it)
 };
 
 // The disk under the data directory, as writes see it.

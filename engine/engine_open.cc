@@ -12,7 +12,7 @@
 #include "engine/limits.h"
 
 namespace sidetable {
-std::mutex& PartitionLocks::For(uint32_t table_id, std::string_view pk) {
+std::mutex& PartitionLocks::For(uint32_t table_id, std::string_view pk) const {
   uint64_t h = XXH3_64bits_withSeed(pk.data(), pk.size(), table_id);
   return stripes_[h % stripes_.size()];
 }
@@ -67,6 +67,7 @@ Result<std::unique_ptr<Engine::Impl>> Engine::Impl::Open(const EngineOptions& op
   impl->meta_cf_ = impl->handles_[0];
   impl->entities_cf_ = impl->handles_[1];
   impl->log_cf_ = impl->handles_[2];
+  impl->row_cache_ = std::make_unique<internal::RowCache>(options.row_cache_bytes);
   impl->requests_ = std::make_unique<RequestLog>(
       impl->db_.get(), impl->handles_[3],
       RequestWindow{std::max<uint64_t>(1, options.request_id_window_count),
@@ -101,6 +102,10 @@ EngineStats Engine::Impl::Stats() const {
   st.commits = commits_->commits();
   st.group_commits = commits_->groups();
   st.wal_syncs = commits_->syncs();
+  const internal::RowCacheStats rc = row_cache_->Stats();
+  st.row_cache_hits = rc.hits;
+  st.row_cache_misses = rc.misses;
+  st.row_cache_bytes = rc.bytes;
   return st;
 }
 

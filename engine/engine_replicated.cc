@@ -112,6 +112,7 @@ Status Engine::ApplyReplicated(const ChangeRecord& record) {
       ST_RETURN_IF_ERROR(codec::DecodeRowHeader(stored, &version, &ts).WithOpIndex(static_cast<int>(i)));
       if (version >= op.version) continue;  // already applied, or overtaken
     }
+    e->row_cache_->Erase(key);  // under the partition lock, before the write (row_cache.h)
     if (op.after) {
       row.clear();
       // The image's Timestamp is the old owner's commit time; an image
@@ -184,6 +185,7 @@ Result<uint64_t> Engine::DropPartitions(
           rocksdb::WriteBatch wb;
           for (pit->Seek(first); pit->Valid() && wb.Count() < kRowsPerWrite; pit->Next()) {
             wb.Delete(e->entities_cf_, pit->key());
+            e->row_cache_->Erase(pit->key().ToStringView());
           }
           if (!pit->status().ok()) return Status(Code::kInternal, "scan: " + pit->status().ToString());
           const uint32_t n = wb.Count();

@@ -154,6 +154,9 @@ Status Engine::Impl::DeleteTable(std::string_view name, std::string_view caller)
   if (!t) return Status(Code::kTableNotFound, "table '" + std::string(name) + "' not found");
   // Wait for in-flight batches on the table, and keep new ones out.
   std::unique_lock table_lock(t->mu);
+  // Before the range deletion is visible, and no reader can cache a row of
+  // the table while the lock is held (row_cache.h).
+  row_cache_->Clear();
   DeleteTableWork work(this, t->info, caller);
   uint64_t lsn;
   int64_t time;
@@ -207,6 +210,9 @@ Status Engine::Impl::DeleteTableReplicated(std::string_view name) {
   auto t = FindTable(name);
   if (!t) return Status::OK();  // idempotent
   std::unique_lock table_lock(t->mu);
+  // Holding the table's lock exclusively, no reader can cache a row of it
+  // again (row_cache.h); table ids are never reused.
+  row_cache_->Clear();
   rocksdb::WriteBatch wb;
   wb.Delete(meta_cf_, MetaTableKey(TableKey(t->info.name).str()));
   wb.DeleteRange(entities_cf_, codec::TablePrefix(t->info.id), codec::TablePrefix(t->info.id + 1));

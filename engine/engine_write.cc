@@ -399,6 +399,12 @@ Result<WriteResult> Engine::Impl::Execute(const Batch& batch, WriteGroup::State*
     for (uint32_t i = 0; i < prepared.size(); i++) result.skipped.push_back(i);
     return result;
   }
+  // Under the partition lock, before the write is visible: no reader can
+  // cache these keys again until the lock is let go, after the write
+  // (row_cache.h). A write that then fails has only cost the cache a row.
+  for (const PreparedOp& p : prepared) {
+    if (!p.skipped) row_cache_->Erase(p.key);
+  }
   EgtWork work(this, table->info, batch, prepared, fingerprint);
   // Durability is waited for by the caller (Engine::Execute), after the
   // partition lock is released.

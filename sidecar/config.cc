@@ -116,7 +116,8 @@ Status LoadSidecar(const FileReader& f, const YAML::Node& root, ServerConfig* c)
 Status LoadStorage(const FileReader& f, const YAML::Node& root, ServerConfig* c) {
   YAML::Node st, cl, q;
   ST_RETURN_IF_ERROR(f.Section(root, "storage",
-                               {"path", "durability", "block_cache_mb", "write_buffer_mb", "reserve_mb"}, &st));
+                               {"path", "durability", "block_cache_mb", "row_cache_mb", "write_buffer_mb", "reserve_mb"},
+                               &st));
   ST_RETURN_IF_ERROR(f.Read(st, "storage", "path", &c->data_dir));
   std::string durability;
   ST_RETURN_IF_ERROR(f.Read(st, "storage", "durability", &durability));
@@ -128,6 +129,9 @@ Status LoadStorage(const FileReader& f, const YAML::Node& root, ServerConfig* c)
   uint64_t bytes = c->engine.block_cache_bytes;
   ST_RETURN_IF_ERROR(f.ReadMb(st, "storage", "block_cache_mb", &bytes));
   c->engine.block_cache_bytes = static_cast<size_t>(bytes);
+  bytes = c->engine.row_cache_bytes;
+  ST_RETURN_IF_ERROR(f.ReadMb(st, "storage", "row_cache_mb", &bytes));
+  c->engine.row_cache_bytes = static_cast<size_t>(bytes);
   bytes = c->engine.write_buffer_bytes;
   ST_RETURN_IF_ERROR(f.ReadMb(st, "storage", "write_buffer_mb", &bytes));
   c->engine.write_buffer_bytes = static_cast<size_t>(bytes);

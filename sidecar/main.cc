@@ -149,6 +149,9 @@ int main(int argc, char** argv) {
                  "(sidecar.inline_alone_max_bytes)");
   app.add_option("--max-request-bytes", config.max_request_bytes, "largest request frame");
   app.add_option_function<uint64_t>(
+      "--row-cache-mb", [&config](uint64_t mb) { config.engine.row_cache_bytes = mb << 20; },
+      "rows of recently read entities kept for point reads, MiB, 0 = off (storage.row_cache_mb)");
+  app.add_option_function<uint64_t>(
       "--query-prefetch-mb", [&config](uint64_t mb) { config.query_prefetch_bytes = mb << 20; },
       "query pages computed ahead of the client's request, at most this many MiB held, 0 = off "
       "(query.prefetch_mb)");

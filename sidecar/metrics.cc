@@ -153,6 +153,14 @@ std::string Metrics::Render(const Gauges& g) const {
   out += "# HELP sidetable_wal_syncs_total WAL fsyncs that made the commits durable (storage.durability fsync).\n";
   out += "# TYPE sidetable_wal_syncs_total counter\n";
   Line(&out, "sidetable_wal_syncs_total", "", g.wal_syncs);
+  out += "# HELP sidetable_row_cache_lookups_total Point reads by whether the engine's row cache had the row "
+         "(storage.row_cache_mb).\n";
+  out += "# TYPE sidetable_row_cache_lookups_total counter\n";
+  Line(&out, "sidetable_row_cache_lookups_total", "result=\"hit\"", g.row_cache_hits);
+  Line(&out, "sidetable_row_cache_lookups_total", "result=\"miss\"", g.row_cache_misses);
+  out += "# HELP sidetable_row_cache_bytes Bytes the row cache holds (rows, keys and a fixed overhead each).\n";
+  out += "# TYPE sidetable_row_cache_bytes gauge\n";
+  Line(&out, "sidetable_row_cache_bytes", "", g.row_cache_bytes);
   out += "# HELP sidetable_storage_ok 1 while writes are accepted, 0 while a full disk (or another storage error) refuses them.\n";
   out += "# TYPE sidetable_storage_ok gauge\n";
   Line(&out, "sidetable_storage_ok", "", g.storage_ok ? 1 : 0);

@@ -83,6 +83,9 @@ std::string MetricsText(Server& server, const Metrics& metrics, const ServerGaug
   g.commits = st.commits;
   g.group_commits = st.group_commits;
   g.wal_syncs = st.wal_syncs;
+  g.row_cache_hits = st.row_cache_hits;
+  g.row_cache_misses = st.row_cache_misses;
+  g.row_cache_bytes = st.row_cache_bytes;
   g.queue_depth = gauges.queue_depth;
   g.in_flight = gauges.in_flight;
   g.inflight_bytes = gauges.inflight_bytes;

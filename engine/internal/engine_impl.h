@@ -20,6 +20,7 @@
 #include "engine/engine.h"
 #include "engine/internal/commit_queue.h"
 #include "engine/internal/request_log.h"
+#include "engine/internal/row_cache.h"
 #include "engine/internal/storage_guard.h"
 #include "engine/table_name.h"
 
@@ -38,10 +39,11 @@ struct TableState {
 // same mutex; different partitions rarely share a stripe.
 class PartitionLocks {
  public:
-  std::mutex& For(uint32_t table_id, std::string_view pk);
+  // Const: a point read try-locks one to fill the row cache.
+  std::mutex& For(uint32_t table_id, std::string_view pk) const;
 
  private:
-  std::array<std::mutex, 4096> stripes_;
+  mutable std::array<std::mutex, 4096> stripes_;
 };
 
 class Engine::Impl {
@@ -113,6 +115,9 @@ class Engine::Impl {
   std::unique_ptr<CommitQueue> commits_;
   std::unique_ptr<RequestLog> requests_;
   PartitionLocks partition_locks_;
+  // Filled by point reads; every writer of rows erases what it writes under
+  // the partition lock, before the write is visible (row_cache.h).
+  std::unique_ptr<internal::RowCache> row_cache_;
 
   // Catalog: lower-case name -> table.
   mutable std::shared_mutex catalog_mu_;

@@ -32,6 +32,7 @@ TEST(Config, ExampleFilesLoadAndValidate) {
   EXPECT_EQ(prod.engine.durability, Durability::kFsync);
   EXPECT_EQ(prod.listen.size(), 2u);
   EXPECT_EQ(prod.engine.block_cache_bytes, size_t{1024} << 20);
+  EXPECT_EQ(prod.engine.row_cache_bytes, size_t{256} << 20);
   EXPECT_EQ(prod.log_format, "json");
 }
 
@@ -133,6 +134,23 @@ TEST(Config, QueryPrefetchLoadsInMiB) {
   }
 }
 
+TEST(Config, RowCacheLoadsInMiB) {
+  ServerConfig c;
+  EXPECT_EQ(c.engine.row_cache_bytes, size_t{64} << 20);
+  ASSERT_TRUE(LoadConfigText("storage:\n  row_cache_mb: 8\n", &c).ok());
+  EXPECT_EQ(c.engine.row_cache_bytes, size_t{8} << 20);
+  ASSERT_TRUE(LoadConfigText("storage:\n  row_cache_mb: 0\n", &c).ok());
+  EXPECT_EQ(c.engine.row_cache_bytes, 0u);  // off
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  // Every shipped file says it: the RSS ceiling (docs/operations.md) counts it.
+  for (const char* name : {"sidetable.dev.yaml", "../compose/config/sidetable.yaml",
+                           "../compose/config/sidetable.scale-out.yaml"}) {
+    ServerConfig f;
+    ASSERT_TRUE(LoadConfigFile(std::string(ST_CONFIG_DIR) + "/" + name, &f).ok()) << name;
+    EXPECT_EQ(f.engine.row_cache_bytes, size_t{64} << 20) << name;
+  }
+}
+
 // Issue 16: a typo inside a section used to be ignored, so `durabilty: os`
 // silently meant fsync. Each must fail naming the file and the key, and
 // leave the configuration as it was.
@@ -169,6 +187,8 @@ TEST(Config, BadValuesNameTheKeyAndTheFile) {
       {"sidecar:\n  queue_depth: -5\n", "sidecar.queue_depth"},
       {"sidecar:\n  listen: {a: b}\n", "sidecar.listen"},
       {"storage:\n  block_cache_mb: -1\n", "storage.block_cache_mb"},
+      {"storage:\n  row_cache_mb: -1\n", "storage.row_cache_mb"},
+      {"storage:\n  row_cache_mb: lots\n", "storage.row_cache_mb"},
       {"storage:\n  durability: [os]\n", "storage.durability"},
       {"storage:\n  durability: sometimes\n", "storage.durability"},
       {"kafka:\n  partitions: twelve\n", "kafka.partitions"},
@@ -184,6 +204,7 @@ TEST(Config, BadValuesNameTheKeyAndTheFile) {
     EXPECT_NE(s.message().find(path + ": " + key), std::string::npos) << s.message();
     EXPECT_EQ(c.workers, ServerConfig().workers);
     EXPECT_EQ(c.engine.block_cache_bytes, ServerConfig().engine.block_cache_bytes);
+    EXPECT_EQ(c.engine.row_cache_bytes, ServerConfig().engine.row_cache_bytes);
   }
 }
 

@@ -279,6 +279,69 @@ TEST_F(HotPathTest, PipelinedSmallWritesShareRocksDbWritesAndKeepTheirOrder) {
   EXPECT_EQ(age, 4);
 }
 
+// Point reads fill the engine's row cache (storage.row_cache_mb); writes
+// erase what they write before it is visible. Through the real binary: a
+// row read twice is served from the cache the second time, and pipelined
+// writes interleaved with reads of the same row are each seen by the read
+// sent after them, whether the write ran inline, in a group or on a worker.
+TEST_F(HotPathTest, RepeatedReadsHitTheRowCacheAndEachWriteIsSeenByTheNextRead) {
+  ASSERT_TRUE(client_->CreateTable("Cached").ok());
+  ASSERT_TRUE(client_->Insert("Cached", Person("p", "row", 1)).ok());
+  const std::string hits = "sidetable_row_cache_lookups_total{result=\"hit\"}";
+  const uint64_t hits0 = Metric(*server_, hits);
+  ASSERT_NE(hits0, kNoMetric);
+  for (int i = 0; i < 3; i++) ASSERT_EQ(client_->Get("Cached", "p", "row")->Find("Age")->as_int32(), 1);
+  EXPECT_GE(Metric(*server_, hits) - hits0, 2u) << "a row read three times was never served from the cache";
+  EXPECT_GT(Metric(*server_, "sidetable_row_cache_bytes"), 0u);
+
+  std::vector<int> ages;
+  auto read = [&] {
+    client_->SendGet("Cached", "p", "row", [&](Result<Entity> r) {
+      ages.push_back(r.ok() ? r->Find("Age")->as_int32() : -static_cast<int>(r.status().code()));
+    });
+  };
+  std::atomic<int> failed{0};
+  auto check = [&](Result<WriteResult> r) {
+    if (!r.ok()) failed++;
+  };
+  for (int age = 2; age <= 20; age++) {
+    Entity e = Person("p", "row", age);
+    // Every fourth write above inline_max_bytes: it runs on a worker.
+    if (age % 4 == 0) e.Set("Pad", Value::String(std::string(3000, 'x')));
+    client_->SendWrite(std::move(Batch("Cached").Update(std::move(e))), check);
+    read();
+    read();
+  }
+  client_->SendWrite(std::move(Batch("Cached").Delete("p", "row")), check);
+  read();
+  client_->Drain();
+  EXPECT_EQ(failed.load(), 0);
+  ASSERT_EQ(ages.size(), 39u);
+  for (int age = 2; age <= 20; age++) {
+    EXPECT_EQ(ages[2 * (age - 2)], age);
+    EXPECT_EQ(ages[2 * (age - 2) + 1], age);
+  }
+  EXPECT_EQ(ages.back(), -static_cast<int>(Code::kResourceNotFound));
+}
+
+class NoRowCacheTest : public HotPathTest {
+ protected:
+  std::vector<std::string> ServerArgs() override {
+    auto args = HotPathTest::ServerArgs();
+    args.insert(args.end(), {"--row-cache-mb", "0"});
+    return args;
+  }
+};
+
+TEST_F(NoRowCacheTest, ZeroTurnsTheRowCacheOff) {
+  ASSERT_TRUE(client_->CreateTable("Uncached").ok());
+  ASSERT_TRUE(client_->Insert("Uncached", Person("p", "row", 1)).ok());
+  for (int i = 0; i < 3; i++) ASSERT_TRUE(client_->Get("Uncached", "p", "row").ok());
+  EXPECT_EQ(Metric(*server_, "sidetable_row_cache_lookups_total{result=\"hit\"}"), 0u);
+  EXPECT_EQ(Metric(*server_, "sidetable_row_cache_lookups_total{result=\"miss\"}"), 0u);
+  EXPECT_EQ(Metric(*server_, "sidetable_row_cache_bytes"), 0u);
+}
+
 // In os durability a group carries at most 16 of a burst's writes
 // (Server::Impl::kMaxDeferredWrites), so the first replies of a 64-deep
 // burst leave while the rest is written. Each RocksDB write is counted:
