@@ -25,8 +25,10 @@
 // from the old row to the new one once, as RocksDB's own do.
 //
 // Memory: at most `capacity_bytes` (keys, rows and a fixed overhead per
-// entry), least recently used entries evicted first, per shard. A row larger
-// than an eighth of a shard is not cached. Capacity 0 disables the cache.
+// entry). Eviction is per shard, oldest first with a second chance (CLOCK):
+// a row read since it was cached, or since it last came round, is kept
+// once more. A row larger than an eighth of a shard is not cached.
+// Capacity 0 disables the cache.
 //
 // Thread safety: every method may be called from any thread.
 #pragma once
@@ -52,8 +54,9 @@ struct RowCacheStats {
 
 class RowCache {
  public:
-  // Bytes charged per entry beyond its key and row: the node, the hash
-  // map's node and bucket, the strings' headers.
+  // Bytes charged per entry beyond its key and row: the node's header
+  // (48) and its share of the slot table (16-byte slots, at most half
+  // full, so 32-64 per entry), rounded up.
   static constexpr size_t kEntryOverhead = 128;
 
   explicit RowCache(size_t capacity_bytes, size_t shards = 16);
@@ -73,7 +76,7 @@ class RowCache {
  private:
   struct Node;
   struct Shard;
-  Shard& ShardOf(std::string_view key);
+  Shard& ShardOf(std::string_view key, uint64_t* hash);
 
   const size_t capacity_;
   std::vector<std::unique_ptr<Shard>> shards_;
