@@ -13,7 +13,9 @@
 #include <xxhash.h>
 
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <vector>
 
 namespace sidetable::internal {
 
