@@ -7,13 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <map>
-#include <mutex>
 #include <random>
 #include <thread>
 
-#include "engine/etag.h"
 #include "engine/internal/row_cache.h"
 #include "tests/engine/engine_fixture.h"
 
