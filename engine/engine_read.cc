@@ -76,16 +76,6 @@ class Cursor : public RowCursor {
   Status decode_error_;
 };
 
-// A point read's RocksDB status as the engine's.
-Status FoundRow(const rocksdb::Status& s, std::string_view pk, std::string_view rk) {
-  if (s.IsNotFound()) {
-    return Status(Code::kResourceNotFound,
-                  "entity (" + std::string(pk) + ", " + std::string(rk) + ") does not exist");
-  }
-  if (!s.ok()) return Status(Code::kInternal, "read: " + s.ToString());
-  return Status::OK();
-}
-
 }  // namespace
 
 Status Engine::Impl::ReadStoredRow(std::string_view table, std::string_view pk, std::string_view rk,
@@ -93,24 +83,29 @@ Status Engine::Impl::ReadStoredRow(std::string_view table, std::string_view pk, 
   auto t = FindTable(table);
   if (!t) return Status(Code::kTableNotFound, "table '" + std::string(table) + "' not found");
   const std::string key = codec::EntityKey(t->info.id, pk, rk);
-  if (!row_cache_->enabled()) {
-    return FoundRow(db_->Get(rocksdb::ReadOptions(), entities_cf_, key, value), pk, rk);
-  }
-  if (row_cache_->Lookup(key, value->GetSelf())) {
+  if (row_cache_->Lookup(key, value->GetSelf())) {  // always a miss when it is off
     value->PinSelf();
     return Status::OK();
   }
-  // A miss. The row may be cached only if no writer of its partition can be
-  // under way: read it while holding the table's and the partition's locks,
-  // if both are free (row_cache.h). A reader never waits for a writer.
-  std::shared_lock table_lock(t->mu, std::try_to_lock);
+  // The row may be cached only if no writer of its partition can be under
+  // way: read it while holding the table's and the partition's locks, if
+  // both are free (row_cache.h). A reader never waits for a writer.
+  std::shared_lock<std::shared_mutex> table_lock;
   std::unique_lock<std::mutex> partition_lock;
-  if (table_lock.owns_lock() && !t->deleted) {
-    partition_lock = std::unique_lock(partition_locks_.For(t->info.id, pk), std::try_to_lock);
+  if (row_cache_->enabled()) {
+    table_lock = std::shared_lock(t->mu, std::try_to_lock);
+    if (table_lock.owns_lock() && !t->deleted) {
+      partition_lock = std::unique_lock(partition_locks_.For(t->info.id, pk), std::try_to_lock);
+    }
   }
   rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), entities_cf_, key, value);
-  if (s.ok() && partition_lock.owns_lock()) row_cache_->Insert(key, value->ToStringView());
-  return FoundRow(s, pk, rk);
+  if (s.IsNotFound()) {
+    return Status(Code::kResourceNotFound,
+                  "entity (" + std::string(pk) + ", " + std::string(rk) + ") does not exist");
+  }
+  if (!s.ok()) return Status(Code::kInternal, "read: " + s.ToString());
+  if (partition_lock.owns_lock()) row_cache_->Insert(key, value->ToStringView());
+  return Status::OK();
 }
 
 Result<Entity> Engine::Impl::Get(std::string_view table, std::string_view pk,

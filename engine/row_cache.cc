@@ -59,7 +59,7 @@ struct RowCache::Shard {
   };
   static constexpr size_t kMinSlots = 64;
 
-  explicit Shard(size_t cap) : capacity(cap), slots(kMinSlots) { head.prev = head.next = &head; }
+  explicit Shard(size_t cap) : capacity(cap), slots(kMinSlots) {}
   ~Shard() { DropAll(); }
 
   size_t mask() const { return slots.size() - 1; }
