@@ -9,6 +9,7 @@
 #include <sys/prctl.h>
 #include <signal.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -127,6 +128,15 @@ std::string HeapTunables(const char* existing, bool huge_pages) {
   add("glibc.malloc.tcache_count", std::to_string(kHeapTcacheCount));
   if (added.empty()) return "";
   return have.empty() ? added : have + ":" + added;
+}
+
+int MallocArenas(const char* env) {
+  if (env == nullptr) return kDefaultMallocArenas;
+  char* end = nullptr;
+  errno = 0;
+  const long n = std::strtol(env, &end, 10);
+  if (end == env || *end != '\0' || errno != 0 || n < 1 || n > 64) return kDefaultMallocArenas;
+  return static_cast<int>(n);
 }
 
 }  // namespace sidetable::common

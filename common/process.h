@@ -72,4 +72,11 @@ std::thread NamedThread(std::string name, F&& f) {
 inline constexpr int kHeapTcacheCount = 256;
 std::string HeapTunables(const char* existing, bool huge_pages);
 
+// The malloc arenas a server allows (mallopt M_ARENA_MAX), given
+// SIDETABLE_MALLOC_ARENAS (`env`, null when unset): a whole number from 1
+// to 64, or kDefaultMallocArenas for anything else (unset, empty, "0",
+// "4 arenas"). Why four: sidecar/main.cc.
+inline constexpr int kDefaultMallocArenas = 4;
+int MallocArenas(const char* env);
+
 }  // namespace sidetable::common

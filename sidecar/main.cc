@@ -51,16 +51,6 @@ Status WriteReadyFile(const std::string& path, Server& server) {
   return common::WriteReadyFile(path, lines);
 }
 
-// SIDETABLE_MALLOC_ARENAS: a whole number from 1 to 64; anything else
-// (unset, empty, malformed) is the default, 1.
-int MallocArenas(const char* env) {
-  if (env == nullptr) return 1;
-  char* end = nullptr;
-  const long n = std::strtol(env, &end, 10);
-  if (end == env || *end != '\0' || n < 1 || n > 64) return 1;
-  return static_cast<int>(n);
-}
-
 // Replies of a megabyte or more (a query page of 1,000 ~1 KiB entities, a
 // page of the change log) are built by a worker, copied into a ZeroMQ
 // message and freed, over and over. With glibc's defaults each such block is
@@ -70,18 +60,25 @@ int MallocArenas(const char* env) {
 // 32 MiB in the heap, and up to 16 MiB of free heap per arena, makes them
 // reused instead, for ~10 MB more RSS under a query load.
 //
-// One arena by default (glibc's default is 8 per core): glibc backs only its
-// main arena with huge pages (ExecWithHeapTunables), and the memtable blocks
-// the workers allocate came from per-thread arenas on 4 KiB pages: an EGT of
-// 100 x 1 KiB spent a third of its CPU faulting them in (docs/performance.md,
-// issue 17). Small blocks still come from each thread's cache without a
-// lock. SIDETABLE_MALLOC_ARENAS=N (1..64) allows more arenas, for hosts with
-// many cores where the arena lock would be contended. The free heap kept is
-// N x 16 MiB, a term of the RSS ceiling (docs/operations.md).
+// Four arenas by default (common::MallocArenas; glibc's default is 8 per
+// core), each keeping up to 16 MiB of free heap: a term of the RSS ceiling
+// (docs/operations.md). With one arena, the workers shared its lock with
+// each other and with RocksDB's flush and compaction threads, which
+// allocate a buffer per block they read or write. Four arenas ran EGTs of
+// 100 x 1 KiB from four connections (on the workers) 1.12-1.23x faster, for
+// ~30 MB more peak RSS; EGTs one at a time (on the frontend), inserts,
+// point reads and fsync inserts stayed at parity, and eight arenas were no
+// faster than four (paired runs, docs/performance.md, session 24). The
+// main thread (the frontend, which runs most writes inline and so
+// allocates most memtable blocks) keeps the main arena, the one glibc backs
+// with huge pages (ExecWithHeapTunables); other threads' arenas are on
+// 4 KiB pages. Small blocks still come from each thread's cache without a
+// lock. SIDETABLE_MALLOC_ARENAS=N (1..64) sets another number; 1 is the
+// layout before session 24 (everything on huge pages, one lock).
 void KeepLargeBlocksInTheHeap() {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 16 << 20);
-  mallopt(M_ARENA_MAX, MallocArenas(std::getenv("SIDETABLE_MALLOC_ARENAS")));
+  mallopt(M_ARENA_MAX, common::MallocArenas(std::getenv("SIDETABLE_MALLOC_ARENAS")));
 }
 
 // glibc's heap tunables, read only when a process starts: so the process
@@ -100,8 +97,8 @@ void KeepLargeBlocksInTheHeap() {
 //   entities is decoded on the frontend thread and freed on a worker, a few
 //   hundred blocks of the same few sizes each time. With 7 cached per size
 //   most of those frees and the next decode's allocations took the arena's
-//   lock, shared with RocksDB's flush and compaction threads (one arena,
-//   KeepLargeBlocksInTheHeap); with 256 they stay in each thread's cache.
+//   lock, then shared with RocksDB's flush and compaction threads (one
+//   arena until session 24); with 256 they stay in each thread's cache.
 //   Measured +6% EGTs, inserts and point reads unchanged, peak RSS +2-3 MB
 //   (docs/performance.md, session 19).
 //   A thread keeps at most 256 free blocks per size class up to 1,032 bytes.

@@ -14,16 +14,17 @@
 #
 # Loads (the compare bench's shapes, 1 connection): insert (32 in flight over
 # 1,000 partitions), get (32 in flight, 10,000 rows preloaded in 100
-# partitions), egt (EGTs of 100 x 1 KiB, one at a time), insert4 (4
-# connections x 8), insertwide (32 in flight, a partition per row), mixed
-# (half point reads, half replaces of the preloaded rows, as get).
+# partitions), egt (EGTs of 100 x 1 KiB, one at a time), egt4 (the same
+# from 4 connections, so they run on the workers), insert4 (4 connections
+# x 8), insertwide (32 in flight, a partition per row), mixed (half point
+# reads, half replaces of the preloaded rows, as get).
 # Options: --durability os|fsync (os), --duration S (5, after 1 s of warm-up),
 # --loadgen PATH (build-load's), --out FILE (append each run's JSON line).
 # Loopback only; every process it starts is stopped on exit.
 set -euo pipefail
 A=""; B=""; A_ENV=""; B_ENV=""; A_ARGS=""; B_ARGS=""; LOAD=""; PAIRS=6
 DUR=os; SECONDS_RUN=5; LOADGEN=build-load/bench/loadgen/sidetable-loadgen; OUT=""
-usage() { sed -n '2,22p' "$0" >&2; exit 2; }
+usage() { sed -n '2,24p' "$0" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --a) A="$2"; shift 2 ;;
@@ -47,6 +48,7 @@ case "$LOAD" in
   insert) FLAGS=(--table ins --mix insert=100 --connections 1 --depth 32 --partitions 1000) ;;
   get) FLAGS=(--table reads --mix get=100 --connections 1 --depth 32 --partitions 100 --preload 10000) ;;
   egt) FLAGS=(--table egt --mix batch=100 --batch-size 100 --connections 1 --depth 1 --partitions 1000) ;;
+  egt4) FLAGS=(--table egt --mix batch=100 --batch-size 100 --connections 4 --depth 1 --partitions 1000) ;;
   insert4) FLAGS=(--table ins --mix insert=100 --connections 4 --depth 8 --partitions 1000) ;;
   insertwide) FLAGS=(--table ins --mix insert=100 --connections 1 --depth 32 --partitions 10000000) ;;
   mixed) FLAGS=(--table reads --mix get=50,upsert=50 --connections 1 --depth 32 --partitions 100 --preload 10000) ;;
