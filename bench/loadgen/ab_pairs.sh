@@ -17,13 +17,15 @@
 # partitions), egt (EGTs of 100 x 1 KiB, one at a time), egt4 (the same
 # from 4 connections, so they run on the workers), insert4 (4 connections
 # x 8), insertwide (32 in flight, a partition per row), mixed (half point
-# reads, half replaces of the preloaded rows, as get).
+# reads, half replaces of the preloaded rows, as get), egt-after-insert (the
+# compare bench's sequence on one sidecar: the insert load for --duration,
+# then egt, whose figures are reported; the inserts leave RocksDB flushing).
 # Options: --durability os|fsync (os), --duration S (5, after 1 s of warm-up),
 # --loadgen PATH (build-load's), --out FILE (append each run's JSON line).
 # Loopback only; every process it starts is stopped on exit.
 set -euo pipefail
 A=""; B=""; A_ENV=""; B_ENV=""; A_ARGS=""; B_ARGS=""; LOAD=""; PAIRS=6
-DUR=os; SECONDS_RUN=5; LOADGEN=build-load/bench/loadgen/sidetable-loadgen; OUT=""
+PRE=(); DUR=os; SECONDS_RUN=5; LOADGEN=build-load/bench/loadgen/sidetable-loadgen; OUT=""
 usage() { sed -n '2,24p' "$0" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -52,6 +54,9 @@ case "$LOAD" in
   insert4) FLAGS=(--table ins --mix insert=100 --connections 4 --depth 8 --partitions 1000) ;;
   insertwide) FLAGS=(--table ins --mix insert=100 --connections 1 --depth 32 --partitions 10000000) ;;
   mixed) FLAGS=(--table reads --mix get=50,upsert=50 --connections 1 --depth 32 --partitions 100 --preload 10000) ;;
+  egt-after-insert)
+    PRE=(--table ins --mix insert=100 --connections 1 --depth 32 --partitions 1000)
+    FLAGS=(--table egt --mix batch=100 --batch-size 100 --connections 1 --depth 1 --partitions 1000) ;;
   *) echo "unknown --load '$LOAD'" >&2; exit 2 ;;
 esac
 
@@ -77,6 +82,11 @@ run_one() {
     echo "the sidecar did not start:" >&2; cat "$W/log" >&2; exit 1
   fi
   rm -f "$W/r.json"
+  if ((${#PRE[@]})); then
+    "$LOADGEN" --endpoint "$endpoint" --server-pid "$spid" --json "$W/pre.json" \
+      "${PRE[@]}" --duration "$SECONDS_RUN" --warmup 1 > "$W/lg.log" 2>&1 ||
+      { echo "the loadgen failed:" >&2; cat "$W/lg.log" >&2; exit 1; }
+  fi
   "$LOADGEN" --endpoint "$endpoint" --server-pid "$spid" --json "$W/r.json" \
     "${FLAGS[@]}" --duration "$SECONDS_RUN" --warmup 1 > "$W/lg.log" 2>&1 ||
     { echo "the loadgen failed:" >&2; cat "$W/lg.log" >&2; exit 1; }
@@ -105,7 +115,7 @@ done
 python3 - "$RESULTS" "$LOAD" <<'PY'
 import json, statistics, sys
 runs = [json.loads(l) for l in open(sys.argv[1])]
-key = "entities_per_s" if sys.argv[2] == "egt" else "ops_per_s"
+key = "entities_per_s" if sys.argv[2].startswith("egt") else "ops_per_s"
 by = {}
 for r in runs:
     by.setdefault(r["pair"], {})[r["side"]] = r
@@ -116,6 +126,8 @@ cpu = lambda s: [v[s].get("server_cpu_us_per_op", float("nan")) for v in pairs]
 print(f"{sys.argv[2]}: A median {med([v['a'][key] for v in pairs]):,.0f}/s, "
       f"B median {med([v['b'][key] for v in pairs]):,.0f}/s ({key})")
 print(f"server CPU per op: A {med(cpu('a')):.1f} us, B {med(cpu('b')):.1f} us")
+peak = lambda s: [v[s].get("server_rss_peak_kb", float("nan")) / 1024 for v in pairs]
+print(f"server peak RSS: A {med(peak('a')):.0f} MB, B {med(peak('b')):.0f} MB")
 print("per-pair ratios B/A: " + " ".join(f"{r:.2f}" for r in ratios))
 print(f"median ratio: {med(ratios):.3f} over {len(ratios)} pairs")
 PY
