@@ -26,7 +26,7 @@
 set -euo pipefail
 A=""; B=""; A_ENV=""; B_ENV=""; A_ARGS=""; B_ARGS=""; LOAD=""; PAIRS=6
 PRE=(); DUR=os; SECONDS_RUN=5; LOADGEN=build-load/bench/loadgen/sidetable-loadgen; OUT=""
-usage() { sed -n '2,24p' "$0" >&2; exit 2; }
+usage() { sed -n '2,26p' "$0" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --a) A="$2"; shift 2 ;;
