@@ -226,7 +226,7 @@ TEST(ToValidUtf8, KeepsValidTextAndReplacesEachBadByte) {
   EXPECT_EQ(ToValidUtf8("\xED\xA0\x80" "x"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD" "x");
   // A truncated sequence at the end.
   EXPECT_EQ(ToValidUtf8("ok\xE2\x82"), "ok\xEF\xBF\xBD\xEF\xBF\xBD");
-  for (const std::string s : {std::string("\xFF\xFE"), std::string(300, '\x80'), std::string("a\0b", 3)}) {
+  for (const std::string& s : {std::string("\xFF\xFE"), std::string(300, '\x80'), std::string("a\0b", 3)}) {
     EXPECT_TRUE(IsValidUtf8(ToValidUtf8(s)));
   }
 }

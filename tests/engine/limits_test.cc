@@ -111,7 +111,7 @@ TEST(ValidateTableName, Rules) {
     EXPECT_EQ(ValidateTableName(bad).code(), Code::kOutOfRangeInput) << bad;
   }
   for (std::string bad : {std::string("1abc"), std::string("ab-c"), std::string("ab_c"), std::string("tables"),
-                          std::string("Tables"), std::string("ab\xC3\xA9c")}) {
+                          std::string("Tables"), std::string("ab\xC3\xA9" "c")}) {
     EXPECT_EQ(ValidateTableName(bad).code(), Code::kInvalidResourceName) << bad;
   }
 }
