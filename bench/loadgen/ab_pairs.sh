@@ -46,17 +46,18 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -n "$A" && -n "$B" && -n "$LOAD" ]] || usage
 [[ -x "$A" && -x "$B" && -x "$LOADGEN" ]] || { echo "not executable: $A, $B or $LOADGEN" >&2; exit 2; }
+# The two shapes the compare bench runs one after the other (egt-after-insert).
+INSERT=(--table ins --mix insert=100 --connections 1 --depth 32 --partitions 1000)
+EGT=(--table egt --mix batch=100 --batch-size 100 --connections 1 --depth 1 --partitions 1000)
 case "$LOAD" in
-  insert) FLAGS=(--table ins --mix insert=100 --connections 1 --depth 32 --partitions 1000) ;;
+  insert) FLAGS=("${INSERT[@]}") ;;
   get) FLAGS=(--table reads --mix get=100 --connections 1 --depth 32 --partitions 100 --preload 10000) ;;
-  egt) FLAGS=(--table egt --mix batch=100 --batch-size 100 --connections 1 --depth 1 --partitions 1000) ;;
+  egt) FLAGS=("${EGT[@]}") ;;
   egt4) FLAGS=(--table egt --mix batch=100 --batch-size 100 --connections 4 --depth 1 --partitions 1000) ;;
   insert4) FLAGS=(--table ins --mix insert=100 --connections 4 --depth 8 --partitions 1000) ;;
   insertwide) FLAGS=(--table ins --mix insert=100 --connections 1 --depth 32 --partitions 10000000) ;;
   mixed) FLAGS=(--table reads --mix get=50,upsert=50 --connections 1 --depth 32 --partitions 100 --preload 10000) ;;
-  egt-after-insert)
-    PRE=(--table ins --mix insert=100 --connections 1 --depth 32 --partitions 1000)
-    FLAGS=(--table egt --mix batch=100 --batch-size 100 --connections 1 --depth 1 --partitions 1000) ;;
+  egt-after-insert) PRE=("${INSERT[@]}"); FLAGS=("${EGT[@]}") ;;
   *) echo "unknown --load '$LOAD'" >&2; exit 2 ;;
 esac
 
@@ -81,15 +82,13 @@ run_one() {
   if [[ -z "$spid" || -z "$endpoint" ]]; then
     echo "the sidecar did not start:" >&2; cat "$W/log" >&2; exit 1
   fi
+  load() {
+    "$LOADGEN" --endpoint "$endpoint" --server-pid "$spid" "$@" --duration "$SECONDS_RUN" \
+      --warmup 1 > "$W/lg.log" 2>&1 || { echo "the loadgen failed:" >&2; cat "$W/lg.log" >&2; exit 1; }
+  }
   rm -f "$W/r.json"
-  if ((${#PRE[@]})); then
-    "$LOADGEN" --endpoint "$endpoint" --server-pid "$spid" --json "$W/pre.json" \
-      "${PRE[@]}" --duration "$SECONDS_RUN" --warmup 1 > "$W/lg.log" 2>&1 ||
-      { echo "the loadgen failed:" >&2; cat "$W/lg.log" >&2; exit 1; }
-  fi
-  "$LOADGEN" --endpoint "$endpoint" --server-pid "$spid" --json "$W/r.json" \
-    "${FLAGS[@]}" --duration "$SECONDS_RUN" --warmup 1 > "$W/lg.log" 2>&1 ||
-    { echo "the loadgen failed:" >&2; cat "$W/lg.log" >&2; exit 1; }
+  if ((${#PRE[@]})); then load "${PRE[@]}"; fi
+  load --json "$W/r.json" "${FLAGS[@]}"
   kill -TERM "$SP"; wait "$SP" 2>/dev/null || true; SP=""
   rm -rf "$data" "$W/ready"
   python3 - "$W/r.json" "$side" "$pair" <<'PY'
