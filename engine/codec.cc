@@ -251,12 +251,18 @@ std::string EntityKey(uint32_t table_id, std::string_view pk, std::string_view r
   return k;
 }
 
+size_t PartitionPrefixLength(std::string_view key) {
+  if (key.size() <= 4) return 0;  // the table id alone
+  const size_t sep = key.find('\0', 4);
+  return sep == std::string_view::npos ? 0 : sep + 1;
+}
+
 bool DecodeEntityKey(std::string_view key, uint32_t* table_id, std::string* pk, std::string* rk) {
-  if (key.size() < 5) return false;
+  const size_t prefix = PartitionPrefixLength(key);
+  if (prefix == 0) return false;
   *table_id = DecodeFixed32BE(key.data());
   key.remove_prefix(4);
-  size_t sep = key.find('\0');
-  if (sep == std::string_view::npos) return false;
+  const size_t sep = prefix - 5;  // the separator's offset after the table id
   pk->resize(sep);
   for (size_t i = 0; i < sep; i++) {
     (*pk)[i] = static_cast<char>(OrdinalByteInverse(static_cast<uint8_t>(key[i])));

@@ -68,6 +68,9 @@ std::string TablePrefix(uint32_t table_id);
 std::string PartitionPrefix(uint32_t table_id, std::string_view pk);
 void AppendOrdinal(std::string* dst, std::string_view s);
 std::string EntityKey(uint32_t table_id, std::string_view pk, std::string_view rk);
+// The length of an entity key's PartitionPrefix (through its separator), or
+// 0 when `key` has none (TablePrefix, a malformed key).
+size_t PartitionPrefixLength(std::string_view key);
 // Splits an entity key back into its parts; false when malformed.
 bool DecodeEntityKey(std::string_view key, uint32_t* table_id, std::string* pk, std::string* rk);
 

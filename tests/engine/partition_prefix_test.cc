@@ -80,42 +80,35 @@ class HintedInsertTest : public EngineTest {
 TEST_F(HintedInsertTest, InsertsInEveryOrderScanInKeyOrder) {
   ASSERT_TRUE(engine_->CreateTable("hints").ok());
   std::mt19937 rng(17);
+  constexpr int kRows = 120;
+  auto row_key = [](int i) {
+    char rk[16];
+    std::snprintf(rk, sizeof rk, "r%04d", i);
+    return std::string(rk);
+  };
   std::map<std::string, std::vector<int>> plan;  // partition -> row numbers, in write order
   for (int p = 0; p < 30; p++) {
-    std::vector<int> rows(120);
-    for (int i = 0; i < 120; i++) rows[i] = i;
+    std::vector<int> rows(kRows);
+    for (int i = 0; i < kRows; i++) rows[i] = i;
     if (p % 3 == 1) std::reverse(rows.begin(), rows.end());
     if (p % 3 == 2) std::shuffle(rows.begin(), rows.end(), rng);
     char pk[16];
     std::snprintf(pk, sizeof pk, "p%02d", p);
     plan[pk] = rows;
   }
+  // Round robin over the partitions, so that their inserts interleave.
   auto write_all = [&](const std::string& tag) {
-    std::vector<std::pair<std::string, size_t>> cursor;
-    for (auto& [pk, rows] : plan) cursor.emplace_back(pk, 0);
-    // Round robin over partitions, so their inserts interleave.
-    for (size_t done = 0; done < cursor.size();) {
-      done = 0;
-      for (auto& [pk, next] : cursor) {
-        if (next == plan[pk].size()) {
-          done++;
-          continue;
-        }
-        char rk[16];
-        std::snprintf(rk, sizeof rk, "r%04d", plan[pk][next++]);
-        Entity e = MakeEntity(pk, rk);
+    for (int i = 0; i < kRows; i++) {
+      for (const auto& [pk, rows] : plan) {
+        Entity e = MakeEntity(pk, row_key(rows[i]));
         e.Set("tag", Value::String(tag)).Set("pad", Value::String(std::string(2000, 'x')));
         ASSERT_TRUE(Insert("hints", std::move(e)).ok());
       }
     }
   };
   std::vector<std::pair<std::string, std::string>> want;
-  for (auto& [pk, rows] : plan) {
-    for (int i = 0; i < 120; i++) {
-      char rk[16];
-      std::snprintf(rk, sizeof rk, "r%04d", i);
-      want.emplace_back(pk, rk);
-    }
+  for (const auto& [pk, rows] : plan) {
+    for (int i = 0; i < kRows; i++) want.emplace_back(pk, row_key(i));
   }
   write_all("first");
   EXPECT_EQ(Keys("hints"), want);
