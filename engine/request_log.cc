@@ -26,6 +26,10 @@ std::string GenKey(uint64_t gen) {
   return k;
 }
 
+// An id key is GenKey, '\x01', then the id's name in its generation:
+// caller '\0' id.
+constexpr size_t kIdNameOffset = 10;
+
 std::string IdKey(uint64_t gen, std::string_view caller, std::string_view id) {
   std::string k = GenKey(gen);
   k.push_back('\x01');
@@ -33,6 +37,31 @@ std::string IdKey(uint64_t gen, std::string_view caller, std::string_view id) {
   k.push_back('\0');
   k.append(id);
   return k;
+}
+
+// What the generations' filters hold: XXH3 of the id's name, as an id key
+// spells it after kIdNameOffset.
+uint64_t IdNameHash(std::string_view name) { return XXH3_64bits(name.data(), name.size()); }
+
+// The name in a stored id key (longer than kIdNameOffset).
+std::string_view IdNameOf(const rocksdb::Slice& key) {
+  return std::string_view(key.data() + kIdNameOffset, key.size() - kIdNameOffset);
+}
+
+uint64_t IdHash(std::string_view caller, std::string_view id) {
+  // On the stack for the usual sizes: this runs for every write with an id.
+  char stack[256];
+  std::string heap;
+  const size_t n = caller.size() + 1 + id.size();
+  char* buf = stack;
+  if (n > sizeof stack) {
+    heap.resize(n);
+    buf = heap.data();
+  }
+  std::memcpy(buf, caller.data(), caller.size());
+  buf[caller.size()] = '\0';
+  std::memcpy(buf + caller.size() + 1, id.data(), id.size());
+  return IdNameHash(std::string_view(buf, n));
 }
 
 // The fingerprint's bytes, in the order the first implementation fed them
@@ -146,7 +175,11 @@ WriteResult RememberedOutcome::ToResult() const {
 }
 
 RequestLog::RequestLog(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, RequestWindow window)
-    : db_(db), cf_(cf), window_(window) {}
+    : db_(db),
+      cf_(cf),
+      window_(window),
+      current_ids_(std::make_unique<internal::IdFilter>(window.count)),
+      previous_ids_(std::make_unique<internal::IdFilter>(window.count)) {}
 
 Status RequestLog::Load(int64_t now) {
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf_));
@@ -156,11 +189,22 @@ Status RequestLog::Load(int64_t now) {
   gen_start_ = now;
   gen_count_ = 0;
   header_stored_ = false;
+  current_ids_ = std::make_unique<internal::IdFilter>(window_.count);
+  previous_ids_ = std::make_unique<internal::IdFilter>(window_.count);
   if (!it->status().ok()) return Status(Code::kInternal, "request log: " + it->status().ToString());
   if (!it->Valid()) return Status::OK();
   const rocksdb::Slice last = it->key();
   if (last.size() < 9 || last[0] != 'g') return Status(Code::kInternal, "request log: bad key");
   gen_ = codec::DecodeFixed64BE(last.data() + 1);
+  // The previous generation's ids, for its filter (a lookup still reads it).
+  if (gen_ > 1) {
+    const std::string previous = GenKey(gen_ - 1);
+    for (it->Seek(previous); it->Valid() && it->key().starts_with(previous); it->Next()) {
+      if (it->key().size() > kIdNameOffset) {
+        previous_ids_->Add(IdNameHash(IdNameOf(it->key())));
+      }
+    }
+  }
   // The generation's header may be missing when the group that started it
   // failed to write; then it counts as starting now.
   const std::string header = GenKey(gen_);
@@ -170,7 +214,10 @@ Status RequestLog::Load(int64_t now) {
     header_stored_ = true;
   }
   for (; it->Valid() && it->key().starts_with(header); it->Next()) {
-    if (it->key().size() > header.size()) gen_count_++;
+    if (it->key().size() > kIdNameOffset) {
+      gen_count_++;
+      current_ids_->Add(IdNameHash(IdNameOf(it->key())));
+    }
   }
   if (!it->status().ok()) return Status(Code::kInternal, "request log: " + it->status().ToString());
   return Status::OK();
@@ -178,13 +225,18 @@ Status RequestLog::Load(int64_t now) {
 
 Result<std::optional<RememberedOutcome>> RequestLog::Lookup(std::string_view caller,
                                                             std::string_view id) const {
+  const uint64_t hash = IdHash(caller, id);
   uint64_t gen;
+  bool maybe[2];  // in gen, in gen - 1
   {
     std::lock_guard lock(mu_);
     gen = gen_;
+    maybe[0] = current_ids_->MayContain(hash);
+    maybe[1] = previous_ids_->MayContain(hash);
   }
   // Newest first: an id is recorded at most once, but read the likelier one first.
   for (uint64_t g = gen; g + 1 >= gen && g >= 1; g--) {
+    if (!maybe[gen - g]) continue;  // certainly not recorded there
     std::string value;
     rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), cf_, IdKey(g, caller, id), &value);
     if (s.IsNotFound()) continue;
@@ -198,6 +250,7 @@ Result<std::optional<RememberedOutcome>> RequestLog::Lookup(std::string_view cal
 
 void RequestLog::Record(std::string_view caller, std::string_view id,
                         const RememberedOutcome& outcome, int64_t now, rocksdb::WriteBatch* wb) {
+  const uint64_t hash = IdHash(caller, id);
   uint64_t gen;
   {
     std::lock_guard lock(mu_);
@@ -211,6 +264,8 @@ void RequestLog::Record(std::string_view caller, std::string_view id,
       // Everything below the previous generation; a range that also covers
       // what an earlier, failed roll meant to delete.
       wb->DeleteRange(cf_, GenKey(0), GenKey(gen_ - 1));
+      previous_ids_ = std::move(current_ids_);
+      current_ids_ = std::make_unique<internal::IdFilter>(window_.count);
     }
     if (!header_stored_) {
       // The start time, so that age counts from it across restarts.
@@ -220,6 +275,8 @@ void RequestLog::Record(std::string_view caller, std::string_view id,
       header_stored_ = true;
     }
     gen_count_++;
+    // Before the write: a lookup that sees the write must see the id here.
+    current_ids_->Add(hash);
     gen = gen_;
   }
   std::string value;

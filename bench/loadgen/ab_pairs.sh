@@ -21,12 +21,15 @@
 # compare bench's sequence on one sidecar: the insert load for --duration,
 # then egt, whose figures are reported; the inserts leave RocksDB flushing).
 # Options: --durability os|fsync (os), --duration S (5, after 1 s of warm-up),
-# --loadgen PATH (build-load's), --out FILE (append each run's JSON line).
+# --loadgen PATH (build-load's), --a-loadgen/--b-loadgen PATH (a side's own
+# load generator, to compare two builds of the client library against one
+# sidecar), --out FILE (append each run's JSON line).
 # Loopback only; every process it starts is stopped on exit.
 set -euo pipefail
 A=""; B=""; A_ENV=""; B_ENV=""; A_ARGS=""; B_ARGS=""; LOAD=""; PAIRS=6
 PRE=(); DUR=os; SECONDS_RUN=5; LOADGEN=build-load/bench/loadgen/sidetable-loadgen; OUT=""
-usage() { sed -n '2,26p' "$0" >&2; exit 2; }
+A_LOADGEN=""; B_LOADGEN=""
+usage() { sed -n '2,28p' "$0" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --a) A="$2"; shift 2 ;;
@@ -40,12 +43,16 @@ while [[ $# -gt 0 ]]; do
     --durability) DUR="$2"; shift 2 ;;
     --duration) SECONDS_RUN="$2"; shift 2 ;;
     --loadgen) LOADGEN="$2"; shift 2 ;;
+    --a-loadgen) A_LOADGEN="$2"; shift 2 ;;
+    --b-loadgen) B_LOADGEN="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     *) usage ;;
   esac
 done
 [[ -n "$A" && -n "$B" && -n "$LOAD" ]] || usage
-[[ -x "$A" && -x "$B" && -x "$LOADGEN" ]] || { echo "not executable: $A, $B or $LOADGEN" >&2; exit 2; }
+A_LOADGEN="${A_LOADGEN:-$LOADGEN}"; B_LOADGEN="${B_LOADGEN:-$LOADGEN}"
+[[ -x "$A" && -x "$B" && -x "$A_LOADGEN" && -x "$B_LOADGEN" ]] ||
+  { echo "not executable: $A, $B, $A_LOADGEN or $B_LOADGEN" >&2; exit 2; }
 # The two shapes the compare bench runs one after the other (egt-after-insert).
 INSERT=(--table ins --mix insert=100 --connections 1 --depth 32 --partitions 1000)
 EGT=(--table egt --mix batch=100 --batch-size 100 --connections 1 --depth 1 --partitions 1000)
@@ -66,9 +73,10 @@ cleanup() { [[ -n "$SP" ]] && kill -KILL "$SP" 2>/dev/null; rm -rf "$W"; }
 trap cleanup EXIT
 
 # One run: a fresh sidecar ($1 binary, $2 environment, $3 extra arguments),
-# the load, the result's JSON line (with "side" and "pair") on stdout.
+# the load ($6's load generator), the result's JSON line (with "side" and
+# "pair") on stdout.
 run_one() {
-  local bin="$1" envs="$2" args="$3" side="$4" pair="$5" data i
+  local bin="$1" envs="$2" args="$3" side="$4" pair="$5" loadgen="$6" data i
   data="$W/data-$side-$pair"
   # Any free port: the sidecar writes the one it bound into its ready file.
   # shellcheck disable=SC2086  # $envs and $args are word lists by design
@@ -83,7 +91,7 @@ run_one() {
     echo "the sidecar did not start:" >&2; cat "$W/log" >&2; exit 1
   fi
   load() {
-    "$LOADGEN" --endpoint "$endpoint" --server-pid "$spid" "$@" --duration "$SECONDS_RUN" \
+    "$loadgen" --endpoint "$endpoint" --server-pid "$spid" "$@" --duration "$SECONDS_RUN" \
       --warmup 1 > "$W/lg.log" 2>&1 || { echo "the loadgen failed:" >&2; cat "$W/lg.log" >&2; exit 1; }
   }
   rm -f "$W/r.json"
@@ -104,8 +112,8 @@ RESULTS="$W/results.jsonl"
 for ((p = 1; p <= PAIRS; p++)); do
   if ((p % 2)); then order=(a b); else order=(b a); fi
   for side in "${order[@]}"; do
-    if [[ "$side" == a ]]; then line="$(run_one "$A" "$A_ENV" "$A_ARGS" a "$p")"
-    else line="$(run_one "$B" "$B_ENV" "$B_ARGS" b "$p")"; fi
+    if [[ "$side" == a ]]; then line="$(run_one "$A" "$A_ENV" "$A_ARGS" a "$p" "$A_LOADGEN")"
+    else line="$(run_one "$B" "$B_ENV" "$B_ARGS" b "$p" "$B_LOADGEN")"; fi
     echo "$line" | tee -a "$RESULTS"
     [[ -n "$OUT" ]] && echo "$line" >> "$OUT"
   done

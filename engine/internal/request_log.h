@@ -15,6 +15,12 @@
 // or until `window_count` newer ids were recorded, whichever comes first,
 // and at most 2 x window_count ids are ever stored.
 //
+// Each of the two generations a lookup reads has an in-memory filter of
+// the ids recorded in it (id_filter.h; ~10 bits an id, filled from the
+// store at open): a lookup of a new id, nearly every one, reads nothing
+// from RocksDB. The filters only ever over-report (an id whose write then
+// failed stays in), so a retry is never missed.
+//
 // Keys (column family "requests"):
 //   'g' gen(8, BE)                      -> the generation's start time (ticks)
 //   'g' gen(8, BE) 0x01 caller 0x00 id  -> outcome
@@ -28,6 +34,7 @@
 #include <rocksdb/db.h>
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -35,6 +42,7 @@
 #include <vector>
 
 #include "engine/batch.h"
+#include "engine/internal/id_filter.h"
 #include "engine/status.h"
 
 namespace sidetable {
@@ -110,6 +118,9 @@ class RequestLog {
   int64_t gen_start_ = 0;  // guarded by mu_
   uint64_t gen_count_ = 0; // guarded by mu_; ids recorded in gen_ (a failed group may overcount)
   bool header_stored_ = false;  // guarded by mu_; gen_'s start time is in the store
+  // The ids recorded in gen_ and in gen_ - 1 (a superset); guarded by mu_.
+  std::unique_ptr<internal::IdFilter> current_ids_;
+  std::unique_ptr<internal::IdFilter> previous_ids_;
 };
 
 }  // namespace sidetable
