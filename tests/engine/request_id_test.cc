@@ -28,6 +28,21 @@ class RequestIdTest : public EngineTest {
                                    const std::string& caller = "app") {
     return Run(WithId(std::move(Batch("Items").Insert(MakeEntity("p", rk, n))), id, caller));
   }
+  // Sends (id, rk) again and expects its first outcome back, nothing executed.
+  void ExpectReplayed(const std::string& id, const std::string& rk) {
+    auto retry = InsertWithId(id, rk);
+    ASSERT_TRUE(retry.ok()) << id << ": " << retry.status().ToString();
+    EXPECT_TRUE(retry->replayed) << id;
+  }
+  static std::string Nth(const char* prefix, int i) { return prefix + std::to_string(i); }
+  // With a window of `window` ids: ids "<prefix>0".. of RowKeys "r0"..,
+  // then a reopen (which rebuilds the lookups' filters from the store).
+  void InsertIdsAndReopen(uint64_t window, int ids, const char* prefix) {
+    options_.request_id_window_count = window;
+    Reopen();
+    for (int i = 0; i < ids; i++) ASSERT_TRUE(InsertWithId(Nth(prefix, i), Nth("r", i)).ok()) << i;
+    Reopen();
+  }
   size_t LogRecordsWithId(const std::string& id) {
     auto changes = engine_->ReadChanges(1, 100000, 1 << 30);
     EXPECT_TRUE(changes.ok());
@@ -203,21 +218,12 @@ TEST_F(RequestIdTest, TheWindowIsBoundedByAgeAndSurvivesReopenWithItsGeneration)
 }
 
 TEST_F(RequestIdTest, BothGenerationsAreReadAfterAReopen) {
-  options_.request_id_window_count = 10;
-  Reopen();
   // Generation 1: ids 0..9; generation 2: ids 10..14.
-  auto id = [](int i) { return "id" + std::to_string(i); };
-  auto rk = [](int i) { return "r" + std::to_string(i); };
-  for (int i = 0; i < 15; i++) ASSERT_TRUE(InsertWithId(id(i), rk(i)).ok()) << i;
-  Reopen();
-  // The lookups' filters are rebuilt from the store: each id of both
-  // generations is still answered with its first outcome, and a new id runs.
-  for (int i = 0; i < 15; i++) {
-    auto retry = InsertWithId(id(i), rk(i));
-    ASSERT_TRUE(retry.ok()) << i << ": " << retry.status().ToString();
-    EXPECT_TRUE(retry->replayed) << id(i);
-  }
-  auto fresh = InsertWithId(id(15), rk(15));
+  InsertIdsAndReopen(10, 15, "id");
+  // Each id of both generations is still answered with its first outcome,
+  // and a new id runs.
+  for (int i = 0; i < 15; i++) ExpectReplayed(Nth("id", i), Nth("r", i));
+  auto fresh = InsertWithId(Nth("id", 15), Nth("r", 15));
   ASSERT_TRUE(fresh.ok());
   EXPECT_FALSE(fresh->replayed);
 }
@@ -225,19 +231,10 @@ TEST_F(RequestIdTest, BothGenerationsAreReadAfterAReopen) {
 TEST_F(RequestIdTest, ManyIdsAcrossGenerationsAreEachRememberedUntilTheirWindowEnds) {
   // Enough ids that the lookups' filters hold many (1,000 a generation),
   // across two rolls and a reopen: no id still in the window is missed.
-  options_.request_id_window_count = 1000;
-  Reopen();
-  auto id = [](int i) { return "bulk-" + std::to_string(i); };
-  auto rk = [](int i) { return "b" + std::to_string(i); };
-  for (int i = 0; i < 2500; i++) ASSERT_TRUE(InsertWithId(id(i), rk(i)).ok()) << i;
-  Reopen();
+  InsertIdsAndReopen(1000, 2500, "bulk-");
   // Generations: 1 = ids 0..999 (dropped when 3 started), 2 = 1000..1999, 3 = 2000..2499.
-  for (int i = 1000; i < 2500; i += 7) {
-    auto retry = InsertWithId(id(i), rk(i));
-    ASSERT_TRUE(retry.ok()) << i << ": " << retry.status().ToString();
-    EXPECT_TRUE(retry->replayed) << id(i);
-  }
-  EXPECT_FAILS_UNCHANGED(InsertWithId(id(5), rk(5)), Code::kEntityAlreadyExists);
+  for (int i = 1000; i < 2500; i += 7) ExpectReplayed(Nth("bulk-", i), Nth("r", i));
+  EXPECT_FAILS_UNCHANGED(InsertWithId(Nth("bulk-", 5), Nth("r", 5)), Code::kEntityAlreadyExists);
 }
 
 TEST_F(RequestIdTest, FencedBatchesRememberWhatWasSkipped) {
