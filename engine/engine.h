@@ -267,9 +267,11 @@ class Engine {
   // resume after a background error (rate-limited). The owner calls it
   // about once a second; it may block for a flush.
   StorageHealth CheckStorage();
-  // True while RocksDB delays or stops writes (a write stall: compaction is
-  // behind), so a write may block for a while; cheap, for callers that
-  // must not block (the sidecar's frontend sends writes to its workers then).
+  // True while RocksDB delays or stops writes (a write stall: a flush or
+  // compaction is behind), so a write may block for a while; cheap (one
+  // atomic load, and while stalled a re-read of RocksDB's state at most
+  // every 10 ms), for callers that must not block (the sidecar's frontend
+  // sends writes to its workers then).
   bool WritesMayWait() const;
 
   // ---- small durable settings of the layers above (e.g. the change-stream

@@ -189,15 +189,45 @@ void StorageGuard::OnErrorRecoveryEnd(const rocksdb::BackgroundErrorRecoveryInfo
   UpdateLocked();
 }
 
-void StorageGuard::OnStallConditionsChanged(const rocksdb::WriteStallInfo& info) {
-  // Per column family: one may recover while another still stalls.
+void StorageGuard::OnStallConditionsChanged(const rocksdb::WriteStallInfo&) {
+  // Only records (the header says why a callback cannot be trusted): the
+  // next call re-reads RocksDB's state, whatever the callback said.
+  next_stall_check_.store(0, std::memory_order_release);
+  stall_calls_.store(0, std::memory_order_relaxed);
+}
+
+bool StorageGuard::WritesStalled() {
+  const bool up = stalled_.load(std::memory_order_acquire);
+  // Down (nearly always): the clock is read on one call in 64, a relaxed
+  // increment on the others.
+  if (!up && (stall_calls_.fetch_add(1, std::memory_order_relaxed) & 63) != 0) return false;
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  if (now < next_stall_check_.load(std::memory_order_acquire)) return up;
+  std::unique_lock lock(stall_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return up;  // another caller is re-reading
+  next_stall_check_.store(now + std::chrono::nanoseconds(kStallRecheck).count(),
+                          std::memory_order_release);
+  const bool stalls = stall_probe_ ? stall_probe_() : RocksDbStallsWrites();
+  stalled_.store(stalls, std::memory_order_release);
+  return stalls;
+}
+
+void StorageGuard::SetStallProbe(std::function<bool()> probe) {
   std::lock_guard lock(stall_mu_);
-  if (info.condition.cur == rocksdb::WriteStallCondition::kNormal) {
-    stalled_cfs_.erase(info.cf_name);
-  } else {
-    stalled_cfs_.insert(info.cf_name);
+  stall_probe_ = std::move(probe);
+}
+
+bool StorageGuard::RocksDbStallsWrites() const {
+  if (db_ == nullptr) return false;  // not open: nothing to wait for
+  uint64_t stopped = 0, delayed_rate = 0;
+  // Both DB-wide (RocksDB's write controller), both read under its mutex.
+  if (!db_->GetIntProperty(rocksdb::DB::Properties::kIsWriteStopped, &stopped) ||
+      !db_->GetIntProperty(rocksdb::DB::Properties::kActualDelayedWriteRate, &delayed_rate)) {
+    return true;
   }
-  stalled_.store(!stalled_cfs_.empty(), std::memory_order_relaxed);
+  return stopped != 0 || delayed_rate != 0;
 }
 
 void StorageGuard::UpdateLocked() {

@@ -37,7 +37,6 @@
 #include <chrono>
 #include <functional>
 #include <mutex>
-#include <set>
 #include <string>
 
 #include "engine/engine.h"
@@ -74,9 +73,24 @@ class StorageGuard : public rocksdb::EventListener {
   // rocksdb::EventListener
   void OnBackgroundError(rocksdb::BackgroundErrorReason reason, rocksdb::Status* error) override;
   void OnErrorRecoveryEnd(const rocksdb::BackgroundErrorRecoveryInfo& info) override;
-  // RocksDB delays or stops writes while compaction catches up.
+  // RocksDB delays or stops writes while flushes or compaction catch up.
   void OnStallConditionsChanged(const rocksdb::WriteStallInfo& info) override;
-  bool WritesStalled() const { return stalled_.load(std::memory_order_relaxed); }
+  // Whether RocksDB may make a write wait now (delayed or stopped): the
+  // frontend then hands writes to a worker. RocksDB's stall callbacks cannot
+  // say so in time: a stall found by a write is announced when that write
+  // returns, after the stall, and then after the flush thread's "stopped ->
+  // normal". Trusting their order left the flag up with nothing stalled and
+  // every write on the workers' slower path for the rest of the process
+  // (docs/performance.md, issue 17, session 27). So the flag is RocksDB's
+  // write controller as re-read (`stall probe`) at most every
+  // kStallRecheck: on every call while it is up, on every 64th call while
+  // it is down; a callback only makes the next call re-read.
+  bool WritesStalled();
+  static constexpr std::chrono::milliseconds kStallRecheck{10};
+  // What WritesStalled re-reads: by default the DB's "rocksdb.is-write-stopped"
+  // and "rocksdb.actual-delayed-write-rate" (after Attach; never from a
+  // callback, which may run under RocksDB's mutex). Tests replace it.
+  void SetStallProbe(std::function<bool()> probe);
 
  private:
   // Recomputes the state from its inputs; logs a transition. Holds mu_.
@@ -108,9 +122,15 @@ class StorageGuard : public rocksdb::EventListener {
   // Read on every write without the mutex.
   std::atomic<bool> writable_{true};
   std::atomic<uint64_t> refusals_{0};
+  bool RocksDbStallsWrites() const;
+  // One re-check at a time; guards stall_probe_.
   std::mutex stall_mu_;
-  std::set<std::string> stalled_cfs_;  // column families RocksDB stalls (under stall_mu_)
+  std::function<bool()> stall_probe_;
   std::atomic<bool> stalled_{false};
+  // steady_clock ns of the next re-check; 0: at the next call.
+  std::atomic<int64_t> next_stall_check_{0};
+  // WritesStalled calls, for the one in 64 that looks at the clock.
+  std::atomic<uint32_t> stall_calls_{0};
 };
 
 // The WAL-switch marker's key in the catalog column family (no other key
