@@ -170,6 +170,9 @@ std::string Metrics::Render(const Gauges& g) const {
   out += "# HELP sidetable_storage_free_bytes Free bytes on the data directory's filesystem (checked every second).\n";
   out += "# TYPE sidetable_storage_free_bytes gauge\n";
   Line(&out, "sidetable_storage_free_bytes", "", g.storage_free_bytes);
+  out += "# HELP sidetable_writes_stalled 1 while RocksDB delays or stops writes (a flush or compaction is behind; the frontend hands writes to its workers meanwhile), else 0.\n";
+  out += "# TYPE sidetable_writes_stalled gauge\n";
+  Line(&out, "sidetable_writes_stalled", "", g.writes_stalled ? 1 : 0);
   if (g.publishing) {
     out += "# HELP sidetable_publisher_published_lsn Every change up to this LSN is on Kafka.\n";
     out += "# TYPE sidetable_publisher_published_lsn gauge\n";

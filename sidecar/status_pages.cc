@@ -97,6 +97,7 @@ std::string MetricsText(Server& server, const Metrics& metrics, const ServerGaug
   g.storage_ok = storage.state == StorageState::kOk;
   g.storage_write_refusals_total = storage.write_refusals;
   g.storage_free_bytes = storage.free_bytes;
+  g.writes_stalled = server.engine().WritesMayWait();
   if (auto* p = server.publisher()) {
     changestream::PublisherStats ps = p->Stats();
     g.publishing = true;
