@@ -53,18 +53,17 @@ done
 A_LOADGEN="${A_LOADGEN:-$LOADGEN}"; B_LOADGEN="${B_LOADGEN:-$LOADGEN}"
 [[ -x "$A" && -x "$B" && -x "$A_LOADGEN" && -x "$B_LOADGEN" ]] ||
   { echo "not executable: $A, $B, $A_LOADGEN or $B_LOADGEN" >&2; exit 2; }
-# The two shapes the compare bench runs one after the other (egt-after-insert).
-INSERT=(--table ins --mix insert=100 --connections 1 --depth 32 --partitions 1000)
-EGT=(--table egt --mix batch=100 --batch-size 100 --connections 1 --depth 1 --partitions 1000)
+# shellcheck source=bench/loadgen/sidecar_run.sh
+source "$(dirname "$0")/sidecar_run.sh"
 case "$LOAD" in
-  insert) FLAGS=("${INSERT[@]}") ;;
+  insert) FLAGS=("${LOAD_INSERT[@]}") ;;
   get) FLAGS=(--table reads --mix get=100 --connections 1 --depth 32 --partitions 100 --preload 10000) ;;
-  egt) FLAGS=("${EGT[@]}") ;;
+  egt) FLAGS=("${LOAD_EGT[@]}") ;;
   egt4) FLAGS=(--table egt --mix batch=100 --batch-size 100 --connections 4 --depth 1 --partitions 1000) ;;
   insert4) FLAGS=(--table ins --mix insert=100 --connections 4 --depth 8 --partitions 1000) ;;
   insertwide) FLAGS=(--table ins --mix insert=100 --connections 1 --depth 32 --partitions 10000000) ;;
   mixed) FLAGS=(--table reads --mix get=50,upsert=50 --connections 1 --depth 32 --partitions 100 --preload 10000) ;;
-  egt-after-insert) PRE=("${INSERT[@]}"); FLAGS=("${EGT[@]}") ;;
+  egt-after-insert) PRE=("${LOAD_INSERT[@]}"); FLAGS=("${LOAD_EGT[@]}") ;;
   *) echo "unknown --load '$LOAD'" >&2; exit 2 ;;
 esac
 
@@ -76,22 +75,11 @@ trap cleanup EXIT
 # the load ($6's load generator), the result's JSON line (with "side" and
 # "pair") on stdout.
 run_one() {
-  local bin="$1" envs="$2" args="$3" side="$4" pair="$5" loadgen="$6" data i
+  local bin="$1" envs="$2" args="$3" side="$4" pair="$5" loadgen="$6" data
   data="$W/data-$side-$pair"
-  # Any free port: the sidecar writes the one it bound into its ready file.
-  # shellcheck disable=SC2086  # $envs and $args are word lists by design
-  env $envs "$bin" $args --listen 'tcp://127.0.0.1:*' --data "$data" --durability "$DUR" \
-    --http '' --ready-file "$W/ready" --log-level warn > "$W/log" 2>&1 &
-  SP=$!
-  for ((i = 0; i < 300; i++)); do grep -qs '^pid' "$W/ready" && break; sleep 0.05; done
-  local spid endpoint
-  spid="$(sed -n 's/^pid //p' "$W/ready" 2>/dev/null || true)"
-  endpoint="$(sed -n 's/^zmq //p' "$W/ready" 2>/dev/null | head -1 || true)"
-  if [[ -z "$spid" || -z "$endpoint" ]]; then
-    echo "the sidecar did not start:" >&2; cat "$W/log" >&2; exit 1
-  fi
+  start_sidecar "$bin" "$envs" "$args" "$data" "$DUR" "$W"
   load() {
-    "$loadgen" --endpoint "$endpoint" --server-pid "$spid" "$@" --duration "$SECONDS_RUN" \
+    "$loadgen" --endpoint "$ENDPOINT" --server-pid "$SPID" "$@" --duration "$SECONDS_RUN" \
       --warmup 1 > "$W/lg.log" 2>&1 || { echo "the loadgen failed:" >&2; cat "$W/lg.log" >&2; exit 1; }
   }
   rm -f "$W/r.json"

@@ -40,9 +40,11 @@ while [[ $# -gt 0 ]]; do
     *) usage ;;
   esac
 done
+# shellcheck source=bench/loadgen/sidecar_run.sh
+source "$(dirname "$0")/sidecar_run.sh"
 case "$LOAD" in
-  insert) FLAGS=(--table ins --mix insert=100 --connections 1 --depth 32 --partitions 1000) ;;
-  egt) FLAGS=(--table egt --mix batch=100 --batch-size 100 --connections 1 --depth 1 --partitions 1000) ;;
+  insert) FLAGS=("${LOAD_INSERT[@]}") ;;
+  egt) FLAGS=("${LOAD_EGT[@]}") ;;
   *) usage ;;
 esac
 [[ "$WINDOWS" =~ ^[0-9]+$ && "$WINDOWS" -ge 3 ]] || { echo "--windows must be 3 or more" >&2; exit 2; }
@@ -71,24 +73,15 @@ PY
 RESULTS="$W/results.jsonl"
 for ((r = 1; r <= REPEATS; r++)); do
   data="$W/data-$r"
-  # shellcheck disable=SC2086  # $ENVS and $ARGS are word lists by design
-  env $ENVS "$BIN" $ARGS --listen 'tcp://127.0.0.1:*' --data "$data" --durability "$DUR" \
-    --http '' --ready-file "$W/ready" --log-level warn > "$W/log" 2>&1 &
-  SP=$!
-  for ((i = 0; i < 300; i++)); do grep -qs '^pid' "$W/ready" && break; sleep 0.05; done
-  spid="$(sed -n 's/^pid //p' "$W/ready" 2>/dev/null || true)"
-  endpoint="$(sed -n 's/^zmq //p' "$W/ready" 2>/dev/null | head -1 || true)"
-  if [[ -z "$spid" || -z "$endpoint" ]]; then
-    echo "the sidecar did not start:" >&2; cat "$W/log" >&2; exit 1
-  fi
+  start_sidecar "$BIN" "$ENVS" "$ARGS" "$data" "$DUR" "$W"
   for ((w = 1; w <= WINDOWS; w++)); do
     rm -f "$W/r.json"
-    snap "$spid" > "$W/before.json"; t0="$(date +%s.%N)"
-    "$LOADGEN" --endpoint "$endpoint" --server-pid "$spid" "${FLAGS[@]}" --duration "$WINDOW" \
+    snap "$SPID" > "$W/before.json"; t0="$(date +%s.%N)"
+    "$LOADGEN" --endpoint "$ENDPOINT" --server-pid "$SPID" "${FLAGS[@]}" --duration "$WINDOW" \
       --warmup 0.2 --json "$W/r.json" > "$W/lg.log" 2>&1 ||
       { echo "the loadgen failed:" >&2; cat "$W/lg.log" >&2; exit 1; }
-    t1="$(date +%s.%N)"; snap "$spid" > "$W/after.json"
-    python3 - "$W/r.json" "$W/before.json" "$W/after.json" "$t0" "$t1" "$r" "$w" "$LOAD" "$(du -sm "$data" | cut -f1)" "$spid" \
+    t1="$(date +%s.%N)"; snap "$SPID" > "$W/after.json"
+    python3 - "$W/r.json" "$W/before.json" "$W/after.json" "$t0" "$t1" "$r" "$w" "$LOAD" "$(du -sm "$data" | cut -f1)" "$SPID" \
       <<'PY' | tee -a "$RESULTS"
 import json, sys
 rec = [json.loads(l) for l in open(sys.argv[1]) if l.strip()][-1]
