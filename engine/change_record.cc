@@ -42,28 +42,59 @@ Status DecodeImage(std::string_view row, const ChangeRecord& rec, std::string_vi
   return Status::OK();
 }
 
-Status DecodeHeader(Reader* r, ChangeRecord* out, uint64_t* op_count) {
-  uint8_t format, kind;
-  uint64_t lsn, ts, table_id;
-  std::string_view table, pk, caller, request_id;
-  if (!r->Byte(&format)) return Corrupt("empty");
-  if (format != kChangeFormat && format != kChangeFormatV1 && format != kChangeFormatEpoch) {
+// The header's fields as stored, without copies.
+struct HeaderView {
+  uint8_t format = 0, kind = 0;
+  uint64_t lsn = 0, ts = 0, table_id = 0, epoch = 0, op_count = 0;
+  std::string_view table, pk, caller, request_id, target;
+  bool image_refs = false;  // formats 4 and 5: a mode byte per operation
+};
+
+Status ReadHeader(Reader* r, HeaderView* h) {
+  if (!r->Byte(&h->format)) return Corrupt("empty");
+  const uint8_t f = h->format;
+  if (f != kChangeFormat && f != kChangeFormatV1 && f != kChangeFormatEpoch &&
+      f != kChangeFormatRefs && f != kChangeFormatEpochRefs) {
     return Corrupt("unknown format version");
   }
-  std::string_view target;
-  uint64_t epoch = 0;
-  if (!r->Byte(&kind) || kind < 1 || kind > 4 || !r->Varint64(&lsn) || !r->Fixed64(&ts) ||
-      !r->LengthPrefixed(&table) || !r->Varint64(&table_id) || !r->LengthPrefixed(&pk) ||
-      !r->LengthPrefixed(&caller) ||
-      (format >= 2 && !r->LengthPrefixed(&request_id)) ||
-      (format >= kChangeFormatEpoch && !r->Varint64(&epoch)) ||
-      (kind == static_cast<uint8_t>(ChangeKind::kArchiveRequested) && !r->LengthPrefixed(&target)) ||
-      !r->Varint64(op_count)) {
+  h->image_refs = f == kChangeFormatRefs || f == kChangeFormatEpochRefs;
+  const bool has_epoch = f == kChangeFormatEpoch || f == kChangeFormatEpochRefs;
+  if (!r->Byte(&h->kind) || h->kind < 1 || h->kind > 4 || !r->Varint64(&h->lsn) ||
+      !r->Fixed64(&h->ts) || !r->LengthPrefixed(&h->table) || !r->Varint64(&h->table_id) ||
+      !r->LengthPrefixed(&h->pk) || !r->LengthPrefixed(&h->caller) ||
+      (f >= 2 && !r->LengthPrefixed(&h->request_id)) || (has_epoch && !r->Varint64(&h->epoch)) ||
+      (h->kind == static_cast<uint8_t>(ChangeKind::kArchiveRequested) &&
+       !r->LengthPrefixed(&h->target)) ||
+      !r->Varint64(&h->op_count)) {
     return Corrupt("truncated header");
   }
-  if (format >= kChangeFormatEpoch && (epoch == 0 || epoch > kMaxEpoch || lsn > kMaxStampedLsn)) {
+  if (has_epoch && (h->epoch == 0 || h->epoch > kMaxEpoch || h->lsn > kMaxStampedLsn)) {
     return Corrupt("epoch out of range");
   }
+  return Status::OK();
+}
+
+Status ReadStoredOp(Reader* r, bool image_refs, StoredChangeOp* op) {
+  if (!r->LengthPrefixed(&op->row_key) || !r->Byte(&op->kind) || op->kind < 1 || op->kind > 6 ||
+      (image_refs && (!r->Byte(&op->image_mode) || op->image_mode > kImageInRow)) ||
+      !r->LengthPrefixed(&op->before) || !r->LengthPrefixed(&op->after)) {
+    return Corrupt("truncated operation");
+  }
+  if (!image_refs) op->image_mode = kImageInline;
+  if (op->image_mode == kImageInRow && !op->after.empty())
+    return Corrupt("an image both inline and in the row");
+  return Status::OK();
+}
+
+Status DecodeHeader(Reader* r, ChangeRecord* out, uint64_t* op_count, bool* image_refs = nullptr) {
+  HeaderView h;
+  ST_RETURN_IF_ERROR(ReadHeader(r, &h));
+  if (image_refs != nullptr) *image_refs = h.image_refs;
+  *op_count = h.op_count;
+  const uint8_t kind = h.kind;
+  const uint64_t lsn = h.lsn, ts = h.ts, table_id = h.table_id, epoch = h.epoch;
+  const std::string_view table = h.table, pk = h.pk, caller = h.caller, request_id = h.request_id,
+                         target = h.target;
   out->target_table.assign(target);
   out->epoch = epoch;
   out->lsn = lsn;
@@ -79,12 +110,13 @@ Status DecodeHeader(Reader* r, ChangeRecord* out, uint64_t* op_count) {
 
 }  // namespace
 
-void EncodeChangeHeader(uint64_t lsn, ChangeKind kind, int64_t commit_time,
-                        std::string_view table, uint32_t table_id, std::string_view pk,
-                        std::string_view caller, size_t op_count, std::string* dst,
-                        std::string_view target_table, std::string_view client_request_id,
-                        uint64_t epoch) {
-  dst->push_back(static_cast<char>(epoch == 0 ? kChangeFormat : kChangeFormatEpoch));
+void EncodeChangeHeader(uint64_t lsn, ChangeKind kind, int64_t commit_time, std::string_view table,
+                        uint32_t table_id, std::string_view pk, std::string_view caller,
+                        size_t op_count, std::string* dst, std::string_view target_table,
+                        std::string_view client_request_id, uint64_t epoch, bool image_refs) {
+  const uint8_t format = image_refs ? (epoch == 0 ? kChangeFormatRefs : kChangeFormatEpochRefs)
+                                    : (epoch == 0 ? kChangeFormat : kChangeFormatEpoch);
+  dst->push_back(static_cast<char>(format));
   dst->push_back(static_cast<char>(kind));
   PutVarint64(dst, lsn);
   PutFixed64(dst, static_cast<uint64_t>(commit_time));
@@ -98,11 +130,34 @@ void EncodeChangeHeader(uint64_t lsn, ChangeKind kind, int64_t commit_time,
   PutVarint64(dst, op_count);
 }
 
-void EncodeChangeOp(const ChangeOpImages& op, std::string* dst) {
+void EncodeChangeOp(const ChangeOpImages& op, std::string* dst, int image_mode) {
   PutLengthPrefixed(dst, op.row_key);
   dst->push_back(static_cast<char>(op.kind));
-  PutLengthPrefixed(dst, op.before_row);
-  PutLengthPrefixed(dst, op.after_row);
+  if (image_mode >= 0) dst->push_back(static_cast<char>(image_mode));
+  PutRowImage(dst, op.before_row);
+  if (image_mode == kImageInRow) {
+    PutVarint64(dst, 0);
+  } else {
+    PutRowImage(dst, op.after_row);
+  }
+}
+
+Status SplitStoredChange(std::string_view value, StoredChange* out) {
+  Reader r(value);
+  HeaderView h;
+  ST_RETURN_IF_ERROR(ReadHeader(&r, &h));
+  out->format = h.format;
+  out->lsn = h.lsn;
+  out->epoch = h.epoch;
+  out->table_id = static_cast<uint32_t>(h.table_id);
+  out->partition_key = h.pk;
+  out->header_rest = value.substr(1, value.size() - r.remaining() - 1);
+  if (h.op_count > r.remaining()) return Corrupt("bad operation count");
+  out->ops.clear();
+  out->ops.resize(h.op_count);
+  for (StoredChangeOp& op : out->ops) ST_RETURN_IF_ERROR(ReadStoredOp(&r, h.image_refs, &op));
+  if (!r.empty()) return Corrupt("trailing bytes");
+  return Status::OK();
 }
 
 Status DecodeChangeHeader(std::string_view value, ChangeRecord* out) {
@@ -114,17 +169,21 @@ Status DecodeChangeHeader(std::string_view value, ChangeRecord* out) {
 Status DecodeChange(std::string_view value, ChangeRecord* out) {
   Reader r(value);
   uint64_t op_count;
-  ST_RETURN_IF_ERROR(DecodeHeader(&r, out, &op_count));
+  bool image_refs = false;
+  ST_RETURN_IF_ERROR(DecodeHeader(&r, out, &op_count, &image_refs));
   if (op_count > r.remaining()) return Corrupt("bad operation count");
   out->ops.clear();
   out->ops.reserve(op_count);
   for (uint64_t i = 0; i < op_count; i++) {
-    std::string_view rk, before, after;
-    uint8_t kind;
-    if (!r.LengthPrefixed(&rk) || !r.Byte(&kind) || kind < 1 || kind > 6 ||
-        !r.LengthPrefixed(&before) || !r.LengthPrefixed(&after)) {
-      return Corrupt("truncated operation");
+    StoredChangeOp stored;
+    ST_RETURN_IF_ERROR(ReadStoredOp(&r, image_refs, &stored));
+    if (stored.image_mode == kImageInRow) {
+      return Status(Code::kInternal,
+                    "change record " + std::to_string(out->lsn) +
+                        ": an after image is stored in its row; read it through the engine");
     }
+    const std::string_view rk = stored.row_key, before = stored.before, after = stored.after;
+    const uint8_t kind = stored.kind;
     ChangeOp op;
     op.row_key.assign(rk);
     op.kind = static_cast<OpKind>(kind);

@@ -182,8 +182,9 @@ bool Reader::LengthPrefixed(std::string_view* v) {
   return Varint64(&n) && n <= remaining() && Bytes(static_cast<size_t>(n), v);
 }
 
-void EncodeRow(const Entity& e, uint64_t version, int64_t timestamp, std::string* dst) {
-  dst->push_back(static_cast<char>(kRowFormat));
+void EncodeRow(const Entity& e, uint64_t version, int64_t timestamp, std::string* dst,
+               uint8_t format) {
+  dst->push_back(static_cast<char>(format));
   PutVarint64(dst, version);
   PutFixed64(dst, static_cast<uint64_t>(timestamp));
   PutVarint64(dst, e.properties.size());
@@ -198,10 +199,17 @@ Status DecodeRowHeader(std::string_view row, uint64_t* version, int64_t* timesta
   uint8_t format;
   uint64_t ts;
   if (!r.Byte(&format)) return Corrupt("empty");
-  if (format != kRowFormat) return Corrupt("unknown format version");
+  if (!IsRowFormat(format)) return Corrupt("unknown format version");
   if (!r.Varint64(version) || !r.Fixed64(&ts)) return Corrupt("truncated header");
   *timestamp = static_cast<int64_t>(ts);
   return Status::OK();
+}
+
+void PutRowImage(std::string* dst, std::string_view row) {
+  PutVarint64(dst, row.size());
+  if (row.empty()) return;
+  dst->push_back(static_cast<char>(kRowFormat));
+  dst->append(row.data() + 1, row.size() - 1);
 }
 
 Status DecodeRow(std::string_view row, Entity* e, const std::vector<std::string>* select) {
@@ -313,7 +321,7 @@ Result<RowView> RowView::Parse(std::string_view partition_key, std::string_view 
   uint64_t ts;
   RowView v;
   if (!r.Byte(&format)) return Corrupt("empty");
-  if (format != codec::kRowFormat) return Corrupt("unknown format version");
+  if (!codec::IsRowFormat(format)) return Corrupt("unknown format version");
   if (!r.Varint64(&v.version_) || !r.Fixed64(&ts) || !r.Varint64(&v.count_)) {
     return Corrupt("truncated header");
   }

@@ -55,6 +55,12 @@ struct EngineOptions {
   // beyond this many bytes (oldest first), may be trimmed. 0 = no bound.
   int64_t changelog_max_age_seconds = 7 * 24 * 3600;
   uint64_t changelog_max_bytes = 1ull << 30;
+  // Each entity written once: an EGT's change record refers to the rows it
+  // wrote for its after images instead of carrying a copy, and readers of
+  // the log get them resolved (engine/internal/images.h). false: records
+  // carry their after images, as before 2026-12 (half the bytes per
+  // write go to the copy). Records of either kind are read either way.
+  bool write_images_once = true;
   // Batches queued for one group commit at most.
   size_t max_group_commit = 256;
   // A file of this size kept in the data directory and given back before

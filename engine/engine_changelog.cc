@@ -43,13 +43,31 @@ Status Engine::Impl::VisitChanges(uint64_t from_lsn, size_t max_records, size_t 
   // group is durable.
   std::string upper_key = codec::LogKey(*last + 1);
   rocksdb::Slice upper(upper_key);
+  // One snapshot for the log and the rows its records refer to
+  // (internal/images.h): a row displaced while this page is read is still
+  // the record's image in it.
+  const rocksdb::Snapshot* snapshot = db_->GetSnapshot();
+  struct Release {
+    rocksdb::DB* db;
+    const rocksdb::Snapshot* s;
+    ~Release() { db->ReleaseSnapshot(s); }
+  } release{db_.get(), snapshot};
   rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot;
   ro.iterate_upper_bound = &upper;
+  rocksdb::ReadOptions point;
+  point.snapshot = snapshot;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, log_cf_));
   size_t bytes = 0, records = 0;
+  std::string resolved;
   for (it->Seek(codec::LogKey(std::max(from_lsn, *first))); it->Valid(); it->Next()) {
     if (records >= max_records || (records > 0 && bytes >= max_bytes)) break;
-    const std::string_view value = it->value().ToStringView();
+    std::string_view value = it->value().ToStringView();
+    if (codec::HasImageRefs(value)) {
+      resolved.clear();
+      ST_RETURN_IF_ERROR(ResolveImages(value, point, &resolved));
+      value = resolved;
+    }
     ST_RETURN_IF_ERROR(each(value));
     bytes += value.size();
     records++;
@@ -72,8 +90,9 @@ Result<ChangeBatch> Engine::Impl::ReadChanges(uint64_t from_lsn, size_t max_reco
 Result<RawChangePage> Engine::Impl::ReadRawChanges(uint64_t from_lsn, size_t max_records, size_t max_bytes,
                                                    std::string* out) const {
   RawChangePage page;
-  // Nothing is decoded: the sidecar ships the records as they are stored,
-  // and the client decodes each once (the format byte travels with it).
+  // Nothing is decoded: the sidecar ships the records as they are stored
+  // (resolved to format 2 or 3 when they refer to their rows), and the
+  // client decodes each once (the format byte travels with it).
   ST_RETURN_IF_ERROR(VisitChanges(from_lsn, max_records, max_bytes, &page.first_available_lsn, &page.last_lsn,
                                   [&](std::string_view value) {
                                     codec::PutLengthPrefixed(out, value);
@@ -95,6 +114,10 @@ Result<uint64_t> Engine::Impl::TrimChanges(uint64_t below_lsn) {
   if (below_lsn <= first) return first;
   rocksdb::WriteBatch wb;
   wb.DeleteRange(log_cf_, codec::LogKey(0), codec::LogKey(below_lsn));
+  // What displaced rows left for the records trimmed now, and the rows of
+  // tables deleted before them (internal/images.h).
+  wb.DeleteRange(images_cf_, codec::LogKey(0), codec::LogKey(below_lsn));
+  ST_RETURN_IF_ERROR(DropTrimmedTables(below_lsn, &wb));
   std::string v;
   codec::PutVarint64(&v, below_lsn);
   wb.Put(meta_cf_, kMetaLogTrimmedBelow, v);

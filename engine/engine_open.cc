@@ -52,6 +52,7 @@ Result<std::unique_ptr<Engine::Impl>> Engine::Impl::Open(const EngineOptions& op
       {"entities", opts.entities},
       {"changelog", opts.changelog},
       {"requests", opts.requests},
+      {"images", opts.images},
   };
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(opts.db, path, cfs, &impl->handles_, &raw);
@@ -67,6 +68,7 @@ Result<std::unique_ptr<Engine::Impl>> Engine::Impl::Open(const EngineOptions& op
   impl->meta_cf_ = impl->handles_[0];
   impl->entities_cf_ = impl->handles_[1];
   impl->log_cf_ = impl->handles_[2];
+  impl->images_cf_ = impl->handles_[4];
   impl->row_cache_ = std::make_unique<internal::RowCache>(options.row_cache_bytes);
   impl->requests_ = std::make_unique<RequestLog>(
       impl->db_.get(), impl->handles_[3],

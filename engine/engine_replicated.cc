@@ -111,6 +111,8 @@ Status Engine::ApplyReplicated(const ChangeRecord& record) {
       int64_t ts;
       ST_RETURN_IF_ERROR(codec::DecodeRowHeader(stored, &version, &ts).WithOpIndex(static_cast<int>(i)));
       if (version >= op.version) continue;  // already applied, or overtaken
+      // Displaced without a record of ours: keep it if one of ours needs it.
+      e->KeepDisplaced(key, stored, /*displaced_by=*/0, &wb);
     }
     e->row_cache_->Erase(key);  // under the partition lock, before the write (row_cache.h)
     if (op.after) {
@@ -183,12 +185,16 @@ Result<uint64_t> Engine::DropPartitions(
           pro.iterate_upper_bound = &next_slice;
           std::unique_ptr<rocksdb::Iterator> pit(e->db_->NewIterator(pro, e->entities_cf_));
           rocksdb::WriteBatch wb;
-          for (pit->Seek(first); pit->Valid() && wb.Count() < kRowsPerWrite; pit->Next()) {
+          size_t rows = 0;
+          for (pit->Seek(first); pit->Valid() && rows < kRowsPerWrite; pit->Next(), rows++) {
+            // A row written here may be the after image of a record not yet
+            // published: kept until the log is trimmed past it.
+            e->KeepDisplaced(pit->key().ToStringView(), pit->value().ToStringView(), 0, &wb);
             wb.Delete(e->entities_cf_, pit->key());
             e->row_cache_->Erase(pit->key().ToStringView());
           }
           if (!pit->status().ok()) return Status(Code::kInternal, "scan: " + pit->status().ToString());
-          const uint32_t n = wb.Count();
+          const uint32_t n = static_cast<uint32_t>(rows);
           if (n == 0) break;
           ST_RETURN_IF_ERROR(e->WriteUnlogged(&wb));
           dropped += n;

@@ -69,10 +69,10 @@ class DeleteTableWork : public CommitWork {
       : e_(e), info_(info), caller_(caller) {}
   void Encode(uint64_t lsn, int64_t time, rocksdb::WriteBatch* wb) override {
     wb->Delete(e_->meta_cf_, MetaTableKey(TableKey(info_.name).str()));
-    // One range tombstone: constant time whatever the table's size;
-    // compaction reclaims the space later.
-    wb->DeleteRange(e_->entities_cf_, codec::TablePrefix(info_.id),
-                    codec::TablePrefix(info_.id + 1));
+    // Its rows may be the after images of records still in the log: they
+    // go (one range tombstone, constant time whatever the table's size)
+    // once the log is trimmed past this record (internal/images.h).
+    e_->DeferDrop(info_.id, lsn, wb);
     std::string rec;
     EncodeTableEvent(ChangeKind::kTableDeleted, info_, caller_, lsn, time, &rec);
     wb->Put(e_->log_cf_, codec::LogKey(lsn), rec);
@@ -215,7 +215,8 @@ Status Engine::Impl::DeleteTableReplicated(std::string_view name) {
   row_cache_->Clear();
   rocksdb::WriteBatch wb;
   wb.Delete(meta_cf_, MetaTableKey(TableKey(t->info.name).str()));
-  wb.DeleteRange(entities_cf_, codec::TablePrefix(t->info.id), codec::TablePrefix(t->info.id + 1));
+  // As DeleteTable, after every record committed so far.
+  DeferDrop(t->info.id, commits_->last_committed_lsn(), &wb);
   ST_RETURN_IF_ERROR(WriteUnlogged(&wb));
   t->deleted = true;
   std::unique_lock lock(catalog_mu_);

@@ -118,7 +118,10 @@ class EgtWork : public CommitWork {
     approx_bytes_ = 64;
     for (const PreparedOp& p : ops_) {
       approx_bytes_ += 2 * p.key.size() + p.before_row.size() + 32;
-      if (p.after != nullptr) approx_bytes_ += 2 * ApproxEncodedBytes(*p.after);
+      // The row, and its copy in the record unless written once.
+      if (p.after != nullptr) {
+        approx_bytes_ += (e->options_.write_images_once ? 1 : 2) * ApproxEncodedBytes(*p.after);
+      }
     }
   }
 
@@ -135,22 +138,31 @@ class EgtWork : public CommitWork {
     record.reserve(ApproximateBytes());
     size_t written = 0;
     for (const PreparedOp& p : ops_) written += p.skipped ? 0 : 1;
+    // Written once (internal/images.h): the record names the rows it wrote
+    // as its after images. An LSN beyond the 40 bits a row's version keeps
+    // for it could not be found from the row: such records carry copies.
+    const bool once = e_->options_.write_images_once && lsn <= codec::kMaxStampedLsn;
     codec::EncodeChangeHeader(lsn, ChangeKind::kEntities, time, table_.name, table_.id,
                               batch_.operations()[0].entity.partition_key, batch_.caller(),
-                              written, &record, {}, batch_.client_request_id(), batch_.epoch());
+                              written, &record, {}, batch_.client_request_id(), batch_.epoch(), once);
     // Epoch 0: the version is the LSN, as outside a cluster.
     const uint64_t version = codec::StampVersion(batch_.epoch(), lsn);
+    const uint8_t row_format = once ? codec::kRowFormatSoleImage : codec::kRowFormat;
     std::string row;
     for (const PreparedOp& p : ops_) {
       if (p.skipped) continue;
       row.clear();
+      // The row it displaces may be the after image of a record still in
+      // the log; this record's before image keeps it.
+      if (!p.before_row.empty()) e_->KeepDisplaced(p.key, p.before_row, lsn, wb);
       if (p.after != nullptr) {
-        codec::EncodeRow(*p.after, version, time, &row);
+        codec::EncodeRow(*p.after, version, time, &row, row_format);
         wb->Put(e_->entities_cf_, p.key, row);
       } else {
         wb->Delete(e_->entities_cf_, p.key);
       }
-      codec::EncodeChangeOp({p.op->entity.row_key, LoggedKind(p.op->kind), p.before_row, row}, &record);
+      const int mode = !once ? -1 : p.after != nullptr ? codec::kImageInRow : codec::kImageInline;
+      codec::EncodeChangeOp({p.op->entity.row_key, LoggedKind(p.op->kind), p.before_row, row}, &record, mode);
     }
     wb->Put(e_->log_cf_, codec::LogKey(lsn), record);
     if (!batch_.client_request_id().empty()) {

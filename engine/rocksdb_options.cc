@@ -117,6 +117,11 @@ RocksDbOptionSet MakeRocksDbOptions(const EngineOptions& options) {
   // the entity options' bloom filters suit it; it is small, so a small buffer.
   set.requests = EntityCfOptions(options, cache);
   set.requests.write_buffer_size = std::min<size_t>(options.write_buffer_bytes, 16 << 20);
+  // Entries left by displaced rows (internal/images.h): looked up for every
+  // after image whose row has changed since, usually absent, so the
+  // entity options' bloom filters; mostly pointers of a few bytes.
+  set.images = EntityCfOptions(options, cache);
+  set.images.write_buffer_size = std::min<size_t>(options.write_buffer_bytes, 16 << 20);
   return set;
 }
 

@@ -71,6 +71,7 @@ class FileReader {
   template <typename T>
   static std::string TypeName() {
     if constexpr (std::is_same_v<T, std::string>) return "string";
+    else if constexpr (std::is_same_v<T, bool>) return "boolean (true or false)";
     else if constexpr (std::is_unsigned_v<T>) return "non-negative integer";
     else return "integer";
   }
@@ -138,10 +139,12 @@ Status LoadStorage(const FileReader& f, const YAML::Node& root, ServerConfig* c)
   ST_RETURN_IF_ERROR(f.ReadMb(st, "storage", "reserve_mb", &c->engine.storage_reserve_bytes));
 
   ST_RETURN_IF_ERROR(
-      f.Section(root, "changelog", {"max_age_seconds", "max_bytes", "check_interval_seconds"}, &cl));
+      f.Section(root, "changelog", {"max_age_seconds", "max_bytes", "check_interval_seconds", "write_images_once"},
+                &cl));
   ST_RETURN_IF_ERROR(f.Read(cl, "changelog", "max_age_seconds", &c->engine.changelog_max_age_seconds));
   ST_RETURN_IF_ERROR(f.Read(cl, "changelog", "max_bytes", &c->engine.changelog_max_bytes));
   ST_RETURN_IF_ERROR(f.Read(cl, "changelog", "check_interval_seconds", &c->retention_interval_seconds));
+  ST_RETURN_IF_ERROR(f.Read(cl, "changelog", "write_images_once", &c->engine.write_images_once));
   // Exactly-once write retries (docs/protocol.md): how long and for how
   // many newer writes a client request id is remembered.
   YAML::Node rt;

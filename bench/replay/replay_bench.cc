@@ -54,6 +54,9 @@ struct Config {
   int repeat = 3;
   bool quick = false;
   std::string scratch = "/tmp";
+  // The sidecar's changelog.write_images_once: records that refer to their
+  // rows (resolved on every read) or carry copies (engine/internal/images.h).
+  bool images_once = true;
 };
 
 struct Sample {
@@ -209,7 +212,8 @@ void RunOnce(const Config& cfg, int run, Results* out) {
   if (Status s = kafka->CreateTopic(kTopic, cfg.partitions); !s.ok()) Die(s.ToString());
   const std::string cfg_path = dir.path() + "/sidecar.yaml";
   std::ofstream(cfg_path) << "sidecar:\n  id: replay-bench\nkafka:\n  bootstrap: " << kafka->bootstraps()
-                          << "\n  partitions: " << cfg.partitions << "\n";
+                          << "\n  partitions: " << cfg.partitions << "\nchangelog:\n  write_images_once: "
+                          << (cfg.images_once ? "true" : "false") << "\n";
   auto server = std::make_unique<testing::SidecarProcess>(
       cfg.sidetable, dir.path() + "/db",
       std::vector<std::string>{"--config", cfg_path, "--durability", "os", "--log-level", "warn"});
@@ -319,6 +323,9 @@ int Main(int argc, char** argv) {
   app.add_option("--entity-bytes", cfg.entity_bytes, "padding per entity")->capture_default_str();
   app.add_option("--repeat", cfg.repeat, "repeats; medians reported")->check(CLI::Range(1, 20))->capture_default_str();
   app.add_flag("--quick", cfg.quick, "smoke run: 3,000 EGTs, one repeat");
+  app.add_option("--write-images-once", cfg.images_once,
+                 "the sidecar's changelog.write_images_once (false: records carry copies)")
+      ->capture_default_str();
   app.add_option("--scratch", cfg.scratch, "parent of the scratch directory")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (cfg.quick) {

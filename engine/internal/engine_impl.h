@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/internal/codec.h"
 #include "engine/internal/commit_queue.h"
 #include "engine/internal/request_log.h"
 #include "engine/internal/row_cache.h"
@@ -103,6 +104,22 @@ class Engine::Impl {
   Status RecoverLogPosition(uint64_t* last_lsn, int64_t* last_time);
   uint64_t ApproximateChangeBytes(uint64_t from_lsn, uint64_t to_lsn) const;
 
+  // engine_images.cc (internal/images.h)
+  // Appends `stored` (format 4 or 5) as format 2 or 3 with its after images
+  // inline, read with `ro` (a snapshot: the log and the rows as one).
+  Status ResolveImages(std::string_view stored, const rocksdb::ReadOptions& ro, std::string* out) const;
+  Status ResolveImage(const codec::StoredChange& rec, const codec::StoredChangeOp& op,
+                      const rocksdb::ReadOptions& ro, std::string* out) const;
+  // `row`, stored at `key`, is being displaced in `wb`: if a record in the
+  // log relies on it, keeps a pointer to the displacing record
+  // (`displaced_by`, its LSN) or, without one (0), the row itself.
+  void KeepDisplaced(std::string_view key, std::string_view row, uint64_t displaced_by,
+                     rocksdb::WriteBatch* wb) const;
+  // A deleted table's rows, removed once the log is trimmed past `lsn`.
+  void DeferDrop(uint32_t table_id, uint64_t lsn, rocksdb::WriteBatch* wb) const;
+  // Adds to `wb` the range deletions of the tables whose drops are below.
+  Status DropTrimmedTables(uint64_t below_lsn, rocksdb::WriteBatch* wb) const;
+
   EngineStats Stats() const;
 
   EngineOptions options_;
@@ -110,6 +127,7 @@ class Engine::Impl {
   rocksdb::ColumnFamilyHandle* meta_cf_ = nullptr;      // catalog and counters
   rocksdb::ColumnFamilyHandle* entities_cf_ = nullptr;  // rows
   rocksdb::ColumnFamilyHandle* log_cf_ = nullptr;       // change log by LSN
+  rocksdb::ColumnFamilyHandle* images_cf_ = nullptr;    // displaced rows' images (images.h)
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   std::shared_ptr<StorageGuard> storage_;  // also a listener of db_
   std::unique_ptr<CommitQueue> commits_;

@@ -17,6 +17,7 @@ struct RocksDbOptionSet {
   rocksdb::ColumnFamilyOptions entities;   // "entities": rows, bloom-filtered
   rocksdb::ColumnFamilyOptions changelog;  // "changelog": the outbox, read in order
   rocksdb::ColumnFamilyOptions requests;   // "requests": recent client request ids
+  rocksdb::ColumnFamilyOptions images;     // "images": what displaced rows leave (images.h)
 };
 
 // Both column families share one block cache of options.block_cache_bytes.

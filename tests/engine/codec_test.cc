@@ -170,9 +170,9 @@ TEST(ChangeCodec, ReadsFormatOneAndTwo) {
   EXPECT_EQ(r1.client_request_id, "");
   EXPECT_EQ(r1.table, "Orders");
 
-  std::string v4 = v2;
-  v4[0] = 4;
-  EXPECT_EQ(DecodeChange(v4, &r1).code(), Code::kInternal) << "an unknown format is corrupt";
+  std::string v6 = v2;
+  v6[0] = 6;
+  EXPECT_EQ(DecodeChange(v6, &r1).code(), Code::kInternal) << "an unknown format is corrupt";
 }
 
 // Format 3 (scale-out) carries the epoch after the client request id and is
@@ -223,6 +223,80 @@ TEST(ChangeCodec, FormatThreeCarriesTheEpoch) {
     ChangeRecord t;
     EXPECT_EQ(DecodeChange(b, &t).code(), Code::kInternal) << bad;
   }
+}
+
+}  // namespace
+}  // namespace sidetable::codec
+
+namespace sidetable::codec {
+namespace {
+
+// Formats 4 and 5 (engine/internal/images.h): a mode byte per operation; an
+// after image "in the row" is not in the record, and only the engine, which
+// can resolve it, may read such a record.
+TEST(ChangeCodec, FormatsFourAndFiveReferToTheRowAndAreReadOnlyResolved) {
+  Entity e;
+  e.Set("n", Value::Int32(1));
+  std::string row, before;
+  EncodeRow(e, 7, 99, &row, kRowFormatSoleImage);
+  EncodeRow(e, 5, 98, &before, kRowFormatSoleImage);
+  for (uint64_t epoch : {uint64_t{0}, uint64_t{5}}) {
+    std::string v;
+    EncodeChangeHeader(7, ChangeKind::kEntities, 99, "Orders", 3, "p", "app", 2, &v, {}, "req-1",
+                       epoch,
+                       /*image_refs=*/true);
+    EXPECT_EQ(static_cast<uint8_t>(v[0]), epoch == 0 ? kChangeFormatRefs : kChangeFormatEpochRefs);
+    EncodeChangeOp({"a", OpKind::kInsertOrReplace, before, row}, &v, kImageInRow);
+    EncodeChangeOp({"b", OpKind::kDelete, before, ""}, &v, kImageInline);
+    ASSERT_TRUE(HasImageRefs(v));
+    StoredChange split;
+    ASSERT_TRUE(SplitStoredChange(v, &split).ok());
+    EXPECT_EQ(split.lsn, 7u);
+    EXPECT_EQ(split.epoch, epoch);
+    EXPECT_EQ(split.table_id, 3u);
+    EXPECT_EQ(split.partition_key, "p");
+    ASSERT_EQ(split.ops.size(), 2u);
+    EXPECT_EQ(split.ops[0].image_mode, kImageInRow);
+    EXPECT_TRUE(split.ops[0].after.empty()) << "no copy of the after image";
+    EXPECT_EQ(static_cast<uint8_t>(split.ops[0].before[0]), kRowFormat)
+        << "images in records are format 1";
+    EXPECT_EQ(split.ops[1].image_mode, kImageInline);
+    ChangeRecord r;
+    EXPECT_EQ(DecodeChange(v, &r).code(), Code::kInternal);
+    EXPECT_EQ(DecodeChangeHeader(v, &r).code(), Code::kOk) << "the header reads as before";
+    EXPECT_EQ(r.epoch, epoch);
+
+    // A bad mode byte, or a reference with an image beside it, is corrupt.
+    std::string bad;
+    EncodeChangeHeader(7, ChangeKind::kEntities, 99, "Orders", 3, "p", "app", 1, &bad, {}, "",
+                       epoch, true);
+    std::string bad_mode = bad, both = bad;
+    EncodeChangeOp({"a", OpKind::kInsert, "", row}, &bad_mode, 2);
+    EncodeChangeOp({"a", OpKind::kInsert, "", row}, &both, kImageInline);
+    both[both.size() - row.size() - 3] = static_cast<char>(kImageInRow);  // the mode byte
+    EXPECT_EQ(SplitStoredChange(bad_mode, &split).code(), Code::kInternal);
+    EXPECT_EQ(SplitStoredChange(both, &split).code(), Code::kInternal);
+  }
+}
+
+TEST(RowCodec, FormatTwoReadsAsFormatOne) {
+  Entity e;
+  e.Set("n", Value::Int32(4));
+  std::string one, two;
+  EncodeRow(e, 9, 99, &one);
+  EncodeRow(e, 9, 99, &two, kRowFormatSoleImage);
+  EXPECT_EQ(one.substr(1), two.substr(1));
+  Entity a, b;
+  ASSERT_TRUE(DecodeRow(one, &a).ok());
+  ASSERT_TRUE(DecodeRow(two, &b).ok());
+  EXPECT_EQ(a.properties, b.properties);
+  EXPECT_EQ(a.etag, b.etag);
+  std::string three = one;
+  three[0] = 3;
+  EXPECT_EQ(DecodeRow(three, &a).code(), Code::kInternal);
+  std::string image;
+  PutRowImage(&image, two);
+  EXPECT_EQ(image.substr(image.size() - one.size()), one) << "a row image in a record is format 1";
 }
 
 }  // namespace

@@ -137,7 +137,8 @@ TEST_F(EpochTest, AnLsnBeyond40BitsIsRefusedUnderAnEpochOnly) {
   {
     rocksdb::Options o;
     std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
-        {rocksdb::kDefaultColumnFamilyName, {}}, {"entities", {}}, {"changelog", {}}, {"requests", {}}};
+        {rocksdb::kDefaultColumnFamilyName, {}}, {"entities", {}}, {"changelog", {}}, {"requests", {}},
+        {"images", {}}};
     std::vector<rocksdb::ColumnFamilyHandle*> handles;
     rocksdb::DB* db = nullptr;
     ASSERT_TRUE(rocksdb::DB::Open(o, dir_.Sub("db"), cfs, &handles, &db).ok());

@@ -9,9 +9,10 @@
 //      reads back, /health says why;
 //   2. delete filler A: writes resume without a restart;
 //   3. fill again, then fill what is left with filler C (the disk is 100%
-//      full), restart: the process starts, reads work, writes are refused
-//      with InsufficientStorage;
-//   4. delete fillers B and C: writes resume without a restart; every
+//      full), restart: the process starts, reads work; with what the start
+//      freed filled too (filler D), writes are refused with
+//      InsufficientStorage;
+//   4. delete fillers B, C and D: writes resume without a restart; every
 //      acknowledged write is there and the change log has no gaps.
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -245,6 +246,10 @@ TEST_F(DiskFullTest, RefusesWritesServesReadsAndResumesWhenSpaceIsFreed) {
   EXPECT_EQ(code, 0) << server_->Log();
   ASSERT_NO_FATAL_FAILURE(StartServer());
   ExpectAckedReadable();
+  // Opening may itself free space (RocksDB deletes the write-ahead log
+  // files it has flushed), sometimes enough to re-create the reserve: fill
+  // what it freed, so the write below meets a full disk whatever it did.
+  WriteFiller(mnt_ + "/filler-d", 0);
   auto w = client_->InsertOrReplace(kTable, client::EntityBuilder("resume", "x").String("A", "x").Build());
   ExpectRefusedForSpace(w.status());
 
@@ -252,6 +257,7 @@ TEST_F(DiskFullTest, RefusesWritesServesReadsAndResumesWhenSpaceIsFreed) {
   // lost and the change log has no gaps.
   ASSERT_EQ(::unlink((mnt_ + "/filler-b").c_str()), 0);
   ASSERT_EQ(::unlink((mnt_ + "/filler-c").c_str()), 0);
+  ASSERT_EQ(::unlink((mnt_ + "/filler-d").c_str()), 0);
   ASSERT_NO_FATAL_FAILURE(ExpectWritesResume(30));
   ExpectAckedReadable();
   const std::string h = Health();

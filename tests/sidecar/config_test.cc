@@ -134,6 +134,21 @@ TEST(Config, QueryPrefetchLoadsInMiB) {
   }
 }
 
+TEST(Config, WriteImagesOnceLoadsAsABoolean) {
+  ServerConfig c;
+  EXPECT_TRUE(c.engine.write_images_once);
+  ASSERT_TRUE(LoadConfigText("changelog:\n  write_images_once: false\n", &c).ok());
+  EXPECT_FALSE(c.engine.write_images_once);
+  ServerConfig d;
+  Status bad = LoadConfigText("changelog:\n  write_images_once: sometimes\n", &d);
+  EXPECT_EQ(bad.code(), Code::kInvalidInput);
+  EXPECT_NE(bad.message().find("changelog.write_images_once"), std::string::npos) << bad.ToString();
+  EXPECT_TRUE(d.engine.write_images_once) << "a refused file changed the setting";
+  ServerConfig dev;
+  ASSERT_TRUE(LoadConfigFile(std::string(ST_CONFIG_DIR) + "/sidetable.dev.yaml", &dev).ok());
+  EXPECT_TRUE(dev.engine.write_images_once);
+}
+
 TEST(Config, RowCacheLoadsInMiB) {
   ServerConfig c;
   EXPECT_EQ(c.engine.row_cache_bytes, size_t{64} << 20);

@@ -58,6 +58,7 @@ class QueryVisitTest : public sidetable::testing::EngineTest {
           {"entities", opts.entities},
           {"changelog", opts.changelog},
           {"requests", opts.requests},
+          {"images", opts.images},
       };
       std::vector<rocksdb::ColumnFamilyHandle*> handles;
       rocksdb::DB* raw = nullptr;
