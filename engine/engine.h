@@ -61,6 +61,12 @@ struct EngineOptions {
   // carry their after images, as before 2026-12 (half the bytes per
   // write go to the copy). Records of either kind are read either way.
   bool write_images_once = true;
+  // With write_images_once, the newest change records are also kept in
+  // memory resolved, up to this many bytes, for a reader of the log's tail
+  // (the sidecar's publisher), which would otherwise look up every image in
+  // RocksDB (engine/internal/recent_records.h). 0 = none; the sidecar sets
+  // 32 MiB when it publishes to Kafka.
+  size_t recent_records_bytes = 0;
   // Batches queued for one group commit at most.
   size_t max_group_commit = 256;
   // A file of this size kept in the data directory and given back before

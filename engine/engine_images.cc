@@ -2,6 +2,7 @@
 // what a displaced row's record still needs (internal/images.h says why).
 #include <rocksdb/write_batch.h>
 
+#include <map>
 #include <memory>
 
 #include "engine/internal/codec.h"
@@ -19,82 +20,140 @@ Status Lost(const codec::StoredChange& rec, std::string_view rk, const std::stri
 
 }  // namespace
 
-Status Engine::Impl::ResolveImage(const codec::StoredChange& rec, const codec::StoredChangeOp& op,
-                                  const rocksdb::ReadOptions& ro, std::string* out) const {
-  const std::string key = codec::EntityKey(rec.table_id, rec.partition_key, op.row_key);
-  const uint64_t version = codec::StampVersion(rec.epoch, rec.lsn);
-  // Usually the row is still the one this record wrote.
-  rocksdb::PinnableSlice row;
-  rocksdb::Status s = db_->Get(ro, entities_cf_, key, &row);
-  if (!s.ok() && !s.IsNotFound())
-    return Lost(rec, op.row_key, "could not be read: " + s.ToString());
-  if (s.ok()) {
-    uint64_t row_version;
-    int64_t ts;
-    if (codec::DecodeRowHeader(row.ToStringView(), &row_version, &ts).ok() &&
-        row_version == version) {
-      codec::PutRowImage(out, row.ToStringView());
-      return Status::OK();
-    }
-  }
-  // Displaced: whatever displaced it left the image, or where it is.
-  rocksdb::PinnableSlice kept;
-  s = db_->Get(ro, images_cf_, internal::ImageKey(rec.lsn, key), &kept);
-  if (s.IsNotFound()) return Lost(rec, op.row_key, "is neither in its row nor kept");
-  if (!s.ok()) return Lost(rec, op.row_key, "could not be read: " + s.ToString());
-  const std::string_view v = kept.ToStringView();
-  if (!v.empty() && v[0] == internal::kImageRow) {
-    codec::PutRowImage(out, v.substr(1));
-    return Status::OK();
-  }
-  codec::Reader r(v.substr(v.empty() ? 0 : 1));
-  uint64_t displaced_by = 0;
-  if (v.empty() || v[0] != internal::kImagePointer || !r.Varint64(&displaced_by) ||
-      displaced_by <= rec.lsn) {
-    return Lost(rec, op.row_key, "has a corrupt images entry");
-  }
-  // The displacing record's before image, always inline.
-  rocksdb::PinnableSlice later;
-  s = db_->Get(ro, log_cf_, codec::LogKey(displaced_by), &later);
-  if (!s.ok()) {
-    return Lost(rec, op.row_key,
-                "was displaced by record " + std::to_string(displaced_by) +
-                    ", which could not be read: " + s.ToString());
-  }
-  codec::StoredChange displacing;
-  // Any format: one written with images inline (the option off) still has
-  // the before image.
-  Status parsed = codec::SplitStoredChange(later.ToStringView(), &displacing);
-  if (!parsed.ok())
-    return Lost(rec, op.row_key,
-                "points at record " + std::to_string(displaced_by) + ": " + parsed.message());
-  for (const codec::StoredChangeOp& d : displacing.ops) {
-    if (d.row_key == op.row_key && !d.before.empty()) {
-      codec::PutRowImage(out, d.before);
-      return Status::OK();
-    }
-  }
-  return Lost(rec, op.row_key, "is not the before image of record " + std::to_string(displaced_by));
-}
+// One operation whose after image is in its row.
+struct Engine::Impl::PendingImage {
+  size_t record;  // index into the batch
+  size_t op;      // index into its StoredChange::ops
+  std::string key;
+  std::string image;  // found: the row (any format)
+};
 
-Status Engine::Impl::ResolveImages(std::string_view stored, const rocksdb::ReadOptions& ro,
-                                   std::string* out) const {
-  codec::StoredChange rec;
-  ST_RETURN_IF_ERROR(codec::SplitStoredChange(stored, &rec));
-  if (!codec::HasImageRefs(stored))
-    return Status(Code::kInternal, "ResolveImages: a record without references");
-  out->reserve(out->size() + stored.size() + 64);
-  out->push_back(static_cast<char>(
-      rec.format == codec::kChangeFormatRefs ? codec::kChangeFormat : codec::kChangeFormatEpoch));
-  out->append(rec.header_rest);
-  for (const codec::StoredChangeOp& op : rec.ops) {
-    codec::PutLengthPrefixed(out, op.row_key);
-    out->push_back(static_cast<char>(op.kind));
-    codec::PutLengthPrefixed(out, op.before);
-    if (op.image_mode == codec::kImageInRow) {
-      ST_RETURN_IF_ERROR(ResolveImage(rec, op, ro, out));
-    } else {
-      codec::PutLengthPrefixed(out, op.after);
+Status Engine::Impl::ResolveImages(const std::vector<std::string_view>& stored,
+                                   const std::vector<uint64_t>& lsns,
+                                   const rocksdb::ReadOptions& ro,
+                                   std::vector<std::string>* out) const {
+  out->assign(stored.size(), std::string());
+  std::vector<codec::StoredChange> recs(stored.size());
+  std::vector<bool> kept(stored.size(), false);
+  std::vector<PendingImage> pending;
+  for (size_t i = 0; i < stored.size(); i++) {
+    if (!codec::HasImageRefs(stored[i])) continue;
+    // The log's tail, resolved when it was written.
+    if (recent_->Find(lsns[i], stored[i], &(*out)[i])) {
+      kept[i] = true;
+      continue;
+    }
+    ST_RETURN_IF_ERROR(codec::SplitStoredChange(stored[i], &recs[i]));
+    for (size_t j = 0; j < recs[i].ops.size(); j++) {
+      if (recs[i].ops[j].image_mode != codec::kImageInRow) continue;
+      pending.push_back(
+          {i,
+           j,
+           codec::EntityKey(recs[i].table_id, recs[i].partition_key, recs[i].ops[j].row_key),
+           {}});
+    }
+  }
+  // Usually the rows are still the ones the records wrote: one MultiGet for
+  // the batch (sorted, sharing RocksDB's index and filter work), which read
+  // a page of old records ~2x faster than a Get per image.
+  std::vector<size_t> displaced;
+  {
+    std::vector<rocksdb::Slice> keys;
+    keys.reserve(pending.size());
+    for (const PendingImage& p : pending) keys.emplace_back(p.key);
+    std::vector<rocksdb::PinnableSlice> rows(pending.size());
+    std::vector<rocksdb::Status> st(pending.size());
+    if (!keys.empty())
+      db_->MultiGet(ro, entities_cf_, keys.size(), keys.data(), rows.data(), st.data());
+    for (size_t k = 0; k < pending.size(); k++) {
+      const codec::StoredChange& rec = recs[pending[k].record];
+      const std::string_view rk = rec.ops[pending[k].op].row_key;
+      if (!st[k].ok() && !st[k].IsNotFound())
+        return Lost(rec, rk, "could not be read: " + st[k].ToString());
+      uint64_t version;
+      int64_t ts;
+      if (st[k].ok() && codec::DecodeRowHeader(rows[k].ToStringView(), &version, &ts).ok() &&
+          version == codec::StampVersion(rec.epoch, rec.lsn)) {
+        pending[k].image.assign(rows[k].data(), rows[k].size());
+      } else {
+        displaced.push_back(k);
+      }
+    }
+  }
+  // Displaced: whatever displaced each left the image, or where it is.
+  if (!displaced.empty()) {
+    std::vector<std::string> image_keys;
+    image_keys.reserve(displaced.size());
+    for (size_t k : displaced)
+      image_keys.push_back(internal::ImageKey(recs[pending[k].record].lsn, pending[k].key));
+    std::vector<rocksdb::Slice> keys(image_keys.begin(), image_keys.end());
+    std::vector<rocksdb::PinnableSlice> kept(displaced.size());
+    std::vector<rocksdb::Status> st(displaced.size());
+    db_->MultiGet(ro, images_cf_, keys.size(), keys.data(), kept.data(), st.data());
+    std::map<uint64_t, std::string> later;  // displacing records read once per batch
+    for (size_t d = 0; d < displaced.size(); d++) {
+      PendingImage& p = pending[displaced[d]];
+      const codec::StoredChange& rec = recs[p.record];
+      const std::string_view rk = rec.ops[p.op].row_key;
+      if (st[d].IsNotFound()) return Lost(rec, rk, "is neither in its row nor kept");
+      if (!st[d].ok()) return Lost(rec, rk, "could not be read: " + st[d].ToString());
+      const std::string_view v = kept[d].ToStringView();
+      if (!v.empty() && v[0] == internal::kImageRow) {
+        p.image.assign(v.substr(1));
+        continue;
+      }
+      codec::Reader r(v.substr(v.empty() ? 0 : 1));
+      uint64_t by = 0;
+      if (v.empty() || v[0] != internal::kImagePointer || !r.Varint64(&by) || by <= rec.lsn) {
+        return Lost(rec, rk, "has a corrupt images entry");
+      }
+      auto it = later.find(by);
+      if (it == later.end()) {
+        std::string value;
+        rocksdb::Status s = db_->Get(ro, log_cf_, codec::LogKey(by), &value);
+        if (!s.ok()) {
+          return Lost(rec, rk,
+                      "was displaced by record " + std::to_string(by) +
+                          ", which could not be read: " + s.ToString());
+        }
+        it = later.emplace(by, std::move(value)).first;
+      }
+      // Any format: one written with images inline (the option off) still
+      // has the before image, always inline.
+      codec::StoredChange displacing;
+      Status parsed = codec::SplitStoredChange(it->second, &displacing);
+      if (!parsed.ok())
+        return Lost(rec, rk, "points at record " + std::to_string(by) + ": " + parsed.message());
+      bool found = false;
+      for (const codec::StoredChangeOp& o : displacing.ops) {
+        if (o.row_key == rk && !o.before.empty()) {
+          p.image.assign(o.before);
+          found = true;
+          break;
+        }
+      }
+      if (!found) return Lost(rec, rk, "is not the before image of record " + std::to_string(by));
+    }
+  }
+  // Each record as format 2 or 3, its images inline.
+  size_t next = 0;
+  for (size_t i = 0; i < stored.size(); i++) {
+    if (!codec::HasImageRefs(stored[i]) || kept[i]) continue;
+    const codec::StoredChange& rec = recs[i];
+    std::string& o = (*out)[i];
+    o.reserve(stored[i].size() + 64);
+    o.push_back(static_cast<char>(
+        rec.format == codec::kChangeFormatRefs ? codec::kChangeFormat : codec::kChangeFormatEpoch));
+    o.append(rec.header_rest);
+    for (const codec::StoredChangeOp& op : rec.ops) {
+      codec::PutLengthPrefixed(&o, op.row_key);
+      o.push_back(static_cast<char>(op.kind));
+      codec::PutLengthPrefixed(&o, op.before);
+      if (op.image_mode == codec::kImageInRow) {
+        codec::PutRowImage(&o, pending[next++].image);
+      } else {
+        codec::PutLengthPrefixed(&o, op.after);
+      }
     }
   }
   return Status::OK();

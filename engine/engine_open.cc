@@ -70,6 +70,8 @@ Result<std::unique_ptr<Engine::Impl>> Engine::Impl::Open(const EngineOptions& op
   impl->log_cf_ = impl->handles_[2];
   impl->images_cf_ = impl->handles_[4];
   impl->row_cache_ = std::make_unique<internal::RowCache>(options.row_cache_bytes);
+  impl->recent_ = std::make_unique<internal::RecentRecords>(
+      options.write_images_once ? options.recent_records_bytes : 0);
   impl->requests_ = std::make_unique<RequestLog>(
       impl->db_.get(), impl->handles_[3],
       RequestWindow{std::max<uint64_t>(1, options.request_id_window_count),

@@ -148,6 +148,16 @@ class EgtWork : public CommitWork {
     // Epoch 0: the version is the LSN, as outside a cluster.
     const uint64_t version = codec::StampVersion(batch_.epoch(), lsn);
     const uint8_t row_format = once ? codec::kRowFormatSoleImage : codec::kRowFormat;
+    // The same record with its images inline, for the reader of the log's
+    // tail (recent_records.h): memory only, no WAL, memtable or flush.
+    const bool keep_resolved = once && e_->recent_->enabled();
+    std::string resolved;
+    if (keep_resolved) {
+      resolved.reserve(ApproximateBytes() + record.size());
+      codec::EncodeChangeHeader(lsn, ChangeKind::kEntities, time, table_.name, table_.id,
+                                batch_.operations()[0].entity.partition_key, batch_.caller(),
+                                written, &resolved, {}, batch_.client_request_id(), batch_.epoch());
+    }
     std::string row;
     for (const PreparedOp& p : ops_) {
       if (p.skipped) continue;
@@ -163,8 +173,13 @@ class EgtWork : public CommitWork {
       }
       const int mode = !once ? -1 : p.after != nullptr ? codec::kImageInRow : codec::kImageInline;
       codec::EncodeChangeOp({p.op->entity.row_key, LoggedKind(p.op->kind), p.before_row, row}, &record, mode);
+      if (keep_resolved) {
+        codec::EncodeChangeOp({p.op->entity.row_key, LoggedKind(p.op->kind), p.before_row, row},
+                              &resolved);
+      }
     }
     wb->Put(e_->log_cf_, codec::LogKey(lsn), record);
+    if (keep_resolved) e_->recent_->Add(lsn, record, std::move(resolved));
     if (!batch_.client_request_id().empty()) {
       // The outcome is remembered in the same WriteBatch: it exists exactly
       // when the write does.

@@ -324,7 +324,13 @@ static std::string ServiceTopic(const ServerConfig& config) {
 Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   ST_RETURN_IF_ERROR(ValidateConfig(config));
   std::unique_ptr<Server> server(new Server());
-  auto engine = Engine::Open(config.engine, config.data_dir);
+  EngineOptions engine_options = config.engine;
+  // The publisher reads the log's tail: the newest records kept resolved
+  // spare it a RocksDB lookup per image (engine/internal/recent_records.h).
+  if (!config.kafka.bootstrap.empty() && engine_options.recent_records_bytes == 0) {
+    engine_options.recent_records_bytes = 32 << 20;
+  }
+  auto engine = Engine::Open(engine_options, config.data_dir);
   if (!engine.ok()) return engine.status();
   server->engine_ = std::move(engine).value();
   auto watermarks = Watermarks::Load(server->engine_.get());

@@ -20,6 +20,7 @@
 #include "engine/engine.h"
 #include "engine/internal/codec.h"
 #include "engine/internal/commit_queue.h"
+#include "engine/internal/recent_records.h"
 #include "engine/internal/request_log.h"
 #include "engine/internal/row_cache.h"
 #include "engine/internal/storage_guard.h"
@@ -105,11 +106,14 @@ class Engine::Impl {
   uint64_t ApproximateChangeBytes(uint64_t from_lsn, uint64_t to_lsn) const;
 
   // engine_images.cc (internal/images.h)
-  // Appends `stored` (format 4 or 5) as format 2 or 3 with its after images
-  // inline, read with `ro` (a snapshot: the log and the rows as one).
-  Status ResolveImages(std::string_view stored, const rocksdb::ReadOptions& ro, std::string* out) const;
-  Status ResolveImage(const codec::StoredChange& rec, const codec::StoredChangeOp& op,
-                      const rocksdb::ReadOptions& ro, std::string* out) const;
+  // For each record of `stored` with image references (formats 4 and 5),
+  // the same record as format 2 or 3 with its after images inline, read
+  // with `ro` (a snapshot: the log and the rows as one); "" for the others.
+  struct PendingImage;
+  // `lsns` are the records' (their log keys).
+  Status ResolveImages(const std::vector<std::string_view>& stored,
+                       const std::vector<uint64_t>& lsns, const rocksdb::ReadOptions& ro,
+                       std::vector<std::string>* out) const;
   // `row`, stored at `key`, is being displaced in `wb`: if a record in the
   // log relies on it, keeps a pointer to the displacing record
   // (`displaced_by`, its LSN) or, without one (0), the row itself.
@@ -136,6 +140,8 @@ class Engine::Impl {
   // Filled by point reads; every writer of rows erases what it writes under
   // the partition lock, before the write is visible (row_cache.h).
   std::unique_ptr<internal::RowCache> row_cache_;
+  // The newest records resolved, for the log's tail (recent_records.h).
+  std::unique_ptr<internal::RecentRecords> recent_;
 
   // Catalog: lower-case name -> table.
   mutable std::shared_mutex catalog_mu_;

@@ -155,6 +155,34 @@ TEST_F(ImagesTest, OverwrittenAndDeletedRowsImagesComeFromWhatDisplacedThem) {
   check(Log(), "after a restart");
 }
 
+// With the tail kept resolved in memory (the sidecar's setting when it
+// publishes), readers get the same records, from memory or from RocksDB.
+TEST_F(ImagesTest, TheTailKeptInMemoryReadsTheSameAsTheStore) {
+  options_.recent_records_bytes = 1 << 20;
+  Reopen();
+  const uint64_t l1 = Write(
+      std::move(Batch("Items").Insert(MakeEntity("p", "a", 1)).Insert(MakeEntity("p", "b", 1))));
+  const uint64_t l2 = Write(std::move(Batch("Items").InsertOrReplace(MakeEntity("p", "a", 2))));
+  const uint64_t l3 =
+      Write(std::move(Batch("Items").Delete("p", "a").Update(MakeEntity("p", "b", 3))));
+  const std::map<uint64_t, std::map<std::string, std::string>> want = {
+      {l1, {{"a", Image(1, l1)}, {"b", Image(1, l1)}}},
+      {l2, {{"a", Image(2, l2)}}},
+      {l3, {{"a", "-"}, {"b", Image(3, l3)}}},
+  };
+  auto got = [&](const std::vector<ChangeRecord>& log) {
+    std::map<uint64_t, std::map<std::string, std::string>> m;
+    for (const ChangeRecord& r : log) {
+      if (r.kind == ChangeKind::kEntities) m[r.lsn] = Afters(r);
+    }
+    return m;
+  };
+  EXPECT_EQ(got(Log()), want) << "from memory";
+  EXPECT_EQ(got(RawLog()), want) << "raw pages from memory";
+  Reopen();  // memory empty: from the store
+  EXPECT_EQ(got(Log()), want) << "from the store";
+}
+
 TEST_F(ImagesTest, ADeletedTableKeepsItsRowsUntilTheLogIsTrimmedPastIt) {
   const uint64_t l1 = Write(std::move(Batch("Items").Insert(MakeEntity("p", "a", 1))));
   ASSERT_TRUE(engine_->DeleteTable("Items", "").ok());
