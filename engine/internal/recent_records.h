@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -42,7 +43,9 @@ class RecentRecords {
     uint64_t lsn;
     uint64_t hash;
     size_t size;
-    std::string resolved;
+    // Shared, so a reader copies it outside the lock: a record may be
+    // megabytes, and the writer adding the next one must not wait for that.
+    std::shared_ptr<const std::string> resolved;
   };
   static uint64_t Hash(std::string_view stored);
 
