@@ -54,8 +54,10 @@ Status Engine::Impl::ResolveImages(const std::vector<std::string_view>& stored,
     }
   }
   // Usually the rows are still the ones the records wrote: one MultiGet for
-  // the batch (sorted, sharing RocksDB's index and filter work), which read
-  // a page of old records ~2x faster than a Get per image.
+  // the batch. Measured against a Get per image it made no difference
+  // outside the noise (the cost is each row's memtable search;
+  // docs/performance.md, session 28), but it is no slower and lets RocksDB
+  // share index and filter work when the rows are in files.
   std::vector<size_t> displaced;
   {
     std::vector<rocksdb::Slice> keys;
