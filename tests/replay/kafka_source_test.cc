@@ -23,6 +23,7 @@
 #include "testing/sidecar_process.h"
 #include "testing/temp_dir.h"
 #include "tools/replay/checkpoint.h"
+#include "tools/replay/kafka_consumer.h"
 #include "tools/replay/source.h"
 
 namespace sidetable {
@@ -818,6 +819,51 @@ TEST_F(KafkaSourceTest, EmptyMissingOrUnreachable) {
   EXPECT_EQ(bad.status().code(), Code::kInvalidInput);
   EXPECT_NE(bad.status().message().find("no.such.property"), std::string::npos)
       << bad.status().ToString();
+}
+
+// The range a source reads is fixed by every partition's watermarks, asked
+// for the whole topic at once (two requests): they must be each partition's
+// own, empty partitions included.
+TEST_F(KafkaSourceTest, WatermarksOfTheWholeTopicAreEachPartitions) {
+  const std::string topic = "marks";
+  ASSERT_TRUE(kafka_->CreateTopic(topic, 4).ok());
+  const int64_t counts[4] = {3, 0, 7, 1};
+  {
+    Producer producer(kafka_->bootstraps());
+    for (int32_t p = 0; p < 4; p++) {
+      for (int64_t i = 0; i < counts[p]; i++) producer.Send(topic, p, EventJson(100 * p + i + 1));
+    }
+    producer.Flush();
+  }
+  auto rk = replay::kafka::NewConsumer(kafka_->bootstraps(), {});
+  ASSERT_TRUE(rk.ok()) << rk.status().ToString();
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  auto all = replay::kafka::QueryAllWatermarks(*rk, topic, 4, deadline);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  ASSERT_EQ(all->size(), 4u);
+  for (int32_t p = 0; p < 4; p++) {
+    auto one = replay::kafka::QueryWatermarks(*rk, topic, p, deadline);
+    ASSERT_TRUE(one.ok()) << one.status().ToString();
+    EXPECT_EQ((*all)[p].low, 0) << "partition " << p;
+    EXPECT_EQ((*all)[p].high, counts[p]) << "partition " << p;
+    EXPECT_EQ((*all)[p].low, one->low) << "partition " << p;
+    EXPECT_EQ((*all)[p].high, one->high) << "partition " << p;
+  }
+  rd_kafka_destroy(*rk);
+}
+
+// A replay consumer does not let the broker hold a fetch for new messages
+// (kafka_consumer.cc: a drained partition would wait behind it), unless the
+// caller's properties say otherwise.
+TEST_F(KafkaSourceTest, ConsumerFetchWaitIsShortUnlessOverridden) {
+  auto rk = replay::kafka::NewConsumer(kafka_->bootstraps(), {});
+  ASSERT_TRUE(rk.ok()) << rk.status().ToString();
+  EXPECT_EQ(replay::kafka::ConfigNumber(*rk, "fetch.wait.max.ms"), 10);
+  rd_kafka_destroy(*rk);
+  auto chosen = replay::kafka::NewConsumer(kafka_->bootstraps(), {{"fetch.wait.max.ms", "250"}});
+  ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();
+  EXPECT_EQ(replay::kafka::ConfigNumber(*chosen, "fetch.wait.max.ms"), 250);
+  rd_kafka_destroy(*chosen);
 }
 
 // The brokers go away in the middle of a read: with a small prefetch (set

@@ -54,6 +54,16 @@ Result<rd_kafka_t*> NewConsumer(const std::string& bootstrap,
       // Prefetch per partition queue (we read each partition's own queue):
       // librdkafka's default is 64 MiB, times the partition count.
       {"queued.max.messages.kbytes", "2048"},
+      // A replay reads history that is already in the topic. librdkafka
+      // keeps one fetch in flight per broker, and a fetch whose partitions
+      // have all been fetched up to the end is held by the broker for this
+      // long, waiting for new messages (the default is 500 ms); a partition
+      // whose queue the source has just drained waits behind it. With the
+      // default, one replay in two of 30,000 records spent ~450 ms of its
+      // ~300 ms of work so (docs/performance.md, "Replay and the change
+      // log", session 29). The price: while a partition sits fetched to its
+      // end, an empty fetch every 10 ms.
+      {"fetch.wait.max.ms", "10"},
       {"client.id", "sidetable-replay"},
       {"log_level", "3"},
   };
@@ -136,6 +146,48 @@ Result<Watermarks> QueryWatermarks(rd_kafka_t* rk, const std::string& topic, int
   } while (Clock::now() < deadline);
   return Status(Code::kUnavailable, "no watermarks for partition " + std::to_string(partition) +
                                         " in time: " + rd_kafka_err2str(e));
+}
+
+Result<std::vector<Watermarks>> QueryAllWatermarks(rd_kafka_t* rk, const std::string& topic,
+                                                   int partitions, Clock::time_point deadline) {
+  // Two ListOffsets requests for the whole topic (earliest, then latest: the
+  // protocol's timestamps -2 and -1) instead of two per partition: each
+  // request is a round trip to the leaders, and against librdkafka's mock an
+  // occasional one took ~40 ms, which a replay of a small range paid per
+  // partition. A broker that will not answer the batch gets the question
+  // partition by partition, as before.
+  std::vector<Watermarks> out(static_cast<size_t>(partitions));
+  bool ok = true;
+  for (int64_t which : {int64_t{RD_KAFKA_OFFSET_BEGINNING}, int64_t{RD_KAFKA_OFFSET_END}}) {
+    rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(partitions);
+    for (int p = 0; p < partitions; p++)
+      rd_kafka_topic_partition_list_add(list, topic.c_str(), p)->offset = which;
+    const rd_kafka_resp_err_t e = rd_kafka_offsets_for_times(
+        rk, list, std::max(1, std::min(MsUntil(deadline), kRequestSliceMs)));
+    int answered = 0;
+    if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      for (int i = 0; i < list->cnt; i++) {
+        const rd_kafka_topic_partition_t& tp = list->elems[i];
+        if (tp.err != RD_KAFKA_RESP_ERR_NO_ERROR || tp.offset < 0 || tp.partition < 0 ||
+            tp.partition >= partitions)
+          continue;
+        (which == RD_KAFKA_OFFSET_BEGINNING ? out[tp.partition].low : out[tp.partition].high) =
+            tp.offset;
+        answered++;
+      }
+    }
+    rd_kafka_topic_partition_list_destroy(list);
+    if (answered != partitions) ok = false;
+    if (!ok) break;
+  }
+  for (int p = 0; ok && p < partitions; p++) ok = out[p].low <= out[p].high;
+  if (ok) return out;
+  for (int p = 0; p < partitions; p++) {
+    auto w = QueryWatermarks(rk, topic, p, deadline);
+    if (!w.ok()) return w.status();
+    out[p] = *w;
+  }
+  return out;
 }
 
 std::vector<int64_t> OffsetsForTime(rd_kafka_t* rk, const std::string& topic, int partitions,

@@ -49,6 +49,11 @@ struct Watermarks {
 Result<Watermarks> QueryWatermarks(rd_kafka_t* rk, const std::string& topic, int32_t partition,
                                    Clock::time_point deadline);
 
+// Every partition's watermarks, in two requests for the whole topic; partition
+// by partition (QueryWatermarks) where the broker does not answer those.
+Result<std::vector<Watermarks>> QueryAllWatermarks(rd_kafka_t* rk, const std::string& topic,
+                                                   int partitions, Clock::time_point deadline);
+
 // Per partition, the offset of the first message with a timestamp at or
 // after `time_ms`, or -1 where the broker has none, does not implement the
 // lookup by time (librdkafka 2.0's mock answers -1 for every time) or did

@@ -16,7 +16,7 @@ constexpr size_t kMaxBatch = 1000;
 constexpr int kWaitSliceMs = 100;
 // A queue that stays empty is kicked after this long, then at doubling
 // intervals up to the last (see Refill).
-constexpr std::chrono::milliseconds kFirstKick(100);
+constexpr std::chrono::milliseconds kFirstKick(25);
 constexpr std::chrono::milliseconds kLongestKickInterval(800);
 
 }  // namespace

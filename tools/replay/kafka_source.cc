@@ -171,10 +171,12 @@ Status KafkaSource::Open(const Position* resume, Clock::time_point deadline) {
   const int64_t min_ticks = options_.start == KafkaSourceOptions::Start::kTime
                                 ? kUnixEpochTicks + options_.time_ms * (kTicksPerSecond / 1000)
                                 : std::numeric_limits<int64_t>::min();
+  auto watermarks = kafka::QueryAllWatermarks(ctx_.rk, options_.topic, *partitions, deadline);
+  if (!watermarks.ok()) return watermarks.status();
   rd_kafka_topic_partition_list_t* assign = rd_kafka_topic_partition_list_new(*partitions);
   Status s;
   for (int32_t p = 0; p < *partitions && s.ok(); p++) {
-    auto w = kafka::QueryWatermarks(ctx_.rk, options_.topic, p, deadline);
+    Result<kafka::Watermarks> w = (*watermarks)[static_cast<size_t>(p)];
     if (w.ok() && resume != nullptr && !resume->end_offsets.empty()) {
       // The range the first run fixed: a resumed run stops where it would
       // have (a partition added since was not part of it).
