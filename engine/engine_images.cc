@@ -18,15 +18,15 @@ Status Lost(const codec::StoredChange& rec, std::string_view rk, const std::stri
                                      "', '" + std::string(rk) + "') " + why);
 }
 
-}  // namespace
-
 // One operation whose after image is in its row.
-struct Engine::Impl::PendingImage {
+struct PendingImage {
   size_t record;  // index into the batch
   size_t op;      // index into its StoredChange::ops
   std::string key;
   std::string image;  // found: the row (any format)
 };
+
+}  // namespace
 
 Status Engine::Impl::ResolveImages(const std::vector<std::string_view>& stored,
                                    const std::vector<uint64_t>& lsns,
@@ -148,14 +148,11 @@ Status Engine::Impl::ResolveImages(const std::vector<std::string_view>& stored,
         rec.format == codec::kChangeFormatRefs ? codec::kChangeFormat : codec::kChangeFormatEpoch));
     o.append(rec.header_rest);
     for (const codec::StoredChangeOp& op : rec.ops) {
-      codec::PutLengthPrefixed(&o, op.row_key);
-      o.push_back(static_cast<char>(op.kind));
-      codec::PutLengthPrefixed(&o, op.before);
-      if (op.image_mode == codec::kImageInRow) {
-        codec::PutRowImage(&o, pending[next++].image);
-      } else {
-        codec::PutLengthPrefixed(&o, op.after);
-      }
+      // The stored images are already in image form (PutRowImage), which
+      // encoding them again leaves as they are.
+      const std::string_view after =
+          op.image_mode == codec::kImageInRow ? std::string_view(pending[next++].image) : op.after;
+      codec::EncodeChangeOp({op.row_key, static_cast<OpKind>(op.kind), op.before, after}, &o);
     }
   }
   return Status::OK();

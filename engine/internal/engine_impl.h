@@ -109,7 +109,6 @@ class Engine::Impl {
   // For each record of `stored` with image references (formats 4 and 5),
   // the same record as format 2 or 3 with its after images inline, read
   // with `ro` (a snapshot: the log and the rows as one); "" for the others.
-  struct PendingImage;
   // `lsns` are the records' (their log keys).
   Status ResolveImages(const std::vector<std::string_view>& stored,
                        const std::vector<uint64_t>& lsns, const rocksdb::ReadOptions& ro,
