@@ -31,6 +31,7 @@
 #include "engine/engine.h"
 #include "testing/sidecar_process.h"
 #include "tools/replay/audit.h"
+#include "tools/replay/kafka_consumer.h"
 #include "tools/replay/point_in_time.h"
 #include "tools/replay/source.h"
 
@@ -164,26 +165,20 @@ Sample RawKafka(const std::string& bootstrap, int partitions) {
   rd_kafka_conf_set(conf, "enable.auto.commit", "false", err, sizeof err);
   rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
   rd_kafka_poll_set_consumer(rk);
-  // Every partition's low and high watermarks in two requests, as the
-  // Kafka source asks them (a request per partition would put its round
-  // trips, and the mock's occasional ~40 ms answer, into the reference).
-  std::vector<int64_t> low(static_cast<size_t>(partitions)), high(static_cast<size_t>(partitions));
-  for (int64_t which : {int64_t{RD_KAFKA_OFFSET_BEGINNING}, int64_t{RD_KAFKA_OFFSET_END}}) {
-    rd_kafka_topic_partition_list_t* marks = rd_kafka_topic_partition_list_new(partitions);
-    for (int p = 0; p < partitions; p++) rd_kafka_topic_partition_list_add(marks, kTopic, p)->offset = which;
-    if (rd_kafka_offsets_for_times(rk, marks, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR) Die("watermarks");
-    for (int i = 0; i < marks->cnt; i++) {
-      const rd_kafka_topic_partition_t& tp = marks->elems[i];
-      if (tp.err != RD_KAFKA_RESP_ERR_NO_ERROR || tp.offset < 0) Die("watermarks of partition " + std::to_string(tp.partition));
-      (which == RD_KAFKA_OFFSET_BEGINNING ? low : high)[static_cast<size_t>(tp.partition)] = tp.offset;
-    }
-    rd_kafka_topic_partition_list_destroy(marks);
-  }
+  // Every partition's watermarks in two requests, as the Kafka source asks
+  // them (a request per partition would put its round trips, and the
+  // mock's occasional ~40 ms answer, into the reference).
+  auto marks = replay::kafka::QueryAllWatermarks(rk, kTopic, partitions,
+                                                 Clock::now() + std::chrono::seconds(10));
+  if (!marks.ok()) Die("watermarks: " + marks.status().ToString());
   rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(partitions);
   int open_partitions = 0;
+  std::vector<int64_t> high(static_cast<size_t>(partitions));
   for (int p = 0; p < partitions; p++) {
-    if (low[p] < high[p]) {
-      rd_kafka_topic_partition_list_add(list, kTopic, p)->offset = low[p];
+    const replay::kafka::Watermarks& w = (*marks)[static_cast<size_t>(p)];
+    high[static_cast<size_t>(p)] = w.high;
+    if (w.low < w.high) {
+      rd_kafka_topic_partition_list_add(list, kTopic, p)->offset = w.low;
       open_partitions++;
     }
   }

@@ -177,8 +177,10 @@ Result<std::vector<Watermarks>> QueryAllWatermarks(rd_kafka_t* rk, const std::st
       }
     }
     rd_kafka_topic_partition_list_destroy(list);
-    if (answered != partitions) ok = false;
-    if (!ok) break;
+    if (answered != partitions) {
+      ok = false;
+      break;
+    }
   }
   for (int p = 0; ok && p < partitions; p++) ok = out[p].low <= out[p].high;
   if (ok) return out;

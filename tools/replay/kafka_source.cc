@@ -176,15 +176,15 @@ Status KafkaSource::Open(const Position* resume, Clock::time_point deadline) {
   rd_kafka_topic_partition_list_t* assign = rd_kafka_topic_partition_list_new(*partitions);
   Status s;
   for (int32_t p = 0; p < *partitions && s.ok(); p++) {
-    Result<kafka::Watermarks> w = (*watermarks)[static_cast<size_t>(p)];
-    if (w.ok() && resume != nullptr && !resume->end_offsets.empty()) {
+    kafka::Watermarks w = (*watermarks)[static_cast<size_t>(p)];
+    if (resume != nullptr && !resume->end_offsets.empty()) {
       // The range the first run fixed: a resumed run stops where it would
       // have (a partition added since was not part of it).
       auto it = resume->end_offsets.find(p);
-      w->high = it == resume->end_offsets.end() ? w->low : std::min(w->high, it->second);
-      w->low = std::min(w->low, w->high);
+      w.high = it == resume->end_offsets.end() ? w.low : std::min(w.high, it->second);
+      w.low = std::min(w.low, w.high);
     }
-    auto start = w.ok() ? StartOffset(p, *w, resume, by_time) : Result<int64_t>(w.status());
+    auto start = StartOffset(p, w, resume, by_time);
     if (!start.ok()) {
       s = start.status();
       break;
@@ -195,8 +195,8 @@ Status KafkaSource::Open(const Position* resume, Clock::time_point deadline) {
       if (fl != resume->floors.end()) floor = fl->second;
     }
     readers_.push_back(
-        std::make_unique<PartitionReader>(&ctx_, p, *start, w->high, last_lsn_, min_ticks, floor));
-    if (*start < w->high && (s = readers_.back()->Attach()).ok()) {
+        std::make_unique<PartitionReader>(&ctx_, p, *start, w.high, last_lsn_, min_ticks, floor));
+    if (*start < w.high && (s = readers_.back()->Attach()).ok()) {
       rd_kafka_topic_partition_list_add(assign, options_.topic.c_str(), p)->offset = *start;
     }
   }
