@@ -17,6 +17,8 @@
 // every reader in turn; medians over --repeat.
 #include <librdkafka/rdkafka.h>
 
+#include <sys/resource.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
@@ -58,19 +60,36 @@ struct Config {
   // The sidecar's changelog.write_images_once: records that refer to their
   // rows (resolved on every read) or carry copies (engine/internal/images.h).
   bool images_once = true;
+  // librdkafka properties for the Kafka source (as the replay tool's
+  // --kafka-property), to measure its consumer settings.
+  std::map<std::string, std::string> kafka_properties;
 };
 
 struct Sample {
   double seconds = 0;
   uint64_t records = 0, entities = 0;
+  // CPU of this whole process over the same span: the reader's thread, its
+  // librdkafka threads and the mock cluster's (the sidecar is another
+  // process). The Kafka readers' fetch work is in their librdkafka threads,
+  // which the wall time alone does not show on two cores.
+  double cpu_seconds = 0;
 };
+
+double ProcessCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
 
 // One reader's results over the repeats.
 struct Series {
-  std::vector<double> records_per_s, entities_per_s;
+  std::vector<double> records_per_s, entities_per_s, cpu_us_per_record;
   void Add(const Sample& s) {
     records_per_s.push_back(static_cast<double>(s.records) / s.seconds);
     entities_per_s.push_back(static_cast<double>(s.entities) / s.seconds);
+    cpu_us_per_record.push_back(s.cpu_seconds * 1e6 /
+                                static_cast<double>(std::max<uint64_t>(s.records, 1)));
   }
 };
 
@@ -137,6 +156,7 @@ using Opener = std::function<Result<std::unique_ptr<replay::RecordSource>>()>;
 Sample Drain(const Opener& open, const std::function<void(std::vector<ChangeRecord>&)>& each) {
   Sample s;
   const auto t0 = Clock::now();
+  const double cpu0 = ProcessCpuSeconds();
   auto opened = open();
   if (!opened.ok()) Die("open: " + opened.status().ToString());
   replay::RecordSource* src = opened->get();
@@ -149,6 +169,7 @@ Sample Drain(const Opener& open, const std::function<void(std::vector<ChangeReco
     if (each) each(batch);
   }
   s.seconds = SecondsSince(t0);
+  s.cpu_seconds = ProcessCpuSeconds() - cpu0;
   return s;
 }
 
@@ -159,6 +180,7 @@ Sample Drain(const Opener& open, const std::function<void(std::vector<ChangeReco
 Sample RawKafka(const std::string& bootstrap, int partitions) {
   char err[512];
   const auto t0 = Clock::now();
+  const double cpu0 = ProcessCpuSeconds();
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap.c_str(), err, sizeof err);
   rd_kafka_conf_set(conf, "group.id", "replay-bench-raw", err, sizeof err);
@@ -198,6 +220,7 @@ Sample RawKafka(const std::string& bootstrap, int partitions) {
     rd_kafka_message_destroy(m);
   }
   s.seconds = SecondsSince(t0);
+  s.cpu_seconds = ProcessCpuSeconds() - cpu0;
   rd_kafka_destroy_flags(rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
   if (open_partitions > 0) Die("the raw consumer did not reach the end");
   if (bytes == 0) Die("the raw consumer read nothing");
@@ -266,16 +289,31 @@ void RunOnce(const Config& cfg, int run, Results* out) {
   if (!state.ok()) Die(state.status().ToString());
   out->rebuild.Add(s);
 
-  // Kafka: the replay source, then the bare consumer.
+  // Kafka: the replay source and the bare consumer, each first in every
+  // other repeat, so that neither always reads a topic the other has just
+  // brought into the page cache and the heap.
   replay::KafkaSourceOptions ko;
   ko.bootstrap = kafka->bootstraps();
   ko.topic = kTopic;
-  s = Drain([&] { return replay::OpenKafkaSource(ko); }, nullptr);
-  if (s.records != records) Die("kafka: " + std::to_string(s.records) + " records, want " + std::to_string(records));
-  out->kafka.Add(s);
-  Sample raw = RawKafka(kafka->bootstraps(), cfg.partitions);
-  raw.entities = out->entities;
-  out->raw_kafka.Add(raw);
+  ko.properties = cfg.kafka_properties;
+  auto source = [&] {
+    Sample k = Drain([&] { return replay::OpenKafkaSource(ko); }, nullptr);
+    if (k.records != records)
+      Die("kafka: " + std::to_string(k.records) + " records, want " + std::to_string(records));
+    out->kafka.Add(k);
+  };
+  auto bare = [&] {
+    Sample raw = RawKafka(kafka->bootstraps(), cfg.partitions);
+    raw.entities = out->entities;
+    out->raw_kafka.Add(raw);
+  };
+  if (run % 2 == 1) {
+    source();
+    bare();
+  } else {
+    bare();
+    source();
+  }
 
   // In-process reference: the same change log read by the engine itself.
   client.reset();
@@ -297,14 +335,20 @@ void RunOnce(const Config& cfg, int run, Results* out) {
   }
   e.seconds = SecondsSince(t0);
   out->engine.Add(e);
-  std::printf("repeat %d: %s records (%s entities) | change log %s rec/s (MessagePack pages %s, engine in-process %s) "
-              "| kafka %s rec/s (bare consumer %s) | audit %s rows/s | rebuild %s rec/s\n",
-              run, WithCommas(static_cast<double>(records)).c_str(), WithCommas(static_cast<double>(out->entities)).c_str(),
-              WithCommas(out->changelog.records_per_s.back()).c_str(),
-              WithCommas(out->changelog_msgpack.records_per_s.back()).c_str(),
-              WithCommas(out->engine.records_per_s.back()).c_str(), WithCommas(out->kafka.records_per_s.back()).c_str(),
-              WithCommas(out->raw_kafka.records_per_s.back()).c_str(),
-              WithCommas(out->audit.entities_per_s.back()).c_str(), WithCommas(out->rebuild.records_per_s.back()).c_str());
+  std::printf(
+      "repeat %d: %s records (%s entities) | change log %s rec/s (MessagePack pages %s, engine "
+      "in-process %s) "
+      "| kafka %s rec/s, %.1f us CPU/rec (bare consumer %s, %.1f us) | audit %s rows/s | rebuild "
+      "%s rec/s\n",
+      run, WithCommas(static_cast<double>(records)).c_str(),
+      WithCommas(static_cast<double>(out->entities)).c_str(),
+      WithCommas(out->changelog.records_per_s.back()).c_str(),
+      WithCommas(out->changelog_msgpack.records_per_s.back()).c_str(),
+      WithCommas(out->engine.records_per_s.back()).c_str(),
+      WithCommas(out->kafka.records_per_s.back()).c_str(), out->kafka.cpu_us_per_record.back(),
+      WithCommas(out->raw_kafka.records_per_s.back()).c_str(),
+      out->raw_kafka.cpu_us_per_record.back(), WithCommas(out->audit.entities_per_s.back()).c_str(),
+      WithCommas(out->rebuild.records_per_s.back()).c_str());
   std::fflush(stdout);
 }
 
@@ -331,8 +375,16 @@ int Main(int argc, char** argv) {
   app.add_option("--write-images-once", cfg.images_once,
                  "the sidecar's changelog.write_images_once (false: records carry copies)")
       ->capture_default_str();
+  std::vector<std::string> kafka_props;
+  app.add_option("--kafka-property", kafka_props,
+                 "K=V: a librdkafka property of the Kafka source (repeatable)");
   app.add_option("--scratch", cfg.scratch, "parent of the scratch directory")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  for (const std::string& kv : kafka_props) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) Die("--kafka-property wants K=V, got " + kv);
+    cfg.kafka_properties[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
   if (cfg.quick) {
     cfg.egts = 3000;
     cfg.repeat = 1;
@@ -358,6 +410,10 @@ int Main(int argc, char** argv) {
   Row("point-in-time rebuild over the change log", r.rebuild, &r.engine, "in-process");
   Row("bare librdkafka consumer, no decoding (reference)", r.raw_kafka, nullptr, "");
   Row("Kafka source (merge by LSN, decode)", r.kafka, &r.raw_kafka, "bare consumer");
+  std::printf(
+      "\nprocess CPU per record, all threads (medians): Kafka source %.1f us, bare consumer %.1f "
+      "us\n",
+      bench::Median(r.kafka.cpu_us_per_record), bench::Median(r.raw_kafka.cpu_us_per_record));
   return 0;
 }
 

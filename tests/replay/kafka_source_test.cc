@@ -855,10 +855,13 @@ TEST_F(KafkaSourceTest, WatermarksOfTheWholeTopicAreEachPartitions) {
 // A replay consumer does not let the broker hold a fetch for new messages
 // (kafka_consumer.cc: a drained partition would wait behind it), unless the
 // caller's properties say otherwise.
-TEST_F(KafkaSourceTest, ConsumerFetchWaitIsShortUnlessOverridden) {
+TEST_F(KafkaSourceTest, ConsumerFetchWaitAndPrefetchAreSmallUnlessOverridden) {
   auto rk = replay::kafka::NewConsumer(kafka_->bootstraps(), {});
   ASSERT_TRUE(rk.ok()) << rk.status().ToString();
   EXPECT_EQ(replay::kafka::ConfigNumber(*rk, "fetch.wait.max.ms"), 10);
+  // The prefetch per partition queue, small so that messages are decoded
+  // while still in the caches (kafka_consumer.cc).
+  EXPECT_EQ(replay::kafka::ConfigNumber(*rk, "queued.max.messages.kbytes"), 256);
   rd_kafka_destroy(*rk);
   auto chosen = replay::kafka::NewConsumer(kafka_->bootstraps(), {{"fetch.wait.max.ms", "250"}});
   ASSERT_TRUE(chosen.ok()) << chosen.status().ToString();

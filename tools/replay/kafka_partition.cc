@@ -9,8 +9,11 @@ namespace sidetable::replay::kafka {
 namespace {
 
 // How much of a partition is held here, decoded lazily one message at a
-// time (the head), on top of librdkafka's own prefetch.
-constexpr size_t kBufferBytes = 1 << 20;
+// time (the head), on top of librdkafka's own prefetch. Enough to take
+// messages off the queue in batches of ~50 (one lock each); more only keeps
+// messages out of the caches longer (see queued.max.messages.kbytes in
+// kafka_consumer.cc).
+constexpr size_t kBufferBytes = 64 << 10;
 constexpr size_t kMaxBatch = 1000;
 // A wait for messages wakes this often to collect client-level errors.
 constexpr int kWaitSliceMs = 100;

@@ -5,9 +5,9 @@
 // tools/replay.
 //
 // Memory per partition, whatever the topic's size: librdkafka's prefetch
-// (queued.max.messages.kbytes, 2 MiB by default, see kafka_consumer.cc; one
-// fetch response of max.partition.fetch.bytes may overshoot it) plus this
-// buffer (kBufferBytes, 1 MiB): about 4 MiB.
+// (queued.max.messages.kbytes, 256 KiB by default, see kafka_consumer.cc; one
+// fetch response of max.partition.fetch.bytes, 1 MiB, may overshoot it) plus
+// this buffer (kBufferBytes, 64 KiB): at most about 1.5 MiB.
 //
 // Thread safety: used by the source's one thread.
 #pragma once
