@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <cstdio>
 #include <random>
 
 #include "engine/utf8.h"
@@ -62,6 +64,42 @@ TEST(Guid, RoundTrips) {
   EXPECT_EQ(FormatGuid(*g), "c9da6455-213d-42c9-9a79-3e9149a57833");
   EXPECT_FALSE(ParseGuid("c9da6455213d42c99a793e9149a57833").has_value());
   EXPECT_FALSE(ParseGuid("c9da6455-213d-42c9-9a79-3e9149a5783g").has_value());
+}
+
+// Every character of the 8-4-4-4-12 layout is checked: a non-hex character
+// at each digit position, anything but '-' at each dash, and each length
+// but 36 fail; every byte value round-trips in both cases of hex.
+TEST(Guid, EveryPositionIsChecked) {
+  const std::string good = "00112233-4455-6677-8899-aabbccddeeff";
+  ASSERT_TRUE(ParseGuid(good).has_value());
+  for (size_t i = 0; i < good.size(); i++) {
+    const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    for (char c : dash ? std::string("0a-_ ") : std::string("-gG/:@`{ \xff")) {
+      std::string bad = good;
+      bad[i] = c;
+      if (dash && c == '-') {
+        EXPECT_TRUE(ParseGuid(bad).has_value()) << bad;
+      } else {
+        EXPECT_FALSE(ParseGuid(bad).has_value()) << "position " << i << ": " << bad;
+      }
+    }
+  }
+  EXPECT_FALSE(ParseGuid(good.substr(0, 35)).has_value());
+  EXPECT_FALSE(ParseGuid(good + "0").has_value());
+  EXPECT_FALSE(ParseGuid("").has_value());
+  for (int b = 0; b < 256; b++) {
+    char hex[3];
+    std::snprintf(hex, sizeof hex, "%02X", b);
+    std::string text = good;
+    text[0] = hex[0];
+    text[1] = hex[1];
+    auto g = ParseGuid(text);
+    ASSERT_TRUE(g.has_value()) << text;
+    EXPECT_EQ((*g)[0], b) << text;
+    const std::string lower = {static_cast<char>(std::tolower(hex[0])),
+                               static_cast<char>(std::tolower(hex[1]))};
+    EXPECT_EQ(FormatGuid(*g).substr(0, 2), lower);
+  }
 }
 
 TEST(EdmType, NamesRoundTrip) {
