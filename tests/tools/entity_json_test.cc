@@ -234,6 +234,55 @@ TEST(EntityJsonTest, ErrorsNameTheProperty) {
   expect(R"({"PartitionKey":"p","RowKey":"r","odata.etag":3})", "'odata.etag'", "must be a string");
 }
 
+// The duplicate-key check compares a word of each key (its length and five
+// of its bytes) before the keys: these keys all share that word and differ
+// only in the bytes it leaves out, so only the full comparison tells them
+// apart. Each count spans the small array and the hash set past 24 keys:
+// distinct keys parse, and any key given twice is refused by name; an
+// annotation whose property is missing is found among them too.
+TEST(EntityJsonTest, DuplicateKeysAreFoundAmongLookalikes) {
+  auto key = [](int i) {  // "ab" c c "M" c c "yz": positions 0, 1, 4, 7, 8 fixed
+    std::string k = "abxxMxxyz";
+    k[2] = static_cast<char>('a' + i % 26);
+    k[3] = static_cast<char>('a' + i / 26 % 26);
+    k[5] = static_cast<char>('A' + i % 7);
+    k[6] = static_cast<char>('A' + i / 7 % 7);
+    return k;
+  };
+  for (int n : {2, 5, 22, 23, 24, 25, 40}) {
+    auto json = [&](int dup_of, int at) {
+      std::string j = R"({"PartitionKey":"p","RowKey":"r")";
+      for (int i = 0; i < n; i++)
+        j += ",\"" + key(i == at ? dup_of : i) + "\":" + std::to_string(i);
+      return j + "}";
+    };
+    auto e = ParseEntityJson(json(-1, -1));
+    ASSERT_TRUE(e.ok()) << n << ": " << e.status().ToString();
+    EXPECT_EQ(e->properties.size(), static_cast<size_t>(n));
+    for (int at = 1; at < n; at++) {
+      for (int dup_of : {0, at / 2, at - 1}) {
+        const std::string m = ErrorOf(json(dup_of, at));
+        EXPECT_NE(m.find("duplicate key '" + key(dup_of) + "'"), std::string::npos)
+            << n << " keys, key " << at << " repeats key " << dup_of << ": " << m;
+      }
+    }
+    // An annotation of a lookalike that is not there.
+    std::string j = json(-1, -1);
+    j.insert(j.size() - 1, ",\"" + key(n) + "@odata.type\":\"Edm.Int64\"");
+    EXPECT_NE(ErrorOf(j).find("'" + key(n) + "': type annotation without a value"),
+              std::string::npos)
+        << n << ": " << ErrorOf(j);
+    // And one that is: the annotation applies to its own property only.
+    j = json(-1, -1);
+    j.insert(j.size() - 1, ",\"" + key(n - 1) + "@odata.type\":\"Edm.Int64\"");
+    auto typed = ParseEntityJson(j);
+    ASSERT_TRUE(typed.ok()) << typed.status().ToString();
+    for (const Property& p : typed->properties) {
+      EXPECT_EQ(p.value.type(), p.name == key(n - 1) ? EdmType::kInt64 : EdmType::kInt32) << p.name;
+    }
+  }
+}
+
 TEST(EntityJsonTest, NonObjectsAndBadJson) {
   EXPECT_NE(ErrorOf("[1,2]").find("must be a JSON object"), std::string::npos);
   EXPECT_NE(ErrorOf("\"text\"").find("must be a JSON object"), std::string::npos);
