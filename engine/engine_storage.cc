@@ -45,6 +45,14 @@ StorageGuard::StorageGuard(std::string path, uint64_t reserve_bytes,
 void StorageGuard::Attach(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* marker_cf) {
   db_ = db;
   marker_cf_ = marker_cf;
+  if (marker_cf != nullptr) {
+    marker_cf_name_ = marker_cf->GetName();
+    attached_.store(true, std::memory_order_release);
+  }
+  // Opening flushed every memtable: the first write must find the marker in.
+  std::lock_guard lock(mu_);
+  marker_needed_ = marker_cf != nullptr;
+  UpdateLocked();
 }
 
 void StorageGuard::ReleaseReserve() {
@@ -109,6 +117,7 @@ StorageHealth StorageGuard::Check() {
       spdlog::debug("storage: resume: {}", s.ToString());
     }
   }
+  PlaceMarker();  // if needed: opens the gate without waiting for a write
   return Health();
 }
 
@@ -129,13 +138,17 @@ void StorageGuard::PlaceMarker() {
   std::lock_guard marker_lock(marker_mu_);
   {
     std::lock_guard lock(mu_);
-    if (!marker_needed_ || !bg_error_.ok()) return;   // placed by another, or failed again
+    // Placed by another, failed again, or not attached.
+    if (!marker_needed_ || !bg_error_.ok() || db_ == nullptr || marker_cf_ == nullptr) return;
   }
+  const uint64_t seals = marker_seals_.load(std::memory_order_acquire);
   rocksdb::WriteOptions wo;
   wo.disableWAL = true;   // the point: the memtable, never the WAL
   rocksdb::Status s = db_->Put(wo, marker_cf_, kWalSwitchMarkerKey, rocksdb::Slice());
   std::lock_guard lock(mu_);
-  if (s.ok() && bg_error_.ok()) marker_needed_ = false;
+  if (s.ok() && bg_error_.ok() && marker_seals_.load(std::memory_order_acquire) == seals) {
+    marker_needed_ = false;
+  }
   UpdateLocked();
 }
 
@@ -186,6 +199,14 @@ void StorageGuard::OnErrorRecoveryEnd(const rocksdb::BackgroundErrorRecoveryInfo
   std::lock_guard lock(mu_);
   if (!bg_error_.ok() && info.new_bg_error.ok()) marker_needed_ = true;
   bg_error_ = info.new_bg_error;
+  UpdateLocked();
+}
+
+void StorageGuard::OnMemTableSealed(const rocksdb::MemTableInfo& info) {
+  if (!attached_.load(std::memory_order_acquire) || info.cf_name != marker_cf_name_) return;
+  marker_seals_.fetch_add(1, std::memory_order_acq_rel);
+  std::lock_guard lock(mu_);
+  marker_needed_ = true;
   UpdateLocked();
 }
 

@@ -21,9 +21,19 @@
 //    write failed while every memtable was empty (typically the first write
 //    after the previous recovery), it would keep the failed WAL's writer and
 //    the next write trips an assertion in Debian's librocksdb (an abort).
-//    So after a recovery, writes stay closed until one WAL-less marker is in
-//    the catalog's memtable: a later failure then always has a memtable to
-//    flush, and the flush always switches the WAL.
+//    So writes stay closed until one WAL-less marker is in the catalog's
+//    memtable: a later failure then always has a memtable to flush, and the
+//    flush always switches the WAL. The marker is needed again whenever the
+//    catalog's active memtable lost it: at the start (opening flushes what
+//    the WAL held, so every memtable is empty: session 31 found the abort
+//    there), after every recovery, and whenever the catalog's memtable is
+//    sealed (max_total_wal_size seals it in normal operation; RocksDB's
+//    OnMemTableSealed, called in the write path before the next write
+//    group). The maintenance tick places it too, so the gate rarely waits for
+//    a write. What stays open: the one write group whose own WAL switch
+//    sealed the catalog's memtable goes on to the WAL without the marker in
+//    an active memtable; it aborts only if that WAL write fails while every
+//    other active memtable is empty too.
 //
 // Thread safety: every method may be called from any thread. The listener
 // callbacks run on RocksDB's threads (some with its mutex held): they only
@@ -73,6 +83,8 @@ class StorageGuard : public rocksdb::EventListener {
   // rocksdb::EventListener
   void OnBackgroundError(rocksdb::BackgroundErrorReason reason, rocksdb::Status* error) override;
   void OnErrorRecoveryEnd(const rocksdb::BackgroundErrorRecoveryInfo& info) override;
+  // The marker's memtable sealed: the active one no longer holds it.
+  void OnMemTableSealed(const rocksdb::MemTableInfo& info) override;
   // RocksDB delays or stops writes while flushes or compaction catch up.
   void OnStallConditionsChanged(const rocksdb::WriteStallInfo& info) override;
   // Whether RocksDB may make a write wait now (delayed or stopped): the
@@ -107,12 +119,17 @@ class StorageGuard : public rocksdb::EventListener {
   const std::function<int64_t()> clock_;
   rocksdb::DB* db_ = nullptr;
   rocksdb::ColumnFamilyHandle* marker_cf_ = nullptr;
+  std::string marker_cf_name_;  // set by Attach, before any callback reads it
+  std::atomic<bool> attached_{false};
+  // Seals of the marker's memtable: PlaceMarker clears marker_needed_ only if
+  // none happened around its Put (which may have gone into the sealed one).
+  std::atomic<uint64_t> marker_seals_{0};
   std::mutex marker_mu_;
 
   mutable std::mutex mu_;
   rocksdb::Status bg_error_;   // RocksDB's current background error, OK if none
   bool reserve_held_ = false;
-  bool marker_needed_ = false;   // recovered, marker not yet placed
+  bool marker_needed_ = false;  // started, recovered or flushed; marker not yet placed
   StorageState state_ = StorageState::kOk;
   std::string error_;
   int64_t since_ = 0;

@@ -204,6 +204,66 @@ TEST(EngineStorageTest, RepeatedFullDiskRecoveriesDoNotAbort) {
   EXPECT_EQ(engine->Get("Things", "p", "full0", nullptr).status().code(), Code::kResourceNotFound);
 }
 
+// Writes (pk, "n<i>") `count` times; each must be acknowledged.
+void ExpectWritesGoOn(Engine::Impl* engine, const std::string& pk, int count) {
+  for (int i = 0; i < count; i++) {
+    Batch b("Things");
+    b.Insert(MakeEntity(pk, "n" + std::to_string(i), i));
+    auto r = engine->Execute(b);
+    ASSERT_TRUE(r.ok()) << "write " << i << " after the recovery: " << r.status().ToString();
+  }
+}
+
+// Every memtable empty when a WAL write fails, twice over: right after an
+// open (opening flushes what the WAL held), and right after a flush of every
+// column family, the catalog's included (RocksDB flushes it in normal
+// operation when the WALs outgrow max_total_wal_size). Without the marker in
+// place in both cases, the recovery has nothing to flush, keeps the failed
+// WAL's writer, and the next write aborts the process (session 31).
+TEST(EngineStorageTest, AFailedWalWriteWithEveryMemtableEmptyRecoversWithoutAbort) {
+  FullDiskEngine e;
+  ASSERT_TRUE(e.Open().ok());
+  auto& [dir, fs, env, options, engine] = e;
+  ASSERT_TRUE(engine->CreateTable("Things", "").ok());
+  ExpectWritesGoOn(engine.get(), "before", 3);
+  engine.reset();
+  ASSERT_TRUE(e.Open().ok());
+
+  // 1. The first write after the open fails at the WAL.
+  fs->full = true;
+  {
+    Batch b("Things");
+    b.Insert(MakeEntity("open", "refused", 1));
+    auto r = engine->Execute(b);
+    ASSERT_EQ(r.status().code(), Code::kInsufficientStorage) << r.status().ToString();
+  }
+  fs->full = false;
+  ASSERT_TRUE(WriteOnceRoom(engine.get(), "open").ok());
+  ASSERT_NO_FATAL_FAILURE(ExpectWritesGoOn(engine.get(), "open", 5));
+
+  // 2. Every column family flushed, then a WAL write fails.
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  ASSERT_TRUE(engine->db_->Flush(fo, engine->handles_).ok());
+  fs->full = true;
+  {
+    Batch b("Things");
+    b.Insert(MakeEntity("flushed", "refused", 1));
+    auto r = engine->Execute(b);
+    ASSERT_EQ(r.status().code(), Code::kInsufficientStorage) << r.status().ToString();
+  }
+  fs->full = false;
+  ASSERT_TRUE(WriteOnceRoom(engine.get(), "flushed").ok());
+  ASSERT_NO_FATAL_FAILURE(ExpectWritesGoOn(engine.get(), "flushed", 5));
+
+  EXPECT_TRUE(engine->Get("Things", "before", "n2", nullptr).ok());
+  EXPECT_EQ(engine->Get("Things", "open", "refused", nullptr).status().code(),
+            Code::kResourceNotFound);
+  EXPECT_EQ(engine->Get("Things", "flushed", "refused", nullptr).status().code(),
+            Code::kResourceNotFound);
+  EXPECT_EQ(engine->storage_->Health().state, StorageState::kOk);
+}
+
 // A WriteGroup's flush on a full disk (write_group.h): every deferred write
 // of the group fails with its error, none is visible, and the group's LSNs
 // go to the next write, so the log stays gap-free.

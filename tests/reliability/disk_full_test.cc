@@ -166,7 +166,9 @@ class DiskFullTest : public ::testing::Test {
         return;
       }
       last = r.status();
-      ASSERT_EQ(last.code(), Code::kInsufficientStorage) << last.ToString();
+      ASSERT_EQ(last.code(), Code::kInsufficientStorage) << last.ToString() << "\n"
+                                                         << Health() << "\n"
+                                                         << server_->Log();
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
     }
     FAIL() << "writes did not resume within " << seconds << " s: " << last.ToString() << "\n"
@@ -263,6 +265,49 @@ TEST_F(DiskFullTest, RefusesWritesServesReadsAndResumesWhenSpaceIsFreed) {
   const std::string h = Health();
   EXPECT_NE(h.find("\"storage\":{\"state\":\"ok\""), std::string::npos) << h;
 
+  ExpectLogGapFreeWithAcknowledged();
+}
+
+// The first write after a start fails at the write-ahead log, with every
+// memtable empty (opening flushed what the log held). RocksDB 7.8 resumes by
+// flushing the non-empty memtables, and only that flush replaces the failed
+// log's writer: with nothing to flush it kept the writer, and the next write
+// aborted the process in Debian's librocksdb (an assertion; session 31 found
+// it as a rare failure of the test above). The engine keeps a marker in a
+// memtable from the start (engine/internal/storage_guard.h), so the recovery
+// always switches the log.
+TEST_F(DiskFullTest, AWalWriteFailingRightAfterAStartRecoversWithoutAbort) {
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  ASSERT_TRUE(client_->CreateTable(kTable).ok());
+  ASSERT_NO_FATAL_FAILURE(ExpectWritesResume(5));  // one acknowledged entity before the restart
+  client_.reset();
+  ASSERT_EQ(server_->Stop(20), 0) << server_->Log();
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  // Room for the reserve at the start, so writes are open and the next one
+  // reaches RocksDB; then the disk is filled to the last byte.
+  std::string h = Health();
+  ASSERT_NE(h.find("\"storage\":{\"state\":\"ok\""), std::string::npos) << h;
+  WriteFiller(mnt_ + "/filler-c", 0);
+  auto w = client_->InsertOrReplace(kTable,
+                                    client::EntityBuilder("resume", "x").String("A", "x").Build());
+  ASSERT_NO_FATAL_FAILURE(ExpectRefusedForSpace(w.status()));
+  // Refused by RocksDB's write (the case in point), not by the reserve gate.
+  h = Health();
+  ASSERT_NE(h.find("RocksDB stopped writes"), std::string::npos) << h << "\n" << server_->Log();
+
+  ASSERT_EQ(::unlink((mnt_ + "/filler-c").c_str()), 0);
+  ASSERT_NO_FATAL_FAILURE(ExpectWritesResume(30));
+  // More writes after the recovery, each acknowledged and the process alive.
+  for (int i = 0; i < 20; i++) {
+    const std::string rk = "after" + std::to_string(i);
+    auto r = client_->InsertOrReplace(kTable,
+                                      client::EntityBuilder("resume", rk).String("A", "x").Build());
+    ASSERT_TRUE(r.ok()) << r.status().ToString() << "\n" << server_->Log();
+    acked_[{"resume", rk}] = "x";
+    lsns_.push_back(r->lsn);
+  }
+  ASSERT_TRUE(Alive(server_->pid())) << server_->Log();
+  ExpectAckedReadable();
   ExpectLogGapFreeWithAcknowledged();
 }
 
