@@ -50,9 +50,11 @@ void StorageGuard::Attach(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* marker_c
     attached_.store(true, std::memory_order_release);
   }
   // Opening flushed every memtable: the first write must find the marker in.
+  // Only the gate: the state waits for the first Check (the reserve is not
+  // re-created yet, and a state computed now would log a false no_space).
   std::lock_guard lock(mu_);
   marker_needed_ = marker_cf != nullptr;
-  UpdateLocked();
+  if (marker_needed_) writable_.store(false, std::memory_order_release);
 }
 
 void StorageGuard::ReleaseReserve() {
