@@ -38,8 +38,10 @@ Status ValidateBatch(const Batch& batch) {
                                            " does not fit in 24 bits");
   }
   size_t payload = 0;
+  // Duplicate RowKeys: a set only when there can be any (a single write,
+  // the most common batch, spares building and freeing one).
   std::unordered_set<std::string_view> rows;
-  rows.reserve(ops.size());
+  if (ops.size() > 1) rows.reserve(ops.size());
   for (size_t i = 0; i < ops.size(); i++) {
     const Operation& op = ops[i];
     const int idx = static_cast<int>(i);
@@ -74,7 +76,7 @@ Status ValidateBatch(const Batch& batch) {
       return Status(Code::kCommandsInBatchActOnDifferentPartitions,
                     "all operations of a batch must have the same PartitionKey", idx);
     }
-    if (!rows.insert(op.entity.row_key).second) {
+    if (ops.size() > 1 && !rows.insert(op.entity.row_key).second) {
       return Status(Code::kInvalidDuplicateRow,
                     "RowKey '" + op.entity.row_key + "' appears twice in the batch", idx);
     }

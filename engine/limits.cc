@@ -9,8 +9,8 @@
 namespace sidetable {
 namespace {
 
-bool IsAsciiAlpha(uint32_t c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool IsAsciiDigit(uint32_t c) { return c >= '0' && c <= '9'; }
+constexpr bool IsAsciiAlpha(uint32_t c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+constexpr bool IsAsciiDigit(uint32_t c) { return c >= '0' && c <= '9'; }
 
 size_t ValueSize(const Value& v) {
   switch (v.type()) {
@@ -23,13 +23,54 @@ size_t ValueSize(const Value& v) {
   }
 }
 
-}  // namespace
+// Per ASCII byte: forbidden in a key (ValidateKey's list), or what it may be
+// in a property name (ValidatePropertyName's rule). Tables, so an ASCII key or
+// name is checked a byte at a time without decoding code points.
+constexpr uint8_t kIdentStart = 1, kIdentPart = 2;
+struct AsciiClasses {
+  bool key_forbidden[128] = {};
+  uint8_t ident[128] = {};
+  constexpr AsciiClasses() {
+    for (int c = 0; c < 128; c++) {
+      key_forbidden[c] = c == '/' || c == '\\' || c == '#' || c == '?' || c < 0x20 || c == 0x7F;
+      if (IsAsciiAlpha(c) || c == '_') ident[c] = kIdentStart | kIdentPart;
+      if (IsAsciiDigit(c)) ident[c] = kIdentPart;
+    }
+  }
+};
+constexpr AsciiClasses kAscii;
 
-Status ValidateKey(std::string_view key, std::string_view what) {
+Status KeyForbids(std::string_view what, uint32_t bad) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "U+%04X", bad);
+  return Status(Code::kOutOfRangeInput,
+                std::string(what) + " contains the forbidden character " + buf);
+}
+
+Status NameNotIdentifier(std::string_view name) {
+  return Status(Code::kPropertyNameInvalid,
+                "property name '" + std::string(name) + "' is not a valid identifier");
+}
+
+// ValidateKey that also returns the key's length in UTF-16 units, so that
+// ValidateEntity measures each key once. The checks, in this order: valid
+// UTF-8, at most 1 KiB in UTF-16, no forbidden character.
+Status ValidateKeySized(std::string_view key, std::string_view what, size_t* units) {
+  if (IsAscii(key)) {
+    *units = key.size();
+    if (2 * key.size() > Limits::kMaxKeyBytes) {
+      return Status(Code::kKeyValueTooLarge, std::string(what) + " is larger than 1 KiB (UTF-16)");
+    }
+    for (unsigned char c : key) {
+      if (kAscii.key_forbidden[c]) return KeyForbids(what, c);
+    }
+    return Status::OK();
+  }
   if (!IsValidUtf8(key)) {
     return Status(Code::kInvalidInput, std::string(what) + " is not valid UTF-8");
   }
-  if (2 * Utf16Length(key) > Limits::kMaxKeyBytes) {
+  *units = Utf16Length(key);
+  if (2 * *units > Limits::kMaxKeyBytes) {
     return Status(Code::kKeyValueTooLarge,
                   std::string(what) + " is larger than 1 KiB (UTF-16)");
   }
@@ -41,21 +82,44 @@ Status ValidateKey(std::string_view key, std::string_view what) {
     }
     return true;
   });
-  if (!clean) {
-    char buf[16];
-    std::snprintf(buf, sizeof buf, "U+%04X", bad);
-    return Status(Code::kOutOfRangeInput,
-                  std::string(what) + " contains the forbidden character " + buf);
-  }
+  if (!clean) return KeyForbids(what, bad);
   return Status::OK();
 }
 
-Status ValidatePropertyName(std::string_view name) {
+bool IsReservedName(std::string_view name) {
+  return name == "PartitionKey" || name == "RowKey" || name == "Timestamp" || name == "ETag" ||
+         name.substr(0, 6) == "odata.";
+}
+
+Status NameReserved(std::string_view name) {
+  return Status(Code::kPropertyNameInvalid,
+                "property name '" + std::string(name) + "' is reserved");
+}
+
+// ValidatePropertyName that also returns the name's length in UTF-16 units.
+// The checks, in this order: not empty, valid UTF-8, at most 255 UTF-16
+// units, an identifier, not reserved.
+Status ValidatePropertyNameSized(std::string_view name, size_t* units) {
   if (name.empty()) return Status(Code::kPropertyNameInvalid, "empty property name");
+  if (IsAscii(name)) {
+    *units = name.size();
+    if (name.size() > Limits::kMaxPropertyNameChars) {
+      return Status(Code::kPropertyNameTooLong, "property name longer than 255 characters: " +
+                                                    std::string(name.substr(0, 32)) + "...");
+    }
+    uint8_t need = kIdentStart;  // then kIdentPart
+    for (unsigned char c : name) {
+      if ((kAscii.ident[c] & need) == 0) return NameNotIdentifier(name);
+      need = kIdentPart;
+    }
+    if (IsReservedName(name)) return NameReserved(name);
+    return Status::OK();
+  }
   if (!IsValidUtf8(name)) {
     return Status(Code::kPropertyNameInvalid, "property name is not valid UTF-8");
   }
-  if (Utf16Length(name) > Limits::kMaxPropertyNameChars) {
+  *units = Utf16Length(name);
+  if (*units > Limits::kMaxPropertyNameChars) {
     return Status(Code::kPropertyNameTooLong,
                   "property name longer than 255 characters: " + std::string(name.substr(0, 32)) + "...");
   }
@@ -68,19 +132,10 @@ Status ValidatePropertyName(std::string_view name) {
     first = false;
     return good;
   });
-  if (!ok) {
-    return Status(Code::kPropertyNameInvalid,
-                  "property name '" + std::string(name) + "' is not a valid identifier");
-  }
-  if (name == "PartitionKey" || name == "RowKey" || name == "Timestamp" || name == "ETag" ||
-      name.substr(0, 6) == "odata.") {
-    return Status(Code::kPropertyNameInvalid,
-                  "property name '" + std::string(name) + "' is reserved");
-  }
+  if (!ok) return NameNotIdentifier(name);
+  if (IsReservedName(name)) return NameReserved(name);
   return Status::OK();
 }
-
-namespace {
 
 // ValidateValue that also returns the value's size in Azure's accounting, so
 // each string is measured once per write.
@@ -88,11 +143,14 @@ Status ValidateValueSized(std::string_view name, const Value& v, size_t* size) {
   *size = 0;
   switch (v.type()) {
     case EdmType::kString: {
-      if (!IsValidUtf8(v.bytes())) {
-        return Status(Code::kInvalidInput,
-                      "property '" + std::string(name) + "' is not valid UTF-8");
+      size_t units = v.bytes().size();
+      if (!IsAscii(v.bytes())) {
+        if (!IsValidUtf8(v.bytes())) {
+          return Status(Code::kInvalidInput,
+                        "property '" + std::string(name) + "' is not valid UTF-8");
+        }
+        units = Utf16Length(v.bytes());
       }
-      const size_t units = Utf16Length(v.bytes());
       *size = 4 + 2 * units;
       if (2 * units > Limits::kMaxValueBytes) {
         return Status(Code::kPropertyValueTooLarge,
@@ -131,6 +189,16 @@ Status ValidateValueSized(std::string_view name, const Value& v, size_t* size) {
 
 }  // namespace
 
+Status ValidateKey(std::string_view key, std::string_view what) {
+  size_t units;
+  return ValidateKeySized(key, what, &units);
+}
+
+Status ValidatePropertyName(std::string_view name) {
+  size_t units;
+  return ValidatePropertyNameSized(name, &units);
+}
+
 Status ValidateValue(std::string_view name, const Value& v) {
   size_t size;
   return ValidateValueSized(name, v, &size);
@@ -143,20 +211,22 @@ size_t EntitySize(const Entity& e) {
 }
 
 Status ValidateEntity(const Entity& e, size_t* size_out) {
-  ST_RETURN_IF_ERROR(ValidateKey(e.partition_key, "PartitionKey"));
-  ST_RETURN_IF_ERROR(ValidateKey(e.row_key, "RowKey"));
+  size_t pk_units, rk_units;
+  ST_RETURN_IF_ERROR(ValidateKeySized(e.partition_key, "PartitionKey", &pk_units));
+  ST_RETURN_IF_ERROR(ValidateKeySized(e.row_key, "RowKey", &rk_units));
   if (e.properties.size() > Limits::kMaxUserProperties) {
     return Status(Code::kTooManyProperties,
                   "entity has " + std::to_string(e.properties.size()) +
                       " user properties; at most 252 (255 with the system properties)");
   }
-  size_t size = 4 + 2 * (Utf16Length(e.partition_key) + Utf16Length(e.row_key));
+  size_t size = 4 + 2 * (pk_units + rk_units);
   for (size_t i = 0; i < e.properties.size(); i++) {
     const Property& p = e.properties[i];
-    ST_RETURN_IF_ERROR(ValidatePropertyName(p.name));
+    size_t name_units;
+    ST_RETURN_IF_ERROR(ValidatePropertyNameSized(p.name, &name_units));
     size_t value_size;
     ST_RETURN_IF_ERROR(ValidateValueSized(p.name, p.value, &value_size));
-    size += 8 + 2 * Utf16Length(p.name) + value_size;
+    size += 8 + 2 * name_units + value_size;
     for (size_t j = 0; j < i; j++) {
       if (e.properties[j].name == p.name) {
         return Status(Code::kInvalidInput, "property '" + p.name + "' appears twice");

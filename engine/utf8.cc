@@ -59,6 +59,26 @@ bool IsValidUtf8(std::string_view s) {
   return simdjson::validate_utf8(p + i, n - i);
 }
 
+bool IsAscii(std::string_view s) {
+  const char* p = s.data();
+  const size_t n = s.size();
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    if (((Load8(p + i) | Load8(p + i + 8) | Load8(p + i + 16) | Load8(p + i + 24)) & kHighBits) !=
+        0) {
+      return false;
+    }
+  }
+  uint64_t bits = 0;
+  for (; i + 8 <= n; i += 8) bits |= Load8(p + i);
+  if (n >= 8) {
+    bits |= Load8(p + n - 8);  // the tail, in one word that overlaps what was read
+  } else {
+    for (; i < n; i++) bits |= static_cast<uint8_t>(p[i]);
+  }
+  return (bits & kHighBits) == 0;
+}
+
 size_t Utf16Length(std::string_view s) {
   // A code point is one unit per lead (non-continuation) byte, plus one more
   // for 4-byte sequences (a surrogate pair): WordUnits, a word at a time.

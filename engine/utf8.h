@@ -22,6 +22,10 @@ bool IsValidUtf8(std::string_view s);
 // Length in UTF-16 code units of valid UTF-8 (Azure measures sizes in UTF-16).
 size_t Utf16Length(std::string_view s);
 
+// True when every byte is below 0x80: then `s` is valid UTF-8 and one UTF-16
+// unit a byte. The validators' fast path: most keys, names and values are.
+bool IsAscii(std::string_view s);
+
 inline uint8_t OrdinalByte(uint8_t b) {
   return b == 0xEE ? 0xF8 : b == 0xEF ? 0xF9 : b;
 }

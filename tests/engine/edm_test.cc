@@ -137,6 +137,27 @@ TEST(Utf8, Validation) {
 namespace sidetable {
 namespace {
 
+// IsAscii at every length to 100 and every position of one high byte (the
+// 32-byte blocks, the words after them, the overlapping last word, the bytes
+// of a string shorter than a word).
+TEST(Utf8, IsAsciiFindsAHighByteAnywhere) {
+  for (size_t n = 0; n <= 100; n++) {
+    std::string s(n, '\x7F');
+    ASSERT_TRUE(IsAscii(s)) << n;
+    for (size_t i = 0; i < n; i++) {
+      for (char high : {'\x80', '\xFF'}) {
+        std::string t = s;
+        t[i] = high;
+        ASSERT_FALSE(IsAscii(t)) << "length " << n << ", high byte at " << i;
+      }
+    }
+  }
+  // A view into a larger string: bytes beyond its end are not its own.
+  const std::string wide = std::string(9, 'a') + "\xC3\xA9";
+  EXPECT_TRUE(IsAscii(std::string_view(wide).substr(0, 9)));
+  EXPECT_TRUE(IsAscii(std::string_view(wide).substr(3, 6)));
+}
+
 // The word-at-a-time paths agree with a byte-at-a-time reference on strings
 // of every length and alignment, with multi-byte sequences straddling words.
 TEST(Utf8, FastPathsAgreeWithReference) {
