@@ -214,6 +214,19 @@ void ExpectWritesGoOn(Engine::Impl* engine, const std::string& pk, int count) {
   }
 }
 
+// With the "disk" full, a write to (pk, "refused") fails at the WAL; with
+// room again, writes resume and five more go through.
+void FailOneWalWriteThenRecover(FullDiskEngine* e, const std::string& pk) {
+  e->fs->full = true;
+  Batch b("Things");
+  b.Insert(MakeEntity(pk, "refused", 1));
+  auto r = e->engine->Execute(b);
+  e->fs->full = false;
+  ASSERT_EQ(r.status().code(), Code::kInsufficientStorage) << r.status().ToString();
+  ASSERT_TRUE(WriteOnceRoom(e->engine.get(), pk).ok());
+  ASSERT_NO_FATAL_FAILURE(ExpectWritesGoOn(e->engine.get(), pk, 5));
+}
+
 // Every memtable empty when a WAL write fails, twice over: right after an
 // open (opening flushes what the WAL held), and right after a flush of every
 // column family, the catalog's included (RocksDB flushes it in normal
@@ -225,36 +238,18 @@ TEST(EngineStorageTest, AFailedWalWriteWithEveryMemtableEmptyRecoversWithoutAbor
   ASSERT_TRUE(e.Open().ok());
   auto& [dir, fs, env, options, engine] = e;
   ASSERT_TRUE(engine->CreateTable("Things", "").ok());
-  ExpectWritesGoOn(engine.get(), "before", 3);
+  ASSERT_NO_FATAL_FAILURE(ExpectWritesGoOn(engine.get(), "before", 3));
   engine.reset();
   ASSERT_TRUE(e.Open().ok());
 
   // 1. The first write after the open fails at the WAL.
-  fs->full = true;
-  {
-    Batch b("Things");
-    b.Insert(MakeEntity("open", "refused", 1));
-    auto r = engine->Execute(b);
-    ASSERT_EQ(r.status().code(), Code::kInsufficientStorage) << r.status().ToString();
-  }
-  fs->full = false;
-  ASSERT_TRUE(WriteOnceRoom(engine.get(), "open").ok());
-  ASSERT_NO_FATAL_FAILURE(ExpectWritesGoOn(engine.get(), "open", 5));
+  ASSERT_NO_FATAL_FAILURE(FailOneWalWriteThenRecover(&e, "open"));
 
   // 2. Every column family flushed, then a WAL write fails.
   rocksdb::FlushOptions fo;
   fo.wait = true;
   ASSERT_TRUE(engine->db_->Flush(fo, engine->handles_).ok());
-  fs->full = true;
-  {
-    Batch b("Things");
-    b.Insert(MakeEntity("flushed", "refused", 1));
-    auto r = engine->Execute(b);
-    ASSERT_EQ(r.status().code(), Code::kInsufficientStorage) << r.status().ToString();
-  }
-  fs->full = false;
-  ASSERT_TRUE(WriteOnceRoom(engine.get(), "flushed").ok());
-  ASSERT_NO_FATAL_FAILURE(ExpectWritesGoOn(engine.get(), "flushed", 5));
+  ASSERT_NO_FATAL_FAILURE(FailOneWalWriteThenRecover(&e, "flushed"));
 
   EXPECT_TRUE(engine->Get("Things", "before", "n2", nullptr).ok());
   EXPECT_EQ(engine->Get("Things", "open", "refused", nullptr).status().code(),
