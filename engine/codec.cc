@@ -18,34 +18,69 @@ Status Corrupt(const char* what) {
 uint64_t ZigZag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
 int64_t UnZigZag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
 
-void EncodeValue(const Value& v, std::string* dst) {
-  dst->push_back(static_cast<char>(v.type()));
+// Writers through a pointer into space the caller sized: EncodeRow sizes a
+// row once and writes it with these (appending field by field, a capacity
+// check and a call per varint, was ~2,200 instructions a 1 KiB row;
+// callgrind, docs/performance.md, session 31). The Put* appenders below use
+// them too, so each encoding is written once.
+constexpr size_t kMaxVarint64 = 10;
+
+char* WriteVarint64(char* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<char>(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<char>(v);
+  return p;
+}
+
+char* WriteFixed64(char* p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = static_cast<char>(v >> (8 * i));
+  return p + 8;
+}
+
+char* WriteBytes(char* p, std::string_view s) {
+  if (!s.empty()) std::memcpy(p, s.data(), s.size());
+  return p + s.size();
+}
+
+// At most what WriteValue writes for `v`.
+size_t MaxValueBytes(const Value& v) {
   switch (v.type()) {
     case EdmType::kString:
     case EdmType::kBinary:
-      PutLengthPrefixed(dst, v.bytes());
-      break;
+      return 1 + kMaxVarint64 + v.bytes().size();
     case EdmType::kGuid:
-      dst->append(v.bytes());
-      break;
+      return 1 + v.bytes().size();
+    default:
+      return 1 + kMaxVarint64;  // Boolean 1, DateTime and Double 8, Int32/Int64 a varint
+  }
+}
+
+char* WriteValue(char* p, const Value& v) {
+  *p++ = static_cast<char>(v.type());
+  switch (v.type()) {
+    case EdmType::kString:
+    case EdmType::kBinary:
+      return WriteBytes(WriteVarint64(p, v.bytes().size()), v.bytes());
+    case EdmType::kGuid:
+      return WriteBytes(p, v.bytes());
     case EdmType::kBoolean:
-      dst->push_back(v.as_bool() ? 1 : 0);
-      break;
+      *p++ = v.as_bool() ? 1 : 0;
+      return p;
     case EdmType::kDateTime:
-      PutFixed64(dst, static_cast<uint64_t>(v.as_ticks()));
-      break;
+      return WriteFixed64(p, static_cast<uint64_t>(v.as_ticks()));
     case EdmType::kDouble: {
       uint64_t bits;
-      double d = v.as_double();
+      const double d = v.as_double();
       std::memcpy(&bits, &d, sizeof bits);
-      PutFixed64(dst, bits);
-      break;
+      return WriteFixed64(p, bits);
     }
     case EdmType::kInt32:
     case EdmType::kInt64:
-      PutVarint64(dst, ZigZag(v.as_int64()));
-      break;
+      return WriteVarint64(p, ZigZag(v.as_int64()));
   }
+  return p;
 }
 
 // Reads one typed value in place (strings point into the row).
@@ -97,20 +132,13 @@ bool Selected(const std::vector<std::string>* select, std::string_view name) {
 }  // namespace
 
 void PutVarint64(std::string* dst, uint64_t v) {
-  char buf[10];
-  size_t n = 0;
-  while (v >= 0x80) {
-    buf[n++] = static_cast<char>(v | 0x80);
-    v >>= 7;
-  }
-  buf[n++] = static_cast<char>(v);
-  dst->append(buf, n);
+  char buf[kMaxVarint64];
+  dst->append(buf, static_cast<size_t>(WriteVarint64(buf, v) - buf));
 }
 
 void PutFixed64(std::string* dst, uint64_t v) {
   char buf[8];
-  for (int i = 0; i < 8; i++) buf[i] = static_cast<char>(v >> (8 * i));
-  dst->append(buf, 8);
+  dst->append(buf, static_cast<size_t>(WriteFixed64(buf, v) - buf));
 }
 
 void PutFixed32BE(std::string* dst, uint32_t v) {
@@ -181,74 +209,6 @@ bool Reader::LengthPrefixed(std::string_view* v) {
   uint64_t n;
   return Varint64(&n) && n <= remaining() && Bytes(static_cast<size_t>(n), v);
 }
-
-namespace {
-
-// EncodeRow writes through a pointer into space sized once: appending field
-// by field (a capacity check and a call per varint) was ~2,200 instructions
-// a 1 KiB row (callgrind, docs/performance.md, session 31). The bytes are
-// those of PutVarint64, PutFixed64, PutLengthPrefixed and EncodeValue.
-constexpr size_t kMaxVarint64 = 10;
-
-char* WriteVarint64(char* p, uint64_t v) {
-  while (v >= 0x80) {
-    *p++ = static_cast<char>(v | 0x80);
-    v >>= 7;
-  }
-  *p++ = static_cast<char>(v);
-  return p;
-}
-
-char* WriteFixed64(char* p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = static_cast<char>(v >> (8 * i));
-  return p + 8;
-}
-
-char* WriteBytes(char* p, std::string_view s) {
-  if (!s.empty()) std::memcpy(p, s.data(), s.size());
-  return p + s.size();
-}
-
-// At most what EncodeValue appends for `v`.
-size_t MaxValueBytes(const Value& v) {
-  switch (v.type()) {
-    case EdmType::kString:
-    case EdmType::kBinary:
-      return 1 + kMaxVarint64 + v.bytes().size();
-    case EdmType::kGuid:
-      return 1 + v.bytes().size();
-    default:
-      return 1 + kMaxVarint64;  // Boolean 1, DateTime and Double 8, Int32/Int64 a varint
-  }
-}
-
-char* WriteValue(char* p, const Value& v) {
-  *p++ = static_cast<char>(v.type());
-  switch (v.type()) {
-    case EdmType::kString:
-    case EdmType::kBinary:
-      return WriteBytes(WriteVarint64(p, v.bytes().size()), v.bytes());
-    case EdmType::kGuid:
-      return WriteBytes(p, v.bytes());
-    case EdmType::kBoolean:
-      *p++ = v.as_bool() ? 1 : 0;
-      return p;
-    case EdmType::kDateTime:
-      return WriteFixed64(p, static_cast<uint64_t>(v.as_ticks()));
-    case EdmType::kDouble: {
-      uint64_t bits;
-      const double d = v.as_double();
-      std::memcpy(&bits, &d, sizeof bits);
-      return WriteFixed64(p, bits);
-    }
-    case EdmType::kInt32:
-    case EdmType::kInt64:
-      return WriteVarint64(p, ZigZag(v.as_int64()));
-  }
-  return p;
-}
-
-}  // namespace
 
 void EncodeRow(const Entity& e, uint64_t version, int64_t timestamp, std::string* dst,
                uint8_t format) {

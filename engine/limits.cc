@@ -23,77 +23,80 @@ size_t ValueSize(const Value& v) {
   }
 }
 
-// Per ASCII byte: forbidden in a key (ValidateKey's list), or what it may be
-// in a property name (ValidatePropertyName's rule). Tables, so an ASCII key or
-// name is checked a byte at a time without decoding code points.
-constexpr uint8_t kIdentStart = 1, kIdentPart = 2;
+// The character rules, per code point: forbidden in a key; may start, or
+// continue, a property name (non-ASCII code points are accepted as letters:
+// Azure allows Unicode identifiers and we do not carry a Unicode category
+// table).
+constexpr bool ForbiddenInKey(uint32_t c) {
+  return c == '/' || c == '\\' || c == '#' || c == '?' || c < 0x20 || (c >= 0x7F && c <= 0x9F);
+}
+constexpr bool NameStart(uint32_t c) { return IsAsciiAlpha(c) || c == '_' || c >= 0x80; }
+constexpr bool NamePart(uint32_t c) { return NameStart(c) || IsAsciiDigit(c); }
+
+// The same rules as tables for ASCII bytes, so an ASCII key or name (nearly
+// all of them) is checked a byte at a time without decoding code points.
 struct AsciiClasses {
   bool key_forbidden[128] = {};
-  uint8_t ident[128] = {};
+  bool name_start[128] = {};
+  bool name_part[128] = {};
   constexpr AsciiClasses() {
-    for (int c = 0; c < 128; c++) {
-      key_forbidden[c] = c == '/' || c == '\\' || c == '#' || c == '?' || c < 0x20 || c == 0x7F;
-      if (IsAsciiAlpha(c) || c == '_') ident[c] = kIdentStart | kIdentPart;
-      if (IsAsciiDigit(c)) ident[c] = kIdentPart;
+    for (uint32_t c = 0; c < 128; c++) {
+      key_forbidden[c] = ForbiddenInKey(c);
+      name_start[c] = NameStart(c);
+      name_part[c] = NamePart(c);
     }
   }
 };
 constexpr AsciiClasses kAscii;
 
-Status KeyForbids(std::string_view what, uint32_t bad) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "U+%04X", bad);
-  return Status(Code::kOutOfRangeInput,
-                std::string(what) + " contains the forbidden character " + buf);
-}
-
-Status NameNotIdentifier(std::string_view name) {
-  return Status(Code::kPropertyNameInvalid,
-                "property name '" + std::string(name) + "' is not a valid identifier");
+// Valid UTF-8 and its length in UTF-16 units: an ASCII string is both at
+// once, without validating or sizing it again.
+bool MeasureUtf8(std::string_view s, bool* ascii, size_t* units) {
+  *ascii = IsAscii(s);
+  if (*ascii) {
+    *units = s.size();
+    return true;
+  }
+  if (!IsValidUtf8(s)) return false;
+  *units = Utf16Length(s);
+  return true;
 }
 
 // ValidateKey that also returns the key's length in UTF-16 units, so that
 // ValidateEntity measures each key once. The checks, in this order: valid
 // UTF-8, at most 1 KiB in UTF-16, no forbidden character.
 Status ValidateKeySized(std::string_view key, std::string_view what, size_t* units) {
-  if (IsAscii(key)) {
-    *units = key.size();
-    if (2 * key.size() > Limits::kMaxKeyBytes) {
-      return Status(Code::kKeyValueTooLarge, std::string(what) + " is larger than 1 KiB (UTF-16)");
-    }
-    for (unsigned char c : key) {
-      if (kAscii.key_forbidden[c]) return KeyForbids(what, c);
-    }
-    return Status::OK();
-  }
-  if (!IsValidUtf8(key)) {
+  bool ascii;
+  if (!MeasureUtf8(key, &ascii, units)) {
     return Status(Code::kInvalidInput, std::string(what) + " is not valid UTF-8");
   }
-  *units = Utf16Length(key);
   if (2 * *units > Limits::kMaxKeyBytes) {
     return Status(Code::kKeyValueTooLarge,
                   std::string(what) + " is larger than 1 KiB (UTF-16)");
   }
   uint32_t bad = 0;
-  bool clean = ForEachCodePoint(key, [&](uint32_t c) {
-    if (c == '/' || c == '\\' || c == '#' || c == '?' || c < 0x20 || (c >= 0x7F && c <= 0x9F)) {
-      bad = c;
-      return false;
+  bool clean = true;
+  if (ascii) {
+    for (unsigned char c : key) {
+      if (kAscii.key_forbidden[c]) {
+        bad = c;
+        clean = false;
+        break;
+      }
     }
-    return true;
-  });
-  if (!clean) return KeyForbids(what, bad);
+  } else {
+    clean = ForEachCodePoint(key, [&](uint32_t c) {
+      bad = c;
+      return !ForbiddenInKey(c);
+    });
+  }
+  if (!clean) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "U+%04X", bad);
+    return Status(Code::kOutOfRangeInput,
+                  std::string(what) + " contains the forbidden character " + buf);
+  }
   return Status::OK();
-}
-
-bool IsReservedName(std::string_view name) {
-  return name == "PartitionKey" || name == "RowKey" || name == "Timestamp" || name == "ETag" ||
-         name.substr(0, 6) == "odata.";
-}
-
-Status NameReserved(std::string_view name) {
-  return Status(Code::kPropertyNameInvalid,
-                "property name '" + std::string(name) + "' is reserved");
 }
 
 // ValidatePropertyName that also returns the name's length in UTF-16 units.
@@ -101,39 +104,36 @@ Status NameReserved(std::string_view name) {
 // units, an identifier, not reserved.
 Status ValidatePropertyNameSized(std::string_view name, size_t* units) {
   if (name.empty()) return Status(Code::kPropertyNameInvalid, "empty property name");
-  if (IsAscii(name)) {
-    *units = name.size();
-    if (name.size() > Limits::kMaxPropertyNameChars) {
-      return Status(Code::kPropertyNameTooLong, "property name longer than 255 characters: " +
-                                                    std::string(name.substr(0, 32)) + "...");
-    }
-    uint8_t need = kIdentStart;  // then kIdentPart
-    for (unsigned char c : name) {
-      if ((kAscii.ident[c] & need) == 0) return NameNotIdentifier(name);
-      need = kIdentPart;
-    }
-    if (IsReservedName(name)) return NameReserved(name);
-    return Status::OK();
-  }
-  if (!IsValidUtf8(name)) {
+  bool ascii;
+  if (!MeasureUtf8(name, &ascii, units)) {
     return Status(Code::kPropertyNameInvalid, "property name is not valid UTF-8");
   }
-  *units = Utf16Length(name);
   if (*units > Limits::kMaxPropertyNameChars) {
     return Status(Code::kPropertyNameTooLong,
                   "property name longer than 255 characters: " + std::string(name.substr(0, 32)) + "...");
   }
-  bool first = true;
-  bool ok = ForEachCodePoint(name, [&](uint32_t c) {
-    // Non-ASCII code points are accepted as letters: Azure allows Unicode
-    // identifiers and we do not carry a Unicode category table.
-    bool letter = IsAsciiAlpha(c) || c == '_' || c >= 0x80;
-    bool good = first ? letter : (letter || IsAsciiDigit(c));
-    first = false;
-    return good;
-  });
-  if (!ok) return NameNotIdentifier(name);
-  if (IsReservedName(name)) return NameReserved(name);
+  bool ok = true;
+  if (ascii) {
+    ok = kAscii.name_start[static_cast<unsigned char>(name[0])];
+    for (size_t i = 1; ok && i < name.size(); i++)
+      ok = kAscii.name_part[static_cast<unsigned char>(name[i])];
+  } else {
+    bool first = true;
+    ok = ForEachCodePoint(name, [&](uint32_t c) {
+      const bool good = first ? NameStart(c) : NamePart(c);
+      first = false;
+      return good;
+    });
+  }
+  if (!ok) {
+    return Status(Code::kPropertyNameInvalid,
+                  "property name '" + std::string(name) + "' is not a valid identifier");
+  }
+  if (name == "PartitionKey" || name == "RowKey" || name == "Timestamp" || name == "ETag" ||
+      name.substr(0, 6) == "odata.") {
+    return Status(Code::kPropertyNameInvalid,
+                  "property name '" + std::string(name) + "' is reserved");
+  }
   return Status::OK();
 }
 
@@ -143,13 +143,11 @@ Status ValidateValueSized(std::string_view name, const Value& v, size_t* size) {
   *size = 0;
   switch (v.type()) {
     case EdmType::kString: {
-      size_t units = v.bytes().size();
-      if (!IsAscii(v.bytes())) {
-        if (!IsValidUtf8(v.bytes())) {
-          return Status(Code::kInvalidInput,
-                        "property '" + std::string(name) + "' is not valid UTF-8");
-        }
-        units = Utf16Length(v.bytes());
+      bool ascii;
+      size_t units;
+      if (!MeasureUtf8(v.bytes(), &ascii, &units)) {
+        return Status(Code::kInvalidInput,
+                      "property '" + std::string(name) + "' is not valid UTF-8");
       }
       *size = 4 + 2 * units;
       if (2 * units > Limits::kMaxValueBytes) {
