@@ -111,15 +111,25 @@ def run(config, members, kafka_mock, sidetable, stable_within_s=120):
             return problems
 
         # One table store: written through one member, read through each.
+        # The clients ride out a rebalance as an application should: a
+        # member that misses heartbeats for session_timeout_ms (a loaded CI
+        # machine) loses its shards until the group settles again, and
+        # meanwhile every request for them is ServerBusy NotOwner after the
+        # sidecar's own rebalance_wait_ms (seen once in CI: shard 5 for
+        # more than the client's default five retries). So retries that
+        # span a session timeout and a rejoin; each attempt is bounded.
+        session_s = int(cl.get("session_timeout_ms", 10000)) / 1000.0
+        wait_s = int(cl.get("rebalance_wait_ms", 2000)) / 1000.0
+        retries = int(2 * session_s / (wait_s + 2.0)) + 6
         rows = 60
-        with Client(members[0]["endpoint"], timeout=15) as c:
+        with Client(members[0]["endpoint"], timeout=15, retries=retries, max_backoff=2.0) as c:
             c.create_table("SmokeOrders", exist_ok=True)
         # CreateTable returns once the member asked has read its table record
         # back from the cluster topic; another member may not have yet, and a
         # write forwarded to it then is TableNotFound (seen here). So wait, as
         # tests/scale_out does, until every member lists the table.
         for m in members:
-            with Client(m["endpoint"], timeout=15) as c:
+            with Client(m["endpoint"], timeout=15, retries=retries, max_backoff=2.0) as c:
                 until = time.time() + 15
                 while "SmokeOrders" not in c.list_tables() and time.time() < until:
                     time.sleep(0.1)
@@ -127,11 +137,11 @@ def run(config, members, kafka_mock, sidetable, stable_within_s=120):
                     problems.append(f"smoke: {m['name']} does not list SmokeOrders after 15 s")
         if problems:
             return problems
-        with Client(members[0]["endpoint"], timeout=15) as c:
+        with Client(members[0]["endpoint"], timeout=15, retries=retries, max_backoff=2.0) as c:
             for k in range(rows):
                 c.insert_or_replace("SmokeOrders", Entity(f"customer-{k}", "order-1", {"Total": k}))
         for m in members:
-            with Client(m["endpoint"], timeout=15) as c:
+            with Client(m["endpoint"], timeout=15, retries=retries, max_backoff=2.0) as c:
                 got = [c.get("SmokeOrders", f"customer-{k}", "order-1")["Total"] for k in range(rows)]
                 listed = sorted(int(e["Total"]) for e in c.query("SmokeOrders"))
             if got != list(range(rows)) or listed != list(range(rows)):
@@ -145,6 +155,12 @@ def run(config, members, kafka_mock, sidetable, stable_within_s=120):
               f"{forwarded:.0f} requests forwarded")
         if forwarded == 0:
             problems.append("smoke: nothing was forwarded: the members did not share the rows")
+        return problems
+    except Exception as e:  # a client call that raised: keep the logs, say which
+        problems.append(f"smoke: {type(e).__name__}: {e}")
+        for m in members:
+            page = _get(m["http"], "/cluster") if "http" in m else None
+            problems.append(f"smoke: {m['name']} /cluster now: {page}")
         return problems
     finally:
         for p in procs:
