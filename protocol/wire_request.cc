@@ -378,7 +378,34 @@ Status DecodeRequest(std::string_view frame, Request* q) {
   return CheckRequestText(*q);
 }
 
+namespace {
+
+// A little over what the operations encode to: their keys and each
+// property's name and bytes, with room for the framing. Reserved before
+// encoding, so a write's frame is allocated once instead of doubling its
+// way up (seven allocations and copies for a 1 KiB entity; the client's
+// largest cost per insert after the entity itself, callgrind).
+size_t ApproxOpsBytes(const std::vector<Operation>& ops) {
+  size_t n = 0;
+  for (const Operation& op : ops) {
+    n += 48 + op.entity.partition_key.size() + op.entity.row_key.size() + op.if_match.size();
+    for (const Property& p : op.entity.properties) n += 24 + p.name.size() + p.value.bytes().size();
+  }
+  return n;
+}
+
+size_t ApproxRequestBytes(const Request& q) {
+  size_t n = 256 + q.table.size() + q.caller.size() + q.token.size() + q.client_request_id.size() +
+             q.filter.size() + ApproxOpsBytes(q.encoded_ops());
+  for (const WriteItem& w : q.writes)
+    n += 64 + w.table.size() + w.client_request_id.size() + ApproxOpsBytes(w.encoded_ops());
+  return n;
+}
+
+}  // namespace
+
 void EncodeRequest(const Request& q, std::string* out) {
+  out->reserve(out->size() + ApproxRequestBytes(q));
   AppendHeader(out, Header{kVersion, static_cast<uint8_t>(q.op), 0, q.id});
   msgpack::Writer w(out);
   uint32_t fields = 0;
