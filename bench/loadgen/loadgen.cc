@@ -95,9 +95,6 @@ client::ClientOptions BaseOptions(const Config& cfg) {
 }
 
 // ---- the ~1 KiB entity ---------------------------------------------------------
-// Six typed properties (String, Int32, Double, Boolean, DateTime, Guid) plus a
-// padding string drawn from random text, like bench/entity_factory's entity
-// (peers.md: "6 typed properties plus a 760-character string" for 1 KiB).
 // `n` in at least `width` digits, zero-padded, as "%0*llu" would write it:
 // by hand, because snprintf was 12% of the client's instructions per Get
 // and 12% per insert (callgrind), work the bare echo it is compared with
@@ -113,6 +110,9 @@ void AppendPadded(std::string* out, uint64_t n, int width) {
   while (len > 0) out->push_back(digits[--len]);
 }
 
+// Six typed properties (String, Int32, Double, Boolean, DateTime, Guid) plus a
+// padding string drawn from random text, like bench/entity_factory's entity
+// (peers.md: "6 typed properties plus a 760-character string" for 1 KiB).
 class EntityMaker {
  public:
   EntityMaker(size_t entity_bytes) {
