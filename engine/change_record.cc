@@ -28,7 +28,7 @@ bool ParseChangeKind(std::string_view name, ChangeKind* kind) {
 namespace codec {
 namespace {
 
-Status Corrupt(const char* what) {
+Status CorruptRecord(const char* what) {
   return Status(Code::kInternal, std::string("corrupt change record: ") + what);
 }
 
@@ -51,11 +51,11 @@ struct HeaderView {
 };
 
 Status ReadHeader(Reader* r, HeaderView* h) {
-  if (!r->Byte(&h->format)) return Corrupt("empty");
+  if (!r->Byte(&h->format)) return CorruptRecord("empty");
   const uint8_t f = h->format;
   if (f != kChangeFormat && f != kChangeFormatV1 && f != kChangeFormatEpoch &&
       f != kChangeFormatRefs && f != kChangeFormatEpochRefs) {
-    return Corrupt("unknown format version");
+    return CorruptRecord("unknown format version");
   }
   h->image_refs = f == kChangeFormatRefs || f == kChangeFormatEpochRefs;
   const bool has_epoch = f == kChangeFormatEpoch || f == kChangeFormatEpochRefs;
@@ -66,10 +66,10 @@ Status ReadHeader(Reader* r, HeaderView* h) {
       (h->kind == static_cast<uint8_t>(ChangeKind::kArchiveRequested) &&
        !r->LengthPrefixed(&h->target)) ||
       !r->Varint64(&h->op_count)) {
-    return Corrupt("truncated header");
+    return CorruptRecord("truncated header");
   }
   if (has_epoch && (h->epoch == 0 || h->epoch > kMaxEpoch || h->lsn > kMaxStampedLsn)) {
-    return Corrupt("epoch out of range");
+    return CorruptRecord("epoch out of range");
   }
   return Status::OK();
 }
@@ -78,11 +78,11 @@ Status ReadStoredOp(Reader* r, bool image_refs, StoredChangeOp* op) {
   if (!r->LengthPrefixed(&op->row_key) || !r->Byte(&op->kind) || op->kind < 1 || op->kind > 6 ||
       (image_refs && (!r->Byte(&op->image_mode) || op->image_mode > kImageInRow)) ||
       !r->LengthPrefixed(&op->before) || !r->LengthPrefixed(&op->after)) {
-    return Corrupt("truncated operation");
+    return CorruptRecord("truncated operation");
   }
   if (!image_refs) op->image_mode = kImageInline;
   if (op->image_mode == kImageInRow && !op->after.empty())
-    return Corrupt("an image both inline and in the row");
+    return CorruptRecord("an image both inline and in the row");
   return Status::OK();
 }
 
@@ -152,11 +152,11 @@ Status SplitStoredChange(std::string_view value, StoredChange* out) {
   out->table_id = static_cast<uint32_t>(h.table_id);
   out->partition_key = h.pk;
   out->header_rest = value.substr(1, value.size() - r.remaining() - 1);
-  if (h.op_count > r.remaining()) return Corrupt("bad operation count");
+  if (h.op_count > r.remaining()) return CorruptRecord("bad operation count");
   out->ops.clear();
   out->ops.resize(h.op_count);
   for (StoredChangeOp& op : out->ops) ST_RETURN_IF_ERROR(ReadStoredOp(&r, h.image_refs, &op));
-  if (!r.empty()) return Corrupt("trailing bytes");
+  if (!r.empty()) return CorruptRecord("trailing bytes");
   return Status::OK();
 }
 
@@ -171,7 +171,7 @@ Status DecodeChange(std::string_view value, ChangeRecord* out) {
   uint64_t op_count;
   bool image_refs = false;
   ST_RETURN_IF_ERROR(DecodeHeader(&r, out, &op_count, &image_refs));
-  if (op_count > r.remaining()) return Corrupt("bad operation count");
+  if (op_count > r.remaining()) return CorruptRecord("bad operation count");
   out->ops.clear();
   out->ops.reserve(op_count);
   for (uint64_t i = 0; i < op_count; i++) {
@@ -195,7 +195,7 @@ Status DecodeChange(std::string_view value, ChangeRecord* out) {
     }
     out->ops.push_back(std::move(op));
   }
-  if (!r.empty()) return Corrupt("trailing bytes");
+  if (!r.empty()) return CorruptRecord("trailing bytes");
   return Status::OK();
 }
 

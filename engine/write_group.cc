@@ -12,8 +12,8 @@ namespace {
 
 // A group this large is written at once: the writers queued behind it wait
 // for it, and its WriteBatch is held in memory until then.
-constexpr size_t kMaxGroupWrites = 64;
-constexpr size_t kMaxGroupBytes = 4 << 20;
+constexpr size_t kMaxHeldGroupWrites = 64;
+constexpr size_t kMaxHeldGroupBytes = 4 << 20;
 
 }  // namespace
 
@@ -53,7 +53,7 @@ Status WriteGroup::State::Add(CommitWork* work, uint64_t* lsn, int64_t* commit_t
   ST_RETURN_IF_ERROR(impl->commits_->Add(&held, work, lsn, commit_time));
   outcomes.push_back(Status::OK());
   bytes += work->ApproximateBytes();
-  if (held.works >= kMaxGroupWrites || bytes >= kMaxGroupBytes) (void)Flush();
+  if (held.works >= kMaxHeldGroupWrites || bytes >= kMaxHeldGroupBytes) (void)Flush();
   return Status::OK();
 }
 

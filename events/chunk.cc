@@ -12,7 +12,9 @@ bool ParseNumber(std::string_view s, T* out) {
   return ec == std::errc() && end == s.data() + s.size();
 }
 
-Status Bad(const std::string& what) { return Status(Code::kInvalidInput, "chunk headers: " + what); }
+Status BadChunk(const std::string& what) {
+  return Status(Code::kInvalidInput, "chunk headers: " + what);
+}
 
 }  // namespace
 
@@ -42,13 +44,13 @@ Status ParseChunkHeaders(std::string_view lsn, std::string_view chunk, std::stri
   const size_t slash = chunk.find('/');
   if (slash == std::string_view::npos || !ParseNumber(chunk.substr(0, slash), &out->index) ||
       !ParseNumber(chunk.substr(slash + 1), &out->count)) {
-    return Bad("sidetable-chunk is not \"<index>/<count>\"");
+    return BadChunk("sidetable-chunk is not \"<index>/<count>\"");
   }
-  if (!ParseNumber(lsn, &out->lsn)) return Bad("sidetable-lsn is not a number");
-  if (!ParseNumber(size, &out->total_bytes)) return Bad("sidetable-size is not a number");
-  if (out->count == 0 || out->index >= out->count) return Bad("chunk index out of range");
+  if (!ParseNumber(lsn, &out->lsn)) return BadChunk("sidetable-lsn is not a number");
+  if (!ParseNumber(size, &out->total_bytes)) return BadChunk("sidetable-size is not a number");
+  if (out->count == 0 || out->index >= out->count) return BadChunk("chunk index out of range");
   if (out->total_bytes > kMaxJoinedEventBytes) {
-    return Bad("event of " + std::to_string(out->total_bytes) + " bytes is over the limit");
+    return BadChunk("event of " + std::to_string(out->total_bytes) + " bytes is over the limit");
   }
   return Status::OK();
 }

@@ -32,7 +32,7 @@ bool SameEntities(const std::vector<Entity>& a, const std::vector<Entity>& b) {
 
 // Both encoders write the same bytes, both decoders read back what was
 // written and reject every truncated request frame.
-void Check(const MsgpackData& d) {
+void CheckMsgpack(const MsgpackData& d) {
   std::string ours, lib, hand;
   wire::EncodeRequest(d.request, &ours);
   LibEncodeWriteRequest(d.request, &lib);
@@ -96,7 +96,7 @@ std::vector<Group> MsgpackGroups(const Sizes& sizes) {
   d->reply = SampleQueryReply(sizes.reply_entities);
   wire::EncodeRequest(d->request, &d->frame);
   wire::EncodeQuery(d->reply, &d->body);
-  Check(*d);
+  CheckMsgpack(*d);
 
   const std::string n = WithCommas(static_cast<double>(sizes.reply_entities));
   Group enc;

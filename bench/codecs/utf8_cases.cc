@@ -64,7 +64,7 @@ std::function<void()> All(std::shared_ptr<Strings> strings) {
   };
 }
 
-void Check(const Strings& strings) {
+void CheckUtf8(const Strings& strings) {
   for (const auto& s : strings) {
     if (!ScalarIsValidUtf8(s) || !Simdjson(s) || !IsValidUtf8(s)) Die("utf8: a valid string is rejected");
     std::string bad = s + "\xED\xA0\x80";  // a surrogate
@@ -73,7 +73,7 @@ void Check(const Strings& strings) {
 }
 
 void AddRow(Group& g, std::string name, Strings strings) {
-  Check(strings);
+  CheckUtf8(strings);
   auto shared = std::make_shared<Strings>(std::move(strings));
   g.rows.push_back({std::move(name), shared->size(),
                     {All<ScalarIsValidUtf8>(shared), All<Simdjson>(shared), All<IsValidUtf8>(shared)}});

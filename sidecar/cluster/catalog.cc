@@ -5,14 +5,6 @@
 #include "sidecar/cluster/cluster_impl.h"
 
 namespace sidetable::cluster {
-namespace {
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 Status Cluster::Impl::ApplyAdmitted(const ChangeRecord& record) {
   if (record.kind == ChangeKind::kEntities) {

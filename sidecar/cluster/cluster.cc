@@ -18,11 +18,6 @@ constexpr int kCatalogCatchUpMs = 30000;
 constexpr int kDeliveryTimeoutMs = 30000;
 constexpr int kTopicCheckTimeoutMs = 1000;
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // A delivery report's outcome, handed from the delivery thread to the producer.
 using DeliveryPromise = std::promise<std::pair<rd_kafka_resp_err_t, int64_t>>;
 

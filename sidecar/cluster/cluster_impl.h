@@ -36,6 +36,14 @@ class logger;
 
 namespace sidetable::cluster {
 
+// Wall-clock milliseconds since the epoch: the times members stamp on their
+// records (they compare across machines, so not a steady clock).
+inline int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 // Where a standby copy of a shard stands: the partition is applied up to
 // (not including) next_offset, and `floor` is the highest claim epoch read
 // before it. A restore resumes there.

@@ -14,11 +14,6 @@ namespace {
 
 constexpr std::chrono::milliseconds kRetryBackoff(500);
 
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // The group generation this client is in (-1 outside the group). librdkafka
 // 2.0 has no getter; the serialized group metadata holds it right after its
 // 7-byte magic "CGMDv2:" (rd_kafka_consumer_group_metadata_write).

@@ -10,7 +10,7 @@
 namespace sidetable::cluster {
 namespace {
 
-Status Bad(std::string_view what, std::string_view text) {
+Status BadStateRecord(std::string_view what, std::string_view text) {
   return Status(Code::kInvalidInput, "state topic: " + std::string(what) + ": " + std::string(text.substr(0, 200)));
 }
 
@@ -43,12 +43,12 @@ Status DecodeStateKey(std::string_view key, StateKey* out) {
   const size_t dot = key.find('.');
   const size_t slash = key.find('/');
   if (dot == std::string_view::npos || slash == std::string_view::npos || dot > slash) {
-    return Bad("not a state key", key);
+    return BadStateRecord("not a state key", key);
   }
   *out = StateKey();
   if (!ParseNumber(key.substr(0, dot), &out->writer.epoch) ||
       !ParseNumber(key.substr(dot + 1, slash - dot - 1), &out->writer.incarnation)) {
-    return Bad("a state key without a writer prefix", key);
+    return BadStateRecord("a state key without a writer prefix", key);
   }
   std::string_view rest = key.substr(slash + 1);
   if (rest == "begin") {
@@ -56,14 +56,15 @@ Status DecodeStateKey(std::string_view key, StateKey* out) {
     return Status::OK();
   }
   const size_t table_end = rest.find('/');
-  if (table_end == std::string_view::npos || table_end == 0) return Bad("a state key without a table", key);
+  if (table_end == std::string_view::npos || table_end == 0)
+    return BadStateRecord("a state key without a table", key);
   out->table = std::string(rest.substr(0, table_end));
   rest = rest.substr(table_end + 1);
   const size_t colon = rest.find(':');
   size_t pk_size = 0;
   if (colon == std::string_view::npos || !ParseNumber(rest.substr(0, colon), &pk_size) ||
       pk_size > rest.size() - colon - 1) {
-    return Bad("a state key without a PartitionKey length", key);
+    return BadStateRecord("a state key without a PartitionKey length", key);
   }
   out->partition_key = std::string(rest.substr(colon + 1, pk_size));
   out->row_key = std::string(rest.substr(colon + 1 + pk_size));
@@ -72,9 +73,9 @@ Status DecodeStateKey(std::string_view key, StateKey* out) {
 
 Status StateRecordToChange(const StateKey& key, const char* value, size_t size, uint64_t tombstone_version,
                            ChangeRecord* out) {
-  if (key.begin) return Bad("a begin record holds no entity", key.table);
+  if (key.begin) return BadStateRecord("a begin record holds no entity", key.table);
   if (value == nullptr) {
-    if (tombstone_version == 0) return Bad("a tombstone without its version", key.table);
+    if (tombstone_version == 0) return BadStateRecord("a tombstone without its version", key.table);
     *out = ChangeRecord();
     out->kind = ChangeKind::kEntities;
     out->table = key.table;
@@ -91,7 +92,8 @@ Status StateRecordToChange(const StateKey& key, const char* value, size_t size, 
   ChangeRecord& r = event.record;
   if (r.kind != ChangeKind::kEntities || r.ops.size() != 1 || !r.ops[0].after || r.table != key.table ||
       r.partition_key != key.partition_key || r.ops[0].row_key != key.row_key) {
-    return Bad("the value is not the key's entity", key.table + "/" + key.partition_key + "/" + key.row_key);
+    return BadStateRecord("the value is not the key's entity",
+                          key.table + "/" + key.partition_key + "/" + key.row_key);
   }
   // A request id outcome belongs to the whole EGT, never to one entity.
   r.client_request_id.clear();
@@ -115,7 +117,7 @@ Status DecodeStateMark(std::string_view json, StateMark* out) {
   simdjson::dom::object o;
   if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS ||
       doc.get_object().get(o) != simdjson::SUCCESS) {
-    return Bad("a mark that is not a JSON object", json);
+    return BadStateRecord("a mark that is not a JSON object", json);
   }
   StateMark m;
   uint64_t incarnation = 0;
@@ -125,13 +127,14 @@ Status DecodeStateMark(std::string_view json, StateMark* out) {
       o["from"].get_int64().get(m.from) != simdjson::SUCCESS || m.from < 0 ||
       o["offset"].get_int64().get(m.offset) != simdjson::SUCCESS || m.offset < -1 ||
       o["floor"].get_uint64().get(m.floor) != simdjson::SUCCESS) {
-    return Bad("a malformed mark", json);
+    return BadStateRecord("a malformed mark", json);
   }
   m.writer.incarnation = static_cast<uint32_t>(incarnation);
   // Optional (absent: nothing to replay before the mark).
   if (o["replayFrom"].get_int64().get(m.replay_from) != simdjson::SUCCESS) m.replay_from = m.offset + 1;
   if (o["replayFloor"].get_uint64().get(m.replay_floor) != simdjson::SUCCESS) m.replay_floor = m.floor;
-  if (m.replay_from < 0 || m.replay_from > m.offset + 1) return Bad("a mark replaying from after it", json);
+  if (m.replay_from < 0 || m.replay_from > m.offset + 1)
+    return BadStateRecord("a mark replaying from after it", json);
   if (o["member"].get_string().get(member) == simdjson::SUCCESS) m.member = std::string(member);
   *out = std::move(m);
   return Status::OK();

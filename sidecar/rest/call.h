@@ -35,6 +35,11 @@ struct Call {
   Links links;
 
   std::string_view Header(const char* name) const;
+  // Prefer: return-no-content (the SDKs' createEntity, createTable): the
+  // reply is 204 without the entity or table.
+  bool PrefersNoContent() const {
+    return Header("Prefer").find("return-no-content") != std::string_view::npos;
+  }
   // x-ms-client-request-id as the write's client request id (a retry with
   // it is applied once, docs/protocol.md), when the engine accepts it
   // (1-128 printable ASCII characters); "" otherwise: the service allows

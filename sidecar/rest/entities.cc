@@ -6,8 +6,6 @@
 namespace sidetable::sidecar::rest {
 namespace {
 
-bool NoContent(const Call& c) { return c.Header("Prefer").find("return-no-content") != std::string_view::npos; }
-
 Result<std::vector<std::string>> Select(const Call& c) {
   std::vector<std::string> out;
   auto it = c.query.find("$select");
@@ -33,7 +31,7 @@ void Insert(Call& c) {
   wire::Request r;
   r.op = wire::Op::kWrite;
   r.table = c.path.table;
-  r.no_content = NoContent(c);
+  r.no_content = c.PrefersNoContent();
   r.client_request_id = c.ClientRequestId();
   r.ops.push_back(Operation{OpKind::kInsert, std::move(e).value(), "", 0});
   std::string frame;
@@ -78,7 +76,7 @@ void GetOne(Call& c) {
   SendJson(c, 200, std::move(out));
 }
 
-void Query(Call& c) {
+void QueryEntities(Call& c) {
   auto select = Select(c);
   if (!select.ok()) return SendStatus(c, select.status());
   wire::Request r;
@@ -131,7 +129,7 @@ void Write(Call& c, bool merge) {
   c.res.status = 204;
 }
 
-void Delete(Call& c) {
+void DeleteEntity(Call& c) {
   const std::string if_match(c.Header("If-Match"));
   if (if_match.empty()) {
     return SendError(c, 400, "MissingRequiredHeader",
@@ -156,12 +154,12 @@ void Delete(Call& c) {
 void ServeEntities(Call& c) {
   if (c.path.resource == Resource::kEntities) {
     if (c.method == "POST") return Insert(c);
-    if (c.method == "GET") return Query(c);
+    if (c.method == "GET") return QueryEntities(c);
   } else {
     if (c.method == "GET") return GetOne(c);
     if (c.method == "PUT") return Write(c, false);
     if (c.method == "MERGE" || c.method == "PATCH") return Write(c, true);
-    if (c.method == "DELETE") return Delete(c);
+    if (c.method == "DELETE") return DeleteEntity(c);
   }
   SendError(c, 405, "UnsupportedHttpVerb", "The resource doesn't support specified Http Verb.");
 }

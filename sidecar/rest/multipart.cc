@@ -5,9 +5,11 @@
 namespace sidetable::sidecar::rest {
 namespace {
 
-Status Invalid(std::string m) { return Status(Code::kInvalidInput, "$batch: " + std::move(m)); }
+Status InvalidBatch(std::string m) {
+  return Status(Code::kInvalidInput, "$batch: " + std::move(m));
+}
 
-std::string Lower(std::string_view s) {
+std::string LowerAscii(std::string_view s) {
   std::string out(s);
   std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
   return out;
@@ -20,7 +22,7 @@ std::string_view Trim(std::string_view s) {
 }
 
 // Reads one line (without its CRLF or LF) at *pos; false at the end.
-bool Line(std::string_view s, size_t* pos, std::string_view* line) {
+bool NextLine(std::string_view s, size_t* pos, std::string_view* line) {
   if (*pos >= s.size()) return false;
   size_t eol = s.find('\n', *pos);
   if (eol == std::string_view::npos) eol = s.size();
@@ -35,12 +37,13 @@ bool Line(std::string_view s, size_t* pos, std::string_view* line) {
 Status Headers(std::string_view s, size_t* pos, HeaderList* out) {
   std::string_view line;
   for (size_t n = 0;; n++) {
-    if (n > 100) return Invalid("too many header lines");
-    if (!Line(s, pos, &line)) return Status::OK();  // no body
+    if (n > 100) return InvalidBatch("too many header lines");
+    if (!NextLine(s, pos, &line)) return Status::OK();  // no body
     if (line.empty()) return Status::OK();
     const size_t colon = line.find(':');
-    if (colon == std::string_view::npos) return Invalid("malformed header line");
-    out->emplace_back(Lower(Trim(line.substr(0, colon))), std::string(Trim(line.substr(colon + 1))));
+    if (colon == std::string_view::npos) return InvalidBatch("malformed header line");
+    out->emplace_back(LowerAscii(Trim(line.substr(0, colon))),
+                      std::string(Trim(line.substr(colon + 1))));
   }
 }
 
@@ -54,22 +57,24 @@ std::string_view Find(const HeaderList& h, std::string_view name) {
 // The parts between "--boundary" delimiters, each without the line break
 // before the next delimiter. At most `max_parts`.
 Status Split(std::string_view body, std::string_view boundary, size_t max_parts, std::vector<std::string_view>* out) {
-  if (boundary.empty()) return Invalid("the multipart boundary is missing");
+  if (boundary.empty()) return InvalidBatch("the multipart boundary is missing");
   const std::string delim = "--" + std::string(boundary);
   size_t pos = body.find(delim);
-  if (pos == std::string_view::npos) return Invalid("no part starts with the boundary");
+  if (pos == std::string_view::npos) return InvalidBatch("no part starts with the boundary");
   pos += delim.size();
   for (;;) {
     if (body.substr(pos, 2) == "--") return Status::OK();  // the close delimiter
     const size_t eol = body.find('\n', pos);
-    if (eol == std::string_view::npos) return Invalid("unterminated multipart body");
+    if (eol == std::string_view::npos) return InvalidBatch("unterminated multipart body");
     const size_t start = eol + 1;
     const size_t next = body.find(delim, start);
-    if (next == std::string_view::npos) return Invalid("the multipart body has no close delimiter");
+    if (next == std::string_view::npos)
+      return InvalidBatch("the multipart body has no close delimiter");
     std::string_view part = body.substr(start, next - start);
     if (!part.empty() && part.back() == '\n') part.remove_suffix(1);
     if (!part.empty() && part.back() == '\r') part.remove_suffix(1);
-    if (out->size() >= max_parts) return Invalid("too many parts (at most " + std::to_string(max_parts) + ")");
+    if (out->size() >= max_parts)
+      return InvalidBatch("too many parts (at most " + std::to_string(max_parts) + ")");
     out->push_back(part);
     pos = next + delim.size();
   }
@@ -79,19 +84,19 @@ Status ParseOperation(std::string_view part, BatchRequest* op) {
   size_t pos = 0;
   HeaderList mime;
   ST_RETURN_IF_ERROR(Headers(part, &pos, &mime));
-  const std::string ct = Lower(Find(mime, "content-type"));
+  const std::string ct = LowerAscii(Find(mime, "content-type"));
   if (ct.find("application/http") == std::string::npos) {
-    return Invalid("each changeset part must be Content-Type: application/http");
+    return InvalidBatch("each changeset part must be Content-Type: application/http");
   }
   std::string_view line;
-  if (!Line(part, &pos, &line)) return Invalid("a changeset part has no request line");
+  if (!NextLine(part, &pos, &line)) return InvalidBatch("a changeset part has no request line");
   const size_t sp1 = line.find(' ');
   const size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
   // An empty method or URL (a line starting with a blank, two blanks) is
   // malformed too: found by the fuzz target's invariants.
   if (sp1 == std::string_view::npos || sp1 == 0 || sp2 == std::string_view::npos || sp2 == sp1 + 1 ||
       line.substr(sp2 + 1).substr(0, 5) != "HTTP/") {
-    return Invalid("malformed request line '" + std::string(line.substr(0, 200)) + "'");
+    return InvalidBatch("malformed request line '" + std::string(line.substr(0, 200)) + "'");
   }
   op->method = std::string(line.substr(0, sp1));
   std::transform(op->method.begin(), op->method.end(), op->method.begin(), [](unsigned char c) { return std::toupper(c); });
@@ -106,7 +111,7 @@ Status ParseOperation(std::string_view part, BatchRequest* op) {
 std::string_view BatchRequest::Header(std::string_view lower_name) const { return Find(headers, lower_name); }
 
 std::string BoundaryOf(std::string_view content_type) {
-  const std::string lower = Lower(content_type);
+  const std::string lower = LowerAscii(content_type);
   const size_t at = lower.find("boundary=");
   if (at == std::string::npos) return "";
   std::string_view b = content_type.substr(at + 9);
@@ -118,23 +123,25 @@ std::string BoundaryOf(std::string_view content_type) {
 }
 
 Result<std::vector<BatchRequest>> ParseBatch(std::string_view content_type, std::string_view body) {
-  if (Lower(content_type).find("multipart/mixed") == std::string::npos) {
-    return Invalid("the Content-Type must be multipart/mixed; boundary=...");
+  if (LowerAscii(content_type).find("multipart/mixed") == std::string::npos) {
+    return InvalidBatch("the Content-Type must be multipart/mixed; boundary=...");
   }
   std::vector<std::string_view> outer;
   ST_RETURN_IF_ERROR(Split(body, BoundaryOf(content_type), 1, &outer));
-  if (outer.empty()) return Invalid("the batch holds no changeset");
+  if (outer.empty()) return InvalidBatch("the batch holds no changeset");
   size_t pos = 0;
   HeaderList headers;
   ST_RETURN_IF_ERROR(Headers(outer[0], &pos, &headers));
   const std::string_view inner_type = Find(headers, "content-type");
-  if (Lower(inner_type).find("multipart/mixed") == std::string::npos) {
-    return Invalid("the batch's part must be a changeset (multipart/mixed); queries in a batch are not supported");
+  if (LowerAscii(inner_type).find("multipart/mixed") == std::string::npos) {
+    return InvalidBatch(
+        "the batch's part must be a changeset (multipart/mixed); queries in a batch are not "
+        "supported");
   }
   std::vector<std::string_view> parts;
   ST_RETURN_IF_ERROR(Split(outer[0].substr(std::min(pos, outer[0].size())), BoundaryOf(inner_type),
                            kMaxBatchOperations, &parts));
-  if (parts.empty()) return Invalid("the changeset holds no operation");
+  if (parts.empty()) return InvalidBatch("the changeset holds no operation");
   std::vector<BatchRequest> ops(parts.size());
   for (size_t i = 0; i < parts.size(); i++) {
     Status s = ParseOperation(parts[i], &ops[i]);

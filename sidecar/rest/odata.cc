@@ -13,7 +13,7 @@
 namespace sidetable::sidecar::rest {
 namespace {
 
-Status Invalid(std::string m) { return Status(Code::kInvalidInput, std::move(m)); }
+Status InvalidOData(std::string m) { return Status(Code::kInvalidInput, std::move(m)); }
 
 bool ContainsNoCase(std::string_view hay, std::string_view needle) {
   if (needle.size() > hay.size()) return false;
@@ -169,10 +169,12 @@ Result<Entity> ParseEntityBody(std::string_view body, const std::string* pk, con
   simdjson::padded_string text(body);
   simdjson::dom::element doc;
   if (auto error = parser.parse(text).get(doc); error != simdjson::SUCCESS) {
-    return Invalid(std::string("the body is not valid JSON: ") + simdjson::error_message(error));
+    return InvalidOData(std::string("the body is not valid JSON: ") +
+                        simdjson::error_message(error));
   }
   simdjson::dom::object obj;
-  if (doc.get_object().get(obj) != simdjson::SUCCESS) return Invalid("the body must be a JSON object (an entity)");
+  if (doc.get_object().get(obj) != simdjson::SUCCESS)
+    return InvalidOData("the body must be a JSON object (an entity)");
   Entity e;
   // The URL's keys stand in for absent body keys; EntityFromJsonElement
   // needs both, so an object without them is read with placeholders.
@@ -188,7 +190,8 @@ Result<Entity> ParseEntityBody(std::string_view body, const std::string* pk, con
     if (first != std::string_view::npos && inner[first] == '}') patched.pop_back();  // {} had no members
     patched.append(inner);
     simdjson::padded_string text2(patched);
-    if (parser.parse(text2).get(doc) != simdjson::SUCCESS) return Invalid("the body is not valid JSON");
+    if (parser.parse(text2).get(doc) != simdjson::SUCCESS)
+      return InvalidOData("the body is not valid JSON");
     ST_RETURN_IF_ERROR(json::EntityFromJsonElement(doc, &e, false));
   } else {
     ST_RETURN_IF_ERROR(json::EntityFromJsonElement(doc, &e, false));
@@ -203,10 +206,11 @@ Result<std::string> ParseTableName(std::string_view body) {
   thread_local simdjson::dom::parser parser;
   simdjson::padded_string text(body);
   simdjson::dom::element doc;
-  if (parser.parse(text).get(doc) != simdjson::SUCCESS) return Invalid("the body is not valid JSON");
+  if (parser.parse(text).get(doc) != simdjson::SUCCESS)
+    return InvalidOData("the body is not valid JSON");
   std::string_view name;
   if (doc["TableName"].get_string().get(name) != simdjson::SUCCESS) {
-    return Invalid("the body must be {\"TableName\":\"<name>\"}");
+    return InvalidOData("the body must be {\"TableName\":\"<name>\"}");
   }
   return std::string(name);
 }

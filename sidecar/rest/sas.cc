@@ -10,7 +10,7 @@
 namespace sidetable::sidecar::rest {
 namespace {
 
-Status Failed(std::string why) {
+Status SasFailed(std::string why) {
   return Status(Code::kAuthenticationFailed,
                 "Server failed to authenticate the request. Make sure the value of the SAS is formed correctly "
                 "including the signature. (" + why + ")");
@@ -23,7 +23,7 @@ std::string_view Get(const QueryParams& q, std::string_view key) {
 
 Result<token::TimePoint> SasTime(std::string_view text, const char* name) {
   auto ticks = ParseDateTime(text);
-  if (!ticks) return Failed(std::string(name) + " is not an ISO 8601 UTC time");
+  if (!ticks) return SasFailed(std::string(name) + " is not an ISO 8601 UTC time");
   return token::TimePoint(std::chrono::seconds((*ticks - kUnixEpochTicks) / kTicksPerSecond));
 }
 
@@ -57,12 +57,15 @@ Result<token::Token> VerifySas(const QueryParams& q, std::string_view account,
                                const std::vector<RestAccount>& accounts, int64_t now_ticks, bool* list_tables) {
   if (list_tables != nullptr) *list_tables = false;
   const RestAccount* acct = FindAccount(accounts, account);
-  if (acct == nullptr) return Failed("unknown account '" + std::string(account) + "'");
+  if (acct == nullptr) return SasFailed("unknown account '" + std::string(account) + "'");
   const std::string_view sig = Get(q, "sig");
   const bool service = q.count("tn") != 0;
-  if (!service && q.count("ss") == 0) return Failed("a SAS needs tn (a table SAS) or ss (an account SAS)");
-  if (!Get(q, "si").empty()) return Failed("stored access policies (si) are not supported by the REST gateway");
-  if (!Get(q, "sip").empty()) return Failed("IP ranges (sip) are not supported by the REST gateway");
+  if (!service && q.count("ss") == 0)
+    return SasFailed("a SAS needs tn (a table SAS) or ss (an account SAS)");
+  if (!Get(q, "si").empty())
+    return SasFailed("stored access policies (si) are not supported by the REST gateway");
+  if (!Get(q, "sip").empty())
+    return SasFailed("IP ranges (sip) are not supported by the REST gateway");
   bool match = false;
   auto check = [&](const std::string& to_sign) {
     const std::string expected = HmacSha256Base64(acct->key, to_sign);
@@ -74,23 +77,23 @@ Result<token::Token> VerifySas(const QueryParams& q, std::string_view account,
     check(AccountSasStringToSign(q, account, true));
     if (!match) check(AccountSasStringToSign(q, account, false));
   }
-  if (!match) return Failed("the signature does not match");
+  if (!match) return SasFailed("the signature does not match");
 
   token::Token t;
   t.key_id = "sas";
   t.spec.tenant = std::string(account);  // quotas and per-tenant metrics per account
   t.spec.identity = std::string(account) + ":sas";
-  if (Get(q, "se").empty()) return Failed("se (the expiry) is required");
+  if (Get(q, "se").empty()) return SasFailed("se (the expiry) is required");
   auto expiry = SasTime(Get(q, "se"), "se");
   if (!expiry.ok()) return expiry.status();
   t.spec.expiry = *expiry;
   const token::TimePoint now(std::chrono::seconds((now_ticks - kUnixEpochTicks) / kTicksPerSecond));
-  if (now >= *expiry) return Failed("the SAS has expired");
+  if (now >= *expiry) return SasFailed("the SAS has expired");
   if (!Get(q, "st").empty()) {
     auto start = SasTime(Get(q, "st"), "st");
     if (!start.ok()) return start.status();
     // The service allows a few minutes of clock skew; so does this.
-    if (now + std::chrono::minutes(5) < *start) return Failed("the SAS is not valid yet");
+    if (now + std::chrono::minutes(5) < *start) return SasFailed("the SAS is not valid yet");
     t.spec.start = *start;
   }
   token::Permissions perms = 0;
@@ -103,7 +106,8 @@ Result<token::Token> VerifySas(const QueryParams& q, std::string_view account,
         case 'a': perms |= static_cast<uint8_t>(token::Permission::kAdd); break;
         case 'u': perms |= static_cast<uint8_t>(token::Permission::kUpdate); break;
         case 'd': perms |= static_cast<uint8_t>(token::Permission::kDelete); break;
-        default: return Failed(std::string("unknown permission '") + c + "' in sp");
+        default:
+          return SasFailed(std::string("unknown permission '") + c + "' in sp");
       }
     }
     if (q.count("spk")) t.spec.start_pk = std::string(Get(q, "spk"));

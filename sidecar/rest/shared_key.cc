@@ -7,7 +7,7 @@
 namespace sidetable::sidecar::rest {
 namespace {
 
-Status Failed(std::string why) {
+Status SharedKeyFailed(std::string why) {
   return Status(Code::kAuthenticationFailed,
                 "Server failed to authenticate the request. Make sure the value of Authorization header is formed "
                 "correctly including the signature. (" + why + ")");
@@ -58,20 +58,24 @@ const RestAccount* FindAccount(const std::vector<RestAccount>& accounts, std::st
 Status VerifySharedKey(std::string_view authorization, const SignedParts& parts,
                        const std::vector<RestAccount>& accounts) {
   const size_t space = authorization.find(' ');
-  if (space == std::string_view::npos) return Failed("the Authorization header must be 'SharedKey account:signature'");
+  if (space == std::string_view::npos)
+    return SharedKeyFailed("the Authorization header must be 'SharedKey account:signature'");
   const std::string_view scheme = authorization.substr(0, space);
   const bool lite = scheme == "SharedKeyLite";
   if (!lite && scheme != "SharedKey") {
-    return Failed("unsupported authorization scheme '" + std::string(scheme) + "' (SharedKey, SharedKeyLite or a SAS)");
+    return SharedKeyFailed("unsupported authorization scheme '" + std::string(scheme) +
+                           "' (SharedKey, SharedKeyLite or a SAS)");
   }
   const std::string_view cred = authorization.substr(space + 1);
   const size_t colon = cred.find(':');
-  if (colon == std::string_view::npos) return Failed("the credential must be account:signature");
+  if (colon == std::string_view::npos)
+    return SharedKeyFailed("the credential must be account:signature");
   const std::string_view account = cred.substr(0, colon);
   const std::string_view sig = cred.substr(colon + 1);
   const RestAccount* acct = FindAccount(accounts, account);
-  if (acct == nullptr) return Failed("unknown account '" + std::string(account) + "'");
-  if (account != parts.path_account) return Failed("the signing account is not the account of the URL");
+  if (acct == nullptr) return SharedKeyFailed("unknown account '" + std::string(account) + "'");
+  if (account != parts.path_account)
+    return SharedKeyFailed("the signing account is not the account of the URL");
   const std::string_view date = parts.x_ms_date.empty() ? parts.date : parts.x_ms_date;
   // The path with the account (what SDKs sign for path-style URLs), then
   // without it (as for an account's own host name).
@@ -89,7 +93,7 @@ Status VerifySharedKey(std::string_view authorization, const SignedParts& parts,
       return Status::OK();
     }
   }
-  return Failed("the signature does not match");
+  return SharedKeyFailed("the signature does not match");
 }
 
 }  // namespace sidetable::sidecar::rest

@@ -5,8 +5,6 @@
 namespace sidetable::sidecar::rest {
 namespace {
 
-bool NoContent(const Call& c) { return c.Header("Prefer").find("return-no-content") != std::string_view::npos; }
-
 void Create(Call& c) {
   auto name = ParseTableName(c.req.body);
   if (!name.ok()) return SendStatus(c, name.status());
@@ -17,7 +15,7 @@ void Create(Call& c) {
   std::string_view body;
   if (Status s = c.Execute(r, &frame, &body); !s.ok()) return SendStatus(c, s);
   c.res.set_header("Location", c.links.base + "/Tables(" + QuoteKey(*name) + ")");
-  if (NoContent(c)) {
+  if (c.PrefersNoContent()) {
     c.res.status = 204;
     c.res.set_header("Preference-Applied", "return-no-content");
     return;
@@ -28,7 +26,7 @@ void Create(Call& c) {
   SendJson(c, 201, std::move(out));
 }
 
-void Delete(Call& c) {
+void DeleteTable(Call& c) {
   wire::Request r;
   r.op = wire::Op::kDeleteTable;
   r.table = c.path.table;
@@ -48,7 +46,7 @@ std::string QuoteLiteral(std::string_view s) {
 }
 
 // Query Tables, or one table by name (GET Tables('name')).
-void Query(Call& c, bool one) {
+void QueryTables(Call& c, bool one) {
   wire::Request r;
   r.op = wire::Op::kListTables;
   if (one) {
@@ -84,9 +82,9 @@ void Query(Call& c, bool one) {
 
 void ServeTables(Call& c) {
   const bool one = c.path.resource == Resource::kTable;
-  if (c.method == "GET") return Query(c, one);
+  if (c.method == "GET") return QueryTables(c, one);
   if (c.method == "POST" && !one) return Create(c);
-  if (c.method == "DELETE" && one) return Delete(c);
+  if (c.method == "DELETE" && one) return DeleteTable(c);
   SendError(c, 405, "UnsupportedHttpVerb", "The resource doesn't support specified Http Verb.");
 }
 

@@ -18,8 +18,8 @@
 namespace sidetable::cli {
 namespace {
 
-std::atomic<bool> g_stop{false};
-void OnStop(int) { g_stop.store(true); }
+std::atomic<bool> g_follow_stop{false};
+void OnStop(int) { g_follow_stop.store(true); }
 
 // How often an idle follow asks for more: short enough to feel live, long
 // enough that an idle tail costs the sidecar nothing worth measuring.
@@ -32,7 +32,7 @@ int RunChanges(Session& s, const CommandArgs& a) {
   if (!c) return s.connect_exit;
   if (a.follow) common::InstallStopSignals(OnStop);
   uint64_t from = a.from, remaining = a.max;
-  while (remaining > 0 && !g_stop.load()) {
+  while (remaining > 0 && !g_follow_stop.load()) {
     auto batch = c->ReadChanges(from, static_cast<uint32_t>(std::min<uint64_t>(remaining, 10'000)));
     if (!batch.ok()) {
       if (a.follow) s.Finish();
@@ -51,8 +51,8 @@ int RunChanges(Session& s, const CommandArgs& a) {
     }
     if (s.Finish() != kExitOk) return kExitUsage;  // stdout went away (a closed pipe)
     if (caught_up) {
-      for (auto waited = std::chrono::milliseconds(0); waited < kFollowPoll && !g_stop.load();
-           waited += std::chrono::milliseconds(20)) {
+      for (auto waited = std::chrono::milliseconds(0);
+           waited < kFollowPoll && !g_follow_stop.load(); waited += std::chrono::milliseconds(20)) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
     }

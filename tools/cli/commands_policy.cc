@@ -9,7 +9,7 @@ namespace {
 
 namespace tk = sidetable::client::tokens;
 
-std::string Line(const tk::StoredPolicy& p) {
+std::string PolicyLine(const tk::StoredPolicy& p) {
   std::string out = p.id;
   out += "\tpermissions=" + (p.permissions ? tk::PermissionString(*p.permissions) : std::string("-"));
   out += "\tstart=" + (p.start ? tk::FormatTime(*p.start) : std::string("-"));
@@ -57,7 +57,7 @@ int RunPolicyCommand(Session& s, const PolicyArgs& a, const std::string& sub) {
   auto current = c->GetTablePolicies(a.table);
   if (!current.ok()) return s.Fail(current.status());
   if (sub == "get") {
-    for (const auto& policy : *current) s.out += Line(policy);
+    for (const auto& policy : *current) s.out += PolicyLine(policy);
     return s.Finish();
   }
   std::vector<tk::StoredPolicy> next;

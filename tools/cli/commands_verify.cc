@@ -41,7 +41,7 @@ struct Report {
   bool diverged() const { return missing + extra + stale + both > 0; }
 };
 
-void Line(std::string* out, const std::string& pattern, const char* what, const Key& k) {
+void ReportLine(std::string* out, const std::string& pattern, const char* what, const Key& k) {
   *out += pattern + ": " + what + " (" + k.first + ", " + k.second + ")\n";
 }
 
@@ -60,18 +60,18 @@ Status VerifyIndex(client::Client* c, const patterns::PatternConfig& pc, std::st
     auto it = actual.find(k);
     if (it == actual.end()) {
       r->missing++;
-      Line(out, name, "missing", k);
+      ReportLine(out, name, "missing", k);
       continue;
     }
     if (!(it->second.properties == want.properties)) {
       r->stale++;
-      Line(out, name, "stale", k);
+      ReportLine(out, name, "stale", k);
     }
     actual.erase(it);
   }
   for (const auto& [k, e] : actual) {
     r->extra++;
-    Line(out, name, "extra", k);
+    ReportLine(out, name, "extra", k);
   }
   return Status::OK();
 }
@@ -87,7 +87,7 @@ Status VerifyArchive(client::Client* c, const patterns::PatternConfig& pc, std::
     r->checked++;
     if (source.count(k)) {
       r->both++;
-      Line(out, name, "in both tables (move not finished)", k);
+      ReportLine(out, name, "in both tables (move not finished)", k);
     }
   }
   return Status::OK();
