@@ -5,16 +5,16 @@
 # sidetable::<name> that other parts link against.
 set(ST_WARNINGS -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers)
 
-# Unity builds for the parts' libraries and programs (not the tests): CMake
+# Unity builds for the libraries, programs and test binaries: CMake
 # compiles their sources eight to a translation unit, so the headers they
-# share (RocksDB, libzmq, spdlog, the standard library: ~100k lines each) are
-# parsed once per eight files instead of once per file. Most of a source's
+# share (RocksDB, libzmq, spdlog, the standard library: ~100k lines a source) are
+# parsed once per eight files instead of once per file. Much of a source's
 # compile time was that parsing (docs/development.md, "Build choices that
 # pay"). Names in anonymous namespaces must therefore differ between the
 # files of one target. -DSIDETABLE_UNITY_BUILD=OFF compiles file by file
 # (quicker rebuilds while editing one file; it also shows an include a file
 # forgot but its batch provided).
-option(SIDETABLE_UNITY_BUILD "Compile each library and program eight sources at a time" ON)
+option(SIDETABLE_UNITY_BUILD "Compile each library, program and test binary eight sources at a time" ON)
 
 function(st_unity TARGET)
   if(NOT SIDETABLE_UNITY_BUILD)

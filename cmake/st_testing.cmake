@@ -32,6 +32,7 @@ function(st_test)
   target_compile_options(${ARG_NAME} PRIVATE ${ST_WARNINGS} ${ST_TEST_CODEGEN})
   target_include_directories(${ARG_NAME} PRIVATE ${CMAKE_SOURCE_DIR})
   target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
+  st_unity(${ARG_NAME})  # as the parts (cmake/st_library.cmake)
   gtest_discover_tests(${ARG_NAME}
     PROPERTIES LABELS ${ARG_LABEL} TIMEOUT ${ARG_TIMEOUT}
     DISCOVERY_TIMEOUT 60)

@@ -53,8 +53,8 @@ std::string Event(uint64_t lsn, const std::string& pk, const std::vector<std::pa
   return events::EncodeEvent(rec, "test");
 }
 
-struct Fixture {
-  explicit Fixture(int attempts = 4) {
+struct GroupedFixture {
+  explicit GroupedFixture(int attempts = 4) {
     patterns.push_back(std::make_unique<CopyPattern>());
     applier = std::make_unique<OpApplier>(&store, 4);
     processor = std::make_unique<EventProcessor>(&patterns, applier.get(), RetryPolicy{attempts, 10, 40}, &seen,
@@ -83,7 +83,7 @@ struct Fixture {
 };
 
 TEST(GroupedWritesTest, OnePollBecomesOneEgtPerTargetPartition) {
-  Fixture f;
+  GroupedFixture f;
   std::vector<std::string> events;
   for (int i = 0; i < 250; i++) events.push_back(Event(10 + i, "a", {{"r" + std::to_string(i), i}}));
   events.push_back(Event(300, "b", {{"x", 1}, {"y", 2}}));
@@ -101,7 +101,7 @@ TEST(GroupedWritesTest, OnePollBecomesOneEgtPerTargetPartition) {
 }
 
 TEST(GroupedWritesTest, OneEntityTouchedManyTimesEndsAsInOrderApplication) {
-  Fixture f;
+  GroupedFixture f;
   // Insert, update, delete, re-insert of one row, plus a stale redelivery.
   auto outs = f.Run({Event(5, "p", {{"r", 1}}), Event(6, "p", {{"r", 2}}), Event(7, "p", {{"r", -1}}),
                      Event(8, "p", {{"r", 4}}), Event(6, "p", {{"r", 2}})});
@@ -122,7 +122,7 @@ TEST(GroupedWritesTest, OneEntityTouchedManyTimesEndsAsInOrderApplication) {
 }
 
 TEST(GroupedWritesTest, OneGroupFailingPermanentlyDeadLettersOnlyItsEvent) {
-  Fixture f;
+  GroupedFixture f;
   // Partition "bad": the EGT fails on the row "poison" (op index 1).
   f.store.write_hook = [](const Batch& b) {
     for (size_t i = 0; i < b.size(); i++) {
@@ -150,7 +150,7 @@ TEST(GroupedWritesTest, OneGroupFailingPermanentlyDeadLettersOnlyItsEvent) {
 }
 
 TEST(GroupedWritesTest, TransientGroupFailureIsRetriedAloneAfterBackOff) {
-  Fixture f;
+  GroupedFixture f;
   int busy = 2;
   f.store.write_hook = [&](const Batch& b) {
     if (b.operations()[0].entity.partition_key == "slow" && busy-- > 0) return Status(Code::kServerBusy, "busy");
@@ -165,7 +165,7 @@ TEST(GroupedWritesTest, TransientGroupFailureIsRetriedAloneAfterBackOff) {
 }
 
 TEST(GroupedWritesTest, RetriesRunOutForThatGroupsEventsOnly) {
-  Fixture f(3);
+  GroupedFixture f(3);
   f.store.write_hook = [](const Batch& b) {
     return b.operations()[0].entity.partition_key == "down" ? Status(Code::kUnavailable, "no reply") : Status::OK();
   };
@@ -177,7 +177,7 @@ TEST(GroupedWritesTest, RetriesRunOutForThatGroupsEventsOnly) {
 }
 
 TEST(GroupedWritesTest, MissingDerivedTableIsCreated) {
-  Fixture f;
+  GroupedFixture f;
   f.store.tables.clear();
   auto outs = f.Run({Event(1, "p", {{"a", 1}})});
   ASSERT_EQ(outs[0].kind, EventOutcome::Kind::kApplied) << outs[0].reason;
@@ -186,7 +186,7 @@ TEST(GroupedWritesTest, MissingDerivedTableIsCreated) {
 }
 
 TEST(GroupedWritesTest, StopDuringBackOffLeavesTheRestUncommitted) {
-  Fixture f;
+  GroupedFixture f;
   f.stop = true;  // the sleeper reports a stop
   f.store.write_hook = [](const Batch& b) {
     return b.operations()[0].entity.partition_key == "busy" ? Status(Code::kServerBusy, "busy") : Status::OK();
@@ -198,7 +198,7 @@ TEST(GroupedWritesTest, StopDuringBackOffLeavesTheRestUncommitted) {
 }
 
 TEST(GroupedWritesTest, UndecodableEventsDoNotHoldUpTheOthers) {
-  Fixture f;
+  GroupedFixture f;
   auto outs = f.Run({"{not json", Event(2, "p", {{"a", 1}})});
   EXPECT_EQ(outs[0].kind, EventOutcome::Kind::kDeadLetter);
   EXPECT_EQ(outs[0].reason_kind, FailureKind::kDecode);

@@ -14,7 +14,7 @@
 namespace sidetable {
 namespace {
 
-Entity AllTypes() {
+Entity AllTypesEntity() {
   Entity e;
   e.Set("s", Value::String("h\xC3\xA9llo"))
       .Set("b", Value::Binary(std::string("\0\x01\xFF", 3)))
@@ -44,7 +44,7 @@ Status ViewToEntity(std::string_view row, Entity* out) {
 }
 
 TEST(RowView, SaysWhatDecodeRowSays) {
-  const Entity in = AllTypes();
+  const Entity in = AllTypesEntity();
   const std::string row = Encode(in, 42, 1234567);
   auto view = RowView::Parse("p\xC3\xA9", "r", row);
   ASSERT_TRUE(view.ok()) << view.status().ToString();
@@ -74,7 +74,7 @@ TEST(RowView, SaysWhatDecodeRowSays) {
 }
 
 TEST(RowView, SelectKeepsOnlyTheNamedProperties) {
-  const std::string row = Encode(AllTypes());
+  const std::string row = Encode(AllTypesEntity());
   auto view = RowView::Parse("pk", "rk", row);
   ASSERT_TRUE(view.ok());
   const std::vector<std::string> select = {"l", "s", "absent"};
@@ -86,7 +86,7 @@ TEST(RowView, SelectKeepsOnlyTheNamedProperties) {
 }
 
 TEST(RowView, FindsAPropertyByName) {
-  const std::string row = Encode(AllTypes());
+  const std::string row = Encode(AllTypesEntity());
   auto view = RowView::Parse("pk", "rk", row);
   ASSERT_TRUE(view.ok());
   PropertyView p;
@@ -111,7 +111,7 @@ TEST(RowView, ETagIsMakeETag) {
 }
 
 TEST(RowView, EveryTruncationIsAnInternalErrorNotACrash) {
-  const std::string row = Encode(AllTypes());
+  const std::string row = Encode(AllTypesEntity());
   for (size_t n = 0; n < row.size(); n++) {
     // A copy of exactly n bytes, so a read past them is caught by sanitizers.
     const std::string cut = row.substr(0, n);
@@ -124,7 +124,7 @@ TEST(RowView, EveryTruncationIsAnInternalErrorNotACrash) {
 
 TEST(RowView, TrailingBytesAndBadValuesAreCorrupt) {
   Entity e;
-  std::string row = Encode(AllTypes());
+  std::string row = Encode(AllTypesEntity());
   EXPECT_EQ(ViewToEntity(row + "x", &e).code(), Code::kInternal);
 
   Entity one;
@@ -150,7 +150,7 @@ TEST(RowView, TrailingBytesAndBadValuesAreCorrupt) {
 
 TEST(RowView, RandomBytesNeverCrash) {
   std::mt19937 rng(7);
-  const std::string row = Encode(AllTypes());
+  const std::string row = Encode(AllTypesEntity());
   for (int i = 0; i < 20000; i++) {
     std::string b = row;
     const int flips = 1 + static_cast<int>(rng() % 4);

@@ -26,7 +26,7 @@ std::unique_ptr<Pattern> EmailIndex() {
                     {"project", {"Name"}}});
 }
 
-std::vector<TableOp> Ops(const Pattern& p, const ChangeRecord& r) {
+std::vector<TableOp> IndexOps(const Pattern& p, const ChangeRecord& r) {
   std::vector<TableOp> out;
   EXPECT_TRUE(p.Apply(r, &out).ok());
   return out;
@@ -59,7 +59,7 @@ TEST(IndexTableTest, InsertWritesOneEntryNamingTheSource) {
                                                  {"Name", Value::String("Jo")},
                                                  {"Age", Value::Int32(40)}}));
   ASSERT_TRUE(index->Wants(r));
-  auto ops = Ops(*index, r);
+  auto ops = IndexOps(*index, r);
   ASSERT_EQ(ops.size(), 1u);
   EXPECT_EQ(ops[0].kind, Kind::kFencedUpsert);
   EXPECT_EQ(ops[0].table, "EmployeesByEmail");
@@ -82,7 +82,7 @@ TEST(IndexTableTest, EveryOpKindFollowsTheAfterImage) {
 
   // Merge without the indexed property: same value, new version, new projection.
   auto merge = src.Write(OpKind::kMerge, Emp("e1", {{"Name", Value::String("A2")}}));
-  auto ops = Ops(*index, merge);
+  auto ops = IndexOps(*index, merge);
   ASSERT_EQ(ops.size(), 1u);
   EXPECT_EQ(ops[0].kind, Kind::kFencedUpsert);
   EXPECT_EQ(ops[0].entity.partition_key, "a@x");
@@ -92,7 +92,7 @@ TEST(IndexTableTest, EveryOpKindFollowsTheAfterImage) {
 
   // Update changing the value: the old entry goes, fenced at the new version.
   auto update = src.Write(OpKind::kUpdate, Emp("e1", {{"Email", Value::String("b@x")}}));
-  ops = Ops(*index, update);
+  ops = IndexOps(*index, update);
   ASSERT_EQ(ops.size(), 2u);
   EXPECT_EQ(ops[0].kind, Kind::kFencedDelete);
   EXPECT_EQ(ops[0].entity.partition_key, "a@x");
@@ -104,14 +104,14 @@ TEST(IndexTableTest, EveryOpKindFollowsTheAfterImage) {
 
   // InsertOrMerge changing the value.
   auto iom = src.Write(OpKind::kInsertOrMerge, Emp("e1", {{"Email", Value::String("c@x")}}));
-  ops = Ops(*index, iom);
+  ops = IndexOps(*index, iom);
   ASSERT_EQ(ops.size(), 2u);
   EXPECT_EQ(ops[0].entity.partition_key, "b@x");
   EXPECT_EQ(ops[1].entity.partition_key, "c@x");
 
   // InsertOrReplace without the property: the entry goes.
   auto ior = src.Write(OpKind::kInsertOrReplace, Emp("e1", {{"Name", Value::String("C")}}));
-  ops = Ops(*index, ior);
+  ops = IndexOps(*index, ior);
   ASSERT_EQ(ops.size(), 1u);
   EXPECT_EQ(ops[0].kind, Kind::kFencedDelete);
   EXPECT_EQ(ops[0].entity.partition_key, "c@x");
@@ -119,15 +119,15 @@ TEST(IndexTableTest, EveryOpKindFollowsTheAfterImage) {
   // InsertOrReplace bringing it back, then a Delete (before image).
   src.Write(OpKind::kInsertOrReplace, Emp("e1", {{"Email", Value::String("d@x")}}));
   auto del = src.Delete("Sales", "e1");
-  ops = Ops(*index, del);
+  ops = IndexOps(*index, del);
   ASSERT_EQ(ops.size(), 1u);
   EXPECT_EQ(ops[0].kind, Kind::kFencedDelete);
   EXPECT_EQ(ops[0].entity.partition_key, "d@x");
   EXPECT_EQ(ops[0].version, del.lsn);
 
   // An entity without the property: nothing to index or delete.
-  EXPECT_TRUE(Ops(*index, src.Write(OpKind::kInsert, Emp("e2", {}))).empty());
-  EXPECT_TRUE(Ops(*index, src.Delete("Sales", "e2")).empty());
+  EXPECT_TRUE(IndexOps(*index, src.Write(OpKind::kInsert, Emp("e2", {}))).empty());
+  EXPECT_TRUE(IndexOps(*index, src.Delete("Sales", "e2")).empty());
 }
 
 TEST(IndexTableTest, TypeChangeMovesTheEntryOnlyWhenTheTextChanges) {
@@ -135,14 +135,14 @@ TEST(IndexTableTest, TypeChangeMovesTheEntryOnlyWhenTheTextChanges) {
   SourceSim src("Tab1");
   src.Write(OpKind::kInsert, Emp("r", {{"P", Value::Int32(5)}}));
   auto same_text = src.Write(OpKind::kUpdate, Emp("r", {{"P", Value::Int64(5)}}));
-  auto ops = Ops(*index, same_text);
+  auto ops = IndexOps(*index, same_text);
   ASSERT_EQ(ops.size(), 1u);
   EXPECT_EQ(ops[0].kind, Kind::kFencedUpsert);
   EXPECT_EQ(ops[0].entity.partition_key, "5");
 
   src.Write(OpKind::kUpdate, Emp("r", {{"P", Value::Boolean(true)}}));
   auto new_text = src.Write(OpKind::kUpdate, Emp("r", {{"P", Value::String("yes")}}));
-  ops = Ops(*index, new_text);
+  ops = IndexOps(*index, new_text);
   ASSERT_EQ(ops.size(), 2u);
   EXPECT_EQ(ops[0].kind, Kind::kFencedDelete);
   EXPECT_EQ(ops[0].entity.partition_key, "true");
@@ -157,14 +157,14 @@ TEST(IndexTableTest, TableEventsAndOtherTables) {
   created.table = "Employees";
   created.lsn = 3;
   EXPECT_FALSE(index->Wants(created));
-  EXPECT_TRUE(Ops(*index, created).empty());
+  EXPECT_TRUE(IndexOps(*index, created).empty());
 
   auto w = src.Write(OpKind::kInsert, Emp("e", {{"Email", Value::String("x")}}));
   EXPECT_TRUE(index->Wants(w));
 
   auto deleted = src.DeleteTable();
   ASSERT_TRUE(index->Wants(deleted));
-  auto ops = Ops(*index, deleted);
+  auto ops = IndexOps(*index, deleted);
   ASSERT_EQ(ops.size(), 1u);
   EXPECT_EQ(ops[0].kind, Kind::kFencedClear);
   EXPECT_EQ(ops[0].table, "EmployeesByEmail");
@@ -173,7 +173,7 @@ TEST(IndexTableTest, TableEventsAndOtherTables) {
   SourceSim other("Customers");
   auto o = other.Write(OpKind::kInsert, Emp("e", {{"Email", Value::String("x")}}));
   EXPECT_FALSE(index->Wants(o));
-  EXPECT_TRUE(Ops(*index, o).empty());
+  EXPECT_TRUE(IndexOps(*index, o).empty());
   EXPECT_FALSE(index->Wants(other.DeleteTable()));
   EXPECT_FALSE(index->Wants(src.RequestArchive("Sales", {"e"}, "Old")));
 }
@@ -187,7 +187,7 @@ TEST(IndexTableTest, SeveralPropertiesGetOneEntryEach) {
   auto ins =
       src.Write(OpKind::kInsert,
                 Emp("e1", {{"Email", Value::String("a@x")}, {"Dept", Value::String("Ops")}}));
-  auto ops = Ops(*index, ins);
+  auto ops = IndexOps(*index, ins);
   ASSERT_EQ(ops.size(), 2u);
   EXPECT_EQ(ops[0].entity.partition_key, "Email_a@x");
   EXPECT_EQ(*ops[0].entity.Find("IndexedProperty"), Value::String("Email"));
@@ -197,7 +197,7 @@ TEST(IndexTableTest, SeveralPropertiesGetOneEntryEach) {
 
   // Only Dept changes: Email is re-upserted, Dept moves.
   auto merge = src.Write(OpKind::kMerge, Emp("e1", {{"Dept", Value::String("Dev")}}));
-  ops = Ops(*index, merge);
+  ops = IndexOps(*index, merge);
   ASSERT_EQ(ops.size(), 3u);
   EXPECT_EQ(ops[0].kind, Kind::kFencedUpsert);
   EXPECT_EQ(ops[0].entity.partition_key, "Email_a@x");
@@ -214,7 +214,7 @@ TEST(IndexTableTest, PrefixLayoutAndEscapedValues) {
   SourceSim src("Employees");
   auto ins =
       src.Write(OpKind::kInsert, MakeEntity("a|b", "c%d", {{"Email", Value::String("x/y#z?%")}}));
-  auto ops = Ops(*index, ins);
+  auto ops = IndexOps(*index, ins);
   ASSERT_EQ(ops.size(), 1u);
   EXPECT_EQ(ops[0].entity.partition_key, "email_x%2Fy%23z%3F%25");
   EXPECT_EQ(ops[0].entity.row_key, "a%7Cb|c%25d");
@@ -228,12 +228,13 @@ TEST(IndexTableTest, PrefixLayoutAndEscapedValues) {
 TEST(IndexTableTest, TooLongValuesAreSkippedAndTheirOldEntryRemoved) {
   auto index = MakeIndex({{"source", {"Tab1"}}, {"target", {"Tab2"}}, {"properties", {"P"}}});
   SourceSim src("Tab1");
-  EXPECT_TRUE(Ops(*index, src.Write(OpKind::kInsert,
-                                    Emp("r", {{"P", Value::String(std::string(600, 'x'))}})))
+  EXPECT_TRUE(IndexOps(*index, src.Write(OpKind::kInsert,
+                                         Emp("r", {{"P", Value::String(std::string(600, 'x'))}})))
                   .empty());
-  EXPECT_EQ(Ops(*index, src.Write(OpKind::kUpdate, Emp("r", {{"P", Value::String("ok")}}))).size(),
-            1u);
-  auto ops = Ops(
+  EXPECT_EQ(
+      IndexOps(*index, src.Write(OpKind::kUpdate, Emp("r", {{"P", Value::String("ok")}}))).size(),
+      1u);
+  auto ops = IndexOps(
       *index, src.Write(OpKind::kUpdate, Emp("r", {{"P", Value::Binary(std::string(1000, 'b'))}})));
   ASSERT_EQ(ops.size(), 1u);
   EXPECT_EQ(ops[0].kind, Kind::kFencedDelete);
@@ -251,8 +252,8 @@ TEST(IndexTableTest, SourceKeysTooLongForOneRowKeyAreSkipped) {
   SourceSim src("Tab1");
   auto r = src.Write(OpKind::kInsert, MakeEntity(std::string(300, 'p'), std::string(300, 'r'),
                                                  {{"P", Value::Int32(1)}}));
-  EXPECT_TRUE(Ops(*index, r).empty());
-  EXPECT_TRUE(Ops(*index, src.Delete(std::string(300, 'p'), std::string(300, 'r'))).empty());
+  EXPECT_TRUE(IndexOps(*index, r).empty());
+  EXPECT_TRUE(IndexOps(*index, src.Delete(std::string(300, 'p'), std::string(300, 'r'))).empty());
 }
 
 TEST(IndexTableTest, RedeliveryProducesIdenticalOps) {
@@ -269,9 +270,9 @@ TEST(IndexTableTest, RedeliveryProducesIdenticalOps) {
       src.Write(OpKind::kUpdate, Emp("e", {{"Dept", Value::Double(3.5)}})),
       src.Delete("Sales", "e"), src.DeleteTable()};
   for (const auto& r : records) {
-    EXPECT_TRUE(SameOps(Ops(*index, r), Ops(*index, r)));
+    EXPECT_TRUE(SameOps(IndexOps(*index, r), IndexOps(*index, r)));
     ChangeRecord copy = r;
-    EXPECT_TRUE(SameOps(Ops(*index, r), Ops(*index, copy)));
+    EXPECT_TRUE(SameOps(IndexOps(*index, r), IndexOps(*index, copy)));
   }
 }
 
@@ -283,7 +284,7 @@ TEST(IndexTableTest, ExpectedIndexMatchesInOrderApplication) {
                             {"project", {"Name"}}});
   SourceSim src("Employees");
   TableStore store;
-  auto run = [&](const ChangeRecord& r) { store.ApplyAll(Ops(*pattern, r)); };
+  auto run = [&](const ChangeRecord& r) { store.ApplyAll(IndexOps(*pattern, r)); };
   run(src.Write(OpKind::kInsert,
                 Emp("a", {{"Email", Value::String("a@x")}, {"Name", Value::String("A")}})));
   run(src.Write(OpKind::kInsert, Emp("b", {{"Dept", Value::String("Ops")}})));
