@@ -5,12 +5,6 @@
 namespace sidetable::sidecar::rest {
 namespace {
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
-
 std::string Join(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
@@ -18,7 +12,7 @@ std::string Join(const std::vector<std::string>& v) {
 }
 
 bool HeaderAllowed(const CorsRule& r, std::string_view header) {
-  const std::string h = Lower(header);
+  const std::string h = LowerAscii(header);
   for (const auto& a : r.allowed_headers) {
     if (a == "*" || a == h) return true;
     // A rule may allow a prefix: x-ms-meta*
@@ -33,8 +27,9 @@ const CorsRule* MatchCors(const std::vector<CorsRule>& rules, std::string_view o
                           std::string_view request_headers) {
   if (origin.empty()) return nullptr;
   for (const auto& r : rules) {
-    const bool origin_ok = std::any_of(r.allowed_origins.begin(), r.allowed_origins.end(),
-                                       [&](const std::string& o) { return o == "*" || Lower(o) == Lower(origin); });
+    const bool origin_ok = std::any_of(
+        r.allowed_origins.begin(), r.allowed_origins.end(),
+        [&](const std::string& o) { return o == "*" || LowerAscii(o) == LowerAscii(origin); });
     const bool method_ok = std::find(r.allowed_methods.begin(), r.allowed_methods.end(), method) != r.allowed_methods.end();
     if (!origin_ok || !method_ok) continue;
     bool headers_ok = true;

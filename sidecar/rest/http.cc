@@ -61,6 +61,12 @@ bool HeaderNameEquals(std::string_view a, std::string_view b) {
   return true;
 }
 
+std::string LowerAscii(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = Lower(c);
+  return out;
+}
+
 std::string_view HttpRequest::Header(std::string_view name) const {
   const std::string* v = FindField(headers, name);
   return v != nullptr ? std::string_view(*v) : std::string_view();

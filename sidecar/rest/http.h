@@ -23,6 +23,8 @@ namespace sidetable::sidecar::rest {
 
 // Header names compare case-insensitively (RFC 9110 5.1).
 bool HeaderNameEquals(std::string_view a, std::string_view b);
+// `s` with ASCII A-Z lowered (header values such as media types and origins).
+std::string LowerAscii(std::string_view s);
 
 struct HttpRequest {
   std::string method;  // as sent: "GET", "MERGE", ...
