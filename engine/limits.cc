@@ -24,14 +24,60 @@ size_t ValueSize(const Value& v) {
 }
 
 // The character rules, per code point: forbidden in a key; may start, or
-// continue, a property name (non-ASCII code points are accepted as letters:
-// Azure allows Unicode identifiers and we do not carry a Unicode category
-// table).
+// continue, a property name.
 constexpr bool ForbiddenInKey(uint32_t c) {
   return c == '/' || c == '\\' || c == '#' || c == '?' || c < 0x20 || (c >= 0x7F && c <= 0x9F);
 }
-constexpr bool NameStart(uint32_t c) { return IsAsciiAlpha(c) || c == '_' || c >= 0x80; }
-constexpr bool NamePart(uint32_t c) { return NameStart(c) || IsAsciiDigit(c); }
+
+// Azure's names are C# identifiers: Unicode letters (and, after the first,
+// digits, combining marks and connectors). Without a Unicode category table
+// we accept non-ASCII code points as letters except the ranges that are
+// certainly not identifier characters: C1 controls, Latin-1 punctuation and
+// symbols, spaces and invisible format characters (a name that prints the
+// same as another must not be a different property), the punctuation,
+// symbol, arrow, box-drawing and emoji blocks, private use and
+// non-characters (Azure refuses U+E000 by name); a combining mark cannot
+// start a name. Letters of every script pass, and so do a few rarer symbols
+// outside these blocks.
+constexpr bool NonAsciiNameChar(uint32_t c, bool first) {
+  if (c <= 0xBF) return c == 0xAA || c == 0xB5 || c == 0xBA;  // ª µ º are letters
+  if (c == 0xD7 || c == 0xF7) return false;                   // × ÷
+  if ((c >= 0x0300 && c <= 0x036F) || (c >= 0x1AB0 && c <= 0x1AFF) ||
+      (c >= 0x1DC0 && c <= 0x1DFF) || (c >= 0x20D0 && c <= 0x20FF) ||
+      (c >= 0xFE20 && c <= 0xFE2F) || (c >= 0xFE00 && c <= 0xFE0F)) {
+    return !first;  // combining marks and variation selectors
+  }
+  if (c == 0x037E || c == 0x0387 || c == 0x061C || c == 0x1680 || c == 0x180E) return false;
+  if (c >= 0x2000 && c <= 0x206F) return false;  // spaces, ZW and bidi controls, punctuation
+  if (c >= 0x2190 && c <= 0x2BFF) return false;  // arrows, maths, technical, boxes, dingbats
+  if (c >= 0x2E00 && c <= 0x2E7F) return false;  // supplemental punctuation
+  if (c >= 0x3000 && c <= 0x303F) {              // CJK symbols and punctuation, but its letters
+    return (c >= 0x3005 && c <= 0x3007) || (c >= 0x3021 && c <= 0x3029) ||
+           (c >= 0x3031 && c <= 0x3035) || (c >= 0x3038 && c <= 0x303C);
+  }
+  if (c >= 0xD800 && c <= 0xF8FF) return false;  // surrogates, private use
+  if (c >= 0xFDD0 && c <= 0xFDEF) return false;  // non-characters
+  if (c >= 0xFE10 && c <= 0xFE1F) return false;  // vertical forms
+  if (c >= 0xFE30 && c <= 0xFE6F)
+    return !first && (c == 0xFE33 || c == 0xFE34 || (c >= 0xFE4D && c <= 0xFE4F));
+  if (c == 0xFEFF) return false;  // byte-order mark
+  if ((c >= 0xFF01 && c <= 0xFF0F) || (c >= 0xFF1A && c <= 0xFF20) ||
+      (c >= 0xFF3B && c <= 0xFF40) || (c >= 0xFF5B && c <= 0xFF65)) {
+    return c == 0xFF3F && !first;  // fullwidth punctuation; ＿ connects
+  }
+  if (c >= 0xFFF0 && c <= 0xFFFF) return false;    // specials
+  if ((c & 0xFFFE) == 0xFFFE) return false;        // the non-characters of every plane
+  if (c >= 0x1F000 && c <= 0x1FAFF) return false;  // mahjong, cards, enclosed signs, emoji
+  if (c >= 0xE0000) return false;                  // tags, private use planes
+  return true;
+}
+constexpr bool NameStart(uint32_t c) {
+  return c < 0x80 ? IsAsciiAlpha(c) || c == '_' : NonAsciiNameChar(c, /*first=*/true);
+}
+constexpr bool NamePart(uint32_t c) {
+  return c < 0x80 ? IsAsciiAlpha(c) || c == '_' || IsAsciiDigit(c)
+                  : NonAsciiNameChar(c, /*first=*/false);
+}
 
 // The same rules as tables for ASCII bytes, so an ASCII key or name (nearly
 // all of them) is checked a byte at a time without decoding code points.
@@ -109,8 +155,8 @@ Status ValidatePropertyNameSized(std::string_view name, size_t* units) {
     return Status(Code::kPropertyNameInvalid, "property name is not valid UTF-8");
   }
   if (*units > Limits::kMaxPropertyNameChars) {
-    return Status(Code::kPropertyNameTooLong,
-                  "property name longer than 255 characters: " + std::string(name.substr(0, 32)) + "...");
+    return Status(Code::kPropertyNameTooLong, "property name longer than 255 characters: " +
+                                                  std::string(Utf8Prefix(name, 32)) + "...");
   }
   bool ok = true;
   if (ascii) {
@@ -129,7 +175,10 @@ Status ValidatePropertyNameSized(std::string_view name, size_t* units) {
     return Status(Code::kPropertyNameInvalid,
                   "property name '" + std::string(name) + "' is not a valid identifier");
   }
-  if (name == "PartitionKey" || name == "RowKey" || name == "Timestamp" || name == "ETag" ||
+  // Azure's system properties; an ETag is metadata, not a property, so a
+  // user property may be called ETag (as in Azure). `odata.` names are the
+  // REST format's metadata.
+  if (name == "PartitionKey" || name == "RowKey" || name == "Timestamp" ||
       name.substr(0, 6) == "odata.") {
     return Status(Code::kPropertyNameInvalid,
                   "property name '" + std::string(name) + "' is reserved");
@@ -241,7 +290,7 @@ Status ValidateEntity(const Entity& e, size_t* size_out) {
 Status ValidateTableName(std::string_view name) {
   if (name.size() < Limits::kMinTableName || name.size() > Limits::kMaxTableName) {
     return Status(Code::kOutOfRangeInput, "table name must be 3 to 63 characters: '" +
-                                           std::string(name.substr(0, 80)) + "'");
+                                              std::string(Utf8Prefix(name, 80)) + "'");
   }
   for (char c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c))) {

@@ -59,6 +59,14 @@ bool IsValidUtf8(std::string_view s) {
   return simdjson::validate_utf8(p + i, n - i);
 }
 
+std::string_view Utf8Prefix(std::string_view s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  size_t n = max_bytes;
+  // Back off the continuation bytes (10xxxxxx) of a code point cut in two.
+  while (n > 0 && (static_cast<uint8_t>(s[n]) & 0xC0) == 0x80) n--;
+  return s.substr(0, n);
+}
+
 bool IsAscii(std::string_view s) {
   const char* p = s.data();
   const size_t n = s.size();

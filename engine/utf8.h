@@ -26,6 +26,10 @@ size_t Utf16Length(std::string_view s);
 // unit a byte. The validators' fast path: most keys, names and values are.
 bool IsAscii(std::string_view s);
 
+// The longest prefix of valid UTF-8 `s` of at most `max_bytes` bytes that
+// ends on a code point boundary: for quoting input in a message.
+std::string_view Utf8Prefix(std::string_view s, size_t max_bytes);
+
 inline uint8_t OrdinalByte(uint8_t b) {
   return b == 0xEE ? 0xF8 : b == 0xEF ? 0xF9 : b;
 }

@@ -142,7 +142,9 @@ struct Request {
   // entities copied into `ops` was 8% of a client's CPU per EGT.
   const std::vector<Operation>* borrowed_ops = nullptr;
   const std::vector<Operation>& encoded_ops() const { return borrowed_ops != nullptr ? *borrowed_ops : ops; }
-  std::string pk, rk;                // kGet
+  std::string pk, rk;  // kGet (pk also kRequestArchive)
+  // Decoding only: whether the frame had the field ("" is a valid key).
+  bool has_pk = false, has_rk = false;
   std::vector<std::string> select;   // kGet, kQuery
   std::string filter;                // kQuery, kListTables
   std::optional<int64_t> top;        // kQuery, kListTables

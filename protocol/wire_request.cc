@@ -94,7 +94,8 @@ Status ReadOps(msgpack::Reader& r, std::vector<Operation>* ops) {
   if (n > Limits::kMaxBatchOperations) {
     return Invalid("a batch holds at most 100 operations, got " + std::to_string(n));
   }
-  if (n > r.remaining() / 4) return Invalid("truncated 'ops'");
+  // At most 100: resizing before reading is bounded, and a short frame
+  // fails on the operation that is missing, with its index.
   ops->resize(n);
   for (uint32_t i = 0; i < n; i++) ST_RETURN_IF_ERROR(ReadOperation(r, &(*ops)[i], i));
   return Status::OK();
@@ -122,9 +123,23 @@ Status ReadField(msgpack::Reader& r, std::string_view key, Request* q) {
     q->issue = std::move(spec);
     return Status::OK();
   }
-  if (key == "clientRequestId") return ReadString(r, key, &q->client_request_id);
-  if (key == "pk") return ReadString(r, key, &q->pk);
-  if (key == "rk") return ReadString(r, key, &q->rk);
+  if (key == "clientRequestId") {
+    ST_RETURN_IF_ERROR(ReadString(r, key, &q->client_request_id));
+    // Present but empty is a mistake, not "no id": the write would lose its
+    // retry protection without a word.
+    return q->client_request_id.empty() ? ValidateClientRequestId(q->client_request_id)
+                                        : Status::OK();
+  }
+  // Presence is kept: "" is a valid key, so a missing (or misspelled) key
+  // field must not read as one.
+  if (key == "pk") {
+    q->has_pk = true;
+    return ReadString(r, key, &q->pk);
+  }
+  if (key == "rk") {
+    q->has_rk = true;
+    return ReadString(r, key, &q->rk);
+  }
   if (key == "filter") return ReadString(r, key, &q->filter);
   if (key == "select") return ReadStringList(r, key, Limits::kMaxUserProperties + 3, &q->select);
   if (key == "rks") return ReadStringList(r, key, Limits::kMaxBatchOperations, &q->rks);
@@ -185,6 +200,10 @@ Status ReadField(msgpack::Reader& r, std::string_view key, Request* q) {
           ST_RETURN_IF_ERROR(ReadString(r, name, &item.table));
         } else if (name == "clientRequestId") {
           ST_RETURN_IF_ERROR(ReadString(r, name, &item.client_request_id));
+          if (item.client_request_id.empty()) {
+            const Status s = ValidateClientRequestId(item.client_request_id);
+            return Invalid("writes[" + std::to_string(i) + "]: " + s.message());
+          }
         } else if (name == "ops") {
           Status s = ReadOps(r, &item.ops);
           if (!s.ok()) return Status(s.code(), "writes[" + std::to_string(i) + "]: " + s.message(), s.op_index());
@@ -192,8 +211,9 @@ Status ReadField(msgpack::Reader& r, std::string_view key, Request* q) {
           return Invalid("malformed field in 'writes'");
         }
       }
-      if (item.table.empty() || item.ops.empty()) {
-        return Invalid("writes[" + std::to_string(i) + "] needs 'table' and 'ops'");
+      if (item.table.empty()) return Invalid("writes[" + std::to_string(i) + "] needs 'table'");
+      if (item.ops.empty()) {
+        return Invalid("writes[" + std::to_string(i) + "] needs 'ops' (1 to 100 operations)");
       }
     }
     return Status::OK();
@@ -353,13 +373,14 @@ Status DecodeRequest(std::string_view frame, Request* q) {
       if (q->table.empty()) return Invalid(std::string(OpName(q->op)) + " needs 'table'");
       break;
     case Op::kGet:
-      if (q->table.empty()) return Invalid("Get needs 'table', 'pk' and 'rk'");
+      if (q->table.empty() || !q->has_pk || !q->has_rk)
+        return Invalid("Get needs 'table', 'pk' and 'rk'");
       break;
     case Op::kWriteMany:
       if (q->writes.empty()) return Invalid("WriteMany needs 'writes' (1 to 1000 batches)");
       break;
     case Op::kRequestArchive:
-      if (q->table.empty() || q->target.empty() || q->rks.empty()) {
+      if (q->table.empty() || !q->has_pk || q->target.empty() || q->rks.empty()) {
         return Invalid("RequestArchive needs 'table', 'pk', 'rks' and 'target'");
       }
       break;

@@ -1,7 +1,9 @@
 #include "engine/query/filter_lexer.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <iterator>
 
 #include "engine/utf8.h"
 
@@ -241,9 +243,14 @@ Status Lexer::LexWord(Token* token) {
   const size_t start = pos_;
   size_t i = start;
   while (i < text_.size() && IsIdentChar(text_[i])) i++;
-  if (i < text_.size() && text_[i] == '\'') return LexQuoted(start, i, token);
-
   const std::string_view word = text_.substr(start, i - start);
+  // A word right before a quote is a literal's prefix (datetime'...'),
+  // unless it is an operator: blanks are optional next to quotes, so
+  // `S eq'abc'` compares with a string.
+  const bool keyword = std::any_of(std::begin(kKeywords), std::end(kKeywords),
+                                   [&](const Keyword& k) { return k.word == word; });
+  if (i < text_.size() && text_[i] == '\'' && !keyword) return LexQuoted(start, i, token);
+
   token->text = word;
   pos_ = i;
   for (const Keyword& k : kKeywords) {

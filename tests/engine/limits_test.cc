@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/utf8.h"
+
 namespace sidetable {
 namespace {
 
@@ -94,8 +96,57 @@ TEST(ValidatePropertyName, AsciiPathAgreesWithTheUnicodePath) {
   EXPECT_EQ(ValidatePropertyName(std::string(255, 'a') + e_acute).code(),
             Code::kPropertyNameTooLong);
   // Reserved names are ASCII: the reserved check runs on that path.
-  EXPECT_EQ(ValidatePropertyName("ETag").code(), Code::kPropertyNameInvalid);
-  EXPECT_TRUE(ValidatePropertyName("ETags").ok());
+  EXPECT_EQ(ValidatePropertyName("Timestamp").code(), Code::kPropertyNameInvalid);
+  EXPECT_TRUE(ValidatePropertyName("Timestamps").ok());
+}
+
+// Azure's system properties are PartitionKey, RowKey and Timestamp; an
+// entity's ETag is metadata, so "ETag" is an ordinary name, in any case.
+TEST(ValidatePropertyName, OnlyTheSystemPropertiesAreReserved) {
+  for (const char* name : {"PartitionKey", "RowKey", "Timestamp"}) {
+    const Status s = ValidatePropertyName(name);
+    EXPECT_EQ(s.code(), Code::kPropertyNameInvalid) << name;
+    EXPECT_NE(s.message().find("reserved"), std::string::npos) << s.message();
+  }
+  for (const char* name : {"ETag", "etag", "Etag", "PartitionKeys", "rowkey", "timestamp"}) {
+    EXPECT_TRUE(ValidatePropertyName(name).ok()) << name;
+  }
+}
+
+// Non-ASCII names: letters of any script (and, after the first character,
+// combining marks) are identifier characters; controls, spaces, invisible
+// format characters, punctuation, symbols, emoji and private use are not.
+TEST(ValidatePropertyName, NonAsciiLettersPassAndOtherCharactersAreRefused) {
+  for (const char* name : {"\u00e9t\u00e9", "\u00aaB", "\u00b5s", "\u4e2d\u6587", "\u03a9mega",
+                           "\u0416", "\u05d0\u05d1", "\u0905\u093f", "a\u0301", "\U00010400x",
+                           "\u3005x", "\uff21\uff3f\uff22", "x\ufe33y", "\u00c0\u00ff"}) {
+    EXPECT_TRUE(ValidatePropertyName(name).ok()) << name;
+  }
+  for (const char* name :
+       {"\u0085",   "a\u009fb", "\u00a0",  "x\u00a0",    "\u00d7",      "a\u00f7",    "\u00bf",
+        "\u00ab",   "\u2028",   "a\u2029", "a\u200bb",   "\u200d",      "a\u202e",    "\ufeff",
+        "a\ufeffb", "\u3000",   "a\u3001", "\U0001F600", "a\U0001F600", "a\u2192",    "\u2603",
+        "a\u2500",  "\ue000",   "a\uf8ff", "\U000F0000", "a\ufffd",     "a\ufdd0",    "a\U0001FFFE",
+        "\uff01",   "a\uff1f",  "\u0301a", "\ufe0fa",    "\u2e2e",      "a\U000E0041"}) {
+    const Status s = ValidatePropertyName(name);
+    EXPECT_EQ(s.code(), Code::kPropertyNameInvalid) << name;
+    EXPECT_NE(s.message().find("not a valid identifier"), std::string::npos) << s.message();
+  }
+}
+
+// A name too long is quoted cut at a character boundary: the message stays
+// valid UTF-8 whatever the name.
+TEST(ValidatePropertyName, TooLongNameIsQuotedWholeCharacters) {
+  const std::string cjk = "\u4e2d";  // 3 bytes; 32 is not a multiple of 3
+  std::string name;
+  for (int i = 0; i < 256; i++) name += cjk;
+  const Status s = ValidatePropertyName(name);
+  ASSERT_EQ(s.code(), Code::kPropertyNameTooLong);
+  EXPECT_TRUE(IsValidUtf8(s.message())) << s.message();
+  EXPECT_NE(s.message().find(cjk + cjk + "..."), std::string::npos) << s.message();
+  EXPECT_EQ(Utf8Prefix(name, 32).size(), 30u);
+  EXPECT_EQ(Utf8Prefix("abc", 32), "abc");
+  EXPECT_EQ(Utf8Prefix("\xF0\x9F\x98\x80", 3), "");
 }
 
 // ValidateEntity's size, summed from what the validators measured, is
@@ -109,7 +160,10 @@ TEST(ValidateEntity, SizeMatchesEntitySize) {
     Entity e;
     e.partition_key = pick(0, "pk");
     e.row_key = pick(1, "rk");
-    e.Set(pick(2, "Name"), Value::String(pick(3, std::string(100, 'v'))));
+    // A name's non-ASCII characters must be letters: a supplementary-plane
+    // one (U+10400, two UTF-16 units) and é.
+    e.Set((i >> 2 & 1) ? "Name\U00010400" + e_acute : std::string("Name"),
+          Value::String(pick(3, std::string(100, 'v'))));
     e.Set("Count", Value::Int32(i));
     size_t size = 0;
     ASSERT_TRUE(ValidateEntity(e, &size).ok()) << i;

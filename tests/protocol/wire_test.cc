@@ -443,6 +443,160 @@ TEST(Wire, MalformedRequestsAreInvalidInput) {
   EXPECT_TRUE(DecodeBytes(HeaderBytes(1, 1) + "\x81\xA3new\x92\x01\x02").ok());
 }
 
+// A request frame of `op` whose body `body` writes (a map of `fields`).
+template <typename Body>
+std::string Frame(Op op, uint32_t fields, Body body) {
+  std::string f = HeaderBytes(1, static_cast<uint8_t>(op));
+  msgpack::Writer w(&f);
+  w.MapHeader(fields);
+  body(w);
+  return f;
+}
+
+// "" is a valid PartitionKey and RowKey, so a missing key field must not
+// read as one: a misspelled field would read the empty-key entity. An
+// empty clientRequestId is not "no id" (the write would lose its retry
+// protection without a word). Each message names what is wrong.
+TEST(Wire, MissingKeysAndEmptyIdsAreRefusedNotDefaulted) {
+  auto get = [](bool pk, bool rk) {
+    return Frame(Op::kGet, 1 + pk + rk, [&](msgpack::Writer& w) {
+      w.Str("table");
+      w.Str("T");
+      if (pk) {
+        w.Str("pk");
+        w.Str("");
+      }
+      if (rk) {
+        w.Str("rk");
+        w.Str("");
+      }
+    });
+  };
+  Request r;
+  ASSERT_TRUE(DecodeRequest(get(true, true), &r).ok());  // the entity ("", "")
+  EXPECT_TRUE(r.pk.empty() && r.rk.empty());
+  for (auto [pk, rk] : {std::pair{false, true}, {true, false}, {false, false}}) {
+    Status s = DecodeBytes(get(pk, rk));
+    EXPECT_EQ(s.code(), Code::kInvalidInput) << pk << rk;
+    EXPECT_EQ(s.message(), "Get needs 'table', 'pk' and 'rk'");
+  }
+  // A misspelled field is skipped as unknown, so the key is still missing.
+  EXPECT_EQ(DecodeBytes(Frame(Op::kGet, 3,
+                              [](msgpack::Writer& w) {
+                                w.Str("table");
+                                w.Str("T");
+                                w.Str("pk");
+                                w.Str("p");
+                                w.Str("rowKey");
+                                w.Str("r");
+                              }))
+                .code(),
+            Code::kInvalidInput);
+
+  auto archive = [](bool pk) {
+    return Frame(Op::kRequestArchive, 3 + pk, [&](msgpack::Writer& w) {
+      w.Str("table");
+      w.Str("T");
+      w.Str("target");
+      w.Str("Arch");
+      w.Str("rks");
+      w.ArrayHeader(1);
+      w.Str("a");
+      if (pk) {
+        w.Str("pk");
+        w.Str("");
+      }
+    });
+  };
+  EXPECT_TRUE(DecodeBytes(archive(true)).ok());
+  Status a = DecodeBytes(archive(false));
+  EXPECT_EQ(a.code(), Code::kInvalidInput);
+  EXPECT_EQ(a.message(), "RequestArchive needs 'table', 'pk', 'rks' and 'target'");
+
+  Status id = DecodeBytes(Frame(Op::kWrite, 2, [](msgpack::Writer& w) {
+    w.Str("table");
+    w.Str("T");
+    w.Str("clientRequestId");
+    w.Str("");
+  }));
+  EXPECT_EQ(id.code(), Code::kInvalidInput);
+  EXPECT_NE(id.message().find("client request id has 1 to 128"), std::string::npos) << id.message();
+  Status item_id = DecodeBytes(Frame(Op::kWriteMany, 1, [](msgpack::Writer& w) {
+    w.Str("writes");
+    w.ArrayHeader(1);
+    w.MapHeader(2);
+    w.Str("clientRequestId");
+    w.Str("");
+    w.Str("table");
+    w.Str("T");
+  }));
+  EXPECT_EQ(item_id.code(), Code::kInvalidInput);
+  EXPECT_EQ(item_id.message().rfind("writes[0]: a client request id has 1 to 128", 0), 0u)
+      << item_id.message();
+}
+
+// Operations that are not maps, and batches without operations, get a
+// message about what they are, not about the frame's length.
+TEST(Wire, OperationsThatAreNotMapsAreNamedWithTheirIndex) {
+  Status s = DecodeBytes(Frame(Op::kWrite, 2, [](msgpack::Writer& w) {
+    w.Str("table");
+    w.Str("T");
+    w.Str("ops");
+    w.ArrayHeader(1);
+    w.Uint(5);
+  }));
+  EXPECT_EQ(s.code(), Code::kInvalidInput);
+  EXPECT_EQ(s.message(), "an operation must be a map");
+  EXPECT_EQ(s.op_index(), 0);
+  // Declared 3, holds 1: the second is the one missing.
+  Status short_frame = DecodeBytes(Frame(Op::kWrite, 2, [](msgpack::Writer& w) {
+    w.Str("table");
+    w.Str("T");
+    w.Str("ops");
+    w.ArrayHeader(3);
+    w.MapHeader(2);
+    w.Str("op");
+    w.Str("Delete");
+    w.Str("entity");
+    w.MapHeader(2);
+    w.Str("pk");
+    w.Str("p");
+    w.Str("rk");
+    w.Str("r");
+  }));
+  EXPECT_EQ(short_frame.code(), Code::kInvalidInput);
+  EXPECT_EQ(short_frame.message(), "an operation must be a map");
+  EXPECT_EQ(short_frame.op_index(), 1);
+  Status empty_ops = DecodeBytes(Frame(Op::kWriteMany, 1, [](msgpack::Writer& w) {
+    w.Str("writes");
+    w.ArrayHeader(1);
+    w.MapHeader(2);
+    w.Str("table");
+    w.Str("T");
+    w.Str("ops");
+    w.ArrayHeader(0);
+  }));
+  EXPECT_EQ(empty_ops.code(), Code::kInvalidInput);
+  EXPECT_EQ(empty_ops.message(), "writes[0] needs 'ops' (1 to 100 operations)");
+  Status no_table = DecodeBytes(Frame(Op::kWriteMany, 1, [](msgpack::Writer& w) {
+    w.Str("writes");
+    w.ArrayHeader(1);
+    w.MapHeader(1);
+    w.Str("ops");
+    w.ArrayHeader(1);
+    w.MapHeader(2);
+    w.Str("op");
+    w.Str("Delete");
+    w.Str("entity");
+    w.MapHeader(2);
+    w.Str("pk");
+    w.Str("p");
+    w.Str("rk");
+    w.Str("r");
+  }));
+  EXPECT_EQ(no_table.message(), "writes[0] needs 'table'");
+}
+
 std::string WriteWithValue(const std::string& encoded_value) {
   // {"table":"T","ops":[{"op":"Insert","entity":{"pk":"p","rk":"r","props":{"v":<value>}}}]}
   std::string f = HeaderBytes(1, 5);

@@ -5,6 +5,7 @@
 #include <set>
 #include <zmq.hpp>
 
+#include "protocol/msgpack.h"
 #include "protocol/wire.h"
 #include "tests/sidecar/e2e_fixture.h"
 #include "tests/sidecar/e2e_metrics.h"
@@ -206,6 +207,97 @@ TEST_F(SidecarTest, BadFramesGetErrorsAndTheServerKeepsServing) {
   auto p = client_->Ping();
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->last_lsn, lsn_before);
+}
+
+// Requests that name no key, an empty client request id, a property name
+// that is no identifier: each is refused with InvalidInput (or
+// PropertyNameInvalid) through a real sidecar, and nothing is written. A
+// RequestArchive without 'pk' used to commit a record for PartitionKey "",
+// and a Get without 'rk' read the entity whose RowKey is "".
+TEST_F(SidecarTest, RequestsWithoutTheirKeysOrWithBadNamesWriteNothing) {
+  ASSERT_TRUE(client_->CreateTable("Keys").ok());
+  Entity empty_rk;
+  empty_rk.partition_key = "p";
+  empty_rk.Set("a", Value::Int32(1));
+  ASSERT_TRUE(client_->Insert("Keys", empty_rk).ok());
+  const uint64_t lsn_before = client_->Ping()->last_lsn;
+  auto raw = Connect();
+  auto call = [&](wire::Op op, uint32_t fields, auto body) {
+    std::string f;
+    wire::AppendHeader(&f, wire::Header{wire::kVersion, static_cast<uint8_t>(op), 0, 9});
+    msgpack::Writer w(&f);
+    w.MapHeader(fields);
+    body(w);
+    auto reply = raw->RawRoundTrip(f);
+    EXPECT_TRUE(reply.ok());
+    wire::Header h;
+    std::string_view rest;
+    Status s = wire::DecodeReply(*reply, &h, &rest);
+    return std::make_pair(h.status, s.code());
+  };
+  const auto invalid = std::make_pair(uint16_t{400}, Code::kInvalidInput);
+  EXPECT_EQ(call(wire::Op::kGet, 2,
+                 [](msgpack::Writer& w) {
+                   w.Str("table");
+                   w.Str("Keys");
+                   w.Str("pk");
+                   w.Str("p");
+                 }),
+            invalid);
+  EXPECT_EQ(call(wire::Op::kRequestArchive, 3,
+                 [](msgpack::Writer& w) {
+                   w.Str("table");
+                   w.Str("Keys");
+                   w.Str("rks");
+                   w.ArrayHeader(1);
+                   w.Str("");
+                   w.Str("target");
+                   w.Str("KeysArchive");
+                 }),
+            invalid);
+  Entity other = empty_rk;
+  other.row_key = "r2";
+  EXPECT_EQ(call(wire::Op::kWrite, 3,
+                 [&](msgpack::Writer& w) {
+                   w.Str("table");
+                   w.Str("Keys");
+                   w.Str("clientRequestId");
+                   w.Str("");
+                   w.Str("ops");  // one valid Insert of ("p", "r2")
+                   w.ArrayHeader(1);
+                   w.MapHeader(2);
+                   w.Str("op");
+                   w.Str("Insert");
+                   w.Str("entity");
+                   w.MapHeader(2);
+                   w.Str("pk");
+                   w.Str("p");
+                   w.Str("rk");
+                   w.Str("r2");
+                 }),
+            invalid);
+  for (const char* name : {"\u00d7", "a\u00a0b", "\U0001F600", "x\u200by"}) {
+    Entity bad = other;
+    bad.Set(name, Value::Int32(2));
+    auto w = client_->Insert("Keys", bad);
+    ASSERT_FALSE(w.ok()) << name;
+    EXPECT_EQ(w.status().code(), Code::kPropertyNameInvalid) << name;
+  }
+  // Nothing committed; the entity at ("p", "") is as it was, "r2" absent.
+  EXPECT_EQ(client_->Ping()->last_lsn, lsn_before);
+  auto e = client_->Get("Keys", "p", "");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->properties.size(), 1u);
+  EXPECT_EQ(client_->Get("Keys", "p", "r2").status().code(), Code::kResourceNotFound);
+  // An ordinary name that happens to be ETag is stored and read back.
+  Entity etag = other;
+  etag.row_key = "r3";
+  etag.Set("ETag", Value::String("mine"));
+  ASSERT_TRUE(client_->Insert("Keys", etag).ok());
+  auto back = client_->Get("Keys", "p", "r3");
+  ASSERT_TRUE(back.ok());
+  ASSERT_NE(back->Find("ETag"), nullptr);
+  EXPECT_EQ(back->Find("ETag")->bytes(), "mine");
 }
 
 TEST_F(SidecarTest, HealthAndMetricsOverHttp) {

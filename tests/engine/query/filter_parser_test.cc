@@ -169,6 +169,32 @@ TEST(FilterParser, RedundantParenthesesAndBlanks) {
   }
 }
 
+// Blanks are optional next to quotes, also after an operator: `eq'x'` is
+// the operator and a string, not a literal with the prefix `eq`.
+TEST(FilterParser, AnOperatorRightBeforeAQuoteIsAnOperator) {
+  auto plain = MustParse("S eq 'abc' or S ne 'x' and not (T gt 'b')");
+  for (const char* text :
+       {"S eq'abc' or S ne'x' and not(T gt'b')", "(S eq'abc')or(S ne'x'and not(T gt'b'))",
+        "'abc'eq S or 'x'ne S and not('b'lt T)"}) {
+    auto tree = MustParse(text);
+    ASSERT_NE(tree, nullptr);
+    EXPECT_EQ(*tree, *plain) << text;
+  }
+  for (const char* op : {"ge", "le", "lt", "gt"}) {
+    auto tree = MustParse(std::string("S ") + op + "'abc'");
+    ASSERT_NE(tree, nullptr) << op;
+    EXPECT_EQ(tree->literal, Value::String("abc")) << op;
+  }
+  // and/or/not too: a reversed comparison may follow without a blank.
+  auto reversed = MustParse("S eq 'a' and'b' eq S");
+  ASSERT_NE(reversed, nullptr);
+  EXPECT_EQ(*reversed, *MustParse("S eq 'a' and S eq 'b'"));
+  // Any other word right before a quote is still a literal's prefix.
+  auto bad = ParseFilter("S eq foo'x'");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("unknown literal prefix 'foo'"), std::string::npos);
+}
+
 TEST(FilterParser, NamesThatLookLikePrefixesOrSystemNames) {
   // A literal prefix only counts when a quote follows it at once.
   auto tree = MustParse("X eq X'00' and datetime eq 1 and guid ne 2L and binary gt 1.5 and _a1 le true");
