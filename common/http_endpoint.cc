@@ -4,21 +4,35 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 
 #include "common/process.h"
 
 namespace sidetable::common {
 
+Status CheckHostPort(const std::string& host_port, const std::string& setting) {
+  const size_t colon = host_port.rfind(':');
+  const std::string port = colon == std::string::npos ? "" : host_port.substr(colon + 1);
+  if (colon == 0 || port.empty() || port.size() > 5 ||
+      !std::all_of(port.begin(), port.end(), [](unsigned char ch) { return std::isdigit(ch); }) ||
+      std::stoi(port) > 65535) {
+    return Status(Code::kInvalidInput,
+                  setting +
+                      " must be host:port with a port of 0..65535 (0 picks a free one), got '" +
+                      host_port + "'");
+  }
+  return Status::OK();
+}
+
 Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& host_port, const std::string& setting,
                                                           HttpHandlers handlers) {
-  auto colon = host_port.rfind(':');
-  if (colon == std::string::npos) {
-    return Status(Code::kInvalidInput, setting + " must be host:port, got '" + host_port + "'");
-  }
+  ST_RETURN_IF_ERROR(CheckHostPort(host_port, setting));
+  const auto colon = host_port.rfind(':');
   std::string host = host_port.substr(0, colon);
   int port = std::atoi(host_port.c_str() + colon + 1);
   std::unique_ptr<HttpEndpoint> ep(new HttpEndpoint());

@@ -34,6 +34,11 @@ struct HttpHandlers {
   std::function<std::pair<int, std::string>()> ready;
 };
 
+// "host:port" with a host and a port of 0..65535 (0: any free port). A
+// larger port would wrap around in the socket API and bind another one
+// than the logs and the ready file name. `setting` names the key.
+Status CheckHostPort(const std::string& host_port, const std::string& setting);
+
 class HttpEndpoint {
  public:
   // host_port: "127.0.0.1:9464"; port 0 picks a free port (see port()).

@@ -26,6 +26,11 @@ void InstallStopSignals(void (*on_stop)(int)) {
   // the signals unblocked); every later thread leaves them to the waiter.
   std::signal(SIGTERM, on_stop);
   std::signal(SIGINT, on_stop);
+  // SIGHUP (the terminal or session that started the process went away)
+  // stops it the same orderly way: by default it would end the process at
+  // once, without draining or a word in the log. There is nothing to reload:
+  // the configuration is read at start.
+  std::signal(SIGHUP, on_stop);
   // Blocked here, in main() before any other thread starts, so every thread
   // inherits the mask and none is ever interrupted: a blocking ZeroMQ call
   // interrupted by a signal fails with EINTR, which cppzmq throws, and an
@@ -35,6 +40,7 @@ void InstallStopSignals(void (*on_stop)(int)) {
   sigemptyset(&stop);
   sigaddset(&stop, SIGTERM);
   sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
   NamedThread("st-signals", [stop, on_stop] {
     for (;;) {

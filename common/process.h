@@ -15,7 +15,7 @@
 
 namespace sidetable::common {
 
-// SIGTERM and SIGINT call `on_stop` from a thread of their own (sigwait),
+// SIGTERM, SIGINT and SIGHUP call `on_stop` from a thread of their own (sigwait),
 // never by interrupting another thread: they are blocked in every thread
 // started after this call, so no blocking call (a ZeroMQ send or poll, a
 // RocksDB write) ever fails with EINTR because of them. Call it from main()

@@ -23,6 +23,8 @@ Engine::Impl::~Impl() {
     for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h).PermitUncheckedError();
     db_->Close().PermitUncheckedError();
   }
+  // After RocksDB's own LOCK is released by Close().
+  if (dir_lock_ != nullptr) lock_env_->UnlockFile(dir_lock_).PermitUncheckedError();
 }
 
 Result<std::unique_ptr<Engine::Impl>> Engine::Impl::Open(const EngineOptions& options,
@@ -37,16 +39,31 @@ Result<std::unique_ptr<Engine::Impl>> Engine::Impl::Open(const EngineOptions& op
     opts.db.env = env;
     opts.db.sst_file_manager.reset(rocksdb::NewSstFileManager(env));
   }
-  impl->storage_ = std::make_shared<StorageGuard>(path, options.storage_reserve_bytes,
-                                                  impl->options_.clock);
-  // The reserve's space is what lets RocksDB open on a full disk (a new
-  // MANIFEST and WAL, the flush of the recovered memtables).
-  impl->storage_->ReleaseReserve();
-  opts.db.listeners.push_back(impl->storage_);
+  impl->storage_ =
+      std::make_shared<StorageGuard>(path, options.storage_reserve_bytes, impl->options_.clock);
   if (options.create_if_missing) {
     // RocksDB creates it too, but first logs a missing directory as an error.
     (void)opts.db.env->CreateDirIfMissing(path);
   }
+  // Before anything in the directory changes: a second sidecar started on
+  // it must not release the first one's reserve (nor find RocksDB's LOCK
+  // only after doing so).
+  impl->lock_env_ = opts.db.env;
+  const std::string lock_file = path + "/" + kDirLockFileName;
+  if (rocksdb::Status l = opts.db.env->LockFile(lock_file, &impl->dir_lock_); !l.ok()) {
+    impl->dir_lock_ = nullptr;
+    if (l.IsIOError() && opts.db.env->FileExists(path).IsNotFound()) {
+      return Status(Code::kUnavailable, "cannot open database at " + path + ": no such directory");
+    }
+    return Status(Code::kUnavailable, "cannot open database at " + path +
+                                          ": the directory is in use by another process (another "
+                                          "sidetable on the same storage.path?): " +
+                                          l.ToString());
+  }
+  // The reserve's space is what lets RocksDB open on a full disk (a new
+  // MANIFEST and WAL, the flush of the recovered memtables).
+  impl->storage_->ReleaseReserve();
+  opts.db.listeners.push_back(impl->storage_);
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
       {rocksdb::kDefaultColumnFamilyName, opts.meta},
       {"entities", opts.entities},

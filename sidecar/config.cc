@@ -4,10 +4,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <iterator>
 #include <set>
 #include <type_traits>
 
+#include "common/http_endpoint.h"
 #include "sidecar/listener_policy.h"
 
 namespace sidetable::sidecar {
@@ -31,12 +35,18 @@ class FileReader {
     if (!node || node.IsNull()) return Status::OK();  // absent or empty: the defaults
     out->reset(node);  // rebinds (operator= would assign into the node)
     if (!out->IsMap()) return Bad(name, "must be a map of settings");
+    std::set<std::string> seen;
     for (auto it = out->begin(); it != out->end(); ++it) {
       const std::string key = it->first.as<std::string>();
       if (!allowed.count(key)) return Bad(name + "." + key, "unknown key (see configs/sidetable.dev.yaml)");
+      if (!seen.insert(key).second) return Bad(name + "." + key, DuplicateMessage());
     }
     return Status::OK();
   }
+
+  // yaml-cpp keeps a repeated key and answers lookups with the first one,
+  // so a second `storage:` (or `path:`) would be ignored without a word.
+  static std::string DuplicateMessage() { return "appears twice; only one value can be in force"; }
 
   template <typename T>
   Status Read(const YAML::Node& section, const std::string& name, const char* key, T* out) const {
@@ -290,15 +300,21 @@ Status LoadConfigFile(const std::string& path, ServerConfig* config) {
   const FileReader f(path);
   // Read into a copy: a file that fails leaves *config as it was.
   ServerConfig c = *config;
+  // yaml-cpp says only "bad file" for a file it cannot open.
+  if (std::ifstream probe(path); !probe) {
+    return Status(Code::kInvalidInput, path + ": cannot read the file: " + std::strerror(errno));
+  }
   try {
     YAML::Node root = YAML::LoadFile(path);
     if (root.IsNull()) return Status::OK();  // an empty file: all defaults
     if (!root.IsMap()) return Status(Code::kInvalidInput, path + ": the document must be a map of sections");
     static const std::set<std::string> kSections = {"sidecar", "storage", "changelog", "retries", "query",
                                                      "log", "kafka", "auth", "security", "rest", "cluster"};
+    std::set<std::string> seen;
     for (auto it = root.begin(); it != root.end(); ++it) {
       const std::string key = it->first.as<std::string>();
       if (!kSections.count(key)) return f.Bad(key, "unknown section");
+      if (!seen.insert(key).second) return f.Bad(key, FileReader::DuplicateMessage());
     }
     ST_RETURN_IF_ERROR(LoadSidecar(f, root, &c));
     ST_RETURN_IF_ERROR(LoadStorage(f, root, &c));
@@ -320,6 +336,11 @@ Status ValidateConfig(const ServerConfig& c) {
   for (const auto& e : c.listen) {
     if (e.rfind("tcp://", 0) != 0 && e.rfind("ipc://", 0) != 0) {
       return bad("sidecar.listen: '" + e + "' is neither tcp:// nor ipc://");
+    }
+    // ZeroMQ's own wildcard port is "*"; any other port must fit 16 bits
+    // (libzmq would bind port % 65536).
+    if (e.rfind("tcp://", 0) == 0 && !e.ends_with(":*")) {
+      ST_RETURN_IF_ERROR(common::CheckHostPort(e.substr(6), "sidecar.listen"));
     }
   }
   if (c.workers < 1 || c.workers > 256) return bad("sidecar.workers must be 1..256");
@@ -343,6 +364,13 @@ Status ValidateConfig(const ServerConfig& c) {
   if (c.log_format != "text" && c.log_format != "json") return bad("log.format must be text or json");
   if (c.query_max_examined < 1) return bad("query.max_examined must be positive");
   if (c.data_dir.empty()) return bad("storage.path must not be empty");
+  // 0 would leave RocksDB at 64 KiB memtables (a flush every few writes and
+  // stalls); memtables are per column family and held in memory.
+  if (c.engine.write_buffer_bytes < (size_t{1} << 20) ||
+      c.engine.write_buffer_bytes > (size_t{4096} << 20)) {
+    return bad("storage.write_buffer_mb must be 1..4096, got " +
+               std::to_string(c.engine.write_buffer_bytes >> 20));
+  }
   if (c.engine.changelog_max_age_seconds < 0) return bad("changelog.max_age_seconds must be 0 or more");
   if (c.retention_interval_seconds < 1) return bad("changelog.check_interval_seconds must be at least 1");
   if (c.engine.request_id_window_seconds < 1) return bad("retries.window_seconds must be at least 1");
@@ -364,15 +392,9 @@ Status ValidateConfig(const ServerConfig& c) {
   }
   ST_RETURN_IF_ERROR(ValidateCluster(c));
   ST_RETURN_IF_ERROR(auth::ValidateAuthConfig(c.auth));
-  if (!c.rest.address.empty()) {
-    const size_t colon = c.rest.address.rfind(':');
-    const std::string port = colon == std::string::npos ? "" : c.rest.address.substr(colon + 1);
-    if (colon == 0 || port.empty() || port.size() > 5 ||
-        !std::all_of(port.begin(), port.end(), [](unsigned char ch) { return std::isdigit(ch); }) ||
-        std::stoi(port) > 65535) {
-      return bad("rest.address must be host:port (port 0 picks a free one), got '" + c.rest.address + "'");
-    }
-  }
+  if (!c.rest.address.empty())
+    ST_RETURN_IF_ERROR(common::CheckHostPort(c.rest.address, "rest.address"));
+  if (!c.http.empty()) ST_RETURN_IF_ERROR(common::CheckHostPort(c.http, "sidecar.http"));
   return CheckListenerPolicy(c);
 }
 

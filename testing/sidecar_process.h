@@ -61,6 +61,8 @@ class SidecarProcess {
   // if it did not exit by itself (it is then killed), or 128+signal.
   int Stop(int seconds = 30) { return SignalAndWait(SIGTERM, seconds); }
   int Kill() { return SignalAndWait(SIGKILL, 10); }
+  // Any signal, then waits as Stop() does.
+  int SignalAndWait(int sig, int seconds) { return testing::SignalAndWait(&pid_, sig, seconds); }
 
   const std::string& endpoint() const { return endpoints_.at(0); }
   const std::vector<std::string>& endpoints() const { return endpoints_; }
@@ -71,8 +73,6 @@ class SidecarProcess {
   std::string Log() const { return ReadWholeFile(log_file_); }
 
  private:
-  int SignalAndWait(int sig, int seconds) { return testing::SignalAndWait(&pid_, sig, seconds); }
-
   std::string binary_, data_dir_;
   std::vector<std::string> extra_;
   std::string ready_file_, log_file_;

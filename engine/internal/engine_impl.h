@@ -127,6 +127,11 @@ class Engine::Impl {
 
   EngineOptions options_;
   std::unique_ptr<rocksdb::DB> db_;
+  // The data directory's own lock (kDirLockFileName), held from before the
+  // reserve is released until after the database closes: a second process
+  // started on the same directory must fail before it touches anything.
+  rocksdb::Env* lock_env_ = nullptr;
+  rocksdb::FileLock* dir_lock_ = nullptr;
   rocksdb::ColumnFamilyHandle* meta_cf_ = nullptr;      // catalog and counters
   rocksdb::ColumnFamilyHandle* entities_cf_ = nullptr;  // rows
   rocksdb::ColumnFamilyHandle* log_cf_ = nullptr;       // change log by LSN

@@ -156,5 +156,8 @@ inline constexpr const char* kWalSwitchMarkerKey = "storage/wal-switch";
 
 // "storage.reserve" lives here, beside RocksDB's files.
 inline constexpr const char* kReserveFileName = "SIDETABLE-RESERVE";
+// Locked (fcntl, through rocksdb::Env) by the engine that has the directory
+// open; RocksDB's own LOCK is taken later, after the reserve is released.
+inline constexpr const char* kDirLockFileName = "SIDETABLE-LOCK";
 
 }  // namespace sidetable
