@@ -116,6 +116,9 @@ class Publisher::Impl {
   Clock::time_point progress_at_{}; // ...and when
   Clock::time_point logged_blocked_at_{};
   Clock::time_point last_persist_{};
+  // The last attempt to persist the watermark failed (a full disk): logged
+  // once, retried at the flush interval, and its recovery logged once.
+  bool persist_failing_ = false;
   int warned_level_ = 0;
 };
 

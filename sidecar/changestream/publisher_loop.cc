@@ -147,12 +147,23 @@ void Publisher::Impl::PersistWatermark(bool force) {
   const auto now = Clock::now();
   if (w == persisted_) return;
   if (!force && now - last_persist_ < std::chrono::milliseconds(options_.watermark_flush_ms)) return;
+  // A failure waits for the next interval too, and is logged once, not
+  // every pass: on a full disk it would fill the log (often on that disk)
+  // twenty lines a second. Publishing goes on meanwhile; a restart repeats
+  // at most what was published since the last persisted watermark.
+  last_persist_ = now;
   if (Status s = engine_->PutSetting("publisher/watermark", std::to_string(w)); !s.ok()) {
-    log_->error("persisting the publish watermark: {}", s.ToString());
+    if (!persist_failing_) {
+      log_->error(
+          "persisting the publish watermark: {} (retried every {} ms; logged again when it works)",
+          s.ToString(), options_.watermark_flush_ms);
+    }
+    persist_failing_ = true;
     return;
   }
+  if (persist_failing_) log_->info("persisting the publish watermark works again (LSN {})", w);
+  persist_failing_ = false;
   persisted_ = w;
-  last_persist_ = now;
 }
 
 void Publisher::Impl::SetBlocked(uint64_t lsn, std::string reason) {

@@ -268,6 +268,45 @@ TEST_F(DiskFullTest, RefusesWritesServesReadsAndResumesWhenSpaceIsFreed) {
   ExpectLogGapFreeWithAcknowledged();
 }
 
+// With the change stream on, the publisher cannot persist its watermark
+// while the disk is full: that is logged once and once more when it works
+// again, not on every pass of its loop (~20 lines a second before, into a
+// log that often lives on the full disk).
+TEST_F(DiskFullTest, APublisherThatCannotPersistItsWatermarkLogsOnce) {
+  std::ofstream(config_) << "storage:\n  durability: os\n  write_buffer_mb: 2\n  reserve_mb: 8\n"
+                            "changelog:\n  check_interval_seconds: 1\n"
+                            "kafka:\n  bootstrap: embedded\n  watermark_flush_ms: 20\n";
+  ASSERT_NO_FATAL_FAILURE(StartServer());
+  ASSERT_TRUE(client_->CreateTable(kTable).ok());
+  ExpectRefusedForSpace(FillUntilRefused());
+  const std::string needle = "persisting the publish watermark: ";
+  auto count = [&] {
+    const std::string log = server_->Log();
+    size_t n = 0;
+    for (size_t at = log.find(needle); at != std::string::npos; at = log.find(needle, at + 1)) n++;
+    return n;
+  };
+  // Bounded: the publisher tries every 20 ms once it has published more.
+  for (int i = 0; i < 100 && count() == 0; i++)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_GE(count(), 1u) << "the watermark never failed to persist: the test proves nothing\n"
+                         << server_->Log();
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // ~100 attempts at 20 ms
+  EXPECT_EQ(count(), 1u) << server_->Log();
+
+  ASSERT_EQ(::unlink((mnt_ + "/filler-a").c_str()), 0);
+  ASSERT_EQ(::unlink((mnt_ + "/filler-b").c_str()), 0);
+  ASSERT_NO_FATAL_FAILURE(ExpectWritesResume(30));
+  bool again = false;
+  for (int i = 0; i < 200 && !again; i++) {
+    again =
+        server_->Log().find("persisting the publish watermark works again") != std::string::npos;
+    if (!again) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(again) << server_->Log();
+  EXPECT_EQ(count(), 1u);
+}
+
 // The first write after a start fails at the write-ahead log, with every
 // memtable empty (opening flushed what the log held). RocksDB 7.8 resumes by
 // flushing the non-empty memtables, and only that flush replaces the failed
