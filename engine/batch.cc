@@ -69,7 +69,7 @@ Batch& Batch::Add(OpKind kind, Entity e, std::string if_match) {
 
 size_t Batch::PayloadBytes() const {
   size_t total = 0;
-  for (const auto& op : ops_) total += EntitySize(op.entity) + op.if_match.size();
+  for (const auto& op : ops_) total += EntityPayloadBytes(op.entity) + op.if_match.size();
   return total;
 }
 

@@ -113,7 +113,8 @@ class Batch {
   const std::vector<Operation>& operations() const { return ops_; }
   size_t size() const { return ops_.size(); }
 
-  // Payload size as the 4 MiB EGT limit counts it (keys, names and values).
+  // Payload size as the 4 MiB EGT limit counts it: keys, names and values
+  // in bytes as sent (EntityPayloadBytes, limits.h).
   size_t PayloadBytes() const;
 
  private:

@@ -60,14 +60,11 @@ Status ValidateBatch(const Batch& batch) {
       if (!op.entity.properties.empty()) {
         return Status(Code::kInvalidInput, "a Delete carries no properties", idx);
       }
-      payload += EntitySize(op.entity);
     } else {
-      size_t size;
-      Status s = ValidateEntity(op.entity, &size);
+      Status s = ValidateEntity(op.entity, nullptr);
       if (!s.ok()) return s.WithOpIndex(idx);
-      payload += size;
     }
-    payload += op.if_match.size();
+    payload += EntityPayloadBytes(op.entity) + op.if_match.size();
     if (!TakesCondition(op.kind) && !op.if_match.empty()) {
       return Status(Code::kInvalidInput,
                     std::string(OpKindName(op.kind)) + " takes no If-Match condition", idx);
@@ -81,9 +78,10 @@ Status ValidateBatch(const Batch& batch) {
                     "RowKey '" + op.entity.row_key + "' appears twice in the batch", idx);
     }
   }
-  // Same accounting as Batch::PayloadBytes(), from the sizes measured above.
+  // Same accounting as Batch::PayloadBytes(): bytes as sent (limits.h).
   if (payload >= Limits::kMaxBatchBytes) {
-    return Status(Code::kRequestBodyTooLarge, "a batch must be smaller than 4 MiB");
+    return Status(Code::kRequestBodyTooLarge, "a batch's payload must be smaller than 4 MiB, got " +
+                                                  std::to_string(payload) + " bytes");
   }
   return Status::OK();
 }

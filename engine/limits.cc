@@ -257,6 +257,15 @@ size_t EntitySize(const Entity& e) {
   return size;
 }
 
+size_t EntityPayloadBytes(const Entity& e) {
+  size_t size = e.partition_key.size() + e.row_key.size();
+  for (const auto& p : e.properties) {
+    const bool variable = p.value.type() == EdmType::kString || p.value.type() == EdmType::kBinary;
+    size += p.name.size() + (variable ? p.value.bytes().size() : ValueSize(p.value));
+  }
+  return size;
+}
+
 Status ValidateEntity(const Entity& e, size_t* size_out) {
   size_t pk_units, rk_units;
   ST_RETURN_IF_ERROR(ValidateKeySized(e.partition_key, "PartitionKey", &pk_units));

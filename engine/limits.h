@@ -47,6 +47,13 @@ Status ValidateValue(std::string_view name, const Value& v);
 // Azure's size formula: 4 + 2*len(PK+RK) + sum(8 + 2*len(name) + size(value)).
 size_t EntitySize(const Entity& e);
 
+// An entity's share of a batch's payload, the 4 MiB EGT limit: its bytes as
+// sent (keys, names and strings in UTF-8, binary as is, the fixed types at
+// their size). Azure measures that limit on the request body, not in the
+// UTF-16 units of EntitySize, which would double every ASCII string and
+// refuse a 2 MB batch.
+size_t EntityPayloadBytes(const Entity& e);
+
 // Keys, names, values, property count, no duplicate names, total size.
 // On success *size (if given) is EntitySize(e), computed in the same pass.
 Status ValidateEntity(const Entity& e, size_t* size = nullptr);
