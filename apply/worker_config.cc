@@ -21,9 +21,13 @@ Status CheckKeys(const YAML::Node& node, const std::string& section,
                  const std::set<std::string>& allowed, const std::string& origin) {
   if (!node) return Status::OK();
   if (!node.IsMap()) return Bad(origin, section + " must be a map");
+  std::set<std::string> seen;
   for (auto it = node.begin(); it != node.end(); ++it) {
     std::string key = it->first.as<std::string>();
     if (!allowed.count(key)) return Bad(origin, "unknown key '" + section + "." + key + "'");
+    // yaml-cpp would answer with the first of the two, without a word.
+    if (!seen.insert(key).second)
+      return Bad(origin, "key '" + section + "." + key + "' appears twice");
   }
   return Status::OK();
 }
@@ -235,8 +239,14 @@ Status ResolveBootstrap(WorkerConfig* c) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   } while (std::chrono::steady_clock::now() < until);
-  return Status(Code::kInvalidInput,
-                "kafka.bootstrap_file: no bootstrap address in '" + c->bootstrap_file + "'");
+  // Not bad configuration: the sidecar that writes the file is not up (or
+  // has no change stream). kUnavailable: the worker exits 1, not 2.
+  std::ifstream exists(c->bootstrap_file);
+  return Status(Code::kUnavailable,
+                "kafka.bootstrap_file: waited " + std::to_string(c->bootstrap_wait_ms) +
+                    " ms for the sidecar to " +
+                    (exists ? "write a bootstrap address into '" : "create '") + c->bootstrap_file +
+                    "' (is it running, with kafka.bootstrap set?)");
 }
 
 }  // namespace sidetable::apply

@@ -174,6 +174,8 @@ Status LoadKafkaAndLog(const FileReader& f, const YAML::Node& root, ServerConfig
                                 "properties"},
                                &k));
   ST_RETURN_IF_ERROR(f.Read(k, "kafka", "bootstrap", &c->kafka.bootstrap));
+  // As the --kafka flag: "none" is no change stream, not a broker named none.
+  if (c->kafka.bootstrap == "none") c->kafka.bootstrap.clear();
   ST_RETURN_IF_ERROR(f.Read(k, "kafka", "topic", &c->kafka.topic));
   ST_RETURN_IF_ERROR(f.Read(k, "kafka", "partitions", &c->kafka.partitions));
   ST_RETURN_IF_ERROR(f.Read(k, "kafka", "replication_factor", &c->kafka.replication_factor));

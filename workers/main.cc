@@ -138,8 +138,10 @@ int main(int argc, char** argv) {
   }
   const bool from_file = config.bootstrap.empty();
   if (Status s = apply::ResolveBootstrap(&config); !s.ok()) {
-    spdlog::error("configuration: {}", s.message());
-    return 2;
+    // Bad configuration exits 2; a sidecar that never wrote its address, 1.
+    spdlog::error("{}{}", s.code() == Code::kInvalidInput ? "configuration: " : "start-up failed: ",
+                  s.message());
+    return s.code() == Code::kInvalidInput ? 2 : 1;
   }
   // Before any thread starts, so that every thread inherits the blocked
   // stop signals (common/process.h).

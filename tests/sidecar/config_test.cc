@@ -149,6 +149,28 @@ TEST(Config, WriteImagesOnceLoadsAsABoolean) {
   EXPECT_TRUE(dev.engine.write_images_once);
 }
 
+// kafka.bootstrap: none is no change stream, as --kafka none is (it was
+// taken for a host called "none", retried forever).
+TEST(Config, KafkaBootstrapNoneIsNoChangeStream) {
+  ServerConfig c;
+  ASSERT_TRUE(LoadConfigText("kafka:\n  bootstrap: embedded\n", &c).ok());
+  EXPECT_EQ(c.kafka.bootstrap, "embedded");
+  ASSERT_TRUE(LoadConfigText("kafka:\n  bootstrap: none\n", &c).ok());
+  EXPECT_EQ(c.kafka.bootstrap, "");
+  ASSERT_TRUE(LoadConfigText("kafka:\n  bootstrap: nonesuch:9092\n", &c).ok());
+  EXPECT_EQ(c.kafka.bootstrap, "nonesuch:9092");
+}
+
+// A value written twice would be ignored by yaml-cpp (the first wins).
+TEST(Config, KeysWrittenTwiceAreRefusedAndChangeNothing) {
+  ServerConfig c;
+  Status twice = LoadConfigText("storage:\n  durability: os\n  durability: fsync\n", &c);
+  EXPECT_EQ(twice.code(), Code::kInvalidInput);
+  EXPECT_NE(twice.message().find("storage.durability: appears twice"), std::string::npos)
+      << twice.ToString();
+  EXPECT_EQ(c.engine.durability, ServerConfig().engine.durability);
+}
+
 TEST(Config, RowCacheLoadsInMiB) {
   ServerConfig c;
   EXPECT_EQ(c.engine.row_cache_bytes, size_t{64} << 20);

@@ -186,10 +186,30 @@ TEST(WorkerConfigTest, BootstrapFromFile) {
   apply::WorkerConfig c;
   c.bootstrap_file = dir.Sub("kafka.bootstrap");
   c.bootstrap_wait_ms = 0;
-  EXPECT_NE(apply::ResolveBootstrap(&c).message().find("kafka.bootstrap_file"), std::string::npos);
+  // No file: the sidecar is not up. Not bad configuration (exit 1, not 2),
+  // and the message says what was waited for.
+  Status missing = apply::ResolveBootstrap(&c);
+  EXPECT_EQ(missing.code(), Code::kUnavailable);
+  EXPECT_NE(missing.message().find("waited 0 ms for the sidecar to create '" + c.bootstrap_file),
+            std::string::npos)
+      << missing.message();
+  std::ofstream(c.bootstrap_file) << "\n";
+  EXPECT_NE(apply::ResolveBootstrap(&c).message().find("to write a bootstrap address into"),
+            std::string::npos);
   std::ofstream(c.bootstrap_file) << "127.0.0.1:39092\n";
   ASSERT_TRUE(apply::ResolveBootstrap(&c).ok());
   EXPECT_EQ(c.bootstrap, "127.0.0.1:39092");
+}
+
+// yaml-cpp keeps a repeated key and answers with the first one.
+TEST(WorkerConfigTest, AKeyWrittenTwiceIsRefused) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("twice.yaml");
+  std::ofstream(path) << "kafka:\n  group: a\n  group: b\npatterns:\n  - name: index_table\n";
+  apply::WorkerConfig c;
+  Status s = apply::LoadWorkerConfigFile(path, &c);
+  EXPECT_EQ(s.code(), Code::kInvalidInput);
+  EXPECT_NE(s.message().find("key 'kafka.group' appears twice"), std::string::npos) << s.message();
 }
 
 TEST(WorkerConfigTest, ArchiveFilterAddsTheAge) {
