@@ -25,7 +25,10 @@ std::string_view PathOf(std::string_view url) {
   return url.substr(0, url.find('?'));
 }
 
-Status Plan(const Call& c, const BatchRequest& b, std::string* table, Planned* out) {
+// *code: the service's error code when it is not the Status code's name
+// (MissingRequiredHeader, which the engine has no code for).
+Status Plan(const Call& c, const BatchRequest& b, std::string* table, Planned* out,
+            std::string* code) {
   auto path = ParsePath(PathOf(b.url));
   if (!path.ok()) return path.status();
   if (path->account != c.path.account) return Status(Code::kInvalidInput, "the operation names another account");
@@ -51,7 +54,15 @@ Status Plan(const Call& c, const BatchRequest& b, std::string* table, Planned* o
     op.kind = OpKind::kDelete;
     op.entity.partition_key = path->pk;
     op.entity.row_key = path->rk;
-    op.if_match = if_match.empty() ? "*" : if_match;
+    // As for a single DELETE (entities.cc): no If-Match is not "any
+    // version", it is a request the service refuses.
+    if (if_match.empty()) {
+      *code = "MissingRequiredHeader";
+      return Status(Code::kInvalidInput,
+                    "An HTTP header that's mandatory for this request is not specified. (If-Match: "
+                    "an ETag or *)");
+    }
+    op.if_match = if_match;
     return Status::OK();
   }
   const bool merge = method == "MERGE" || method == "PATCH";
@@ -83,13 +94,16 @@ const HeaderList& PartHeaders() {
 }
 
 // The changeset failed: one part with the error, the index in the message.
-void SendChangesetError(Call& c, const std::string& id, const Status& s) {
+// `code`: the service's error code, when not the Status code's name.
+void SendChangesetError(Call& c, const std::string& id, const Status& s,
+                        std::string_view code = {}) {
   BatchResponsePart part;
   part.status = HttpStatus(s.code()) == 0 ? 500 : HttpStatus(s.code());
   part.headers = PartHeaders();
   part.headers.emplace_back("Content-Type", ContentType(c.meta == Metadata::kNone ? Metadata::kNone : Metadata::kMinimal));
   const int index = s.op_index() < 0 ? 0 : s.op_index();
-  part.body = ErrorBody(ErrorCodeName(s.code()), ServiceMessage(std::to_string(index) + ":" + s.message(), c.request_id));
+  part.body = ErrorBody(code.empty() ? ErrorCodeName(s.code()) : code,
+                        ServiceMessage(std::to_string(index) + ":" + s.message(), c.request_id));
   c.res.status = 202;
   c.res.set_content(WriteBatchResponse(id, {part}), "multipart/mixed; boundary=batchresponse_" + id);
 }
@@ -107,8 +121,10 @@ void ServeBatch(Call& c) {
   std::string table;
   std::vector<Planned> planned(requests->size());
   for (size_t i = 0; i < planned.size(); i++) {
-    Status s = Plan(c, (*requests)[i], &table, &planned[i]);
-    if (!s.ok()) return SendChangesetError(c, id, Status(s.code(), s.message(), static_cast<int>(i)));
+    std::string code;
+    Status s = Plan(c, (*requests)[i], &table, &planned[i], &code);
+    if (!s.ok())
+      return SendChangesetError(c, id, Status(s.code(), s.message(), static_cast<int>(i)), code);
   }
   wire::Request r;
   r.op = wire::Op::kWrite;

@@ -34,7 +34,7 @@ class Gateway::Impl {
   void Serve(const HttpRequest& req, HttpResponse& res);
   // The response to what the listener refuses itself (malformed, too
   // large, over its bounds), in the service's form.
-  void ListenerError(int status, const std::string& message, HttpResponse& res) const;
+  void ListenerError(int status, const std::string& message, HttpResponse& res);
   // Cheap requests run on the listener's loop: point reads, and single-
   // entity writes when a write cannot wait (no fsync, no replica, no
   // RocksDB stall). Queries, $batch and table operations go to the pool.
@@ -54,6 +54,8 @@ class Gateway::Impl {
 
  private:
   bool WritesMayWait() const { return !hooks_.writes_may_wait || hooks_.writes_may_wait(); }
+  // A new x-ms-request-id: port, pid and a counter, GUID-shaped.
+  std::string NextRequestId();
   bool Authenticate(Call& c, std::string_view raw_path, std::string_view comp);
   void Dispatch(Call& c, std::string_view raw_path, std::string_view raw_query);
 };
@@ -67,6 +69,16 @@ std::string HttpDate() {
   char buf[64];
   std::strftime(buf, sizeof buf, "%a, %d %b %Y %H:%M:%S GMT", &tm);
   return buf;
+}
+
+// An x-ms-version this gateway serves: a YYYY-MM-DD date, kMinVersion or
+// later. (String order is date order for that form.) Later versions than
+// any this code knows are served too, unlike the service, which refuses
+// versions it does not know: the Table API has not changed for a client
+// since 2019, and an SDK upgrade must not break the sidecar next to it.
+bool ServedVersion(std::string_view v) {
+  return v.size() == 10 && v[4] == '-' && v[7] == '-' &&
+         ParseDateTime(std::string(v) + "T00:00:00Z").has_value() && v >= kMinVersion;
 }
 
 Status ParseQuery(std::string_view q, QueryParams* out) {
@@ -128,7 +140,7 @@ bool Gateway::Impl::Authenticate(Call& c, std::string_view raw_path, std::string
   parts.raw_path = raw_path;
   parts.comp = comp;
   parts.path_account = c.path.account;
-  if (Status s = VerifySharedKey(authorization, parts, accounts_); !s.ok()) {
+  if (Status s = VerifySharedKey(authorization, parts, accounts_, NowTicks()); !s.ok()) {
     SendStatus(c, s);
     return false;
   }
@@ -149,10 +161,12 @@ bool Gateway::Impl::Authenticate(Call& c, std::string_view raw_path, std::string
 void Gateway::Impl::Dispatch(Call& c, std::string_view raw_path, std::string_view raw_query) {
   if (Status s = ParseQuery(raw_query, &c.query); !s.ok()) return SendStatus(c, s);
   const std::string_view version = c.Header("x-ms-version");
-  if (!version.empty() && version < kMinVersion) {
-    return SendError(c, 400, "InvalidHeaderValue",
-                     "The value for one of the HTTP headers is not in the correct format. (x-ms-version " +
-                         std::string(version) + ": this service serves " + std::string(kMinVersion) + " and later)");
+  if (!version.empty() && !ServedVersion(version)) {
+    return SendError(
+        c, 400, "InvalidHeaderValue",
+        "The value for one of the HTTP headers is not in the correct format. (x-ms-version '" +
+            std::string(version.substr(0, 64)) + "': this service serves the versions " +
+            std::string(kMinVersion) + " and later)");
   }
   auto path = ParsePath(raw_path);
   if (!path.ok()) return SendStatus(c, path.status());
@@ -196,13 +210,11 @@ void Gateway::Impl::Serve(const HttpRequest& req, HttpResponse& res) {
   Call c{req, res};
   c.handler = handler_;
   c.hooks = &hooks_;
-  char id[48];
-  std::snprintf(id, sizeof id, "%08x-%04x-4000-8000-%012llx", static_cast<unsigned>(port_),
-                static_cast<unsigned>(pid_ & 0xffff), static_cast<unsigned long long>(next_id_.fetch_add(1)));
-  c.request_id = id;
+  c.request_id = NextRequestId();
   res.set_header("x-ms-request-id", c.request_id);
   const std::string_view version = c.Header("x-ms-version");
-  res.set_header("x-ms-version", version.empty() || version < kMinVersion ? std::string(kMinVersion) : std::string(version));
+  res.set_header("x-ms-version",
+                 ServedVersion(version) ? std::string(version) : std::string(kMinVersion));
   res.set_header("Date", HttpDate());
   const std::string client_id(c.Header("x-ms-client-request-id"));
   if (!client_id.empty()) res.set_header("x-ms-client-request-id", client_id.substr(0, 1024));
@@ -234,7 +246,18 @@ void Gateway::Impl::Serve(const HttpRequest& req, HttpResponse& res) {
   }
 }
 
-void Gateway::Impl::ListenerError(int status, const std::string& message, HttpResponse& res) const {
+std::string Gateway::Impl::NextRequestId() {
+  char id[48];
+  std::snprintf(id, sizeof id, "%08x-%04x-4000-8000-%012llx", static_cast<unsigned>(port_),
+                static_cast<unsigned>(pid_ & 0xffff),
+                static_cast<unsigned long long>(next_id_.fetch_add(1)));
+  return id;
+}
+
+// The listener's refusals are responses like any other: a request id in the
+// header and the message (the request may not even have been parsed, so
+// there is nothing else to go on when a client reports one).
+void Gateway::Impl::ListenerError(int status, const std::string& message, HttpResponse& res) {
   std::string code = "InvalidInput";
   switch (status) {
     case 413: code = "RequestBodyTooLarge"; break;
@@ -247,11 +270,14 @@ void Gateway::Impl::ListenerError(int status, const std::string& message, HttpRe
   }
   std::string text = message;
   if (status == 413) text += " (rest.max_body_mb: " + std::to_string(config_.max_body_bytes >> 20) + " MiB)";
+  const std::string request_id = NextRequestId();
   res.status = status;
+  res.set_header("x-ms-request-id", request_id);
   res.set_header("x-ms-error-code", code);
   res.set_header("x-ms-version", std::string(kMinVersion));
   res.set_header("Date", HttpDate());
-  res.set_content(ErrorBody(code, text), ContentType(Metadata::kMinimal));
+  res.set_content(ErrorBody(code, ServiceMessage(text, request_id)),
+                  ContentType(Metadata::kMinimal));
 }
 
 bool Gateway::Impl::RunsInline(const HttpRequest& req) const {

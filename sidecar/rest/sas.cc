@@ -110,6 +110,11 @@ Result<token::Token> VerifySas(const QueryParams& q, std::string_view account,
           return SasFailed(std::string("unknown permission '") + c + "' in sp");
       }
     }
+    // A RowKey bound is within a PartitionKey (the range runs from (spk,
+    // srk) to (epk, erk)); alone it would bound nothing, and the SAS would
+    // grant the whole table. The service refuses it, as the token codec does.
+    if (q.count("srk") && !q.count("spk")) return SasFailed("srk (startrk) needs spk (startpk)");
+    if (q.count("erk") && !q.count("epk")) return SasFailed("erk (endrk) needs epk (endpk)");
     if (q.count("spk")) t.spec.start_pk = std::string(Get(q, "spk"));
     if (q.count("srk")) t.spec.start_rk = std::string(Get(q, "srk"));
     if (q.count("epk")) t.spec.end_pk = std::string(Get(q, "epk"));

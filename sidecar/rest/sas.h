@@ -4,7 +4,8 @@
 // Handler's authorisation enforces like a signed token on the ZeroMQ path:
 //
 //   service SAS   tn -> the exact table; sp r a u d -> r a u d;
-//                 spk/srk/epk/erk -> the token's key range
+//                 spk/srk/epk/erk -> the token's key range (srk without
+//                 spk, or erk without epk, is refused as the service does)
 //   account SAS   every table (prefix ""); with srt containing o (objects:
 //                 entities) r -> r, a -> a, u p -> u, w -> a u, d -> d;
 //                 with srt containing c (containers: tables) c w d give m

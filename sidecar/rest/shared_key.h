@@ -11,9 +11,16 @@
 // (/devstoreaccount1/Tables), and SDKs sign /devstoreaccount1/devstoreaccount1/Tables;
 // both that and the path without its account are accepted, as Azurite does.
 //
+// The date is checked as the service checks it, so that a captured request
+// cannot be replayed later: x-ms-date (else Date) must be there, be an RFC
+// 1123 date ("Sun, 06 Nov 1994 08:49:37 GMT"; a one-digit day, as Java's
+// formatter writes it, too) and lie within 15 minutes of the server's clock,
+// past or future.
+//
 // Thread safety: pure functions.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,11 +46,20 @@ struct SignedParts {
   std::string_view path_account;  // the account the path names
 };
 
-// Verifies "SharedKey <account>:<sig>" or "SharedKeyLite <account>:<sig>".
-// AuthenticationFailed (403) for any other scheme, an unknown account, an
-// account other than the path's, or a signature that does not match.
+// How far a signed request's date may be from the server's clock.
+inline constexpr int64_t kMaxDateSkewSeconds = 15 * 60;
+
+// An RFC 1123 date ("Sun, 06 Nov 1994 08:49:37 GMT") in DateTime ticks;
+// nullopt when it is not one (other zones than GMT included).
+std::optional<int64_t> ParseHttpDate(std::string_view text);
+
+// Verifies "SharedKey <account>:<sig>" or "SharedKeyLite <account>:<sig>"
+// of a request received at `now_ticks` (DateTime ticks). AuthenticationFailed
+// (403) for any other scheme, an unknown account, an account other than the
+// path's, no date, a date that is not RFC 1123 or is more than
+// kMaxDateSkewSeconds from now, or a signature that does not match.
 Status VerifySharedKey(std::string_view authorization, const SignedParts& parts,
-                       const std::vector<RestAccount>& accounts);
+                       const std::vector<RestAccount>& accounts, int64_t now_ticks);
 
 // The account of that name, or null.
 const RestAccount* FindAccount(const std::vector<RestAccount>& accounts, std::string_view name);

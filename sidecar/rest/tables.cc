@@ -1,5 +1,6 @@
 // Create, delete and query tables (/<account>/Tables, /<account>/Tables('name')).
 
+#include "engine/table_name.h"
 #include "sidecar/rest/call.h"
 
 namespace sidetable::sidecar::rest {
@@ -36,21 +37,17 @@ void DeleteTable(Call& c) {
   c.res.status = 204;
 }
 
-std::string QuoteLiteral(std::string_view s) {
-  std::string out = "'";
-  for (char ch : s) {
-    out += ch;
-    if (ch == '\'') out += '\'';
-  }
-  return out + "'";
-}
-
 // Query Tables, or one table by name (GET Tables('name')).
 void QueryTables(Call& c, bool one) {
   wire::Request r;
   r.op = wire::Op::kListTables;
   if (one) {
-    r.filter = "TableName eq " + QuoteLiteral(c.path.table);
+    // Table names compare case-insensitively ('caset' is the table created
+    // as 'CaseT'), which a $filter on TableName does not: the listing is
+    // started at the name instead (a continuation is the case-folded name,
+    // engine/table_name.h), and its first table is the one if it exists.
+    r.next_table = c.path.table;
+    r.top = 1;
   } else {
     if (auto it = c.query.find("$filter"); it != c.query.end()) r.filter = it->second;
     if (!ParseTop(c, &r)) return;
@@ -69,7 +66,9 @@ void QueryTables(Call& c, bool one) {
   wire::TablesReply reply;
   if (Status s = wire::DecodeTables(body, &reply); !s.ok()) return SendStatus(c, s);
   if (one) {
-    if (reply.tables.empty()) return SendError(c, 404, "TableNotFound", "The table specified does not exist.");
+    if (reply.tables.empty() || !TableNameEquals(reply.tables[0], c.path.table)) {
+      return SendError(c, 404, "TableNotFound", "The table specified does not exist.");
+    }
     std::string out;
     AppendTable(reply.tables[0], c.meta, c.links, true, &out);
     return SendJson(c, 200, std::move(out));

@@ -51,6 +51,33 @@ for (const scheme of ["SharedKey", "SharedKeyLite"]) {
   });
 }
 
+for (const scheme of ["SharedKey", "SharedKeyLite"]) {
+  test(`${scheme}: an undated, stale, future or malformed date is refused with 403 AuthenticationFailed, nothing written`, { skip: azuriteDeviation("request-date") }, async () => {
+    const cases = [
+      ["no date", null],
+      ["2001", "Mon, 01 Jan 2001 00:00:00 GMT"],
+      ["20 minutes ago", new Date(Date.now() - 20 * 60_000).toUTCString()],
+      ["20 minutes ahead", new Date(Date.now() + 20 * 60_000).toUTCString()],
+      ["not a date", "not a date"],
+      ["ISO 8601", new Date().toISOString()],
+    ];
+    for (const [what, date] of cases) {
+      const r = await raw(t, "POST", `/${table}`, { scheme, date, body: { PartitionKey: `date${scheme}`, RowKey: what } });
+      assert.equal(r.status, 403, `${what}: ${r.text}`);
+      assert.equal(errorCode(r), "AuthenticationFailed", what);
+    }
+    const q = await raw(t, "GET", `/${table}()?$filter=${encodeURIComponent(`PartitionKey eq 'date${scheme}'`)}`);
+    assert.equal(q.status, 200, q.text);
+    assert.deepEqual(q.json.value, []);
+    // Within the 15 minutes, either way.
+    for (const offset of [-10, 10]) {
+      const date = new Date(Date.now() + offset * 60_000).toUTCString();
+      const r = await raw(t, "POST", `/${table}`, { scheme, date, body: { PartitionKey: `date${scheme}`, RowKey: `${offset}` } });
+      assert.equal(r.status, 201, r.text);
+    }
+  });
+}
+
 test("a signature over another resource is refused (the path is signed)", async () => {
   // Sign a GET of one entity, send it for another.
   const { sign } = await import("./raw.mjs");

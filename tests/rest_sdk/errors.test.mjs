@@ -149,3 +149,15 @@ test("the RestError carries the service's message and request id", async () => {
   assert.match(err.details.odataError.message.value, /exists/i);
   assert.ok(err.details["x-ms-request-id"]);
 });
+
+test("an x-ms-version that is not a date is 400 InvalidHeaderValue; nothing created", async () => {
+  const name = tableName("ver");
+  for (const v of ["garbage", "9999-99-99", "2019-13-01"]) {
+    const r = await raw(t, "POST", "/Tables", { body: { TableName: name }, headers: { "x-ms-version": v } });
+    assert.equal(r.status, 400, `${v}: ${r.text}`);
+    assert.equal(errorCode(r), "InvalidHeaderValue", v);
+  }
+  const r = await raw(t, "GET", `/Tables?$filter=${encodeURIComponent(`TableName eq '${name}'`)}`, { headers: { Accept: "application/json;odata=nometadata" } });
+  assert.equal(r.status, 200, r.text);
+  assert.deepEqual(r.json.value, []);
+});

@@ -347,6 +347,15 @@ export const AZURITE_DEVIATIONS = {
   "loose-type-comparison":
     "Azurite 3.35.0 compares a property with a literal of another type by JavaScript's rules " +
     "(a Boolean true is < 20); the service compares only values of the literal's type",
+  "request-date":
+    "Azurite 3.35.0 does not check the request date of a Shared Key request " +
+    "(src/table/authentication/TableSharedKeyAuthenticator.ts only compares signatures): a request " +
+    "without x-ms-date or Date, or dated years ago, is served; the service refuses a missing date, " +
+    "one not in RFC 1123 format and one more than 15 minutes off with 403 AuthenticationFailed",
+  "get-table-by-name":
+    "Azurite 3.35.0 answers GET Tables('<name>') of an existing table with 200 and an empty " +
+    "listing ({\"value\":[]}), and with 404 TableNotFound when the name's case differs from the " +
+    "table's; the service answers with the table (table names are case-insensitive)",
   "table-name-error-code":
     "Azurite 3.35.0 answers an invalid table name with 400 and an empty odata.error code and no " +
     "x-ms-error-code header (src/table/errors/StorageErrorFactory.ts, getInvalidResourceName / " +

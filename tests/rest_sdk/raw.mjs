@@ -24,12 +24,12 @@ export function sign(scheme, { method, url, contentType = "", date, key = KEY })
   return `${scheme} ${ACCOUNT}:${sig}`;
 }
 
-// One request; returns { status, headers, text, json }.
-export async function raw(target, method, path, { body, headers = {}, scheme = "SharedKey", key } = {}) {
+// One request; returns { status, headers, text, json }. `date`: the x-ms-date sent and
+// signed (default now; null sends none and signs an empty date).
+export async function raw(target, method, path, { body, headers = {}, scheme = "SharedKey", key, date = new Date().toUTCString() } = {}) {
   const url = `${target.endpoint}${path}`;
-  const date = new Date().toUTCString();
   const h = {
-    "x-ms-date": date,
+    ...(date === null ? {} : { "x-ms-date": date }),
     "x-ms-version": "2019-02-02",
     Accept: "application/json;odata=minimalmetadata",
     DataServiceVersion: "3.0;NetFx",
@@ -40,7 +40,7 @@ export async function raw(target, method, path, { body, headers = {}, scheme = "
     payload = typeof body === "string" ? body : JSON.stringify(body);
     h["Content-Type"] = h["Content-Type"] || "application/json";
   }
-  if (scheme) h.Authorization = sign(scheme, { method, url, contentType: h["Content-Type"] || "", date, key });
+  if (scheme) h.Authorization = sign(scheme, { method, url, contentType: h["Content-Type"] || "", date: date ?? "", key });
   const ac = AbortSignal.timeout(15_000);
   const res = await fetch(url, { method, headers: h, body: payload, signal: ac });
   const text = await res.text();

@@ -3,6 +3,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { odata, TableServiceClient, TableClient } from "@azure/data-tables";
 import { startTarget, tableName, expectRestError, codeOf, azuriteDeviation } from "./harness.mjs";
+import { raw, errorCode } from "./raw.mjs";
 
 let t;
 before(async () => {
@@ -122,4 +123,18 @@ test("clients made from a connection string (what an application changes) work",
   const props = await svc.getProperties().catch((e) => e);
   // Service properties are not in the issue's scope; only a crash would be wrong.
   assert.ok(props && (props.statusCode === undefined || props.statusCode < 500), `getProperties: ${props?.statusCode}`);
+});
+
+test("GET Tables('name') finds a table whatever the case of the name, under its name as created", { skip: azuriteDeviation("get-table-by-name") }, async () => {
+  const name = tableName("CaseT");
+  await t.serviceClient().createTable(name);
+  for (const asked of [name, name.toLowerCase(), name.toUpperCase()]) {
+    const r = await raw(t, "GET", `/Tables('${asked}')`, { headers: { Accept: "application/json;odata=nometadata" } });
+    assert.equal(r.status, 200, `${asked}: ${r.text}`);
+    assert.equal(r.json.TableName, name);
+  }
+  const missing = await raw(t, "GET", `/Tables('${name.toLowerCase()}x')`);
+  assert.equal(missing.status, 404, missing.text);
+  assert.equal(errorCode(missing), "TableNotFound");
+  await t.serviceClient().deleteTable(name);
 });

@@ -26,15 +26,18 @@ class RestAuthTest : public RestTest {
   }
   // A table SAS: the query string, signed here.
   std::string TableSas(const std::string& sp, const std::string& se, const std::string& spk = "",
-                       const std::string& epk = "", bool tamper = false) {
+                       const std::string& epk = "", bool tamper = false,
+                       const std::string& srk = "", const std::string& erk = "") {
     const std::string sv = "2019-02-02";
-    const std::string to_sign = sp + "\n\n" + se + "\n/table/devstoreaccount1/orders\n\n\n\n" + sv + "\n" + spk +
-                                "\n\n" + epk + "\n";
+    const std::string to_sign = sp + "\n\n" + se + "\n/table/devstoreaccount1/orders\n\n\n\n" + sv +
+                                "\n" + spk + "\n" + srk + "\n" + epk + "\n" + erk;
     std::string sig = Hmac(key_, to_sign);
     if (tamper) sig[3] = sig[3] == 'A' ? 'B' : 'A';
     std::string q = "sv=" + sv + "&tn=orders&sp=" + sp + "&se=" + Enc(se) + "&sig=" + Enc(sig);
     if (!spk.empty()) q += "&spk=" + Enc(spk);
+    if (!srk.empty()) q += "&srk=" + Enc(srk);
     if (!epk.empty()) q += "&epk=" + Enc(epk);
+    if (!erk.empty()) q += "&erk=" + Enc(erk);
     return q;
   }
   std::string AccountSas(const std::string& sp, const std::string& srt) {
@@ -112,6 +115,106 @@ TEST_F(RestAuthTest, TableSasKeyRangeConfinesWritesAndQueries) {
   ASSERT_EQ(query.status, 200);
   EXPECT_EQ(Json(query.body).Count("value"), 2u);  // m/1 and b/1, not z/1
   EXPECT_EQ(Count(), 3u);
+}
+
+// A RowKey bound without its PartitionKey bound used to be dropped, and the
+// SAS granted the whole table (the tester wrote RowKey 'a' with srk=m).
+TEST_F(RestAuthTest, TableSasWithARowKeyBoundButNoPartitionKeyBoundIsRefused) {
+  struct Case {
+    const char* what;
+    std::string sas;
+    const char* why;
+  };
+  const std::vector<Case> cases = {
+      {"srk without spk", TableSas("raud", IsoIn(3600), "", "", false, "m"),
+       "srk (startrk) needs spk"},
+      {"erk without epk", TableSas("raud", IsoIn(3600), "", "", false, "", "m"),
+       "erk (endrk) needs epk"},
+      {"srk with epk only", TableSas("raud", IsoIn(3600), "", "z", false, "m"),
+       "srk (startrk) needs spk"},
+  };
+  for (const auto& k : cases) {
+    Reply put =
+        Send("PUT", KeyPath("orders", "a", "a") + "?" + k.sas, R"({"X":1})", {}, Sign::kNone);
+    EXPECT_EQ(put.status, 403) << k.what << ": " << put.body;
+    EXPECT_EQ(put.ErrorCode(), "AuthenticationFailed") << k.what;
+    EXPECT_NE(put.ErrorMessage().find(k.why), std::string::npos)
+        << k.what << ": " << put.ErrorMessage();
+    Reply del = Send("DELETE", KeyPath("orders", "m", "1") + "?" + k.sas, "", {{"If-Match", "*"}},
+                     Sign::kNone);
+    EXPECT_EQ(del.status, 403) << k.what;
+    Reply get = Send("GET", KeyPath("orders", "m", "1") + "?" + k.sas, "", {}, Sign::kNone);
+    EXPECT_EQ(get.status, 403) << k.what;
+    EXPECT_EQ(get.ErrorCode(), "AuthenticationFailed") << k.what;
+  }
+  EXPECT_EQ(Count(), 1u);  // m/1 only: nothing written, nothing deleted
+  // With both bounds the range is served (RowKey within the partitions).
+  const std::string both = TableSas("rau", IsoIn(3600), "m", "m", false, "0", "5");
+  EXPECT_EQ(Send("GET", KeyPath("orders", "m", "1") + "?" + both, "", {}, Sign::kNone).status, 200);
+  EXPECT_EQ(
+      Send("PUT", KeyPath("orders", "m", "7") + "?" + both, R"({"X":1})", {}, Sign::kNone).status,
+      403);
+  EXPECT_EQ(Count(), 1u);
+}
+
+// Any captured signed request used to be accepted forever: no date, a date
+// of 2001 or "not a date" all authenticated.
+TEST_F(RestAuthTest, SharedKeyNeedsAnRfc1123DateWithin15Minutes) {
+  const std::string target = "/devstoreaccount1/orders";
+  int row = 10;
+  auto insert = [&](const RequestDates& dates, Sign sign = Sign::kSharedKey) {
+    return SendDated(*http_, "POST", target,
+                     R"({"PartitionKey":"d","RowKey":")" + std::to_string(row++) + "\"}", dates, {},
+                     sign);
+  };
+  struct Case {
+    const char* what;
+    RequestDates dates;
+    const char* why;
+  };
+  const std::vector<Case> refused = {
+      {"no date at all", {std::nullopt, std::nullopt}, "neither x-ms-date nor Date"},
+      {"2001", {"Mon, 01 Jan 2001 00:00:00 GMT", std::nullopt}, "before the server's time"},
+      {"not a date", {"not a date", std::nullopt}, "not in RFC 1123 format"},
+      {"ISO 8601", {IsoIn(0), std::nullopt}, "not in RFC 1123 format"},
+      {"no zone", {HttpDateNow().substr(0, 25), std::nullopt}, "not in RFC 1123 format"},
+      {"31 February", {"Sat, 31 Feb 2026 00:00:00 GMT", std::nullopt}, "not in RFC 1123 format"},
+      {"16 minutes ago", {HttpDateNow(-16 * 60), std::nullopt}, "before the server's time"},
+      {"16 minutes ahead", {HttpDateNow(16 * 60), std::nullopt}, "after the server's time"},
+      {"stale Date only",
+       {std::nullopt, "Mon, 01 Jan 2001 00:00:00 GMT"},
+       "before the server's time"},
+      // x-ms-date wins over Date: a fresh Date does not save a stale x-ms-date.
+      {"stale x-ms-date, fresh Date",
+       {"Mon, 01 Jan 2001 00:00:00 GMT", HttpDateNow()},
+       "before the server's time"},
+  };
+  for (const auto& k : refused) {
+    for (Sign sign : {Sign::kSharedKey, Sign::kSharedKeyLite}) {
+      Reply r = insert(k.dates, sign);
+      EXPECT_EQ(r.status, 403) << k.what << ": " << r.body;
+      EXPECT_EQ(r.ErrorCode(), "AuthenticationFailed") << k.what;
+      EXPECT_NE(r.ErrorMessage().find(k.why), std::string::npos)
+          << k.what << ": " << r.ErrorMessage();
+    }
+  }
+  Reply read = SendDated(*http_, "GET", KeyPath("orders", "m", "1"), "",
+                         {"Mon, 01 Jan 2001 00:00:00 GMT", std::nullopt});
+  EXPECT_EQ(read.status, 403);
+  EXPECT_EQ(Count(), 1u);  // nothing was written
+
+  // Accepted: x-ms-date or Date alone, within the skew, a one-digit day
+  // (Java's RFC_1123_DATE_TIME), and a stale Date beside a fresh x-ms-date.
+  EXPECT_EQ(insert({HttpDateNow(), std::nullopt}).status, 201);
+  EXPECT_EQ(insert({std::nullopt, HttpDateNow()}).status, 201);
+  EXPECT_EQ(insert({HttpDateNow(-10 * 60), std::nullopt}).status, 201);
+  EXPECT_EQ(insert({HttpDateNow(10 * 60), std::nullopt}, Sign::kSharedKeyLite).status, 201);
+  EXPECT_EQ(insert({HttpDateNow(), "Mon, 01 Jan 2001 00:00:00 GMT"}).status, 201);
+  std::string one_digit = HttpDateNow();
+  if (one_digit[5] == '0') {
+    one_digit.erase(5, 1);
+    EXPECT_EQ(insert({one_digit, std::nullopt}).status, 201) << one_digit;
+  }
 }
 
 TEST_F(RestAuthTest, BadExpiredOrUnsupportedSasIs403) {

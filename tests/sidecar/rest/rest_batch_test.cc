@@ -121,6 +121,62 @@ TEST_F(RestBatchTest, ConditionsDifferentPartitionsAndBadOperationsFailWhole) {
   EXPECT_EQ(Count(), 1u);
 }
 
+// A DELETE in a changeset without If-Match used to delete unconditionally
+// (read as If-Match: *), where a single DELETE is 400 MissingRequiredHeader.
+TEST_F(RestBatchTest, ADeleteWithoutIfMatchFailsTheChangesetLikeASingleDelete) {
+  ASSERT_EQ(InsertJson("orders", R"({"PartitionKey":"p","RowKey":"keep","v":1})").status, 201);
+  ASSERT_EQ(InsertJson("orders", R"({"PartitionKey":"p","RowKey":"old","v":1})").status, 201);
+  const uint64_t before = client_->Ping()->last_lsn;
+  Reply single = Send("DELETE", "/devstoreaccount1/orders(PartitionKey='p',RowKey='keep')");
+  EXPECT_EQ(single.status, 400);
+  EXPECT_EQ(single.ErrorCode(), "MissingRequiredHeader");
+  Reply r = Batch({
+      {"POST", "/devstoreaccount1/orders", R"({"PartitionKey":"p","RowKey":"new"})", {}},
+      {"MERGE", "/devstoreaccount1/orders(PartitionKey='p',RowKey='old')", R"({"w":2})", {}},
+      {"DELETE", "/devstoreaccount1/orders(PartitionKey='p',RowKey='keep')", "", {}},
+  });
+  ASSERT_EQ(r.status, 202) << r.body;
+  EXPECT_NE(r.body.find("HTTP/1.1 400"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("\"code\":\"MissingRequiredHeader\""), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("\"value\":\"2:"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("If-Match"), std::string::npos) << r.body;
+  EXPECT_EQ(r.body.find("HTTP/1.1 204"), std::string::npos) << r.body;
+  // Nothing was written: no LSN, 'keep' still there, no 'new', 'old' unmerged.
+  EXPECT_EQ(client_->Ping()->last_lsn, before);
+  EXPECT_TRUE(client_->Get("orders", "p", "keep").ok());
+  EXPECT_FALSE(client_->Get("orders", "p", "new").ok());
+  auto old = client_->Get("orders", "p", "old");
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_EQ(old->Find("w"), nullptr);
+  EXPECT_EQ(Count(), 2u);
+
+  // The documented semantics stay: without If-Match, PUT and MERGE are
+  // upserts (of an existing and of a new entity); DELETE with * deletes.
+  Reply ok = Batch({
+      {"MERGE", "/devstoreaccount1/orders(PartitionKey='p',RowKey='old')", R"({"w":2})", {}},
+      {"PUT", "/devstoreaccount1/orders(PartitionKey='p',RowKey='fresh')", R"({"v":3})", {}},
+      {"PATCH", "/devstoreaccount1/orders(PartitionKey='p',RowKey='patched')", R"({"v":4})", {}},
+      {"DELETE",
+       "/devstoreaccount1/orders(PartitionKey='p',RowKey='keep')",
+       "",
+       {{"If-Match", "*"}}},
+  });
+  ASSERT_EQ(ok.status, 202) << ok.body;
+  EXPECT_EQ(ok.body.find("odata.error"), std::string::npos) << ok.body;
+  auto merged = client_->Get("orders", "p", "old");
+  ASSERT_TRUE(merged.ok()) << merged.status().ToString();
+  ASSERT_NE(merged->Find("v"), nullptr);
+  ASSERT_NE(merged->Find("w"), nullptr);
+  EXPECT_EQ(merged->Find("v")->as_int32(), 1);
+  EXPECT_EQ(merged->Find("w")->as_int32(), 2);
+  auto fresh = client_->Get("orders", "p", "fresh");
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  ASSERT_NE(fresh->Find("v"), nullptr);
+  EXPECT_EQ(fresh->Find("v")->as_int32(), 3);
+  EXPECT_TRUE(client_->Get("orders", "p", "patched").ok());
+  EXPECT_FALSE(client_->Get("orders", "p", "keep").ok());
+}
+
 TEST_F(RestBatchTest, MalformedBatchesAre400AndTooManyOperationsAreRefused) {
   EXPECT_EQ(Send("POST", "/devstoreaccount1/$batch", "not multipart", {{"Content-Type", "multipart/mixed; boundary=batch_b1"}}).status, 400);
   EXPECT_EQ(Send("POST", "/devstoreaccount1/$batch", "x", {{"Content-Type", "application/json"}}).status, 400);

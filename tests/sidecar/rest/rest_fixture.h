@@ -13,6 +13,7 @@
 
 #include <ctime>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,8 +81,9 @@ inline std::string KeyPath(const std::string& table, std::string_view pk, std::s
   return "/" + std::string(kAccount) + "/" + table + "(PartitionKey=" + quote(pk) + ",RowKey=" + quote(rk) + ")";
 }
 
-inline std::string HttpDateNow() {
-  std::time_t now = std::time(nullptr);
+// An RFC 1123 date `offset_s` seconds from now (what SDKs send as x-ms-date).
+inline std::string HttpDateNow(long offset_s = 0) {
+  std::time_t now = std::time(nullptr) + offset_s;
   std::tm tm{};
   gmtime_r(&now, &tm);
   char buf[64];
@@ -149,13 +151,29 @@ class RestTest : public SidecarTest {
   // response is a status of 0 rather than a failure.
   Reply SendOn(httplib::Client& http, const std::string& method, const std::string& target, const std::string& body,
                httplib::Headers extra = {}, Sign sign = Sign::kSharedKey, bool quiet = false) const {
+    return SendDated(http, method, target, body, RequestDates{HttpDateNow(), std::nullopt},
+                     std::move(extra), sign, quiet);
+  }
+
+  // The date headers a request carries (nullopt: not sent). The signature
+  // covers x-ms-date when sent, else Date, as the SDKs sign.
+  struct RequestDates {
+    std::optional<std::string> x_ms_date;
+    std::optional<std::string> date;
+  };
+  Reply SendDated(httplib::Client& http, const std::string& method, const std::string& target,
+                  const std::string& body, const RequestDates& dates, httplib::Headers extra = {},
+                  Sign sign = Sign::kSharedKey, bool quiet = false) const {
     httplib::Request req;
     req.method = method;
     req.path = target;
     req.body = body;
-    const std::string date = HttpDateNow();
-    req.headers = {{"x-ms-date", date}, {"x-ms-version", "2019-02-02"},
-                   {"Accept", "application/json;odata=minimalmetadata"}, {"DataServiceVersion", "3.0"}};
+    const std::string date = dates.x_ms_date ? *dates.x_ms_date : dates.date.value_or("");
+    req.headers = {{"x-ms-version", "2019-02-02"},
+                   {"Accept", "application/json;odata=minimalmetadata"},
+                   {"DataServiceVersion", "3.0"}};
+    if (dates.x_ms_date) req.headers.emplace("x-ms-date", *dates.x_ms_date);
+    if (dates.date) req.headers.emplace("Date", *dates.date);
     std::string content_type;
     if (!body.empty() || method == "POST" || method == "PUT" || method == "PATCH") {
       content_type = "application/json";

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/edm.h"
 #include "sidecar/rest/http.h"
 #include "sidecar/rest/multipart.h"
 #include "sidecar/rest/odata.h"
@@ -80,7 +81,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       parts.verb = "GET";
       parts.raw_path = "/acct/Tables";
       parts.path_account = "acct";
-      Status s = VerifySharedKey(in, parts, accounts);
+      parts.x_ms_date = "Mon, 01 Jan 2024 00:00:00 GMT";
+      Status s = VerifySharedKey(in, parts, accounts, *ParseDateTime("2024-01-01T00:00:00Z"));
       Check(!s.ok() && s.code() == Code::kAuthenticationFailed);  // no input forges the signature
       break;
     }

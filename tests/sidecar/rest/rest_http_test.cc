@@ -118,6 +118,19 @@ class RawHttp {
   std::string buf_;
 };
 
+// The listener's own refusals are in the service's form like every other
+// response: they used to have no x-ms-request-id and no RequestId/Time
+// lines in the message.
+void ExpectServiceForm(const RawReply& r, const std::string& what) {
+  const std::string id = r.Field("x-ms-request-id");
+  EXPECT_FALSE(id.empty()) << what << "\n" << r.head;
+  EXPECT_FALSE(r.Field("x-ms-error-code").empty()) << what << "\n" << r.head;
+  EXPECT_FALSE(r.Field("Date").empty()) << what << "\n" << r.head;
+  EXPECT_NE(r.body.find("odata.error"), std::string::npos) << what << "\n" << r.body;
+  EXPECT_NE(r.body.find("\\nRequestId:" + id + "\\nTime:"), std::string::npos) << what << "\n"
+                                                                               << r.body;
+}
+
 uint64_t RssBytes(int pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   std::string line;
@@ -224,7 +237,7 @@ TEST_F(RestListenerTest, ABodyOverTheLimitIsRefusedBeforeItIsSent) {
   RawReply r = c.Read(5000);
   EXPECT_EQ(r.status, 413) << r.head;
   EXPECT_EQ(r.Field("x-ms-error-code"), "RequestBodyTooLarge");
-  EXPECT_NE(r.body.find("odata.error"), std::string::npos);
+  ExpectServiceForm(r, "413");
   EXPECT_EQ(r.Field("Connection"), "close");
   EXPECT_TRUE(c.ClosedWithin(3000));
   // Still serving, and nothing was stored.
@@ -244,17 +257,32 @@ TEST_F(RestListenerTest, MalformedBytesGetTheServicesErrorAndClose) {
       {"no Host", "GET /devstoreaccount1/Tables HTTP/1.1\r\n\r\n", 400},
       {"HTTP/2", "GET / HTTP/2.0\r\nHost: h\r\n\r\n", 505},
       {"head over 64 KiB", "GET /" + std::string(70000, 'a') + " HTTP/1.1\r\nHost: h\r\n\r\n", 431},
-      {"both framings", "POST /devstoreaccount1/raw HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n"
-                        "Transfer-Encoding: chunked\r\n\r\n{}", 400},
-      {"gzip body", "POST /devstoreaccount1/raw HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n", 501},
+      {"both framings",
+       "POST /devstoreaccount1/raw HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n"
+       "Transfer-Encoding: chunked\r\n\r\n{}",
+       400},
+      {"gzip body",
+       "POST /devstoreaccount1/raw HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip\r\n\r\n", 501},
+      {"bad chunk size",
+       "POST /devstoreaccount1/raw HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+       "zz\r\n{}\r\n0\r\n\r\n",
+       400},
+      {"bad header line",
+       "GET /devstoreaccount1/Tables HTTP/1.1\r\nHost: h\r\nno colon here\r\n\r\n", 400},
+      {"too many fields",
+       [] {
+         std::string m = "GET /devstoreaccount1/Tables HTTP/1.1\r\nHost: h\r\n";
+         for (int i = 0; i < 120; ++i) m += "X-F" + std::to_string(i) + ": v\r\n";
+         return m + "\r\n";
+       }(),
+       431},
   };
   for (const auto& k : cases) {
     RawHttp c(host_, port_);
     ASSERT_TRUE(c.Send(k.bytes)) << k.what;
     RawReply r = c.Read(5000);
     EXPECT_EQ(r.status, k.status) << k.what << "\n" << r.head;
-    EXPECT_FALSE(r.Field("x-ms-error-code").empty()) << k.what;
-    EXPECT_NE(r.body.find("odata.error"), std::string::npos) << k.what;
+    ExpectServiceForm(r, k.what);
     EXPECT_TRUE(c.ClosedWithin(3000)) << k.what;
   }
   Reply q = Send("GET", Entities("raw") + "()");
@@ -303,6 +331,7 @@ TEST_F(RestListenerTest, ARequestTooSlowToArriveGets408) {
   RawReply r = c.Read(5000);
   EXPECT_EQ(r.status, 408) << r.head;
   EXPECT_EQ(r.Field("x-ms-error-code"), "OperationTimedOut");
+  ExpectServiceForm(r, "408");
   EXPECT_TRUE(c.ClosedWithin(3000));
   EXPECT_EQ(GetEntity("raw", "p", "slow").status, 404);
 }
@@ -322,6 +351,7 @@ TEST_F(RestListenerTest, ConnectionsOverTheBoundGetServerBusy) {
     if (r.status == 503) {
       ++busy;
       EXPECT_EQ(r.Field("x-ms-error-code"), "ServerBusy");
+      ExpectServiceForm(r, "503 max_connections");
       EXPECT_TRUE(c->ClosedWithin(3000));
     }
   }
@@ -368,6 +398,7 @@ TEST_F(RestListenerTest, BufferedBytesOverTheBoundGetServerBusyAndMemoryStaysBou
   RawReply refused = third.Read(5000);
   EXPECT_EQ(refused.status, 503) << refused.head;
   EXPECT_EQ(refused.Field("x-ms-error-code"), "ServerBusy");
+  ExpectServiceForm(refused, "503 max_buffered_mb");
   // Bounded: the buffered bytes, not the declared ones, and no leak of them.
   EXPECT_LT(RssBytes(server_->pid()), before + (32ull << 20));
   slow.clear();

@@ -90,6 +90,30 @@ TEST_F(RestTest, GetAndDeleteOneTable) {
   EXPECT_EQ(Send("GET", kTables + "('gone')").ErrorCode(), "TableNotFound");
 }
 
+// GET Tables('caset') was 404 for a table created as 'CaseT', though every
+// other operation (insert, delete, create again) folds case.
+TEST_F(RestTest, GetOneTableIgnoresCaseLikeEveryOtherTableOperation) {
+  for (const char* t : {"Alpha", "CaseT", "Zulu"}) ASSERT_EQ(CreateTable(t).status, 201);
+  for (const char* asked : {"CaseT", "caset", "CASET", "cAsEt"}) {
+    Reply got = Send("GET", kTables + "('" + asked + "')");
+    ASSERT_EQ(got.status, 200) << asked << ": " << got.body;
+    EXPECT_EQ(Json(got.body).Str("TableName"), "CaseT") << asked;  // as created
+  }
+  // Neither a neighbour in the listing nor a prefix is the table.
+  for (const char* asked : {"case", "casetx", "casex", "Bravo", "zzz", "aaa", "Zulu1"}) {
+    Reply missing = Send("GET", kTables + "('" + asked + "')");
+    EXPECT_EQ(missing.status, 404) << asked << ": " << missing.body;
+    EXPECT_EQ(missing.ErrorCode(), "TableNotFound") << asked;
+  }
+  EXPECT_EQ(Send("GET", kTables + "('zulu')").status, 200);
+  // Nothing changed: the three tables, under their names as created.
+  auto tables = client_->ListTables();
+  ASSERT_TRUE(tables.ok());
+  EXPECT_EQ(*tables, (std::vector<std::string>{"Alpha", "CaseT", "Zulu"}));
+  ASSERT_EQ(Send("DELETE", kTables + "('CASET')").status, 204);
+  EXPECT_EQ(Send("GET", kTables + "('caset')").ErrorCode(), "TableNotFound");
+}
+
 TEST_F(RestTest, FullAndNoMetadataTables) {
   ASSERT_EQ(CreateTable("meta").status, 201);
   Reply full = Send("GET", kTables, "", {{"Accept", "application/json;odata=fullmetadata"}});
@@ -123,6 +147,31 @@ TEST_F(RestTest, OldVersionsAreRefused) {
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(r.ErrorCode(), "InvalidHeaderValue");
   EXPECT_EQ(Send("GET", kTables, "", {{"x-ms-version", "2020-12-06"}}).status, 200);
+}
+
+// x-ms-version was compared as a string: 'garbage' and '9999-99-99' were
+// served (and echoed back) as if understood.
+TEST_F(RestTest, VersionsThatAreNotDatesOrOlderThanServedAreRefused) {
+  for (const char* v : {"garbage", "9999-99-99", "2019-02-30", "2019-2-2", "2019-02-02x",
+                        "2019-02-01", "2015-04-05", "20190202"}) {
+    Reply r = Send("POST", kTables, "{\"TableName\":\"versioned\"}", {{"x-ms-version", v}});
+    EXPECT_EQ(r.status, 400) << v << ": " << r.body;
+    EXPECT_EQ(r.ErrorCode(), "InvalidHeaderValue") << v;
+    EXPECT_NE(r.ErrorMessage().find("x-ms-version"), std::string::npos) << v;
+    EXPECT_EQ(r.Header("x-ms-version"), "2019-02-02") << v;  // not echoed back
+  }
+  auto tables = client_->ListTables();
+  ASSERT_TRUE(tables.ok());
+  EXPECT_TRUE(tables->empty());  // nothing created
+  // What the SDKs send: 2019-02-02 (@azure/data-tables, azure-data-tables),
+  // 2020-12-06; and later versions than any the code knows, so that an SDK
+  // upgrade does not break the sidecar next to it. Echoed back.
+  for (const char* v :
+       {"2019-02-02", "2019-07-07", "2020-12-06", "2021-12-02", "2025-11-05", "2099-01-01"}) {
+    Reply r = Send("GET", kTables, "", {{"x-ms-version", v}});
+    EXPECT_EQ(r.status, 200) << v << ": " << r.body;
+    EXPECT_EQ(r.Header("x-ms-version"), v);
+  }
 }
 
 TEST_F(RestTest, ClientRequestIdIsEchoed) {

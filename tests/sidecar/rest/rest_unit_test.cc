@@ -178,19 +178,80 @@ TEST(RestSharedKey, StringToSignAndVerification) {
   std::vector<RestAccount> accounts = {{"acct", "secret-key-bytes"}};
   SignedParts parts;
   parts.verb = "GET";
-  parts.x_ms_date = "D";
+  const std::string d = "Mon, 01 Jan 2024 00:00:00 GMT";
+  const int64_t now = *ParseDateTime("2024-01-01T00:05:00Z");
+  parts.x_ms_date = d;
   parts.raw_path = "/acct/Tables";
   parts.path_account = "acct";
-  const std::string with = HmacSha256Base64("secret-key-bytes", SharedKeyStringToSign("GET", "", "", "D", "/acct/acct/Tables"));
-  const std::string without = HmacSha256Base64("secret-key-bytes", SharedKeyStringToSign("GET", "", "", "D", "/acct/Tables"));
-  EXPECT_TRUE(VerifySharedKey("SharedKey acct:" + with, parts, accounts).ok());
-  EXPECT_TRUE(VerifySharedKey("SharedKey acct:" + without, parts, accounts).ok());
-  EXPECT_EQ(VerifySharedKey("SharedKey acct:" + with.substr(1), parts, accounts).code(), Code::kAuthenticationFailed);
-  EXPECT_EQ(VerifySharedKey("SharedKey other:" + with, parts, accounts).code(), Code::kAuthenticationFailed);
-  EXPECT_EQ(VerifySharedKey("SharedKeyLite acct:" + with, parts, accounts).code(), Code::kAuthenticationFailed);
-  EXPECT_EQ(VerifySharedKey("Basic x", parts, accounts).code(), Code::kAuthenticationFailed);
-  EXPECT_EQ(VerifySharedKey("SharedKey", parts, accounts).code(), Code::kAuthenticationFailed);
-  EXPECT_EQ(VerifySharedKey("SharedKey acct", parts, accounts).code(), Code::kAuthenticationFailed);
+  const std::string with = HmacSha256Base64(
+      "secret-key-bytes", SharedKeyStringToSign("GET", "", "", d, "/acct/acct/Tables"));
+  const std::string without =
+      HmacSha256Base64("secret-key-bytes", SharedKeyStringToSign("GET", "", "", d, "/acct/Tables"));
+  EXPECT_TRUE(VerifySharedKey("SharedKey acct:" + with, parts, accounts, now).ok());
+  EXPECT_TRUE(VerifySharedKey("SharedKey acct:" + without, parts, accounts, now).ok());
+  EXPECT_EQ(VerifySharedKey("SharedKey acct:" + with.substr(1), parts, accounts, now).code(),
+            Code::kAuthenticationFailed);
+  EXPECT_EQ(VerifySharedKey("SharedKey other:" + with, parts, accounts, now).code(),
+            Code::kAuthenticationFailed);
+  EXPECT_EQ(VerifySharedKey("SharedKeyLite acct:" + with, parts, accounts, now).code(),
+            Code::kAuthenticationFailed);
+  EXPECT_EQ(VerifySharedKey("Basic x", parts, accounts, now).code(), Code::kAuthenticationFailed);
+  EXPECT_EQ(VerifySharedKey("SharedKey", parts, accounts, now).code(), Code::kAuthenticationFailed);
+  EXPECT_EQ(VerifySharedKey("SharedKey acct", parts, accounts, now).code(),
+            Code::kAuthenticationFailed);
+  // The right signature at the wrong time: a replay.
+  const int64_t minute = 60 * kTicksPerSecond;
+  EXPECT_TRUE(VerifySharedKey("SharedKey acct:" + with, parts, accounts, now + 10 * minute).ok());
+  EXPECT_TRUE(VerifySharedKey("SharedKey acct:" + with, parts, accounts, now - 20 * minute).ok());
+  Status late = VerifySharedKey("SharedKey acct:" + with, parts, accounts, now + 11 * minute);
+  EXPECT_EQ(late.code(), Code::kAuthenticationFailed);
+  EXPECT_NE(late.message().find("960 s before the server's time"), std::string::npos)
+      << late.message();
+  Status early = VerifySharedKey("SharedKey acct:" + with, parts, accounts, now - 21 * minute);
+  EXPECT_NE(early.message().find("960 s after the server's time"), std::string::npos)
+      << early.message();
+  // x-ms-date wins over Date; Date alone is the date.
+  SignedParts both = parts;
+  both.date = "Mon, 01 Jan 2024 00:05:00 GMT";
+  EXPECT_TRUE(VerifySharedKey("SharedKey acct:" + with, both, accounts, now).ok());
+  SignedParts date_only = parts;
+  date_only.x_ms_date = "";
+  date_only.date = d;
+  EXPECT_TRUE(VerifySharedKey("SharedKey acct:" + with, date_only, accounts, now).ok());
+  SignedParts none = parts;
+  none.x_ms_date = "";
+  const std::string undated = HmacSha256Base64(
+      "secret-key-bytes", SharedKeyStringToSign("GET", "", "", "", "/acct/acct/Tables"));
+  Status no_date = VerifySharedKey("SharedKey acct:" + undated, none, accounts, now);
+  EXPECT_EQ(no_date.code(), Code::kAuthenticationFailed);
+  EXPECT_NE(no_date.message().find("neither x-ms-date nor Date"), std::string::npos)
+      << no_date.message();
+  SignedParts garbage = parts;
+  garbage.x_ms_date = "D";
+  const std::string signed_d = HmacSha256Base64(
+      "secret-key-bytes", SharedKeyStringToSign("GET", "", "", "D", "/acct/acct/Tables"));
+  EXPECT_NE(VerifySharedKey("SharedKey acct:" + signed_d, garbage, accounts, now)
+                .message()
+                .find("RFC 1123"),
+            std::string::npos);
+}
+
+TEST(RestSharedKey, HttpDates) {
+  EXPECT_EQ(ParseHttpDate("Sun, 06 Nov 1994 08:49:37 GMT"), ParseDateTime("1994-11-06T08:49:37Z"));
+  EXPECT_EQ(ParseHttpDate("Tue, 3 Jun 2008 11:05:30 GMT"),
+            ParseDateTime("2008-06-03T11:05:30Z"));  // Java's form
+  EXPECT_EQ(ParseHttpDate("Thu, 29 Feb 2024 23:59:59 GMT"), ParseDateTime("2024-02-29T23:59:59Z"));
+  for (const char* bad :
+       {"", "D", "not a date", "2024-01-01T00:00:00Z", "Sun, 06 Nov 1994 08:49:37",
+        "Sun, 06 Nov 1994 08:49:37 UTC", "Sun, 06 Nov 1994 08:49:37 +0000",
+        "06 Nov 1994 08:49:37 GMT", "Xyz, 06 Nov 1994 08:49:37 GMT",
+        "Sun, 06 Foo 1994 08:49:37 GMT", "Sun, 006 Nov 1994 08:49:37 GMT",
+        "Sun, 31 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 24:00:00 GMT",
+        "Sun, 06 Nov 94 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:37 GMT ",
+        "Sun,06 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 8:49:37 GMT",
+        "Sun, 0x Nov 1994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:3x GMT"}) {
+    EXPECT_FALSE(ParseHttpDate(bad).has_value()) << bad;
+  }
 }
 
 TEST(RestSas, StringsToSignAndTokens) {
@@ -211,6 +272,22 @@ TEST(RestSas, StringsToSignAndTokens) {
   QueryParams bad = q;
   bad["sp"] = "r";
   EXPECT_EQ(VerifySas(bad, "acct", accounts, NowTicks()).status().code(), Code::kAuthenticationFailed);
+  // A RowKey bound needs its PartitionKey bound, signed or not.
+  for (const auto& [rk, pk] : {std::pair<const char*, const char*>{"srk", "spk"}, {"erk", "epk"}}) {
+    QueryParams alone = {{"sp", "raud"},
+                         {"se", "2099-01-01T00:00:00Z"},
+                         {"tn", "Orders"},
+                         {"sv", "2019-02-02"},
+                         {rk, "m"}};
+    alone["sig"] = HmacSha256Base64("k", ServiceSasStringToSign(alone, "acct"));
+    auto refused = VerifySas(alone, "acct", accounts, NowTicks());
+    EXPECT_EQ(refused.status().code(), Code::kAuthenticationFailed) << rk;
+    EXPECT_NE(refused.status().message().find(std::string(rk) + " ("), std::string::npos)
+        << refused.status().message();
+    alone[pk] = "p";
+    alone["sig"] = HmacSha256Base64("k", ServiceSasStringToSign(alone, "acct"));
+    EXPECT_TRUE(VerifySas(alone, "acct", accounts, NowTicks()).ok()) << rk;
+  }
 
   QueryParams a = {{"sp", "rl"}, {"ss", "t"}, {"srt", "o"}, {"se", "2099-01-01T00:00:00Z"}, {"sv", "2021-06-08"}};
   EXPECT_EQ(AccountSasStringToSign(a, "acct", true), "acct\nrl\nt\no\n\n2099-01-01T00:00:00Z\n\n\n2021-06-08\n\n");
