@@ -343,6 +343,139 @@ TEST_F(CliTest, ChangesShowCallerAndImages) {
   EXPECT_EQ(Ok({"changes", "--from", "4"}), "");
 }
 
+// Negative numbers for unsigned options used to wrap (CLI11 reads them with
+// strtoull): `changes --from -5` printed nothing and exited 0. And the range
+// checks printed their bounds as ~300-digit doubles. Each is refused before
+// anything is sent, naming the option, with its bound in plain digits.
+TEST_F(CliTest, NegativeAndOutOfRangeNumbersAreRefusedNamingTheOption) {
+  Ok({"create-table", "Tab"});
+  Ok({"insert", "Tab", R"({"PartitionKey":"p","RowKey":"r"})"});
+  const std::string config = WriteFile("w.yaml",
+                                       "patterns:\n  - name: index_table\n    source: Tab\n"
+                                       "    target: TabIdx\n    properties: V\n");
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"changes", "--from", "-5"}, "--from: must be at least 0, got -5"},
+      {{"changes", "--from", "-1"}, "--from: must be at least 0, got -1"},
+      {{"changes", "--max", "0"}, "--max: must be at least 1, got 0"},
+      {{"changes", "--max", "-1"}, "--max: must be at least 1, got -1"},
+      {{"changes", "--from", "0x10"}, "--from: expected a whole number, got '0x10'"},
+      {{"changes", "--from", "1.5"}, "--from: expected a whole number, got '1.5'"},
+      {{"changes", "--from", "18446744073709551616"},
+       "--from: must be at most 18446744073709551615"},
+      {{"replay", "--from-lsn", "-3"}, "--from-lsn: must be at least 0, got -3"},
+      {{"replay", "--to-lsn", "-3"}, "--to-lsn: must be at least 0, got -3"},
+      {{"audit", "--from-lsn", "-1"}, "--from-lsn: must be at least 0, got -1"},
+      {{"replay", "--stop-after", "-1"}, "--stop-after: must be at least 0, got -1"},
+      {{"replay", "--kafka-offset", "-5"}, "--kafka-offset: must be at least 0, got -5"},
+      {{"lag", "--max-scan", "0"}, "--max-scan: must be at least 1, got 0"},
+      {{"lag", "--max-scan", "-2"}, "--max-scan: must be at least 1, got -2"},
+      {{"rebuild", "Tab", "--at-lsn", "0"}, "--at-lsn: must be at least 1, got 0"},
+      {{"rebuild", "Tab", "--at-lsn", "-1"}, "--at-lsn: must be at least 1, got -1"},
+      {{"rebuild", "Tab", "--at-lsn", "1", "--stop-after", "-1"},
+       "--stop-after: must be at least 0, got -1"},
+      {{"derive", "--config", config, "--stop-after", "-1"},
+       "--stop-after: must be at least 0, got -1"},
+      {{"query", "Tab", "--limit", "-1"}, "--limit: must be at least 0, got -1"},
+      {{"query", "Tab", "--top", "0"}, "--top: must be at least 1, got 0"},
+      {{"query", "Tab", "--top", "1001"}, "--top: must be at most 1000, got 1001"},
+      {{"--timeout-ms", "0", "ping"}, "--timeout-ms: must be at least 1, got 0"},
+      {{"--retries", "-1", "ping"}, "--retries: must be at least 0, got -1"},
+      {{"--retries", "101", "ping"}, "--retries: must be at most 100, got 101"},
+  };
+  for (const Case& c : cases) {
+    CliResult r = Cli(c.args);
+    const std::string what = ::testing::PrintToString(c.args) + "\n" + Describe(r);
+    EXPECT_EQ(r.exit_code, 2) << what;
+    EXPECT_EQ(r.out, "") << what;
+    EXPECT_TRUE(r.err.starts_with("sidetable-cli: " + c.message)) << what;
+    EXPECT_FALSE(Contains(r.err, "0.000000")) << what;
+  }
+  EXPECT_FALSE(client_->QueryPage({.table = "TabIdx"}).ok()) << "derive ran nothing";
+  // The bounds themselves are accepted.
+  EXPECT_EQ(Lines(Ok({"changes", "--from", "1", "--max", "1"})).size(), 1u);
+  EXPECT_EQ(Lines(Ok({"query", "Tab", "--top", "1000", "--limit", "0"})).size(), 1u);
+}
+
+// With --select the server returns the keys only when they are selected;
+// `get` and `query` printed "" for them ("" is a valid key). The CLI selects
+// the keys and Timestamp itself (docs/cli.md), so the output is the real
+// entity and can be fed back.
+TEST_F(CliTest, SelectStillPrintsTheRealKeysAndTimestamp) {
+  Ok({"create-table", "People"});
+  Ok({"insert", "People", R"({"PartitionKey":"Sales","RowKey":"3","Name":"Cy","Age":41})"});
+  auto stored = client_->Get("People", "Sales", "3");
+  ASSERT_TRUE(stored.ok());
+  const std::string timestamp = "\"Timestamp\":\"" + FormatDateTime(stored->timestamp) + "\"";
+
+  const std::string got = Ok({"get", "People", "Sales", "3", "--select", "Name"});
+  auto e = json::ParseEntityJson(got);
+  ASSERT_TRUE(e.ok()) << got;
+  EXPECT_EQ(e->partition_key, "Sales") << got;
+  EXPECT_EQ(e->row_key, "3") << got;
+  EXPECT_EQ(e->properties, (std::vector<Property>{{"Name", Value::String("Cy")}})) << got;
+  EXPECT_TRUE(Contains(got, timestamp)) << got;
+  EXPECT_EQ(e->etag, stored->etag);
+  // Naming a key or Timestamp too changes nothing.
+  EXPECT_EQ(Ok({"get", "People", "Sales", "3", "--select", "RowKey,Name,Timestamp"}), got);
+
+  const std::string queried = Ok({"query", "People", "--select", "Name"});
+  EXPECT_EQ(queried, got) << "query prints what get prints";
+  const auto table = Lines(Ok({"query", "People", "--select", "Name", "--format", "table"}));
+  ASSERT_EQ(table.size(), 3u);
+  EXPECT_EQ(table[0], "PartitionKey  RowKey  Name");
+  EXPECT_EQ(table[2], "Sales         3       Cy");
+
+  // Fed back: a merge of the selected property, conditioned on its ETag.
+  Ok({"merge", "People", "-"}, got);
+  auto merged = client_->Get("People", "Sales", "3");
+  ASSERT_TRUE(merged.ok());
+  EXPECT_EQ(*merged->Find("Age"), Value::Int32(41)) << "merge kept the property not selected";
+}
+
+// A --checkpoint path that cannot be written was found only at the first
+// save: `replay --stop-after 1` printed a record, then failed as a server
+// "InternalError (500)"; without --stop-after it was never checked. Every
+// replay command now refuses it first, naming the path, exit 2.
+TEST_F(CliTest, AnUnwritableCheckpointPathIsRefusedBeforeTheRun) {
+  Ok({"create-table", "Tab"});
+  Ok({"insert", "Tab", R"({"PartitionKey":"p","RowKey":"r","V":"x"})"});
+  const std::string config = WriteFile("w.yaml",
+                                       "patterns:\n  - name: index_table\n    source: Tab\n"
+                                       "    target: TabIdx\n    properties: V\n");
+  const std::string out = dir_.Sub("out.jsonl");
+  for (const std::string& ck : {std::string("/nonexistent/dir/ck"), dir_.path()}) {
+    const std::vector<std::vector<std::string>> runs = {
+        {"replay", "--progress", "never", "--checkpoint", ck, "--stop-after", "1"},
+        {"replay", "--progress", "never", "--checkpoint", ck},
+        {"audit", "--progress", "never", "--checkpoint", ck},
+        {"rebuild", "Tab", "--at-lsn", "2", "--output", out, "--checkpoint", ck},
+        {"derive", "--config", config, "--checkpoint", ck},
+    };
+    for (const auto& args : runs) {
+      CliResult r = Cli(args);
+      const std::string what = ::testing::PrintToString(args) + "\n" + Describe(r);
+      EXPECT_EQ(r.exit_code, 2) << what;
+      EXPECT_EQ(r.out, "") << "nothing ran: " << what;
+      EXPECT_TRUE(r.err.starts_with("sidetable-cli: --checkpoint " + ck)) << what;
+      EXPECT_FALSE(Contains(r.err, "InternalError")) << what;
+    }
+  }
+  EXPECT_FALSE(client_->QueryPage({.table = "TabIdx"}).ok()) << "derive ran nothing";
+  // A writable path still works, and leaves no probe file behind.
+  const std::string ck = dir_.Sub("ck");
+  CliResult stopped =
+      Cli({"replay", "--progress", "never", "--checkpoint", ck, "--stop-after", "1"});
+  EXPECT_EQ(stopped.exit_code, 5) << Describe(stopped);
+  CliResult finished = Cli({"replay", "--progress", "never", "--checkpoint", ck});
+  EXPECT_EQ(finished.exit_code, 0) << Describe(finished);
+  EXPECT_NE(access(ck.c_str(), F_OK), 0) << "a finished run removes its checkpoint";
+  EXPECT_NE(access((ck + ".tmp").c_str(), F_OK), 0);
+}
+
 // lag against counts the test computes itself from what it wrote and where
 // KafkaPartitionFor puts each key.
 // `changes --follow` (issue 16): prints what is there, then each new record
@@ -440,6 +573,50 @@ TEST(CliStandaloneTest, NothingListeningIsSaidPromptlyAndSchemesAreHinted) {
   CliResult bare = RunCli(dir, {"--endpoint", "127.0.0.1:5555", "ping"});
   EXPECT_EQ(bare.exit_code, 3) << Describe(bare);
   EXPECT_TRUE(Contains(bare.err, "did you mean tcp://127.0.0.1:5555?")) << bare.err;
+}
+
+// `sidetable-cli nosuchcmd` said "A subcommand is required" (CLI11 keeps the
+// word as an extra argument and finds the missing command first).
+TEST(CliStandaloneTest, AnUnknownCommandIsNamed) {
+  testing::TempDir dir;
+  CliResult r = RunCli(dir, {"nosuchcmd"});
+  EXPECT_EQ(r.exit_code, 2) << Describe(r);
+  EXPECT_EQ(r.out, "");
+  EXPECT_TRUE(r.err.starts_with("sidetable-cli: unknown command 'nosuchcmd'")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "ping, create-table")) << "lists the commands: " << r.err;
+  EXPECT_TRUE(Contains(r.err, "--help")) << r.err;
+  EXPECT_FALSE(Contains(r.err, "A subcommand is required")) << r.err;
+
+  CliResult after_options = RunCli(dir, {"--timeout-ms", "100", "nosuchcmd", "--retries", "0"});
+  EXPECT_EQ(after_options.exit_code, 2) << Describe(after_options);
+  EXPECT_TRUE(Contains(after_options.err, "unknown command 'nosuchcmd'")) << after_options.err;
+
+  CliResult nested = RunCli(dir, {"token", "nosuch"});
+  EXPECT_EQ(nested.exit_code, 2) << Describe(nested);
+  EXPECT_TRUE(Contains(nested.err, "unknown command 'token nosuch' (commands: issue, inspect)"))
+      << nested.err;
+
+  CliResult none = RunCli(dir, {});
+  EXPECT_EQ(none.exit_code, 2) << Describe(none);
+  EXPECT_TRUE(Contains(none.err, "a command is required")) << none.err;
+}
+
+// `verify --config /missing.yaml` said "<file>: bad file: <file>" (yaml-cpp's
+// words). A file that cannot be read is said so, naming it; derive too.
+TEST(CliStandaloneTest, AConfigFileThatCannotBeReadIsSaidSo) {
+  testing::TempDir dir;
+  const std::string missing = dir.Sub("missing.yaml");
+  for (const std::string cmd : {"verify", "derive"}) {
+    CliResult r = RunCli(dir, {"--endpoint", "tcp://127.0.0.1:1", cmd, "--config", missing});
+    EXPECT_EQ(r.exit_code, 2) << cmd << ": " << Describe(r);
+    EXPECT_EQ(r.err,
+              "sidetable-cli: --config " + missing + ": cannot read: No such file or directory\n")
+        << cmd << ": " << Describe(r);
+    CliResult d = RunCli(dir, {"--endpoint", "tcp://127.0.0.1:1", cmd, "--config", dir.path()});
+    EXPECT_EQ(d.exit_code, 2) << cmd << ": " << Describe(d);
+    EXPECT_TRUE(Contains(d.err, "cannot read: is a directory")) << cmd << ": " << Describe(d);
+    EXPECT_FALSE(Contains(r.err + d.err, "bad file"));
+  }
 }
 
 TEST(CliStandaloneTest, UnreachableEndpointExitsThree) {

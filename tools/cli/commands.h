@@ -93,6 +93,15 @@ class Session {
 bool ReadJsonArgument(const std::string& arg, std::string* text);
 // All of a file, or of stdin for "-".
 bool ReadFileArgument(const std::string& path, std::string* text);
+// Why the file at `path` cannot be read ("No such file or directory", "is a
+// directory", ...); "" when it can. Checked before a loader that reports
+// these as "<file>: bad file: <file>" (yaml-cpp's LoadFile).
+std::string UnreadableFileReason(const std::string& path);
+
+// The $select `get` and `query` send for --select: the given names plus
+// PartitionKey, RowKey and Timestamp, which the server returns only when
+// selected; empty (the whole entity) stays empty.
+std::vector<std::string> SelectWithSystemProperties(const std::vector<std::string>& select);
 
 int RunPing(Session& s, const CommandArgs& a);
 int RunVerify(Session& s, const CommandArgs& a);

@@ -23,6 +23,7 @@ int RunStream(Session& s, const ReplayArgs& a, const std::string& command) {
   if (!audit && (a.format != "jsonl" || a.summary)) return s.Usage("replay writes JSON lines; --format csv and --summary are audit's");
   auto filter = BuildFilter(a);
   if (!filter.ok()) return s.Usage(filter.status().message());
+  if (Status st = CheckCheckpointPath(a.checkpoint); !st.ok()) return ReplayFail(s, st);
   const std::string fingerprint = SourceFingerprint(a) + filter->Fingerprint() + "format=" + a.format +
                                   ";summary=" + (a.summary ? "1" : "0") + ";";
   auto checkpoint = LoadMatchingCheckpoint(a, command, fingerprint);
@@ -85,7 +86,7 @@ int RunStream(Session& s, const ReplayArgs& a, const std::string& command) {
     c.output_bytes = *bytes;
     count_fenced();
     c.summary = summary.ToJson();
-    return replay::SaveCheckpoint(a.checkpoint, c);
+    return SaveCheckpointFile(a.checkpoint, c);
   };
   replay::Progress progress(ParseProgressMode(a.progress));
   replay::RunControl control = MakeRunControl(a, &progress);
@@ -112,7 +113,7 @@ int RunStream(Session& s, const ReplayArgs& a, const std::string& command) {
   }
   if (auto bytes = out.Sync(); !bytes.ok()) return ReplayFail(s, bytes.status());
   if (!a.checkpoint.empty()) {
-    if (Status st = replay::RemoveCheckpoint(a.checkpoint); !st.ok()) return ReplayFail(s, st);
+    if (Status st = RemoveCheckpointFile(a.checkpoint); !st.ok()) return ReplayFail(s, st);
   }
   return kExitOk;
 }

@@ -9,7 +9,7 @@ using namespace ::sidetable::json;  // the JSON entity format (events/)
 int RunGet(Session& s, const CommandArgs& a) {
   client::Client* c = s.Client();
   if (!c) return s.connect_exit;
-  auto e = c->Get(a.table, a.pk, a.rk, a.select);
+  auto e = c->Get(a.table, a.pk, a.rk, SelectWithSystemProperties(a.select));
   if (!e.ok()) return s.Fail(e.status());
   s.out = EntityToJson(*e) + "\n";
   return s.Finish();

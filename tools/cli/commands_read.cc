@@ -10,6 +10,18 @@ namespace sidetable::cli {
 
 using namespace ::sidetable::json;  // the JSON entity format (events/)
 
+std::vector<std::string> SelectWithSystemProperties(const std::vector<std::string>& select) {
+  // With a $select the server returns the keys and Timestamp only when they
+  // are selected, and the output would show "" keys ("" is a valid key) that
+  // could not be fed back. docs/cli.md promises them, so they are asked for.
+  if (select.empty()) return select;  // the whole entity
+  std::vector<std::string> out = select;
+  for (const char* name : {"PartitionKey", "RowKey", "Timestamp"}) {
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  }
+  return out;
+}
+
 int RunPing(Session& s, const CommandArgs&) {
   client::Client* c = s.Client();
   if (!c) return s.connect_exit;
@@ -57,7 +69,7 @@ int RunQuery(Session& s, const CommandArgs& a) {
   client::QueryOptions q;
   q.table = a.table;
   q.filter = a.filter;
-  q.select = a.select;
+  q.select = SelectWithSystemProperties(a.select);
   if (a.top > 0) q.top = a.top;
   client::QueryIterator it = c->Query(q);
   TablePrinter printer;

@@ -63,6 +63,7 @@ int RunRebuild(Session& s, const ReplayArgs& a) {
   }
   auto filter = BuildFilter(a);
   if (!filter.ok()) return s.Usage(filter.status().message());
+  if (Status st = CheckCheckpointPath(a.checkpoint); !st.ok()) return ReplayFail(s, st);
   replay::Cut cut;
   cut.lsn = a.at_lsn;
   if (!a.at_time.empty()) {
@@ -139,7 +140,7 @@ int RunRebuild(Session& s, const ReplayArgs& a) {
     c.events = events;
     c.rebuild_meta = pit.SaveMeta();
     c.state = pit.SaveState();
-    return replay::SaveCheckpoint(a.checkpoint, c);
+    return SaveCheckpointFile(a.checkpoint, c);
   };
   replay::Progress progress(ParseProgressMode(a.progress));
   replay::RunControl control = MakeRunControl(a, &progress);
@@ -181,12 +182,15 @@ int RunRebuild(Session& s, const ReplayArgs& a) {
                  at.c_str());
   }
   if (!a.checkpoint.empty()) {
-    if (Status st = replay::RemoveCheckpoint(a.checkpoint); !st.ok()) return ReplayFail(s, st);
+    if (Status st = RemoveCheckpointFile(a.checkpoint); !st.ok()) return ReplayFail(s, st);
   }
   return s.Finish();
 }
 
 int RunDerive(Session& s, const ReplayArgs& a) {
+  if (std::string why = UnreadableFileReason(a.config); !why.empty()) {
+    return s.Usage("--config " + a.config + ": cannot read: " + why);
+  }
   apply::WorkerConfig wc;
   if (Status st = apply::LoadWorkerConfigFile(a.config, &wc); !st.ok()) return s.Usage(st.message());
   std::vector<const patterns::PatternConfig*> candidates;
@@ -205,6 +209,7 @@ int RunDerive(Session& s, const ReplayArgs& a) {
   }
   patterns::PatternConfig pc = *candidates[0];
   if (!a.into_table.empty()) pc.settings["target"] = {a.into_table};
+  if (Status st = CheckCheckpointPath(a.checkpoint); !st.ok()) return ReplayFail(s, st);
   client::Client* c = s.Client();
   if (!c) return s.connect_exit;
   replay::Progress progress(ParseProgressMode(a.progress));

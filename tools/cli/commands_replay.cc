@@ -1,6 +1,8 @@
 // The replay commands' arguments (docs/replay.md) and their dispatch.
 #include "tools/cli/replay_commands.h"
 
+#include "tools/cli/number_option.h"
+
 namespace sidetable::cli {
 
 int RunStream(Session& s, const ReplayArgs& a, const std::string& command);  // commands_audit.cc
@@ -15,11 +17,13 @@ void SourceOptions(CLI::App* cmd, ReplayArgs& a, bool ranges) {
   cmd->add_option("--topic", a.topic, "the change topic (default: sidetable.<sidecar id>.changes, asked of the sidecar)");
   cmd->add_option("--kafka-property", a.kafka_properties, "extra librdkafka property key=value (repeatable)");
   if (!ranges) return;
-  cmd->add_option("--kafka-offset", a.kafka_offset, "start every partition at this offset")
-      ->check(CLI::NonNegativeNumber);
+  AddNumber(cmd, "--kafka-offset", a.kafka_offset, "start every partition at this offset",
+            int64_t{0});
   cmd->add_option("--kafka-time", a.kafka_time, "start every partition at the first message at or after this time");
-  cmd->add_option("--from-lsn", a.from_lsn, "first LSN (default: the oldest available)");
-  cmd->add_option("--to-lsn", a.to_lsn, "last LSN (default: the newest when the run starts)");
+  AddNumber(cmd, "--from-lsn", a.from_lsn, "first LSN (default: the oldest available)",
+            uint64_t{0});
+  AddNumber(cmd, "--to-lsn", a.to_lsn, "last LSN (default: the newest when the run starts)",
+            uint64_t{0});
 }
 
 void KeyOptions(CLI::App* cmd, ReplayArgs& a) {
@@ -35,7 +39,9 @@ void RunOptions(CLI::App* cmd, ReplayArgs& a) {
   cmd->add_option("--checkpoint", a.checkpoint,
                   "save progress to FILE every few seconds and when stopped; a run finding FILE resumes "
                   "from it; a finished run removes it");
-  cmd->add_option("--stop-after", a.stop_after, "read at most N records in this run, then checkpoint and exit 5");
+  AddNumber(cmd, "--stop-after", a.stop_after,
+            "read at most N records in this run, then checkpoint and exit 5 (0 = no limit)",
+            uint64_t{0});
   cmd->add_option("--progress", a.progress, "events, rate and ETA on stderr: auto (when a terminal), always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}))
       ->capture_default_str();
@@ -64,7 +70,7 @@ void AddReplayCommands(CLI::App& app, ReplayArgs& a) {
   auto* rebuild = app.add_subcommand("rebuild", "a table (or key range) as it was at an LSN or a time, into a new "
                                                 "table or JSON lines; the live table is not touched");
   rebuild->add_option("TABLE", a.table, "the table to rebuild")->required();
-  rebuild->add_option("--at-lsn", a.at_lsn, "the state after this commit")->check(CLI::PositiveNumber);
+  AddNumber(rebuild, "--at-lsn", a.at_lsn, "the state after this commit", uint64_t{1});
   rebuild->add_option("--at-time", a.at_time, "the state after the last commit at or before this time");
   rebuild->add_option("--into-table", a.into_table, "create this new table with the rebuilt entities");
   rebuild->add_option("--target-endpoint", a.target_endpoint, "the sidecar of --into-table (default: --endpoint)");

@@ -116,6 +116,9 @@ int VerifyPatterns(Session& s, const std::vector<patterns::PatternConfig>& pcs) 
 }
 
 int RunVerify(Session& s, const CommandArgs& a) {
+  if (std::string why = UnreadableFileReason(a.input); !why.empty()) {
+    return s.Usage("--config " + a.input + ": cannot read: " + why);
+  }
   apply::WorkerConfig wc;
   if (Status st = apply::LoadWorkerConfigFile(a.input, &wc); !st.ok()) return s.Usage(st.message());
   if (wc.patterns.empty()) return s.Usage(a.input + ": no patterns to verify");

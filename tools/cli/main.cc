@@ -10,10 +10,12 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include "tools/cli/commands.h"
 #include "tools/cli/curve_commands.h"
+#include "tools/cli/number_option.h"
 #include "tools/cli/replay_commands.h"
 #include "tools/cli/token_commands.h"
 
@@ -23,28 +25,64 @@ using namespace sidetable::cli;
 #define SIDETABLE_VERSION "unknown"
 #endif
 
+namespace {
+
+// What the failed parse of `app` says on stderr, "sidetable-cli: " first as
+// every other usage error (docs/cli.md, exit codes).
+std::string FailureMessage(const CLI::App* app, const CLI::Error& e) {
+  return "sidetable-cli: " + CLI::FailureMessage::simple(app, e);
+}
+
+// CLI11 reports a word that names no command as "A subcommand is required":
+// the word is kept as an extra argument, and the missing command is found
+// first. This names the word and lists the commands instead; "" when the
+// error is something else.
+std::string UnknownCommandMessage(const CLI::App& app, const CLI::Error& e) {
+  if (dynamic_cast<const CLI::RequiredError*>(&e) == nullptr) return "";
+  const CLI::App* cmd = &app;
+  std::string path;  // "token " for `token issue`'s level
+  while (!cmd->get_subcommands().empty()) {
+    cmd = cmd->get_subcommands().front();
+    path += cmd->get_name() + " ";
+  }
+  std::string names;
+  for (const CLI::App* sub : cmd->get_subcommands([](const CLI::App*) { return true; })) {
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  }
+  if (names.empty()) return "";  // a required option of a leaf command
+  const std::string help = "; run sidetable-cli " + path + "--help for what each does";
+  for (const std::string& word : app.remaining(true)) {
+    if (word.starts_with("-")) continue;
+    return "unknown command '" + path + word + "' (commands: " + names + ")" + help;
+  }
+  return "a command is required (commands: " + names + ")" + help;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"sidetable-cli: tables, entities, queries and the change log of a sidetable sidecar"};
   app.set_version_flag("--version", std::string("sidetable-cli ") + SIDETABLE_VERSION);
   app.require_subcommand(1);
   app.fallthrough();  // global options may also follow the command
+  app.failure_message(FailureMessage);
   GlobalOptions g;
   CommandArgs a;
   app.add_option("--endpoint", g.endpoint, "sidecar endpoint")
       ->envname("SIDETABLE_ENDPOINT")
       ->capture_default_str();
-  app.add_option("--timeout-ms", g.timeout_ms, "time to wait for each attempt's reply")
-      ->check(CLI::Range(1, 3'600'000))
+  AddNumber(&app, "--timeout-ms", g.timeout_ms, "time to wait for each attempt's reply", 1,
+            3'600'000)
       ->capture_default_str();
   app.add_option("--caller", g.caller, "writer identity recorded in the change log");
   app.add_option("--token", g.token, "signed access token sent with every request (docs/security.md)")
       ->envname("SIDETABLE_TOKEN");
   app.add_option("--token-file", g.token_file, "file holding the access token (instead of --token)")
       ->envname("SIDETABLE_TOKEN_FILE");
-  app.add_option("--retries", g.retries,
-                 "attempts after the first when there is no reply or the server is busy "
-                 "(a retried write may have been applied already)")
-      ->check(CLI::Range(0, 100))
+  AddNumber(&app, "--retries", g.retries,
+            "attempts after the first when there is no reply or the server is busy "
+            "(a retried write may have been applied already)",
+            0, 100)
       ->capture_default_str();
   app.add_option("--curve-server-key", g.curve_server_key_file,
                  "CURVE: the sidecar's public key file (SERVER.pub); with --curve-key")
@@ -101,20 +139,20 @@ int main(int argc, char** argv) {
   table_arg(query);
   query->add_option("--filter", a.filter, "OData $filter (docs/queries.md)");
   select_opt(query);
-  query->add_option("--top", a.top, "entities per page, 1-1000")->check(CLI::Range(1, 1000));
+  AddNumber(query, "--top", a.top, "entities per page, 1-1000", 1, 1000);
   query->add_option("--format", a.format, "jsonl (one JSON object per line) or table")
       ->check(CLI::IsMember({"jsonl", "table"}))
       ->capture_default_str();
-  query->add_option("--limit", a.limit, "stop after this many entities (0 = all)");
+  AddNumber(query, "--limit", a.limit, "stop after this many entities (0 = all)", uint64_t{0});
 
   auto* batch = app.add_subcommand("batch", "run an entity group transaction from a JSON file");
   table_arg(batch);
   batch->add_option("FILE", a.input, "JSON array of {op, entity, ifMatch?}, or - for stdin")->required();
 
   auto* changes = app.add_subcommand("changes", "print change-log records as JSON lines");
-  changes->add_option("--from", a.from, "first LSN")->capture_default_str();
-  changes->add_option("--max", a.max, "most records to print (with --follow: no limit unless given)")
-      ->check(CLI::PositiveNumber)
+  AddNumber(changes, "--from", a.from, "first LSN", uint64_t{0})->capture_default_str();
+  AddNumber(changes, "--max", a.max, "most records to print (with --follow: no limit unless given)",
+            uint64_t{1})
       ->capture_default_str();
   changes->add_flag("--follow,-f", a.follow,
                     "then wait for new records and print each as it commits, until Ctrl-C (like tail -f)");
@@ -122,8 +160,8 @@ int main(int argc, char** argv) {
   auto* lag = app.add_subcommand(
       "lag", "per derived table, source and Kafka partition: the applied LSN and the change records above it");
   lag->add_option("--derived", a.table, "only this derived table");
-  lag->add_option("--max-scan", a.max, "most change records to scan (counts above it are lower bounds)")
-      ->check(CLI::PositiveNumber);
+  AddNumber(lag, "--max-scan", a.max,
+            "most change records to scan (counts above it are lower bounds)", uint64_t{1});
   bool lag_json = false;
   lag->add_flag("--json", lag_json, "one JSON object instead of the text table");
 
@@ -144,6 +182,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (std::string unknown = UnknownCommandMessage(app, e); !unknown.empty()) {
+      std::fprintf(stderr, "sidetable-cli: %s\n", unknown.c_str());
+      return kExitUsage;
+    }
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
 

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstring>
 
@@ -125,10 +126,45 @@ Result<std::unique_ptr<replay::RecordSource>> OpenSource(Session& s, const Repla
   return replay::OpenKafkaSource(o, resume);
 }
 
+Status LocalFileError(const std::string& message) { return Status(Code::kInvalidInput, message); }
+
+Status CheckCheckpointPath(const std::string& path) {
+  if (path.empty()) return Status::OK();
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return LocalFileError("--checkpoint " + path + " is a directory; give a file path");
+  }
+  // O_EXCL: a temporary file left by a killed run is not ours to remove.
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const bool created = fd >= 0;
+  if (!created && errno == EEXIST) fd = ::open(tmp.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return LocalFileError("--checkpoint " + path + ": cannot create " + tmp + ": " +
+                          std::strerror(errno) + " (the directory must exist and be writable)");
+  }
+  ::close(fd);
+  if (created) ::unlink(tmp.c_str());
+  return Status::OK();
+}
+
+Status SaveCheckpointFile(const std::string& path, const replay::Checkpoint& c) {
+  Status st = replay::SaveCheckpoint(path, c);
+  return st.ok() ? st : LocalFileError("--checkpoint: " + st.message());
+}
+
+Status RemoveCheckpointFile(const std::string& path) {
+  Status st = replay::RemoveCheckpoint(path);
+  return st.ok() ? st : LocalFileError("--checkpoint: " + st.message());
+}
+
 Result<std::optional<replay::Checkpoint>> LoadMatchingCheckpoint(const ReplayArgs& a, const std::string& command,
                                                                  const std::string& fingerprint) {
   if (a.checkpoint.empty()) return std::optional<replay::Checkpoint>();
   auto c = replay::LoadCheckpoint(a.checkpoint);
+  if (!c.ok() && c.status().code() != Code::kInvalidInput) {
+    return LocalFileError("--checkpoint: " + c.status().message());  // cannot read it
+  }
   if (!c.ok() || !c->has_value()) return c;
   if ((*c)->command != command || (*c)->fingerprint != fingerprint) {
     return Status(Code::kInvalidInput, a.checkpoint + " was saved by a '" + (*c)->command +
@@ -166,8 +202,9 @@ Status Output::Open(const std::string& path, std::optional<uint64_t> resume_at) 
   f_ = ::fdopen(fd, "w");
   is_regular_ = S_ISREG(st.st_mode);
   if (!f_) {
+    const int error = errno;
     ::close(fd);
-    return Status(Code::kInternal, "fdopen " + path);
+    return LocalFileError("cannot open " + path + ": " + std::strerror(error));
   }
   bytes_ = static_cast<uint64_t>(keep);
   return Status::OK();
@@ -176,15 +213,21 @@ Status Output::Open(const std::string& path, std::optional<uint64_t> resume_at) 
 Status Output::Write(std::string_view data) {
   if (data.empty()) return Status::OK();
   if (std::fwrite(data.data(), 1, data.size(), f_) != data.size()) {
-    return Status(Code::kInternal, "cannot write " + (is_stdout_ ? std::string("stdout") : path_));
+    const int error = errno;
+    return LocalFileError("cannot write " + (is_stdout_ ? std::string("stdout") : path_) + ": " +
+                          std::strerror(error));
   }
   bytes_ += data.size();
   return Status::OK();
 }
 
 Result<uint64_t> Output::Sync() {
-  if (std::fflush(f_) != 0) return Status(Code::kInternal, "cannot flush " + path_);
-  if (is_regular_ && ::fsync(::fileno(f_)) != 0) return Status(Code::kInternal, "cannot fsync " + path_);
+  const std::string name = is_stdout_ ? std::string("stdout") : path_;
+  if (std::fflush(f_) != 0)
+    return LocalFileError("cannot write " + name + ": " + std::strerror(errno));
+  if (is_regular_ && ::fsync(::fileno(f_)) != 0) {
+    return LocalFileError("cannot fsync " + name + ": " + std::strerror(errno));
+  }
   return bytes_;
 }
 

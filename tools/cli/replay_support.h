@@ -31,11 +31,25 @@ Result<std::unique_ptr<replay::RecordSource>> OpenSource(Session& s, const Repla
 // Identifies the source and its range for checkpoints.
 std::string SourceFingerprint(const ReplayArgs& a);
 
+// A failure of a file on this machine (--output, --checkpoint): InvalidInput,
+// which ReplayFail reports as exit 2 with the message alone, never as a
+// server error code such as InternalError (500).
+Status LocalFileError(const std::string& message);
+
+// Checks that a checkpoint can be written at `path` (nothing to check when
+// empty) by creating its temporary file, as SaveCheckpoint will. The first
+// save comes after the first batch or only when the run stops, so a bad path
+// would otherwise fail after the work, or never when the run ends first.
+Status CheckCheckpointPath(const std::string& path);
+
 // The checkpoint of `command` at a.checkpoint (nullopt: none, or no
 // --checkpoint). InvalidInput when it belongs to another command or other
-// arguments.
+// arguments, or cannot be read.
 Result<std::optional<replay::Checkpoint>> LoadMatchingCheckpoint(const ReplayArgs& a, const std::string& command,
                                                                  const std::string& fingerprint);
+// replay::SaveCheckpoint and RemoveCheckpoint, failures as LocalFileError.
+Status SaveCheckpointFile(const std::string& path, const replay::Checkpoint& c);
+Status RemoveCheckpointFile(const std::string& path);
 
 // stdout ("-") or a file. A resumed run truncates the file to the length its
 // checkpoint recorded, dropping rows written after that checkpoint.
