@@ -14,6 +14,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/flags.h"
 #include "common/logging.h"
 #include "common/process.h"
 #include "sidecar/config.h"
@@ -116,18 +117,6 @@ void ExecWithHeapTunables(char** argv) {
   if (tunables != nullptr) setenv("GLIBC_TUNABLES", before.c_str(), 1);
 }
 
-// CLI11's own exit codes (105, 109, ...) for a bad flag would tell an
-// operator's supervisor nothing: a bad flag is bad configuration, exit 2, as
-// for the file. -1 when the flags parsed; 0 after --help or --version.
-int ParseFlags(CLI::App& app, int argc, char** argv) {
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
-  return -1;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -185,7 +174,7 @@ int main(int argc, char** argv) {
       "'none' (no change stream) (kafka.bootstrap)");
   app.set_version_flag("--version", std::string("sidetable ") + SIDETABLE_VERSION);
   // Config file first, then flags on top: parse twice.
-  if (int code = ParseFlags(app, argc, argv); code >= 0) return code;
+  if (int code = common::ParseFlags(app, argc, argv); code >= 0) return code;
   if (!config_file.empty()) {
     ServerConfig from_file;
     // Unknown keys and bad values name the file and the key: a typo must not
@@ -199,7 +188,7 @@ int main(int argc, char** argv) {
     listen.clear();
     durability.clear();
     kafka_bootstrap.clear();
-    if (int code = ParseFlags(app, argc, argv); code >= 0) return code;
+    if (int code = common::ParseFlags(app, argc, argv); code >= 0) return code;
   }
   // An empty --kafka is refused rather than read as "not given": it usually
   // is an unset shell variable, and the file's value would silently win.

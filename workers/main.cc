@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "apply/worker_config.h"
+#include "common/flags.h"
 #include "common/http_endpoint.h"
 #include "common/logging.h"
 #include "common/process.h"
@@ -81,18 +82,6 @@ void Apply(const Flags& f, apply::WorkerConfig* c) {
   std::_Exit(1);
 }
 
-// CLI11's own exit codes (105, 109, ...) for a bad flag would tell an
-// operator's supervisor nothing: a bad flag is bad configuration, exit 2, as
-// for the file. -1 when the flags parsed; 0 after --help or --version.
-int ParseFlags(CLI::App& app, int argc, char** argv) {
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
-  return -1;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -116,7 +105,7 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", f.log_level, "trace, debug, info, warn, error, off (log.level)");
   app.add_option("--log-format", f.log_format, "text or json (log.format)");
   app.set_version_flag("--version", std::string("sidetable-worker ") + SIDETABLE_VERSION);
-  if (int code = ParseFlags(app, argc, argv); code >= 0) return code;
+  if (int code = common::ParseFlags(app, argc, argv); code >= 0) return code;
 
   apply::WorkerConfig config;
   if (!config_file.empty()) {

@@ -443,6 +443,19 @@ TEST(Wire, MalformedRequestsAreInvalidInput) {
   EXPECT_TRUE(DecodeBytes(HeaderBytes(1, 1) + "\x81\xA3new\x92\x01\x02").ok());
 }
 
+// One operation, {"op": "Delete", "entity": {"pk": "p", "rk": "r"}}.
+void WriteDeleteOp(msgpack::Writer& w) {
+  w.MapHeader(2);
+  w.Str("op");
+  w.Str("Delete");
+  w.Str("entity");
+  w.MapHeader(2);
+  w.Str("pk");
+  w.Str("p");
+  w.Str("rk");
+  w.Str("r");
+}
+
 // A request frame of `op` whose body `body` writes (a map of `fields`).
 template <typename Body>
 std::string Frame(Op op, uint32_t fields, Body body) {
@@ -554,15 +567,7 @@ TEST(Wire, OperationsThatAreNotMapsAreNamedWithTheirIndex) {
     w.Str("T");
     w.Str("ops");
     w.ArrayHeader(3);
-    w.MapHeader(2);
-    w.Str("op");
-    w.Str("Delete");
-    w.Str("entity");
-    w.MapHeader(2);
-    w.Str("pk");
-    w.Str("p");
-    w.Str("rk");
-    w.Str("r");
+    WriteDeleteOp(w);
   }));
   EXPECT_EQ(short_frame.code(), Code::kInvalidInput);
   EXPECT_EQ(short_frame.message(), "an operation must be a map");
@@ -584,15 +589,7 @@ TEST(Wire, OperationsThatAreNotMapsAreNamedWithTheirIndex) {
     w.MapHeader(1);
     w.Str("ops");
     w.ArrayHeader(1);
-    w.MapHeader(2);
-    w.Str("op");
-    w.Str("Delete");
-    w.Str("entity");
-    w.MapHeader(2);
-    w.Str("pk");
-    w.Str("p");
-    w.Str("rk");
-    w.Str("r");
+    WriteDeleteOp(w);
   }));
   EXPECT_EQ(no_table.message(), "writes[0] needs 'table'");
 }
@@ -866,15 +863,7 @@ TEST(Wire, BadWriteManyRequestsAreInvalidInput) {
       if (with_ops) {
         w.Str("ops");
         w.ArrayHeader(1);
-        w.MapHeader(2);
-        w.Str("op");
-        w.Str("Delete");
-        w.Str("entity");
-        w.MapHeader(2);
-        w.Str("pk");
-        w.Str("p");
-        w.Str("rk");
-        w.Str("r");
+        WriteDeleteOp(w);
       }
     }
     return f;
