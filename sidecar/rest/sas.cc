@@ -98,6 +98,11 @@ Result<token::Token> VerifySas(const QueryParams& q, std::string_view account,
   }
   token::Permissions perms = 0;
   const std::string_view sp = Get(q, "sp");
+  // Required by the service (a stored policy, si, could supply it; those
+  // are refused above). Without it the SAS would authenticate and permit
+  // nothing, which hides a client's mistake (the JavaScript SDK drops
+  // permission names it does not know, and can send none).
+  if (sp.empty()) return SasFailed("sp (the permissions) is required");
   if (service) {
     t.spec.table = std::string(Get(q, "tn"));
     for (char c : sp) {

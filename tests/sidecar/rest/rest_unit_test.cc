@@ -272,6 +272,21 @@ TEST(RestSas, StringsToSignAndTokens) {
   QueryParams bad = q;
   bad["sp"] = "r";
   EXPECT_EQ(VerifySas(bad, "acct", accounts, NowTicks()).status().code(), Code::kAuthenticationFailed);
+  // No permissions at all: refused, not a SAS that permits nothing.
+  for (const bool service : {true, false}) {
+    QueryParams none =
+        service
+            ? QueryParams{{"se", "2099-01-01T00:00:00Z"}, {"tn", "Orders"}, {"sv", "2019-02-02"}}
+            : QueryParams{
+                  {"ss", "t"}, {"srt", "o"}, {"se", "2099-01-01T00:00:00Z"}, {"sv", "2021-06-08"}};
+    none["sig"] = HmacSha256Base64("k", service ? ServiceSasStringToSign(none, "acct")
+                                                : AccountSasStringToSign(none, "acct", true));
+    auto refused = VerifySas(none, "acct", accounts, NowTicks());
+    EXPECT_EQ(refused.status().code(), Code::kAuthenticationFailed) << service;
+    EXPECT_NE(refused.status().message().find("sp (the permissions) is required"),
+              std::string::npos)
+        << refused.status().message();
+  }
   // A RowKey bound needs its PartitionKey bound, signed or not.
   for (const auto& [rk, pk] : {std::pair<const char*, const char*>{"srk", "spk"}, {"erk", "epk"}}) {
     QueryParams alone = {{"sp", "raud"},
