@@ -37,7 +37,6 @@ Status ValidateBatch(const Batch& batch) {
     return Status(Code::kInvalidInput, "epoch " + std::to_string(batch.epoch()) +
                                            " does not fit in 24 bits");
   }
-  size_t payload = 0;
   // Duplicate RowKeys: a set only when there can be any (a single write,
   // the most common batch, spares building and freeing one).
   std::unordered_set<std::string_view> rows;
@@ -64,7 +63,6 @@ Status ValidateBatch(const Batch& batch) {
       Status s = ValidateEntity(op.entity, nullptr);
       if (!s.ok()) return s.WithOpIndex(idx);
     }
-    payload += EntityPayloadBytes(op.entity) + op.if_match.size();
     if (!TakesCondition(op.kind) && !op.if_match.empty()) {
       return Status(Code::kInvalidInput,
                     std::string(OpKindName(op.kind)) + " takes no If-Match condition", idx);
@@ -78,8 +76,8 @@ Status ValidateBatch(const Batch& batch) {
                     "RowKey '" + op.entity.row_key + "' appears twice in the batch", idx);
     }
   }
-  // Same accounting as Batch::PayloadBytes(): bytes as sent (limits.h).
-  if (payload >= Limits::kMaxBatchBytes) {
+  // After every operation's own checks: those name the operation at fault.
+  if (const size_t payload = batch.PayloadBytes(); payload >= Limits::kMaxBatchBytes) {
     return Status(Code::kRequestBodyTooLarge, "a batch's payload must be smaller than 4 MiB, got " +
                                                   std::to_string(payload) + " bytes");
   }
