@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "common/http_endpoint.h"
+#include "common/yaml_keys.h"
 #include "sidecar/listener_policy.h"
 
 namespace sidetable::sidecar {
@@ -35,18 +36,10 @@ class FileReader {
     if (!node || node.IsNull()) return Status::OK();  // absent or empty: the defaults
     out->reset(node);  // rebinds (operator= would assign into the node)
     if (!out->IsMap()) return Bad(name, "must be a map of settings");
-    std::set<std::string> seen;
-    for (auto it = out->begin(); it != out->end(); ++it) {
-      const std::string key = it->first.as<std::string>();
-      if (!allowed.count(key)) return Bad(name + "." + key, "unknown key (see configs/sidetable.dev.yaml)");
-      if (!seen.insert(key).second) return Bad(name + "." + key, DuplicateMessage());
-    }
+    if (auto bad = common::FindBadKey(*out, allowed))
+      return Bad(name + "." + bad->key, bad->message);
     return Status::OK();
   }
-
-  // yaml-cpp keeps a repeated key and answers lookups with the first one,
-  // so a second `storage:` (or `path:`) would be ignored without a word.
-  static std::string DuplicateMessage() { return "appears twice; only one value can be in force"; }
 
   template <typename T>
   Status Read(const YAML::Node& section, const std::string& name, const char* key, T* out) const {
@@ -312,11 +305,8 @@ Status LoadConfigFile(const std::string& path, ServerConfig* config) {
     if (!root.IsMap()) return Status(Code::kInvalidInput, path + ": the document must be a map of sections");
     static const std::set<std::string> kSections = {"sidecar", "storage", "changelog", "retries", "query",
                                                      "log", "kafka", "auth", "security", "rest", "cluster"};
-    std::set<std::string> seen;
-    for (auto it = root.begin(); it != root.end(); ++it) {
-      const std::string key = it->first.as<std::string>();
-      if (!kSections.count(key)) return f.Bad(key, "unknown section");
-      if (!seen.insert(key).second) return f.Bad(key, FileReader::DuplicateMessage());
+    if (auto bad = common::FindBadKey(root, kSections)) {
+      return f.Bad(bad->key, kSections.count(bad->key) ? bad->message : "unknown section");
     }
     ST_RETURN_IF_ERROR(LoadSidecar(f, root, &c));
     ST_RETURN_IF_ERROR(LoadStorage(f, root, &c));

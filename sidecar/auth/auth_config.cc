@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include "common/yaml_keys.h"
+
 namespace sidetable::sidecar::auth {
 namespace {
 
@@ -18,12 +20,8 @@ class Reader {
   // A map whose keys are all in `allowed` (or absent / null).
   Status Map(const YAML::Node& node, const std::string& name, const std::set<std::string>& allowed) const {
     if (!node.IsMap()) return Bad(name, "must be a map of settings");
-    for (auto it = node.begin(); it != node.end(); ++it) {
-      const std::string key = it->first.as<std::string>();
-      if (!allowed.empty() && !allowed.count(key)) {
-        return Bad(name + "." + key, "unknown key (see configs/sidetable.dev.yaml)");
-      }
-    }
+    if (auto bad = common::FindBadKey(node, allowed))
+      return Bad(name + "." + bad->key, bad->message);
     return Status::OK();
   }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "common/yaml_keys.h"
 #include "events/base64.h"
 
 namespace sidetable::sidecar::rest {
@@ -31,10 +32,8 @@ Status Strings(const std::string& path, const std::string& key, const YAML::Node
 Status CheckKeys(const std::string& path, const std::string& where, const YAML::Node& n,
                  const std::set<std::string>& allowed) {
   if (!n.IsMap()) return Bad(path, where, "must be a map");
-  for (auto it = n.begin(); it != n.end(); ++it) {
-    const std::string key = it->first.as<std::string>();
-    if (!allowed.count(key)) return Bad(path, where + "." + key, "unknown key (see configs/sidetable.dev.yaml)");
-  }
+  if (auto bad = common::FindBadKey(n, allowed))
+    return Bad(path, where + "." + bad->key, bad->message);
   return Status::OK();
 }
 

@@ -169,6 +169,15 @@ TEST(Config, KeysWrittenTwiceAreRefusedAndChangeNothing) {
   EXPECT_NE(twice.message().find("storage.durability: appears twice"), std::string::npos)
       << twice.ToString();
   EXPECT_EQ(c.engine.durability, ServerConfig().engine.durability);
+  // The same rule in the sections other loaders read (auth, rest).
+  for (const auto& [yaml, key] :
+       {std::pair<std::string, std::string>{"auth:\n  mode: off\n  mode: tokens\n", "auth.mode"},
+        {"rest:\n  max_body_mb: 4\n  max_body_mb: 8\n", "rest.max_body_mb"}}) {
+    ServerConfig d;
+    Status s = LoadConfigText(yaml, &d);
+    EXPECT_EQ(s.code(), Code::kInvalidInput) << yaml;
+    EXPECT_NE(s.message().find(key + ": appears twice"), std::string::npos) << s.ToString();
+  }
 }
 
 TEST(Config, RowCacheLoadsInMiB) {
