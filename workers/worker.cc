@@ -23,10 +23,11 @@
 #include "client/curve.h"
 #include "common/http_endpoint.h"
 #include "common/kafka/headers.h"
+#include "common/process.h"
 #include "events/chunk.h"
 #include "events/epoch_filter.h"
-#include "common/process.h"
 #include "workers/archive_rules.h"
+#include "workers/broker_liveness.h"
 #include "workers/dead_letter.h"
 #include "workers/metrics.h"
 #include "workers/progress.h"
@@ -34,6 +35,11 @@
 namespace sidetable::workers {
 
 using Clock = std::chrono::steady_clock;
+
+// A broker with requests waiting and no response for this long is not
+// answering (workers/broker_liveness.h): ten times the longest a healthy
+// broker holds a fetch (fetch.wait.max.ms, 500 ms).
+constexpr std::chrono::milliseconds kBrokerStall{5000};
 
 class Worker::Impl {
  public:
@@ -89,6 +95,8 @@ class Worker::Impl {
   std::atomic<uint64_t> sidecar_last_lsn_{0};
   std::atomic<bool> sidecar_ok_{true};
   std::atomic<bool> kafka_ok_{true};
+  // Written by the statistics callback only (on the consumer's poll thread).
+  BrokerLiveness liveness_{kBrokerStall};
   std::atomic<uint64_t> async_commit_errors_{0};
   mutable std::mutex health_mu_;
   std::string sidecar_error_;
@@ -326,15 +334,18 @@ int Worker::Impl::OnStats(rd_kafka_t*, char* json, size_t len, void* opaque) {
   // Kafka is reachable while at least one real broker connection is UP.
   simdjson::dom::object brokers;
   if (root["brokers"].get(brokers) == simdjson::SUCCESS) {
-    bool up = false, any = false;
+    const auto now = BrokerLiveness::Clock::now();
     for (auto [bname, bval] : brokers) {
-      int64_t nodeid = -1;
+      int64_t nodeid = -1, waitresp = 0, rx = 0;
       std::string_view state;
-      if (bval["nodeid"].get(nodeid) != simdjson::SUCCESS || nodeid < 0) continue;  // bootstrap/internal
-      any = true;
-      if (bval["state"].get(state) == simdjson::SUCCESS && state == "UP") up = true;
+      if (bval["nodeid"].get(nodeid) != simdjson::SUCCESS) continue;
+      // A field missing from a report reads as its zero: not UP, nothing waiting.
+      if (bval["state"].get(state) != simdjson::SUCCESS) state = {};
+      if (bval["waitresp_cnt"].get(waitresp) != simdjson::SUCCESS) waitresp = 0;
+      if (bval["rx"].get(rx) != simdjson::SUCCESS) rx = 0;
+      self->liveness_.Observe(nodeid, state, waitresp, rx, now);
     }
-    self->kafka_ok_.store(up || !any ? up : false, std::memory_order_relaxed);
+    self->kafka_ok_.store(self->liveness_.EndReport(), std::memory_order_relaxed);
   }
   simdjson::dom::object topics;
   if (root["topics"].get(topics) != simdjson::SUCCESS) return 0;
@@ -718,7 +729,8 @@ std::string Worker::Impl::HealthJson() const {
     problems.push_back("behind: " + std::to_string(static_cast<int64_t>(lag)) + " s > lag.max_seconds " +
                        std::to_string(config_.lag_max_seconds));
   }
-  if (!kafka_ok_.load(std::memory_order_relaxed)) problems.push_back("kafka: no broker connection is up");
+  if (!kafka_ok_.load(std::memory_order_relaxed))
+    problems.push_back("kafka: no broker is answering");
   if (!sidecar_ok_.load(std::memory_order_relaxed)) {
     std::lock_guard lock(health_mu_);
     problems.push_back("sidecar: " + sidecar_error_);

@@ -260,8 +260,9 @@ TEST_F(WorkerE2eTest, HealthSaysDegradedWhenKafkaOrTheSidecarGoesAway) {
       << MetricsBody(*w);
 
   ASSERT_TRUE(kafka_->SetBrokersDown(true).ok());
-  EXPECT_TRUE(WaitUntil([&] { return HealthBody(*w).find("kafka: no broker connection is up") != std::string::npos; },
-                        std::chrono::seconds(20)))
+  EXPECT_TRUE(WaitUntil(
+      [&] { return HealthBody(*w).find("kafka: no broker is answering") != std::string::npos; },
+      std::chrono::seconds(20)))
       << HealthBody(*w);
   EXPECT_NE(HealthBody(*w).find("\"status\":\"degraded\""), std::string::npos);
   ASSERT_TRUE(kafka_->SetBrokersDown(false).ok());
