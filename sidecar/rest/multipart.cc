@@ -82,6 +82,14 @@ Status ParseOperation(std::string_view part, BatchRequest* op) {
   if (ct.find("application/http") == std::string::npos) {
     return InvalidBatch("each changeset part must be Content-Type: application/http");
   }
+  // The SDKs send "binary"; 7bit and 8bit are the same bytes. Anything else
+  // (base64, quoted-printable) would need decoding we do not do, so it is
+  // refused by name rather than parsed as a garbled request line.
+  const std::string cte = LowerAscii(Trim(Find(mime, "content-transfer-encoding")));
+  if (!cte.empty() && cte != "binary" && cte != "7bit" && cte != "8bit") {
+    return InvalidBatch("Content-Transfer-Encoding '" + cte.substr(0, 40) +
+                        "' is not supported in a changeset part (send binary)");
+  }
   std::string_view line;
   if (!NextLine(part, &pos, &line)) return InvalidBatch("a changeset part has no request line");
   const size_t sp1 = line.find(' ');

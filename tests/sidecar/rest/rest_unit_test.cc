@@ -379,6 +379,26 @@ TEST(RestMultipart, RefusesMalformedBodiesAndTruncations) {
   EXPECT_NE(r.status().message().find("too many"), std::string::npos);
 }
 
+TEST(RestMultipart, RefusesAnEncodedPartByName) {
+  // A base64 part would otherwise reach the request-line parser as garbage;
+  // binary, 7bit and 8bit (any case) are the same bytes and are read as is.
+  for (const char* ok : {"binary", "BINARY", "7bit", "8bit"}) {
+    std::string b = kBatch;
+    for (size_t at = b.find("binary"); at != std::string::npos; at = b.find("binary", at + 1))
+      b.replace(at, 6, ok);
+    auto ops = ParseBatch("multipart/mixed; boundary=batch_1", b);
+    ASSERT_TRUE(ops.ok()) << ok << ": " << ops.status().ToString();
+    EXPECT_EQ(ops->size(), 2u);
+  }
+  std::string b64 = kBatch;
+  b64.replace(b64.find("binary"), 6, "base64");
+  auto r = ParseBatch("multipart/mixed; boundary=batch_1", b64);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kInvalidInput);
+  EXPECT_NE(r.status().message().find("Content-Transfer-Encoding 'base64'"), std::string::npos)
+      << r.status().message();
+}
+
 TEST(RestMultipart, WritesTheResponse) {
   BatchResponsePart a{201, {{"ETag", "W/\"1\""}}, "{}"};
   BatchResponsePart b{204, {}, ""};
