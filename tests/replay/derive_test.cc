@@ -205,5 +205,23 @@ TEST_F(DeriveTest, ACheckpointOfAnotherPatternIsRefused) {
   EXPECT_EQ(b.status().code(), Code::kTableNotFound) << "the refused run wrote";
 }
 
+TEST_F(DeriveTest, ACheckpointThatCannotBeSavedMidRunIsALocalErrorNotAServerOne) {
+  // The directory is gone by the time the first checkpoint is saved (the
+  // CLI checks the path before the run; the disk or the directory can still
+  // fail later): InvalidInput naming the file, never InternalError.
+  Populate(30);
+  replay::DeriveOptions o;
+  o.pattern = IndexConfig("IdxC");
+  o.page_size = 10;
+  o.stop_after = 10;
+  auto r = replay::Derive(client_.get(), o, dir_.Sub("gone") + "/derive.ckpt");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kInvalidInput) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("--checkpoint: cannot create"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("gone/derive.ckpt.tmp"), std::string::npos)
+      << r.status().message();
+}
+
 }  // namespace
 }  // namespace sidetable

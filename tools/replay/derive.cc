@@ -314,9 +314,16 @@ Result<DeriveReport> Derive(client::Client* client, const DeriveOptions& options
 
   Deriver d(client, options, std::move(pattern).value(), config->source, &p.report);
   p.report.snapshot_lsn = p.l0;
+  // A checkpoint that cannot be written is this machine's file (a full disk,
+  // a removed directory), not the server's fault: InvalidInput naming it, as
+  // the CLI reports replay's and rebuild's own files (docs/cli.md), never
+  // InternalError.
+  auto local = [&](const Status& st) {
+    return st.ok() ? st : Status(Code::kInvalidInput, "--checkpoint: " + st.message());
+  };
   auto save = [&]() -> Status {
     if (checkpoint_path.empty()) return Status::OK();
-    return SaveCheckpoint(checkpoint_path, ToCheckpoint(p, fingerprint));
+    return local(SaveCheckpoint(checkpoint_path, ToCheckpoint(p, fingerprint)));
   };
   bool stopped = false;
   uint64_t budget = options.stop_after;
@@ -331,7 +338,8 @@ Result<DeriveReport> Derive(client::Client* client, const DeriveOptions& options
   }
   ST_RETURN_IF_ERROR(d.Log(&p, save, &stopped, &budget));
   p.report.stopped = stopped;
-  if (!stopped && !checkpoint_path.empty()) ST_RETURN_IF_ERROR(RemoveCheckpoint(checkpoint_path));
+  if (!stopped && !checkpoint_path.empty())
+    ST_RETURN_IF_ERROR(local(RemoveCheckpoint(checkpoint_path)));
   return p.report;
 }
 
