@@ -390,9 +390,12 @@ TEST_F(ImagesTest, PagesOfLargeAndSmallRecordsComeWholeAndInOrder) {
       // The byte bound holds: at 300 KB a page stops after at most three
       // ~120 KB records (plus the small ones between them); at 4 MiB it
       // holds many.
-      if (max_bytes == 300000) EXPECT_LE(page->records.size(), 5u);
-      if (max_bytes == (size_t{4} << 20) && from + 20 <= lsns.back())
+      if (max_bytes == 300000) {
+        EXPECT_LE(page->records.size(), 5u);
+      }
+      if (max_bytes == (size_t{4} << 20) && from + 20 <= lsns.back()) {
         EXPECT_GT(page->records.size(), 20u);
+      }
       for (const ChangeRecord& r : page->records) {
         ASSERT_EQ(r.lsn, from) << "in order, no gap";
         const int i = static_cast<int>(r.lsn - lsns.front());
