@@ -18,4 +18,12 @@ inline std::vector<std::string> Lines(const std::string& text) {
 
 inline bool Contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
 
+// How many times `part` (not empty) occurs in `s`, not overlapping.
+inline size_t CountOf(std::string_view s, std::string_view part) {
+  size_t n = 0;
+  for (size_t at = s.find(part); at != std::string_view::npos; at = s.find(part, at + part.size()))
+    n++;
+  return n;
+}
+
 }  // namespace sidetable::testing

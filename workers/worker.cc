@@ -6,12 +6,14 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
@@ -31,6 +33,7 @@
 #include "workers/dead_letter.h"
 #include "workers/metrics.h"
 #include "workers/progress.h"
+#include "workers/sidecar_probe.h"
 
 namespace sidetable::workers {
 
@@ -92,14 +95,17 @@ class Worker::Impl {
   std::unique_ptr<Progress> progress_;
   rd_kafka_t* rk_ = nullptr;
   Clock::time_point last_housekeeping_{};
-  std::atomic<uint64_t> sidecar_last_lsn_{0};
-  std::atomic<bool> sidecar_ok_{true};
+  // Reachability and the newest LSN, asked from a thread of its own.
+  std::unique_ptr<SidecarProbe> probe_;
+  // Why the last watermark report left entries the sidecar refused ("" when
+  // none): shown in /health.
+  mutable std::mutex watermarks_mu_;
+  std::string watermarks_refused_;
+  Clock::time_point watermarks_logged_{};
   std::atomic<bool> kafka_ok_{true};
   // Written by the statistics callback only (on the consumer's poll thread).
   BrokerLiveness liveness_{kBrokerStall};
   std::atomic<uint64_t> async_commit_errors_{0};
-  mutable std::mutex health_mu_;
-  std::string sidecar_error_;
   // Next offset to commit per partition: one past the last processed message.
   std::map<TopicPartition, int64_t> pending_;
   // Scale-out fencing (docs/scale-out.md): one filter per assigned partition,
@@ -170,6 +176,13 @@ Status Worker::Impl::Init() {
   auto c = client::Client::Connect(co);
   if (!c.ok()) return c.status();
   client_ = std::move(c).value();
+  // At most 2 s a Ping: a sidecar that cannot answer one that fast is worth
+  // a line in /health, and a stop never waits longer for the probe.
+  client::ClientOptions po = co;
+  po.timeout = std::min(co.timeout, std::chrono::milliseconds(2000));
+  auto probe = SidecarProbe::Start(po, std::chrono::milliseconds(1000));
+  if (!probe.ok()) return probe.status();
+  probe_ = std::move(probe).value();
   store_ = apply::NewClientTableStore(client_.get(), static_cast<size_t>(config_.inflight));
   applier_ = std::make_unique<apply::OpApplier>(store_.get(), config_.fence_attempts);
   apply::RetryPolicy policy{config_.max_attempts, config_.backoff_ms, config_.backoff_max_ms};
@@ -222,7 +235,7 @@ Status Worker::Impl::Init() {
     common::HttpHandlers pages;
     pages.health_json = [this] { return HealthJson(); };
     pages.metrics_text = [this] {
-      return metrics_.Render() + progress_->Render(sidecar_last_lsn_.load(std::memory_order_relaxed));
+      return metrics_.Render() + progress_->Render(probe_->last_lsn());
     };
     auto h = common::HttpEndpoint::Start(config_.http, "http", std::move(pages));
     if (!h.ok()) return h.status();
@@ -640,14 +653,47 @@ void Worker::Impl::HandleBatch(const std::vector<rd_kafka_message_t*>& batch, bo
 void Worker::Impl::ReportWatermarks() {
   std::vector<WatermarkReport> reports = progress_->TakeReports();
   if (reports.empty()) return;
-  std::vector<client::Watermark> w;
-  w.reserve(reports.size());
-  for (const auto& r : reports) w.push_back({r.derived, r.source, r.partition, r.partitions, r.lsn, r.commit_time});
-  Status s = client_->AdvanceWatermarks(w);
-  if (!s.ok()) {
-    progress_->Restore(reports);
-    spdlog::warn("applied watermarks not reported to the sidecar (sent again later): {}", s.ToString());
+  auto send = [this](const std::vector<WatermarkReport>& rs) {
+    std::vector<client::Watermark> w;
+    w.reserve(rs.size());
+    for (const auto& r : rs)
+      w.push_back({r.derived, r.source, r.partition, r.partitions, r.lsn, r.commit_time});
+    return client_->AdvanceWatermarks(w);
+  };
+  Status s = send(reports);
+  std::vector<WatermarkReport> held;
+  if (s.ok()) {
+    // Nothing held back.
+  } else if (s.code() != Code::kInvalidInput || reports.size() == 1) {
+    held = std::move(reports);
+  } else {
+    // The sidecar refuses a whole request for one entry it cannot take (an
+    // LSN above its change log's last, as after its log went back): the
+    // entries go one at a time, so that one of them does not hold back the
+    // read-your-writes of every derived table and partition.
+    for (auto& r : reports) {
+      Status one = send({r});
+      if (one.ok()) continue;
+      s = one;
+      held.push_back(std::move(r));
+    }
   }
+  if (!held.empty()) progress_->Restore(held);
+  std::lock_guard lock(watermarks_mu_);
+  if (held.empty()) {
+    watermarks_refused_.clear();
+    return;
+  }
+  const std::string why = std::to_string(held.size()) + " not accepted: " + s.ToString();
+  // When it starts and then once a minute, not after every batch: the report
+  // is tried again each time, and a refusal lasts until the LSN catches up.
+  const auto now = Clock::now();
+  if (watermarks_refused_.empty() || now - watermarks_logged_ >= std::chrono::minutes(1)) {
+    spdlog::warn("applied watermarks not reported to the sidecar (sent again later): {}", why);
+    watermarks_logged_ = now;
+  }
+  // Refused content is reported in /health; a sidecar out of reach already is.
+  watermarks_refused_ = s.code() == Code::kInvalidInput ? why : std::string();
 }
 
 void Worker::Impl::Housekeeping(bool after_batch) {
@@ -670,14 +716,6 @@ void Worker::Impl::Housekeeping(bool after_batch) {
     if (t != nullptr) rd_kafka_topic_destroy(t);
   }
   ReportWatermarks();
-  auto info = client_->Ping();
-  sidecar_ok_.store(info.ok(), std::memory_order_relaxed);
-  if (info.ok()) {
-    sidecar_last_lsn_.store(info->last_lsn, std::memory_order_relaxed);
-  } else {
-    std::lock_guard lock(health_mu_);
-    sidecar_error_ = info.status().ToString();
-  }
 }
 
 Status Worker::Impl::Run() {
@@ -731,9 +769,12 @@ std::string Worker::Impl::HealthJson() const {
   }
   if (!kafka_ok_.load(std::memory_order_relaxed))
     problems.push_back("kafka: no broker is answering");
-  if (!sidecar_ok_.load(std::memory_order_relaxed)) {
-    std::lock_guard lock(health_mu_);
-    problems.push_back("sidecar: " + sidecar_error_);
+  const SidecarProbe::State sidecar = probe_ ? probe_->state() : SidecarProbe::State{};
+  const bool sidecar_ok = sidecar.reachable;
+  if (!sidecar_ok) problems.push_back("sidecar: " + sidecar.error);
+  {
+    std::lock_guard lock(watermarks_mu_);
+    if (!watermarks_refused_.empty()) problems.push_back("watermarks: " + watermarks_refused_);
   }
   std::string status = !running_ ? "stopping" : problems.empty() ? "ok" : "degraded";
   std::string s = "{\"status\":\"" + status + "\",\"group\":" + common::JsonQuote(config_.group) +
@@ -745,7 +786,7 @@ std::string Worker::Impl::HealthJson() const {
                   ",\"consumer_lag\":" + std::to_string(metrics_.total_lag()) +
                   ",\"lag_seconds\":" + std::to_string(lag) +
                   ",\"kafka_reachable\":" + (kafka_ok_.load() ? "true" : "false") +
-                  ",\"sidecar_reachable\":" + (sidecar_ok_.load() ? "true" : "false") + ",\"problems\":[";
+                  ",\"sidecar_reachable\":" + (sidecar_ok ? "true" : "false") + ",\"problems\":[";
   for (size_t i = 0; i < problems.size(); i++) s += (i ? "," : "") + common::JsonQuote(problems[i]);
   return s + "]}";
 }

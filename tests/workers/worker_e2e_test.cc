@@ -18,9 +18,10 @@
 
 #include "client/client.h"
 #include "client/curve.h"
-#include "client/session.h"
 #include "client/entity_builder.h"
+#include "client/session.h"
 #include "common/kafka/embedded_kafka.h"
+#include "common/kafka/partitioner.h"
 #include "engine/etag.h"
 #include "events/event.h"
 #include "patterns/index_table/index_table.h"
@@ -287,6 +288,56 @@ TEST_F(WorkerE2eTest, HealthSaysDegradedWhenKafkaOrTheSidecarGoesAway) {
       << HealthBody(*w);
 }
 
+// The worker asked the sidecar between polls only, so while a batch sat in
+// its retry loop against a frozen sidecar (here 5 attempts of 5 s) /health
+// could say "sidecar_reachable": true for the whole loop. The probe asks
+// from a thread of its own (workers/sidecar_probe.h). (On the old worker
+// this passes too when its between-batch Ping happens to run first after
+// the resume, as here; the tester's 30 s of "true" came when it did not.)
+TEST_F(WorkerE2eTest, AFrozenSidecarIsReportedWhileABatchRetries) {
+  auto w = StartWorker("w-probe");
+  ASSERT_TRUE(WaitUntil([&] { return HealthField(*w, "assigned_partitions") > 0; },
+                        std::chrono::seconds(30)))
+      << HealthBody(*w);
+  ASSERT_TRUE(WaitUntil(
+      [&] { return HealthBody(*w).find("\"sidecar_reachable\":true") != std::string::npos; },
+      std::chrono::seconds(10)))
+      << HealthBody(*w);
+  // Changes wait on Kafka while the worker is paused; then the sidecar
+  // freezes and the worker wakes into a batch it cannot apply.
+  ASSERT_EQ(::kill(w->pid(), SIGSTOP), 0);
+  for (int i = 0; i < 20; i++) {
+    ASSERT_TRUE(
+        client_
+            ->InsertOrReplace("People", client::EntityBuilder("frozen", "r" + std::to_string(i))
+                                            .String("Color", "c" + std::to_string(i % 3))
+                                            .String("Name", "n")
+                                            .Build())
+            .ok());
+  }
+  const int64_t retries = HealthField(*w, "retries_total");
+  ASSERT_EQ(::kill(server_->pid(), SIGSTOP), 0);
+  ASSERT_EQ(::kill(w->pid(), SIGCONT), 0);
+  // Unreachable, and said so while the batch is retrying (not only between
+  // batches).
+  const bool said = WaitUntil(
+      [&] {
+        const std::string h = HealthBody(*w);
+        return h.find("\"sidecar_reachable\":false") != std::string::npos &&
+               HealthField(*w, "retries_total") > retries;
+      },
+      std::chrono::seconds(15));
+  const std::string during = HealthBody(*w);
+  ASSERT_EQ(::kill(server_->pid(), SIGCONT), 0);
+  EXPECT_TRUE(said) << during;
+  EXPECT_NE(during.find("\"status\":\"degraded\""), std::string::npos) << during;
+  EXPECT_NE(during.find("sidecar: NoReply"), std::string::npos) << during;
+  EXPECT_TRUE(WaitUntil(
+      [&] { return HealthBody(*w).find("\"sidecar_reachable\":true") != std::string::npos; },
+      std::chrono::seconds(15)))
+      << HealthBody(*w);
+}
+
 // Read your own writes through an index table: a session writes a person
 // and at once looks the person up by Color in the index; with the token the
 // read waits for the workers instead of missing. Workers are paused
@@ -483,6 +534,64 @@ TEST_F(WorkerE2eTest, PoisonEventGoesToTheDeadLetterTopicAndTheWorkerMovesOn) {
   ASSERT_TRUE(res);
   EXPECT_NE(res->body.find("sidetable_worker_dead_letters_total{reason=\"decode\"} 1"), std::string::npos)
       << res->body;
+  EXPECT_EQ(w->Stop(), 0) << w->Log();
+}
+
+// One applied watermark the sidecar cannot take (an event whose LSN is above
+// its change log's last, as after the log went back) made it refuse every
+// report, so no derived table's watermark moved on any partition: now the
+// others still go, and /health says what is held back.
+TEST_F(WorkerE2eTest, AWatermarkTheSidecarRefusesDoesNotHoldBackTheOthers) {
+  auto w = StartWorker("w-wm");
+  ASSERT_TRUE(WaitUntil([&] { return HealthField(*w, "assigned_partitions") > 0; },
+                        std::chrono::seconds(30)))
+      << HealthBody(*w);
+  // A forged change far beyond the sidecar's LSNs, on another partition than
+  // the real write below.
+  const std::string real_pk = "real";
+  const int32_t real_partition = kafka::KafkaPartitionFor("People/" + real_pk, 4);
+  const int32_t forged_partition = (real_partition + 1) % 4;
+  ChangeRecord r;
+  r.lsn = 1'000'000;
+  r.kind = ChangeKind::kEntities;
+  r.commit_time = 638'000'000'000'000'000;
+  r.table = "People";
+  r.table_id = 1;
+  r.partition_key = "forged";
+  ChangeOp op;
+  op.row_key = "f";
+  op.kind = OpKind::kInsert;
+  op.version = r.lsn;
+  op.etag = MakeETag(op.version);
+  Entity e =
+      client::EntityBuilder("forged", "f").String("Color", "grey").String("Name", "f").Build();
+  e.etag = op.etag;
+  e.timestamp = r.commit_time;
+  op.after = e;
+  r.ops.push_back(op);
+  ProduceTo(forged_partition, "People/forged", events::EncodeEvent(r, "forger"));
+  ASSERT_TRUE(WaitUntil(
+      [&] { return HealthBody(*w).find("watermarks: 1 not accepted") != std::string::npos; },
+      std::chrono::seconds(20)))
+      << HealthBody(*w) << w->Log();
+  EXPECT_NE(HealthBody(*w).find("is above the change log's last LSN"), std::string::npos)
+      << HealthBody(*w);
+
+  auto real = client_->InsertOrReplace(
+      "People",
+      client::EntityBuilder(real_pk, "r").String("Color", "red").String("Name", "n").Build());
+  ASSERT_TRUE(real.ok()) << real.status().ToString();
+  auto reported = [&] {
+    auto wm = client_->ReadWatermarks("PeopleByColor");
+    if (!wm.ok()) return false;
+    for (const auto& x : *wm) {
+      if (x.partition == real_partition && x.lsn >= real->lsn) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(WaitUntil(reported, std::chrono::seconds(20))) << HealthBody(*w) << w->Log();
+  // The refusal is logged once, not after every batch.
+  EXPECT_EQ(testing::CountOf(w->Log(), "applied watermarks not reported"), 1u) << w->Log();
   EXPECT_EQ(w->Stop(), 0) << w->Log();
 }
 
