@@ -6,7 +6,9 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <string>
 #include <unordered_set>
 #include <vector>
 
@@ -68,6 +70,24 @@ bool IsDecimalText(std::string_view s) {
     if (i == exp) return false;
   }
   return i == s.size();
+}
+
+// Decimal text (IsDecimalText) as the nearest double. A magnitude below the
+// smallest denormal rounds to a zero of its sign, as a JSON number does; one
+// beyond the largest double is false: from_chars leaves *d alone then, and
+// taking it would store 0 for "1e400" (found by an outside test).
+bool ParseDoubleText(std::string_view s, double* d) {
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *d);
+  if (end != s.data() + s.size()) return false;
+  if (ec == std::errc()) return true;
+  if (ec != std::errc::result_out_of_range) return false;
+  // Out of range: strtod tells underflow (a zero or denormal of the
+  // text's sign) from overflow (±HUGE_VAL). The text is plain decimal, and
+  // the process keeps the "C" numeric locale.
+  const double v = std::strtod(std::string(s).c_str(), nullptr);
+  if (std::isinf(v)) return false;  // beyond the largest double
+  *d = v;
+  return true;
 }
 
 // The value of property `name`; `type` is its annotation, if any.
@@ -158,11 +178,14 @@ Status ConvertValue(std::string_view name, element el, const std::optional<EdmTy
           *out = Value::Double(std::numeric_limits<double>::infinity());
         } else if (s == "-Infinity") {
           *out = Value::Double(-std::numeric_limits<double>::infinity());
-        } else if (double d = 0; IsDecimalText(s) && std::from_chars(s.data(), s.data() + s.size(), d).ptr ==
-                                                            s.data() + s.size()) {
+        } else if (double d = 0; IsDecimalText(s) && ParseDoubleText(s, &d)) {
           // A number written as a string ("-0", "1.5"), as the SDKs send
           // values that JSON numbers would lose (the sign of zero).
           *out = Value::Double(d);
+        } else if (IsDecimalText(s)) {
+          return PropertyError(
+              name, "'" + std::string(s.substr(0, 64)) +
+                        "' is out of the range of an Edm.Double (beyond ±1.7976931348623157E+308)");
         } else {
           return PropertyError(name, "'" + std::string(s) +
                                          "' is not an Edm.Double (a number, \"NaN\", \"Infinity\" or \"-Infinity\")");

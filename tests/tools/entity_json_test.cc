@@ -180,6 +180,25 @@ TEST(EntityJsonTest, AnnotatedConversions) {
   EXPECT_EQ(Prop(e, "K"), Value::Binary("hi"));
 }
 
+// Double text past the limits of a double: below the smallest denormal it
+// rounds to a zero of its sign (as a JSON number does), the largest finite
+// double still parses; beyond it is refused (ErrorsNameTheProperty).
+TEST(EntityJsonTest, DoubleTextAtTheEdgesOfTheRange) {
+  Entity e = MustParse(R"({"PartitionKey":"p","RowKey":"r",)"
+                       R"("U":"1e-400","U@odata.type":"Edm.Double",)"
+                       R"("N":"-1e-400","N@odata.type":"Edm.Double",)"
+                       R"("D":"4e-324","D@odata.type":"Edm.Double",)"
+                       R"("M":"1.7976931348623157e308","M@odata.type":"Edm.Double",)"
+                       R"("L":"-1.7976931348623157e308","L@odata.type":"Edm.Double"})");
+  EXPECT_EQ(Prop(e, "U").as_double(), 0.0);
+  EXPECT_FALSE(std::signbit(Prop(e, "U").as_double()));
+  EXPECT_EQ(Prop(e, "N").as_double(), 0.0);
+  EXPECT_TRUE(std::signbit(Prop(e, "N").as_double())) << "the sign of an underflow is kept";
+  EXPECT_EQ(Prop(e, "D").as_double(), std::numeric_limits<double>::denorm_min());
+  EXPECT_EQ(Prop(e, "M").as_double(), std::numeric_limits<double>::max());
+  EXPECT_EQ(Prop(e, "L").as_double(), -std::numeric_limits<double>::max());
+}
+
 TEST(EntityJsonTest, MetadataKeys) {
   Entity e = MustParse(
       R"({"odata.etag":"W/\"7\"","odata.metadata":"x","PartitionKey":"p","RowKey":"r",)"
@@ -221,6 +240,13 @@ TEST(EntityJsonTest, ErrorsNameTheProperty) {
   expect(k + R"("X":18446744073709551615})", "'X'", "out of the Edm.Int64 range");
   expect(k + R"("X":"nan","X@odata.type":"Edm.Double"})", "'X'", "not an Edm.Double");
   expect(k + R"("X":true,"X@odata.type":"Edm.Double"})", "'X'", "Edm.Double expects a number");
+  // Beyond the largest double: refused, not stored as 0 (found from outside).
+  expect(k + R"("X":"1e400","X@odata.type":"Edm.Double"})", "'X'",
+         "out of the range of an Edm.Double");
+  expect(k + R"("X":"-1e400","X@odata.type":"Edm.Double"})", "'X'",
+         "out of the range of an Edm.Double");
+  expect(k + R"("X":"1797693134862315800000e288","X@odata.type":"Edm.Double"})", "'X'",
+         "out of the range");
   expect(k + R"("X":"2020-01-01T00:00:00.12345678Z","X@odata.type":"Edm.DateTime"})", "'X'", "not an Edm.DateTime");
   expect(k + R"("X":"1600-12-31T23:59:59Z","X@odata.type":"Edm.DateTime"})", "'X'", "outside");
   expect(k + R"("X":"c9da6455","X@odata.type":"Edm.Guid"})", "'X'", "not an Edm.Guid");
