@@ -246,6 +246,18 @@ Status ValidatePropertyName(std::string_view name) {
   return ValidatePropertyNameSized(name, &units);
 }
 
+Status ValidateSelect(const std::vector<std::string>& select) {
+  if (select.size() > Limits::kMaxUserProperties + 3) {
+    return Status(Code::kInvalidInput, "$select names more than 255 properties");
+  }
+  for (const auto& name : select) {
+    if (name == "PartitionKey" || name == "RowKey" || name == "Timestamp") continue;
+    Status s = ValidatePropertyName(name);
+    if (!s.ok()) return Status(Code::kInvalidInput, "$select: " + s.message());
+  }
+  return Status::OK();
+}
+
 Status ValidateValue(std::string_view name, const Value& v) {
   size_t size;
   return ValidateValueSized(name, v, &size);

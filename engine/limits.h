@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <string_view>
+#include <vector>
 
 #include "engine/edm.h"
 #include "engine/status.h"
@@ -39,6 +40,11 @@ Status ValidateKey(std::string_view key, std::string_view what);
 // A user property name: 1..255 characters, a C# identifier (letter or '_',
 // then letters, digits, '_'; non-ASCII letters allowed), not a system name.
 Status ValidatePropertyName(std::string_view name);
+
+// A $select list, for Get and Query alike: at most 255 names, each a valid
+// property name or one of the system properties (PartitionKey, RowKey,
+// Timestamp). InvalidInput naming the first bad one.
+Status ValidateSelect(const std::vector<std::string>& select);
 
 // Type-specific range: String valid UTF-8 and <= 64 KiB, Binary <= 64 KiB,
 // DateTime within 1601-01-01..9999-12-31.

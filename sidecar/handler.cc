@@ -250,6 +250,8 @@ Status Handler::Run(const wire::Request& r, wire::Request* consumable, const tok
       return Status::OK();
     }
     case Op::kGet: {
+      // The same names a Query's $select may hold (docs/queries.md).
+      if (!r.select.empty()) ST_RETURN_IF_ERROR(ValidateSelect(r.select));
       if (routing_ != nullptr) ST_RETURN_IF_ERROR(routing_->LocalShard(r.table, r.pk).status());
       // From the stored bytes straight into the reply: no Entity.
       ST_RETURN_IF_ERROR(engine_->GetRow(r.table, r.pk, r.rk, [&](const RowView& row) {

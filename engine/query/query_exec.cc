@@ -17,14 +17,7 @@ Status ValidateQuery(const Query& q) {
   if (q.top && (*q.top < 1 || *q.top > kMaxPageSize)) {
     return Status(Code::kInvalidInput, "$top must be between 1 and 1000, got " + std::to_string(*q.top));
   }
-  if (q.select.size() > Limits::kMaxUserProperties + 3) {
-    return Status(Code::kInvalidInput, "$select names more than 255 properties");
-  }
-  for (const auto& name : q.select) {
-    if (IsSystemName(name)) continue;
-    Status s = ValidatePropertyName(name);
-    if (!s.ok()) return Status(Code::kInvalidInput, "$select: " + s.message());
-  }
+  ST_RETURN_IF_ERROR(ValidateSelect(q.select));
   if (q.continuation) {
     Status a = ValidateKey(q.continuation->next_partition_key, "NextPartitionKey");
     Status b = ValidateKey(q.continuation->next_row_key, "NextRowKey");

@@ -100,6 +100,32 @@ TEST_F(SidecarTest, BatchIsAtomicAndNamesTheFailingOperation) {
   EXPECT_EQ(good->etags.size(), 100u);
 }
 
+// A Get's $select holds the names a Query's may (docs/queries.md): an
+// invalid one is InvalidInput for both, where a Get used to answer 200 with
+// {"a-b": null} (found from outside).
+TEST_F(SidecarTest, GetRefusesTheSelectNamesQueryRefuses) {
+  ASSERT_TRUE(client_->CreateTable("People").ok());
+  ASSERT_TRUE(client_->Insert("People", Person("p", "r", 7)).ok());
+  const std::vector<std::vector<std::string>> bad = {
+      {"a-b"}, {""}, {std::string(256, 'x')}, {"odata.etag"}, {"Age", "9lives"}};
+  for (const auto& select : bad) {
+    auto got = client_->Get("People", "p", "r", select);
+    ASSERT_FALSE(got.ok()) << ::testing::PrintToString(select);
+    EXPECT_EQ(got.status().code(), Code::kInvalidInput) << got.status().ToString();
+    EXPECT_NE(got.status().message().find("$select"), std::string::npos) << got.status().message();
+    auto page = client_->QueryPage({.table = "People", .select = select});
+    ASSERT_FALSE(page.ok()) << ::testing::PrintToString(select);
+    EXPECT_EQ(page.status().code(), Code::kInvalidInput);
+  }
+  auto many = std::vector<std::string>(256, "Age");
+  EXPECT_EQ(client_->Get("People", "p", "r", many).status().code(), Code::kInvalidInput);
+  // The good ones still work, system names included.
+  auto ok = client_->Get("People", "p", "r", {"Age", "RowKey", "Timestamp", "Missing"});
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->row_key, "r");
+  EXPECT_EQ(ok->Find("Age")->as_int32(), 7);
+}
+
 TEST_F(SidecarTest, QueryPagesFollowContinuations) {
   ASSERT_TRUE(client_->CreateTable("People").ok());
   for (int p = 0; p < 3; p++) {
