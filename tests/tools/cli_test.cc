@@ -573,6 +573,10 @@ TEST(CliStandaloneTest, NothingListeningIsSaidPromptlyAndSchemesAreHinted) {
   CliResult bare = RunCli(dir, {"--endpoint", "127.0.0.1:5555", "ping"});
   EXPECT_EQ(bare.exit_code, 3) << Describe(bare);
   EXPECT_TRUE(Contains(bare.err, "did you mean tcp://127.0.0.1:5555?")) << bare.err;
+  // Another scheme is replaced, not prefixed ("tcp://http://..." before).
+  CliResult http = RunCli(dir, {"--endpoint", "http://127.0.0.1:7602", "ping"});
+  EXPECT_EQ(http.exit_code, 3) << Describe(http);
+  EXPECT_TRUE(Contains(http.err, "did you mean tcp://127.0.0.1:7602?")) << http.err;
 }
 
 // `sidetable-cli nosuchcmd` said "A subcommand is required" (CLI11 keeps the

@@ -52,8 +52,12 @@ client::Client* Session::Client() {
 
 std::unique_ptr<client::Client> Session::ConnectTo(const std::string& endpoint) {
   if (!endpoint.starts_with("tcp://") && !endpoint.starts_with("ipc://") && !endpoint.starts_with("inproc://")) {
+    // "http://host:port" means the address with another scheme: suggest it
+    // with tcp://, not "tcp://http://host:port".
+    const size_t scheme = endpoint.find("://");
+    const std::string address = scheme == std::string::npos ? endpoint : endpoint.substr(scheme + 3);
     std::fprintf(stderr, "sidetable-cli: endpoint '%s' has no tcp:// or ipc:// scheme: did you mean tcp://%s?\n",
-                 endpoint.c_str(), endpoint.c_str());
+                 endpoint.c_str(), address.c_str());
     connect_exit = kExitNoReply;   // "the endpoint cannot be used" (docs/cli.md)
     return nullptr;
   }
