@@ -57,9 +57,25 @@ Status ReadOperation(msgpack::Reader& r, Operation* op, size_t index) {
   uint32_t n;
   if (!r.MapHeader(&n)) return Status(Code::kInvalidInput, "an operation must be a map", static_cast<int>(index));
   bool has_kind = false, has_entity = false;
+  uint32_t seen = 0;  // op, entity, ifMatch, fence: each at most once
   for (uint32_t k = 0; k < n; k++) {
     std::string_view key, s;
     if (!r.Str(&key)) return Status(Code::kInvalidInput, "operation keys must be strings", static_cast<int>(index));
+    const uint32_t bit = key == "op"        ? 1
+                         : key == "entity"  ? 2
+                         : key == "ifMatch" ? 4
+                         : key == "fence"   ? 8
+                                            : 0;
+    if ((seen & bit) != 0) {
+      return Status(Code::kInvalidInput, "operation field '" + std::string(key) + "' repeated",
+                    static_cast<int>(index));
+    }
+    seen |= bit;
+    // nil is absent, as for the request's own fields (docs/protocol.md).
+    if (bit != 0 && r.Peek() == msgpack::Kind::kNil) {
+      r.Nil();
+      continue;
+    }
     if (key == "op") {
       if (!r.Str(&s) || !ParseOpKind(s, &op->kind)) {
         return Status(Code::kInvalidInput, "unknown operation kind", static_cast<int>(index));

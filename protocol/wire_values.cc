@@ -173,13 +173,20 @@ template <typename Sink>
 Status ReadEntityFields(msgpack::Reader& r, EntityRead mode, Sink& sink) {
   uint32_t n;
   if (!r.MapHeader(&n)) return Status(Code::kInvalidInput, "an entity must be a map");
-  uint32_t seen = 0;
+  uint32_t seen = 0, present = ~0u;
   for (uint32_t k = 0; k < n; k++) {
     std::string_view key, s;
     if (!r.Str(&key)) return Status(Code::kInvalidInput, "entity keys must be strings");
     const EntityField field = ClassifyEntityField(key);
     if ((seen & field) != 0) return Status(Code::kInvalidInput, "entity field '" + std::string(key) + "' repeated");
     seen |= field;
+    // nil is absent, as for a request's fields (docs/protocol.md): a nil pk
+    // or rk is then missing below.
+    if (field != kOtherField && r.Peek() == msgpack::Kind::kNil) {
+      r.Nil();
+      present &= ~static_cast<uint32_t>(field);
+      continue;
+    }
     switch (field) {
       case kPkField:
       case kRkField:
@@ -231,7 +238,8 @@ Status ReadEntityFields(msgpack::Reader& r, EntityRead mode, Sink& sink) {
         break;
     }
   }
-  const bool has_pk = (seen & kPkField) != 0, has_rk = (seen & kRkField) != 0;
+  const uint32_t given = seen & present;
+  const bool has_pk = (given & kPkField) != 0, has_rk = (given & kRkField) != 0;
   if (mode == EntityRead::kRequest && (!has_pk || !has_rk)) {
     return Status(Code::kInvalidInput, "an entity needs pk and rk");
   }

@@ -548,6 +548,107 @@ TEST(Wire, MissingKeysAndEmptyIdsAreRefusedNotDefaulted) {
       << item_id.message();
 }
 
+// nil is absent inside an operation and an entity too (docs/protocol.md), as
+// it was for the request's own fields only; an operation field given twice
+// is refused, as an entity field given twice already was (found from
+// outside: {"op":"Insert","op":"Delete"} ran a Delete).
+TEST(Wire, NilIsAbsentInOperationsAndEntitiesAndRepeatsAreRefused) {
+  auto write = [](auto op_body, uint32_t op_fields) {
+    return Frame(Op::kWrite, 2, [&](msgpack::Writer& w) {
+      w.Str("table");
+      w.Str("T");
+      w.Str("ops");
+      w.ArrayHeader(1);
+      w.MapHeader(op_fields);
+      op_body(w);
+    });
+  };
+  auto entity = [](msgpack::Writer& w, bool nil_extras) {
+    w.MapHeader(nil_extras ? 5 : 2);
+    w.Str("pk");
+    w.Str("p");
+    w.Str("rk");
+    w.Str("r");
+    if (nil_extras) {
+      for (const char* k : {"props", "ts", "etag"}) {
+        w.Str(k);
+        w.Nil();
+      }
+    }
+  };
+  Request q;
+  ASSERT_TRUE(DecodeRequest(write(
+                                [&](msgpack::Writer& w) {
+                                  w.Str("op");
+                                  w.Str("Merge");
+                                  w.Str("entity");
+                                  entity(w, true);
+                                  w.Str("ifMatch");
+                                  w.Nil();
+                                  w.Str("fence");
+                                  w.Nil();
+                                },
+                                4),
+                            &q)
+                  .ok());
+  ASSERT_EQ(q.ops.size(), 1u);
+  EXPECT_EQ(q.ops[0].if_match, "");
+  EXPECT_EQ(q.ops[0].fence, 0u);
+  EXPECT_TRUE(q.ops[0].entity.properties.empty());
+  EXPECT_EQ(q.ops[0].entity.etag, "");
+  // A nil key is a missing key.
+  Status nil_pk = DecodeBytes(write(
+      [&](msgpack::Writer& w) {
+        w.Str("op");
+        w.Str("Delete");
+        w.Str("entity");
+        w.MapHeader(2);
+        w.Str("pk");
+        w.Nil();
+        w.Str("rk");
+        w.Str("r");
+      },
+      2));
+  EXPECT_EQ(nil_pk.code(), Code::kInvalidInput);
+  EXPECT_NE(nil_pk.message().find("needs pk and rk"), std::string::npos) << nil_pk.message();
+  // A nil op is a missing op.
+  Status nil_op = DecodeBytes(write(
+      [&](msgpack::Writer& w) {
+        w.Str("op");
+        w.Nil();
+        w.Str("entity");
+        entity(w, false);
+      },
+      2));
+  EXPECT_EQ(nil_op.code(), Code::kInvalidInput);
+  EXPECT_NE(nil_op.message().find("needs 'op' and 'entity'"), std::string::npos)
+      << nil_op.message();
+  for (const char* twice : {"op", "ifMatch", "fence", "entity"}) {
+    Status rep = DecodeBytes(write(
+        [&](msgpack::Writer& w) {
+          w.Str("op");
+          w.Str("Insert");
+          w.Str("entity");
+          entity(w, false);
+          w.Str(twice);
+          if (std::string_view(twice) == "op") w.Str("Delete");
+          if (std::string_view(twice) == "ifMatch") w.Str("*");
+          if (std::string_view(twice) == "fence") w.Uint(1);
+          if (std::string_view(twice) == "entity") entity(w, false);
+          if (std::string_view(twice) == "ifMatch" || std::string_view(twice) == "fence") {
+            w.Str(twice);
+            w.Nil();  // even a nil second one
+          }
+        },
+        std::string_view(twice) == "ifMatch" || std::string_view(twice) == "fence" ? 4 : 3));
+    EXPECT_EQ(rep.code(), Code::kInvalidInput) << twice;
+    EXPECT_NE(rep.message().find(std::string("operation field '") + twice + "' repeated"),
+              std::string::npos)
+        << rep.message();
+    EXPECT_EQ(rep.op_index(), 0);
+  }
+}
+
 // Operations that are not maps, and batches without operations, get a
 // message about what they are, not about the frame's length.
 TEST(Wire, OperationsThatAreNotMapsAreNamedWithTheirIndex) {
