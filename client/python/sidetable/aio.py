@@ -50,6 +50,11 @@ class AsyncClient(_Requests):
         self._ids = _itertools.count(1)
         self._pending = {}          # request id -> Future of (status, body)
         self._reader = None
+        # The event loop of the first request: the reader task and the
+        # socket's futures live there. A second asyncio.run() would wait on
+        # a reader that died with the first loop, and time out although the
+        # sidecar answered: refused by name instead.
+        self._loop = None
         self._answered = False
         self._rng = _random.Random()
         self.busy_replies = 0
@@ -114,6 +119,14 @@ class AsyncClient(_Requests):
         if self._sock is None:
             raise ClientClosedError(None, "Closed", "the client is closed",
                                     op=op)
+        running = _asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = running
+        elif running is not self._loop:
+            raise RuntimeError(
+                "an AsyncClient belongs to the event loop it was first used "
+                "in (a new asyncio.run() makes a new loop): create a client "
+                "in each loop")
         if self._reader is None:
             self._reader = _asyncio.ensure_future(self._read_loop())
         rid = next(self._ids)

@@ -12,6 +12,7 @@ import collections as _collections
 import heapq as _heapq
 import itertools as _itertools
 import random as _random
+import threading as _threading
 import time as _time
 
 import zmq as _zmq
@@ -613,6 +614,10 @@ class Client(_Requests):
                                token, curve_server_key, curve_public_key,
                                curve_secret_key)
         self._answered = False       # has any reply arrived on this socket?
+        # A ZeroMQ socket belongs to one thread: used from two at once,
+        # libzmq aborts the process (an assertion in msg.cpp) or crashes.
+        # Say so instead, at the first call from another thread.
+        self._owner = _threading.get_ident()
         self._own_context = context is None
         self._ctx = context or _zmq.Context()
         self._sock = _dealer(self._ctx, endpoint, self._own_context, curve)
@@ -688,10 +693,18 @@ class Client(_Requests):
                 out.append(h._result)
         return out
 
+    def _check_thread(self):
+        if _threading.get_ident() != self._owner:
+            raise RuntimeError(
+                "a sidetable Client is not thread-safe: this one was created "
+                "in thread %d and called from thread %d; create one client "
+                "per thread" % (self._owner, _threading.get_ident()))
+
     def _submit(self, op, body, decode):
         if self._sock is None:
             raise ClientClosedError(None, "Closed", "the client is closed",
                                     op=op)
+        self._check_thread()
         rid = next(self._ids)
         h = Handle(self, op, rid, _w.encode_request(op, rid, body, self.token), decode)
         h._first_sent = _time.monotonic()
@@ -795,6 +808,7 @@ class Client(_Requests):
                 _w.OP_NAMES.get(h.op, h.op), h.attempt), op=h.op)
 
     def _wait(self, handles, timeout=None):
+        self._check_thread()
         limit = None if timeout is None else _time.monotonic() + timeout
         sock = self._sock
         todo = [h for h in handles if not h._done]

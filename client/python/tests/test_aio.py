@@ -93,6 +93,29 @@ class AsyncClientTest(unittest.TestCase):
         self.assertEqual(in_flight, 0)
 
 
+class AsyncLoopTest(unittest.TestCase):
+    def test_a_second_event_loop_is_refused_by_name(self):
+        # Reused in a second asyncio.run(), the client waited on a reader
+        # that died with the first loop and timed out although the sidecar
+        # answered (found from outside).
+        c = AsyncClient(SERVER.endpoint, timeout=2.0, retries=0)
+
+        async def ping():
+            return await c.ping()
+
+        self.assertEqual(run(ping())["version"], 1)
+        with self.assertRaises(RuntimeError) as caught:
+            run(ping())
+        self.assertIn("event loop", str(caught.exception))
+        run(c.close())  # closing from another loop still works
+
+        async def fresh():
+            async with AsyncClient(SERVER.endpoint) as d:
+                return await d.ping()
+
+        self.assertEqual(run(fresh())["version"], 1)
+
+
 class AsyncBusyTest(unittest.TestCase):
     def test_server_busy_is_retried(self):
         # Every request through the one-deep queue (none run on the

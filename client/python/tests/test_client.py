@@ -459,6 +459,29 @@ class QueryTest(Base):
                          "nosuchtable1")
 
 
+class ThreadOwnershipTest(Base):
+    def test_a_call_from_another_thread_is_refused_by_name(self):
+        # Shared by threads, the client's ZeroMQ socket made libzmq abort the
+        # whole process (found from outside): now the other thread gets a
+        # RuntimeError and the owner keeps working.
+        import threading
+        errors = []
+
+        def other():
+            try:
+                self.c.ping()
+            except RuntimeError as e:
+                errors.append(str(e))
+
+        th = threading.Thread(target=other)
+        th.start()
+        th.join(10)
+        self.assertEqual(len(errors), 1)
+        self.assertIn("not thread-safe", errors[0])
+        self.assertIn("one client per thread", errors[0])
+        self.assertEqual(self.c.ping()["version"], 1)
+
+
 class PipelineTest(Base):
     def test_500_in_flight(self):
         n = 500
