@@ -207,7 +207,9 @@ std::vector<EventOutcome> EventProcessor::ProcessBatch(const std::vector<std::st
     if (i >= first_stopped) {
       if (outs[i].kind != EventOutcome::Kind::kInterrupted) {
         outs[i].kind = EventOutcome::Kind::kInterrupted;
-        outs[i].reason = "stopped before it was applied: " + f.status.ToString();
+        // An event after the one interrupted has no failure of its own.
+        outs[i].reason = f.status.ok() ? std::string("stopped before it was applied")
+                                       : "stopped before it was applied: " + f.status.ToString();
       }
       continue;
     }

@@ -195,6 +195,9 @@ TEST(GroupedWritesTest, StopDuringBackOffLeavesTheRestUncommitted) {
   EXPECT_EQ(outs[0].kind, EventOutcome::Kind::kApplied);
   EXPECT_EQ(outs[1].kind, EventOutcome::Kind::kInterrupted);
   EXPECT_EQ(outs[2].kind, EventOutcome::Kind::kInterrupted) << "after the first unfinished event nothing commits";
+  // The reason of an event with no failure of its own says no more than
+  // that (it read "stopped before it was applied: OK").
+  EXPECT_EQ(outs[2].reason, "stopped before it was applied");
 }
 
 TEST(GroupedWritesTest, UndecodableEventsDoNotHoldUpTheOthers) {
