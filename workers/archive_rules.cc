@@ -93,8 +93,8 @@ Status RunArchiveRule(const ArchiveRule& rule, int64_t now_ticks, apply::TableSt
     // its own "event", so that one failing holds back no other.
     std::vector<apply::MoveItem> items;
     items.reserve(ops.size());
-    size_t at =
-        0;  // ArchiveMoves keeps the order of `found`, leaving out entities without a version
+    // ArchiveMoves keeps the order of `found`, leaving out entities without a version.
+    size_t at = 0;
     for (size_t i = 0; i < ops.size(); i++) {
       const patterns::TableOp& op = ops[i];
       while (at < found.size() && (found[at].partition_key != op.entity.partition_key ||
