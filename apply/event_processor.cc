@@ -240,12 +240,22 @@ void EventProcessor::ApplyInOrder(const ChangeRecord& rec, const std::vector<pat
       }
     }
     last = Status::OK();
+    // A move that can never succeed (a copy over the limits, ...) does not
+    // stop the event's other moves, which concern other entities: they go
+    // on, and the event is dead-lettered for that one afterwards.
+    Status refused;
     for (const auto& op : ops) {
       OpResult r;
       last = applier_->Apply(op, &r);
+      if (!last.ok() && op.kind == patterns::TableOp::Kind::kMove && !IsTransient(last.code())) {
+        if (refused.ok()) refused = last;
+        last = Status::OK();
+        continue;
+      }
       if (!last.ok()) break;
       observer_->OnOp(op.kind, r);
     }
+    if (last.ok() && !refused.ok()) last = refused;
     if (last.ok()) {
       spdlog::debug("lsn={} table={} pk={}: {} operation(s) applied", rec.lsn, rec.table,
                    rec.partition_key, ops.size());

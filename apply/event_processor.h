@@ -7,7 +7,10 @@
 // exponential back-off, up to retry.max_attempts in all; re-applying is
 // harmless because every operation is fenced. Anything that cannot succeed
 // (undecodable event, a pattern error, a permanent error code, attempts
-// exhausted) is reported as a dead letter with a reason.
+// exhausted) is reported as a dead letter with a reason. The moves of an
+// archive request concern different entities: one that fails permanently
+// (e.g. a copy over the entity limits) does not keep the others from being
+// moved, and the event is dead-lettered naming that one.
 //
 // Thread safety: not thread-safe; the consumer thread owns it.
 #pragma once

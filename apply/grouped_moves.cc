@@ -3,6 +3,7 @@
 #include <map>
 
 #include "apply/event_processor.h"
+#include "apply/move_copy.h"
 #include "engine/etag.h"
 #include "engine/limits.h"
 #include "engine/table_name.h"
@@ -16,6 +17,24 @@ struct Pending {
   const MoveItem* item;
   patterns::TableOp copy;  // the fenced upsert into the target; its entity keeps the ETag copied
 };
+
+// One entity's failure into its event's slot. The first failure wins, except
+// that a transient one replaces a permanent one: the event is then retried
+// whole, one move at a time with back-off (moves are idempotent), and that
+// path reports the permanent failure again once the rest is done.
+void FailEvent(std::vector<EventFailure>* failures, size_t event, const EventFailure& f) {
+  EventFailure& slot = (*failures)[event];
+  if (slot.interrupted) return;
+  if (f.interrupted) {
+    if (slot.status.ok()) slot.status = f.status;
+    slot.interrupted = true;
+    return;
+  }
+  if (slot.status.ok() || (slot.permanent && !f.permanent)) {
+    slot.status = f.status;
+    slot.permanent = f.permanent;
+  }
+}
 
 }  // namespace
 
@@ -38,11 +57,7 @@ void MoveMany(TableStore* store, OpApplier* applier, GroupedWrites* writes, cons
     OpResult r;
     Status s = applier->Apply(*item.op, &r);
     if (!s.ok()) {
-      EventFailure& f = (*failures)[item.event];
-      if (f.status.ok()) {
-        f.status = s;
-        f.permanent = !IsTransient(s.code());
-      }
+      FailEvent(failures, item.event, EventFailure{s, !IsTransient(s.code()), false});
       return;
     }
     observer->OnOp(Kind::kMove, r);
@@ -69,6 +84,10 @@ void MoveMany(TableStore* store, OpApplier* applier, GroupedWrites* writes, cons
       observer->OnOp(Kind::kMove, OpResult::kFenced);  // rewritten after the decision
       continue;
     }
+    if (Status fits = CheckMoveCopy(op, src); !fits.ok()) {
+      FailEvent(failures, item.event, EventFailure{fits, true, false});  // this entity alone
+      continue;
+    }
     Pending p{&item, {}};
     p.copy.kind = Kind::kFencedUpsert;
     p.copy.table = op.table;
@@ -79,16 +98,25 @@ void MoveMany(TableStore* store, OpApplier* applier, GroupedWrites* writes, cons
   if (pending.empty()) return;
 
   // 2. The copies, grouped per target partition (fenced: a replayed move
-  // never overwrites a newer copy).
+  // never overwrites a newer copy). Their failures are kept per entity: one
+  // copy that fails must not hold back the deletes of the others, even of
+  // its own event (they would stay in both tables).
   std::vector<EventOp> copies;
   copies.reserve(pending.size());
-  for (size_t i = 0; i < pending.size(); i++) copies.push_back({&pending[i].copy, pending[i].item->event});
-  writes->Apply(copies, failures);
+  for (size_t i = 0; i < pending.size(); i++) copies.push_back({&pending[i].copy, i});
+  std::vector<EventFailure> copied(pending.size());
+  writes->Apply(copies, &copied);
 
   // 3. The deletes If-Match, grouped per source partition, of the copied ones.
   std::map<std::pair<std::string, std::string>, std::vector<Pending*>> groups;
-  for (Pending& p : pending) {
-    if (!(*failures)[p.item->event].status.ok() || (*failures)[p.item->event].interrupted) continue;
+  for (size_t i = 0; i < pending.size(); i++) {
+    Pending& p = pending[i];
+    if (!copied[i].status.ok() || copied[i].interrupted) {
+      EventFailure f = copied[i];
+      f.status = NameMove(*p.item->op, f.status);
+      FailEvent(failures, p.item->event, f);
+      continue;
+    }
     std::string key;
     AppendTableKey(p.item->op->source_table, &key);
     groups[{key, p.item->op->entity.partition_key}].push_back(&p);

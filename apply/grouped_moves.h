@@ -9,6 +9,14 @@
 // EGT's If-Match: that entity is moved again alone through OpApplier::Move
 // (which copies the new state), the rest of the EGT is sent again.
 //
+// Failures are per entity: an entity whose copy cannot fit the limits
+// (move_copy.h: refused before any write) or whose copy the sidecar refuses
+// stays in the source, and every other entity, of its event too, is still
+// copied and deleted. Its event's slot in `failures` gets the first failure,
+// naming the entity (a transient one replaces a permanent one, so the event
+// is retried whole). A caller that wants each entity's own outcome gives
+// each item its own `event` (the archive rule does).
+//
 // The isolation caveat of docs/patterns.md holds as before: between copy and
 // delete an entity is in both tables.
 //

@@ -1,4 +1,5 @@
 #include "apply/op_applier.h"
+#include "apply/move_copy.h"
 #include "engine/etag.h"
 #include "engine/table_name.h"
 
@@ -187,7 +188,7 @@ Status OpApplier::Move(const TableOp& op, OpResult* r) {
         *r = OpResult::kNoop;  // already moved (or deleted): nothing to do
         return Status::OK();
       }
-      return src.status();
+      return NameMove(op, src.status());
     }
     const std::string copied_etag = src->etag;
     const uint64_t version = VersionFromETag(copied_etag).value_or(op.version);
@@ -197,8 +198,10 @@ Status OpApplier::Move(const TableOp& op, OpResult* r) {
       *r = OpResult::kFenced;
       return Status::OK();
     }
+    // An entity whose copy cannot fit stays in the source (move_copy.h).
+    ST_RETURN_IF_ERROR(CheckMoveCopy(op, *src));
     OpResult upsert;
-    ST_RETURN_IF_ERROR(FencedUpsert(op.table, *src, version, &upsert));
+    ST_RETURN_IF_ERROR(NameMove(op, FencedUpsert(op.table, *src, version, &upsert)));
     auto d = store_->Delete(op.source_table, pk, rk, copied_etag);
     if (d.ok()) {
       *r = OpResult::kWritten;
@@ -209,7 +212,7 @@ Status OpApplier::Move(const TableOp& op, OpResult* r) {
       *r = OpResult::kWritten;  // the copy is made; the source went away meanwhile
       return Status::OK();
     }
-    if (c != Code::kUpdateConditionNotSatisfied) return d.status();
+    if (c != Code::kUpdateConditionNotSatisfied) return NameMove(op, d.status());
     // The source changed after the copy: copy the new state, then try again.
   }
   return Contended("move", op.source_table, pk, rk, attempts_);

@@ -5,9 +5,16 @@
 // (default 60): it queries the source table with
 //   (<filter>) and Timestamp lt datetime'<now - min_age>'
 // following continuations, and applies the kMove operations that
-// patterns::ArchiveMoves() makes of each page (op_applier.h), into `target`. Moves are idempotent, so two workers running
-// the same rule at once only waste work. Failures are logged and the rule is
-// tried again at its next interval.
+// patterns::ArchiveMoves() makes of each page (op_applier.h), into `target`. Moves are idempotent,
+// so two workers running the same rule at once only waste work.
+//
+// Failures are per entity. An entity that cannot be moved for good (its copy
+// over the entity limits, apply/move_copy.h, or another permanent refusal)
+// stays in the source alone: every other entity is moved, later pages go on.
+// It is reported once (log and metric, UnmovableEntities) and not tried
+// again until its version changes. A transient failure (the sidecar busy or
+// away) makes the evaluation's status, logged; the rule is tried again at its
+// next interval.
 //
 // Thread safety: ArchiveScheduler runs its own thread with its own client;
 // Stop() may be called from any thread.
@@ -16,6 +23,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -48,9 +56,45 @@ Status ParseArchiveRules(const std::vector<patterns::PatternConfig>& patterns, s
 // The filter of one evaluation at `now_ticks`.
 std::string ArchiveFilter(const ArchiveRule& rule, int64_t now_ticks);
 
-// One evaluation: moves every matching entity; *moved counts them.
-Status RunArchiveRule(const ArchiveRule& rule, int64_t now_ticks, apply::TableStore* store, apply::OpApplier* applier,
-                      const std::atomic<bool>& stop, uint64_t* moved);
+// An entity a rule found and cannot move for good, at the version it had.
+struct ArchiveFailure {
+  std::string partition_key, row_key;
+  uint64_t version = 0;
+  Status status;  // names the entity and why
+};
+
+// What one evaluation did.
+struct ArchiveRun {
+  uint64_t moved = 0;
+  std::vector<ArchiveFailure> failed;   // newly failed for good
+  std::vector<ArchiveFailure> skipped;  // known to fail (UnmovableEntities), not tried
+  bool complete = false;                // every page was read
+};
+
+// The entities of one rule that failed for good, at the version that failed,
+// so that each is reported once and skipped until it changes. A complete
+// evaluation forgets those it did not find again (moved, changed or deleted
+// by hand). At most kMaxRemembered: beyond that, failures are tried and
+// reported again at each evaluation.
+class UnmovableEntities {
+ public:
+  static constexpr size_t kMaxRemembered = 10000;
+  // The failure remembered for (pk, rk) at `version`, or null.
+  const ArchiveFailure* Find(const std::string& pk, const std::string& rk, uint64_t version) const;
+  // After an evaluation: remembers its failures.
+  void Update(const ArchiveRun& run);
+  size_t size() const { return known_.size(); }
+
+ private:
+  std::map<std::pair<std::string, std::string>, ArchiveFailure> known_;
+};
+
+// One evaluation: moves every matching entity but those `known` (may be
+// null) says fail at their current version. Returns the first transient
+// failure (the rule is tried again at its next interval), or OK.
+Status RunArchiveRule(const ArchiveRule& rule, int64_t now_ticks, apply::TableStore* store,
+                      apply::OpApplier* applier, const std::atomic<bool>& stop,
+                      const UnmovableEntities* known, ArchiveRun* run);
 
 struct ArchiveOptions {
   std::string endpoint;
@@ -73,6 +117,7 @@ class ArchiveScheduler {
   void Loop();
 
   std::vector<ArchiveRule> rules_;
+  std::vector<UnmovableEntities> unmovable_;  // per rule
   WorkerMetrics* metrics_ = nullptr;
   std::unique_ptr<client::Client> client_;
   std::unique_ptr<apply::TableStore> store_;

@@ -80,6 +80,13 @@ std::string WorkerMetrics::Render() const {
   Line(&out, "sidetable_worker_archive_runs_total", "", load(archive_runs_));
   Header(&out, "sidetable_worker_archive_moved_total", "counter", "Entities moved by archive rules.");
   Line(&out, "sidetable_worker_archive_moved_total", "", load(archive_moved_));
+  Header(&out, "sidetable_worker_archive_unmovable_total", "counter",
+         "Entities archive rules found they cannot move (e.g. a copy over the entity limits), once "
+         "per version.");
+  Line(&out, "sidetable_worker_archive_unmovable_total", "", load(archive_failed_));
+  Header(&out, "sidetable_worker_archive_unmovable", "gauge",
+         "Entities archive rules skip now as unmovable, until they change.");
+  Line(&out, "sidetable_worker_archive_unmovable", "", load(archive_unmovable_));
   Header(&out, "sidetable_worker_last_lsn", "gauge", "LSN of the last event processed.");
   Line(&out, "sidetable_worker_last_lsn", "", load(last_lsn_));
   Header(&out, "sidetable_worker_assigned_partitions", "gauge", "Partitions this worker owns now.");

@@ -40,9 +40,13 @@ class WorkerMetrics final : public apply::ApplyObserver {
   void RecordDeadLetter(DeadLetterReason r) { dead_[static_cast<size_t>(r)].fetch_add(1, std::memory_order_relaxed); }
   void RecordCommit(bool ok) { (ok ? commits_ : commit_errors_).fetch_add(1, std::memory_order_relaxed); }
   void RecordRebalance() { rebalances_.fetch_add(1, std::memory_order_relaxed); }
-  void RecordArchiveRun(uint64_t moved) {
+  // `failed`: entities found unmovable for the first time (at their
+  // version); `unmovable`: those the rules skip now.
+  void RecordArchiveRun(uint64_t moved, uint64_t failed, uint64_t unmovable) {
     archive_runs_.fetch_add(1, std::memory_order_relaxed);
     archive_moved_.fetch_add(moved, std::memory_order_relaxed);
+    archive_failed_.fetch_add(failed, std::memory_order_relaxed);
+    archive_unmovable_.store(unmovable, std::memory_order_relaxed);
   }
   void SetLastLsn(uint64_t lsn) { last_lsn_.store(lsn, std::memory_order_relaxed); }
   void SetAssigned(int n) { assigned_.store(n, std::memory_order_relaxed); }
@@ -53,6 +57,7 @@ class WorkerMetrics final : public apply::ApplyObserver {
   uint64_t fenced_events() const { return fenced_.load(std::memory_order_relaxed); }
   uint64_t dead_letters() const;
   uint64_t retries() const { return retries_.load(std::memory_order_relaxed); }
+  uint64_t archive_unmovable() const { return archive_unmovable_.load(std::memory_order_relaxed); }
   int assigned() const { return assigned_.load(std::memory_order_relaxed); }
   uint64_t last_lsn() const { return last_lsn_.load(std::memory_order_relaxed); }
   int64_t total_lag() const;
@@ -62,7 +67,8 @@ class WorkerMetrics final : public apply::ApplyObserver {
  private:
   static constexpr size_t kKinds = 4, kResults = 3;
   std::atomic<uint64_t> events_{0}, skipped_{0}, retries_{0}, commits_{0}, commit_errors_{0},
-      rebalances_{0}, archive_runs_{0}, archive_moved_{0}, last_lsn_{0}, fenced_{0};
+      rebalances_{0}, archive_runs_{0}, archive_moved_{0}, archive_failed_{0},
+      archive_unmovable_{0}, last_lsn_{0}, fenced_{0};
   std::atomic<int> assigned_{0};
   std::array<std::array<std::atomic<uint64_t>, kResults>, kKinds> ops_{};
   std::array<std::atomic<uint64_t>, kReasons> dead_{};

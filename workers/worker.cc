@@ -781,6 +781,7 @@ std::string Worker::Impl::HealthJson() const {
                   ",\"assigned_partitions\":" + std::to_string(metrics_.assigned()) +
                   ",\"events_total\":" + std::to_string(metrics_.events()) +
                   ",\"dead_letters_total\":" + std::to_string(metrics_.dead_letters()) +
+                  ",\"archive_unmovable\":" + std::to_string(metrics_.archive_unmovable()) +
                   ",\"retries_total\":" + std::to_string(metrics_.retries()) +
                   ",\"last_lsn\":" + std::to_string(metrics_.last_lsn()) +
                   ",\"consumer_lag\":" + std::to_string(metrics_.total_lag()) +

@@ -1,8 +1,9 @@
 // archive: the eventually consistent transactions pattern (Azure's
 // "move to archive" example). Entities of `source` move to `target`:
 //  - on request: a ChangeRecord of kind ArchiveRequested for the source
-//    table and one PartitionKey, one ChangeOp per RowKey (no images); the
-//    record's target_table, when set, overrides the configured target;
+//    table and one PartitionKey, one ChangeOp per RowKey (no images), into
+//    the record's target_table (RequestArchive requires one; a record
+//    without it, which no sidecar writes, goes to the configured target);
 //  - by rule: the worker periodically queries the source with `filter` and
 //    `min_age_seconds` every `interval_seconds` and hands what it found to
 //    ArchiveMoves().
@@ -79,7 +80,7 @@ class ArchivePattern final : public Pattern {
   // ArchiveRequested records of the source table.
   bool Wants(const ChangeRecord& record) const override;
   Status Apply(const ChangeRecord& record, std::vector<TableOp>* out) const override;
-  // The configured target; a request may name another (not tracked).
+  // The configured target; a request names its own (not tracked).
   std::vector<Derivation> Derivations() const override { return {{config_.source(), config_.target()}}; }
 
   const ArchiveConfig& config() const { return config_; }

@@ -19,6 +19,10 @@ class FakeTableStore : public TableStore {
   // non-OK status is returned instead of executing it.
   std::function<Status(const std::string& call, const std::string& table)> before;
   size_t page_size = 2;
+  // When set, every entity written (Insert, Update, a batch's upserts) must
+  // pass it, as the engine's limits (ValidateEntity); a batch fails naming
+  // the operation.
+  std::function<Status(const Entity& e)> validate;
   std::map<std::string, int> calls;
 
   using Rows = std::map<std::pair<std::string, std::string>, Entity>;
@@ -50,6 +54,7 @@ class FakeTableStore : public TableStore {
     ST_RETURN_IF_ERROR(Hook("Insert", table));
     if (!tables.count(table)) return Status(Code::kTableNotFound, table);
     if (Find(table, e.partition_key, e.row_key)) return Status(Code::kEntityAlreadyExists, "exists");
+    if (validate) ST_RETURN_IF_ERROR(validate(e));
     return Written(Put(table, e));
   }
   Result<WriteResult> Update(const std::string& table, const Entity& e, const std::string& if_match) override {
@@ -58,6 +63,7 @@ class FakeTableStore : public TableStore {
     const Entity* cur = Find(table, e.partition_key, e.row_key);
     if (!cur) return Status(Code::kResourceNotFound, "missing");
     if (if_match != "*" && cur->etag != if_match) return Status(Code::kUpdateConditionNotSatisfied, "etag");
+    if (validate) ST_RETURN_IF_ERROR(validate(e));
     return Written(Put(table, e));
   }
   Result<WriteResult> Delete(const std::string& table, const std::string& pk, const std::string& rk,
@@ -91,7 +97,7 @@ class FakeTableStore : public TableStore {
   std::string last_filter;
 
   // Pipelined EGTs: executed at once (all or nothing, the engine's fencing
-  // rules for the fenced kinds), their callbacks deferred to Flush() in
+  // rules for the fenced kinds and If-Match deletes), their callbacks deferred to Flush() in
   // reverse order, so tests see completions out of order as on a real
   // connection. `write_hook` sees each batch first; a non-OK status fails
   // the whole batch (with its op index, if any).
@@ -131,6 +137,9 @@ class FakeTableStore : public TableStore {
       auto it = next.find(key);
       const uint64_t stored = it == next.end() ? 0 : FenceOf(it->second);
       if (op.kind == OpKind::kFencedUpsert) {
+        if (validate) {
+          if (Status s = validate(op.entity); !s.ok()) return s.WithOpIndex(static_cast<int>(i));
+        }
         if (it != next.end() && stored >= op.fence) {
           w.skipped.push_back(i);
           w.etags.emplace_back();
@@ -147,8 +156,18 @@ class FakeTableStore : public TableStore {
           next.erase(it);
         }
         w.etags.emplace_back();
+      } else if (op.kind == OpKind::kDelete) {
+        // As the engine: absent is ResourceNotFound, another ETag a 412, naming the operation.
+        if (it == next.end())
+          return Status(Code::kResourceNotFound, "missing", static_cast<int>(i));
+        if (op.if_match != "*" && it->second.etag != op.if_match) {
+          return Status(Code::kUpdateConditionNotSatisfied, "etag", static_cast<int>(i));
+        }
+        next.erase(it);
+        w.etags.emplace_back();
       } else {
-        return Status(Code::kInvalidInput, "the fake runs fenced batches only", static_cast<int>(i));
+        return Status(Code::kInvalidInput, "the fake runs fenced batches and deletes only",
+                      static_cast<int>(i));
       }
     }
     tables[batch.table()] = std::move(next);

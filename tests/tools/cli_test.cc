@@ -652,6 +652,7 @@ TEST(CliStandaloneTest, UnreachableEndpointExitsThree) {
 
 // ---- verify ------------------------------------------------------------------
 
+#include "engine/etag.h"
 #include "patterns/index_table/index_table.h"
 
 namespace sidetable {
@@ -722,6 +723,49 @@ TEST_F(VerifyTest, AnEntityInBothArchiveTablesIsDivergence) {
   BuildIndex();  // the index still has p|3's entry
   CliResult stale = Cli({"verify", "--config", config_});
   EXPECT_EQ(stale.exit_code, 4) << "the index entry of the archived entity is extra: " << Describe(stale);
+}
+
+// Session 35: an archived key that the application re-inserted later (a new
+// order reusing the keys) was reported as "in both tables (move not
+// finished)", exit 4. Only the same version in both is a move not finished.
+TEST_F(VerifyTest, AReinsertedArchivedKeyIsNotAnUnfinishedMove) {
+  const std::string archive_only = dir_.Sub("archive-only.yaml");
+  std::ofstream(archive_only)
+      << "patterns:\n  - name: archive\n    source: People\n    target: PeopleArchive\n";
+  ASSERT_TRUE(client_->CreateTable("PeopleArchive").ok());
+  // A move half done: the worker's copy (SourceVersion = the source's
+  // version), the source not yet deleted.
+  auto source = client_->Get("People", "p", "3");
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  const uint64_t version = VersionFromETag(source->etag).value();
+  Entity copy = *source;
+  copy.Set("SourceVersion", Value::Int64(static_cast<int64_t>(version)));
+  ASSERT_TRUE(client_->Insert("PeopleArchive", copy).ok());
+  CliResult half = Cli({"verify", "--config", archive_only});
+  EXPECT_EQ(half.exit_code, 4) << Describe(half);
+  EXPECT_TRUE(Contains(half.out, "in both tables at the same version " + std::to_string(version) +
+                                     ": a move not finished (p, 3)"))
+      << half.out;
+  EXPECT_TRUE(Contains(half.out, "in both tables 1")) << half.out;
+
+  // The move finishes, then a new entity with the same keys is inserted.
+  ASSERT_TRUE(client_->Delete("People", "p", "3").ok());
+  EXPECT_EQ(Cli({"verify", "--config", archive_only}).exit_code, 0);
+  ASSERT_TRUE(client_->Insert("People", Person("p", "3", 33)).ok());
+  CliResult reinserted = Cli({"verify", "--config", archive_only});
+  EXPECT_EQ(reinserted.exit_code, 0) << Describe(reinserted);
+  EXPECT_TRUE(Contains(reinserted.out, "checked 1: missing 0, extra 0, stale 0, in both tables 0"))
+      << reinserted.out;
+
+  // A copy newer than its source cannot come from a move: divergence.
+  auto now = client_->Get("People", "p", "3");
+  ASSERT_TRUE(now.ok());
+  copy.Set("SourceVersion",
+           Value::Int64(static_cast<int64_t>(VersionFromETag(now->etag).value() + 1)));
+  ASSERT_TRUE(client_->InsertOrReplace("PeopleArchive", copy).ok());
+  CliResult newer = Cli({"verify", "--config", archive_only});
+  EXPECT_EQ(newer.exit_code, 4) << Describe(newer);
+  EXPECT_TRUE(Contains(newer.out, "newer than the source")) << newer.out;
 }
 
 TEST_F(VerifyTest, BadConfigIsAUsageError) {
