@@ -28,6 +28,9 @@ struct ReplayArgs {
   int64_t kafka_offset = -1;
   std::string kafka_time;
   std::vector<std::string> kafka_properties;  // key=value
+  // The topic holds one table's records (kafka.topic with {table}): its LSNs
+  // have gaps by design, so they are not checked.
+  bool one_table_topic = false;
   uint64_t from_lsn = 0, to_lsn = 0;
   // Filters (presence matters for pk and caller: "" is a valid value).
   std::string table, pk, rk_from, rk_to, caller, since, until;

@@ -74,16 +74,21 @@ replay::ProgressMode ParseProgressMode(const std::string& text) {
 }
 
 std::string SourceFingerprint(const ReplayArgs& a) {
-  std::string fp = a.kafka.empty() ? "changelog;" : "kafka;topic=" + a.topic + ";offset=" +
-                                                        std::to_string(a.kafka_offset) + ";time=" + a.kafka_time + ";";
+  std::string fp = a.kafka.empty()
+                       ? "changelog;"
+                       : "kafka;topic=" + a.topic + ";offset=" + std::to_string(a.kafka_offset) +
+                             ";time=" + a.kafka_time + ";" + (a.one_table_topic ? "oneTable;" : "");
   return fp + "from=" + std::to_string(a.from_lsn) + ";to=" + std::to_string(a.to_lsn) + ";";
 }
 
 Result<std::unique_ptr<replay::RecordSource>> OpenSource(Session& s, const ReplayArgs& a,
                                                          const replay::Position* resume) {
   if (a.kafka.empty()) {
-    if (a.kafka_offset >= 0 || !a.kafka_time.empty() || !a.topic.empty() || !a.kafka_properties.empty()) {
-      return Status(Code::kInvalidInput, "--topic, --kafka-offset, --kafka-time and --kafka-property need --kafka");
+    if (a.kafka_offset >= 0 || !a.kafka_time.empty() || !a.topic.empty() ||
+        !a.kafka_properties.empty() || a.one_table_topic) {
+      return Status(Code::kInvalidInput,
+                    "--topic, --topic-of-one-table, --kafka-offset, --kafka-time and "
+                    "--kafka-property need --kafka");
     }
     client::Client* c = s.Client();
     if (!c) return Status(Code::kNoReply, "no reply: cannot connect");
@@ -115,7 +120,9 @@ Result<std::unique_ptr<replay::RecordSource>> OpenSource(Session& s, const Repla
     o.start = replay::KafkaSourceOptions::Start::kTime;
     o.time_ms = (*t - kUnixEpochTicks) / (kTicksPerSecond / 1000);
   }
+  o.from_lsn = a.from_lsn;
   o.to_lsn = a.to_lsn;
+  o.contiguous = !a.one_table_topic;
   for (const std::string& kv : a.kafka_properties) {
     const size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) {

@@ -192,6 +192,7 @@ Status PartitionReader::Take(const rd_kafka_message_t* m) {
   }
   next_ = m->offset + 1;
   ChangeRecord& r = event.record;
+  if (r.epoch != 0) ctx_->clustered = true;
   // The fencing rule first: a claim is no data, and a record of a replaced
   // owner after the claim never happened for anyone (docs/scale-out.md).
   if (fence_.Check(partition_, r) != events::EpochFilter::Verdict::kApply) return Status::OK();

@@ -44,6 +44,9 @@ struct ConsumerContext {
   int64_t prefetch_messages = 0;
   events::EventDecoder decoder;
   std::string last_error;  // the newest client-level error event, for messages
+  // A scale-out service's topic: a record with an epoch or a claim was read.
+  // Its LSNs are several owners' and have gaps, so the source stops checking.
+  bool clustered = false;
 };
 
 class PartitionReader {
@@ -71,6 +74,9 @@ class PartitionReader {
 
   bool exhausted() const { return !head_ && next_ >= end_; }
   const ChangeRecord& head() const { return *head_; }
+  // The offset of head() (of its first chunk): start() when the head is the
+  // first message read.
+  int64_t head_offset() const { return head_offset_; }
   // The merge passed the head on / dropped it (a duplicate of an LSN that
   // another partition already delivered).
   ChangeRecord TakeHead();
