@@ -5,7 +5,9 @@
 // rows reach stdout or --output as they are made, so a failure can leave a
 // partial output behind; the exit code says whether it is complete:
 //   0 complete, 5 stopped early (a signal or --stop-after) with a checkpoint
-//   to resume from, 1-3 as for every command, 4 derive's verify diverged.
+//   to resume from, 6 complete but for Kafka messages that do not decode
+//   (each named on stderr), 1-3 as for every command, 4 derive's verify
+//   diverged.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -20,6 +22,7 @@
 namespace sidetable::cli {
 
 inline constexpr int kExitStopped = 5;
+inline constexpr int kExitUndecodable = 6;
 
 struct ReplayArgs {
   // Source: the sidecar's change log, or Kafka with --kafka.

@@ -120,6 +120,10 @@ Result<std::unique_ptr<replay::RecordSource>> OpenSource(Session& s, const Repla
     o.start = replay::KafkaSourceOptions::Start::kTime;
     o.time_ms = (*t - kUnixEpochTicks) / (kTicksPerSecond / 1000);
   }
+  o.on_undecodable = [](const std::string& what) {
+    std::fprintf(stderr, "sidetable-cli: skipped a message that does not decode: %s\n",
+                 what.c_str());
+  };
   o.from_lsn = a.from_lsn;
   o.to_lsn = a.to_lsn;
   o.contiguous = !a.one_table_topic;
@@ -256,6 +260,17 @@ int ReportStopped(const ReplayArgs& a, uint64_t events) {
                  static_cast<unsigned long long>(events), a.checkpoint.c_str());
   }
   return kExitStopped;
+}
+
+int ReportUndecodable(uint64_t undecodable, int exit) {
+  if (undecodable == 0) return exit;
+  std::fprintf(stderr,
+               "sidetable-cli: %llu message%s on the topic did not decode and %s skipped (named "
+               "above, or in the "
+               "run before a resume); everything else was read\n",
+               static_cast<unsigned long long>(undecodable), undecodable == 1 ? "" : "s",
+               undecodable == 1 ? "was" : "were");
+  return kExitUndecodable;
 }
 
 int ReplayFail(Session& s, const Status& st) {

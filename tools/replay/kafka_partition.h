@@ -15,8 +15,10 @@
 #include <librdkafka/rdkafka.h>
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,6 +49,12 @@ struct ConsumerContext {
   // A scale-out service's topic: a record with an epoch or a claim was read.
   // Its LSNs are several owners' and have gaps, so the source stops checking.
   bool clustered = false;
+  // Messages skipped because they do not decode (docs/replay.md): how many,
+  // the LSNs those that had a sidetable-lsn header carried (for the merge's
+  // LSN check), and who is told of each.
+  uint64_t undecodable = 0;
+  std::set<uint64_t> undecodable_lsns;
+  std::function<void(const std::string&)> on_undecodable;
 };
 
 class PartitionReader {
@@ -68,8 +76,8 @@ class PartitionReader {
 
   // Makes head() available unless the partition is exhausted(); waits for
   // messages, failing with kUnavailable after ctx->timeout_ms without any.
-  // An undecodable message fails with InvalidInput, every time (it stays
-  // unread, so the position stays before it).
+  // A message that does not decode is no record: it is reported to
+  // ctx->on_undecodable, counted, and skipped.
   Status Fill();
 
   bool exhausted() const { return !head_ && next_ >= end_; }
@@ -97,6 +105,8 @@ class PartitionReader {
   Status Refill();
   // Consumes one message (advancing next_), or fails leaving it unread.
   Status Take(const rd_kafka_message_t* m);
+  // Reports and counts a message that did not decode.
+  void SkipUndecodable(const rd_kafka_message_t* m, int64_t first_offset, const std::string& why);
   // The event text a message completes (itself, or the chunk run it ends,
   // then held in joined_); nullopt while a run is partial or for a fragment.
   std::optional<std::string_view> Join(const rd_kafka_message_t* m, int64_t* first_offset);
@@ -124,9 +134,6 @@ class PartitionReader {
   events::ChunkJoiner joiner_;
   int64_t run_offset_ = 0;
   std::string joined_;
-  // An event that failed to decode, at the offset of its last message.
-  Status undecodable_;
-  int64_t undecodable_at_ = -1;
 };
 
 }  // namespace sidetable::replay::kafka

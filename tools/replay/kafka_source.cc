@@ -36,6 +36,7 @@ class KafkaSource final : public RecordSource {
     ctx_.rk = rk;
     ctx_.topic = options.topic;
     ctx_.timeout_ms = std::max(options.timeout_ms, 1);
+    ctx_.on_undecodable = options.on_undecodable;
   }
   ~KafkaSource() override {
     readers_.clear();  // messages and queues go before the handle
@@ -108,8 +109,14 @@ class KafkaSource final : public RecordSource {
       p.end_offsets[r->partition()] = r->end();
       if (r->floor() > 0) p.floors[r->partition()] = r->floor();
     }
+    p.undecodable = undecodable();
+    for (auto it = ctx_.undecodable_lsns.upper_bound(last_lsn_); it != ctx_.undecodable_lsns.end();
+         ++it) {
+      p.undecodable_lsns.insert(*it);
+    }
     return p;
   }
+  uint64_t undecodable() const override { return undecodable_before_ + ctx_.undecodable; }
   uint64_t fenced() const override {
     uint64_t n = 0;
     for (const auto& r : readers_) n += r->fenced();
@@ -152,6 +159,7 @@ class KafkaSource final : public RecordSource {
   const bool checking_;
   bool anchored_ = false;
   uint64_t first_available_ = 0;
+  uint64_t undecodable_before_ = 0;  // counted by the runs before a resume
   bool finished_ = false;
   Status pending_;  // an error met after records were already handed out
 };
@@ -235,6 +243,10 @@ Status KafkaSource::Open(const Position* resume, Clock::time_point deadline) {
     }
   }
   rd_kafka_topic_partition_list_destroy(assign);
+  if (resume != nullptr) {
+    undecodable_before_ = resume->undecodable;
+    ctx_.undecodable_lsns = resume->undecodable_lsns;
+  }
   if (!s.ok() || !checking_) return s;
   if (resume != nullptr) {
     // The first run fixed the start; everything up to last_lsn is done.
@@ -317,16 +329,19 @@ Status KafkaSource::CheckNoGap(const PartitionReader& next) const {
   const ChangeRecord& r = next.head();
   if (!checking_ || !anchored_ || ctx_.clustered || r.epoch != 0 || r.lsn == last_lsn_ + 1)
     return Status::OK();
-  const uint64_t due = last_lsn_ + 1;
+  uint64_t due = last_lsn_ + 1;
+  // Records that are on the topic but do not decode were reported and
+  // counted already (kafka_partition.cc): not history gone.
+  while (due < r.lsn && ctx_.undecodable_lsns.count(due)) due++;
+  if (due == r.lsn) return Status::OK();
   if (options_.to_lsn != 0 && due > options_.to_lsn) return Status::OK();
   const uint64_t missing_to =
       options_.to_lsn != 0 ? std::min(r.lsn - 1, options_.to_lsn) : r.lsn - 1;
   return Status(
       Code::kResourceNotFound,
       Describe() + ": " + LsnRange(due, missing_to) + (due == missing_to ? " is" : " are") +
-          " not on the topic any more (retention, or a replaced Kafka cluster): the next record it "
-          "holds "
-          "is LSN " +
+          " not on the topic any more (retention, or a replaced Kafka cluster): the next record "
+          "it holds is LSN " +
           std::to_string(r.lsn) + " (partition " + std::to_string(next.partition()) + " offset " +
           std::to_string(next.head_offset()) + "); the sidecar's change log may still hold them");
 }

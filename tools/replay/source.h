@@ -24,9 +24,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,6 +56,11 @@ struct Position {
   // ShardClaimed epoch read before next_offsets), so a resumed run fences as
   // the uninterrupted one would. Absent: 0.
   std::map<int32_t, uint64_t> floors;
+  // Kafka only: the messages skipped because they do not decode, in every
+  // run so far, and the LSNs above last_lsn that those messages named, so a
+  // resumed run counts them and does not take them for missing history.
+  uint64_t undecodable = 0;
+  std::set<uint64_t> undecodable_lsns;
 };
 
 class RecordSource {
@@ -80,6 +87,9 @@ class RecordSource {
   // newer owner had claimed their shard (Kafka only; the change log holds
   // one sidecar's own records, never fenced).
   virtual uint64_t fenced() const { return 0; }
+  // Kafka: messages skipped because they do not decode (each reported to
+  // KafkaSourceOptions::on_undecodable), in this and the resumed runs.
+  virtual uint64_t undecodable() const { return 0; }
 };
 
 struct ChangeLogSourceOptions {
@@ -134,6 +144,10 @@ struct KafkaSourceOptions {
   std::map<std::string, std::string> properties;
   // Bound on waiting for metadata, watermarks and each fetch.
   int timeout_ms = 15000;
+  // Told of each message that does not decode ("partition P offset O: why"),
+  // which is then skipped and counted: a message is no record (a worker
+  // dead-letters it), but an audit must not hide it.
+  std::function<void(const std::string&)> on_undecodable;
 };
 
 // With `resume`, every partition continues at resume->next_offsets (the
