@@ -16,6 +16,7 @@
 #include "client/client.h"
 #include "client/entity_builder.h"
 #include "common/kafka/embedded_kafka.h"
+#include "events/chunk.h"
 #include "events/event.h"
 #include "testing/child_process.h"
 #include "testing/kafka_reader.h"
@@ -69,16 +70,20 @@ class Producer {
   void Send(const std::string& topic, int32_t partition, const std::string& value) {
     Send(topic, partition, "k", &value);
   }
-  // With the sidetable-lsn header, as the publisher sends it.
-  void Send(const std::string& topic, int32_t partition, const std::string& key,
-            const std::string* value, uint64_t lsn) {
-    const std::string header = std::to_string(lsn);
+  // With headers (sidetable-lsn, sidetable-chunk, ...), as the publisher sends them.
+  void Send(const std::string& topic, int32_t partition, const std::string& value,
+            const std::vector<std::pair<std::string, std::string>>& headers) {
+    rd_kafka_headers_t* h = rd_kafka_headers_new(headers.size());
+    for (const auto& [name, v] : headers) {
+      rd_kafka_header_add(h, name.c_str(), -1, v.data(), static_cast<ssize_t>(v.size()));
+    }
+    const std::string key = "k";
     rd_kafka_resp_err_t e = rd_kafka_producev(
         rk_, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(partition),
         RD_KAFKA_V_KEY(key.data(), key.size()),
-        RD_KAFKA_V_VALUE(const_cast<char*>(value->data()), value->size()),
-        RD_KAFKA_V_HEADER("sidetable-lsn", header.data(), static_cast<ssize_t>(header.size())),
+        RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()), RD_KAFKA_V_HEADERS(h),
         RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) rd_kafka_headers_destroy(h);
     ASSERT_EQ(e, RD_KAFKA_RESP_ERR_NO_ERROR) << rd_kafka_err2str(e);
   }
   void Flush() { ASSERT_EQ(rd_kafka_flush(rk_, 15000), RD_KAFKA_RESP_ERR_NO_ERROR); }
@@ -616,7 +621,7 @@ TEST_F(KafkaSourceTest, UndecodableMessagesAreNamedCountedAndSkipped) {
   producer.Send(topic, 1, EventJson(2));
   producer.Send(topic, 1, EventJson(4));
   const std::string torn = "{\"schema\":1,\"lsn\":6,";
-  producer.Send(topic, 1, "k", &torn, 6);  // offset 2: one of ours, torn
+  producer.Send(topic, 1, torn, {{"sidetable-lsn", "6"}});  // offset 2: one of ours, torn
   producer.Send(topic, 1, EventJson(7));
   // And one with a schema this reader does not know, on a topic of its own.
   std::string event = EventJson(1);
@@ -885,6 +890,69 @@ TEST_F(KafkaSourceTest, RetentionOnOnePartitionIsNamedNotSkipped) {
           << out;
     }
   }
+}
+
+// Retention can cut a chunked event (docs/change-events.md): the partition
+// then starts with the last chunks of a run, which are no record. Its LSN is
+// history gone, also for a start by time (the run's commit time is unknown).
+TEST_F(KafkaSourceTest, AChunkRunCutByRetentionIsHistoryGone) {
+  const std::string topic = "torn";
+  ASSERT_TRUE(kafka_->CreateTopic(topic, 2).ok());
+  {
+    // Partition 0: LSN 2 in two chunks (900,000 and ~100,000 bytes), then
+    // five events of ~900 KB: the fifth takes the partition over the mock's
+    // 5 MiB and the first chunk alone goes. Each message its own message set.
+    Producer producer(kafka_->bootstraps());
+    const std::string two = EventJson(2, std::string(1000 * 1000, 'x'));
+    const auto pieces = events::SplitEvent(two, 900 * 1000);
+    ASSERT_EQ(pieces.size(), 2u);
+    for (uint32_t i = 0; i < 2; i++) {
+      producer.Send(topic, 0, std::string(pieces[i]),
+                    {{"sidetable-lsn", "2"},
+                     {"sidetable-chunk", events::FormatChunkHeader(i, 2)},
+                     {"sidetable-size", std::to_string(two.size())}});
+      ASSERT_NO_FATAL_FAILURE(producer.Flush());
+    }
+    for (uint64_t lsn = 4; lsn <= 12; lsn += 2) {
+      producer.Send(topic, 0, EventJson(lsn, std::string(900 * 1000, 'y')));
+      ASSERT_NO_FATAL_FAILURE(producer.Flush());
+    }
+    for (uint64_t lsn = 1; lsn <= 13; lsn += 2) producer.Send(topic, 1, EventJson(lsn));
+    ASSERT_NO_FATAL_FAILURE(producer.Flush());
+  }
+  auto rk = replay::kafka::NewConsumer(kafka_->bootstraps(), {});
+  ASSERT_TRUE(rk.ok()) << rk.status().ToString();
+  auto marks =
+      replay::kafka::QueryAllWatermarks(*rk, topic, 2, Clock::now() + std::chrono::seconds(10));
+  rd_kafka_destroy(*rk);
+  ASSERT_TRUE(marks.ok()) << marks.status().ToString();
+  ASSERT_EQ((*marks)[0].low, 1) << "the mock should have removed the first chunk only";
+
+  // By time, just after LSN 1: LSN 2 would be the first record, and it is gone.
+  KafkaSourceOptions o = Options(topic);
+  o.start = KafkaSourceOptions::Start::kTime;
+  o.time_ms = 1500;  // LSN n was committed at n s
+  auto since = replay::OpenKafkaSource(o);
+  ASSERT_FALSE(since.ok()) << "LSN 2 skipped silently";
+  EXPECT_EQ(since.status().code(), Code::kResourceNotFound) << since.status().ToString();
+  EXPECT_NE(since.status().message().find(
+                "partition 0 no longer holds its messages before offset 1 (retention), "
+                "and the first record it holds (LSN 4) is not older than --kafka-time"),
+            std::string::npos)
+      << since.status().ToString();
+  // From the beginning: the topic is whole from LSN 4.
+  o = Options(topic);
+  o.from_lsn = 2;
+  auto gone = replay::OpenKafkaSource(o);
+  ASSERT_FALSE(gone.ok());
+  EXPECT_NE(gone.status().message().find("the first it holds is LSN 4"), std::string::npos)
+      << gone.status().ToString();
+  auto whole = Open(Options(topic));
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(whole->first_available_lsn(), 4u);
+  std::vector<ChangeRecord> got;
+  ASSERT_TRUE(Drain(whole.get(), &got).ok());
+  EXPECT_EQ(Lsns(got), (std::vector<uint64_t>{4, 5, 6, 7, 8, 9, 10, 11, 12, 13}));
 }
 
 // Scale-out (docs/scale-out.md, docs/replay.md): on a partition, a claim

@@ -196,7 +196,10 @@ Status PartitionReader::Take(const rd_kafka_message_t* m) {
   // suffix the publisher sent before a crash (or was before the resume point).
   if (StampedOrder(r) <= last_lsn_) return Status::OK();
   last_lsn_ = StampedOrder(r);
-  if (r.commit_time < min_commit_ticks_) return Status::OK();
+  if (r.commit_time < min_commit_ticks_) {
+    skipped_older_ = true;
+    return Status::OK();
+  }
   head_ = std::move(r);
   head_offset_ = first_offset;
   return Status::OK();

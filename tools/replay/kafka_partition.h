@@ -85,6 +85,8 @@ class PartitionReader {
   // The offset of head() (of its first chunk): start() when the head is the
   // first message read.
   int64_t head_offset() const { return head_offset_; }
+  // A record committed before min_commit_ticks was read (and skipped).
+  bool skipped_older() const { return skipped_older_; }
   // The merge passed the head on / dropped it (a duplicate of an LSN that
   // another partition already delivered).
   ChangeRecord TakeHead();
@@ -130,6 +132,7 @@ class PartitionReader {
   events::EpochFilter fence_;
   std::optional<ChangeRecord> head_;
   int64_t head_offset_ = 0;
+  bool skipped_older_ = false;
   // Chunked events (events/chunk.h): the run being joined and where it began.
   events::ChunkJoiner joiner_;
   int64_t run_offset_ = 0;

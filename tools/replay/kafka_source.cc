@@ -275,23 +275,28 @@ Status KafkaSource::FixStart(const std::vector<int64_t>& lows) {
   uint64_t whole_from = 0, first = 0;
   const PartitionReader* limiting = nullptr;
   int64_t limiting_low = 0;
+  const bool time_start = options_.start == KafkaSourceOptions::Start::kTime;
   for (size_t i = 0; i < readers_.size(); i++) {
     const PartitionReader& r = *readers_[i];
+    const bool lost_older = r.start() == lows[i] && lows[i] > 0;
+    if (time_start && lost_older && r.start() < r.end() && !r.skipped_older()) {
+      // What it still holds starts with no record older than the time asked
+      // for (or with no whole record at all), so the lost messages may not
+      // have been older either.
+      const std::string held = r.exhausted() ? std::string("it holds no whole record")
+                                             : "the first record it holds (LSN " +
+                                                   std::to_string(r.head().lsn) +
+                                                   ") is not older than --kafka-time";
+      return Status(Code::kResourceNotFound,
+                    "partition " + std::to_string(r.partition()) +
+                        " no longer holds its messages before offset " + std::to_string(lows[i]) +
+                        " (retention), and " + held +
+                        ": records committed since then may be among the lost ones");
+    }
     if (r.exhausted() || r.head().epoch != 0) continue;
     const uint64_t lsn = r.head().lsn;
     if (first == 0 || lsn < first) first = lsn;
-    if (r.start() != lows[i] || lows[i] == 0) continue;
-    const bool time_start = options_.start == KafkaSourceOptions::Start::kTime;
-    if (time_start && r.head_offset() == r.start()) {
-      // Its first message held is not older than the time asked for, so
-      // the lost ones before it may not have been either.
-      return Status(
-          Code::kResourceNotFound,
-          "partition " + std::to_string(r.partition()) +
-              " no longer holds its messages before offset " + std::to_string(lows[i]) +
-              ", and the first it holds (LSN " + std::to_string(lsn) +
-              ") was committed at or after --kafka-time: records committed since then may be gone");
-    }
+    if (!lost_older) continue;
     if (!time_start && lsn > whole_from) {
       whole_from = lsn;
       limiting = &r;
