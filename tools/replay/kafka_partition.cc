@@ -1,7 +1,6 @@
 #include "tools/replay/kafka_partition.h"
 
 #include <algorithm>
-#include <charconv>
 
 #include "common/kafka/headers.h"
 #include "tools/replay/kafka_consumer.h"
@@ -214,13 +213,10 @@ void PartitionReader::SkipUndecodable(const rd_kafka_message_t* m, int64_t first
   std::string what = "partition " + std::to_string(partition_) + " offset " +
                      std::to_string(first_offset) + ": " + why;
   const auto header = ::sidetable::kafka::HeaderValue(m, events::kLsnHeader);
-  uint64_t lsn = 0;
-  if (header &&
-      std::from_chars(header->data(), header->data() + header->size(), lsn).ec == std::errc() &&
-      lsn > 0) {
-    what += " (its " + std::string(events::kLsnHeader) + " header says LSN " + std::to_string(lsn) +
-            ")";
-    ctx_->undecodable_lsns.insert(lsn);
+  if (const auto lsn = header ? events::ParseLsnHeader(*header) : std::nullopt; lsn && *lsn > 0) {
+    what += " (its " + std::string(events::kLsnHeader) + " header says LSN " +
+            std::to_string(*lsn) + ")";
+    ctx_->undecodable_lsns.insert(*lsn);
   }
   ctx_->undecodable++;
   if (ctx_->on_undecodable) ctx_->on_undecodable(what);
