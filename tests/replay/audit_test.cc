@@ -785,6 +785,7 @@ AuditSummary SampleSummary() {
   s.Add("T\"2\xC3\xA9", "Merge", "x,y\n", 5);
   s.Add("Employees", "Merge", "x,y\n", 0);  // nothing
   s.set_fenced(3);                           // records skipped, no rows
+  s.set_undecodable(2);                      // messages skipped, no rows
   return s;
 }
 
@@ -796,7 +797,8 @@ TEST(AuditSummaryTest, CountsAndJsonAndCsv) {
                                                {{"Employees", "Insert", "hr-app"}, 4},
                                                {{"T\"2\xC3\xA9", "Merge", "x,y\n"}, 5}}));
   EXPECT_EQ(s.ToJson(),
-            "{\"rows\":10,\"fenced\":3,\"byTable\":{\"Employees\":5,\"T\\\"2\xC3\xA9\":5},"
+            "{\"rows\":10,\"fenced\":3,\"undecodable\":2,\"byTable\":{\"Employees\":5,"
+            "\"T\\\"2\xC3\xA9\":5},"
             "\"byOp\":{\"Delete\":1,\"Insert\":4,\"Merge\":5},"
             "\"byCaller\":{\"\":1,\"hr-app\":4,\"x,y\\n\":5},"
             "\"counts\":[{\"table\":\"Employees\",\"op\":\"Delete\",\"caller\":\"\",\"count\":1},"
@@ -816,17 +818,19 @@ TEST(AuditSummaryTest, JsonRoundTrip) {
     EXPECT_EQ(back->rows(), s.rows());
     EXPECT_EQ(back->counts(), s.counts());
     EXPECT_EQ(back->fenced(), s.fenced());
+    EXPECT_EQ(back->undecodable(), s.undecodable());
     EXPECT_EQ(back->ToJson(), text);
     // It keeps counting where it left off.
     back->Add("Employees", "Insert", "hr-app");
     EXPECT_EQ(back->rows(), s.rows() + 1);
   }
-  // A checkpoint written before "fenced" existed: none fenced.
+  // A checkpoint written before "fenced" and "undecodable" existed: none.
   std::string old = SampleSummary().ToJson();
-  old.erase(old.find("\"fenced\":3,"), 11);
+  old.erase(old.find("\"fenced\":3,\"undecodable\":2,"), 27);
   auto before = AuditSummary::FromJson(old);
   ASSERT_TRUE(before.ok()) << old << ": " << before.status().ToString();
   EXPECT_EQ(before->fenced(), 0u);
+  EXPECT_EQ(before->undecodable(), 0u);
   EXPECT_EQ(before->rows(), 10u);
   auto big = AuditSummary{};
   big.Add("t", "o", "c", UINT64_MAX);
@@ -850,19 +854,21 @@ TEST(AuditSummaryTest, FromJsonRejectsMalformedInput) {
       "[]",
       "42",
       "{}",
-      replace("\"rows\":10", "\"rows\":11"),             // not the sum
+      replace("\"rows\":10", "\"rows\":11"),  // not the sum
       replace("\"rows\":10", "\"rows\":-10"),
       replace("\"rows\":10", "\"rows\":\"10\""),
-      replace("\"rows\":10,", ""),                       // missing
+      replace("\"rows\":10,", ""),  // missing
       replace("\"fenced\":3", "\"fenced\":-3"),
       replace("\"fenced\":3", "\"fenced\":\"3\""),
       replace("\"fenced\":3", "\"fenced\":null"),
+      replace("\"undecodable\":2", "\"undecodable\":-2"),
+      replace("\"undecodable\":2", "\"undecodable\":\"2\""),
       replace("\"counts\":[", "\"counts\":{\"x\":[") + "}",  // not an array
       replace("\"count\":1}", "\"count\":-1}"),
       replace("\"count\":1}", "\"count\":1.5}"),
       replace("\"count\":1}", "\"count\":\"1\"}"),
-      replace(",\"count\":1}", "}"),                     // no count
-      replace("\"caller\":\"\",", ""),                   // no caller
+      replace(",\"count\":1}", "}"),    // no count
+      replace("\"caller\":\"\",", ""),  // no caller
       replace("\"op\":\"Delete\"", "\"op\":7"),
       replace("\"table\":\"Employees\",\"op\":\"Delete\"", "\"table\":null,\"op\":\"Delete\""),
       replace("{\"table\":\"Employees\",\"op\":\"Delete\",\"caller\":\"\",\"count\":1},", "1,"),

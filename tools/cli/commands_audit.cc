@@ -42,7 +42,10 @@ int RunStream(Session& s, const ReplayArgs& a, const std::string& command) {
   if (!source.ok()) return ReplayFail(s, source.status());
   replay::RecordSource* src = source->get();
   const uint64_t fenced_before = summary.fenced();
-  auto count_fenced = [&] { summary.set_fenced(fenced_before + src->fenced()); };
+  auto count_fenced = [&] {
+    summary.set_fenced(fenced_before + src->fenced());
+    summary.set_undecodable(src->undecodable());  // the source's position carries the runs before
+  };
   if (!resume && a.from_lsn == 0 && src->first_available_lsn() > 1) {
     std::fprintf(stderr, "sidetable-cli: note: %s starts at LSN %llu; older history is gone\n",
                  src->Describe().c_str(), static_cast<unsigned long long>(src->first_available_lsn()));
@@ -115,7 +118,7 @@ int RunStream(Session& s, const ReplayArgs& a, const std::string& command) {
   if (!a.checkpoint.empty()) {
     if (Status st = RemoveCheckpointFile(a.checkpoint); !st.ok()) return ReplayFail(s, st);
   }
-  return kExitOk;
+  return ReportUndecodable(src->undecodable(), kExitOk);
 }
 
 }  // namespace sidetable::cli

@@ -184,7 +184,7 @@ int RunRebuild(Session& s, const ReplayArgs& a) {
   if (!a.checkpoint.empty()) {
     if (Status st = RemoveCheckpointFile(a.checkpoint); !st.ok()) return ReplayFail(s, st);
   }
-  return s.Finish();
+  return ReportUndecodable(source->get()->undecodable(), s.Finish());
 }
 
 int RunDerive(Session& s, const ReplayArgs& a) {

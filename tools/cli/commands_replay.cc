@@ -16,6 +16,10 @@ void SourceOptions(CLI::App* cmd, ReplayArgs& a, bool ranges) {
                                       "the sidecar's change log");
   cmd->add_option("--topic", a.topic, "the change topic (default: sidetable.<sidecar id>.changes, asked of the sidecar)");
   cmd->add_option("--kafka-property", a.kafka_properties, "extra librdkafka property key=value (repeatable)");
+  cmd->add_flag("--topic-of-one-table", a.one_table_topic,
+                "the topic holds one table's records (kafka.topic with {table}): LSN gaps are "
+                "expected and not "
+                "checked");
   if (!ranges) return;
   AddNumber(cmd, "--kafka-offset", a.kafka_offset, "start every partition at this offset",
             int64_t{0});

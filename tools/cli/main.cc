@@ -5,7 +5,8 @@
 //
 // Exit codes: 0 success, 1 the server answered an error, 2 usage or input
 // error, 3 no reply or connection failure, 4 verify found a divergence, 5 a
-// replay stopped early (resumable). Nothing is written to stdout on failure,
+// replay stopped early (resumable), 6 a replay from Kafka skipped messages
+// that do not decode. Nothing is written to stdout on failure,
 // except by the streaming replay commands (replay_commands.h).
 #include <CLI/CLI.hpp>
 

@@ -5,7 +5,9 @@
 // rows reach stdout or --output as they are made, so a failure can leave a
 // partial output behind; the exit code says whether it is complete:
 //   0 complete, 5 stopped early (a signal or --stop-after) with a checkpoint
-//   to resume from, 1-3 as for every command, 4 derive's verify diverged.
+//   to resume from, 6 complete but for Kafka messages that do not decode
+//   (each named on stderr), 1-3 as for every command, 4 derive's verify
+//   diverged.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -20,6 +22,7 @@
 namespace sidetable::cli {
 
 inline constexpr int kExitStopped = 5;
+inline constexpr int kExitUndecodable = 6;
 
 struct ReplayArgs {
   // Source: the sidecar's change log, or Kafka with --kafka.
@@ -28,6 +31,9 @@ struct ReplayArgs {
   int64_t kafka_offset = -1;
   std::string kafka_time;
   std::vector<std::string> kafka_properties;  // key=value
+  // The topic holds one table's records (kafka.topic with {table}): its LSNs
+  // have gaps by design, so they are not checked.
+  bool one_table_topic = false;
   uint64_t from_lsn = 0, to_lsn = 0;
   // Filters (presence matters for pk and caller: "" is a valid value).
   std::string table, pk, rk_from, rk_to, caller, since, until;

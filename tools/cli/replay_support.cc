@@ -74,16 +74,21 @@ replay::ProgressMode ParseProgressMode(const std::string& text) {
 }
 
 std::string SourceFingerprint(const ReplayArgs& a) {
-  std::string fp = a.kafka.empty() ? "changelog;" : "kafka;topic=" + a.topic + ";offset=" +
-                                                        std::to_string(a.kafka_offset) + ";time=" + a.kafka_time + ";";
+  std::string fp = a.kafka.empty()
+                       ? "changelog;"
+                       : "kafka;topic=" + a.topic + ";offset=" + std::to_string(a.kafka_offset) +
+                             ";time=" + a.kafka_time + ";" + (a.one_table_topic ? "oneTable;" : "");
   return fp + "from=" + std::to_string(a.from_lsn) + ";to=" + std::to_string(a.to_lsn) + ";";
 }
 
 Result<std::unique_ptr<replay::RecordSource>> OpenSource(Session& s, const ReplayArgs& a,
                                                          const replay::Position* resume) {
   if (a.kafka.empty()) {
-    if (a.kafka_offset >= 0 || !a.kafka_time.empty() || !a.topic.empty() || !a.kafka_properties.empty()) {
-      return Status(Code::kInvalidInput, "--topic, --kafka-offset, --kafka-time and --kafka-property need --kafka");
+    if (a.kafka_offset >= 0 || !a.kafka_time.empty() || !a.topic.empty() ||
+        !a.kafka_properties.empty() || a.one_table_topic) {
+      return Status(Code::kInvalidInput,
+                    "--topic, --topic-of-one-table, --kafka-offset, --kafka-time and "
+                    "--kafka-property need --kafka");
     }
     client::Client* c = s.Client();
     if (!c) return Status(Code::kNoReply, "no reply: cannot connect");
@@ -115,7 +120,13 @@ Result<std::unique_ptr<replay::RecordSource>> OpenSource(Session& s, const Repla
     o.start = replay::KafkaSourceOptions::Start::kTime;
     o.time_ms = (*t - kUnixEpochTicks) / (kTicksPerSecond / 1000);
   }
+  o.on_undecodable = [](const std::string& what) {
+    std::fprintf(stderr, "sidetable-cli: skipped a message that does not decode: %s\n",
+                 what.c_str());
+  };
+  o.from_lsn = a.from_lsn;
   o.to_lsn = a.to_lsn;
+  o.contiguous = !a.one_table_topic;
   for (const std::string& kv : a.kafka_properties) {
     const size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) {
@@ -249,6 +260,17 @@ int ReportStopped(const ReplayArgs& a, uint64_t events) {
                  static_cast<unsigned long long>(events), a.checkpoint.c_str());
   }
   return kExitStopped;
+}
+
+int ReportUndecodable(uint64_t undecodable, int exit) {
+  if (undecodable == 0) return exit;
+  std::fprintf(stderr,
+               "sidetable-cli: %llu message%s on the topic did not decode and %s skipped (named "
+               "above, or in the "
+               "run before a resume); everything else was read\n",
+               static_cast<unsigned long long>(undecodable), undecodable == 1 ? "" : "s",
+               undecodable == 1 ? "was" : "were");
+  return kExitUndecodable;
 }
 
 int ReplayFail(Session& s, const Status& st) {

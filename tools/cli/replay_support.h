@@ -75,6 +75,9 @@ replay::RunControl MakeRunControl(const ReplayArgs& a, replay::Progress* progres
 
 // Exit code and message for a run that stopped early.
 int ReportStopped(const ReplayArgs& a, uint64_t events);
+// For a finished run: `exit` when every message decoded, else a note and
+// kExitUndecodable (the messages were named on stderr as they were met).
+int ReportUndecodable(uint64_t undecodable, int exit);
 // Exit code for a failed replay step (usage for InvalidInput, else the server/IO error).
 int ReplayFail(Session& s, const Status& st);
 

@@ -92,7 +92,11 @@ class AuditSummary {
   // run of a resumed replay. They have no rows.
   uint64_t fenced() const { return fenced_; }
   void set_fenced(uint64_t n) { fenced_ = n; }
-  // {"rows":N,"fenced":F,"byTable":{..},"byOp":{..},"byCaller":{..},
+  // Kafka: messages skipped because they do not decode
+  // (RecordSource::undecodable()), over every run. They have no rows.
+  uint64_t undecodable() const { return undecodable_; }
+  void set_undecodable(uint64_t n) { undecodable_ = n; }
+  // {"rows":N,"fenced":F,"undecodable":U,"byTable":{..},"byOp":{..},"byCaller":{..},
   //  "counts":[{"table","op","caller","count"}]}
   std::string ToJson() const;
   // table,op,caller,count lines after a header line (CSV as the rows).
@@ -100,13 +104,15 @@ class AuditSummary {
   // Restores what ToJson() wrote (checkpoints carry the summary). Anything
   // else is InvalidInput: bad JSON, missing or mistyped fields, a triple
   // counted twice, "rows" or the by* totals disagreeing with "counts".
-  // "fenced" may be absent (a checkpoint written before it existed): 0.
+  // "fenced" and "undecodable" may be absent (a checkpoint written before
+  // they existed): 0.
   static Result<AuditSummary> FromJson(std::string_view json);
 
  private:
   std::map<std::tuple<std::string, std::string, std::string>, uint64_t> counts_;
   uint64_t rows_ = 0;
   uint64_t fenced_ = 0;
+  uint64_t undecodable_ = 0;
 };
 
 class AuditWriter {

@@ -75,6 +75,7 @@ std::string AuditSummary::ToJson() const {
   w.BeginObject();
   w.Key("rows").UInt(rows_);
   w.Key("fenced").UInt(fenced_);
+  w.Key("undecodable").UInt(undecodable_);
   WriteTotals(&w, "byTable", t.by_table);
   WriteTotals(&w, "byOp", t.by_op);
   WriteTotals(&w, "byCaller", t.by_caller);
@@ -121,6 +122,11 @@ Result<AuditSummary> AuditSummary::FromJson(std::string_view json) {
   AuditSummary s;
   if (auto fenced = doc["fenced"]; fenced.error() != simdjson::NO_SUCH_FIELD) {
     if (fenced.get_uint64().get(s.fenced_) != simdjson::SUCCESS) return BadSummary("\"fenced\" is not a count");
+  }
+  if (auto undecodable = doc["undecodable"]; undecodable.error() != simdjson::NO_SUCH_FIELD) {
+    if (undecodable.get_uint64().get(s.undecodable_) != simdjson::SUCCESS) {
+      return BadSummary("\"undecodable\" is not a count");
+    }
   }
   for (simdjson::dom::element el : counts) {
     std::string_view table, op, caller;

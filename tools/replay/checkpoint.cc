@@ -62,6 +62,13 @@ Status SaveCheckpoint(const std::string& path, const Checkpoint& c) {
     }
     w.EndArray();
   }
+  // Messages skipped as undecodable (Kafka), likewise only when there were.
+  if (c.position.undecodable > 0) {
+    w.Key("undecodable").UInt(c.position.undecodable);
+    w.Key("undecodableLsns").BeginArray();
+    for (uint64_t lsn : c.position.undecodable_lsns) w.UInt(lsn);
+    w.EndArray();
+  }
   w.Key("events").UInt(c.events);
   w.Key("outputBytes").UInt(c.output_bytes);
   // Embedded as strings: the header stays one flat line whatever they hold.
@@ -143,6 +150,17 @@ Result<std::optional<Checkpoint>> LoadCheckpoint(const std::string& path) {
     }
   } else if (doc["floors"].error() != simdjson::NO_SUCH_FIELD) {
     return bad("\"floors\" is not an array");
+  }
+  if (doc["undecodable"].error() != simdjson::NO_SUCH_FIELD) {
+    simdjson::dom::array lsns;
+    if (doc["undecodable"].get(c.position.undecodable) || doc["undecodableLsns"].get(lsns)) {
+      return bad("bad \"undecodable\" fields");
+    }
+    for (simdjson::dom::element lsn : lsns) {
+      uint64_t n = 0;
+      if (lsn.get(n)) return bad("a bad undecodable LSN");
+      c.position.undecodable_lsns.insert(n);
+    }
   }
   c.command = command;
   c.fingerprint = fingerprint;

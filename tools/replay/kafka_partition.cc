@@ -171,7 +171,6 @@ Status PartitionReader::Take(const rd_kafka_message_t* m) {
     next_ = m->offset + 1;
     return Status::OK();
   }
-  if (!undecodable_.ok() && m->offset == undecodable_at_) return undecodable_;  // every time
   int64_t first_offset = m->offset;
   auto text = Join(m, &first_offset);
   if (!text) {  // a chunk of a run not yet whole (position() stays at its start), or a fragment
@@ -182,16 +181,13 @@ Status PartitionReader::Take(const rd_kafka_message_t* m) {
   Status s = ctx_->decoder.Decode(*text, &event);
   joined_.clear();
   joined_.shrink_to_fit();
-  if (!s.ok()) {
-    // Stays unread: the position goes back before the run's first chunk.
-    next_ = first_offset;
-    undecodable_at_ = m->offset;
-    undecodable_ = Status(Code::kInvalidInput, "partition " + std::to_string(partition_) + " offset " +
-                                                   std::to_string(first_offset) + ": " + s.message());
-    return undecodable_;
-  }
   next_ = m->offset + 1;
+  if (!s.ok()) {
+    SkipUndecodable(m, first_offset, s.message());
+    return Status::OK();
+  }
   ChangeRecord& r = event.record;
+  if (r.epoch != 0) ctx_->clustered = true;
   // The fencing rule first: a claim is no data, and a record of a replaced
   // owner after the claim never happened for anyone (docs/scale-out.md).
   if (fence_.Check(partition_, r) != events::EpochFilter::Verdict::kApply) return Status::OK();
@@ -199,10 +195,31 @@ Status PartitionReader::Take(const rd_kafka_message_t* m) {
   // suffix the publisher sent before a crash (or was before the resume point).
   if (StampedOrder(r) <= last_lsn_) return Status::OK();
   last_lsn_ = StampedOrder(r);
-  if (r.commit_time < min_commit_ticks_) return Status::OK();
+  if (r.commit_time < min_commit_ticks_) {
+    skipped_older_ = true;
+    return Status::OK();
+  }
   head_ = std::move(r);
   head_offset_ = first_offset;
   return Status::OK();
+}
+
+// A worker dead-letters such a message and goes on; a replay does the same,
+// but names it on stderr and exits non-zero at the end, so an audit never
+// hides it. One of the sidecar's own records (its LSN header says which)
+// then counts as reported, not as history gone (kafka_source.cc).
+void PartitionReader::SkipUndecodable(const rd_kafka_message_t* m, int64_t first_offset,
+                                      const std::string& why) {
+  std::string what = "partition " + std::to_string(partition_) + " offset " +
+                     std::to_string(first_offset) + ": " + why;
+  const auto header = ::sidetable::kafka::HeaderValue(m, events::kLsnHeader);
+  if (const auto lsn = header ? events::ParseLsnHeader(*header) : std::nullopt; lsn && *lsn > 0) {
+    what += " (its " + std::string(events::kLsnHeader) + " header says LSN " +
+            std::to_string(*lsn) + ")";
+    ctx_->undecodable_lsns.insert(*lsn);
+  }
+  ctx_->undecodable++;
+  if (ctx_->on_undecodable) ctx_->on_undecodable(what);
 }
 
 std::optional<std::string_view> PartitionReader::Join(const rd_kafka_message_t* m, int64_t* first_offset) {

@@ -15,8 +15,10 @@
 #include <librdkafka/rdkafka.h>
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,15 @@ struct ConsumerContext {
   int64_t prefetch_messages = 0;
   events::EventDecoder decoder;
   std::string last_error;  // the newest client-level error event, for messages
+  // A scale-out service's topic: a record with an epoch or a claim was read.
+  // Its LSNs are several owners' and have gaps, so the source stops checking.
+  bool clustered = false;
+  // Messages skipped because they do not decode (docs/replay.md): how many,
+  // the LSNs those that had a sidetable-lsn header carried (for the merge's
+  // LSN check), and who is told of each.
+  uint64_t undecodable = 0;
+  std::set<uint64_t> undecodable_lsns;
+  std::function<void(const std::string&)> on_undecodable;
 };
 
 class PartitionReader {
@@ -65,12 +76,17 @@ class PartitionReader {
 
   // Makes head() available unless the partition is exhausted(); waits for
   // messages, failing with kUnavailable after ctx->timeout_ms without any.
-  // An undecodable message fails with InvalidInput, every time (it stays
-  // unread, so the position stays before it).
+  // A message that does not decode is no record: it is reported to
+  // ctx->on_undecodable, counted, and skipped.
   Status Fill();
 
   bool exhausted() const { return !head_ && next_ >= end_; }
   const ChangeRecord& head() const { return *head_; }
+  // The offset of head() (of its first chunk): start() when the head is the
+  // first message read.
+  int64_t head_offset() const { return head_offset_; }
+  // A record committed before min_commit_ticks was read (and skipped).
+  bool skipped_older() const { return skipped_older_; }
   // The merge passed the head on / dropped it (a duplicate of an LSN that
   // another partition already delivered).
   ChangeRecord TakeHead();
@@ -91,6 +107,8 @@ class PartitionReader {
   Status Refill();
   // Consumes one message (advancing next_), or fails leaving it unread.
   Status Take(const rd_kafka_message_t* m);
+  // Reports and counts a message that did not decode.
+  void SkipUndecodable(const rd_kafka_message_t* m, int64_t first_offset, const std::string& why);
   // The event text a message completes (itself, or the chunk run it ends,
   // then held in joined_); nullopt while a run is partial or for a fragment.
   std::optional<std::string_view> Join(const rd_kafka_message_t* m, int64_t* first_offset);
@@ -114,13 +132,11 @@ class PartitionReader {
   events::EpochFilter fence_;
   std::optional<ChangeRecord> head_;
   int64_t head_offset_ = 0;
+  bool skipped_older_ = false;
   // Chunked events (events/chunk.h): the run being joined and where it began.
   events::ChunkJoiner joiner_;
   int64_t run_offset_ = 0;
   std::string joined_;
-  // An event that failed to decode, at the offset of its last message.
-  Status undecodable_;
-  int64_t undecodable_at_ = -1;
 };
 
 }  // namespace sidetable::replay::kafka

@@ -6,6 +6,12 @@
 // the smallest head goes out next, which needs a head from every partition
 // not yet at its end offset (kafka_partition.h). The range is fixed at open:
 // the high watermarks then.
+//
+// Those LSNs have no gaps either, so the merge also proves the topic still
+// holds the range whole: an LSN missing between two records, or before the
+// first one asked for, is history gone (retention, a replaced cluster), and
+// the source fails naming it instead of skipping it (source.h says which
+// starts are checked; docs/replay.md).
 #include <algorithm>
 #include <limits>
 #include <utility>
@@ -24,10 +30,13 @@ using kafka::PartitionReader;
 class KafkaSource final : public RecordSource {
  public:
   KafkaSource(const KafkaSourceOptions& options, rd_kafka_t* rk, uint64_t last_lsn)
-      : options_(options), last_lsn_(last_lsn) {
+      : options_(options),
+        last_lsn_(last_lsn),
+        checking_(options.contiguous && options.start != KafkaSourceOptions::Start::kOffset) {
     ctx_.rk = rk;
     ctx_.topic = options.topic;
     ctx_.timeout_ms = std::max(options.timeout_ms, 1);
+    ctx_.on_undecodable = options.on_undecodable;
   }
   ~KafkaSource() override {
     readers_.clear();  // messages and queues go before the handle
@@ -69,13 +78,21 @@ class KafkaSource final : public RecordSource {
         next->DropHead();
         continue;
       }
+      if (Status gap = CheckNoGap(*next); !gap.ok()) {
+        if (n == 0) return gap;
+        pending_ = std::move(gap);
+        return Status::OK();
+      }
       if (options_.to_lsn != 0 && lsn > options_.to_lsn) {
         finished_ = true;
         break;
       }
       const bool clustered = next->head().epoch != 0;
       out->push_back(next->TakeHead());
-      if (!clustered) last_lsn_ = lsn;
+      if (!clustered) {
+        last_lsn_ = lsn;
+        anchored_ = true;
+      }
       n++;
       // LSNs have no gaps: nothing can come between this one and the bound.
       if (lsn == options_.to_lsn) finished_ = true;
@@ -92,8 +109,14 @@ class KafkaSource final : public RecordSource {
       p.end_offsets[r->partition()] = r->end();
       if (r->floor() > 0) p.floors[r->partition()] = r->floor();
     }
+    p.undecodable = undecodable();
+    for (auto it = ctx_.undecodable_lsns.upper_bound(last_lsn_); it != ctx_.undecodable_lsns.end();
+         ++it) {
+      p.undecodable_lsns.insert(*it);
+    }
     return p;
   }
+  uint64_t undecodable() const override { return undecodable_before_ + ctx_.undecodable; }
   uint64_t fenced() const override {
     uint64_t n = 0;
     for (const auto& r : readers_) n += r->fenced();
@@ -108,9 +131,9 @@ class KafkaSource final : public RecordSource {
     }
     return left;
   }
-  // Knowing these would take reading each partition's first and last
-  // message; the replay's progress works with remaining() instead.
-  uint64_t first_available_lsn() const override { return 0; }
+  // Known from the partitions' first records when the source starts from
+  // the beginning (see Open); 0 otherwise.
+  uint64_t first_available_lsn() const override { return first_available_; }
   uint64_t end_lsn() const override { return options_.to_lsn; }
   std::string Describe() const override {
     return "kafka topic " + options_.topic + " at " + options_.bootstrap;
@@ -120,11 +143,23 @@ class KafkaSource final : public RecordSource {
   // Where partition `p` starts, within [low, high].
   Result<int64_t> StartOffset(int32_t p, const kafka::Watermarks& w, const Position* resume,
                               const std::vector<int64_t>& by_time) const;
+  // Where the LSN check starts (fresh runs): reads every partition's first
+  // record, and fails when a partition's lost messages may have held
+  // records of the range asked for.
+  Status FixStart(const std::vector<int64_t>& lows);
+  // The head the merge is about to pass on must be the next LSN.
+  Status CheckNoGap(const PartitionReader& next) const;
 
   const KafkaSourceOptions options_;
   ConsumerContext ctx_;
   std::vector<std::unique_ptr<PartitionReader>> readers_;
   uint64_t last_lsn_;
+  // LSN check: on, and whether last_lsn_ + 1 is the LSN due next (false:
+  // the first record passed on starts the check).
+  const bool checking_;
+  bool anchored_ = false;
+  uint64_t first_available_ = 0;
+  uint64_t undecodable_before_ = 0;  // counted by the runs before a resume
   bool finished_ = false;
   Status pending_;  // an error met after records were already handed out
 };
@@ -174,6 +209,7 @@ Status KafkaSource::Open(const Position* resume, Clock::time_point deadline) {
   auto watermarks = kafka::QueryAllWatermarks(ctx_.rk, options_.topic, *partitions, deadline);
   if (!watermarks.ok()) return watermarks.status();
   rd_kafka_topic_partition_list_t* assign = rd_kafka_topic_partition_list_new(*partitions);
+  std::vector<int64_t> lows;  // per reader: its partition's low watermark
   Status s;
   for (int32_t p = 0; p < *partitions && s.ok(); p++) {
     kafka::Watermarks w = (*watermarks)[static_cast<size_t>(p)];
@@ -196,6 +232,7 @@ Status KafkaSource::Open(const Position* resume, Clock::time_point deadline) {
     }
     readers_.push_back(
         std::make_unique<PartitionReader>(&ctx_, p, *start, w.high, last_lsn_, min_ticks, floor));
+    lows.push_back(w.low);
     if (*start < w.high && (s = readers_.back()->Attach()).ok()) {
       rd_kafka_topic_partition_list_add(assign, options_.topic.c_str(), p)->offset = *start;
     }
@@ -206,7 +243,112 @@ Status KafkaSource::Open(const Position* resume, Clock::time_point deadline) {
     }
   }
   rd_kafka_topic_partition_list_destroy(assign);
-  return s;
+  if (resume != nullptr) {
+    undecodable_before_ = resume->undecodable;
+    ctx_.undecodable_lsns = resume->undecodable_lsns;
+  }
+  if (!s.ok() || !checking_) return s;
+  if (resume != nullptr) {
+    // The first run fixed the start; everything up to last_lsn is done.
+    if (options_.start == KafkaSourceOptions::Start::kBeginning && options_.from_lsn > 0) {
+      last_lsn_ = std::max(last_lsn_, options_.from_lsn - 1);
+      anchored_ = true;
+    }
+    anchored_ = anchored_ || last_lsn_ > 0;
+    return Status::OK();
+  }
+  return FixStart(lows);
+}
+
+std::string LsnRange(uint64_t from, uint64_t to) {
+  return from == to ? "LSN " + std::to_string(from)
+                    : "LSNs " + std::to_string(from) + " to " + std::to_string(to);
+}
+
+Status KafkaSource::FixStart(const std::vector<int64_t>& lows) {
+  for (auto& r : readers_) ST_RETURN_IF_ERROR(r->Fill());
+  if (ctx_.clustered) return Status::OK();
+  // A partition that lost its older messages (low watermark > 0) holds its
+  // share of the LSNs only from its first record on: which LSNs the lost
+  // ones had is unknown. So the topic holds every LSN only from the highest
+  // such first record.
+  uint64_t whole_from = 0, first = 0;
+  const PartitionReader* limiting = nullptr;
+  int64_t limiting_low = 0;
+  const bool time_start = options_.start == KafkaSourceOptions::Start::kTime;
+  for (size_t i = 0; i < readers_.size(); i++) {
+    const PartitionReader& r = *readers_[i];
+    const bool lost_older = r.start() == lows[i] && lows[i] > 0;
+    if (time_start && lost_older && r.start() < r.end() && !r.skipped_older()) {
+      // What it still holds starts with no record older than the time asked
+      // for (or with no whole record at all), so the lost messages may not
+      // have been older either.
+      const std::string held = r.exhausted() ? std::string("it holds no whole record")
+                                             : "the first record it holds (LSN " +
+                                                   std::to_string(r.head().lsn) +
+                                                   ") is not older than --kafka-time";
+      return Status(Code::kResourceNotFound,
+                    "partition " + std::to_string(r.partition()) +
+                        " no longer holds its messages before offset " + std::to_string(lows[i]) +
+                        " (retention), and " + held +
+                        ": records committed since then may be among the lost ones");
+    }
+    if (r.exhausted() || r.head().epoch != 0) continue;
+    const uint64_t lsn = r.head().lsn;
+    if (first == 0 || lsn < first) first = lsn;
+    if (!lost_older) continue;
+    if (!time_start && lsn > whole_from) {
+      whole_from = lsn;
+      limiting = &r;
+      limiting_low = lows[i];
+    }
+  }
+  if (options_.start != KafkaSourceOptions::Start::kBeginning) return Status::OK();
+  if (options_.from_lsn > 0) {
+    if (whole_from > options_.from_lsn) {
+      return Status(
+          Code::kResourceNotFound,
+          "the topic no longer holds every record from LSN " + std::to_string(options_.from_lsn) +
+              ": partition " + std::to_string(limiting->partition()) +
+              "'s messages before offset " + std::to_string(limiting_low) +
+              " are gone (retention), and the first it holds is LSN " + std::to_string(whole_from) +
+              "; the topic holds every LSN from " + std::to_string(whole_from) +
+              " on (the sidecar's change log may hold older ones)");
+    }
+    last_lsn_ = options_.from_lsn - 1;
+    anchored_ = true;
+    first_available_ = std::max(whole_from, first);
+    return Status::OK();
+  }
+  // No start asked for: the oldest from which the topic is whole, as the
+  // change log starts at the oldest LSN it holds.
+  if (whole_from > 0) {
+    last_lsn_ = whole_from - 1;
+    anchored_ = true;
+  }
+  first_available_ = std::max(whole_from, first);
+  return Status::OK();
+}
+
+Status KafkaSource::CheckNoGap(const PartitionReader& next) const {
+  const ChangeRecord& r = next.head();
+  if (!checking_ || !anchored_ || ctx_.clustered || r.epoch != 0 || r.lsn == last_lsn_ + 1)
+    return Status::OK();
+  uint64_t due = last_lsn_ + 1;
+  // Records that are on the topic but do not decode were reported and
+  // counted already (kafka_partition.cc): not history gone.
+  while (due < r.lsn && ctx_.undecodable_lsns.count(due)) due++;
+  if (due == r.lsn) return Status::OK();
+  if (options_.to_lsn != 0 && due > options_.to_lsn) return Status::OK();
+  const uint64_t missing_to =
+      options_.to_lsn != 0 ? std::min(r.lsn - 1, options_.to_lsn) : r.lsn - 1;
+  return Status(
+      Code::kResourceNotFound,
+      Describe() + ": " + LsnRange(due, missing_to) + (due == missing_to ? " is" : " are") +
+          " not on the topic any more (retention, or a replaced Kafka cluster): the next record "
+          "it holds is LSN " +
+          std::to_string(r.lsn) + " (partition " + std::to_string(next.partition()) + " offset " +
+          std::to_string(next.head_offset()) + "); the sidecar's change log may still hold them");
 }
 
 }  // namespace

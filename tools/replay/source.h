@@ -12,6 +12,10 @@
 //               high watermarks seen at open (or --to-lsn). Partitions are
 //               merged by LSN, and a record the publisher sent twice (after a
 //               crash, before its watermark was saved) is passed on once.
+//               A sidecar's LSNs have no gaps, so an LSN missing from the
+//               merged stream is history the topic no longer holds (retention,
+//               a replaced cluster): an error, never a silent skip (see
+//               KafkaSourceOptions for what is checked).
 //
 // Position is what a checkpoint stores: resuming from it yields exactly the
 // records that an uninterrupted run would have yielded after that point.
@@ -20,9 +24,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,6 +56,11 @@ struct Position {
   // ShardClaimed epoch read before next_offsets), so a resumed run fences as
   // the uninterrupted one would. Absent: 0.
   std::map<int32_t, uint64_t> floors;
+  // Kafka only: the messages skipped because they do not decode, in every
+  // run so far, and the LSNs above last_lsn that those messages named, so a
+  // resumed run counts them and does not take them for missing history.
+  uint64_t undecodable = 0;
+  std::set<uint64_t> undecodable_lsns;
 };
 
 class RecordSource {
@@ -65,7 +76,8 @@ class RecordSource {
   // for progress and ETA; nullopt when unknown.
   virtual std::optional<uint64_t> remaining() const = 0;
   // The oldest LSN the source could still deliver when opened: history
-  // below it is gone (trimmed log, Kafka retention). 0 when unknown.
+  // below it is gone (trimmed log, Kafka retention). 0 when unknown, or when
+  // the start was chosen by Kafka offset or time.
   virtual uint64_t first_available_lsn() const = 0;
   // The last LSN of the range (the stop point fixed at open); 0 when unknown.
   virtual uint64_t end_lsn() const = 0;
@@ -75,6 +87,9 @@ class RecordSource {
   // newer owner had claimed their shard (Kafka only; the change log holds
   // one sidecar's own records, never fenced).
   virtual uint64_t fenced() const { return 0; }
+  // Kafka: messages skipped because they do not decode (each reported to
+  // KafkaSourceOptions::on_undecodable), in this and the resumed runs.
+  virtual uint64_t undecodable() const { return 0; }
 };
 
 struct ChangeLogSourceOptions {
@@ -104,13 +119,35 @@ struct KafkaSourceOptions {
   Start start = Start::kBeginning;
   int64_t offset = 0;   // kOffset: the first offset read on every partition
   int64_t time_ms = 0;  // kTime: Unix milliseconds; the first message at or after it
+  // kBeginning: the first LSN to pass on (records below it are dropped); 0 =
+  // the oldest LSN from which the topic holds every record.
+  uint64_t from_lsn = 0;
   // The last LSN to pass on; 0 = everything below the high watermarks seen
   // at open.
   uint64_t to_lsn = 0;
+  // The topic holds every record of one sidecar (its change topic), so an
+  // LSN missing from the merged stream is history gone: ResourceNotFound
+  // naming it. Checked (docs/replay.md, "History Kafka no longer holds"):
+  //   kBeginning  from from_lsn (or the default start) to the end; a
+  //               partition whose older messages are gone (low watermark
+  //               > 0) and whose first record held is above from_lsn fails
+  //               at open
+  //   kTime       from the first record passed on; a partition whose older
+  //               messages are gone and whose first record held is not
+  //               older than time_ms fails at open (they may have been newer)
+  //   kOffset     nothing: the offsets skip records on purpose
+  // Records of a scale-out service (any epoch > 0 or claim seen) are not
+  // checked: owners' LSNs interleave with gaps. false: a topic of one table
+  // (kafka.topic with {table}), whose LSNs have gaps by design.
+  bool contiguous = true;
   // Extra librdkafka properties (security.protocol, sasl.*, ...).
   std::map<std::string, std::string> properties;
   // Bound on waiting for metadata, watermarks and each fetch.
   int timeout_ms = 15000;
+  // Told of each message that does not decode ("partition P offset O: why"),
+  // which is then skipped and counted: a message is no record (a worker
+  // dead-letters it), but an audit must not hide it.
+  std::function<void(const std::string&)> on_undecodable;
 };
 
 // With `resume`, every partition continues at resume->next_offsets (the
