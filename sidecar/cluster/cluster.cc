@@ -138,7 +138,7 @@ void Cluster::Impl::ProduceAsync(const std::string& topic, int32_t partition, co
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) log_->warn("producing {} to {}: {}", key, topic, rd_kafka_err2str(e));
 }
 
-Status Cluster::Impl::EnsureTopic(const std::string& topic, int partitions,
+Status Cluster::Impl::EnsureTopic(TopicRole role, const std::string& topic, int partitions,
                                   const std::map<std::string, std::string>& configs) {
   if (embedded_ != nullptr) return embedded_->CreateTopic(topic, partitions);
   for (int attempt = 0;; attempt++) {
@@ -154,11 +154,7 @@ Status Cluster::Impl::EnsureTopic(const std::string& topic, int partitions,
     const int have = exists ? md->topics[0].partition_cnt : 0;
     rd_kafka_metadata_destroy(md);
     if (exists) {
-      if (have != partitions) {
-        return Status(Code::kInvalidInput, "cluster: topic " + topic + " has " + std::to_string(have) +
-                                               " partitions, the configuration says " +
-                                               std::to_string(partitions) + " (the shard count is fixed)");
-      }
+      if (have != partitions) return PartitionCountMismatch(role, topic, have, partitions);
       return Status::OK();
     }
     if (attempt > 0) return Status(Code::kUnavailable, "cluster: topic " + topic + " not visible after creating it");
@@ -208,7 +204,8 @@ Status Cluster::Impl::Init() {
     while (!delivery_stop_.load()) rd_kafka_poll(producer_, 100);
   });
   // As the publisher creates it.
-  ST_RETURN_IF_ERROR(EnsureTopic(change_topic_, shards_, changestream::ChangeTopicConfigs(true)));
+  ST_RETURN_IF_ERROR(EnsureTopic(TopicRole::kChange, change_topic_, shards_,
+                                 changestream::ChangeTopicConfigs(true)));
   if (embedded_ == nullptr) {
     // A topic an operator (or an older sidecar) created: does it keep every
     // record? A real cluster answers in milliseconds; librdkafka's mock never
@@ -224,9 +221,10 @@ Status Cluster::Impl::Init() {
     }
   }
   // Keyed records whose latest value per key is the state: compacted.
-  ST_RETURN_IF_ERROR(EnsureTopic(cluster_topic_, 1, {{"cleanup.policy", "compact"}}));
+  ST_RETURN_IF_ERROR(
+      EnsureTopic(TopicRole::kCluster, cluster_topic_, 1, {{"cleanup.policy", "compact"}}));
   if (!state_topic_.empty()) {
-    ST_RETURN_IF_ERROR(EnsureTopic(state_topic_, shards_, StateTopicConfigs()));
+    ST_RETURN_IF_ERROR(EnsureTopic(TopicRole::kState, state_topic_, shards_, StateTopicConfigs()));
     rd_kafka_conf_t* sconf = rd_kafka_conf_new();
     rd_kafka_conf_set_dr_msg_cb(sconf, &Impl::OnStateDelivery);
     rd_kafka_conf_set_opaque(sconf, this);
@@ -317,6 +315,7 @@ Status Cluster::Impl::Init() {
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return Status(Code::kUnavailable, "cluster: joining " + group_id_ + ": " + rd_kafka_err2str(e));
   }
+  joined_ = true;
   restore_thread_ = common::NamedThread("st-cl-restore", [this] { RestoreLoop(); });
   fence_thread_ = common::NamedThread("st-cl-fence", [this] { FenceLoop(); });
   poll_thread_ = common::NamedThread("st-cl-poll", [this] { PollLoop(); });
@@ -379,7 +378,8 @@ void Cluster::Impl::Stop() {
     owned_.clear();
     serving_.clear();
   }
-  log_->info("member {} left {}", member_, group_id_);
+  // A start-up that failed before subscribing never joined the group.
+  if (joined_) log_->info("member {} left {}", member_, group_id_);
 }
 
 Route Cluster::Impl::RouteShardLocked(int32_t shard) const {

@@ -29,6 +29,7 @@
 #include "sidecar/cluster/shard_replayer.h"
 #include "sidecar/cluster/state_records.h"
 #include "sidecar/cluster/table_incarnations.h"
+#include "sidecar/cluster/topic_check.h"
 
 namespace spdlog {
 class logger;
@@ -90,7 +91,8 @@ class Cluster::Impl {
   // Produces without waiting (a failure is only logged).
   void ProduceAsync(const std::string& topic, int32_t partition, const std::string& key, const std::string& value);
   // `configs`: the settings a topic created here gets.
-  Status EnsureTopic(const std::string& topic, int partitions, const std::map<std::string, std::string>& configs);
+  Status EnsureTopic(TopicRole role, const std::string& topic, int partitions,
+                     const std::map<std::string, std::string>& configs);
   static void OnDelivery(rd_kafka_t* rk, const rd_kafka_message_t* m, void* opaque);
   static void OnStateDelivery(rd_kafka_t* rk, const rd_kafka_message_t* m, void* opaque);
 
@@ -289,6 +291,7 @@ class Cluster::Impl {
   std::atomic<bool> delivery_stop_{false};  // after every producing thread stopped
 
   std::atomic<bool> stop_{false};
+  bool joined_ = false;  // subscribed to the owners' group (Init; read by Stop)
   std::atomic<bool> poll_paused_{false};
   std::atomic<uint64_t> assigns_{0};  // assignment callbacks run (fence checks wait for one)
   std::atomic<bool> rejoining_{false};  // between a cooperative revocation and the next round's assignment
