@@ -206,6 +206,14 @@ bool ClusterRouting::Intercept(const wire::Request& r, const RunLocal& local, st
   }
 }
 
+std::string ClusterRouting::NoOwner(const std::string& what) const {
+  // Without Kafka no owner can be assigned: say so, not "a rebalance".
+  const std::string kafka = cluster_->KafkaProblem();
+  if (!kafka.empty())
+    return what + " has no serving owner: " + kafka + "; not executed, retry once Kafka answers";
+  return what + " has no serving owner (a rebalance or restore is under way); not executed, retry";
+}
+
 bool ClusterRouting::ForwardKeyed(const wire::Request& r, int32_t shard, std::string* out, Code* code,
                                   uint64_t* entities) {
   const auto deadline = Clock::now() + rebalance_wait_;
@@ -213,9 +221,7 @@ bool ClusterRouting::ForwardKeyed(const wire::Request& r, int32_t shard, std::st
     cluster::Route route = Resolve(shard, deadline);
     if (route.kind == cluster::Route::Kind::kLocal) return false;
     if (route.kind == cluster::Route::Kind::kUnavailable) {
-      *code = Answer(r, Busy("shard " + std::to_string(shard) +
-                             " has no serving owner (a rebalance or restore is under way); not executed, retry"),
-                     out);
+      *code = Answer(r, Busy(NoOwner("shard " + std::to_string(shard))), out);
       return true;
     }
     std::string frame;
@@ -233,6 +239,12 @@ bool ClusterRouting::ForwardKeyed(const wire::Request& r, int32_t shard, std::st
       not_owner_.fetch_add(1, std::memory_order_relaxed);
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       continue;
+    }
+    if (IsNotOwner(s) && !cluster_->KafkaProblem().empty()) {
+      // The owner map still names a member that lost the shard, and without
+      // Kafka no one can be assigned it: say that, not the peer's NotOwner.
+      *code = Answer(r, Busy(NoOwner("shard " + std::to_string(shard))), out);
+      return true;
     }
     wire::SetRequestId(&*reply, r.id);
     out->append(*reply);
@@ -267,7 +279,7 @@ bool ClusterRouting::FanOutQuery(const wire::Request& r, const RunLocal& local, 
       }
     }
     if (unavailable) {
-      last = Busy("a shard has no serving owner (a rebalance or restore is under way); retry");
+      last = Busy(NoOwner("a shard"));
       break;
     }
     wire::Request sub = r;
@@ -340,6 +352,8 @@ bool ClusterRouting::FanOutQuery(const wire::Request& r, const RunLocal& local, 
     *code = Code::kOk;
     return true;
   }
+  // Owners that kept answering NotOwner: without Kafka no one can be assigned their shards.
+  if (!cluster_->KafkaProblem().empty()) last = Busy(NoOwner("a shard"));
   *code = Answer(r, last, out);
   return true;
 }
@@ -362,8 +376,7 @@ bool ClusterRouting::SplitWriteMany(const wire::Request& r, const RunLocal& loca
       keys[route.endpoint] = route.curve_public_key;
       all_here = false;
     } else if (route.kind == cluster::Route::Kind::kUnavailable) {
-      refused[i] = Busy("shard " + std::to_string(shard) + " has no serving owner (a rebalance or restore is under "
-                        "way); not executed, retry");
+      refused[i] = Busy(NoOwner("shard " + std::to_string(shard)));
       all_here = false;
     }
   }

@@ -142,6 +142,9 @@ class ClusterRouting {
   bool SplitWriteMany(const wire::Request& r, const RunLocal& local, std::string* out, Code* code,
                       uint64_t* entities);
   Code Answer(const wire::Request& r, const Status& s, std::string* out) const;
+  // The ServerBusy message for `what` ("shard 3") without a serving owner:
+  // names Kafka when this sidecar cannot reach it.
+  std::string NoOwner(const std::string& what) const;
 
   cluster::Cluster* cluster_;
   const Engine* engine_;

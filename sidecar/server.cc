@@ -85,7 +85,7 @@ Status Server::Impl::Bind() {
       std::vector<cluster::Route> routes;
       if (cluster != nullptr) routes = cluster->Routes();
       return ReadyJson(owner_->stop_.load(std::memory_order_relaxed), clustered ? &routes : nullptr,
-                       &routed_once_);
+                       &routed_once_, cluster != nullptr ? cluster->KafkaProblem() : std::string());
     };
     // Scale-out: who owns which shard, as this sidecar sees it.
     pages.json_pages.emplace_back("/cluster", [this] {
@@ -313,6 +313,9 @@ ServerGauges Server::Impl::Gauges() const {
     g.curve_refused = zap_->refused();
   }
   if (rest_) g.rest = rest_->Stats();
+  if (cluster::Cluster* cluster = owner_->cluster_live_.load()) {
+    g.cluster = ServerGauges::ClusterProblems{cluster->KafkaProblem(), cluster->MemberIdProblem()};
+  }
   return g;
 }
 

@@ -8,14 +8,19 @@ namespace sidetable::sidecar {
 using common::JsonQuote;
 
 std::pair<int, std::string> ReadyJson(bool stopping, const std::vector<cluster::Route>* routes,
-                                      std::atomic<bool>* routed_once) {
+                                      std::atomic<bool>* routed_once,
+                                      const std::string& kafka_problem) {
   if (stopping) return {503, "{\"ready\":false,\"reason\":\"stopping\"}"};
   if (routes != nullptr && !routed_once->load()) {
     size_t unrouted = 0;
     for (const cluster::Route& r : *routes) unrouted += r.kind == cluster::Route::Kind::kUnavailable;
     if (unrouted > 0 || routes->empty()) {
-      return {503, "{\"ready\":false,\"reason\":\"joining\",\"unrouted_shards\":" + std::to_string(unrouted) +
-                       "}"};
+      // Without Kafka no shard can be assigned: waiting will not help.
+      const std::string why = kafka_problem.empty()
+                                  ? "\"joining\""
+                                  : "\"kafka_unreachable\",\"problem\":" + JsonQuote(kafka_problem);
+      return {503, "{\"ready\":false,\"reason\":" + why +
+                       ",\"unrouted_shards\":" + std::to_string(unrouted) + "}"};
     }
     routed_once->store(true);
   }
@@ -29,8 +34,12 @@ std::string HealthJson(Server& server, const ServerGauges& gauges) {
   StorageHealth storage = server.engine().Storage();
   // Degraded: the sidecar serves, but writes are refused (storage) or the
   // change stream is stuck or full.
-  const bool degraded = storage.state != StorageState::kOk ||
-                        (server.publisher() != nullptr && (ps.blocked_lsn != 0 || ps.backlog_full));
+  const bool cluster_degraded =
+      gauges.cluster && (!gauges.cluster->kafka.empty() || !gauges.cluster->member_id.empty());
+  const bool engine_degraded =
+      storage.state != StorageState::kOk ||
+      (server.publisher() != nullptr && (ps.blocked_lsn != 0 || ps.backlog_full));
+  const bool degraded = engine_degraded || cluster_degraded;
   const char* status = gauges.shutting_down ? "stopping" : degraded ? "degraded" : "ok";
   std::string body = std::string("{\"status\":\"") + status + "\",\"lsn\":" + std::to_string(st.last_lsn) +
                      ",\"first_lsn\":" + std::to_string(st.first_available_lsn) +
@@ -57,7 +66,7 @@ std::string HealthJson(Server& server, const ServerGauges& gauges) {
           ",\"free_bytes\":" + std::to_string(storage.free_bytes) +
           ",\"reserve_held\":" + (storage.reserve_held ? "true" : "false") +
           ",\"write_refusals\":" + std::to_string(storage.write_refusals);
-  if (degraded) {
+  if (engine_degraded) {
     body += ",\"error\":" + JsonQuote(storage.error) +
             ",\"since\":" + JsonQuote(FormatDateTime(storage.since));
   }
@@ -70,6 +79,18 @@ std::string HealthJson(Server& server, const ServerGauges& gauges) {
             ",\"blocked_lsn\":" + std::to_string(ps.blocked_lsn);
     if (ps.blocked_lsn != 0) body += ",\"blocked_reason\":" + JsonQuote(ps.blocked_reason);
     body += "}";
+  }
+  if (gauges.cluster) {
+    // Scale-out: what keeps this member from serving (docs/scale-out.md, "Failure cases").
+    body += ",\"cluster\":{\"kafka_reachable\":" +
+            std::string(gauges.cluster->kafka.empty() ? "true" : "false") + ",\"problems\":[";
+    bool first = true;
+    for (const std::string* p : {&gauges.cluster->kafka, &gauges.cluster->member_id}) {
+      if (p->empty()) continue;
+      body += (first ? "" : ",") + JsonQuote(*p);
+      first = false;
+    }
+    body += "]}";
   }
   body += "}";
   return body;

@@ -37,6 +37,12 @@ struct ServerGauges {
   std::optional<rest::HttpServerStats> rest;
   // The query prefetch's counters (query_prefetch.h); absent: it is off.
   std::optional<QueryPrefetchStats> prefetch;
+  // Scale-out (absent: off): why the member cannot serve as it should
+  // (Cluster::KafkaProblem, Cluster::MemberIdProblem; "" = fine).
+  struct ClusterProblems {
+    std::string kafka, member_id;
+  };
+  std::optional<ClusterProblems> cluster;
 };
 
 std::string HealthJson(Server& server, const ServerGauges& gauges);
@@ -47,8 +53,11 @@ std::string HealthJson(Server& server, const ServerGauges& gauges);
 // afterwards (a later rebalance is answered per request: a short wait or
 // ServerBusy for the shards moving, docs/scale-out.md). `routed_once` is
 // the sticky flag the caller keeps. `routes` is null without scale-out.
+// `kafka_problem` (Cluster::KafkaProblem, "" = none): a member not ready
+// because Kafka does not answer it says so instead of "joining".
 std::pair<int, std::string> ReadyJson(bool stopping, const std::vector<cluster::Route>* routes,
-                                      std::atomic<bool>* routed_once);
+                                      std::atomic<bool>* routed_once,
+                                      const std::string& kafka_problem = {});
 std::string MetricsText(Server& server, const Metrics& metrics, const ServerGauges& gauges);
 // Scale-out: the cluster's own metrics and the routing counters
 // (sidetable_cluster_forwarded_total, ...).

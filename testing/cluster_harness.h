@@ -76,6 +76,10 @@ struct ClusterHarnessOptions {
   // Appended to member i's config after extra_yaml (top-level sections):
   // what differs between members, e.g. each one's CURVE key files.
   std::function<std::string(int i)> member_yaml;
+  // cluster.member_id of member i; null: MemberId(i) ("m<i>"). A test of a
+  // duplicate id gives two members one id (the harness still calls them by
+  // index).
+  std::function<std::string(int i)> member_id;
 };
 
 // One shard's entry in a member's /cluster page.
@@ -459,7 +463,8 @@ class ClusterHarness {
       << "\n  replication_factor: " << options_.brokers << "\n  watermark_flush_ms: 20\n";
     if (options_.cluster) {
       y << "  topic: sidetable.{service}.changes\n"
-        << "cluster:\n  service: " << options_.service << "\n  member_id: " << MemberId(i)
+        << "cluster:\n  service: " << options_.service
+        << "\n  member_id: " << (options_.member_id ? options_.member_id(i) : MemberId(i))
         << "\n  acks: " << options_.acks << "\n  rebalance_wait_ms: " << options_.rebalance_wait_ms
         << "\n  session_timeout_ms: " << options_.session_timeout_ms
         << "\n  standby_replicas: " << options_.standby_replicas << "\n";

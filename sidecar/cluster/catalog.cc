@@ -62,9 +62,11 @@ void Cluster::Impl::CatalogLoop() {
   rd_kafka_topic_partition_list_destroy(list);
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) log_->error("reading {}: {}", cluster_topic_, rd_kafka_err2str(e));
   while (!catalog_stop_.load()) {
+    HealthTick();
     rd_kafka_message_t* m = rd_kafka_consumer_poll(catalog_, 100);
     if (m == nullptr) continue;
     if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      kafka_ok_steady_ms_ = SteadyMs();
       std::string_view key(static_cast<const char*>(m->key), m->key ? m->key_len : 0);
       std::string_view value(static_cast<const char*>(m->payload), m->payload ? m->len : 0);
       HandleClusterRecord(key, value, m->offset);
@@ -88,6 +90,7 @@ void Cluster::Impl::HandleClusterRecord(std::string_view key, std::string_view v
       log_->warn("cluster topic: member record of {} skipped: {}", name, s.message());
       return;
     }
+    if (name == member_) NoteOwnMemberRecord(member, offset);
     std::unique_lock l(routes_mu_);
     members_[std::string(name)] = std::move(member);
   } else if (kind == "owner") {

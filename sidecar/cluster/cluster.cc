@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <future>
+#include <optional>
 
 #include "common/kafka/embedded_kafka.h"
 #include "common/kafka/partitioner.h"
@@ -48,7 +49,7 @@ Cluster::Impl::Impl(const ClusterOptions& options, const changestream::KafkaOpti
 Cluster::Impl::~Impl() { Stop(); }
 
 std::string Cluster::Impl::MemberValue(int64_t started_ms) const {
-  return EncodeMember(MemberRecord{advertise_, curve_public_key_, started_ms});
+  return EncodeMember(MemberRecord{advertise_, curve_public_key_, started_ms, instance_});
 }
 
 Result<rd_kafka_t*> Cluster::Impl::NewClient(rd_kafka_type_t type, const std::map<std::string, std::string>& settings,
@@ -138,7 +139,7 @@ void Cluster::Impl::ProduceAsync(const std::string& topic, int32_t partition, co
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) log_->warn("producing {} to {}: {}", key, topic, rd_kafka_err2str(e));
 }
 
-Status Cluster::Impl::EnsureTopic(const std::string& topic, int partitions,
+Status Cluster::Impl::EnsureTopic(TopicRole role, const std::string& topic, int partitions,
                                   const std::map<std::string, std::string>& configs) {
   if (embedded_ != nullptr) return embedded_->CreateTopic(topic, partitions);
   for (int attempt = 0;; attempt++) {
@@ -154,11 +155,7 @@ Status Cluster::Impl::EnsureTopic(const std::string& topic, int partitions,
     const int have = exists ? md->topics[0].partition_cnt : 0;
     rd_kafka_metadata_destroy(md);
     if (exists) {
-      if (have != partitions) {
-        return Status(Code::kInvalidInput, "cluster: topic " + topic + " has " + std::to_string(have) +
-                                               " partitions, the configuration says " +
-                                               std::to_string(partitions) + " (the shard count is fixed)");
-      }
+      if (have != partitions) return PartitionCountMismatch(role, topic, have, partitions);
       return Status::OK();
     }
     if (attempt > 0) return Status(Code::kUnavailable, "cluster: topic " + topic + " not visible after creating it");
@@ -208,7 +205,8 @@ Status Cluster::Impl::Init() {
     while (!delivery_stop_.load()) rd_kafka_poll(producer_, 100);
   });
   // As the publisher creates it.
-  ST_RETURN_IF_ERROR(EnsureTopic(change_topic_, shards_, changestream::ChangeTopicConfigs(true)));
+  ST_RETURN_IF_ERROR(EnsureTopic(TopicRole::kChange, change_topic_, shards_,
+                                 changestream::ChangeTopicConfigs(true)));
   if (embedded_ == nullptr) {
     // A topic an operator (or an older sidecar) created: does it keep every
     // record? A real cluster answers in milliseconds; librdkafka's mock never
@@ -224,9 +222,10 @@ Status Cluster::Impl::Init() {
     }
   }
   // Keyed records whose latest value per key is the state: compacted.
-  ST_RETURN_IF_ERROR(EnsureTopic(cluster_topic_, 1, {{"cleanup.policy", "compact"}}));
+  ST_RETURN_IF_ERROR(
+      EnsureTopic(TopicRole::kCluster, cluster_topic_, 1, {{"cleanup.policy", "compact"}}));
   if (!state_topic_.empty()) {
-    ST_RETURN_IF_ERROR(EnsureTopic(state_topic_, shards_, StateTopicConfigs()));
+    ST_RETURN_IF_ERROR(EnsureTopic(TopicRole::kState, state_topic_, shards_, StateTopicConfigs()));
     rd_kafka_conf_t* sconf = rd_kafka_conf_new();
     rd_kafka_conf_set_dr_msg_cb(sconf, &Impl::OnStateDelivery);
     rd_kafka_conf_set_opaque(sconf, this);
@@ -277,6 +276,9 @@ Status Cluster::Impl::Init() {
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return Status(Code::kUnavailable, "cluster: reading " + cluster_topic_ + ": " + rd_kafka_err2str(e));
   }
+  // Member records from here on were written after this process started.
+  announce_from_ = high;
+  kafka_ok_steady_ms_ = SteadyMs();
   catalog_thread_ = common::NamedThread("st-cl-catalog", [this] { CatalogLoop(); });
   {
     std::unique_lock l(table_mu_);
@@ -287,8 +289,18 @@ Status Cluster::Impl::Init() {
                                             std::to_string(kCatalogCatchUpMs / 1000) + " s");
     }
   }
+  // A record of this member id from before: a restart, or another live
+  // process with the same id, which answers this announcement with its own.
+  std::optional<std::string> previous;
+  {
+    std::shared_lock l(routes_mu_);
+    if (auto it = members_.find(member_); it != members_.end()) previous = it->second.endpoint;
+  }
   auto m = ProduceWait(cluster_topic_, 0, "member/" + member_, MemberValue(NowMs()));
   if (!m.ok()) return m.status();
+  own_announce_offset_ = *m;
+  if (previous) ST_RETURN_IF_ERROR(CheckMemberIdUnused(*previous));
+  StartAnsweringForeignAnnouncements();
 
   // The owners' group.
   rd_kafka_conf_t* gconf = rd_kafka_conf_new();
@@ -317,6 +329,7 @@ Status Cluster::Impl::Init() {
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return Status(Code::kUnavailable, "cluster: joining " + group_id_ + ": " + rd_kafka_err2str(e));
   }
+  joined_ = true;
   restore_thread_ = common::NamedThread("st-cl-restore", [this] { RestoreLoop(); });
   fence_thread_ = common::NamedThread("st-cl-fence", [this] { FenceLoop(); });
   poll_thread_ = common::NamedThread("st-cl-poll", [this] { PollLoop(); });
@@ -379,7 +392,8 @@ void Cluster::Impl::Stop() {
     owned_.clear();
     serving_.clear();
   }
-  log_->info("member {} left {}", member_, group_id_);
+  // A start-up that failed before subscribing never joined the group.
+  if (joined_) log_->info("member {} left {}", member_, group_id_);
 }
 
 Route Cluster::Impl::RouteShardLocked(int32_t shard) const {
@@ -468,6 +482,8 @@ ClusterStats Cluster::Impl::Stats() const {
   s.restore_gaps_total = restore_gaps_.load();
   s.deleted_table_records_total = deleted_table_records_.load();
   s.stale_table_records_total = stale_table_records_.load();
+  s.kafka_reachable = kafka_down_since_ms_.load() == 0;
+  s.member_id_conflicts_total = member_id_conflicts_.load();
   return s;
 }
 
@@ -520,8 +536,17 @@ std::string Cluster::Impl::StatusJson() const {
          ",\"lastRestoreStateRecords\":" + std::to_string(s.last_restore_state_records) +
          ",\"restoreGaps\":" + std::to_string(s.restore_gaps_total) +
          ",\"deletedTableRecords\":" + std::to_string(s.deleted_table_records_total) +
-         ",\"staleTableRecords\":" + std::to_string(s.stale_table_records_total) + "}";
-  return out;
+         ",\"staleTableRecords\":" + std::to_string(s.stale_table_records_total) +
+         ",\"kafkaReachable\":" + (s.kafka_reachable ? "true" : "false") +
+         ",\"memberIdConflicts\":" + std::to_string(s.member_id_conflicts_total) +
+         ",\"problems\":[";
+  bool first = true;
+  for (const std::string& p : {KafkaProblem(), MemberIdProblem()}) {
+    if (p.empty()) continue;
+    out += (first ? "" : ",") + JsonString(p);
+    first = false;
+  }
+  return out + "]}";
 }
 
 std::string Cluster::Impl::RenderMetrics() const {
@@ -579,6 +604,14 @@ std::string Cluster::Impl::RenderMetrics() const {
          "Records stamped with an earlier incarnation of a table deleted and created again since, skipped by "
          "restores, standby copies and state loads.",
          std::to_string(s.stale_table_records_total));
+  metric("sidetable_cluster_kafka_reachable", "gauge",
+         "1 while Kafka answers this member (a metadata request for the cluster topic every "
+         "second); 0 after 3 s without an answer.",
+         s.kafka_reachable ? "1" : "0");
+  metric("sidetable_cluster_member_id_conflicts_total", "counter",
+         "Member records of this member id announced by another process (two sidecars sharing "
+         "cluster.member_id).",
+         std::to_string(s.member_id_conflicts_total));
   metric("sidetable_cluster_restore_gaps_total", "counter",
          "Restores that found change records missing (removed by retention before a mark covered them).",
          std::to_string(s.restore_gaps_total));
@@ -642,6 +675,8 @@ Status Cluster::DeleteTable(const std::string& table, const std::string& caller,
 bool Cluster::CatchUpCatalog(std::chrono::milliseconds wait) { return impl_->CatchUpCatalog(wait); }
 uint64_t Cluster::TableIncarnation(uint32_t local_table_id) const { return impl_->incarnations_->Of(local_table_id); }
 ClusterStats Cluster::Stats() const { return impl_->Stats(); }
+std::string Cluster::KafkaProblem() const { return impl_->KafkaProblem(); }
+std::string Cluster::MemberIdProblem() const { return impl_->MemberIdProblem(); }
 std::string Cluster::StatusJson() const { return impl_->StatusJson(); }
 std::string Cluster::RenderMetrics() const { return impl_->RenderMetrics(); }
 void Cluster::PausePollingForTesting(bool paused) { impl_->poll_paused_ = paused; }

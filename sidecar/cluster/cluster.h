@@ -115,6 +115,8 @@ struct ClusterStats {
   uint64_t stale_table_records_total = 0;    // records of a re-created table's predecessor, skipped by them
   std::map<int32_t, int64_t> state_marks;    // shard -> the change offset its newest projection reaches
   std::map<int32_t, int64_t> state_resume;   // shard -> where a restore from that mark replays from
+  bool kafka_reachable = true;  // Kafka answered this member's probe lately (KafkaProblem)
+  uint64_t member_id_conflicts_total = 0;  // records of this member id announced by another process
 };
 
 class Cluster {
@@ -184,6 +186,17 @@ class Cluster {
   uint64_t TableIncarnation(uint32_t local_table_id) const;
 
   ClusterStats Stats() const;
+  // What keeps this member from serving as it should, as a sentence for
+  // /health, /ready and the ServerBusy of a shard without an owner; ""
+  // when nothing. Kafka: no broker has answered this
+  // member for a few seconds (probed once a second); after
+  // cluster.session_timeout_ms of it the owners' group drops this member
+  // and it serves no shard until Kafka answers again.
+  std::string KafkaProblem() const;
+  // Another process announced this member id on the cluster topic within
+  // the last minute (a duplicate cluster.member_id that start-up could not
+  // refuse: docs/scale-out.md, "Failure cases"); "" otherwise.
+  std::string MemberIdProblem() const;
   // {"member":..,"generation":..,"owned":[..],"serving":[..],
   //  "owners":{"<shard>":{"member":..,"endpoint":..,"epoch":..}}, ...}
   std::string StatusJson() const;

@@ -29,6 +29,7 @@
 #include "sidecar/cluster/shard_replayer.h"
 #include "sidecar/cluster/state_records.h"
 #include "sidecar/cluster/table_incarnations.h"
+#include "sidecar/cluster/topic_check.h"
 
 namespace spdlog {
 class logger;
@@ -41,6 +42,13 @@ namespace sidetable::cluster {
 inline int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Steady-clock milliseconds (intervals only).
+inline int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -90,7 +98,8 @@ class Cluster::Impl {
   // Produces without waiting (a failure is only logged).
   void ProduceAsync(const std::string& topic, int32_t partition, const std::string& key, const std::string& value);
   // `configs`: the settings a topic created here gets.
-  Status EnsureTopic(const std::string& topic, int partitions, const std::map<std::string, std::string>& configs);
+  Status EnsureTopic(TopicRole role, const std::string& topic, int partitions,
+                     const std::map<std::string, std::string>& configs);
   static void OnDelivery(rd_kafka_t* rk, const rd_kafka_message_t* m, void* opaque);
   static void OnStateDelivery(rd_kafka_t* rk, const rd_kafka_message_t* m, void* opaque);
 
@@ -100,7 +109,8 @@ class Cluster::Impl {
   void PollLoop();
   void RestoreLoop();
   void Gained(const rd_kafka_topic_partition_list_t* parts);
-  void Lost(const rd_kafka_topic_partition_list_t* parts);
+  // session_lost: librdkafka says the assignment was lost (a session time-out), not revoked.
+  void Lost(const rd_kafka_topic_partition_list_t* parts, bool session_lost = false);
   void RefreshGeneration();
   Status Restore(int32_t shard, int64_t generation);
   // Restore's steps after the local rows are the partition applied up to
@@ -189,6 +199,23 @@ class Cluster::Impl {
   Status TableOp(const std::string& table, bool create, const std::string& caller,
                  std::chrono::milliseconds wait);
   bool CatchUpCatalog(std::chrono::milliseconds wait);
+
+  // health.cc: is Kafka answering, and is this member id this process's alone.
+  // Once a second on the catalog thread: a watermark query of the cluster
+  // topic; also the re-announcement a foreign member record asked for.
+  void HealthTick();
+  // A `member/<member_>` record read from the cluster topic at `offset`.
+  void NoteOwnMemberRecord(const MemberRecord& record, int64_t offset);
+  // Init, after this process announced itself at own_announce_offset_,
+  // when the topic held a record of this member id before: waits
+  // kDuplicateMemberWait for a live holder of the id to answer with its
+  // own record, and refuses the start-up (kInvalidInput) if one did.
+  Status CheckMemberIdUnused(const std::string& previous_endpoint);
+  // Init, once the start-up check passed: from now on a foreign record is
+  // answered by announcing this member again.
+  void StartAnsweringForeignAnnouncements();
+  std::string KafkaProblem() const;
+  std::string MemberIdProblem() const;
 
   // fence.cc
   void CheckFence(std::function<void(Status)> done, int32_t shard, uint64_t epoch);
@@ -289,6 +316,7 @@ class Cluster::Impl {
   std::atomic<bool> delivery_stop_{false};  // after every producing thread stopped
 
   std::atomic<bool> stop_{false};
+  bool joined_ = false;  // subscribed to the owners' group (Init; read by Stop)
   std::atomic<bool> poll_paused_{false};
   std::atomic<uint64_t> assigns_{0};  // assignment callbacks run (fence checks wait for one)
   std::atomic<bool> rejoining_{false};  // between a cooperative revocation and the next round's assignment
@@ -303,6 +331,30 @@ class Cluster::Impl {
   std::atomic<int64_t> rebalancing_since_ms_{0};  // steady clock ms; 0 = not known to rebalance
   std::thread poll_thread_, restore_thread_, fence_thread_, catalog_thread_, delivery_thread_, standby_thread_,
       state_thread_;
+
+  // Health (health.cc).
+  static std::string NewInstance();  // 16 random hex digits
+  // Random per process: this start's member records carry it.
+  const std::string instance_ = NewInstance();
+  // The last time Kafka answered (a probe, or a cluster-topic record).
+  std::atomic<int64_t> kafka_ok_steady_ms_{0};
+  std::atomic<int64_t> kafka_down_since_ms_{0};  // wall clock; 0 = reachable
+  int64_t next_probe_steady_ms_ = 0;             // catalog thread
+  // The cluster topic's end when this process started (set before the
+  // catalog thread starts): member records from here on are this start's.
+  int64_t announce_from_ = 0;
+  std::atomic<int64_t> own_announce_offset_{INT64_MAX};  // this process's first member record
+  std::atomic<bool> answering_{false};  // past the start-up check: foreign records are answered
+  mutable std::mutex health_mu_;
+  std::string kafka_error_;  // health_mu_: the probe's last error
+  // health_mu_: (offset, endpoint) of other processes' records of this
+  // member id since announce_from_ (the newest 16).
+  std::vector<std::pair<int64_t, std::string>> foreign_records_;
+  int64_t conflict_seen_steady_ms_ = 0;    // health_mu_: 0 = never
+  std::string conflict_endpoint_;          // health_mu_
+  bool reannounce_due_ = false;            // health_mu_
+  int64_t last_reannounce_steady_ms_ = 0;  // catalog thread
+  std::atomic<uint64_t> member_id_conflicts_{0};
 
   // Stats.
   std::atomic<uint64_t> restores_{0}, restored_records_{0}, fenced_records_{0};

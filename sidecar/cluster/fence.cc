@@ -7,14 +7,6 @@
 #include "sidecar/cluster/cluster_impl.h"
 
 namespace sidetable::cluster {
-namespace {
-
-int64_t SteadyMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 void Cluster::Impl::CheckFence(std::function<void(Status)> done, int32_t shard, uint64_t epoch) {
   {

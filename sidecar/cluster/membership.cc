@@ -78,7 +78,10 @@ void Cluster::Impl::OnRebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafk
       self->revoked_in_ = GroupGeneration(rk);
       self->rejoining_ = true;
     }
-    self->Lost(parts);
+    // Lost rather than revoked: the session timed out (Kafka did not
+    // answer this member, or its poll thread stalled), and the group may
+    // have handed the shards to others already.
+    self->Lost(parts, rd_kafka_assignment_lost(rk) == 1);
     if (cooperative) {
       if (rd_kafka_error_t* e = rd_kafka_incremental_unassign(rk, parts)) rd_kafka_error_destroy(e);
     } else {
@@ -127,7 +130,7 @@ void Cluster::Impl::Gained(const rd_kafka_topic_partition_list_t* parts) {
   restore_cv_.notify_all();
 }
 
-void Cluster::Impl::Lost(const rd_kafka_topic_partition_list_t* parts) {
+void Cluster::Impl::Lost(const rd_kafka_topic_partition_list_t* parts, bool session_lost) {
   std::vector<int32_t> lost;
   {
     std::unique_lock l(routes_mu_);
@@ -142,7 +145,17 @@ void Cluster::Impl::Lost(const rd_kafka_topic_partition_list_t* parts) {
     }
   }
   routes_cv_.notify_all();
-  if (!lost.empty()) log_->info("lost shards {}", fmt::join(lost, ","));
+  if (lost.empty()) return;
+  if (!session_lost) {
+    log_->info("lost shards {}", fmt::join(lost, ","));
+  } else {
+    const std::string kafka = KafkaProblem();
+    log_->warn(
+        "lost shards {}: the owners' group session timed out ({}); they are not served here until "
+        "the group assigns them again",
+        fmt::join(lost, ","),
+        kafka.empty() ? "this member's poll thread stalled, or Kafka did not answer it" : kafka);
+  }
 }
 
 void Cluster::Impl::PollLoop() {

@@ -85,6 +85,7 @@ Status DecodeClaim(std::string_view header, std::string_view json, ChangeRecord*
 std::string EncodeMember(const MemberRecord& r) {
   std::string out = "{\"endpoint\":" + JsonString(r.endpoint) + ",\"started\":" + std::to_string(r.started_ms);
   if (!r.curve_public_key.empty()) out += ",\"curveKey\":" + JsonString(r.curve_public_key);
+  if (!r.instance.empty()) out += ",\"instance\":" + JsonString(r.instance);
   return out + "}";
 }
 
@@ -102,6 +103,7 @@ Status DecodeMember(std::string_view json, MemberRecord* out) {
     }
     r.curve_public_key = std::string(z85);
   }
+  GetString(o, "instance", &r.instance, json).IgnoreError();  // absent: a sidecar before it
   *out = std::move(r);
   return Status::OK();
 }

@@ -40,6 +40,11 @@ struct MemberRecord {
   std::string endpoint;
   std::string curve_public_key;  // Z85 (40 characters); "" = plain listeners
   int64_t started_ms = 0;
+  // A random id per process start ("" in records of sidecars before it):
+  // a member that reads a record of its own member id with another
+  // instance knows another process announced that id (a duplicate
+  // cluster.member_id, docs/scale-out.md "Failure cases").
+  std::string instance;
 };
 struct OwnerRecord {
   std::string member;

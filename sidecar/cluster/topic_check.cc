@@ -21,6 +21,34 @@ Status CheckChangeTopicConfigs(const std::string& topic, const std::map<std::str
   return Status::OK();
 }
 
+Status PartitionCountMismatch(TopicRole role, const std::string& topic, int have, int want) {
+  const std::string has = topic + " has " + std::to_string(have) + " partitions";
+  switch (role) {
+    case TopicRole::kChange:
+      return Status(Code::kInvalidInput,
+                    "cluster: the change topic " + has + ", but kafka.partitions is " +
+                        std::to_string(want) +
+                        ": its partitions are the service's shards, and the count is fixed for "
+                        "the service's life (set kafka.partitions: " +
+                        std::to_string(have) + ", or give the service a new topic)");
+    case TopicRole::kCluster:
+      return Status(Code::kInvalidInput,
+                    "cluster: the cluster topic " + has +
+                        ", but it must have exactly 1 (members, owners and tables are read in one "
+                        "order); it was probably created by a broker's auto.create.topics.enable: "
+                        "create it with 1 partition and cleanup.policy=compact before the "
+                        "sidecars start, or name another one in cluster.topic");
+    case TopicRole::kState:
+      return Status(Code::kInvalidInput,
+                    "cluster: the state topic " + has +
+                        ", but it needs one per shard: kafka.partitions is " +
+                        std::to_string(want) +
+                        " (name another one in cluster.state_topic, or \"\" for none)");
+  }
+  return Status(Code::kInvalidInput,
+                "cluster: topic " + has + ", " + std::to_string(want) + " needed");
+}
+
 Result<std::map<std::string, std::string>> DescribeTopicConfigs(rd_kafka_t* rk, const std::string& topic,
                                                                 int timeout_ms) {
   rd_kafka_ConfigResource_t* resource = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic.c_str());

@@ -3,7 +3,8 @@
 // At start-up the sidecar reads the settings of the change topic it found and
 // refuses one that is compacted (a compacted partition keeps one EGT per
 // partition key: rows would be lost in a restore), and warns about one whose
-// records expire.
+// records expire. It also refuses any of its topics found with another
+// partition count than it needs.
 //
 // Thread safety: pure function / one blocking admin call.
 #pragma once
@@ -23,6 +24,16 @@ namespace sidetable::cluster {
 // finite retention.
 Status CheckChangeTopicConfigs(const std::string& topic, const std::map<std::string, std::string>& configs,
                                std::vector<std::string>* warnings);
+
+// The cluster's three topics, for the refusal of one found with another
+// partition count than it needs.
+enum class TopicRole {
+  kChange,   // the shards: kafka.partitions, fixed for the service's life
+  kCluster,  // members, owners, tables: exactly one partition
+  kState,    // the projections: one partition per shard
+};
+// kInvalidInput naming the topic's role, what it has, what it needs and why.
+Status PartitionCountMismatch(TopicRole role, const std::string& topic, int have, int want);
 
 // The topic's configuration through the admin API (DescribeConfigs), waiting
 // at most timeout_ms; kUnavailable when Kafka did not answer.

@@ -47,6 +47,9 @@ TEST(ClusterRecords, ClusterTopicRecordsRoundTrip) {
   MemberRecord member;
   ASSERT_TRUE(DecodeMember(EncodeMember(MemberRecord{"tcp://x:1", "", 5}), &member).ok());
   EXPECT_EQ(member.endpoint, "tcp://x:1");
+  EXPECT_EQ(member.instance, "");
+  ASSERT_TRUE(DecodeMember(EncodeMember(MemberRecord{"tcp://x:1", "", 5, "9f2c"}), &member).ok());
+  EXPECT_EQ(member.instance, "9f2c");
   EXPECT_FALSE(DecodeOwner("{}", &back).ok());
 }
 

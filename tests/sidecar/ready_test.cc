@@ -52,5 +52,21 @@ TEST(ReadyTest, AMemberIsReadyOnceEveryShardHasARouteAndStaysReady) {
   EXPECT_EQ(ReadyJson(true, &routed, &once).first, 503);
 }
 
+// A member that cannot reach Kafka gets no assignment: /ready names Kafka
+// (it said "joining", as if waiting would help).
+TEST(ReadyTest, AMemberWithoutKafkaSaysSoInsteadOfJoining) {
+  std::atomic<bool> once{false};
+  auto none = Routes({K::kUnavailable, K::kUnavailable});
+  auto [status, body] =
+      ReadyJson(false, &none, &once, "Kafka is unreachable from this sidecar (4 s)");
+  EXPECT_EQ(status, 503);
+  EXPECT_NE(body.find("\"reason\":\"kafka_unreachable\""), std::string::npos) << body;
+  EXPECT_NE(body.find("\"problem\":\"Kafka is unreachable from this sidecar (4 s)\""),
+            std::string::npos)
+      << body;
+  EXPECT_EQ(body.find("joining"), std::string::npos) << body;
+  EXPECT_EQ(ReadyJson(false, &none, &once).second.find("kafka"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace sidetable::sidecar
