@@ -115,6 +115,13 @@ ST_PID=""; ST_EP=""
 start_sidetable() {  # durability tag
   local port; port="$(free_port)"
   rm -rf "$WORK/data-$2" "$WORK/ready-$2"
+  # Every sidecar starts on a quiet disk: the loads before it (raw RocksDB's
+  # 200k rows, Azurite, the last sidecar's SST files) leave dirty pages that the
+  # kernel writes back meanwhile, and an `fsync` run, always last in a repeat,
+  # would otherwise pay for their write-back inside its own fdatasync calls
+  # (docs/performance.md, session 33: 14.7k/s after the other loads, 19-22k/s on
+  # a fresh disk). The `os` runs get the same treatment.
+  sync
   "$SIDETABLE" --listen "tcp://127.0.0.1:$port" --data "$WORK/data-$2" --durability "$1" \
     --http '' --ready-file "$WORK/ready-$2" --log-level warn >>"$LOG" 2>&1 &
   ST_PID=$!; PIDS+=("$ST_PID")
