@@ -22,15 +22,22 @@ std::pair<int, std::string> ReadyJson(bool stopping, const std::vector<cluster::
   return {200, "{\"ready\":true}"};
 }
 
-std::string HealthJson(Server& server, const ServerGauges& gauges) {
+std::string HealthJson(Server& server, const ServerGauges& gauges,
+                       const cluster::Cluster* cluster) {
   EngineStats st = server.engine().Stats();
   changestream::PublisherStats ps;
   if (auto* p = server.publisher()) ps = p->Stats();
   StorageHealth storage = server.engine().Storage();
-  // Degraded: the sidecar serves, but writes are refused (storage) or the
-  // change stream is stuck or full.
-  const bool degraded = storage.state != StorageState::kOk ||
-                        (server.publisher() != nullptr && (ps.blocked_lsn != 0 || ps.backlog_full));
+  // Degraded: the sidecar serves, but writes are refused (storage), the
+  // change stream is stuck or full, or (scale-out) shards are held or the
+  // change topic carries another service's claims.
+  std::vector<std::string> cluster_problems;
+  if (cluster != nullptr) cluster_problems = cluster->Stats().problems;
+  const bool storage_degraded = storage.state != StorageState::kOk;
+  const bool degraded =
+      storage_degraded ||
+      (server.publisher() != nullptr && (ps.blocked_lsn != 0 || ps.backlog_full)) ||
+      !cluster_problems.empty();
   const char* status = gauges.shutting_down ? "stopping" : degraded ? "degraded" : "ok";
   std::string body = std::string("{\"status\":\"") + status + "\",\"lsn\":" + std::to_string(st.last_lsn) +
                      ",\"first_lsn\":" + std::to_string(st.first_available_lsn) +
@@ -57,7 +64,7 @@ std::string HealthJson(Server& server, const ServerGauges& gauges) {
           ",\"free_bytes\":" + std::to_string(storage.free_bytes) +
           ",\"reserve_held\":" + (storage.reserve_held ? "true" : "false") +
           ",\"write_refusals\":" + std::to_string(storage.write_refusals);
-  if (degraded) {
+  if (storage_degraded) {
     body += ",\"error\":" + JsonQuote(storage.error) +
             ",\"since\":" + JsonQuote(FormatDateTime(storage.since));
   }
@@ -70,6 +77,12 @@ std::string HealthJson(Server& server, const ServerGauges& gauges) {
             ",\"blocked_lsn\":" + std::to_string(ps.blocked_lsn);
     if (ps.blocked_lsn != 0) body += ",\"blocked_reason\":" + JsonQuote(ps.blocked_reason);
     body += "}";
+  }
+  if (cluster != nullptr) {
+    body += ",\"cluster\":{\"problems\":[";
+    for (size_t i = 0; i < cluster_problems.size(); i++)
+      body += (i ? "," : "") + JsonQuote(cluster_problems[i]);
+    body += "]}";
   }
   body += "}";
   return body;
