@@ -69,6 +69,11 @@ struct ChangeRecord {
   uint64_t epoch = 0;
   // kShardClaimed only: the shard (Kafka partition) claimed.
   int32_t shard = -1;
+  // kShardClaimed only: the claiming member's cluster.service ("" = a claim
+  // written before claims named their service). A reader that knows its own
+  // service never lets another service's claim fence its records
+  // (events/epoch_filter.h).
+  std::string service;
   // Scale-out: the cluster incarnation of `table` when the record was
   // written (0 = not stamped), from the st-ti Kafka header
   // (sidecar/cluster/table_incarnations.h). Carried in memory only: never

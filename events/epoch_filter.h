@@ -8,11 +8,22 @@
 // Records with epoch 0 come from sidecars outside a cluster and are always
 // admitted while no claim has been read on their partition.
 //
+// A filter that knows its reader's service (the cluster's readers do) only
+// lets that service's claims fence: a claim naming another service (a
+// sidecar of another service configured with this change topic by mistake)
+// is kForeign and leaves the floor alone, since its epochs count another
+// group's generations and would otherwise fence every write of this
+// service's owners. Claims without a service (written before claims named
+// one) are this service's. A filter without a service (workers, replay)
+// lets every claim fence, as before.
+//
 // Thread safety: one filter per consuming thread.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "engine/change_record.h"
 
@@ -20,17 +31,24 @@ namespace sidetable::events {
 
 class EpochFilter {
  public:
-  enum class Verdict { kApply, kClaim, kFenced };
+  enum class Verdict { kApply, kClaim, kFenced, kForeign };
+
+  EpochFilter() = default;
+  explicit EpochFilter(std::string service) : service_(std::move(service)) {}
 
   // What to do with `record`, read at its place on `partition`.
   Verdict Check(int32_t partition, const ChangeRecord& record) {
-    uint64_t& floor = floors_[partition];
     if (record.kind == ChangeKind::kShardClaimed) {
+      if (IsForeign(record)) {
+        foreign_claims_++;
+        return Verdict::kForeign;
+      }
+      uint64_t& floor = floors_[partition];
       if (record.epoch > floor) floor = record.epoch;
       claims_++;
       return Verdict::kClaim;
     }
-    if (record.epoch < floor) {
+    if (record.epoch < Floor(partition)) {
       fenced_++;
       return Verdict::kFenced;
     }
@@ -38,6 +56,10 @@ class EpochFilter {
   }
   bool Admit(int32_t partition, const ChangeRecord& record) {
     return Check(partition, record) == Verdict::kApply;
+  }
+  // A claim of another service than this filter's (never with no service).
+  bool IsForeign(const ChangeRecord& claim) const {
+    return !service_.empty() && !claim.service.empty() && claim.service != service_;
   }
 
   // The highest claim epoch read on `partition` (0 = none yet).
@@ -53,11 +75,14 @@ class EpochFilter {
   }
   uint64_t fenced() const { return fenced_; }
   uint64_t claims() const { return claims_; }
+  uint64_t foreign_claims() const { return foreign_claims_; }
 
  private:
+  std::string service_;  // "" = every claim fences (not const: readers reset filters by assignment)
   std::unordered_map<int32_t, uint64_t> floors_;
   uint64_t fenced_ = 0;
   uint64_t claims_ = 0;
+  uint64_t foreign_claims_ = 0;
 };
 
 }  // namespace sidetable::events

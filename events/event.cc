@@ -129,6 +129,9 @@ Status DecodeDocument(element doc, Event* out) {
     } else if (key == "shard") {
       bit = kShard;
       good = First(&seen, bit) && v.get_int64().get(shard) == simdjson::SUCCESS;
+    } else if (key == "service") {
+      // ShardClaimed only (optional: claims before it had none).
+      good = AssignString(v, &r.service);
     } else if (key == "ops") {
       bit = kOps;
       good = First(&seen, bit) && v.get_array().get(ops) == simdjson::SUCCESS;
@@ -184,6 +187,7 @@ std::string EncodeEvent(const ChangeRecord& record, const std::string& source) {
     w.Key("source").String(source);
     w.Key("epoch").UInt(record.epoch);
     w.Key("shard").Int(record.shard);
+    if (!record.service.empty()) w.Key("service").String(record.service);
     w.Key("time").String(FormatDateTime(record.commit_time));
     w.EndObject();
     return w.Take();

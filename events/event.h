@@ -14,9 +14,10 @@
 // Scale-out (docs/scale-out.md): "epoch":N follows the caller fields when
 // N > 0 (absent = 0), and a claim is an event of its own with no table, LSN
 // or operations, decoded to a ChangeRecord of kind kShardClaimed with
-// `shard`, `epoch` and `caller` = the claiming member (the source):
+// `shard`, `epoch`, `caller` = the claiming member (the source) and
+// `service` = its cluster.service (absent in claims written before it):
 //   {"schema":1,"kind":"ShardClaimed","source":"orders-2","epoch":7,"shard":3,
-//    "time":"2026-11-30T10:00:00.1234567Z"}
+//    "service":"orders","time":"2026-11-30T10:00:00.1234567Z"}
 //
 // Thread safety: stateless functions.
 #pragma once

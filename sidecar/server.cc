@@ -70,7 +70,9 @@ Status Server::Impl::Bind() {
   replies_.bind(kRepliesEndpoint);
   if (!config_.http.empty()) {
     common::HttpHandlers pages;
-    pages.health_json = [this] { return HealthJson(*owner_, Gauges()); };
+    pages.health_json = [this] {
+      return HealthJson(*owner_, Gauges(), owner_->cluster_live_.load());
+    };
     pages.metrics_text = [this] {
       std::string text = MetricsText(*owner_, owner_->metrics_, Gauges());
       cluster::Cluster* cluster = owner_->cluster_live_.load();
@@ -397,6 +399,8 @@ Status Server::StartCluster(const ServerConfig& config) {
   for (const std::string& w : ClusterCurveWarnings(security)) spdlog::warn("cluster: {}", w);
   cluster::ClusterOptions cluster_options = config.cluster;
   cluster_options.table_incarnations = table_incarnations_;  // shared with the publisher's stamps
+  if (!config.data_dir.empty())
+    cluster_options.known_offsets_file = config.data_dir + "/cluster-change-offsets";
   // The window, and as much again (at most a minute) for the members' clock skew.
   cluster_options.retry_window_seconds =
       config.engine.request_id_window_seconds + std::min<int64_t>(60, config.engine.request_id_window_seconds);

@@ -27,19 +27,30 @@ std::pair<int, std::string> ReadyJson(bool stopping, const std::vector<cluster::
   return {200, "{\"ready\":true}"};
 }
 
-std::string HealthJson(Server& server, const ServerGauges& gauges) {
+std::string HealthJson(Server& server, const ServerGauges& gauges,
+                       const cluster::Cluster* cluster) {
   EngineStats st = server.engine().Stats();
   changestream::PublisherStats ps;
   if (auto* p = server.publisher()) ps = p->Stats();
   StorageHealth storage = server.engine().Storage();
-  // Degraded: the sidecar serves, but writes are refused (storage) or the
-  // change stream is stuck or full.
-  const bool cluster_degraded =
-      gauges.cluster && (!gauges.cluster->kafka.empty() || !gauges.cluster->member_id.empty());
-  const bool engine_degraded =
-      storage.state != StorageState::kOk ||
-      (server.publisher() != nullptr && (ps.blocked_lsn != 0 || ps.backlog_full));
-  const bool degraded = engine_degraded || cluster_degraded;
+  // Degraded: the sidecar serves, but writes are refused (storage), the
+  // change stream is stuck or full, or (scale-out) Kafka does not answer,
+  // the member id is not this process's alone, shards are held or the
+  // change topic carries another service's claims.
+  std::vector<std::string> cluster_problems;
+  if (gauges.cluster) {
+    for (const std::string* p : {&gauges.cluster->kafka, &gauges.cluster->member_id}) {
+      if (!p->empty()) cluster_problems.push_back(*p);
+    }
+  }
+  if (cluster != nullptr) {
+    for (std::string& p : cluster->Stats().problems) cluster_problems.push_back(std::move(p));
+  }
+  const bool storage_degraded = storage.state != StorageState::kOk;
+  const bool degraded =
+      storage_degraded ||
+      (server.publisher() != nullptr && (ps.blocked_lsn != 0 || ps.backlog_full)) ||
+      !cluster_problems.empty();
   const char* status = gauges.shutting_down ? "stopping" : degraded ? "degraded" : "ok";
   std::string body = std::string("{\"status\":\"") + status + "\",\"lsn\":" + std::to_string(st.last_lsn) +
                      ",\"first_lsn\":" + std::to_string(st.first_available_lsn) +
@@ -66,7 +77,7 @@ std::string HealthJson(Server& server, const ServerGauges& gauges) {
           ",\"free_bytes\":" + std::to_string(storage.free_bytes) +
           ",\"reserve_held\":" + (storage.reserve_held ? "true" : "false") +
           ",\"write_refusals\":" + std::to_string(storage.write_refusals);
-  if (engine_degraded) {
+  if (storage_degraded) {
     body += ",\"error\":" + JsonQuote(storage.error) +
             ",\"since\":" + JsonQuote(FormatDateTime(storage.since));
   }
@@ -80,16 +91,17 @@ std::string HealthJson(Server& server, const ServerGauges& gauges) {
     if (ps.blocked_lsn != 0) body += ",\"blocked_reason\":" + JsonQuote(ps.blocked_reason);
     body += "}";
   }
-  if (gauges.cluster) {
+  if (gauges.cluster || cluster != nullptr) {
     // Scale-out: what keeps this member from serving (docs/scale-out.md, "Failure cases").
-    body += ",\"cluster\":{\"kafka_reachable\":" +
-            std::string(gauges.cluster->kafka.empty() ? "true" : "false") + ",\"problems\":[";
-    bool first = true;
-    for (const std::string* p : {&gauges.cluster->kafka, &gauges.cluster->member_id}) {
-      if (p->empty()) continue;
-      body += (first ? "" : ",") + JsonQuote(*p);
-      first = false;
+    body += ",\"cluster\":{";
+    if (gauges.cluster) {
+      body +=
+          "\"kafka_reachable\":" + std::string(gauges.cluster->kafka.empty() ? "true" : "false") +
+          ",";
     }
+    body += "\"problems\":[";
+    for (size_t i = 0; i < cluster_problems.size(); i++)
+      body += (i ? "," : "") + JsonQuote(cluster_problems[i]);
     body += "]}";
   }
   body += "}";

@@ -45,7 +45,10 @@ struct ServerGauges {
   std::optional<ClusterProblems> cluster;
 };
 
-std::string HealthJson(Server& server, const ServerGauges& gauges);
+// `cluster` (null outside scale-out, or before it started): its problems
+// (held shards, another service's claims) make the status "degraded".
+std::string HealthJson(Server& server, const ServerGauges& gauges,
+                       const cluster::Cluster* cluster = nullptr);
 
 // GET /ready: 503 while stopping; in a scale-out service, 503 until every
 // shard has had a route at once (served here or by a known owner) since the

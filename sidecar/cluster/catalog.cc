@@ -61,8 +61,14 @@ void Cluster::Impl::CatalogLoop() {
   rd_kafka_resp_err_t e = rd_kafka_assign(catalog_, list);
   rd_kafka_topic_partition_list_destroy(list);
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) log_->error("reading {}: {}", cluster_topic_, rd_kafka_err2str(e));
+  // What the records taught (known_offsets.h) is written every few seconds.
+  auto next_flush = std::chrono::steady_clock::now();
   while (!catalog_stop_.load()) {
     HealthTick();
+    if (std::chrono::steady_clock::now() >= next_flush) {
+      if (Status s = known_offsets_->Flush(); !s.ok()) log_->warn("{}", s.message());
+      next_flush = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    }
     rd_kafka_message_t* m = rd_kafka_consumer_poll(catalog_, 100);
     if (m == nullptr) continue;
     if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -102,6 +108,8 @@ void Cluster::Impl::HandleClusterRecord(std::string_view key, std::string_view v
       return;
     }
     if (shard < 0 || shard >= shards_ || !DecodeOwner(value, &owner).ok()) return;
+    // Every member learns how far each partition reached (known_offsets.h).
+    if (owner.claim_offset >= 0) known_offsets_->Note(shard, owner.claim_offset + 1);
     {
       std::unique_lock l(routes_mu_);
       // An owner record older than what we know (a slow old owner) is ignored.
@@ -118,6 +126,7 @@ void Cluster::Impl::HandleClusterRecord(std::string_view key, std::string_view v
       return;
     }
     if (shard < 0 || shard >= shards_ || !DecodeStateMark(value, &mark).ok()) return;
+    known_offsets_->Note(shard, mark.offset + 1);
     std::unique_lock l(routes_mu_);
     // The newest writer's latest mark; an older writer's (a replaced owner
     // still marking) is ignored.

@@ -49,7 +49,8 @@ Cluster::Impl::Impl(const ClusterOptions& options, const changestream::KafkaOpti
 Cluster::Impl::~Impl() { Stop(); }
 
 std::string Cluster::Impl::MemberValue(int64_t started_ms) const {
-  return EncodeMember(MemberRecord{advertise_, curve_public_key_, started_ms, instance_});
+  return EncodeMember(
+      MemberRecord{advertise_, curve_public_key_, started_ms, instance_, options_.service});
 }
 
 Result<rd_kafka_t*> Cluster::Impl::NewClient(rd_kafka_type_t type, const std::map<std::string, std::string>& settings,
@@ -189,6 +190,9 @@ Status Cluster::Impl::Init() {
   if (bootstrap_.empty() || bootstrap_ == "embedded") {
     return Status(Code::kInvalidInput, "cluster: kafka.bootstrap must name a Kafka cluster");
   }
+  auto known = KnownOffsets::Open(options_.known_offsets_file, change_topic_);
+  if (!known.ok()) return known.status();
+  known_offsets_ = std::move(known).value();
   // The producer first: it creates the topics before anyone's metadata
   // request could auto-create them with a default partition count.
   rd_kafka_conf_t* pconf = rd_kafka_conf_new();
@@ -288,6 +292,15 @@ Status Cluster::Impl::Init() {
                                             std::to_string(high) + " within " +
                                             std::to_string(kCatalogCatchUpMs / 1000) + " s");
     }
+  }
+  // Topics that belong to another service are refused before this member
+  // writes anything to them.
+  ST_RETURN_IF_ERROR(CheckServiceAtStartUp());
+  // Shards whose partition lost what this member knew was on it: reported
+  // at once (held, /health), whoever they are assigned to.
+  for (int32_t shard = 0; shard < shards_; shard++) {
+    Status s = CheckShardHistory(shard);
+    if (!s.ok() && !Held(shard)) log_->warn("shard {}: {}", shard, s.message());
   }
   // A record of this member id from before: a restart, or another live
   // process with the same id, which answers this announcement with its own.
@@ -484,6 +497,13 @@ ClusterStats Cluster::Impl::Stats() const {
   s.stale_table_records_total = stale_table_records_.load();
   s.kafka_reachable = kafka_down_since_ms_.load() == 0;
   s.member_id_conflicts_total = member_id_conflicts_.load();
+  s.state_fenced_records_total = state_fenced_records_.load();
+  {
+    std::lock_guard l(problems_mu_);
+    s.foreign_claims_total = foreign_.size();
+    for (const auto& [shard, why] : held_) s.held.push_back(shard);
+  }
+  s.problems = Problems();
   return s;
 }
 
@@ -539,10 +559,16 @@ std::string Cluster::Impl::StatusJson() const {
          ",\"staleTableRecords\":" + std::to_string(s.stale_table_records_total) +
          ",\"kafkaReachable\":" + (s.kafka_reachable ? "true" : "false") +
          ",\"memberIdConflicts\":" + std::to_string(s.member_id_conflicts_total) +
-         ",\"problems\":[";
+         ",\"stateFencedRecords\":" + std::to_string(s.state_fenced_records_total) +
+         ",\"foreignClaims\":" + std::to_string(s.foreign_claims_total) +
+         ",\"held\":" + JsonInts(s.held) + ",\"problems\":[";
   bool first = true;
   for (const std::string& p : {KafkaProblem(), MemberIdProblem()}) {
     if (p.empty()) continue;
+    out += (first ? "" : ",") + JsonString(p);
+    first = false;
+  }
+  for (const std::string& p : s.problems) {
     out += (first ? "" : ",") + JsonString(p);
     first = false;
   }
@@ -613,8 +639,22 @@ std::string Cluster::Impl::RenderMetrics() const {
          "cluster.member_id).",
          std::to_string(s.member_id_conflicts_total));
   metric("sidetable_cluster_restore_gaps_total", "counter",
-         "Restores that found change records missing (removed by retention before a mark covered them).",
+         "Restores that found change records missing (removed by retention before a mark "
+         "covered them), or shards held because their partition ends before an offset this member "
+         "knew was on it.",
          std::to_string(s.restore_gaps_total));
+  metric("sidetable_cluster_held_shards", "gauge",
+         "Shards whose change-topic partition lost records this member knew of: local rows kept, "
+         "not served here.",
+         std::to_string(s.held.size()));
+  metric("sidetable_cluster_foreign_claims_total", "counter",
+         "Claims of another service read on this service's change topic (a misconfiguration; they "
+         "fence nothing).",
+         std::to_string(s.foreign_claims_total));
+  metric("sidetable_cluster_state_fenced_records_total", "counter",
+         "Fenced change records (a replaced owner's late writes) the state writers left out of the "
+         "projection.",
+         std::to_string(s.state_fenced_records_total));
   return out;
 }
 

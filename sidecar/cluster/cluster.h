@@ -113,6 +113,13 @@ struct ClusterStats {
   uint64_t restore_gaps_total = 0;           // restores that found records missing
   uint64_t deleted_table_records_total = 0;  // records of deleted tables skipped by restores and copies
   uint64_t stale_table_records_total = 0;    // records of a re-created table's predecessor, skipped by them
+  uint64_t state_fenced_records_total =
+      0;                              // fenced records the state writers left out of the projection
+  uint64_t foreign_claims_total = 0;  // distinct claims of another service read on the change topic
+  std::vector<int32_t> held;  // shards whose partition lost records: rows kept, not served here
+  // What makes /health "degraded": each held shard and claim of another
+  // service, in words (topic, partition, offsets). Empty when all is well.
+  std::vector<std::string> problems;
   std::map<int32_t, int64_t> state_marks;    // shard -> the change offset its newest projection reaches
   std::map<int32_t, int64_t> state_resume;   // shard -> where a restore from that mark replays from
   bool kafka_reachable = true;  // Kafka answered this member's probe lately (KafkaProblem)

@@ -25,6 +25,7 @@
 
 #include "engine/table_name.h"
 #include "sidecar/cluster/cluster.h"
+#include "sidecar/cluster/known_offsets.h"
 #include "sidecar/cluster/records.h"
 #include "sidecar/cluster/shard_replayer.h"
 #include "sidecar/cluster/state_records.h"
@@ -216,6 +217,29 @@ class Cluster::Impl {
   void StartAnsweringForeignAnnouncements();
   std::string KafkaProblem() const;
   std::string MemberIdProblem() const;
+  // misconfig.cc: a change topic that is not (or no longer) this service's.
+  // A ShardReplayer that fences with this service and reports the claims
+  // of another (ReportForeignClaim).
+  std::unique_ptr<ShardReplayer> NewReplayer(int32_t shard,
+                                             std::function<Status(const ChangeRecord&)> apply);
+  // Logs (once per claim), counts and keeps as a problem (/health) a claim
+  // of another service read at `offset` on `shard`'s partition.
+  void ReportForeignClaim(int32_t shard, int64_t offset, const ChangeRecord& claim);
+  // At start-up, before joining: a member record of another service on the
+  // cluster topic, or a claim of another service on the change topic (read
+  // from the best state mark's replay point, else from the start), refuses
+  // the start (kInvalidInput naming the service, partition and offset).
+  Status CheckServiceAtStartUp();
+  // Before a restore or a standby copy drops `shard`'s local rows: the
+  // partition must hold every offset this member knew was on it
+  // (known_offsets.h). If not, the shard is held (its rows kept, not
+  // served here until its next assignment), the error logged once and
+  // counted in restore_gaps_, and kFailedPrecondition returned. On success
+  // the partition's end is noted.
+  Status CheckShardHistory(int32_t shard);
+  bool Held(int32_t shard) const;
+  // What /health reports as degraded: held shards, foreign claims.
+  std::vector<std::string> Problems() const;
 
   // fence.cc
   void CheckFence(std::function<void(Status)> done, int32_t shard, uint64_t epoch);
@@ -365,6 +389,14 @@ class Cluster::Impl {
   std::atomic<uint64_t> state_loaded_records_{0}, last_state_loaded_records_{0}, restore_gaps_{0};
   std::atomic<uint64_t> deleted_table_records_{0};  // skipped by ApplyAdmitted
   std::atomic<uint64_t> stale_table_records_{0};    // another incarnation's, skipped by ApplyAdmitted
+  std::atomic<uint64_t> state_fenced_records_{0};   // fenced records the state writers left out
+
+  // misconfig.cc
+  std::shared_ptr<KnownOffsets> known_offsets_;  // never null after Init
+  mutable std::mutex problems_mu_;
+  std::map<int32_t, std::string> held_;  // shard -> why it is held (LostHistory)
+  std::map<std::pair<int32_t, int64_t>, std::string>
+      foreign_;  // (shard, offset) -> the foreign claim
 };
 
 }  // namespace sidetable::cluster

@@ -46,6 +46,10 @@ struct ClusterOptions {
   // publisher stamps its first record already; null = the cluster keeps
   // one in memory only (tests).
   std::shared_ptr<TableIncarnations> table_incarnations;
+  // Not a `cluster:` key: the file where this member keeps how far it knew
+  // each shard's change-topic partition reached (known_offsets.h), beside
+  // its data; "" = in memory only (tests).
+  std::string known_offsets_file;
 
   bool enabled() const { return !service.empty(); }
 };

@@ -206,6 +206,7 @@ void Cluster::Impl::RestoreLoop() {
     }
     const auto t0 = std::chrono::steady_clock::now();
     Status s = Restore(shard, generation);
+    if (!s.ok() && Held(shard)) continue;  // logged; held until its next assignment
     if (s.ok()) {
       last_restore_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       restores_++;
@@ -265,6 +266,9 @@ Status Cluster::Impl::ScanTopic(rd_kafka_t* reader, const std::string& topic, in
 }
 
 Status Cluster::Impl::Restore(int32_t shard, int64_t generation) {
+  // First: when the partition lost records this member knew of, the rows
+  // here may be all that is left of the shard's history. Kept, not served.
+  ST_RETURN_IF_ERROR(CheckShardHistory(shard));
   // A standby copy of the shard (standby.cc) is the partition applied up
   // to its position: only the tail after it is read. Anything else local
   // may hold this sidecar's own unpublished writes from an earlier
@@ -328,7 +332,13 @@ Status Cluster::Impl::RestoreFrom(int32_t shard, int64_t generation, StandbyPosi
         if (auto h = kafka::HeaderValue(m, kClaimHeader)) {
           ChangeRecord claim;
           std::string_view value(static_cast<const char*>(m->payload), m->payload ? m->len : 0);
-          if (DecodeClaim(*h, value, &claim).ok()) last_claim = std::max(last_claim, claim.epoch);
+          if (!DecodeClaim(*h, value, &claim).ok()) return Status::OK();
+          // Another service's epochs are not ours to follow (nor to fence with).
+          if (!claim.service.empty() && claim.service != options_.service) {
+            ReportForeignClaim(shard, m->offset, claim);
+          } else {
+            last_claim = std::max(last_claim, claim.epoch);
+          }
         }
         return Status::OK();
       },
@@ -343,12 +353,17 @@ Status Cluster::Impl::RestoreFrom(int32_t shard, int64_t generation, StandbyPosi
     std::unique_lock l(routes_mu_);
     claimed_[shard] = std::max(claimed_[shard], epoch);
   }
-  auto claim_offset = ProduceWait(change_topic_, shard, ClaimKey(shard), EncodeClaimEvent(member_, epoch, shard),
+  auto claim_offset = ProduceWait(change_topic_, shard, ClaimKey(shard),
+                                  EncodeClaimEvent(member_, epoch, shard, options_.service),
                                   kClaimHeader, std::to_string(epoch), keep_going);
   if (!claim_offset.ok()) return claim_offset.status();
+  if (known_offsets_->Note(shard, *claim_offset + 1)) {
+    if (Status f = known_offsets_->Flush(); !f.ok()) log_->warn("{}", f.message());
+  }
 
   // 3. Replay up to and including the claim.
-  ShardReplayer replayer(shard, apply_admitted_, log_);
+  std::unique_ptr<ShardReplayer> replayer_owner = NewReplayer(shard, apply_admitted_);
+  ShardReplayer& replayer = *replayer_owner;
   replayer.SeedFloor(reached->floor);
   uint64_t concurrent_claim = 0;
   ST_RETURN_IF_ERROR(ScanPartition(
@@ -378,7 +393,7 @@ Status Cluster::Impl::RestoreFrom(int32_t shard, int64_t generation, StandbyPosi
   last_restore_records_ = replayer.applied();
 
   // 4. Publish the ownership, then serve.
-  OwnerRecord owner{member_, advertise_, epoch};
+  OwnerRecord owner{member_, advertise_, epoch, *claim_offset};
   auto published = ProduceWait(cluster_topic_, 0, "owner/" + std::to_string(shard), EncodeOwner(owner), nullptr, "",
                                keep_going);
   if (!published.ok()) return published.status();

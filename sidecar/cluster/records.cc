@@ -49,9 +49,11 @@ std::string JsonString(std::string_view s) {
   return out + "\"";
 }
 
-std::string EncodeClaimEvent(const std::string& source, uint64_t epoch, int32_t shard) {
+std::string EncodeClaimEvent(const std::string& source, uint64_t epoch, int32_t shard,
+                             const std::string& service) {
   return "{\"schema\":1,\"kind\":\"ShardClaimed\",\"source\":" + JsonString(source) +
-         ",\"epoch\":" + std::to_string(epoch) + ",\"shard\":" + std::to_string(shard) + "}";
+         ",\"epoch\":" + std::to_string(epoch) + ",\"shard\":" + std::to_string(shard) +
+         (service.empty() ? "" : ",\"service\":" + JsonString(service)) + "}";
 }
 
 std::string ClaimKey(int32_t shard) { return "__shard_claim/" + std::to_string(shard); }
@@ -79,11 +81,15 @@ Status DecodeClaim(std::string_view header, std::string_view json, ChangeRecord*
   out->shard = static_cast<int32_t>(shard);
   std::string_view source;
   if (o["source"].get_string().get(source) == simdjson::SUCCESS) out->caller = std::string(source);
+  std::string_view service;
+  if (o["service"].get_string().get(service) == simdjson::SUCCESS)
+    out->service = std::string(service);
   return Status::OK();
 }
 
 std::string EncodeMember(const MemberRecord& r) {
   std::string out = "{\"endpoint\":" + JsonString(r.endpoint) + ",\"started\":" + std::to_string(r.started_ms);
+  if (!r.service.empty()) out += ",\"service\":" + JsonString(r.service);
   if (!r.curve_public_key.empty()) out += ",\"curveKey\":" + JsonString(r.curve_public_key);
   if (!r.instance.empty()) out += ",\"instance\":" + JsonString(r.instance);
   return out + "}";
@@ -95,6 +101,7 @@ Status DecodeMember(std::string_view json, MemberRecord* out) {
   MemberRecord r;
   ST_RETURN_IF_ERROR(GetString(o, "endpoint", &r.endpoint, json));
   if (o["started"].get_int64().get(r.started_ms) != simdjson::SUCCESS) r.started_ms = 0;
+  GetString(o, "service", &r.service, json).IgnoreError();  // absent before it
   simdjson::dom::element key;
   if (o["curveKey"].get(key) == simdjson::SUCCESS) {
     std::string_view z85;
@@ -109,8 +116,11 @@ Status DecodeMember(std::string_view json, MemberRecord* out) {
 }
 
 std::string EncodeOwner(const OwnerRecord& r) {
-  return "{\"member\":" + JsonString(r.member) + ",\"endpoint\":" + JsonString(r.endpoint) +
-         ",\"epoch\":" + std::to_string(r.epoch) + "}";
+  std::string out = "{\"member\":" + JsonString(r.member) +
+                    ",\"endpoint\":" + JsonString(r.endpoint) +
+                    ",\"epoch\":" + std::to_string(r.epoch);
+  if (r.claim_offset >= 0) out += ",\"claimOffset\":" + std::to_string(r.claim_offset);
+  return out + "}";
 }
 
 Status DecodeOwner(std::string_view json, OwnerRecord* out) {
@@ -119,6 +129,8 @@ Status DecodeOwner(std::string_view json, OwnerRecord* out) {
   ST_RETURN_IF_ERROR(GetString(o, "member", &out->member, json));
   ST_RETURN_IF_ERROR(GetString(o, "endpoint", &out->endpoint, json));
   if (o["epoch"].get_uint64().get(out->epoch) != simdjson::SUCCESS) return Bad("no epoch", json);
+  if (o["claimOffset"].get_int64().get(out->claim_offset) != simdjson::SUCCESS)
+    out->claim_offset = -1;
   return Status::OK();
 }
 

@@ -6,6 +6,11 @@
 // of kind "ShardClaimed" (JSON, schema 1) and which carries the header
 // `st-claim: <epoch>`. Readers recognise a claim by that header first, so a
 // reader whose events::DecodeEvent does not know the kind yet still fences.
+// The claim names its member's service ("service", after "shard" so that
+// the JSON still starts as workers look for it), so that the cluster's
+// readers can tell a claim of another service on their change topic (a
+// misconfiguration, docs/scale-out.md) from their own; a claim without it
+// (written before) is taken to be the reader's own service's.
 //
 // Pure: no Kafka types. Thread safety: stateless functions.
 #pragma once
@@ -22,10 +27,13 @@ namespace sidetable::cluster {
 inline constexpr const char* kClaimHeader = "st-claim";
 
 // The value of a claim message; its key is ClaimKey(shard).
-std::string EncodeClaimEvent(const std::string& source, uint64_t epoch, int32_t shard);
+// `service` "" leaves the field out (as claims before it were written).
+std::string EncodeClaimEvent(const std::string& source, uint64_t epoch, int32_t shard,
+                             const std::string& service = "");
 std::string ClaimKey(int32_t shard);
 // A claim from its `st-claim` header value and its JSON value: a record of
-// kind kShardClaimed with epoch and shard. InvalidInput when malformed or
+// kind kShardClaimed with epoch, shard, caller (the member) and service
+// ("" when the claim names none). InvalidInput when malformed or
 // when the header and the value disagree on the epoch.
 Status DecodeClaim(std::string_view header, std::string_view json, ChangeRecord* out);
 
@@ -36,6 +44,9 @@ Status DecodeClaim(std::string_view header, std::string_view json, ChangeRecord*
 // expect of it (docs/security.md, "CURVE in a cluster"). The key is left out
 // of the JSON when empty, so a member without CURVE writes what sidecars
 // before the key wrote, and their records (no key) still decode.
+// `service` (left out when empty; records before it have none): the
+// member's cluster.service, so that a member of another service configured
+// with this cluster topic is refused at start-up.
 struct MemberRecord {
   std::string endpoint;
   std::string curve_public_key;  // Z85 (40 characters); "" = plain listeners
@@ -45,11 +56,16 @@ struct MemberRecord {
   // instance knows another process announced that id (a duplicate
   // cluster.member_id, docs/scale-out.md "Failure cases").
   std::string instance;
+  std::string service;
 };
 struct OwnerRecord {
   std::string member;
   std::string endpoint;
   uint64_t epoch = 0;
+  // The offset of the owner's claim on the shard's partition (-1: a record
+  // written before it had one): every member learns from it that the
+  // partition held at least this many records (known_offsets.h).
+  int64_t claim_offset = -1;
 };
 struct TableRecord {
   bool created = true;

@@ -19,8 +19,13 @@ uint64_t TableIncarnationOf(const rd_kafka_message_t* m) {
 }
 
 ShardReplayer::ShardReplayer(int32_t shard, std::function<Status(const ChangeRecord&)> apply,
-                             std::shared_ptr<spdlog::logger> log)
-    : shard_(shard), apply_(std::move(apply)), log_(std::move(log)) {}
+                             std::shared_ptr<spdlog::logger> log, std::string service,
+                             ForeignClaimFn on_foreign)
+    : shard_(shard),
+      apply_(std::move(apply)),
+      log_(std::move(log)),
+      on_foreign_(std::move(on_foreign)),
+      filter_(std::move(service)) {}
 
 Result<ShardReplayer::Outcome> ShardReplayer::Feed(const rd_kafka_message_t* m, uint64_t* claim_epoch) {
   std::string_view value(static_cast<const char*>(m->payload), m->payload ? m->len : 0);
@@ -32,8 +37,11 @@ Result<ShardReplayer::Outcome> ShardReplayer::Feed(const rd_kafka_message_t* m, 
       log_->warn("shard {} offset {}: a malformed claim is skipped: {}", shard_, m->offset, s.message());
       return Outcome::kSkipped;
     }
+    if (filter_.Check(shard_, record) == events::EpochFilter::Verdict::kForeign) {
+      if (on_foreign_) on_foreign_(m->offset, record);
+      return Outcome::kForeign;
+    }
     if (claim_epoch != nullptr) *claim_epoch = record.epoch;
-    filter_.Check(shard_, record);
     return Outcome::kClaim;
   }
   std::string joined;
@@ -78,6 +86,10 @@ Result<ShardReplayer::Outcome> ShardReplayer::Feed(const rd_kafka_message_t* m, 
       return Outcome::kFenced;
     case events::EpochFilter::Verdict::kClaim:
       return Outcome::kClaim;
+    case events::EpochFilter::Verdict::kForeign:  // another service's claim without its st-claim
+                                                  // header
+      if (on_foreign_) on_foreign_(m->offset, event.record);
+      return Outcome::kForeign;
   }
   return Outcome::kSkipped;
 }

@@ -3,6 +3,9 @@
 // rule (events/epoch_filter.h) and hands every admitted record to the
 // cluster's apply hook (Engine::ApplyReplicated). A restore and a standby
 // copy (docs/scale-out.md, "Hand-over: restore and standbys") read with it.
+// It fences with this member's service: another service's claim on the
+// partition (a misconfiguration) fences nothing and is handed to
+// `on_foreign`, which reports it.
 //
 // Thread safety: one replayer per reading thread and shard.
 #pragma once
@@ -34,12 +37,18 @@ class ShardReplayer {
     kApplied,  // a record applied
     kFenced,   // a record below the floor, skipped
     kClaim,    // a ShardClaimed record: the floor may have risen
+    kForeign,  // another service's claim: ignored (reported through on_foreign)
     kPending,  // a chunk of an event not complete yet
     kSkipped,  // malformed (logged), nothing applied
   };
 
+  // `service`: this member's cluster.service ("" = every claim fences).
+  // `on_foreign` (may be null): called with the offset of every claim of
+  // another service.
+  using ForeignClaimFn = std::function<void(int64_t offset, const ChangeRecord& claim)>;
   ShardReplayer(int32_t shard, std::function<Status(const ChangeRecord&)> apply,
-                std::shared_ptr<spdlog::logger> log);
+                std::shared_ptr<spdlog::logger> log, std::string service = "",
+                ForeignClaimFn on_foreign = nullptr);
 
   // Resumes after a reader that had reached this floor (a standby's position).
   void SeedFloor(uint64_t epoch) { filter_.SeedFloor(shard_, epoch); }
@@ -47,6 +56,7 @@ class ShardReplayer {
   // Applies the message (or buffers it, for a chunk). A claim's epoch is
   // written to `claim_epoch` when not null. Only the apply hook's failure
   // is an error: the message was not applied and should be read again.
+  // Another service's claim sets no `claim_epoch`.
   Result<Outcome> Feed(const rd_kafka_message_t* m, uint64_t* claim_epoch = nullptr);
 
   // Between whole events: a position after the last message fed is a place
@@ -60,6 +70,7 @@ class ShardReplayer {
   const int32_t shard_;
   const std::function<Status(const ChangeRecord&)> apply_;
   const std::shared_ptr<spdlog::logger> log_;
+  const ForeignClaimFn on_foreign_;
   events::EpochFilter filter_;
   events::ChunkJoiner joiner_;
   events::EventDecoder decoder_;

@@ -85,7 +85,7 @@ void Cluster::Impl::RefreshStandbys(std::map<int32_t, uint64_t>* assigned) {
         continue;
       }
       StandbyCopy copy;
-      copy.replayer = std::make_unique<ShardReplayer>(shard, apply_admitted_, log_);
+      copy.replayer = NewReplayer(shard, apply_admitted_);
       copy.id = ++next_standby_id_;
       standbys_.emplace(shard, std::move(copy));
       started.push_back(shard);
@@ -130,7 +130,7 @@ void Cluster::Impl::RefreshStandbys(std::map<int32_t, uint64_t>* assigned) {
     std::lock_guard l(standby_mu_);
     for (auto& [shard, copy] : standbys_) {
       const uint64_t floor = copy.replayer->floor();
-      copy.replayer = std::make_unique<ShardReplayer>(shard, apply_admitted_, log_);
+      copy.replayer = NewReplayer(shard, apply_admitted_);
       copy.replayer->SeedFloor(floor);
     }
   }
@@ -153,6 +153,11 @@ bool Cluster::Impl::LoadStandbyState(int32_t shard) {
     standby_failed_at_[shard] = std::chrono::steady_clock::now();
     standbys_.erase(it);
   };
+  // The rows are this shard's history only while the partition still holds it.
+  if (Status held = CheckShardHistory(shard); !held.ok()) {
+    fail(held, "keeping the local rows");
+    return false;
+  }
   auto dropped = hooks_.drop_shards({shard});
   if (!dropped.ok()) {
     fail(dropped.status(), "dropping the local rows");
@@ -193,6 +198,8 @@ void Cluster::Impl::ApplyStandby(const rd_kafka_message_t* m) {
     standbys_.erase(it);
   };
   if (!copy.dropped) {
+    if (Status held = CheckShardHistory(shard); !held.ok())
+      return fail(held, "keeping the local rows");
     auto dropped = hooks_.drop_shards({shard});
     if (!dropped.ok()) return fail(dropped.status(), "dropping the local rows");
     copy.dropped = true;
@@ -220,7 +227,7 @@ void Cluster::Impl::ReturnStandby(int32_t shard, StandbyPosition position) {
   if (standbys_.count(shard)) return;
   StandbyCopy copy;
   copy.id = ++next_standby_id_;
-  copy.replayer = std::make_unique<ShardReplayer>(shard, apply_admitted_, log_);
+  copy.replayer = NewReplayer(shard, apply_admitted_);
   copy.replayer->SeedFloor(position.floor);
   copy.next_offset = position.next_offset;
   copy.dropped = true;

@@ -247,7 +247,7 @@ Result<std::unique_ptr<Cluster::Impl::StateWriter>> Cluster::Impl::StartStateWri
           }
           return Status::OK();
         };
-    w->replayer = std::make_unique<ShardReplayer>(shard, w->apply, log_);
+    w->replayer = NewReplayer(shard, w->apply);
     w->replayer->SeedFloor(floor);
     w->candidate = StateWriter::Candidate{w->next_offset - 1, floor, w->next_offset, floor, w->produced};
     log_->info("shard {}: state writer {} started at state offset {} (copied {} records of writer {}.{}), "
@@ -433,7 +433,7 @@ void Cluster::Impl::StateLoop() {
             w->next_offset > 0 ? w->next_offset : RD_KAFKA_OFFSET_BEGINNING;
         if (!w->replayer->between_events()) {
           const uint64_t floor = w->replayer->floor();
-          w->replayer = std::make_unique<ShardReplayer>(shard, w->apply, log_);
+          w->replayer = NewReplayer(shard, w->apply);
           w->replayer->SeedFloor(floor);
         }
       }
@@ -461,6 +461,8 @@ void Cluster::Impl::StateLoop() {
           if (!fed.ok()) {
             w->error = fed.status();
           } else {
+            // A replaced owner's late record: never projected, but counted.
+            if (*fed == ShardReplayer::Outcome::kFenced) state_fenced_records_++;
             if (*fed == ShardReplayer::Outcome::kApplied && w->last_commit_ticks > 0) {
               const int64_t second = (w->last_commit_ticks - kUnixEpochTicks) / kTicksPerSecond;
               if (w->recent.empty() || second > w->recent.back().second) {

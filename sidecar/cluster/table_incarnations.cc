@@ -1,5 +1,7 @@
 #include "sidecar/cluster/table_incarnations.h"
 
+#include "sidecar/cluster/atomic_file.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -16,40 +18,6 @@ constexpr std::string_view kHeader = "sidetable-table-incarnations 1";
 
 Status Errno(const std::string& what, const std::string& path) {
   return Status(Code::kInternal, "cluster: " + what + " " + path + ": " + std::strerror(errno));
-}
-
-// Writes `text` to `path` so that a crash leaves either the old file or the
-// new one: a temp file, fsynced, renamed over it, and the directory fsynced.
-Status WriteFileAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Errno("creating", tmp);
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      Status s = Errno("writing", tmp);
-      ::close(fd);
-      return s;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    Status s = Errno("syncing", tmp);
-    ::close(fd);
-    return s;
-  }
-  if (::close(fd) != 0) return Errno("closing", tmp);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return Errno("renaming over", path);
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return Errno("opening the directory of", path);
-  const int synced = ::fsync(dfd);
-  ::close(dfd);
-  if (synced != 0) return Errno("syncing the directory of", path);
-  return Status::OK();
 }
 
 }  // namespace

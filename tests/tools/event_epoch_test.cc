@@ -131,5 +131,43 @@ TEST(EpochFilterTest, ClaimsRaiseTheFloorPerPartition) {
   EXPECT_EQ(f.Check(1, DataRecord(4)), EpochFilter::Verdict::kFenced);
 }
 
+// A sidecar of another service configured with this change topic claims its
+// partitions with its own group's epochs: for a reader that knows its
+// service, such a claim fences nothing (else it fenced every later write of
+// this service's owners: the outside tester's finding). A claim naming no
+// service (written before claims named one) still fences, and a reader that
+// knows no service (a worker, replay) fences with every claim, as before.
+TEST(EpochFilterTest, AClaimOfAnotherServiceFencesNothingForAReaderOfThisService) {
+  ChangeRecord foreign = Claim(9, 0);
+  foreign.service = "o2";
+  ChangeRecord own = Claim(2, 0);
+  own.service = "orders";
+  EpochFilter f("orders");
+  EXPECT_EQ(f.Check(0, own), EpochFilter::Verdict::kClaim);
+  EXPECT_EQ(f.Check(0, foreign), EpochFilter::Verdict::kForeign);
+  EXPECT_EQ(f.Floor(0), 2u);
+  EXPECT_EQ(f.Check(0, DataRecord(2)), EpochFilter::Verdict::kApply);
+  EXPECT_EQ(f.foreign_claims(), 1u);
+  EXPECT_EQ(f.Check(0, Claim(3, 0)), EpochFilter::Verdict::kClaim)
+      << "a claim without a service is this service's";
+  EXPECT_EQ(f.Check(0, DataRecord(2)), EpochFilter::Verdict::kFenced);
+
+  EpochFilter any;
+  EXPECT_EQ(any.Check(0, foreign), EpochFilter::Verdict::kClaim);
+  EXPECT_EQ(any.Check(0, DataRecord(2)), EpochFilter::Verdict::kFenced);
+}
+
+TEST(EventEpochTest, AClaimsServiceRoundTripsAndIsAbsentWhenEmpty) {
+  ChangeRecord claim = Claim(4, 1);
+  EXPECT_EQ(EncodeEvent(claim, "m1").find("service"), std::string::npos);
+  claim.service = "orders";
+  const std::string text = EncodeEvent(claim, "m1");
+  EXPECT_TRUE(text.starts_with(R"({"schema":1,"kind":"ShardClaimed")"))
+      << text;  // as workers look for it
+  Event ev;
+  ASSERT_TRUE(DecodeEvent(text, &ev).ok());
+  EXPECT_EQ(ev.record.service, "orders");
+}
+
 }  // namespace
 }  // namespace sidetable::events
