@@ -262,6 +262,8 @@ class QueryReplyWriter {
   void Finish(const std::optional<std::string>& next_pk, const std::optional<std::string>& next_rk,
               std::string_view plan, uint64_t examined);
   uint32_t count() const { return count_; }
+  // The body's bytes so far (what query::Query::max_bytes bounds).
+  uint64_t bytes() const { return out_->size() - map_at_; }
 
  private:
   std::string* out_;

@@ -35,21 +35,71 @@ bool Admission::TryAdmit(const std::string& identity, uint64_t bytes, BusyReason
   if (it == connections_.end()) it = connections_.emplace(identity, PerConnection{}).first;
   it->second.requests++;
   it->second.bytes += bytes;
-  const uint64_t now = total + bytes;
-  bytes_.store(now, std::memory_order_relaxed);
-  if (now > peak_.load(std::memory_order_relaxed)) peak_.store(now, std::memory_order_relaxed);
+  AddLocked(bytes);
   return true;
 }
 
 void Admission::Release(const std::string& identity, uint64_t bytes) {
   std::lock_guard lock(mu_);
-  bytes_.store(bytes_.load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
   auto it = connections_.find(identity);
-  if (it == connections_.end()) return;
+  if (it == connections_.end()) {
+    bytes_.store(bytes_.load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
+    return;
+  }
+  it->second.requests--;
+  SubtractLocked(it, bytes);
+}
+
+bool Admission::TryChargeReply(const std::string& identity, uint64_t bytes, bool refusable,
+                               BusyReason* why) {
+  std::lock_guard lock(mu_);
+  auto it = connections_.find(identity);
+  if (refusable && it != connections_.end() && it->second.reply_bytes > 0) {
+    // Replies wait for this connection already: it is not reading them.
+    if (it->second.bytes + bytes > limits_.max_connection_bytes) {
+      *why = BusyReason::kConnectionBytes;
+      return false;
+    }
+    if (bytes_.load(std::memory_order_relaxed) + bytes > limits_.max_bytes) {
+      *why = BusyReason::kInflightBytes;
+      return false;
+    }
+  }
+  if (it == connections_.end()) it = connections_.emplace(identity, PerConnection{}).first;
+  it->second.bytes += bytes;
+  it->second.reply_bytes += bytes;
+  reply_bytes_.store(reply_bytes_.load(std::memory_order_relaxed) + bytes,
+                     std::memory_order_relaxed);
+  AddLocked(bytes);
+  return true;
+}
+
+void Admission::ReleaseReply(const std::string& identity, uint64_t bytes) {
+  std::lock_guard lock(mu_);
+  reply_bytes_.store(reply_bytes_.load(std::memory_order_relaxed) - bytes,
+                     std::memory_order_relaxed);
+  auto it = connections_.find(identity);
+  if (it == connections_.end()) {
+    bytes_.store(bytes_.load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
+    return;
+  }
+  it->second.reply_bytes -= bytes;
+  SubtractLocked(it, bytes);
+}
+
+void Admission::AddLocked(uint64_t bytes) {
+  const uint64_t now = bytes_.load(std::memory_order_relaxed) + bytes;
+  bytes_.store(now, std::memory_order_relaxed);
+  if (now > peak_.load(std::memory_order_relaxed)) peak_.store(now, std::memory_order_relaxed);
+}
+
+void Admission::SubtractLocked(std::unordered_map<std::string, PerConnection>::iterator it,
+                               uint64_t bytes) {
+  bytes_.store(bytes_.load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
   it->second.bytes -= bytes;
   // Forget idle connections: the map holds only what is in flight, so it is
   // bounded by max_inflight_bytes, not by how many peers ever connected.
-  if (--it->second.requests == 0) connections_.erase(it);
+  if (it->second.requests == 0 && it->second.bytes == 0) connections_.erase(it);
 }
 
 size_t Admission::connections_in_flight() const {

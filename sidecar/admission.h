@@ -15,8 +15,20 @@
 // charge is therefore the slack over each bound (docs/operations.md,
 // "Capacity and limits").
 //
-// Thread safety: TryAdmit() on the frontend thread, Release() on any worker
-// thread; the accessors from any thread (the HTTP pages).
+// Large replies (kZeroCopyReplyBytes and more, server_impl.h) are charged
+// too, from when they are handed to ZeroMQ until libzmq frees them (sent,
+// dropped or their peer gone): a client that sends queries and does not
+// read the replies would otherwise fill libzmq's queue (sndhwm, 1,000
+// replies and more) with pages of megabytes that nothing here counts. Their
+// bytes count against both byte bounds, so such a connection's next
+// requests are refused (connection_bytes), and a read's reply that finds
+// its connection already holding queued replies past a bound is replaced by
+// ServerBusy (TryChargeReply).
+//
+// Thread safety: every method takes the lock: TryAdmit() runs on the
+// frontend thread, Release() and TryChargeReply() on any thread that
+// answers, ReleaseReply() on libzmq's I/O thread (or whichever frees the
+// message); the accessors from any thread (the HTTP pages).
 #pragma once
 
 #include <array>
@@ -59,21 +71,39 @@ class Admission {
   bool TryAdmit(const std::string& identity, uint64_t bytes, BusyReason* why, bool charge = true);
   // Gives back what TryAdmit() charged, once the request is answered.
   void Release(const std::string& identity, uint64_t bytes);
+  // Charges a large reply's `bytes` to `identity` while libzmq holds it.
+  // Refuses (false, *why, nothing charged) only when `refusable` and the
+  // connection holds queued replies already and this one would take it
+  // past max_connection_bytes, or the server past max_bytes: a connection
+  // with no reply queued always gets its reply, so a client that reads is
+  // never refused the reply of a request it was admitted for.
+  bool TryChargeReply(const std::string& identity, uint64_t bytes, bool refusable, BusyReason* why);
+  // Gives back what TryChargeReply() charged, once libzmq frees the reply.
+  void ReleaseReply(const std::string& identity, uint64_t bytes);
 
   uint64_t bytes_in_flight() const { return bytes_.load(std::memory_order_relaxed); }
   uint64_t peak_bytes_in_flight() const { return peak_.load(std::memory_order_relaxed); }
+  // The part of bytes_in_flight() that is replies waiting in libzmq.
+  uint64_t reply_bytes() const { return reply_bytes_.load(std::memory_order_relaxed); }
   size_t connections_in_flight() const;
 
  private:
   struct PerConnection {
     uint64_t requests = 0;
-    uint64_t bytes = 0;
+    uint64_t bytes = 0;        // requests' and replies' charges
+    uint64_t reply_bytes = 0;  // replies' alone
   };
+  // Adds `bytes` to the server's total and its peak. Requires mu_.
+  void AddLocked(uint64_t bytes);
+  // Takes `bytes` off `it` and the total; forgets the connection once it
+  // holds nothing. Requires mu_.
+  void SubtractLocked(std::unordered_map<std::string, PerConnection>::iterator it, uint64_t bytes);
   const AdmissionLimits limits_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, PerConnection> connections_;  // only those with something in flight
   std::atomic<uint64_t> bytes_{0};
   std::atomic<uint64_t> peak_{0};
+  std::atomic<uint64_t> reply_bytes_{0};
 };
 
 // What a decoded request costs in memory beyond its wire bytes: the strings

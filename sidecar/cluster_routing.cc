@@ -110,8 +110,21 @@ bool ClusterRouting::ShardsOfPlan(std::string_view plan, std::vector<int32_t>* s
   return true;
 }
 
+namespace {
+
+// About what `e` takes in a reply: its keys, and each property's name and
+// value with a few bytes of framing (a number's value is in the framing).
+uint64_t EncodedEstimate(const Entity& e) {
+  uint64_t n = e.partition_key.size() + e.row_key.size() + 64;
+  for (const Property& p : e.properties) n += p.name.size() + p.value.bytes().size() + 10;
+  return n;
+}
+
+}  // namespace
+
 wire::QueryReply ClusterRouting::MergePages(std::vector<wire::QueryReply> pages, size_t top,
-                                            const std::vector<std::string>& select) {
+                                            const std::vector<std::string>& select,
+                                            uint64_t max_bytes) {
   using Key = std::pair<std::string, std::string>;
   std::optional<Key> limit;
   for (const auto& page : pages) {
@@ -131,10 +144,18 @@ wire::QueryReply ClusterRouting::MergePages(std::vector<wire::QueryReply> pages,
     if (a.partition_key != b.partition_key) return a.partition_key < b.partition_key;
     return a.row_key < b.row_key;
   });
-  if (merged.entities.size() > top) {
-    merged.next_pk = merged.entities[top].partition_key;
-    merged.next_rk = merged.entities[top].row_key;
-    merged.entities.resize(top);
+  // The rows kept: at most `top`, and none after the one that reaches
+  // max_bytes (at least one).
+  size_t keep = std::min(top, merged.entities.size());
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < keep; i++) {
+    bytes += EncodedEstimate(merged.entities[i]);
+    if (bytes >= max_bytes) keep = i + 1;
+  }
+  if (merged.entities.size() > keep) {
+    merged.next_pk = merged.entities[keep].partition_key;
+    merged.next_rk = merged.entities[keep].row_key;
+    merged.entities.resize(keep);
   } else if (limit) {
     merged.next_pk = limit->first;
     merged.next_rk = limit->second;

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/query/query.h"
 #include "engine/status.h"
 #include "protocol/token.h"
 #include "protocol/wire.h"
@@ -127,9 +128,13 @@ class ClusterRouting {
   // Merges the pages of a fan-out in key order. Each part is complete below
   // its own continuation, so the merged page holds the rows below the
   // smallest of them, at most `top`, and continues at the first row left
-  // out (or at that smallest continuation).
+  // out (or at that smallest continuation). It also ends after the row that
+  // takes its entities to `max_bytes` (about their encoded size), as a
+  // member's own page does (engine/query/query.h): each part is bounded,
+  // but N of them were N times the bound.
   static wire::QueryReply MergePages(std::vector<wire::QueryReply> pages, size_t top,
-                                     const std::vector<std::string>& select);
+                                     const std::vector<std::string>& select,
+                                     uint64_t max_bytes = query::kMaxPageBytes);
   static bool ShardsOfPlan(std::string_view plan, std::vector<int32_t>* shards);
 
  private:

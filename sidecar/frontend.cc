@@ -1,7 +1,9 @@
 // The frontend thread: reads request frames from the ROUTER socket, answers
 // what it can itself (too large, malformed, busy, shutting down) and queues
-// the rest on a worker. Every ServerBusy is produced here, straight onto the
-// ROUTER socket, so it never waits behind work.
+// the rest on a worker. Every ServerBusy for a request not executed is
+// produced here, straight onto the ROUTER socket, so it never waits behind
+// work. (The other kind: a read's large reply to a connection that does
+// not read its replies, Server::Impl::ChargeReply.)
 #include <xxhash.h>
 
 #include <array>
@@ -182,10 +184,11 @@ void Server::Impl::AnswerBusy(const wire::Header& header, const std::string& ide
   busy_since_log_++;
   const auto now = std::chrono::steady_clock::now();
   if (!stopping && now - last_busy_log_ > std::chrono::seconds(1)) {
-    log_->warn("answering ServerBusy ({}; {} since the last warning): {} of {} bytes in flight on {} "
-               "connections, {} requests",
-               BusyReasonName(why), busy_since_log_, admission_.bytes_in_flight(),
-               config_.max_inflight_bytes, admission_.connections_in_flight(), in_flight_.load());
+    log_->warn(
+        "answering ServerBusy ({}; {} since the last warning): {} of {} bytes in flight on {} "
+        "connections, {} requests",
+        BusyReasonName(why), busy_since_log_, admission_->bytes_in_flight(),
+        config_.max_inflight_bytes, admission_->connections_in_flight(), in_flight_.load());
     last_busy_log_ = now;
     busy_since_log_ = 0;
   }
@@ -253,7 +256,8 @@ bool Server::Impl::OnRequest() {
   // a frame that cannot fit is refused without spending time on it. The
   // exact charge is taken after decoding.
   BusyReason why;
-  if (!admission_.TryAdmit(identity, data.size() + sizeof(wire::Request), &why, /*charge=*/false)) {
+  if (!admission_->TryAdmit(identity, data.size() + sizeof(wire::Request), &why,
+                            /*charge=*/false)) {
     AnswerBusy(header, identity, delimiter, why, received);
     return true;
   }
@@ -278,7 +282,7 @@ bool Server::Impl::OnRequest() {
     if (job.principal) quotas_.Release(job.principal->spec.tenant);
   };
   job.charge = data.size() + DecodedBytes(job.request);
-  if (!admission_.TryAdmit(identity, job.charge, &why)) {
+  if (!admission_->TryAdmit(identity, job.charge, &why)) {
     release_tenant();
     AnswerBusy(header, identity, delimiter, why, received);
     return true;
@@ -323,7 +327,7 @@ bool Server::Impl::OnRequest() {
   // TryPush only moves the job when it succeeds; on failure it is still ours.
   if (!queues_[w]->TryPush(std::move(job))) {
     in_flight_.fetch_sub(1, std::memory_order_relaxed);
-    admission_.Release(job.envelope, job.charge);
+    admission_->Release(job.envelope, job.charge);
     release_tenant();
     AnswerBusy(header, job.envelope, job.delimiter, BusyReason::kQueueFull, received);
   }

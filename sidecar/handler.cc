@@ -311,6 +311,8 @@ Status Handler::Run(const wire::Request& r, wire::Request* consumable, const tok
           }
           return out->Add(row);
         }
+        // The page ends at query::kMaxPageBytes of encoded reply.
+        uint64_t bytes() const override { return out->bytes(); }
       };
       wire::QueryReplyWriter writer(body, r.select);
       Encode encode;

@@ -84,7 +84,10 @@ std::string Metrics::Render(const Gauges& g) const {
     Line(&out, "sidetable_errors_total",
          "code=\"" + std::string(ErrorCodeName(static_cast<Code>(c))) + "\"", v);
   }
-  out += "# HELP sidetable_server_busy_total ServerBusy (503) answered by the frontend, by reason.\n";
+  out +=
+      "# HELP sidetable_server_busy_total ServerBusy (503) answered, by reason: by the frontend "
+      "before executing, or instead of a read's large reply to a connection that does not read "
+      "its replies.\n";
   out += "# TYPE sidetable_server_busy_total counter\n";
   for (size_t i = 0; i < kBusyReasons; i++) {
     Line(&out, "sidetable_server_busy_total",
@@ -104,9 +107,16 @@ std::string Metrics::Render(const Gauges& g) const {
   Line(&out, "sidetable_queue_depth", "", g.queue_depth);
   out += "# TYPE sidetable_in_flight gauge\n";
   Line(&out, "sidetable_in_flight", "", g.in_flight);
-  out += "# HELP sidetable_inflight_bytes Requests accepted and not yet answered, wire + decoded bytes.\n";
+  out +=
+      "# HELP sidetable_inflight_bytes Requests accepted and not yet answered (wire + decoded "
+      "bytes), and replies of 64 KiB or more not yet sent.\n";
   out += "# TYPE sidetable_inflight_bytes gauge\n";
   Line(&out, "sidetable_inflight_bytes", "", g.inflight_bytes);
+  out +=
+      "# HELP sidetable_inflight_reply_bytes Replies of 64 KiB or more handed to ZeroMQ and not "
+      "yet sent (part of sidetable_inflight_bytes).\n";
+  out += "# TYPE sidetable_inflight_reply_bytes gauge\n";
+  Line(&out, "sidetable_inflight_reply_bytes", "", g.inflight_reply_bytes);
   out += "# TYPE sidetable_inflight_bytes_peak gauge\n";
   Line(&out, "sidetable_inflight_bytes_peak", "", g.inflight_bytes_peak);
   out += "# TYPE sidetable_inflight_bytes_limit gauge\n";

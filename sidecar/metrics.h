@@ -54,7 +54,9 @@ class Metrics {
   struct Gauges {
     uint64_t queue_depth = 0;
     uint64_t in_flight = 0;
-    uint64_t inflight_bytes = 0;        // charged bytes of requests not yet answered
+    uint64_t inflight_bytes =
+        0;  // charged bytes of requests not yet answered and large replies not yet sent
+    uint64_t inflight_reply_bytes = 0;  // of which: the replies
     uint64_t inflight_bytes_peak = 0;
     uint64_t inflight_bytes_limit = 0;  // sidecar.max_inflight_bytes
     uint64_t inflight_connections = 0;  // connections with a request in flight

@@ -36,12 +36,16 @@ int Poll(zmq::pollitem_t* items, int n, int timeout_ms) {
 }
 
 Server::Impl::Impl(Server* owner, const ServerConfig& config)
-    : owner_(owner), config_(config), ctx_(1), router_(ctx_, zmq::socket_type::router),
+    : owner_(owner),
+      config_(config),
+      ctx_(1),
+      router_(ctx_, zmq::socket_type::router),
       replies_(ctx_, zmq::socket_type::pull),
       handler_(owner->engine_.get(), &owner->metrics_, &config_, owner->publisher_.get(),
                owner->watermarks_.get(), owner->policies_.get(), owner->authenticator_.get()),
-      admission_(AdmissionLimits{config.max_inflight_bytes, config.max_inflight_per_connection,
-                                 config.max_inflight_bytes_per_connection}),
+      admission_(std::make_shared<Admission>(
+          AdmissionLimits{config.max_inflight_bytes, config.max_inflight_per_connection,
+                          config.max_inflight_bytes_per_connection})),
       quotas_(config_.auth),
       log_(spdlog::default_logger()->clone("server")),
       parked_(&ctx_, kRepliesEndpoint, owner->watermarks_.get(),
@@ -200,18 +204,77 @@ void Server::Impl::WorkerLoop(size_t index) {
   live_workers_.fetch_sub(1);
 }
 
-zmq::message_t ReplyMessage(std::string& reply) {
+namespace {
+
+// A large reply while libzmq holds it, and what it is charged to.
+struct HeldReply {
+  std::string bytes;
+  std::shared_ptr<Admission> admission;  // null: not charged
+  std::string identity;
+};
+
+// libzmq's free callback: on its I/O thread once the reply is sent, or on
+// whichever thread drops it (a full queue, the peer gone, the context
+// terminating).
+void FreeHeldReply(void*, void* hint) {
+  auto* held = static_cast<HeldReply*>(hint);
+  if (held->admission) held->admission->ReleaseReply(held->identity, held->bytes.size());
+  delete held;
+}
+
+// The reads whose reply may be large (a query or change-log page, an
+// entity): refusing one changes nothing, and the client retries it as any
+// ServerBusy. Anything else must get its reply.
+bool RefusableReply(wire::Op op) {
+  return op == wire::Op::kQuery || op == wire::Op::kReadChanges || op == wire::Op::kGet;
+}
+
+}  // namespace
+
+zmq::message_t ReplyMessage(std::string& reply, std::shared_ptr<Admission> charged,
+                            const std::string& identity) {
   // Copying a small reply is cheaper than a second allocation freed on
   // ZeroMQ's I/O thread; a large one (a page of a query or of the change
   // log) is handed over as it is.
   if (reply.size() < kZeroCopyReplyBytes) return zmq::message_t(reply.data(), reply.size());
-  auto* owned = new std::string(std::move(reply));
-  return zmq::message_t(
-      owned->data(), owned->size(), [](void*, void* hint) { delete static_cast<std::string*>(hint); }, owned);
+  auto* held = new HeldReply{std::move(reply), nullptr, std::string()};
+  if (charged) {
+    held->identity = identity;
+    held->admission = std::move(charged);
+  }
+  return zmq::message_t(held->bytes.data(), held->bytes.size(), FreeHeldReply, held);
+}
+
+bool Server::Impl::ChargeReply(const Job& job, Code* code, std::string& reply) {
+  if (reply.size() < kZeroCopyReplyBytes) return false;
+  BusyReason why;
+  if (admission_->TryChargeReply(job.envelope, reply.size(), RefusableReply(job.request.op), &why))
+    return true;
+  // The connection has not read the replies queued before this one: this
+  // one is dropped rather than held too (it changed nothing).
+  reply.clear();
+  wire::EncodeError(
+      wire::Header{wire::kVersion, static_cast<uint8_t>(job.request.op), 0, job.request.id},
+      Status(Code::kServerBusy, "the server is busy (" + std::string(BusyReasonName(why)) +
+                                    ": replies to this connection are not being read); this "
+                                    "read's reply was dropped, retry with back-off"),
+      &reply);
+  *code = Code::kServerBusy;
+  owner_->metrics_.RecordBusy(why);
+  if (log_->should_log(spdlog::level::debug)) {
+    log_->debug("req {}/{}: reply refused ({}): {} bytes of replies wait for this connection",
+                PeerId(job.envelope), job.request.id, BusyReasonName(why),
+                admission_->reply_bytes());
+  }
+  return false;
 }
 
 void Server::Impl::FinishJob(Job& job, Code code, std::string& reply, zmq::socket_t& out,
                              uint64_t entities) {
+  // Before anything records the outcome: it may become ServerBusy.
+  const Code executed = code;
+  const bool charged = ChargeReply(job, &code, reply);
+  if (code != executed) entities = 0;  // the page was dropped, not sent
   const size_t reply_bytes = reply.size();
   const uint64_t us = MicrosSince(job.received);
   owner_->metrics_.RecordRequest(job.request.op, code, us);
@@ -234,16 +297,18 @@ void Server::Impl::FinishJob(Job& job, Code code, std::string& reply, zmq::socke
     owner_->tenant_metrics_.Record(job.principal->spec.tenant, code, job.wire_bytes, reply_bytes, entities);
     quotas_.Release(job.principal->spec.tenant);
   }
+  zmq::message_t message =
+      charged ? ReplyMessage(reply, admission_, job.envelope) : ReplyMessage(reply);
   if (&out == &router_) {
-    SendReply(job.envelope, job.delimiter, ReplyMessage(reply));
+    SendReply(job.envelope, job.delimiter, std::move(message));
   } else {
     const char flag = job.delimiter ? 1 : 0;
     out.send(zmq::buffer(job.envelope), zmq::send_flags::sndmore);
     out.send(zmq::buffer(&flag, 1), zmq::send_flags::sndmore);
-    out.send(ReplyMessage(reply), zmq::send_flags::none);
+    out.send(message, zmq::send_flags::none);
     replies_waiting_.fetch_add(1, std::memory_order_release);
   }
-  admission_.Release(job.envelope, job.charge);
+  admission_->Release(job.envelope, job.charge);
   in_flight_.fetch_sub(1, std::memory_order_relaxed);
 }
 
@@ -302,10 +367,11 @@ ServerGauges Server::Impl::Gauges() const {
   ServerGauges g;
   for (const auto& q : queues_) g.queue_depth += q->size();
   g.in_flight = in_flight_.load();
-  g.inflight_bytes = admission_.bytes_in_flight();
-  g.inflight_bytes_peak = admission_.peak_bytes_in_flight();
+  g.inflight_bytes = admission_->bytes_in_flight();
+  g.inflight_reply_bytes = admission_->reply_bytes();
+  g.inflight_bytes_peak = admission_->peak_bytes_in_flight();
   g.inflight_bytes_limit = config_.max_inflight_bytes;
-  g.inflight_connections = admission_.connections_in_flight();
+  g.inflight_connections = admission_->connections_in_flight();
   g.shutting_down = owner_->stop_.load(std::memory_order_relaxed);
   g.parked_reads = parked_.size();
   if (prefetch_) g.prefetch = prefetch_->Stats();

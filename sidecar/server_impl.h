@@ -50,13 +50,21 @@ inline constexpr std::chrono::milliseconds kReplyFlushMargin{500};
 inline constexpr std::chrono::milliseconds kPublisherMinimum{500};
 
 inline constexpr const char* kRepliesEndpoint = "inproc://sidetable-replies";
-// Replies at least this large are handed to ZeroMQ without a copy.
+// Replies at least this large are handed to ZeroMQ without a copy, and
+// charged to admission until libzmq frees them (admission.h). Smaller ones
+// are copied and not counted: a connection that reads none of them holds at
+// most sndhwm of them in libzmq (docs/operations.md, "RSS ceiling").
 inline constexpr size_t kZeroCopyReplyBytes = 64 << 10;
 
 uint64_t MicrosSince(std::chrono::steady_clock::time_point since);
 // A reply frame: a copy of a small reply, or a large one moved into the
-// message (ZeroMQ frees it once sent).
-zmq::message_t ReplyMessage(std::string& reply);
+// message (ZeroMQ frees it once sent). With `charged` (a large reply that
+// Admission::TryChargeReply charged to `identity`), the charge goes back
+// when libzmq frees it, on whichever thread that is; the shared_ptr keeps
+// the Admission alive for a message freed while the context terminates,
+// after Server::Impl is gone.
+zmq::message_t ReplyMessage(std::string& reply, std::shared_ptr<Admission> charged = nullptr,
+                            const std::string& identity = std::string());
 std::string PeerId(std::string_view identity);
 // zmq_poll that treats a signal (EINTR) as "nothing ready".
 int Poll(zmq::pollitem_t* items, int n, int timeout_ms);
@@ -108,6 +116,10 @@ class Server::Impl {
   // back what the job held.
   // `reply` may be moved from (ReplyMessage).
   void FinishJob(Job& job, Code code, std::string& reply, zmq::socket_t& out, uint64_t entities = 0);
+  // Charges a large reply to admission; a read's reply to a connection
+  // that does not read the ones queued before it becomes ServerBusy
+  // (*code too). True when `reply` is charged and must be released.
+  bool ChargeReply(const Job& job, Code* code, std::string& reply);
   void FinishWithError(Job& job, const Status& s, zmq::socket_t& out);
   // Answers an executed request: at once, or (a write not yet durable in
   // fsync durability) through the acknowledger once its LSN is.
@@ -162,7 +174,8 @@ class Server::Impl {
   zmq::socket_t router_;
   zmq::socket_t replies_;
   Handler handler_;
-  Admission admission_;
+  // Shared with the large replies libzmq still holds (ReplyMessage).
+  std::shared_ptr<Admission> admission_;
   auth::TenantQuotas quotas_;
   std::shared_ptr<spdlog::logger> log_;
 

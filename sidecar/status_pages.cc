@@ -52,16 +52,17 @@ std::string HealthJson(Server& server, const ServerGauges& gauges,
       (server.publisher() != nullptr && (ps.blocked_lsn != 0 || ps.backlog_full)) ||
       !cluster_problems.empty();
   const char* status = gauges.shutting_down ? "stopping" : degraded ? "degraded" : "ok";
-  std::string body = std::string("{\"status\":\"") + status + "\",\"lsn\":" + std::to_string(st.last_lsn) +
+  std::string body = std::string("{\"status\":\"") + status +
+                     "\",\"lsn\":" + std::to_string(st.last_lsn) +
                      ",\"first_lsn\":" + std::to_string(st.first_available_lsn) +
                      ",\"in_flight\":" + std::to_string(gauges.in_flight) +
                      ",\"queue_depth\":" + std::to_string(gauges.queue_depth) +
                      ",\"inflight_bytes\":" + std::to_string(gauges.inflight_bytes) +
+                     ",\"inflight_reply_bytes\":" + std::to_string(gauges.inflight_reply_bytes) +
                      ",\"inflight_bytes_peak\":" + std::to_string(gauges.inflight_bytes_peak) +
                      ",\"inflight_bytes_limit\":" + std::to_string(gauges.inflight_bytes_limit) +
                      ",\"inflight_connections\":" + std::to_string(gauges.inflight_connections) +
-                     ",\"parked_reads\":" + std::to_string(gauges.parked_reads) +
-                     ",\"busy\":{";
+                     ",\"parked_reads\":" + std::to_string(gauges.parked_reads) + ",\"busy\":{";
   for (size_t i = 0; i < kBusyReasons; i++) {
     const auto why = static_cast<BusyReason>(i);
     body += (i ? ",\"" : "\"") + std::string(BusyReasonName(why)) + "\":" +
@@ -122,6 +123,7 @@ std::string MetricsText(Server& server, const Metrics& metrics, const ServerGaug
   g.queue_depth = gauges.queue_depth;
   g.in_flight = gauges.in_flight;
   g.inflight_bytes = gauges.inflight_bytes;
+  g.inflight_reply_bytes = gauges.inflight_reply_bytes;
   g.inflight_bytes_peak = gauges.inflight_bytes_peak;
   g.inflight_bytes_limit = gauges.inflight_bytes_limit;
   g.inflight_connections = gauges.inflight_connections;

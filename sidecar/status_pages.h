@@ -24,7 +24,8 @@ namespace sidetable::sidecar {
 struct ServerGauges {
   uint64_t queue_depth = 0;  // requests queued at the workers
   uint64_t in_flight = 0;    // requests accepted and not yet answered
-  uint64_t inflight_bytes = 0;        // their admission charge (sidecar/admission.h)
+  uint64_t inflight_bytes = 0;  // their admission charge, and large replies' (sidecar/admission.h)
+  uint64_t inflight_reply_bytes = 0;  // of which: large replies libzmq holds, not yet sent
   uint64_t inflight_bytes_peak = 0;
   uint64_t inflight_bytes_limit = 0;
   uint64_t inflight_connections = 0;

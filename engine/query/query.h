@@ -11,6 +11,13 @@
 // A page also stops after examining `max_examined` entities, so a selective
 // filter over a big table returns a short (even empty) page with a
 // continuation rather than scanning without end (Azure bounds a page at 5 s).
+// And it stops once the entities it returns reach `max_bytes`, as its
+// visitor counts them (RowVisitor::bytes()): 1,000 entities of 1 MiB would
+// otherwise be a reply of 1 GB held in memory at once. The entity that
+// reaches the bound is still returned, so every page holds at least one
+// entity when one matches and a query of the largest entities progresses.
+// A client follows the continuation as for any short page (Azure, too, may
+// return fewer than 1,000 entities with a continuation).
 //
 // Thread safety: the functions are stateless; a Query is a value.
 #pragma once
@@ -28,6 +35,9 @@
 namespace sidetable::query {
 
 inline constexpr int kMaxPageSize = 1000;
+// The bytes a page stops at (Query::max_bytes): a few entities of the
+// largest size (1 MiB of properties), and 1,000 entities of up to ~4 KiB.
+inline constexpr uint64_t kMaxPageBytes = 4 << 20;
 
 struct Continuation {
   std::string next_partition_key;
@@ -44,6 +54,7 @@ struct Query {
   std::optional<int> top;           // 1..1000 entities per page
   std::optional<Continuation> continuation;
   uint64_t max_examined = 100'000;  // work bound of one page
+  uint64_t max_bytes = kMaxPageBytes;  // size bound of one page (RowVisitor::bytes())
   // The only keys the query may reach (an access token's range, set by the
   // sidecar): the planned scan is intersected with it, so rows outside are
   // never examined and no continuation leads outside. Absent: the table.
@@ -111,6 +122,11 @@ class RowVisitor {
  public:
   virtual ~RowVisitor() = default;
   virtual Status Visit(const RowView& row) = 0;
+  // What the page visited so far weighs, in the visitor's own measure (the
+  // sidecar: its reply's encoded bytes; ExecuteQuery: the rows' stored
+  // bytes). Asked after each Visit(); the page ends, with a continuation,
+  // once it reaches Query::max_bytes.
+  virtual uint64_t bytes() const = 0;
 };
 // A visited page: no entities, the rest of a QueryPage.
 struct VisitedPage {

@@ -27,6 +27,7 @@ Status ValidateQuery(const Query& q) {
     }
   }
   if (q.max_examined == 0) return Status(Code::kInvalidInput, "max_examined must be positive");
+  if (q.max_bytes == 0) return Status(Code::kInvalidInput, "max_bytes must be positive");
   return Status::OK();
 }
 
@@ -98,12 +99,16 @@ class EntityCollector : public RowVisitor {
  public:
   EntityCollector(QueryPage* page, const std::vector<std::string>* keep) : page_(page), keep_(keep) {}
   Status Visit(const RowView& row) override {
+    // The stored size: about what the Entity built from it holds.
+    bytes_ += row.partition_key().size() + row.row_key().size() + row.properties_bytes().size();
     return RowToEntity(row, &page_->entities.emplace_back(), keep_);
   }
+  uint64_t bytes() const override { return bytes_; }
 
  private:
   QueryPage* page_;
   const std::vector<std::string>* keep_;
+  uint64_t bytes_ = 0;
 };
 
 }  // namespace
@@ -159,8 +164,9 @@ Result<VisitedPage> VisitQuery(const Engine& engine, const Query& q, RowVisitor&
   VisitedPage page;
   page.stats.plan = plan.kind;
   const uint64_t limit = static_cast<uint64_t>(q.top.value_or(kMaxPageSize));
+  bool full = false;  // the page reached max_bytes
   for (; cur.Valid(); cur.Next()) {
-    if (page.stats.returned >= limit || page.stats.examined >= q.max_examined) {
+    if (full || page.stats.returned >= limit || page.stats.examined >= q.max_examined) {
       page.continuation = Continuation{cur.partition_key(), cur.row_key()};
       break;
     }
@@ -180,6 +186,8 @@ Result<VisitedPage> VisitQuery(const Engine& engine, const Query& q, RowVisitor&
     }
     page.stats.returned++;
     ST_RETURN_IF_ERROR(visitor.Visit(*row));
+    // Checked after the row, so a page always holds one.
+    full = visitor.bytes() >= q.max_bytes;
   }
   ST_RETURN_IF_ERROR(cur.status());
   return page;

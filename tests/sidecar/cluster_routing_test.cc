@@ -88,6 +88,28 @@ TEST(MergePagesTest, PagingThroughMergesEveryRowOnce) {
   EXPECT_EQ(all, (std::vector<std::string>{"a/1", "b/1", "c/1", "d/1", "e/1", "f/1", "g/1", "h/1"}));
 }
 
+// Each member's part ends at the byte bound; merged, N parts were N times
+// it. The merged page ends after the row that reaches it, and continues there.
+TEST(MergePagesTest, AMergedPageEndsAtTheByteBound) {
+  auto big = [](std::string pk, std::string rk) {
+    Entity e = Row(std::move(pk), std::move(rk));
+    e.Set("b", Value::Binary(std::string(1000, 'x')));
+    return e;
+  };
+  std::vector<wire::QueryReply> parts(2);
+  for (const char* rk : {"1", "3", "5"}) parts[0].entities.push_back(big("a", rk));
+  for (const char* rk : {"2", "4", "6"}) parts[1].entities.push_back(big("a", rk));
+  auto merged = ClusterRouting::MergePages(parts, 1000, {}, 2500);
+  EXPECT_EQ(Keys(merged), (std::vector<std::string>{"a/1", "a/2", "a/3"}));
+  ASSERT_TRUE(merged.next_pk.has_value());
+  EXPECT_EQ(*merged.next_rk, "4");
+  // At least one row, however small the bound.
+  EXPECT_EQ(Keys(ClusterRouting::MergePages(parts, 1000, {}, 1)),
+            (std::vector<std::string>{"a/1"}));
+  // The default is the engine's page bound: these few rows are far under it.
+  EXPECT_EQ(ClusterRouting::MergePages(parts, 1000, {}).entities.size(), 6u);
+}
+
 TEST(PlanShardsTest, RoundTrip) {
   std::vector<char> mask = {1, 0, 1, 1, 0};
   std::string plan = ClusterRouting::PlanWithShards("TableScan", mask);

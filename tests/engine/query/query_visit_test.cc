@@ -21,9 +21,13 @@ class Collect : public RowVisitor {
   Status Visit(const RowView& row) override {
     ETagBuffer buf;
     etags.emplace_back(row.ETag(&buf));
+    // ExecuteQuery's measure, so the pages of both end at the same row.
+    bytes_ += row.partition_key().size() + row.row_key().size() + row.properties_bytes().size();
     return RowToEntity(row, &entities.emplace_back());
   }
+  uint64_t bytes() const override { return bytes_; }
   std::vector<Entity> entities;
+  uint64_t bytes_ = 0;
   std::vector<std::string> etags;
 };
 
@@ -119,6 +123,8 @@ TEST_F(QueryVisitTest, AgreesWithExecuteQuery) {
   ExpectSame({.filter = "PartitionKey eq 'p2' and RowKey eq 'nope'"});
   ExpectSame({.filter = "third eq true or n eq 4", .select = {"n", "PartitionKey", "absent"}});
   ExpectSame({.filter = "", .top = 11, .max_examined = 5});
+  ExpectSame({.filter = "n lt 70", .max_bytes = 1000});
+  ExpectSame({.filter = "", .max_bytes = 1});
   ExpectSame({.filter = "PartitionKey eq 'a' and PartitionKey eq 'b'"});
 }
 
@@ -128,6 +134,7 @@ TEST_F(QueryVisitTest, AVisitorErrorEndsThePage) {
     Status Visit(const RowView&) override {
       return ++seen == 3 ? Status(Code::kServerBusy, "enough") : Status::OK();
     }
+    uint64_t bytes() const override { return 0; }
     int seen = 0;
   } stop;
   auto r = VisitQuery(*engine_, {.table = "Tbl", .filter = "PartitionKey eq 'p0'"}, stop);
@@ -138,6 +145,7 @@ TEST_F(QueryVisitTest, AVisitorErrorEndsThePage) {
   class NotFound : public RowVisitor {
    public:
     Status Visit(const RowView&) override { return Status(Code::kResourceNotFound, "mine"); }
+    uint64_t bytes() const override { return 0; }
   } not_found;
   auto p = VisitQuery(*engine_, {.table = "Tbl", .filter = "PartitionKey eq 'p0' and RowKey eq 'r01'"}, not_found);
   EXPECT_EQ(p.status().code(), Code::kResourceNotFound);
