@@ -1,5 +1,5 @@
 // The fixture of the in-process scale-out tests (cluster_test.cc,
-// cluster_misconfig_test.cc): librdkafka's mock cluster with three brokers,
+// cluster_misconfig_test.cc, cluster_health_test.cc): librdkafka's mock cluster with three brokers,
 // Cluster instances in one process with hooks that record into memory
 // (Recorder), and helpers that produce what owners and old owners write.
 //

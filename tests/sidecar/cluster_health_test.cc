@@ -7,28 +7,19 @@
 // - Kafka going away is named (KafkaProblem, the metric) and the member
 //   serves again once it is back;
 // - a topic with the wrong partition count is refused naming what it is.
-#include <gtest/gtest.h>
-#include <librdkafka/rdkafka.h>
+#include "tests/sidecar/cluster_fixture.h"
+
 #include <librdkafka/rdkafka_mock.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <sstream>
-#include <thread>
-
-#include "common/kafka/embedded_kafka.h"
-#include "sidecar/cluster/cluster.h"
-#include "sidecar/cluster/records.h"
 
 namespace sidetable::cluster {
 namespace {
 
-using namespace std::chrono_literals;
-
-constexpr int kShards = 6;
-const std::string kChangeTopic = "sidetable.orders.changes";
-const std::string kClusterTopic = "sidetable.orders.cluster";
-
+// These members record nothing: the tests read what they say, not what
+// they apply.
 ClusterHooks NoHooks() {
   ClusterHooks h;
   h.apply = [](const ChangeRecord&) { return Status::OK(); };
@@ -37,39 +28,20 @@ ClusterHooks NoHooks() {
   return h;
 }
 
-template <typename F>
-bool Eventually(F f, std::chrono::seconds limit = 30s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (f()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return f();
-}
-
 // `"member":"endpoint"` as /cluster lists it.
 std::string MemberEntry(const std::string& member, const std::string& endpoint) {
   return JsonString(member) + ":" + JsonString(endpoint);
 }
 
-class ClusterHealthTest : public ::testing::Test {
+// The shared fixture's mock Kafka, topics and options (cluster_fixture.h),
+// with members started one by one and no recorder.
+class ClusterHealthTest : public ClusterTest {
  protected:
-  void SetUp() override {
-    auto k = kafka::EmbeddedKafka::Start(3);
-    ASSERT_TRUE(k.ok()) << k.status().ToString();
-    kafka_ = std::move(*k);
-    options_.service = "orders";
-    options_.session_timeout_ms = 3000;
-    options_.state_topic = "";
-    kopts_.bootstrap = kafka_->bootstraps();
-    kopts_.partitions = kShards;
-    ASSERT_TRUE(kafka_->CreateTopic(kChangeTopic, kShards).ok());
-    ASSERT_TRUE(kafka_->CreateTopic(kClusterTopic, 1).ok());
-  }
   void TearDown() override {
     kafka_->SetBrokersDown(false).IgnoreError();
     for (auto& c : clusters_) c->Stop();
     clusters_.clear();
+    ClusterTest::TearDown();
   }
 
   Result<Cluster*> Start(const std::string& member, const std::string& endpoint) {
@@ -96,27 +68,10 @@ class ClusterHealthTest : public ::testing::Test {
 
   // A member record as another process with this member id writes it.
   void Announce(const std::string& member, const std::string& endpoint) {
-    char err[256];
-    rd_kafka_conf_t* conf = rd_kafka_conf_new();
-    ASSERT_EQ(
-        rd_kafka_conf_set(conf, "bootstrap.servers", kafka_->bootstraps().c_str(), err, sizeof err),
-        RD_KAFKA_CONF_OK);
-    rd_kafka_t* p = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
-    ASSERT_NE(p, nullptr) << err;
-    const std::string key = "member/" + member;
-    const std::string value = EncodeMember(MemberRecord{endpoint, "", 1, "another-process"});
-    ASSERT_EQ(rd_kafka_producev(
-                  p, RD_KAFKA_V_TOPIC(kClusterTopic.c_str()), RD_KAFKA_V_PARTITION(0),
-                  RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key.data(), key.size()),
-                  RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()), RD_KAFKA_V_END),
-              RD_KAFKA_RESP_ERR_NO_ERROR);
-    EXPECT_EQ(rd_kafka_flush(p, 10000), RD_KAFKA_RESP_ERR_NO_ERROR);
-    rd_kafka_destroy(p);
+    ProduceTo(kClusterTopic, 0, "member/" + member,
+              EncodeMember(MemberRecord{endpoint, "", 1, "another-process"}));
   }
 
-  std::unique_ptr<kafka::EmbeddedKafka> kafka_;
-  ClusterOptions options_;
-  changestream::KafkaOptions kopts_;
   std::vector<std::unique_ptr<Cluster>> clusters_;
 };
 
