@@ -8,7 +8,6 @@
 // ServerBusy (connection_bytes) and the server's memory stays bounded.
 // Real process, loopback.
 #include <gtest/gtest.h>
-#include <httplib.h>
 
 #include <fstream>
 #include <thread>
@@ -18,6 +17,7 @@
 #include "testing/sidecar_process.h"
 #include "testing/temp_dir.h"
 #include "tests/reliability/raw_peer.h"
+#include "tests/sidecar/e2e_metrics.h"
 
 namespace sidetable::testing {
 namespace {
@@ -31,18 +31,6 @@ constexpr uint64_t kPerConnectionBytes = 8 * kMiB;
 constexpr int kEntities = 12;
 // A page's largest size: the bound plus the entity that reaches it.
 constexpr uint64_t kLargestPage = 5 * kMiB;
-
-// One series of /metrics, labels included; UINT64_MAX when absent.
-uint64_t Metric(const SidecarProcess& server, const std::string& name) {
-  const std::string& http = server.http();
-  const auto colon = http.rfind(':');
-  httplib::Client c(http.substr(0, colon), std::stoi(http.substr(colon + 1)));
-  auto page = c.Get("/metrics");
-  if (!page || page->status != 200) return UINT64_MAX;
-  const std::string line = "\n" + name + " ";
-  const auto at = page->body.find(line);
-  return at == std::string::npos ? UINT64_MAX : std::stoull(page->body.substr(at + line.size()));
-}
 
 // Polls until `done()` or the deadline; returns done().
 template <typename F>
@@ -114,7 +102,7 @@ class SlowReaderTest : public ::testing::Test {
 TEST_F(SlowReaderTest, AConnectionThatDoesNotReadGetsServerBusyAndMemoryStaysBounded) {
   constexpr int kQueries = 20;
   const uint64_t queries_before = Metric(*server_, "sidetable_requests_total{op=\"Query\"}");
-  ASSERT_NE(queries_before, UINT64_MAX);
+  ASSERT_NE(queries_before, kNoMetric);
   zmq::context_t ctx;
   zmq::socket_t slow(ctx, zmq::socket_type::dealer);
   slow.set(zmq::sockopt::linger, 0);
