@@ -61,39 +61,50 @@ Status ReadOperation(msgpack::Reader& r, Operation* op, size_t index) {
   for (uint32_t k = 0; k < n; k++) {
     std::string_view key, s;
     if (!r.Str(&key)) return Status(Code::kInvalidInput, "operation keys must be strings", static_cast<int>(index));
-    const uint32_t bit = key == "op"        ? 1
-                         : key == "entity"  ? 2
-                         : key == "ifMatch" ? 4
-                         : key == "fence"   ? 8
-                                            : 0;
+    enum : uint32_t { kOther = 0, kOp = 1, kEntity = 2, kIfMatch = 4, kFence = 8 };
+    const uint32_t bit = key == "op"        ? kOp
+                         : key == "entity"  ? kEntity
+                         : key == "ifMatch" ? kIfMatch
+                         : key == "fence"   ? kFence
+                                            : kOther;
     if ((seen & bit) != 0) {
       return Status(Code::kInvalidInput, "operation field '" + std::string(key) + "' repeated",
                     static_cast<int>(index));
     }
     seen |= bit;
     // nil is absent, as for the request's own fields (docs/protocol.md).
-    if (bit != 0 && r.Peek() == msgpack::Kind::kNil) {
+    if (bit != kOther && r.Peek() == msgpack::Kind::kNil) {
       r.Nil();
       continue;
     }
-    if (key == "op") {
-      if (!r.Str(&s) || !ParseOpKind(s, &op->kind)) {
-        return Status(Code::kInvalidInput, "unknown operation kind", static_cast<int>(index));
+    // The key was compared once, above.
+    switch (bit) {
+      case kOp:
+        if (!r.Str(&s) || !ParseOpKind(s, &op->kind)) {
+          return Status(Code::kInvalidInput, "unknown operation kind", static_cast<int>(index));
+        }
+        has_kind = true;
+        break;
+      case kEntity: {
+        Status st = ReadEntity(r, &op->entity);
+        if (!st.ok()) return st.WithOpIndex(static_cast<int>(index));
+        has_entity = true;
+        break;
       }
-      has_kind = true;
-    } else if (key == "entity") {
-      Status st = ReadEntity(r, &op->entity);
-      if (!st.ok()) return st.WithOpIndex(static_cast<int>(index));
-      has_entity = true;
-    } else if (key == "ifMatch") {
-      if (!r.Str(&s)) return Status(Code::kInvalidInput, "ifMatch must be a string", static_cast<int>(index));
-      op->if_match.assign(s);
-    } else if (key == "fence") {
-      if (!r.Uint(&op->fence)) {
-        return Status(Code::kInvalidInput, "fence must be an unsigned integer", static_cast<int>(index));
-      }
-    } else if (!r.Skip()) {
-      return Status(Code::kInvalidInput, "malformed operation", static_cast<int>(index));
+      case kIfMatch:
+        if (!r.Str(&s))
+          return Status(Code::kInvalidInput, "ifMatch must be a string", static_cast<int>(index));
+        op->if_match.assign(s);
+        break;
+      case kFence:
+        if (!r.Uint(&op->fence)) {
+          return Status(Code::kInvalidInput, "fence must be an unsigned integer",
+                        static_cast<int>(index));
+        }
+        break;
+      default:
+        if (!r.Skip())
+          return Status(Code::kInvalidInput, "malformed operation", static_cast<int>(index));
     }
   }
   if (!has_kind || !has_entity) {
