@@ -51,6 +51,16 @@ class Value {
   static Value Int32(int32_t i) { return Value(EdmType::kInt32, i, 0, {}); }
   static Value Int64(int64_t i) { return Value(EdmType::kInt64, i, 0, {}); }
 
+  // Overwrite this value in place, keeping the capacity of its bytes: for
+  // decoders that reuse records (tools/replay's Kafka source recycles them,
+  // so a string property costs no allocation once its slot has held one as
+  // long). Same results as assigning Value::String(...) and the like.
+  void SetString(std::string_view s) { SetBytes(EdmType::kString, s); }
+  void SetBinary(std::string_view bytes) { SetBytes(EdmType::kBinary, bytes); }
+  void SetGuid(const Guid& g) {
+    SetBytes(EdmType::kGuid, std::string_view(reinterpret_cast<const char*>(g.data()), g.size()));
+  }
+
   EdmType type() const { return type_; }
   // String and Binary payloads; the 16 raw bytes of a Guid.
   const std::string& bytes() const { return bytes_; }
@@ -72,6 +82,12 @@ class Value {
  private:
   Value(EdmType t, int64_t i, double d, std::string b)
       : type_(t), int_(i), double_(d), bytes_(std::move(b)) {}
+  void SetBytes(EdmType t, std::string_view b) {
+    type_ = t;
+    int_ = 0;
+    double_ = 0;
+    bytes_.assign(b);
+  }
 
   EdmType type_ = EdmType::kString;
   int64_t int_ = 0;

@@ -47,6 +47,7 @@ Status DecodeOp(element el, ChangeOp* op) {
   enum : uint32_t { kRk = 1, kOp = 2, kVersion = 4, kEtag = 8, kBefore = 16, kAfter = 32 };
   uint32_t seen = 0, ok = 0;
   element before, after;
+  op->etag.clear();  // optional; the others are required
   for (auto field : obj) {
     const std::string_view key = field.key;
     if (key == "rk") {
@@ -70,15 +71,49 @@ Status DecodeOp(element el, ChangeOp* op) {
   if (!(ok & kRk)) return Bad("operation without \"rk\"");
   if (!(ok & kOp)) return Bad("bad operation kind");
   if (!(ok & kVersion)) return Bad("operation without \"version\"");
-  // Before, then after, as the images were always read.
-  if (seen & kBefore) ST_RETURN_IF_ERROR(json::EntityFromJsonElement(before, &op->before.emplace(), true));
-  if (seen & kAfter) ST_RETURN_IF_ERROR(json::EntityFromJsonElement(after, &op->after.emplace(), true));
+  // Before, then after, as the images were always read; into the images a
+  // reused operation already holds.
+  if (seen & kBefore) {
+    ST_RETURN_IF_ERROR(json::EntityFromJsonElement(
+        before, op->before ? &*op->before : &op->before.emplace(), true));
+  } else {
+    op->before.reset();
+  }
+  if (seen & kAfter) {
+    ST_RETURN_IF_ERROR(
+        json::EntityFromJsonElement(after, op->after ? &*op->after : &op->after.emplace(), true));
+  } else {
+    op->after.reset();
+  }
   return Status::OK();
+}
+
+// Clears what an event may leave out, keeping the strings' storage, so that
+// decoding into a reused Event (EventDecoder's callers recycle them) gives
+// what decoding into a fresh one does. Every field of Event and ChangeRecord
+// is set here or by every successful decode (event_test checks a reused
+// decode against a fresh one, field by field, for each kind of event).
+void ResetOptionalFields(Event* out) {
+  ChangeRecord& r = out->record;
+  r.lsn = 0;  // a claim has none
+  r.kind = ChangeKind::kEntities;
+  r.commit_time = 0;
+  r.table.clear();
+  r.table_id = 0;
+  r.partition_key.clear();
+  r.caller.clear();
+  r.client_request_id.clear();
+  r.target_table.clear();
+  r.epoch = 0;
+  r.shard = -1;
+  r.service.clear();
+  r.table_incarnation = 0;
 }
 
 Status DecodeDocument(element doc, Event* out) {
   simdjson::dom::object obj;
   if (doc.get_object().get(obj) != simdjson::SUCCESS) return Bad("no \"schema\"");
+  ResetOptionalFields(out);
   ChangeRecord& r = out->record;
   uint64_t schema = 0, table_id = 0;
   int64_t shard = -1;
@@ -170,9 +205,10 @@ Status DecodeDocument(element doc, Event* out) {
   r.commit_time = *ticks;
   r.table_id = static_cast<uint32_t>(table_id);
   if (!(ok & kOps)) return Bad("no \"ops\" array");
-  r.ops.clear();
-  r.ops.reserve(ops.size());
-  for (element op : ops) ST_RETURN_IF_ERROR(DecodeOp(op, &r.ops.emplace_back()));
+  // Over the operations a reused record holds (their strings and images).
+  r.ops.resize(ops.size());
+  size_t i = 0;
+  for (element op : ops) ST_RETURN_IF_ERROR(DecodeOp(op, &r.ops[i++]));
   return Status::OK();
 }
 

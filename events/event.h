@@ -41,6 +41,10 @@ struct Event {
 
 std::string EncodeEvent(const ChangeRecord& record, const std::string& source);
 // Rejects unknown schema versions and malformed events with InvalidInput.
+// *out is overwritten, keeping the storage of its strings, operations and
+// images: a caller that decodes into the same Event (or one recycled from
+// records it has finished with) allocates only when an event outgrows what
+// that storage held before. On an error *out holds part of the event.
 Status DecodeEvent(std::string_view json, Event* out);
 
 // DecodeEvent for a stream of events: it keeps one JSON parser and one

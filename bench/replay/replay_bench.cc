@@ -63,7 +63,23 @@ struct Config {
   // librdkafka properties for the Kafka source (as the replay tool's
   // --kafka-property), to measure its consumer settings.
   std::map<std::string, std::string> kafka_properties;
+  // perf's control FIFOs ("CTL,ACK", as `perf record --control
+  // fifo:CTL,ACK -D -1` takes them): the bench enables the events around
+  // each run of `perf_reader` only, so a profile holds that reader's span
+  // alone (docs/performance.md, "Replay and the change log").
+  std::string perf_control;
+  std::string perf_reader = "kafka";  // kafka | bare
 };
+
+// Tells perf to start or stop counting (see Config::perf_control).
+void PerfControl(const Config& cfg, const std::string& reader, const char* command) {
+  if (cfg.perf_control.empty() || reader != cfg.perf_reader) return;
+  const size_t comma = cfg.perf_control.find(',');
+  if (comma == std::string::npos) Die("--perf-control wants CTL,ACK");
+  std::ofstream(cfg.perf_control.substr(0, comma)) << command << "\n" << std::flush;
+  std::string ack;
+  std::ifstream(cfg.perf_control.substr(comma + 1)) >> ack;  // "ack"
+}
 
 struct Sample {
   double seconds = 0;
@@ -162,7 +178,7 @@ Sample Drain(const Opener& open, const std::function<void(std::vector<ChangeReco
   replay::RecordSource* src = opened->get();
   std::vector<ChangeRecord> batch;
   for (bool end = false; !end;) {
-    batch.clear();
+    src->Recycle(&batch);
     if (Status st = src->Next(1000, &batch, &end); !st.ok()) Die("replay: " + st.ToString());
     s.records += batch.size();
     s.entities += Entities(batch);
@@ -297,13 +313,17 @@ void RunOnce(const Config& cfg, int run, Results* out) {
   ko.topic = kTopic;
   ko.properties = cfg.kafka_properties;
   auto source = [&] {
+    PerfControl(cfg, "kafka", "enable");
     Sample k = Drain([&] { return replay::OpenKafkaSource(ko); }, nullptr);
+    PerfControl(cfg, "kafka", "disable");
     if (k.records != records)
       Die("kafka: " + std::to_string(k.records) + " records, want " + std::to_string(records));
     out->kafka.Add(k);
   };
   auto bare = [&] {
+    PerfControl(cfg, "bare", "enable");
     Sample raw = RawKafka(kafka->bootstraps(), cfg.partitions);
+    PerfControl(cfg, "bare", "disable");
     raw.entities = out->entities;
     out->raw_kafka.Add(raw);
   };
@@ -378,6 +398,12 @@ int Main(int argc, char** argv) {
   std::vector<std::string> kafka_props;
   app.add_option("--kafka-property", kafka_props,
                  "K=V: a librdkafka property of the Kafka source (repeatable)");
+  app.add_option("--perf-control", cfg.perf_control,
+                 "CTL,ACK: perf's control FIFOs; the events run only while --perf-reader reads");
+  app.add_option("--perf-reader", cfg.perf_reader,
+                 "kafka or bare: the reader --perf-control profiles")
+      ->check(CLI::IsMember({"kafka", "bare"}))
+      ->capture_default_str();
   app.add_option("--scratch", cfg.scratch, "parent of the scratch directory")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   for (const std::string& kv : kafka_props) {

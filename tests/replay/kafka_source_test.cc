@@ -519,6 +519,161 @@ TEST_F(KafkaSourceTest, ResentMessagesArePassedOnOnce) {
   ExpectSameRecords(first_part, want_);
 }
 
+// An event whose shape changes with its LSN: 0-3 operations with and
+// without before images, strings from a few bytes to past the source's
+// bound on the records it recycles (16 KiB), optional fields on some.
+std::string VariedEventJson(uint64_t lsn) {
+  ChangeRecord r;
+  r.lsn = lsn;
+  r.commit_time = kUnixEpochTicks + static_cast<int64_t>(lsn) * kTicksPerSecond;
+  r.table = lsn % 5 == 0 ? "Orders" : "T";
+  r.table_id = 1;
+  if (lsn % 3 == 0) r.client_request_id = "req-" + std::to_string(lsn);
+  if (lsn % 2 == 0) r.caller = "caller-with-a-long-name-" + std::to_string(lsn);
+  if (lsn % 11 == 0) {
+    r.kind = ChangeKind::kTableCreated;
+    return events::EncodeEvent(r, "ks-test");
+  }
+  r.partition_key = "p" + std::to_string(lsn % 4);
+  const size_t pad = lsn % 7 == 3 ? 20000 : (lsn * 37) % 300;
+  for (uint64_t k = 0; k < lsn % 4; k++) {
+    ChangeOp op;
+    op.row_key = "r" + std::to_string(lsn) + "-" + std::to_string(k);
+    op.kind = (k + lsn) % 2 ? OpKind::kMerge : OpKind::kInsert;
+    op.version = lsn;
+    op.etag = "W/\"" + std::to_string(lsn) + "\"";
+    client::EntityBuilder b(r.partition_key, op.row_key);
+    b.String("pad", std::string(pad, 'x'));
+    if (lsn % 2) b.Int64("n", static_cast<int64_t>(lsn));
+    op.after = b.Build();
+    op.after->timestamp = r.commit_time;
+    op.after->etag = op.etag;
+    if (op.kind == OpKind::kMerge) {
+      op.before = client::EntityBuilder(r.partition_key, op.row_key).Double("d", 0.5).Build();
+      op.before->timestamp = r.commit_time - 1;
+    }
+    r.ops.push_back(std::move(op));
+  }
+  return events::EncodeEvent(r, "ks-test");
+}
+
+// The source decodes into the storage of records handed back with Recycle
+// (kafka_partition.h): whatever the records before held, each record reads
+// as a fresh decode of its event, including a duplicate the merge drops
+// (recycled too) and records too large to be kept.
+TEST_F(KafkaSourceTest, RecycledRecordsReadAsFreshOnes) {
+  const std::string topic = "sidetable.ks-test.recycle";
+  ASSERT_TRUE(kafka_->CreateTopic(topic, 2).ok());
+  Producer producer(kafka_->bootstraps());
+  std::vector<std::string> want;
+  for (uint64_t lsn = 1; lsn <= 80; lsn++) {
+    const std::string text = VariedEventJson(lsn);
+    want.push_back(text);
+    producer.Send(topic, static_cast<int32_t>(lsn % 2), text);
+    // The same event on the other partition too (a resend after a rewind
+    // to another partition count): the merge passes it on once.
+    if (lsn % 10 == 0) producer.Send(topic, static_cast<int32_t>((lsn + 1) % 2), text);
+  }
+  ASSERT_NO_FATAL_FAILURE(producer.Flush());
+  for (size_t per_call : {1, 3, 64}) {
+    auto source = Open(Options(topic));
+    ASSERT_TRUE(source);
+    std::vector<ChangeRecord> batch;
+    std::vector<std::string> got;
+    bool end = false;
+    for (int calls = 0; !end && calls < 10000; calls++) {
+      source->Recycle(&batch);
+      ASSERT_TRUE(batch.empty());
+      Status s = source->Next(per_call, &batch, &end);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+      for (const ChangeRecord& r : batch) got.push_back(events::EncodeEvent(r, "ks-test"));
+    }
+    ASSERT_TRUE(end);
+    ASSERT_EQ(got.size(), want.size()) << per_call << " a call";
+    for (size_t i = 0; i < got.size(); i++) {
+      ASSERT_EQ(got[i], want[i]) << "LSN " << i + 1 << ", " << per_call << " a call";
+    }
+  }
+}
+
+// The source decodes a message before it reads its headers, and reads
+// them only when the message decodes as a claim or not at all
+// (kafka_partition.cc, DecodedWhole). The one piece of a chunked event that
+// can decode is an entity image whose properties are named like a claim's
+// fields: sent as the middle chunk of a run, it must still be joined into
+// its event, and fence nothing.
+TEST_F(KafkaSourceTest, AChunkThatReadsAsAClaimIsStillAChunk) {
+  const std::string topic = "sidetable.ks-test.claimlike";
+  ASSERT_TRUE(kafka_->CreateTopic(topic, 1).ok());
+  ChangeRecord r;
+  r.lsn = 2;
+  r.commit_time = kUnixEpochTicks + 2 * kTicksPerSecond;
+  r.table = "T";
+  r.table_id = 1;
+  r.partition_key = "p";
+  ChangeOp op;
+  op.row_key = "r";
+  op.kind = OpKind::kInsert;
+  op.version = 2;
+  op.etag = "W/\"2\"";
+  op.after = client::EntityBuilder("p", "r")
+                 .Int32("schema", 1)
+                 .String("kind", "ShardClaimed")
+                 .String("source", "mallory")
+                 .Int32("epoch", 9)
+                 .Int32("shard", 0)
+                 .String("time", "2026-11-30T10:00:00Z")
+                 .Build();
+  op.after->timestamp = r.commit_time;
+  op.after->etag = op.etag;
+  r.ops.push_back(op);
+  const std::string two = events::EncodeEvent(r, "ks-test");
+  const size_t image = two.find("\"after\":") + 8;
+  ASSERT_EQ(two.substr(two.size() - 3), "}]}");
+  const std::string middle = two.substr(image, two.size() - 3 - image);
+  {
+    events::Event claim;  // the premise: the image alone reads as a claim
+    ASSERT_TRUE(events::DecodeEvent(middle, &claim).ok()) << middle;
+    ASSERT_EQ(claim.record.kind, ChangeKind::kShardClaimed);
+    ASSERT_EQ(claim.record.epoch, 9u);
+  }
+  Producer producer(kafka_->bootstraps());
+  producer.Send(topic, 0, EventJson(1));
+  const std::vector<std::string> pieces = {two.substr(0, image), middle,
+                                           two.substr(two.size() - 3)};
+  for (uint32_t i = 0; i < 3; i++) {
+    producer.Send(topic, 0, pieces[i],
+                  {{"sidetable-lsn", "2"},
+                   {"sidetable-chunk", events::FormatChunkHeader(i, 3)},
+                   {"sidetable-size", std::to_string(two.size())}});
+  }
+  producer.Send(topic, 0, EventJson(3));
+  ASSERT_NO_FATAL_FAILURE(producer.Flush());
+  auto source = Open(Options(topic));
+  ASSERT_TRUE(source);
+  std::vector<ChangeRecord> got;
+  bool end = false;
+  ASSERT_TRUE(Drain(source.get(), &got, SIZE_MAX, 64, &end).ok());
+  EXPECT_TRUE(end);
+  ASSERT_EQ(Lsns(got), (std::vector<uint64_t>{1, 2, 3}));
+  EXPECT_EQ(events::EncodeEvent(got[1], "ks-test"), two);
+  EXPECT_EQ(source->fenced(), 0u);
+  EXPECT_EQ(source->undecodable(), 0u);
+  // Read from the middle chunk on (offset 2: a resume or retention can
+  // start there): outside a run, it is a fragment, dropped; not a claim
+  // that would fence LSN 3.
+  KafkaSourceOptions o = Options(topic);
+  o.start = KafkaSourceOptions::Start::kOffset;
+  o.offset = 2;
+  auto from_middle = Open(o);
+  ASSERT_TRUE(from_middle);
+  got.clear();
+  ASSERT_TRUE(Drain(from_middle.get(), &got, SIZE_MAX, 64, &end).ok());
+  EXPECT_TRUE(end);
+  EXPECT_EQ(Lsns(got), (std::vector<uint64_t>{3}));
+  EXPECT_EQ(from_middle->fenced(), 0u);
+}
+
 TEST_F(KafkaSourceTest, StartByOffsetOrTime) {
   ASSERT_NO_FATAL_FAILURE(Publish());
   // By offset: on every partition, the messages at offsets >= X. As each LSN

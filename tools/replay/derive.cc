@@ -206,7 +206,7 @@ class Deriver {
         *stopped = true;
         return save();
       }
-      batch.clear();
+      (*source)->Recycle(&batch);
       bool end = false;
       size_t want = 500;
       if (options_.stop_after) want = std::min<uint64_t>(want, *budget);

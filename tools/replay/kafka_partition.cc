@@ -79,6 +79,54 @@ ChangeRecord PartitionReader::TakeHead() {
   return r;
 }
 
+void PartitionReader::DropHead() {
+  ctx_->Recycle(std::move(*head_));
+  head_.reset();
+}
+
+namespace {
+
+// Records kept for reuse: about one batch of the consumer's (each Next
+// takes from the pool as many as the batch before handed back), at most
+// this many, each holding at most this much. The pool then holds at most
+// 16 MiB whatever the records were, and usually a few hundred KiB; a
+// record grown larger (a large event) is freed as before.
+constexpr size_t kMaxSpareRecords = 1024;
+constexpr size_t kMaxSpareRecordBytes = 16 << 10;
+
+// A cheap upper estimate of the heap a record holds: its strings' and
+// vectors' capacities. Walked when the consumer hands the record back,
+// just after it has read the record (so mostly from the caches).
+size_t Footprint(const ChangeRecord& r) {
+  size_t n = r.table.capacity() + r.partition_key.capacity() + r.caller.capacity() +
+             r.client_request_id.capacity() + r.target_table.capacity() + r.service.capacity() +
+             r.ops.capacity() * sizeof(ChangeOp);
+  for (const ChangeOp& op : r.ops) {
+    n += op.row_key.capacity() + op.etag.capacity();
+    for (const std::optional<Entity>* e : {&op.before, &op.after}) {
+      if (!*e) continue;
+      n += (*e)->partition_key.capacity() + (*e)->row_key.capacity() + (*e)->etag.capacity() +
+           (*e)->properties.capacity() * sizeof(Property);
+      for (const Property& p : (*e)->properties)
+        n += p.name.capacity() + p.value.bytes().capacity();
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
+void ConsumerContext::Recycle(ChangeRecord&& r) {
+  if (spare.size() >= kMaxSpareRecords || Footprint(r) > kMaxSpareRecordBytes) return;
+  spare.push_back(std::move(r));
+}
+
+void ConsumerContext::TakeSpare(ChangeRecord* to) {
+  if (spare.empty()) return;
+  *to = std::move(spare.back());
+  spare.pop_back();
+}
+
 // librdkafka 2.0 stops fetching a partition whose queue holds
 // queued.max.messages.kbytes (or queued.min.messages) and decides again only
 // when its broker thread wakes up, up to a second later (2.1 made this
@@ -172,15 +220,24 @@ Status PartitionReader::Take(const rd_kafka_message_t* m) {
     return Status::OK();
   }
   int64_t first_offset = m->offset;
-  auto text = Join(m, &first_offset);
-  if (!text) {  // a chunk of a run not yet whole (position() stays at its start), or a fragment
-    next_ = m->offset + 1;
-    return Status::OK();
+  // Into the storage of a record the consumer handed back, when the last
+  // decoded one became the head.
+  if (decoded_empty_) {
+    ctx_->TakeSpare(&decoded_.record);
+    decoded_empty_ = false;
   }
-  events::Event event;
-  Status s = ctx_->decoder.Decode(*text, &event);
-  joined_.clear();
-  joined_.shrink_to_fit();
+  events::Event& event = decoded_;
+  Status s;
+  if (joiner_.in_run() || !DecodedWhole(m)) {
+    auto text = Join(m, &first_offset);
+    if (!text) {  // a chunk of a run not yet whole (position() stays at its start), or a fragment
+      next_ = m->offset + 1;
+      return Status::OK();
+    }
+    s = ctx_->decoder.Decode(*text, &event);
+    joined_.clear();
+    joined_.shrink_to_fit();
+  }
   next_ = m->offset + 1;
   if (!s.ok()) {
     SkipUndecodable(m, first_offset, s.message());
@@ -199,9 +256,32 @@ Status PartitionReader::Take(const rd_kafka_message_t* m) {
     skipped_older_ = true;
     return Status::OK();
   }
-  head_ = std::move(r);
+  head_.emplace(std::move(r));
+  decoded_empty_ = true;
   head_offset_ = first_offset;
   return Status::OK();
+}
+
+// Most messages are whole events, and reading a message's headers (which
+// librdkafka parses into a list allocated per message) cost about a tenth
+// of the source's time. So a message is first decoded as it is, and its
+// headers are read only when that does not settle it. Without a chunk
+// header a message is its own event either way. A chunk (events/chunk.h)
+// is a piece of an event's JSON: the first piece is a prefix, so never
+// whole JSON; the last is a suffix, which ends by closing the event's
+// object, so either is unbalanced or, read from inside a string of the
+// event, has for keys only the JSON punctuation between the event's
+// strings, never "schema". A middle piece could be exactly an entity
+// image, and an image whose properties are named like an event's fields
+// decodes as an event, but only as a ShardClaimed one: every other kind
+// needs an "ops" array, and no property value is an array. So a decoded
+// claim, like a failure, goes the whole way: headers first.
+bool PartitionReader::DecodedWhole(const rd_kafka_message_t* m) {
+  const std::string_view value(static_cast<const char*>(m->payload), m->len);
+  if (!ctx_->decoder.Decode(value, &decoded_).ok()) return false;
+  if (decoded_.record.kind == ChangeKind::kShardClaimed) return false;
+  joiner_.Reset();  // as Join does for a message without a chunk header
+  return true;
 }
 
 // A worker dead-letters such a message and goes on; a replay does the same,

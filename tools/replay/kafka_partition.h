@@ -55,6 +55,14 @@ struct ConsumerContext {
   uint64_t undecodable = 0;
   std::set<uint64_t> undecodable_lsns;
   std::function<void(const std::string&)> on_undecodable;
+  // Records handed back (RecordSource::Recycle) whose storage the readers
+  // decode into: about one batch of the consumer's, bounded in count and in
+  // each record's footprint (a large record is freed, not kept), so the
+  // pool holds at most 16 MiB (kafka_partition.cc).
+  std::vector<ChangeRecord> spare;
+  void Recycle(ChangeRecord&& r);
+  // Moves a spare record into *to, if there is one.
+  void TakeSpare(ChangeRecord* to);
 };
 
 class PartitionReader {
@@ -90,7 +98,7 @@ class PartitionReader {
   // The merge passed the head on / dropped it (a duplicate of an LSN that
   // another partition already delivered).
   ChangeRecord TakeHead();
-  void DropHead() { head_.reset(); }
+  void DropHead();
 
   int32_t partition() const { return partition_; }
   // Records skipped as fenced so far; the fencing floor at position().
@@ -109,6 +117,9 @@ class PartitionReader {
   Status Take(const rd_kafka_message_t* m);
   // Reports and counts a message that did not decode.
   void SkipUndecodable(const rd_kafka_message_t* m, int64_t first_offset, const std::string& why);
+  // Decodes `m` into decoded_ without reading its headers; true when that
+  // settles it (an event that no chunk could be: see the .cc).
+  bool DecodedWhole(const rd_kafka_message_t* m);
   // The event text a message completes (itself, or the chunk run it ends,
   // then held in joined_); nullopt while a run is partial or for a fragment.
   std::optional<std::string_view> Join(const rd_kafka_message_t* m, int64_t* first_offset);
@@ -131,6 +142,11 @@ class PartitionReader {
   uint64_t last_lsn_;       // per partition: anything at or below is a resend (StampedOrder)
   events::EpochFilter fence_;
   std::optional<ChangeRecord> head_;
+  // What each message decodes into: its record is the head once accepted,
+  // else kept (with its storage) for the next message. `decoded_empty_`:
+  // its record was moved to the head and holds no storage.
+  events::Event decoded_;
+  bool decoded_empty_ = true;
   int64_t head_offset_ = 0;
   bool skipped_older_ = false;
   // Chunked events (events/chunk.h): the run being joined and where it began.

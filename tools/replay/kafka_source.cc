@@ -101,6 +101,11 @@ class KafkaSource final : public RecordSource {
     return Status::OK();
   }
 
+  void Recycle(std::vector<ChangeRecord>* batch) override {
+    for (ChangeRecord& r : *batch) ctx_.Recycle(std::move(r));
+    batch->clear();
+  }
+
   Position position() const override {
     Position p;
     p.last_lsn = last_lsn_;

@@ -20,7 +20,7 @@ Result<RunEnd> RunReplay(RecordSource* source, const Sink& sink, const Saver& sa
     }
     size_t want = control.batch;
     if (control.stop_after != 0) want = std::min<uint64_t>(want, control.stop_after - this_run);
-    batch.clear();
+    source->Recycle(&batch);
     bool end = false;
     ST_RETURN_IF_ERROR(source->Next(want, &batch, &end));
     bool done = false;

@@ -70,6 +70,12 @@ class RecordSource {
   // once the range is exhausted (possibly together with the last records).
   // May return fewer than `max` without being at the end.
   virtual Status Next(size_t max, std::vector<ChangeRecord>* out, bool* end) = 0;
+  // Hands back the records of a batch the caller has finished with, and
+  // clears it: a source may decode later records into their storage (the
+  // Kafka source does, which spares it most of its allocations; see
+  // docs/performance.md, "Replay and the change log"). Calling
+  // batch->clear() instead is always correct, only slower.
+  virtual void Recycle(std::vector<ChangeRecord>* batch) { batch->clear(); }
   // Where a resumed run must continue: just after the records returned.
   virtual Position position() const = 0;
   // Records (change log) or messages (Kafka) still to read in the range,
