@@ -68,7 +68,7 @@ struct Config {
   // each run of `perf_reader` only, so a profile holds that reader's span
   // alone (docs/performance.md, "Replay and the change log").
   std::string perf_control;
-  std::string perf_reader = "kafka";  // a reader's perf name (PerfControl calls)
+  std::string perf_reader = "kafka";  // kafka | bare
 };
 
 // Tells perf to start or stop counting (see Config::perf_control).
@@ -244,12 +244,7 @@ Sample RawKafka(const std::string& bootstrap, int partitions) {
 }
 
 struct Results {
-  // kafka: the source as shipped (decoding ahead on a second thread);
-  // kafka_one_thread: with KafkaSourceOptions::decode_ahead off.
-  // kafka_audit*: audit rows (JSON lines) over the Kafka source, the
-  // replay tool's heaviest consumer, both ways.
-  Series changelog, changelog_msgpack, engine, kafka, kafka_one_thread, raw_kafka, audit, rebuild,
-      kafka_audit, kafka_audit_one_thread;
+  Series changelog, changelog_msgpack, engine, kafka, raw_kafka, audit, rebuild;
   uint64_t records = 0, entities = 0, topic_mib = 0;
 };
 
@@ -310,35 +305,20 @@ void RunOnce(const Config& cfg, int run, Results* out) {
   if (!state.ok()) Die(state.status().ToString());
   out->rebuild.Add(s);
 
-  // Kafka: the replay source (decoding ahead, and on one thread) and the
-  // bare consumer, in an order reversed every other repeat, so that none
-  // always reads a topic another has just brought into the page cache and
-  // the heap.
+  // Kafka: the replay source and the bare consumer, each first in every
+  // other repeat, so that neither always reads a topic the other has just
+  // brought into the page cache and the heap.
   replay::KafkaSourceOptions ko;
   ko.bootstrap = kafka->bootstraps();
   ko.topic = kTopic;
   ko.properties = cfg.kafka_properties;
-  auto read_source = [&](bool ahead, const char* perf_name, Series* series,
-                         const std::function<void(std::vector<ChangeRecord>&)>& each = nullptr) {
-    ko.decode_ahead = ahead;
-    PerfControl(cfg, perf_name, "enable");
-    Sample k = Drain([&] { return replay::OpenKafkaSource(ko); }, each);
-    PerfControl(cfg, perf_name, "disable");
+  auto source = [&] {
+    PerfControl(cfg, "kafka", "enable");
+    Sample k = Drain([&] { return replay::OpenKafkaSource(ko); }, nullptr);
+    PerfControl(cfg, "kafka", "disable");
     if (k.records != records)
       Die("kafka: " + std::to_string(k.records) + " records, want " + std::to_string(records));
-    series->Add(k);
-  };
-  auto source = [&] { read_source(true, "kafka", &out->kafka); };
-  auto one_thread = [&] { read_source(false, "kafka-one-thread", &out->kafka_one_thread); };
-  auto audit_rows = [&](std::vector<ChangeRecord>& batch) {
-    for (const auto& r : batch) writer.Write(r, &rows, &summary);
-    rows.clear();
-  };
-  auto audits = [&](bool ahead_first) {
-    for (bool ahead : {ahead_first, !ahead_first}) {
-      read_source(ahead, ahead ? "kafka-audit" : "kafka-audit-one-thread",
-                  ahead ? &out->kafka_audit : &out->kafka_audit_one_thread, audit_rows);
-    }
+    out->kafka.Add(k);
   };
   auto bare = [&] {
     PerfControl(cfg, "bare", "enable");
@@ -349,14 +329,10 @@ void RunOnce(const Config& cfg, int run, Results* out) {
   };
   if (run % 2 == 1) {
     source();
-    one_thread();
     bare();
-    audits(true);
   } else {
     bare();
-    one_thread();
     source();
-    audits(false);
   }
 
   // In-process reference: the same change log read by the engine itself.
@@ -382,16 +358,14 @@ void RunOnce(const Config& cfg, int run, Results* out) {
   std::printf(
       "repeat %d: %s records (%s entities) | change log %s rec/s (MessagePack pages %s, engine "
       "in-process %s) "
-      "| kafka %s rec/s, %.1f us CPU/rec (one thread %s, %.1f us; bare consumer %s, %.1f us) | "
-      "audit %s rows/s | rebuild %s rec/s\n",
+      "| kafka %s rec/s, %.1f us CPU/rec (bare consumer %s, %.1f us) | audit %s rows/s | rebuild "
+      "%s rec/s\n",
       run, WithCommas(static_cast<double>(records)).c_str(),
       WithCommas(static_cast<double>(out->entities)).c_str(),
       WithCommas(out->changelog.records_per_s.back()).c_str(),
       WithCommas(out->changelog_msgpack.records_per_s.back()).c_str(),
       WithCommas(out->engine.records_per_s.back()).c_str(),
       WithCommas(out->kafka.records_per_s.back()).c_str(), out->kafka.cpu_us_per_record.back(),
-      WithCommas(out->kafka_one_thread.records_per_s.back()).c_str(),
-      out->kafka_one_thread.cpu_us_per_record.back(),
       WithCommas(out->raw_kafka.records_per_s.back()).c_str(),
       out->raw_kafka.cpu_us_per_record.back(), WithCommas(out->audit.entities_per_s.back()).c_str(),
       WithCommas(out->rebuild.records_per_s.back()).c_str());
@@ -426,9 +400,9 @@ int Main(int argc, char** argv) {
                  "K=V: a librdkafka property of the Kafka source (repeatable)");
   app.add_option("--perf-control", cfg.perf_control,
                  "CTL,ACK: perf's control FIFOs; the events run only while --perf-reader reads");
-  app.add_option("--perf-reader", cfg.perf_reader, "the reader --perf-control profiles")
-      ->check(CLI::IsMember(
-          {"kafka", "kafka-one-thread", "bare", "kafka-audit", "kafka-audit-one-thread"}))
+  app.add_option("--perf-reader", cfg.perf_reader,
+                 "kafka or bare: the reader --perf-control profiles")
+      ->check(CLI::IsMember({"kafka", "bare"}))
       ->capture_default_str();
   app.add_option("--scratch", cfg.scratch, "parent of the scratch directory")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -461,17 +435,11 @@ int Main(int argc, char** argv) {
   Row("audit rows over the change log (JSON lines)", r.audit, &r.engine, "in-process");
   Row("point-in-time rebuild over the change log", r.rebuild, &r.engine, "in-process");
   Row("bare librdkafka consumer, no decoding (reference)", r.raw_kafka, nullptr, "");
-  Row("Kafka source (merge by LSN, decode ahead)", r.kafka, &r.raw_kafka, "bare consumer");
-  Row("Kafka source, one thread (decode_ahead off)", r.kafka_one_thread, &r.raw_kafka,
-      "bare consumer");
-  Row("audit rows over the Kafka source, decode ahead", r.kafka_audit, &r.kafka_audit_one_thread,
-      "one thread");
-  Row("audit rows over the Kafka source, one thread", r.kafka_audit_one_thread, nullptr, "");
+  Row("Kafka source (merge by LSN, decode)", r.kafka, &r.raw_kafka, "bare consumer");
   std::printf(
-      "\nprocess CPU per record, all threads (medians): Kafka source %.1f us (one thread %.1f), "
-      "bare consumer %.1f us\n",
-      bench::Median(r.kafka.cpu_us_per_record), bench::Median(r.kafka_one_thread.cpu_us_per_record),
-      bench::Median(r.raw_kafka.cpu_us_per_record));
+      "\nprocess CPU per record, all threads (medians): Kafka source %.1f us, bare consumer %.1f "
+      "us\n",
+      bench::Median(r.kafka.cpu_us_per_record), bench::Median(r.raw_kafka.cpu_us_per_record));
   return 0;
 }
 

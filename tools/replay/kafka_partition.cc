@@ -55,12 +55,13 @@ Status PartitionReader::Attach() {
 
 Status PartitionReader::Fill() {
   while (!head_ && next_ < end_) {
-    if (!batch_ || taken_ == batch_->messages.size()) {
+    if (taken_ == buffer_.size()) {
       ST_RETURN_IF_ERROR(Refill());
       continue;
     }
-    ST_RETURN_IF_ERROR(Take(taken_));
-    rd_kafka_message_destroy(batch_->messages[taken_++]);
+    ST_RETURN_IF_ERROR(Take(buffer_[taken_]));
+    rd_kafka_message_destroy(buffer_[taken_]);
+    buffer_[taken_++] = nullptr;
   }
   if (exhausted() && queue_ != nullptr) {
     // Stop fetching beyond the range (the topic may still be growing).
@@ -116,9 +117,6 @@ size_t Footprint(const ChangeRecord& r) {
 }  // namespace
 
 void ConsumerContext::Recycle(ChangeRecord&& r) {
-  // A record moved from (a head, a consumer's std::move) has no storage to
-  // lend; one without operations little.
-  if (r.ops.capacity() == 0) return;
   if (spare.size() >= kMaxSpareRecords || Footprint(r) > kMaxSpareRecordBytes) return;
   spare.push_back(std::move(r));
 }
@@ -150,16 +148,15 @@ Status PartitionReader::Refill() {
   // Sized by the messages seen so far, so that big events do not pile up.
   const size_t want =
       std::clamp<size_t>(kBufferBytes / std::max<size_t>(average_bytes_, 1), 1, kMaxBatch);
-  std::vector<rd_kafka_message_t*> fetched(want);
+  buffer_.resize(want);
   // Timeout 0: take what has arrived. (With a timeout librdkafka waits until
   // the batch is full, i.e. the whole timeout at the end of a partition.)
-  const ssize_t n = rd_kafka_consume_batch_queue(queue_, 0, fetched.data(), want);
-  fetched.resize(std::max<ssize_t>(n, 0));
+  const ssize_t n = rd_kafka_consume_batch_queue(queue_, 0, buffer_.data(), want);
+  buffer_.resize(std::max<ssize_t>(n, 0));
   if (n > 0) {
     size_t bytes = 0;
-    for (const rd_kafka_message_t* m : fetched) bytes += m->len;
-    average_bytes_ = (average_bytes_ + bytes / fetched.size()) / 2;
-    Adopt(std::move(fetched));
+    for (const rd_kafka_message_t* m : buffer_) bytes += m->len;
+    average_bytes_ = (average_bytes_ + bytes / buffer_.size()) / 2;
     return Status::OK();
   }
   const auto start = Clock::now();
@@ -176,7 +173,7 @@ Status PartitionReader::Refill() {
     rd_kafka_message_t* m = rd_kafka_consume_queue(
         queue_, std::max(1, std::min({kWaitSliceMs, MsUntil(deadline), MsUntil(next_kick)})));
     if (m != nullptr) {
-      Adopt({m});
+      buffer_.push_back(m);
       return Status::OK();
     }
   } while (Clock::now() < deadline);
@@ -188,19 +185,7 @@ Status PartitionReader::Refill() {
                                               : " (last error: " + ctx_->last_error + ")"));
 }
 
-void PartitionReader::Adopt(std::vector<rd_kafka_message_t*> messages) {
-  batch_ = std::make_shared<DecodeBatch>(std::move(messages));
-  taken_ = 0;
-  for (size_t i = 0; i < batch_->messages.size(); i++)
-    ctx_->TakeSpare(&batch_->slots[i].event.record);
-  // One message is the one the merge waits for: no use handing it over.
-  if (ctx_->ahead && batch_->messages.size() > 1) ctx_->ahead->Submit(batch_);
-}
-
-Status PartitionReader::Take(size_t i) {
-  const rd_kafka_message_t* m = batch_->messages[i];
-  // From here on this thread owns the message and its slot.
-  const uint8_t settled = batch_->Settle(i);
+Status PartitionReader::Take(const rd_kafka_message_t* m) {
   if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
     // Everything below m->offset was delivered: offsets in between held no
     // message (transaction markers, compacted away).
@@ -235,18 +220,15 @@ Status PartitionReader::Take(size_t i) {
     return Status::OK();
   }
   int64_t first_offset = m->offset;
-  // The slot holds a spare record's storage, or the decoder's result.
-  events::Event& event = batch_->slots[i].event;
-  // Headers are read only when decoding the message as it is did not
-  // settle it (DecodeWhole): a run of chunks, a claim, a failure.
-  const bool whole =
-      !joiner_.in_run() && (settled == DecodeSlot::kWhole ||
-                            (settled == DecodeSlot::kTaken &&
-                             DecodeWhole(m, &ctx_->decoder, &event) == DecodeSlot::kWhole));
+  // Into the storage of a record the consumer handed back, when the last
+  // decoded one became the head.
+  if (decoded_empty_) {
+    ctx_->TakeSpare(&decoded_.record);
+    decoded_empty_ = false;
+  }
+  events::Event& event = decoded_;
   Status s;
-  if (whole) {
-    joiner_.Reset();  // as Join does for a message without a chunk header
-  } else {
+  if (joiner_.in_run() || !DecodedWhole(m)) {
     auto text = Join(m, &first_offset);
     if (!text) {  // a chunk of a run not yet whole (position() stays at its start), or a fragment
       next_ = m->offset + 1;
@@ -275,8 +257,31 @@ Status PartitionReader::Take(size_t i) {
     return Status::OK();
   }
   head_.emplace(std::move(r));
+  decoded_empty_ = true;
   head_offset_ = first_offset;
   return Status::OK();
+}
+
+// Most messages are whole events, and reading a message's headers (which
+// librdkafka parses into a list allocated per message) cost about a tenth
+// of the source's time. So a message is first decoded as it is, and its
+// headers are read only when that does not settle it. Without a chunk
+// header a message is its own event either way. A chunk (events/chunk.h)
+// is a piece of an event's JSON: the first piece is a prefix, so never
+// whole JSON; the last is a suffix, which ends by closing the event's
+// object, so either is unbalanced or, read from inside a string of the
+// event, has for keys only the JSON punctuation between the event's
+// strings, never "schema". A middle piece could be exactly an entity
+// image, and an image whose properties are named like an event's fields
+// decodes as an event, but only as a ShardClaimed one: every other kind
+// needs an "ops" array, and no property value is an array. So a decoded
+// claim, like a failure, goes the whole way: headers first.
+bool PartitionReader::DecodedWhole(const rd_kafka_message_t* m) {
+  const std::string_view value(static_cast<const char*>(m->payload), m->len);
+  if (!ctx_->decoder.Decode(value, &decoded_).ok()) return false;
+  if (decoded_.record.kind == ChangeKind::kShardClaimed) return false;
+  joiner_.Reset();  // as Join does for a message without a chunk header
+  return true;
 }
 
 // A worker dead-letters such a message and goes on; a replay does the same,
@@ -323,18 +328,8 @@ std::optional<std::string_view> PartitionReader::Join(const rd_kafka_message_t* 
 }
 
 void PartitionReader::ReleaseBuffer() {
-  if (!batch_) return;
-  for (size_t i = 0; i < batch_->messages.size(); i++) {
-    // A message not consumed yet may be in the decoder's hands: settle it
-    // before freeing it.
-    if (i >= taken_) {
-      batch_->Settle(i);
-      rd_kafka_message_destroy(batch_->messages[i]);
-    }
-    // What no head took (duplicates, fenced, skipped) goes back to the pool.
-    ctx_->Recycle(std::move(batch_->slots[i].event.record));
-  }
-  batch_.reset();
+  for (size_t i = taken_; i < buffer_.size(); i++) rd_kafka_message_destroy(buffer_[i]);
+  buffer_.clear();
   taken_ = 0;
 }
 

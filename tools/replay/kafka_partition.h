@@ -27,7 +27,6 @@
 #include "events/chunk.h"
 #include "events/epoch_filter.h"
 #include "events/event.h"
-#include "tools/replay/kafka_decode_ahead.h"
 
 namespace sidetable::replay::kafka {
 
@@ -46,9 +45,6 @@ struct ConsumerContext {
   int64_t prefetch_bytes = 0;
   int64_t prefetch_messages = 0;
   events::EventDecoder decoder;
-  // Decodes fetched messages ahead of the merge (KafkaSourceOptions::
-  // decode_ahead); null: the source's thread decodes every message.
-  std::unique_ptr<DecodeAhead> ahead;
   std::string last_error;  // the newest client-level error event, for messages
   // A scale-out service's topic: a record with an epoch or a claim was read.
   // Its LSNs are several owners' and have gaps, so the source stops checking.
@@ -117,13 +113,13 @@ class PartitionReader {
  private:
   // Moves messages from the queue into buffer_, waiting if there are none.
   Status Refill();
-  // Makes the fetched messages the batch, each slot holding a spare record
-  // to decode into, and hands it to the decoder thread if there is one.
-  void Adopt(std::vector<rd_kafka_message_t*> messages);
-  // Consumes batch_'s message i (advancing next_), or fails leaving it unread.
-  Status Take(size_t i);
+  // Consumes one message (advancing next_), or fails leaving it unread.
+  Status Take(const rd_kafka_message_t* m);
   // Reports and counts a message that did not decode.
   void SkipUndecodable(const rd_kafka_message_t* m, int64_t first_offset, const std::string& why);
+  // Decodes `m` into decoded_ without reading its headers; true when that
+  // settles it (an event that no chunk could be: see the .cc).
+  bool DecodedWhole(const rd_kafka_message_t* m);
   // The event text a message completes (itself, or the chunk run it ends,
   // then held in joined_); nullopt while a run is partial or for a fragment.
   std::optional<std::string_view> Join(const rd_kafka_message_t* m, int64_t* first_offset);
@@ -138,9 +134,7 @@ class PartitionReader {
   const int64_t start_, end_;
   const int64_t min_commit_ticks_;
   rd_kafka_queue_t* queue_ = nullptr;
-  // Fetched messages, [taken_, size) not yet consumed, each with its decode
-  // slot (kafka_decode_ahead.h).
-  std::shared_ptr<DecodeBatch> batch_;
+  std::vector<rd_kafka_message_t*> buffer_;  // fetched, [taken_, size) not yet consumed
   size_t taken_ = 0;
   size_t average_bytes_ = 1024;
   bool may_stall_ = false;  // the queue was seen at its prefetch bound
@@ -148,6 +142,11 @@ class PartitionReader {
   uint64_t last_lsn_;       // per partition: anything at or below is a resend (StampedOrder)
   events::EpochFilter fence_;
   std::optional<ChangeRecord> head_;
+  // What each message decodes into: its record is the head once accepted,
+  // else kept (with its storage) for the next message. `decoded_empty_`:
+  // its record was moved to the head and holds no storage.
+  events::Event decoded_;
+  bool decoded_empty_ = true;
   int64_t head_offset_ = 0;
   bool skipped_older_ = false;
   // Chunked events (events/chunk.h): the run being joined and where it began.

@@ -39,8 +39,7 @@ class KafkaSource final : public RecordSource {
     ctx_.on_undecodable = options.on_undecodable;
   }
   ~KafkaSource() override {
-    ctx_.ahead.reset();  // the decoder lets go of the messages first
-    readers_.clear();    // messages and queues go before the handle
+    readers_.clear();  // messages and queues go before the handle
     // Nothing to commit and no group to leave: skip consumer_close().
     if (ctx_.rk) rd_kafka_destroy_flags(ctx_.rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
   }
@@ -193,7 +192,6 @@ Result<int64_t> KafkaSource::StartOffset(int32_t p, const kafka::Watermarks& w,
 }
 
 Status KafkaSource::Open(const Position* resume, Clock::time_point deadline) {
-  if (options_.decode_ahead) ctx_.ahead = std::make_unique<kafka::DecodeAhead>();
   ctx_.prefetch_bytes = kafka::ConfigNumber(ctx_.rk, "queued.max.messages.kbytes") * 1024;
   ctx_.prefetch_messages = kafka::ConfigNumber(ctx_.rk, "queued.min.messages");
   auto partitions = kafka::PartitionCount(ctx_.rk, options_.topic, deadline);

@@ -150,10 +150,6 @@ struct KafkaSourceOptions {
   std::map<std::string, std::string> properties;
   // Bound on waiting for metadata, watermarks and each fetch.
   int timeout_ms = 15000;
-  // Decode events on a second thread, ahead of the merge (the source's own
-  // thread then does the rest: chunks, fencing, the merge, the caller's
-  // work). Off: one thread does everything (docs/replay.md, "Speed").
-  bool decode_ahead = true;
   // Told of each message that does not decode ("partition P offset O: why"),
   // which is then skipped and counted: a message is no record (a worker
   // dead-letters it), but an audit must not hide it.
