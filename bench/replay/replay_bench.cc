@@ -244,7 +244,9 @@ Sample RawKafka(const std::string& bootstrap, int partitions) {
 }
 
 struct Results {
-  Series changelog, changelog_msgpack, engine, kafka, raw_kafka, audit, rebuild;
+  // kafka_audit: audit rows (JSON lines) over the Kafka source, the replay
+  // tool's heaviest consumer.
+  Series changelog, changelog_msgpack, engine, kafka, raw_kafka, audit, rebuild, kafka_audit;
   uint64_t records = 0, entities = 0, topic_mib = 0;
 };
 
@@ -334,6 +336,13 @@ void RunOnce(const Config& cfg, int run, Results* out) {
     bare();
     source();
   }
+  Sample ka = Drain([&] { return replay::OpenKafkaSource(ko); },
+                    [&](std::vector<ChangeRecord>& batch) {
+                      for (const auto& r : batch) writer.Write(r, &rows, &summary);
+                      rows.clear();
+                    });
+  if (ka.records != records) Die("kafka audit: " + std::to_string(ka.records) + " records");
+  out->kafka_audit.Add(ka);
 
   // In-process reference: the same change log read by the engine itself.
   client.reset();
@@ -436,6 +445,8 @@ int Main(int argc, char** argv) {
   Row("point-in-time rebuild over the change log", r.rebuild, &r.engine, "in-process");
   Row("bare librdkafka consumer, no decoding (reference)", r.raw_kafka, nullptr, "");
   Row("Kafka source (merge by LSN, decode)", r.kafka, &r.raw_kafka, "bare consumer");
+  Row("audit rows over the Kafka source (JSON lines)", r.kafka_audit, &r.raw_kafka,
+      "bare consumer");
   std::printf(
       "\nprocess CPU per record, all threads (medians): Kafka source %.1f us, bare consumer %.1f "
       "us\n",
