@@ -92,8 +92,9 @@ class Producer {
   rd_kafka_t* rk_ = nullptr;
 };
 
-// A synthetic event, as the publisher would encode it.
-std::string EventJson(uint64_t lsn, const std::string& pad = "") {
+// A record of one Insert of `after` (partition "p") at `lsn`, committed at
+// `lsn` seconds after the Unix epoch.
+ChangeRecord OneInsert(uint64_t lsn, Entity after) {
   ChangeRecord r;
   r.lsn = lsn;
   r.commit_time = kUnixEpochTicks + static_cast<int64_t>(lsn) * kTicksPerSecond;
@@ -101,15 +102,22 @@ std::string EventJson(uint64_t lsn, const std::string& pad = "") {
   r.table_id = 1;
   r.partition_key = "p";
   ChangeOp op;
-  op.row_key = std::to_string(lsn);
+  op.row_key = after.row_key;
   op.kind = OpKind::kInsert;
   op.version = lsn;
   op.etag = "W/\"" + std::to_string(lsn) + "\"";
-  op.after = client::EntityBuilder("p", op.row_key).String("pad", pad).Build();
+  op.after = std::move(after);
   op.after->timestamp = r.commit_time;
   op.after->etag = op.etag;
   r.ops.push_back(std::move(op));
-  return events::EncodeEvent(r, "ks-test");
+  return r;
+}
+
+// A synthetic event, as the publisher would encode it.
+std::string EventJson(uint64_t lsn, const std::string& pad = "") {
+  return events::EncodeEvent(
+      OneInsert(lsn, client::EntityBuilder("p", std::to_string(lsn)).String("pad", pad).Build()),
+      "ks-test");
 }
 
 ::testing::AssertionResult SameEntity(const std::optional<Entity>& a,
@@ -605,28 +613,14 @@ TEST_F(KafkaSourceTest, RecycledRecordsReadAsFreshOnes) {
 TEST_F(KafkaSourceTest, AChunkThatReadsAsAClaimIsStillAChunk) {
   const std::string topic = "sidetable.ks-test.claimlike";
   ASSERT_TRUE(kafka_->CreateTopic(topic, 1).ok());
-  ChangeRecord r;
-  r.lsn = 2;
-  r.commit_time = kUnixEpochTicks + 2 * kTicksPerSecond;
-  r.table = "T";
-  r.table_id = 1;
-  r.partition_key = "p";
-  ChangeOp op;
-  op.row_key = "r";
-  op.kind = OpKind::kInsert;
-  op.version = 2;
-  op.etag = "W/\"2\"";
-  op.after = client::EntityBuilder("p", "r")
-                 .Int32("schema", 1)
-                 .String("kind", "ShardClaimed")
-                 .String("source", "mallory")
-                 .Int32("epoch", 9)
-                 .Int32("shard", 0)
-                 .String("time", "2026-11-30T10:00:00Z")
-                 .Build();
-  op.after->timestamp = r.commit_time;
-  op.after->etag = op.etag;
-  r.ops.push_back(op);
+  const ChangeRecord r = OneInsert(2, client::EntityBuilder("p", "r")
+                                          .Int32("schema", 1)
+                                          .String("kind", "ShardClaimed")
+                                          .String("source", "mallory")
+                                          .Int32("epoch", 9)
+                                          .Int32("shard", 0)
+                                          .String("time", "2026-11-30T10:00:00Z")
+                                          .Build());
   const std::string two = events::EncodeEvent(r, "ks-test");
   const size_t image = two.find("\"after\":") + 8;
   ASSERT_EQ(two.substr(two.size() - 3), "}]}");
