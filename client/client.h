@@ -71,6 +71,13 @@ struct ClientOptions {
   // where writes are idempotent by construction (the pattern workers'
   // fenced writes), to save the sidecar remembering them.
   bool client_request_ids = true;
+  // The sidecar's sidecar.max_request_bytes (its default here). A request
+  // frame over twice this is refused here, RequestBodyTooLarge at the next
+  // Poll(), never sent: the sidecar's ZeroMQ drops such a frame with the
+  // connection (maxmsgsize), so it could only time out, attempt after
+  // attempt. Frames up to twice this are sent, and one over the sidecar's
+  // limit gets its own 413. Raise it with the sidecar's; 0: no check.
+  size_t max_request_bytes = 6 << 20;
   // ZeroMQ CURVE (docs/security.md, "Transport"): the sidecar's public key
   // and this client's key pair, Z85 text (40 characters each); all three or
   // none. client/curve.h reads them from key files (LoadCurveKeys). A
@@ -325,6 +332,7 @@ class Client {
     std::chrono::steady_clock::time_point resend_at;  // when backing off
     std::chrono::milliseconds wait{0};                // the server may hold it this long
     bool waiting_to_resend = false;
+    Status refused;  // not OK: never sent, finished with this at the next Poll()
   };
 
   explicit Client(const ClientOptions& options);
@@ -336,6 +344,9 @@ class Client {
   void SendFrame(std::string frame, ReplyCallback done, std::chrono::milliseconds wait = {});
   Status Call(std::string frame, std::string* body, std::chrono::milliseconds wait = {});
   void Transmit(Pending& p);
+  // OK, or RequestBodyTooLarge for a frame no sidecar of this client's
+  // max_request_bytes could answer.
+  Status CheckFrameSize(size_t bytes) const;
   void Finish(uint64_t id, const Status& s, std::string_view body);
   void ScheduleRetry(uint64_t id, Pending& p);
   void OnFrame(std::string_view frame);

@@ -76,7 +76,26 @@ void Client::SendFrame(std::string frame, ReplyCallback done, std::chrono::milli
   p.frame = std::move(frame);
   p.done = std::move(done);
   p.wait = wait;
+  Status too_large = CheckFrameSize(p.frame.size());
+  if (!too_large.ok()) {
+    // Reported from Poll(), as every outcome is (a pipelined call's callback
+    // never runs inside the call that sent it): due now.
+    p.refused = std::move(too_large);
+    p.attempts = options_.max_attempts;
+    p.deadline = Clock::now();
+    return;
+  }
   Transmit(p);
+}
+
+Status Client::CheckFrameSize(size_t bytes) const {
+  const size_t max = options_.max_request_bytes;
+  if (max == 0 || bytes <= 2 * max) return Status::OK();
+  return Status(Code::kRequestBodyTooLarge,
+                "request of " + std::to_string(bytes) +
+                    " bytes not sent: over twice max_request_bytes (" + std::to_string(max) +
+                    "), the sidecar's ZeroMQ would drop it with the connection " +
+                    "(ClientOptions::max_request_bytes should match sidecar.max_request_bytes)");
 }
 
 void Client::Finish(uint64_t id, const Status& s, std::string_view body) {
@@ -129,7 +148,10 @@ void Client::CheckTimers() {
   for (uint64_t id : resend) Transmit(pending_[id]);
   for (uint64_t id : expired) {
     Pending& p = pending_[id];
-    if (p.attempts < options_.max_attempts) {
+    if (!p.refused.ok()) {
+      const Status refused = p.refused;
+      Finish(id, refused, {});
+    } else if (p.attempts < options_.max_attempts) {
       ScheduleRetry(id, p);
     } else {
       Finish(id, Status(Code::kNoReply, "no reply from " + options_.endpoint + " after " +

@@ -130,6 +130,26 @@ Status ReadOps(msgpack::Reader& r, std::vector<Operation>* ops) {
 
 void WriteOps(msgpack::Writer& w, const std::vector<Operation>& ops);
 
+// The request's own fields, those ReadField() knows; each a bit of the
+// "seen" set in DecodeRequest(). At most 32 (one uint32_t).
+constexpr std::string_view kRequestFields[] = {
+    "table",   "caller",    "token",  "policies", "spec",       "clientRequestId",
+    "pk",      "rk",        "filter", "select",   "rks",        "target",
+    "npk",     "nrk",       "next",   "top",      "watermarks", "after",
+    "derived", "waitMs",    "from",   "max",      "maxBytes",   "raw",
+    "ops",     "noContent", "writes"};
+static_assert(std::size(kRequestFields) <= 32);
+
+// The field's bit, or 0 for an unknown field: those are skipped (newer
+// clients may send more), so only known fields need tracking, and the set
+// stays one word however many fields a hostile map declares.
+uint32_t RequestFieldBit(std::string_view key) {
+  for (size_t i = 0; i < std::size(kRequestFields); i++) {
+    if (kRequestFields[i] == key) return uint32_t{1} << i;
+  }
+  return 0;
+}
+
 Status ReadField(msgpack::Reader& r, std::string_view key, Request* q) {
   // Many MessagePack libraries send nil for "no value": treat it as absent.
   if (r.Peek() == msgpack::Kind::kNil) {
@@ -220,9 +240,19 @@ Status ReadField(msgpack::Reader& r, std::string_view key, Request* q) {
       WriteItem& item = q->writes[i];
       uint32_t fields;
       if (!r.MapHeader(&fields)) return Invalid("each of 'writes' must be a map");
+      uint32_t seen = 0;  // table, clientRequestId, ops: each at most once, as at the top level
       for (uint32_t k = 0; k < fields; k++) {
         std::string_view name;
         if (!r.Str(&name)) return Invalid("field names in 'writes' must be strings");
+        const uint32_t bit = name == "table"             ? 1
+                             : name == "clientRequestId" ? 2
+                             : name == "ops"             ? 4
+                                                         : 0;
+        if ((seen & bit) != 0) {
+          return Invalid("writes[" + std::to_string(i) + "]: field '" + std::string(name) +
+                         "' repeated");
+        }
+        seen |= bit;
         if (name == "table") {
           ST_RETURN_IF_ERROR(ReadString(r, name, &item.table));
         } else if (name == "clientRequestId") {
@@ -388,9 +418,17 @@ Status DecodeRequest(std::string_view frame, Request* q) {
   msgpack::Reader r(frame.substr(kHeaderBytes));
   uint32_t n;
   if (!r.MapHeader(&n)) return Invalid("the request body must be a MessagePack map");
+  // A known field given twice is refused, as in an operation or an entity:
+  // taking the last one silently would let a client's bug (or a proxy that
+  // appends a field) change what the request does, a `table` or `pk` above
+  // all. A nil counts as given: a field is either absent or said once.
+  uint32_t seen = 0;
   for (uint32_t k = 0; k < n; k++) {
     std::string_view key;
     if (!r.Str(&key)) return Invalid("request field names must be strings");
+    const uint32_t bit = RequestFieldBit(key);
+    if ((seen & bit) != 0) return Invalid("request field '" + std::string(key) + "' repeated");
+    seen |= bit;
     ST_RETURN_IF_ERROR(ReadField(r, key, q));
   }
   if (!r.empty()) return Invalid("trailing bytes after the request body");

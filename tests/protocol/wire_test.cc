@@ -649,6 +649,112 @@ TEST(Wire, NilIsAbsentInOperationsAndEntitiesAndRepeatsAreRefused) {
   }
 }
 
+// A request's own field given twice is refused naming it, as an operation's
+// is: before, the last one counted, so a Write {"table": "A", ..., "table":
+// "B"} went to B. A nil counts as given; an unknown field may repeat (it is
+// skipped), and so may the same name inside an operation (its own map).
+TEST(Wire, ARepeatedRequestFieldIsRefusedNamingIt) {
+  // {"table": "T", "ops": [Delete p/r], "<twice>": <first>, "<twice>": <second>}
+  auto write = [](const char* twice, auto first, auto second) {
+    return Frame(Op::kWrite, 4, [&](msgpack::Writer& w) {
+      w.Str("table");
+      w.Str("T");
+      w.Str("ops");
+      w.ArrayHeader(1);
+      WriteDeleteOp(w);
+      w.Str(twice);
+      first(w);
+      w.Str(twice);
+      second(w);
+    });
+  };
+  auto str = [](const char* v) { return [v](msgpack::Writer& w) { w.Str(v); }; };
+  auto nil = [](msgpack::Writer& w) { w.Nil(); };
+  auto ops = [](msgpack::Writer& w) {
+    w.ArrayHeader(1);
+    WriteDeleteOp(w);
+  };
+  struct Case {
+    const char* field;
+    std::string frame;
+  };
+  const Case cases[] = {
+      {"caller", write("caller", str("a"), str("b"))},
+      {"clientRequestId", write("clientRequestId", str("id1"), str("id2"))},
+      {"token", write("token", nil, str("t"))},  // nil first: still said twice
+      {"noContent", write(
+                        "noContent", [](msgpack::Writer& w) { w.Bool(true); }, nil)},
+      {"filter", write("filter", str("x"), str("y"))},
+  };
+  for (const Case& c : cases) {
+    Status s = DecodeBytes(c.frame);
+    EXPECT_EQ(s.code(), Code::kInvalidInput) << c.field;
+    EXPECT_NE(s.message().find(std::string("request field '") + c.field + "' repeated"),
+              std::string::npos)
+        << s.message();
+  }
+  // The fields that say where a request goes: table, pk, rk, ops.
+  std::string two_tables = Frame(Op::kWrite, 3, [&](msgpack::Writer& w) {
+    w.Str("table");
+    w.Str("A");
+    w.Str("ops");
+    ops(w);
+    w.Str("table");
+    w.Str("B");
+  });
+  Status t = DecodeBytes(two_tables);
+  EXPECT_EQ(t.code(), Code::kInvalidInput);
+  EXPECT_NE(t.message().find("request field 'table' repeated"), std::string::npos) << t.message();
+  std::string two_ops = Frame(Op::kWrite, 3, [&](msgpack::Writer& w) {
+    w.Str("table");
+    w.Str("A");
+    w.Str("ops");
+    ops(w);
+    w.Str("ops");
+    ops(w);
+  });
+  EXPECT_NE(DecodeBytes(two_ops).message().find("request field 'ops' repeated"), std::string::npos);
+  for (const char* key : {"pk", "rk"}) {
+    std::string get = Frame(Op::kGet, 4, [&](msgpack::Writer& w) {
+      w.Str("table");
+      w.Str("A");
+      w.Str("pk");
+      w.Str("p");
+      w.Str("rk");
+      w.Str("r");
+      w.Str(key);
+      w.Str("other");
+    });
+    Status g = DecodeBytes(get);
+    EXPECT_EQ(g.code(), Code::kInvalidInput) << key;
+    EXPECT_NE(g.message().find(std::string("request field '") + key + "' repeated"),
+              std::string::npos)
+        << g.message();
+  }
+  // A repeated field inside one of WriteMany's batches, likewise.
+  std::string many = Frame(Op::kWriteMany, 1, [&](msgpack::Writer& w) {
+    w.Str("writes");
+    w.ArrayHeader(1);
+    w.MapHeader(3);
+    w.Str("table");
+    w.Str("A");
+    w.Str("ops");
+    ops(w);
+    w.Str("table");
+    w.Str("B");
+  });
+  Status m = DecodeBytes(many);
+  EXPECT_EQ(m.code(), Code::kInvalidInput);
+  EXPECT_NE(m.message().find("writes[0]: field 'table' repeated"), std::string::npos)
+      << m.message();
+  // Still accepted: an unknown field twice, and each known field once
+  // (with "op" and "entity" inside the operation, a separate map).
+  Request ok;
+  ASSERT_TRUE(DecodeRequest(write("futureField", str("a"), str("b")), &ok).ok());
+  EXPECT_EQ(ok.table, "T");
+  ASSERT_EQ(ok.ops.size(), 1u);
+}
+
 // Operations that are not maps, and batches without operations, get a
 // message about what they are, not about the frame's length.
 TEST(Wire, OperationsThatAreNotMapsAreNamedWithTheirIndex) {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <optional>
 #include <set>
 #include <zmq.hpp>
 
@@ -300,6 +301,50 @@ TEST_F(SidecarTest, RequestsWithoutTheirKeysOrWithBadNamesWriteNothing) {
   EXPECT_EQ(back->Find("ETag")->bytes(), "mine");
 }
 
+// A request field given twice is refused by the real server (400
+// InvalidInput naming it) and nothing is written: a Write naming table A,
+// then table B, used to go to B; a Get with two pks read the second.
+TEST_F(SidecarTest, ARepeatedRequestFieldIsRefusedAndWritesNothing) {
+  ASSERT_TRUE(client_->CreateTable("TwiceA").ok());
+  ASSERT_TRUE(client_->CreateTable("TwiceB").ok());
+  const uint64_t lsn_before = client_->Ping()->last_lsn;
+  // {"table": "TwiceA", "ops": [Insert p/r], "table": "TwiceB"}, hand-built.
+  std::string f;
+  wire::AppendHeader(&f,
+                     wire::Header{wire::kVersion, static_cast<uint8_t>(wire::Op::kWrite), 0, 31});
+  msgpack::Writer w(&f);
+  w.MapHeader(3);
+  w.Str("table");
+  w.Str("TwiceA");
+  w.Str("ops");
+  w.ArrayHeader(1);
+  w.MapHeader(2);
+  w.Str("op");
+  w.Str("Insert");
+  w.Str("entity");
+  w.MapHeader(2);
+  w.Str("pk");
+  w.Str("p");
+  w.Str("rk");
+  w.Str("r");
+  w.Str("table");
+  w.Str("TwiceB");
+  auto raw = Connect();
+  auto reply = raw->RawRoundTrip(f);
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  wire::Header h;
+  std::string_view body;
+  Status s = wire::DecodeReply(*reply, &h, &body);
+  EXPECT_EQ(h.request_id, 31u);
+  EXPECT_EQ(h.status, 400);
+  EXPECT_EQ(s.code(), Code::kInvalidInput);
+  EXPECT_NE(s.message().find("request field 'table' repeated"), std::string::npos) << s.message();
+  // Nothing written, in either table.
+  EXPECT_EQ(client_->Ping()->last_lsn, lsn_before);
+  EXPECT_EQ(client_->Get("TwiceA", "p", "r").status().code(), Code::kResourceNotFound);
+  EXPECT_EQ(client_->Get("TwiceB", "p", "r").status().code(), Code::kResourceNotFound);
+}
+
 TEST_F(SidecarTest, HealthAndMetricsOverHttp) {
   ASSERT_TRUE(client_->CreateTable("People").ok());
   ASSERT_TRUE(client_->Insert("People", Person("p", "r", 1)).ok());
@@ -393,6 +438,64 @@ TEST_F(JsonLogTest, EveryLineIsAJsonObjectWithARequestId) {
   }
   EXPECT_GT(n, 2);
   EXPECT_GE(with_request, 2);
+}
+
+// One Insert whose frame is about `bytes` long (a Binary property).
+Batch InsertOfBytes(const std::string& table, size_t bytes) {
+  Entity e;
+  e.partition_key = "p";
+  e.row_key = "big";
+  e.Set("blob", Value::Binary(std::string(bytes, 'x')));
+  Batch b(table);
+  b.Insert(std::move(e));
+  return b;
+}
+
+// A request over twice max_request_bytes (12 MiB at the default 6 MiB) is
+// dropped by the sidecar's ZeroMQ with the connection (maxmsgsize), so the
+// client used to wait out every attempt's time-out and end in NoReply. Now
+// the client refuses it at once (RequestBodyTooLarge, never sent), through
+// the synchronous and the pipelined calls alike; a request between the two
+// limits still gets the sidecar's own 413. Nothing is written, and the
+// client keeps working.
+TEST_F(SidecarTest, ARequestOverTwiceTheLimitFailsAtOnceWithRequestBodyTooLarge) {
+  ASSERT_TRUE(client_->CreateTable("Huge").ok());
+  const uint64_t lsn_before = client_->Ping()->last_lsn;
+  auto c = Connect(/*max_attempts=*/2);  // the old behaviour: 2 x 10 s, then NoReply
+  ASSERT_NE(c, nullptr);
+  using Clock = std::chrono::steady_clock;
+  const auto quick = std::chrono::seconds(2);  // a time-out is 10 s per attempt here
+
+  auto t0 = Clock::now();
+  auto sync = c->Execute(InsertOfBytes("Huge", 13 << 20));
+  EXPECT_LT(Clock::now() - t0, quick);
+  EXPECT_EQ(sync.status().code(), Code::kRequestBodyTooLarge) << sync.status().ToString();
+  EXPECT_NE(sync.status().message().find("max_request_bytes"), std::string::npos)
+      << sync.status().message();
+
+  // Pipelined: the callback runs from Poll(), not inside SendWrite().
+  std::optional<Status> piped;
+  t0 = Clock::now();
+  c->SendWrite(InsertOfBytes("Huge", 13 << 20), [&](Result<WriteResult> r) { piped = r.status(); });
+  EXPECT_FALSE(piped.has_value());
+  c->Drain();
+  EXPECT_LT(Clock::now() - t0, quick);
+  ASSERT_TRUE(piped.has_value());
+  EXPECT_EQ(piped->code(), Code::kRequestBodyTooLarge) << piped->ToString();
+
+  // Between max_request_bytes and twice it: sent, and the sidecar answers 413.
+  t0 = Clock::now();
+  auto between = c->Execute(InsertOfBytes("Huge", 8 << 20));
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_EQ(between.status().code(), Code::kRequestBodyTooLarge) << between.status().ToString();
+  EXPECT_NE(between.status().message().find("over the limit of"), std::string::npos)
+      << between.status().message();
+
+  // The same client still works; nothing was written.
+  auto ping = c->Ping();
+  ASSERT_TRUE(ping.ok()) << ping.status().ToString();
+  EXPECT_EQ(ping->last_lsn, lsn_before);
+  EXPECT_EQ(c->Get("Huge", "p", "big").status().code(), Code::kResourceNotFound);
 }
 
 }  // namespace

@@ -38,11 +38,11 @@ class AsyncClient(_Requests):
                  backoff=0.02, max_backoff=1.0, context=None,
                  connect_timeout=None, client_request_ids=True, token=None,
                  curve_server_key=None, curve_public_key=None,
-                 curve_secret_key=None):
+                 curve_secret_key=None, max_request_bytes=6 << 20):
         curve = self._settings(endpoint, timeout, retries, caller, backoff,
                                max_backoff, connect_timeout, client_request_ids,
                                token, curve_server_key, curve_public_key,
-                               curve_secret_key)
+                               curve_secret_key, max_request_bytes)
         self._own_context = context is None
         self._ctx = context or _zmq_asyncio.Context()
         self._sock = _client._dealer(self._ctx, endpoint, self._own_context,
@@ -130,7 +130,7 @@ class AsyncClient(_Requests):
         if self._reader is None:
             self._reader = _asyncio.ensure_future(self._read_loop())
         rid = next(self._ids)
-        frame = _w.encode_request(op, rid, body, self.token)
+        frame = self._encode(op, rid, body)
         wait = (body.get("waitMs", 5000) / 1000.0
                 if isinstance(body, dict) and "after" in body else 0.0)
         loop = _asyncio.get_running_loop()

@@ -20,7 +20,8 @@ import zmq as _zmq
 from . import curve as _curve
 from . import filters as _filters
 from . import wire as _w
-from .errors import (ClientClosedError, ProtocolError, ResourceNotFoundError,
+from .errors import (ClientClosedError, ProtocolError, RequestBodyTooLargeError,
+                     ResourceNotFoundError,
                      SidetableError, SidetableTimeout, SidetableUnreachable,
                      TableAlreadyExistsError, make_error,
                      INSUFFICIENT_STORAGE, READ_SESSION_NOT_AVAILABLE,
@@ -366,9 +367,11 @@ class _Requests(object):
 
     def _settings(self, endpoint, timeout, retries, caller, backoff,
                   max_backoff, connect_timeout, client_request_ids, token,
-                  curve_server_key, curve_public_key, curve_secret_key):
+                  curve_server_key, curve_public_key, curve_secret_key,
+                  max_request_bytes=6 << 20):
         """The constructor arguments both clients share, checked and kept;
         returns the CURVE keys for :func:`_dealer` (None: plain)."""
+        self.max_request_bytes = int(max_request_bytes or 0)
         self.endpoint = check_endpoint(endpoint)
         # A signed access token (docs/security.md) sent with every request;
         # assign ``client.token`` to refresh it.
@@ -389,6 +392,23 @@ class _Requests(object):
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
         return curve
+
+    def _encode(self, op, rid, body):
+        """The request frame, refused here when no sidecar with this
+        client's ``max_request_bytes`` could answer it: over twice that,
+        the sidecar's ZeroMQ drops the frame with the connection
+        (maxmsgsize), and the request would only time out, attempt after
+        attempt.  Up to twice, the sidecar answers 413 itself."""
+        frame = _w.encode_request(op, rid, body, self.token)
+        limit = self.max_request_bytes
+        if limit and len(frame) > 2 * limit:
+            raise RequestBodyTooLargeError(
+                None, "RequestBodyTooLarge",
+                "request of %d bytes not sent: over twice max_request_bytes "
+                "(%d), the sidecar's ZeroMQ would drop it with the connection "
+                "(max_request_bytes should match the sidecar's "
+                "sidecar.max_request_bytes)" % (len(frame), limit), op=op)
+        return frame
 
     # -- request builders: (op, body, decoder) --
 
@@ -601,18 +621,25 @@ class Client(_Requests):
     not allow this client's key refuses it at the handshake: nothing
     answers, so requests end in :class:`SidetableUnreachable` after
     ``connect_timeout``.
+
+    ``max_request_bytes``: the sidecar's ``sidecar.max_request_bytes`` (its
+    default here).  A request over twice this is refused at once with
+    :class:`RequestBodyTooLargeError`, never sent: the sidecar's ZeroMQ
+    drops such a frame with the connection, so it could only time out.  Up
+    to twice this, the sidecar itself answers 413 to what is over its limit.
+    Raise it with the sidecar's; 0 turns the check off.
     """
 
     def __init__(self, endpoint, timeout=5.0, retries=5, caller=None,
                  backoff=0.02, max_backoff=1.0, context=None,
                  connect_timeout=None, client_request_ids=True, token=None,
                  curve_server_key=None, curve_public_key=None,
-                 curve_secret_key=None):
+                 curve_secret_key=None, max_request_bytes=6 << 20):
         self._sock = None            # before anything can fail: __del__ reads it
         curve = self._settings(endpoint, timeout, retries, caller, backoff,
                                max_backoff, connect_timeout, client_request_ids,
                                token, curve_server_key, curve_public_key,
-                               curve_secret_key)
+                               curve_secret_key, max_request_bytes)
         self._answered = False       # has any reply arrived on this socket?
         # A ZeroMQ socket belongs to one thread: used from two at once,
         # libzmq aborts the process (an assertion in msg.cpp) or crashes.
@@ -706,7 +733,7 @@ class Client(_Requests):
                                     op=op)
         self._check_thread()
         rid = next(self._ids)
-        h = Handle(self, op, rid, _w.encode_request(op, rid, body, self.token), decode)
+        h = Handle(self, op, rid, self._encode(op, rid, body), decode)
         h._first_sent = _time.monotonic()
         # A read with session tokens may be held by the server on purpose:
         # each attempt may take that much longer.

@@ -189,10 +189,103 @@ def unpack_body(data):
 
 def encode_request(op, request_id, body, token=None):
     """The request frame; ``token`` (a signed access token, text) travels in
-    the body's ``token`` field (docs/protocol.md)."""
+    the body's ``token`` field (docs/protocol.md).
+
+    A str that is not Unicode text UTF-8 can hold (a lone surrogate such as
+    ``"\ud800"``, what ``surrogateescape`` decoding leaves) is a
+    ``ValueError`` naming where it is: the property, and the operation and
+    entity keys of a batch's operation."""
     if token:
         body = dict(body, token=token)
-    return pack_header(op, request_id) + pack_body(body)
+    try:
+        packed = pack_body(body)
+    except UnicodeEncodeError as e:
+        # msgpack's own message names only the character. Looked for only
+        # after the failure, so a good request pays nothing for it.
+        found = _find_unencodable(body, ())
+        if found is None:
+            raise
+        path, text = found
+        raise ValueError("%s: %r is not valid Unicode text (%s); send bytes "
+                         "for binary data, or fix the string"
+                         % (_describe_path(body, path), _clip(text), e.reason)
+                         ) from e
+    return pack_header(op, request_id) + packed
+
+
+def _unencodable(text):
+    try:
+        text.encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
+
+
+def _find_unencodable(obj, path):
+    """``(path, str)`` of the first str in ``obj`` (keys included) that
+    UTF-8 cannot encode; a key's path ends with ``("key", key)``."""
+    if isinstance(obj, str):
+        return (path, obj) if _unencodable(obj) else None
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if isinstance(k, str) and _unencodable(k):
+                return path + (("key", k),), k
+            found = _find_unencodable(v, path + (k,))
+            if found is not None:
+                return found
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            found = _find_unencodable(v, path + (i,))
+            if found is not None:
+                return found
+    return None
+
+
+def _clip(text, limit=40):
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _describe_op(op, index):
+    """``operation 2 (Merge, pk 'a', rk 'b')`` of a batch's operation map."""
+    parts = [str(op.get("op"))] if isinstance(op, dict) else []
+    entity = op.get("entity") if isinstance(op, dict) else None
+    if isinstance(entity, dict):
+        for key in ("pk", "rk"):
+            if isinstance(entity.get(key), str):
+                parts.append("%s %r" % (key, _clip(entity[key])))
+    return "operation %d (%s)" % (index, ", ".join(parts))
+
+
+def _describe_path(body, path):
+    """Where ``path`` points in a request body, in the API's words."""
+    where = []
+    node = body
+    i = 0
+    if len(path) >= 2 and path[0] == "writes" and isinstance(path[1], int):
+        item = body["writes"][path[1]]
+        where.append("batch %d (table %r)" % (path[1], _clip(str(item.get("table")))))
+        node, i = item, 2
+    if len(path) >= i + 2 and path[i] == "ops" and isinstance(path[i + 1], int):
+        op = node["ops"][path[i + 1]]
+        where.append(_describe_op(op, path[i + 1]))
+        rest = path[i + 2:]
+        if rest[:2] == ("entity", "props") and len(rest) >= 3:
+            what = rest[2]
+            if isinstance(what, tuple):                # the name itself
+                where.insert(0, "property name %r" % (_clip(what[1]),))
+            else:
+                where.insert(0, "property %r" % (what,))
+        elif rest[:1] == ("entity",) and len(rest) == 2:
+            where.insert(0, {"pk": "PartitionKey", "rk": "RowKey"}.get(rest[1], rest[1]))
+        elif rest:
+            where.insert(0, "field %r" % (rest[-1],))
+        if where[0].startswith("operation"):
+            where.insert(0, "a string")
+        return where[0] + " of " + ", ".join(where[1:])
+    field = path[i] if len(path) > i else None
+    if isinstance(field, tuple):
+        return "request field name %r" % (_clip(field[1]),)
+    return "request field %r" % (".".join(str(p) for p in path),)
 
 
 def decode_reply(frame):

@@ -328,6 +328,75 @@ class TypesTest(Base):
         self.assertEqual(list(self.c.query(self.t)), [])
 
 
+class EncodingRefusalTest(Base):
+    """What the client refuses before sending, naming what is wrong."""
+
+    def test_lone_surrogate_names_the_property(self):
+        # msgpack's own error named only the character.
+        with self.assertRaises(ValueError) as cm:
+            self.c.insert(self.t, Entity("p", "r", {"Name": "x\ud800"}))
+        self.assertIn("property 'Name'", str(cm.exception))
+        b = Batch(self.t)
+        b.insert(Entity("p", "r1", {"Name": "fine"}))
+        b.merge(Entity("p", "r2", {"Note": "\udcff"}))
+        with self.assertRaises(ValueError) as cm:
+            self.c.execute(b)
+        msg = str(cm.exception)
+        for part in ("property 'Note'", "operation 1", "Merge", "pk 'p'",
+                     "rk 'r2'"):
+            self.assertIn(part, msg)
+        with self.assertRaises(ValueError) as cm:
+            self.c.insert(self.t, Entity("p\ud800", "r", {}))
+        self.assertIn("PartitionKey of operation 0", str(cm.exception))
+        with self.assertRaises(ValueError) as cm:
+            self.c.insert(self.t, Entity("p", "r", {"\ud800": 1}))
+        self.assertIn("property name", str(cm.exception))
+        self.assertEqual(list(self.c.query(self.t)), [])
+
+    def test_request_over_twice_the_limit_fails_at_once(self):
+        # Over twice max_request_bytes the sidecar's ZeroMQ drops the frame
+        # with the connection: it used to time out on every attempt.
+        c = SERVER.client(timeout=5.0, retries=1)
+        try:
+            start = time.monotonic()
+            with self.assertRaises(SidetableError) as cm:
+                c.insert(self.t, Entity("p", "r", {"b": b"x" * (13 << 20)}))
+            self.assertLess(time.monotonic() - start, 2.0)
+            self.assertEqual(cm.exception.code, "RequestBodyTooLarge")
+            self.assertIn("max_request_bytes", str(cm.exception))
+            # Between the limit and twice it, the sidecar answers 413.
+            start = time.monotonic()
+            with self.assertRaises(SidetableError) as cm:
+                c.insert(self.t, Entity("p", "r", {"b": b"x" * (8 << 20)}))
+            self.assertLess(time.monotonic() - start, 4.0)
+            self.assertEqual((cm.exception.status, cm.exception.code),
+                             (413, "RequestBodyTooLarge"))
+            c.ping()
+            self.assertEqual(list(c.query(self.t)), [])
+        finally:
+            c.close()
+
+    def test_async_request_over_twice_the_limit_fails_at_once(self):
+        import asyncio
+        from sidetable.aio import AsyncClient
+
+        async def run():
+            c = AsyncClient(SERVER.endpoint, timeout=5.0, retries=1)
+            try:
+                start = time.monotonic()
+                with self.assertRaises(SidetableError) as cm:
+                    await c.insert(self.t, Entity("p", "r",
+                                                  {"b": b"x" * (13 << 20)}))
+                self.assertLess(time.monotonic() - start, 2.0)
+                self.assertEqual(cm.exception.code, "RequestBodyTooLarge")
+                await c.ping()
+            finally:
+                await c.close()
+
+        asyncio.run(run())
+        self.assertEqual(list(self.c.query(self.t)), [])
+
+
 class BatchTest(Base):
     def test_batch_commits_all(self):
         self.c.insert(self.t, Entity("p", "old", {"v": 1}))

@@ -152,6 +152,26 @@ class RawFrameTest(unittest.TestCase):
                          (413, 9, "RequestBodyTooLarge"))
         self.assertAlive()
 
+    def test_repeated_request_field_refused(self):
+        # {"table": A, "ops": [Insert], "table": B}: a dict cannot say a key
+        # twice, so the map is built by hand. It used to write to B.
+        c = SERVER.client(timeout=5.0)
+        try:
+            a, b = _harness.table_name(), _harness.table_name()
+            c.create_table(a)
+            c.create_table(b)
+            ops = [{"op": "Insert", "entity": {"pk": "p", "rk": "r"}}]
+            body = (b"\x83" + msgpack.packb("table") + msgpack.packb(a) +
+                    msgpack.packb("ops") + msgpack.packb(ops) +
+                    msgpack.packb("table") + msgpack.packb(b))
+            reply = self.assertInvalid(header(op=wire.WRITE, rid=61) + body,
+                                       61)
+            self.assertIn("request field 'table' repeated", reply["message"])
+            self.assertEqual(list(c.query(a)), [])
+            self.assertEqual(list(c.query(b)), [])
+        finally:
+            c.close()
+
     def test_req_socket_works(self):
         req = self.ctx.socket(zmq.REQ)
         req.setsockopt(zmq.LINGER, 0)
