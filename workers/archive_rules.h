@@ -119,10 +119,11 @@ class ArchiveScheduler {
   std::vector<ArchiveRule> rules_;
   std::vector<UnmovableEntities> unmovable_;  // per rule
   WorkerMetrics* metrics_ = nullptr;
+  // Before client_, which reads it (ClientOptions::abandon).
+  std::atomic<bool> stop_{false};
   std::unique_ptr<client::Client> client_;
   std::unique_ptr<apply::TableStore> store_;
   std::unique_ptr<apply::OpApplier> applier_;
-  std::atomic<bool> stop_{false};
   std::mutex mu_;
   std::condition_variable cv_;
   std::thread thread_;

@@ -49,8 +49,9 @@ class Worker {
 
  private:
   Worker() = default;
-  std::unique_ptr<Impl> impl_;
+  // Before impl_, whose clients read it (ClientOptions::abandon).
   std::atomic<bool> stop_{false};
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace sidetable::workers
