@@ -17,7 +17,8 @@
 // next interval.
 //
 // Thread safety: ArchiveScheduler runs its own thread with its own client;
-// Stop() may be called from any thread.
+// Stop() may be called from any thread, and abandons a request in flight
+// (the moves are idempotent: the next run redoes what was cut).
 #pragma once
 
 #include <atomic>
