@@ -268,6 +268,12 @@ void EventProcessor::ApplyInOrder(const ChangeRecord& rec, const std::vector<pat
       return;
     }
   }
+  if (!sleep_(0)) {
+    // A stop abandoned the last attempt's requests: not the event's fault.
+    out->kind = EventOutcome::Kind::kInterrupted;
+    out->reason = "stopped: " + last.ToString();
+    return;
+  }
   out->kind = EventOutcome::Kind::kDeadLetter;
   out->reason_kind = FailureKind::kRetriesExhausted;
   out->reason = "apply: gave up after " + std::to_string(policy_.max_attempts) + " attempts: " + last.ToString();

@@ -168,7 +168,10 @@ void GroupedWrites::Apply(const std::vector<EventOp>& ops, std::vector<EventFail
           g->last = created;
         }
       } else if (IsTransient(c)) {
-        if (g->attempts < policy_->max_attempts) {
+        // A stop abandons the requests in flight (they fail as time-outs do):
+        // on the last attempt too that is no fault of the events, which are
+        // left interrupted by the back-off below, not given up.
+        if (g->attempts < policy_->max_attempts || !(*sleep_)(0)) {
           g->backoff = true;
           next.push_back(g);
           continue;

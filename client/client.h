@@ -22,6 +22,7 @@
 // retries.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -84,6 +85,14 @@ struct ClientOptions {
   // sidecar that does not allow this client's public key refuses it at the
   // handshake: requests then go unanswered (Code::kNoReply), never reaching it.
   CurveClientKeys curve;
+  // When set and *abandon becomes true, every pending request finishes at
+  // once (within ~20 ms) with Code::kNoReply, as if its time had run out,
+  // and no retry is sent: a process that is stopping does not wait out
+  // `timeout` x `max_attempts` on a sidecar that does not answer (a frozen
+  // one). Whether an abandoned request was executed is unknown, as with any
+  // kNoReply. Requests sent while it is true are abandoned the same way.
+  // Not owned; must outlive the client.
+  const std::atomic<bool>* abandon = nullptr;
 };
 
 // Read your own writes (docs/consistency.md): a session token says "I wrote
@@ -351,6 +360,9 @@ class Client {
   void ScheduleRetry(uint64_t id, Pending& p);
   void OnFrame(std::string_view frame);
   void CheckTimers();
+  // ClientOptions::abandon is set: every pending request fails (kNoReply).
+  bool Abandoning() const;
+  void AbandonPending();
   // One page of SendQueryPages/SendQueryPageViews; its reply requests the next.
   void SendQueryPage(std::shared_ptr<QueryPages> state, const std::optional<Continuation>& next);
   Result<WriteResult> WriteOne(const std::string& table, OpKind kind, Entity e,

@@ -11,6 +11,9 @@ namespace sidetable::client {
 
 using Clock = std::chrono::steady_clock;
 
+// How often a client with ClientOptions::abandon looks at it while waiting.
+constexpr std::chrono::milliseconds kAbandonCheck{20};
+
 Client::Client(const ClientOptions& options) : options_(options) {
   std::random_device os;
   id_prefix_ = (uint64_t{os()} << 32) | os();
@@ -63,6 +66,7 @@ void Client::Transmit(Pending& p) {
   p.attempts++;
   p.waiting_to_resend = false;
   p.deadline = Clock::now() + options_.timeout + p.wait;
+  if (Abandoning()) return;  // the next Poll abandons it; nothing reaches the sidecar
   // Never blocks: with no connection to queue on (none yet, or its CURVE
   // handshake was refused) the attempt is lost and its deadline retries or
   // gives up (kNoReply), instead of the call hanging.
@@ -135,7 +139,28 @@ void Client::OnFrame(std::string_view frame) {
   Finish(h.request_id, s, body);
 }
 
+bool Client::Abandoning() const {
+  return options_.abandon != nullptr && options_.abandon->load(std::memory_order_relaxed);
+}
+
+void Client::AbandonPending() {
+  // A callback may send another request (a query's next page): it is
+  // abandoned in the same loop.
+  while (!pending_.empty()) {
+    const uint64_t id = pending_.begin()->first;
+    const int attempts = pending_.begin()->second.attempts;
+    Finish(id,
+           Status(Code::kNoReply, "abandoned after " + std::to_string(attempts) +
+                                      " attempt(s) to " + options_.endpoint + ": stopping"),
+           {});
+  }
+}
+
 void Client::CheckTimers() {
+  if (Abandoning()) {
+    AbandonPending();
+    return;
+  }
   const auto now = Clock::now();
   std::vector<uint64_t> expired, resend;
   for (auto& [id, p] : pending_) {
@@ -165,8 +190,9 @@ void Client::Poll(std::chrono::milliseconds wait) {
   const size_t done_before = completed_;
   const auto until = Clock::now() + wait;
   for (;;) {
-    // Sleep no longer than the nearest timer.
-    auto next = until;
+    // Sleep no longer than the nearest timer, nor than kAbandonCheck when
+    // the caller may abandon the requests.
+    auto next = options_.abandon ? std::min(until, Clock::now() + kAbandonCheck) : until;
     for (const auto& [id, p] : pending_) next = std::min(next, p.waiting_to_resend ? p.resend_at : p.deadline);
     // Round up: rounding down would spin with zero timeouts below 1 ms.
     auto us = std::chrono::duration_cast<std::chrono::microseconds>(next - Clock::now()).count();

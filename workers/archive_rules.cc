@@ -60,7 +60,11 @@ Status RunArchiveRule(const ArchiveRule& rule, int64_t now_ticks, apply::TableSt
   const apply::RetryPolicy policy{2, 50, 200};
   apply::ApplyObserver observer;
   apply::GroupedWrites::Sleeper sleep = [&stop](int ms) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    // In steps, so that a stop is not held up by a back-off either.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (!stop.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     return !stop.load(std::memory_order_relaxed);
   };
   Status transient;
@@ -142,6 +146,9 @@ Result<std::unique_ptr<ArchiveScheduler>> ArchiveScheduler::Start(std::vector<Ar
   co.timeout = std::chrono::milliseconds(o.timeout_ms);
   co.caller = o.caller;
   co.token = o.token;
+  // Stop() abandons a request in flight: a frozen sidecar does not hold the
+  // worker's exit (each move is idempotent; the next run redoes what was cut).
+  co.abandon = &s->stop_;
   auto c = client::Client::Connect(co);
   if (!c.ok()) return c.status();
   s->client_ = std::move(c).value();

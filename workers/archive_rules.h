@@ -17,7 +17,8 @@
 // next interval.
 //
 // Thread safety: ArchiveScheduler runs its own thread with its own client;
-// Stop() may be called from any thread.
+// Stop() may be called from any thread, and abandons a request in flight
+// (the moves are idempotent: the next run redoes what was cut).
 #pragma once
 
 #include <atomic>
@@ -119,10 +120,11 @@ class ArchiveScheduler {
   std::vector<ArchiveRule> rules_;
   std::vector<UnmovableEntities> unmovable_;  // per rule
   WorkerMetrics* metrics_ = nullptr;
+  // Before client_, which reads it (ClientOptions::abandon).
+  std::atomic<bool> stop_{false};
   std::unique_ptr<client::Client> client_;
   std::unique_ptr<apply::TableStore> store_;
   std::unique_ptr<apply::OpApplier> applier_;
-  std::atomic<bool> stop_{false};
   std::mutex mu_;
   std::condition_variable cv_;
   std::thread thread_;

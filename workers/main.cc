@@ -3,17 +3,21 @@
 //   sidetable-worker --config configs/worker.dev.yaml [--group g] [--sidecar tcp://...] ...
 //
 // Flags override the config file; `sidetable-worker --help` lists them.
-// Exit codes: 0 clean stop (SIGTERM/SIGINT), 1 start-up failure, 2 bad configuration.
+// Exit codes: 0 clean stop (SIGTERM/SIGINT), 1 start-up failure, 2 bad configuration,
+// 3 a stop that overran kStopDeadline (offsets of the work in hand not committed).
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
 #include <unistd.h>
 
-#include <csignal>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <thread>
 
 #include "apply/worker_config.h"
 #include "common/flags.h"
@@ -35,6 +39,36 @@ namespace {
 std::atomic<Worker*> g_worker{nullptr};
 // A stop asked for while the worker was still starting (see sidecar/main.cc).
 std::atomic<bool> g_stop_requested{false};
+
+// A stop's upper bound, from the first stop signal to the exit. The clean
+// path takes well under it even with a frozen sidecar (requests in flight are
+// abandoned, the last watermark report waits 1 s at most); this is for what
+// nothing else bounds, e.g. a frozen embedded Kafka holding the final commit
+// or the group leave. Exiting then loses nothing: offsets not committed are
+// replayed by the next owner, and fencing makes the replay harmless.
+constexpr std::chrono::seconds kStopDeadline{5};
+constexpr int kExitStopDeadline = 3;
+std::atomic<bool> g_exiting{false};
+
+// Polls rather than waits on a condition variable: OnSignal only sets flags.
+void EnforceStopDeadline() {
+  while (!g_exiting.load()) {
+    if (g_stop_requested.load()) {
+      const auto until = std::chrono::steady_clock::now() + kStopDeadline;
+      while (!g_exiting.load() && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      if (g_exiting.load()) return;
+      spdlog::error(
+          "stop took longer than {} s: exiting without finishing it (offsets not committed are "
+          "replayed by the next owner)",
+          kStopDeadline.count());
+      spdlog::default_logger()->flush();
+      std::_Exit(kExitStopDeadline);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
 
 void OnSignal(int) {
   g_stop_requested = true;
@@ -135,6 +169,14 @@ int main(int argc, char** argv) {
   // Before any thread starts, so that every thread inherits the blocked
   // stop signals (common/process.h).
   common::InstallStopSignals(OnSignal);
+  std::thread deadline(EnforceStopDeadline);
+  struct JoinOnExit {
+    std::thread* t;
+    ~JoinOnExit() {
+      g_exiting = true;
+      t->join();
+    }
+  } join_deadline{&deadline};
   auto worker = Worker::Start(config);
   if (!worker.ok()) {
     spdlog::error("start-up failed: {}", worker.status().ToString());

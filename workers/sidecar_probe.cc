@@ -8,6 +8,7 @@ Result<std::unique_ptr<SidecarProbe>> SidecarProbe::Start(client::ClientOptions 
                                                           std::chrono::milliseconds interval) {
   std::unique_ptr<SidecarProbe> p(new SidecarProbe());
   options.max_attempts = 1;  // a probe that retries hides the silence it is for
+  options.abandon = &p->abandon_;
   auto c = client::Client::Connect(options);
   if (!c.ok()) return c.status();
   p->client_ = std::move(c).value();
@@ -21,6 +22,7 @@ SidecarProbe::~SidecarProbe() {
     std::lock_guard lock(mu_);
     stop_ = true;
   }
+  abandon_.store(true);
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 }

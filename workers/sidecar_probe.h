@@ -50,6 +50,9 @@ class SidecarProbe {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
+  // Set by the destructor: a Ping in flight to a frozen sidecar is abandoned
+  // at once instead of holding the worker's exit for its whole timeout.
+  std::atomic<bool> abandon_{false};
   State state_;
   std::thread thread_;
 };

@@ -44,6 +44,11 @@ using Clock = std::chrono::steady_clock;
 // broker holds a fetch (fetch.wait.max.ms, 500 ms).
 constexpr std::chrono::milliseconds kBrokerStall{5000};
 
+// The longest a stop waits for the sidecar to take the last applied
+// watermarks: a sidecar that answers does so in milliseconds; a frozen one
+// costs this, and the watermarks are reported again by the next owner.
+constexpr std::chrono::milliseconds kStopReportTimeout{1000};
+
 class Worker::Impl {
  public:
   Impl(const apply::WorkerConfig& c, const std::atomic<bool>* stop) : config_(c), stop_(stop) {}
@@ -69,7 +74,10 @@ class Worker::Impl {
   // Once a second: the sidecar's newest LSN (lag in LSNs, reachability) and
   // partition counts not known yet; after every batch: watermarks.
   void Housekeeping(bool after_batch);
-  void ReportWatermarks();
+  void ReportWatermarks(client::Client* client);
+  // The last report, on a stop: on a connection of its own (the worker's
+  // client abandons everything once stopping) and bounded by kStopReportTimeout.
+  void ReportWatermarksOnStop();
   // The event a message completes: itself, or the chunk run it ends (then
   // `joined` holds it). nullopt while a run is still partial, or for a
   // fragment that cannot be joined.
@@ -79,6 +87,9 @@ class Worker::Impl {
                           void* opaque);
   bool SleepUnlessStopped(int ms);
   std::string HealthJson() const;
+  // GET /ready: 200 once the group gave this member its share (none
+  // included), 503 while it joins or rebalances, or stops.
+  std::pair<int, std::string> ReadyJson() const;
   Status WriteReadyFile();
 
   apply::WorkerConfig config_;
@@ -122,6 +133,14 @@ class Worker::Impl {
   Clock::time_point commit_retry_at_ = Clock::now();
   uint64_t commit_failures_ = 0;
   std::set<TopicPartition> assigned_;
+  // Where the member is in the group, for /health and /ready (read on the
+  // HTTP thread). Joining: subscribed, no assignment yet. Rebalancing:
+  // partitions revoked (or lost), the next assignment not come yet; under
+  // the eager protocol it owns nothing then, and used to say "ok" with 0
+  // partitions. Assigned: a rebalance completed (possibly with no partition
+  // for it: more members than partitions, "idle").
+  enum class GroupState : uint8_t { kJoining, kRebalancing, kAssigned };
+  std::atomic<GroupState> group_state_{GroupState::kJoining};
   // Chunk runs being joined, per partition (events/chunk.h). A partition's
   // run is dropped when it is revoked: its offsets were never committed, so
   // the next owner reads the run again from its first chunk.
@@ -173,6 +192,10 @@ Status Worker::Impl::Init() {
   co.client_request_ids = false;
   co.caller = config_.caller;
   co.token = config_.token;
+  // A stop abandons the request in flight (it fails as a time-out would, so
+  // its event stays uncommitted and is redone by the next owner): a frozen
+  // sidecar cannot hold the exit for timeout_ms per request.
+  co.abandon = stop_;
   auto c = client::Client::Connect(co);
   if (!c.ok()) return c.status();
   client_ = std::move(c).value();
@@ -234,6 +257,7 @@ Status Worker::Impl::Init() {
   if (!config_.http.empty()) {
     common::HttpHandlers pages;
     pages.health_json = [this] { return HealthJson(); };
+    pages.ready = [this] { return ReadyJson(); };
     pages.metrics_text = [this] {
       return metrics_.Render() + progress_->Render(probe_->last_lsn());
     };
@@ -306,6 +330,7 @@ void Worker::Impl::Rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_l
     }
     SeedFences(parts);
   } else {
+    group_state_ = GroupState::kRebalancing;
     spdlog::info("rebalance: revoking [{}]{}", names,
                  rd_kafka_assignment_lost(rk_) ? " (lost: another member may own them already)" : "");
     Commit("revoke", /*sync=*/true);
@@ -335,6 +360,9 @@ void Worker::Impl::Rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_l
     pending_messages_ = pending_.size();  // approximate after a partial (cooperative) revoke
   }
   metrics_.SetAssigned(static_cast<int>(assigned_.size()));
+  // After the count, so that /health never reads a new assignment with the
+  // old count (an owner would look idle).
+  if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) group_state_ = GroupState::kAssigned;
 }
 
 // librdkafka's statistics (every second): consumer_lag is the high
@@ -650,15 +678,25 @@ void Worker::Impl::HandleBatch(const std::vector<rd_kafka_message_t*>& batch, bo
   }
 }
 
-void Worker::Impl::ReportWatermarks() {
+void Worker::Impl::ReportWatermarksOnStop() {
+  client::ClientOptions o = client_->options();
+  o.abandon = nullptr;
+  o.max_attempts = 1;
+  o.timeout = std::min(o.timeout, kStopReportTimeout);
+  auto c = client::Client::Connect(o);
+  if (!c.ok()) return;  // only a bad endpoint, which Init() already took
+  ReportWatermarks(c->get());
+}
+
+void Worker::Impl::ReportWatermarks(client::Client* client) {
   std::vector<WatermarkReport> reports = progress_->TakeReports();
   if (reports.empty()) return;
-  auto send = [this](const std::vector<WatermarkReport>& rs) {
+  auto send = [client](const std::vector<WatermarkReport>& rs) {
     std::vector<client::Watermark> w;
     w.reserve(rs.size());
     for (const auto& r : rs)
       w.push_back({r.derived, r.source, r.partition, r.partitions, r.lsn, r.commit_time});
-    return client_->AdvanceWatermarks(w);
+    return client->AdvanceWatermarks(w);
   };
   Status s = send(reports);
   std::vector<WatermarkReport> held;
@@ -698,7 +736,7 @@ void Worker::Impl::ReportWatermarks() {
 
 void Worker::Impl::Housekeeping(bool after_batch) {
   const auto now = Clock::now();
-  if (after_batch) ReportWatermarks();
+  if (after_batch) ReportWatermarks(client_.get());
   if (now - last_housekeeping_ < std::chrono::seconds(1)) return;
   last_housekeeping_ = now;
   for (const auto& topic : config_.topics) {
@@ -715,7 +753,7 @@ void Worker::Impl::Housekeeping(bool after_batch) {
     }
     if (t != nullptr) rd_kafka_topic_destroy(t);
   }
-  ReportWatermarks();
+  ReportWatermarks(client_.get());
 }
 
 Status Worker::Impl::Run() {
@@ -749,7 +787,7 @@ Status Worker::Impl::Run() {
   }
   spdlog::info("stopping: committing and leaving group {}", config_.group);
   Commit("shutdown", /*sync=*/true);
-  ReportWatermarks();
+  ReportWatermarksOnStop();
   if (archive_) archive_->Stop();
   // Leaves the group: the revoke callback runs (and commits, nothing left).
   rd_kafka_resp_err_t e = rd_kafka_consumer_close(rk_);
@@ -776,9 +814,24 @@ std::string Worker::Impl::HealthJson() const {
     std::lock_guard lock(watermarks_mu_);
     if (!watermarks_refused_.empty()) problems.push_back("watermarks: " + watermarks_refused_);
   }
-  std::string status = !running_ ? "stopping" : problems.empty() ? "ok" : "degraded";
+  const GroupState group = group_state_.load();
+  const int assigned = metrics_.assigned();
+  // Not a problem (it ends by itself), but not "ok" either: nothing is
+  // consumed meanwhile.
+  const bool settled = group == GroupState::kAssigned;
+  const bool stopping = !running_ || stop_->load(std::memory_order_relaxed);
+  std::string status = stopping            ? "stopping"
+                       : !problems.empty() ? "degraded"
+                       : settled           ? "ok"
+                                           : "rebalancing";
+  const char* assignment = group == GroupState::kJoining       ? "joining"
+                           : group == GroupState::kRebalancing ? "rebalancing"
+                           : assigned == 0                     ? "idle"
+                                                               : "assigned";
   std::string s = "{\"status\":\"" + status + "\",\"group\":" + common::JsonQuote(config_.group) +
-                  ",\"assigned_partitions\":" + std::to_string(metrics_.assigned()) +
+                  ",\"assignment\":\"" + assignment +
+                  "\",\"ready\":" + (!stopping && settled ? "true" : "false") +
+                  ",\"assigned_partitions\":" + std::to_string(assigned) +
                   ",\"events_total\":" + std::to_string(metrics_.events()) +
                   ",\"dead_letters_total\":" + std::to_string(metrics_.dead_letters()) +
                   ",\"archive_unmovable\":" + std::to_string(metrics_.archive_unmovable()) +
@@ -790,6 +843,20 @@ std::string Worker::Impl::HealthJson() const {
                   ",\"sidecar_reachable\":" + (sidecar_ok ? "true" : "false") + ",\"problems\":[";
   for (size_t i = 0; i < problems.size(); i++) s += (i ? "," : "") + common::JsonQuote(problems[i]);
   return s + "]}";
+}
+
+std::pair<int, std::string> Worker::Impl::ReadyJson() const {
+  if (!running_ || stop_->load(std::memory_order_relaxed))
+    return {503, R"({"ready":false,"reason":"stopping"})"};
+  switch (group_state_.load()) {
+    case GroupState::kJoining:
+      return {503, R"({"ready":false,"reason":"joining"})"};
+    case GroupState::kRebalancing:
+      return {503, R"({"ready":false,"reason":"rebalancing"})"};
+    case GroupState::kAssigned:
+      break;
+  }
+  return {200, R"({"ready":true})"};
 }
 
 Result<std::unique_ptr<Worker>> Worker::Start(const apply::WorkerConfig& config) {

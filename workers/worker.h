@@ -20,8 +20,10 @@
 // Lifecycle: Start() validates nothing (the config is validated before),
 // creates the patterns, connects the client, creates the consumer and
 // subscribes, binds HTTP and writes the ready file. Run() returns after
-// RequestStop(): the event in hand is finished, offsets are committed and the
-// consumer leaves the group.
+// RequestStop(): requests to the sidecar in flight are abandoned (their events
+// stay uncommitted, for the next owner), offsets of finished events are
+// committed and the consumer leaves the group; a frozen sidecar costs at most
+// the last watermark report's 1 s. (main.cc bounds the whole stop at 5 s.)
 #pragma once
 
 #include <atomic>
@@ -49,8 +51,9 @@ class Worker {
 
  private:
   Worker() = default;
-  std::unique_ptr<Impl> impl_;
+  // Before impl_, whose clients read it (ClientOptions::abandon).
   std::atomic<bool> stop_{false};
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace sidetable::workers

@@ -50,11 +50,11 @@ struct Fixture {
   explicit Fixture(Status pattern_fail = Status::OK(), int attempts = 4) {
     patterns.push_back(std::make_unique<CopyPattern>(pattern_fail));
     applier = std::make_unique<OpApplier>(&store, 4);
-    processor = std::make_unique<EventProcessor>(&patterns, applier.get(), RetryPolicy{attempts, 10, 40}, &metrics,
-                                                 [this](int ms) {
-                                                   slept.push_back(ms);
-                                                   return !stop;
-                                                 });
+    processor = std::make_unique<EventProcessor>(
+        &patterns, applier.get(), RetryPolicy{attempts, 10, 40}, &metrics, [this](int ms) {
+          if (ms > 0) slept.push_back(ms);  // 0: asks for a stop only
+          return !stop;
+        });
   }
   testing::FakeTableStore store;
   std::vector<std::unique_ptr<patterns::Pattern>> patterns;
@@ -124,6 +124,19 @@ TEST(EventProcessorTest, ExhaustedRetriesBecomeADeadLetter) {
   EXPECT_EQ(o.reason_kind, FailureKind::kRetriesExhausted);
   EXPECT_NE(o.reason.find("Unavailable"), std::string::npos) << o.reason;
   EXPECT_EQ(f.slept.size(), 2u);
+}
+
+// A stop abandons the requests in flight (client::ClientOptions::abandon):
+// on the last attempt that is no reason to dead-letter the event and commit
+// past it; it is left interrupted, for the next owner.
+TEST(EventProcessorTest, AStopOnTheLastAttemptInterruptsInsteadOfGivingUp) {
+  Fixture f(Status::OK(), 1);
+  f.store.before = [&](const std::string&, const std::string&) {
+    f.stop = true;  // the stop comes while the request is in flight
+    return Status(Code::kNoReply, "abandoned after 1 attempt(s): stopping");
+  };
+  EventOutcome o = f.processor->Process(EventJson("Src", 7, "r1"));
+  EXPECT_EQ(o.kind, EventOutcome::Kind::kInterrupted) << o.reason;
 }
 
 TEST(EventProcessorTest, PermanentErrorsDeadLetterAtOnce) {

@@ -57,11 +57,11 @@ struct GroupedFixture {
   explicit GroupedFixture(int attempts = 4) {
     patterns.push_back(std::make_unique<CopyPattern>());
     applier = std::make_unique<OpApplier>(&store, 4);
-    processor = std::make_unique<EventProcessor>(&patterns, applier.get(), RetryPolicy{attempts, 10, 40}, &seen,
-                                                 [this](int ms) {
-                                                   slept.push_back(ms);
-                                                   return !stop;
-                                                 });
+    processor = std::make_unique<EventProcessor>(
+        &patterns, applier.get(), RetryPolicy{attempts, 10, 40}, &seen, [this](int ms) {
+          if (ms > 0) slept.push_back(ms);  // 0: asks for a stop only
+          return !stop;
+        });
     processor->EnableGrouping(&store);
     store.tables["Derived"];
   }
@@ -198,6 +198,21 @@ TEST(GroupedWritesTest, StopDuringBackOffLeavesTheRestUncommitted) {
   // The reason of an event with no failure of its own says no more than
   // that (it read "stopped before it was applied: OK").
   EXPECT_EQ(outs[2].reason, "stopped before it was applied");
+}
+
+// A stop abandons the requests in flight, which fail as time-outs do
+// (client::ClientOptions::abandon). On the last attempt that dead-lettered
+// the events as "gave up after N attempts" and committed past them; they are
+// interrupted instead, left for the next owner.
+TEST(GroupedWritesTest, AStopOnTheLastAttemptInterruptsInsteadOfGivingUp) {
+  GroupedFixture f(1);
+  f.store.write_hook = [&](const Batch&) {
+    f.stop = true;  // the stop comes while the request is in flight
+    return Status(Code::kNoReply, "abandoned after 1 attempt(s): stopping");
+  };
+  auto outs = f.Run({Event(1, "p", {{"a", 1}})});
+  EXPECT_EQ(outs[0].kind, EventOutcome::Kind::kInterrupted) << outs[0].reason;
+  EXPECT_EQ(f.N("p", "a"), -1);
 }
 
 TEST(GroupedWritesTest, UndecodableEventsDoNotHoldUpTheOthers) {

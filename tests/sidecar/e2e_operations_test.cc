@@ -2,8 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "tests/sidecar/e2e_fixture.h"
 #include "testing/change_records.h"
@@ -431,6 +433,35 @@ TEST(ClientNoReply, NothingListeningIsNoReplyNotServiceUnavailable) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
   EXPECT_NE(Code::kNoReply, Code::kUnavailable);
   EXPECT_EQ(ErrorCodeName(Code::kNoReply), "NoReply");
+}
+
+// ClientOptions::abandon: a process that is stopping does not wait out
+// timeout x max_attempts on a sidecar that does not answer (session 35: a
+// worker took ~11 s to stop with its sidecar frozen).
+TEST(ClientNoReply, AbandonEndsPendingRequestsAtOnce) {
+  std::atomic<bool> abandon{false};
+  client::ClientOptions o;
+  o.endpoint = "tcp://127.0.0.1:9";  // nothing answers
+  o.timeout = std::chrono::milliseconds(10000);
+  o.max_attempts = 5;
+  o.abandon = &abandon;
+  auto c = client::Client::Connect(o);
+  ASSERT_TRUE(c.ok());
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    abandon = true;
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  auto info = (*c)->Ping();
+  const auto took = std::chrono::steady_clock::now() - t0;
+  stopper.join();
+  ASSERT_FALSE(info.ok());
+  EXPECT_EQ(info.status().code(), Code::kNoReply) << info.status().ToString();
+  EXPECT_NE(info.status().message().find("abandoned"), std::string::npos)
+      << info.status().ToString();
+  EXPECT_LT(took, std::chrono::seconds(2));
+  // Requests made once abandoning fail at once too.
+  EXPECT_EQ((*c)->Ping().status().code(), Code::kNoReply);
 }
 
 // Insert answers with the entity as stored (201), or nothing (204) on request.

@@ -666,6 +666,185 @@ TEST_F(WorkerE2eTest, ClaimsFenceStaleRecordsAcrossARestart) {
   EXPECT_EQ(w2->Stop(), 0) << w2->Log();
 }
 
+// Session 35: with the sidecar frozen (SIGSTOP) while the worker had work in
+// flight (a batch in its retry loop and an archive rule's moves), SIGTERM
+// took ~11 s, because requests in flight waited out their time-outs and
+// retries. A stop now abandons them (ClientOptions::abandon): the worker
+// exits 0 within the bound with the unfinished work uncommitted, and a new
+// worker finishes it once the sidecar thaws; nothing is lost.
+TEST_F(WorkerE2eTest, AStopIsBoundedWhileTheSidecarIsFrozen) {
+  ASSERT_TRUE(client_->CreateTable("Old").ok());
+  std::ofstream(worker_cfg_, std::ios::app)
+      << "  - name: archive\n    source: Old\n    target: OldArchive\n"
+      << "    filter: \"Done eq true\"\n    interval_seconds: 1\n";
+  auto w = StartWorker("w-frozen");
+  ASSERT_TRUE(WaitUntil([&] { return HealthField(*w, "assigned_partitions") > 0; },
+                        std::chrono::seconds(30)))
+      << HealthBody(*w);
+  // Work waits while the worker is paused (briefly: under its session
+  // timeout); then the sidecar freezes and the worker wakes into a batch and
+  // a rule evaluation it cannot finish.
+  const int64_t retries = HealthField(*w, "retries_total");
+  ASSERT_GE(retries, 0) << HealthBody(*w);
+  ASSERT_EQ(::kill(w->pid(), SIGSTOP), 0);
+  for (int i = 0; i < 20; i++) {
+    ASSERT_TRUE(
+        client_
+            ->InsertOrReplace("People", client::EntityBuilder("frozen", "r" + std::to_string(i))
+                                            .String("Color", "c" + std::to_string(i % 3))
+                                            .String("Name", "n")
+                                            .Build())
+            .ok());
+    ASSERT_TRUE(
+        client_
+            ->InsertOrReplace(
+                "Old",
+                client::EntityBuilder("o", "r" + std::to_string(i)).Boolean("Done", true).Build())
+            .ok());
+  }
+  ASSERT_EQ(::kill(server_->pid(), SIGSTOP), 0);
+  ASSERT_EQ(::kill(w->pid(), SIGCONT), 0);
+  // The batch's first attempt timed out (sidecar.timeout_ms, 5 s) and it is
+  // retrying: the stop comes in the middle of its work.
+  const bool in_flight = WaitUntil(
+      [&] {
+        return HealthField(*w, "retries_total") > retries &&
+               HealthBody(*w).find("\"sidecar_reachable\":false") != std::string::npos;
+      },
+      std::chrono::seconds(20));
+  const auto t0 = Clock::now();
+  const int code = w->Stop(30);
+  const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+  ASSERT_EQ(::kill(server_->pid(), SIGCONT), 0);
+  ASSERT_TRUE(in_flight) << HealthBody(*w);
+  std::cout << "stop with a frozen sidecar took " << took << " s\n";
+  EXPECT_EQ(code, 0) << w->Log();
+  EXPECT_LT(took, 4.0) << w->Log();
+  EXPECT_TRUE(testing::Contains(w->Log(), "left uncommitted")) << w->Log();
+
+  // Nothing was lost: a new worker of the group redoes it.
+  auto again = StartWorker("w-thawed");
+  std::vector<std::string> expected, actual;
+  EXPECT_TRUE(WaitForIndex(std::chrono::seconds(60), &expected, &actual)) << again->Log();
+  EXPECT_EQ(expected.size(), 20u);
+  EXPECT_TRUE(
+      WaitUntil([&] { return ReadAll("Old").empty() && ReadAll("OldArchive").size() == 20; },
+                std::chrono::seconds(30)))
+      << ReadAll("Old").size() << " left in Old\n"
+      << again->Log();
+  EXPECT_EQ(again->Stop(), 0) << again->Log();
+}
+
+// The HTTP status and body of a worker's GET `path` (0 when it does not answer).
+std::pair<int, std::string> HttpGet(const testing::WorkerProcess& w, const std::string& path) {
+  httplib::Client http("http://" + w.http());
+  http.set_connection_timeout(1);
+  auto res = http.Get(path);
+  return res ? std::make_pair(res->status, res->body) : std::make_pair(0, std::string());
+}
+
+// /health said "ok" with 0 partitions while the group was (re)joining. Now a
+// member says "rebalancing" (and /ready 503) from its revoke to its next
+// assignment, and one that got no partition (more members than partitions)
+// is "ok" and says it is idle. On a topic of one partition, in a group of its
+// own.
+TEST_F(WorkerE2eTest, HealthSaysRebalancingBetweenRevokeAndAssignAndIdleWithoutAPartition) {
+  constexpr const char* kOne = "sidetable.wk-test.one";
+  ASSERT_TRUE(kafka_->CreateTopic(kOne, 1).ok());
+  std::string cfg = testing::ReadWholeFile(worker_cfg_);
+  auto replace = [&](const std::string& from, const std::string& to) {
+    const size_t at = cfg.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    cfg.replace(at, from.size(), to);
+  };
+  replace(std::string("topic: ") + kTopic, std::string("topic: ") + kOne);
+  replace("group: wk-test-group", "group: wk-one-group");
+  std::ofstream(worker_cfg_) << cfg;
+
+  // A new group takes ~3 s on the mock: the first member is joining meanwhile.
+  auto a = StartWorker("one-a");
+  const auto joining = HttpGet(*a, "/ready");
+  const std::string first = HealthBody(*a);
+  EXPECT_NE(first.find("\"status\":\"rebalancing\""), std::string::npos) << first;
+  EXPECT_NE(first.find("\"assignment\":\"joining\""), std::string::npos) << first;
+  EXPECT_EQ(joining.first, 503) << joining.second;
+  ASSERT_TRUE(WaitUntil([&] { return HealthField(*a, "assigned_partitions") == 1; },
+                        std::chrono::seconds(30)))
+      << HealthBody(*a);
+  EXPECT_NE(HealthBody(*a).find("\"status\":\"ok\""), std::string::npos) << HealthBody(*a);
+  EXPECT_NE(HealthBody(*a).find("\"assignment\":\"assigned\""), std::string::npos)
+      << HealthBody(*a);
+  EXPECT_EQ(HttpGet(*a, "/ready").first, 200);
+
+  // A second member: one of the two owns the partition, the other is idle.
+  auto b = StartWorker("one-b");
+  testing::WorkerProcess* owner = nullptr;
+  testing::WorkerProcess* idle = nullptr;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        const std::string ha = HealthBody(*a), hb = HealthBody(*b);
+        const bool settled = ha.find("\"status\":\"ok\"") != std::string::npos &&
+                             hb.find("\"status\":\"ok\"") != std::string::npos;
+        if (!settled) return false;
+        if (ha.find("\"assignment\":\"idle\"") != std::string::npos)
+          owner = b.get(), idle = a.get();
+        if (hb.find("\"assignment\":\"idle\"") != std::string::npos)
+          owner = a.get(), idle = b.get();
+        return owner != nullptr && HealthField(*owner, "assigned_partitions") == 1;
+      },
+      std::chrono::seconds(40)))
+      << HealthBody(*a) << "\n"
+      << HealthBody(*b);
+  EXPECT_EQ(HealthField(*idle, "assigned_partitions"), 0);
+  EXPECT_EQ(HttpGet(*idle, "/ready").first, 200);
+
+  // The idle member freezes and a third joins: the owner gives its partition
+  // up and waits for the group, which waits for the frozen member until its
+  // session times out (3 s). That whole while the owner owns nothing and
+  // must say so.
+  ASSERT_EQ(::kill(idle->pid(), SIGSTOP), 0);
+  auto c = StartWorker("one-c");
+  std::string during;
+  int ready_during = 0;
+  const bool seen = WaitUntil(
+      [&] {
+        during = HealthBody(*owner);
+        if (during.find("\"assigned_partitions\":0,") == std::string::npos) return false;
+        ready_during = HttpGet(*owner, "/ready").first;
+        return true;
+      },
+      std::chrono::seconds(20));
+  ASSERT_EQ(::kill(idle->pid(), SIGCONT), 0);
+  ASSERT_TRUE(seen) << HealthBody(*owner) << owner->Log();
+  std::cout << "the owner during the rebalance: " << during << "\n";
+  // Under the eager protocol 0 partitions before the next assignment is the
+  // rebalance itself; an assignment of none would say "idle".
+  if (during.find("\"assignment\":\"idle\"") == std::string::npos) {
+    EXPECT_NE(during.find("\"status\":\"rebalancing\""), std::string::npos) << during;
+    EXPECT_NE(during.find("\"assignment\":\"rebalancing\""), std::string::npos) << during;
+    EXPECT_NE(during.find("\"ready\":false"), std::string::npos) << during;
+    EXPECT_EQ(ready_during, 503) << during;
+  } else {
+    EXPECT_NE(during.find("\"status\":\"ok\""), std::string::npos) << during;
+  }
+  // Settled again: one member owns the partition, the two others are idle and ok.
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        int owners = 0, idles = 0;
+        for (auto* w : {a.get(), b.get(), c.get()}) {
+          const std::string h = HealthBody(*w);
+          if (h.find("\"status\":\"ok\"") == std::string::npos) return false;
+          owners += h.find("\"assignment\":\"assigned\"") != std::string::npos;
+          idles += h.find("\"assignment\":\"idle\"") != std::string::npos;
+        }
+        return owners == 1 && idles == 2;
+      },
+      std::chrono::seconds(40)))
+      << HealthBody(*a) << "\n"
+      << HealthBody(*b) << "\n"
+      << HealthBody(*c);
+}
+
 // The same sidecar with CURVE on its listener (docs/security.md,
 // "Transport"): the worker connects with sidecar.curve_server_key_file and
 // sidecar.curve_key_file, its key on the allow-list with the test's.
