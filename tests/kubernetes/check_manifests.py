@@ -5,7 +5,8 @@ Rules: each object's apiVersion/kind is one Kubernetes serves; container,
 probe and pod fields are from the Kubernetes API (a typo is an unknown key);
 the application Pod runs sidetable as a native sidecar (an init container
 with restartPolicy: Always) with its data on a PersistentVolumeClaim,
-readiness and liveness probes on /health at the config's HTTP port, a grace
+readiness and liveness probes on /health at the config's HTTP port (the
+workers: readiness on /ready, liveness on /health), a grace
 period covering shutdown_grace_ms, resource requests; the workers'
 Deployment reads the sidecar's topic, reaches it through a Service whose
 selector and ports match, and its dead-letter topic is created by the Job.
@@ -180,9 +181,12 @@ def check(objects):
     worker = wd["spec"]["template"]["spec"]["containers"][0]
     wports = {p["name"]: p["containerPort"] for p in worker.get("ports", [])}
     rule(wports.get("http") == port_of(wc["http"]), "workers: port http != the config's http")
-    for p in ("readinessProbe", "livenessProbe"):
+    # Readiness on /ready (503 while the group forms or rebalances: a rolling
+    # update waits for the new workers to join); liveness on /health.
+    for p, path in (("readinessProbe", "/ready"), ("livenessProbe", "/health")):
         get = worker.get(p, {}).get("httpGet", {})
-        rule(get.get("path") == "/health", f"workers: {p} must GET /health")
+        rule(get.get("path") == path, f"workers: {p} must GET {path}, got {get}")
+        rule(get.get("port") in ("http", wports.get("http")), f"workers: {p} must use the http port")
     rule(wd["spec"].get("replicas", 1) >= 2, "workers: at least two replicas in the group")
     job = find(objects, "Job", "orders-sidetable-topics")
     env = {e["name"]: e["value"] for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
@@ -428,6 +432,12 @@ def check_scale_out(objects):
     rule(svc["spec"]["selector"].items() <= labels.items(), "scale-out: Service selector does not match the members")
     rule(find(objects, "Deployment", "orders-workers")["spec"].get("replicas", 1) >= 2,
          "scale-out: workers: at least two replicas in the group")
+    wk = find(objects, "Deployment", "orders-workers")["spec"]["template"]["spec"]["containers"][0]
+    wk_http = {p["name"]: p["containerPort"] for p in wk.get("ports", [])}.get("http")
+    for p, path in (("readinessProbe", "/ready"), ("livenessProbe", "/health")):
+        get = wk.get(p, {}).get("httpGet", {})
+        rule(get.get("path") == path and get.get("port") in ("http", wk_http),
+             f"scale-out: workers: {p} must GET {path} on the http port, got {get}")
     return problems
 
 
@@ -560,6 +570,8 @@ def self_test_scale_out(source, sidetable=None):
                "kafka.topic must not contain {sidecar}", with_binary=True)
         broken(lambda o: cfg(o, "sidetable.yaml", lambda d: d["cluster"].update(standby=1)), "cluster.standby",
                with_binary=True)
+    broken(lambda o: find(o, "Deployment", "orders-workers")["spec"]["template"]["spec"]["containers"][0]
+           ["readinessProbe"]["httpGet"].update(path="/health"), "scale-out: workers: readinessProbe must GET /ready")
     print("self-test (scale-out): every rule caught its break" + (", the real loader too" if sidetable else ""))
 
 
@@ -648,6 +660,8 @@ def self_test(source):
     broken(lambda o: cfg(o, "sidetable.yaml", lambda d: d["kafka"].update(partitions=6)), "partitions")
     broken(lambda o: find(o, "Service", "orders-sidetable")["spec"].update(selector={"app": "x"}), "selector")
     broken(lambda o: find(o, "Deployment", "orders-workers")["spec"].update(replicas=1), "two replicas")
+    broken(lambda o: find(o, "Deployment", "orders-workers")["spec"]["template"]["spec"]["containers"][0]
+           ["readinessProbe"]["httpGet"].update(path="/health"), "workers: readinessProbe must GET /ready")
     broken(lambda o: find(o, "Deployment", "orders").update(apiVersion="extensions/v1beta1"), "apiVersion")
     print("self-test: every rule caught its break")
 
