@@ -987,9 +987,26 @@ TEST_F(KafkaSourceTest, RetentionOnOnePartitionIsNamedNotSkipped) {
   auto whole = Open(Options(topic));
   ASSERT_TRUE(whole);
   EXPECT_EQ(whole->first_available_lsn(), first_held);
+  EXPECT_TRUE(whole->start_notes().empty());
   std::vector<ChangeRecord> got;
   ASSERT_TRUE(Drain(whole.get(), &got).ok());
   EXPECT_EQ(Lsns(got), from_first_held);
+  // By offset: where a partition no longer holds it, from its oldest offset,
+  // and said (offsets skip records on purpose, so this is no error).
+  {
+    KafkaSourceOptions by_offset = Options(topic);
+    by_offset.start = KafkaSourceOptions::Start::kOffset;
+    by_offset.offset = 1;
+    auto raised = Open(by_offset);
+    ASSERT_TRUE(raised);
+    const std::string want = "partition 0 no longer holds offsets before " + std::to_string(low) +
+                             " (retention): read from there, not from offset 1";
+    EXPECT_EQ(raised->start_notes(), std::vector<std::string>{want});
+    by_offset.offset = low;  // held on both partitions: nothing to say
+    auto held = Open(by_offset);
+    ASSERT_TRUE(held);
+    EXPECT_TRUE(held->start_notes().empty());
+  }
   // By time: before the first record held on partition 0, the lost ones may
   // have been newer than the time; after it, they were older.
   o = Options(topic);
@@ -1038,6 +1055,13 @@ TEST_F(KafkaSourceTest, RetentionOnOnePartitionIsNamedNotSkipped) {
                 std::string::npos)
           << out;
     }
+    run(command + " --kafka-offset 1", &rc);
+    EXPECT_EQ(rc, 0) << testing::ReadWholeFile(err);
+    EXPECT_NE(testing::ReadWholeFile(err).find(
+                  "note: kafka topic " + topic + " at " + kafka_->bootstraps() +
+                  ": partition 0 no longer holds offsets before " + std::to_string(low)),
+              std::string::npos)
+        << testing::ReadWholeFile(err);
   }
 }
 

@@ -50,6 +50,9 @@ int RunStream(Session& s, const ReplayArgs& a, const std::string& command) {
     std::fprintf(stderr, "sidetable-cli: note: %s starts at LSN %llu; older history is gone\n",
                  src->Describe().c_str(), static_cast<unsigned long long>(src->first_available_lsn()));
   }
+  for (const std::string& note : src->start_notes()) {
+    std::fprintf(stderr, "sidetable-cli: note: %s: %s\n", src->Describe().c_str(), note.c_str());
+  }
 
   Output out;
   const bool resumed_output = resume && !a.summary;

@@ -122,6 +122,7 @@ class KafkaSource final : public RecordSource {
     return p;
   }
   uint64_t undecodable() const override { return undecodable_before_ + ctx_.undecodable; }
+  std::vector<std::string> start_notes() const override { return start_notes_; }
   uint64_t fenced() const override {
     uint64_t n = 0;
     for (const auto& r : readers_) n += r->fenced();
@@ -167,6 +168,7 @@ class KafkaSource final : public RecordSource {
   uint64_t undecodable_before_ = 0;  // counted by the runs before a resume
   bool finished_ = false;
   Status pending_;  // an error met after records were already handed out
+  std::vector<std::string> start_notes_;
 };
 
 Result<int64_t> KafkaSource::StartOffset(int32_t p, const kafka::Watermarks& w,
@@ -229,6 +231,13 @@ Status KafkaSource::Open(const Position* resume, Clock::time_point deadline) {
     if (!start.ok()) {
       s = start.status();
       break;
+    }
+    if (resume == nullptr && options_.start == KafkaSourceOptions::Start::kOffset &&
+        options_.offset < w.low) {
+      start_notes_.push_back("partition " + std::to_string(p) + " no longer holds offsets before " +
+                             std::to_string(w.low) +
+                             " (retention): read from there, not from offset " +
+                             std::to_string(options_.offset));
     }
     uint64_t floor = 0;
     if (resume != nullptr) {

@@ -96,6 +96,10 @@ class RecordSource {
   // Kafka: messages skipped because they do not decode (each reported to
   // KafkaSourceOptions::on_undecodable), in this and the resumed runs.
   virtual uint64_t undecodable() const { return 0; }
+  // Where the range fixed at open starts later than asked, one line each,
+  // for the caller to tell its user (Kafka: a start offset a partition no
+  // longer holds, raised to the oldest it does). Empty otherwise.
+  virtual std::vector<std::string> start_notes() const { return {}; }
 };
 
 struct ChangeLogSourceOptions {
@@ -123,7 +127,9 @@ struct KafkaSourceOptions {
   std::string topic;      // sidetable.<sidecar-id>.changes
   enum class Start : uint8_t { kBeginning, kOffset, kTime };
   Start start = Start::kBeginning;
-  int64_t offset = 0;   // kOffset: the first offset read on every partition
+  // kOffset: the first offset read on every partition; on a partition that
+  // no longer holds it (retention), its oldest offset (start_notes() says so).
+  int64_t offset = 0;
   int64_t time_ms = 0;  // kTime: Unix milliseconds; the first message at or after it
   // kBeginning: the first LSN to pass on (records below it are dropped); 0 =
   // the oldest LSN from which the topic holds every record.
