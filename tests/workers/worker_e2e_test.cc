@@ -78,6 +78,18 @@ class WorkerE2eTest : public ::testing::Test {
                                << "    target: PeopleByColor\n    properties: Color\n    project: [Name]\n";
   }
 
+  // `n` people in partition `pk` (r0.., three colours): work for the index.
+  void WritePeople(const std::string& pk, int n) {
+    for (int i = 0; i < n; i++) {
+      ASSERT_TRUE(client_
+                      ->InsertOrReplace("People", client::EntityBuilder(pk, "r" + std::to_string(i))
+                                                      .String("Color", "c" + std::to_string(i % 3))
+                                                      .String("Name", "n")
+                                                      .Build())
+                      .ok());
+    }
+  }
+
   std::unique_ptr<testing::WorkerProcess> StartWorker(const std::string& name) {
     auto w = std::make_unique<testing::WorkerProcess>(SIDETABLE_WORKER_BIN, worker_cfg_, dir_.Sub(name));
     EXPECT_TRUE(w->Start()) << w->Log();
@@ -310,15 +322,7 @@ TEST_F(WorkerE2eTest, AFrozenSidecarIsReportedWhileABatchRetries) {
   // Changes wait on Kafka while the worker is paused; then the sidecar
   // freezes and the worker wakes into a batch it cannot apply.
   ASSERT_EQ(::kill(w->pid(), SIGSTOP), 0);
-  for (int i = 0; i < 20; i++) {
-    ASSERT_TRUE(
-        client_
-            ->InsertOrReplace("People", client::EntityBuilder("frozen", "r" + std::to_string(i))
-                                            .String("Color", "c" + std::to_string(i % 3))
-                                            .String("Name", "n")
-                                            .Build())
-            .ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(WritePeople("frozen", 20));
   ASSERT_EQ(::kill(server_->pid(), SIGSTOP), 0);
   ASSERT_EQ(::kill(w->pid(), SIGCONT), 0);
   // Unreachable, and said so while the batch is retrying (not only between
@@ -690,14 +694,8 @@ TEST_F(WorkerE2eTest, AStopIsBoundedWhileTheSidecarIsFrozen) {
   const int64_t retries = HealthField(*w, "retries_total");
   ASSERT_GE(retries, 0) << HealthBody(*w);
   ASSERT_EQ(::kill(w->pid(), SIGSTOP), 0);
+  ASSERT_NO_FATAL_FAILURE(WritePeople("frozen", 20));
   for (int i = 0; i < 20; i++) {
-    ASSERT_TRUE(
-        client_
-            ->InsertOrReplace("People", client::EntityBuilder("frozen", "r" + std::to_string(i))
-                                            .String("Color", "c" + std::to_string(i % 3))
-                                            .String("Name", "n")
-                                            .Build())
-            .ok());
     ASSERT_TRUE(
         client_
             ->InsertOrReplace(
