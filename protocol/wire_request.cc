@@ -130,150 +130,213 @@ Status ReadOps(msgpack::Reader& r, std::vector<Operation>* ops) {
 
 void WriteOps(msgpack::Writer& w, const std::vector<Operation>& ops);
 
-// The request's own fields, those ReadField() knows; each a bit of the
-// "seen" set in DecodeRequest(). At most 32 (one uint32_t).
+// The request's own fields. Each key is classified once (its index in
+// kRequestFields); DecodeRequest keeps a bit per field to refuse a repeat,
+// and ReadField dispatches on the classification, so the two cannot
+// disagree about which fields exist.
+enum class RequestField : uint8_t {
+  kTable,
+  kCaller,
+  kToken,
+  kPolicies,
+  kSpec,
+  kClientRequestId,
+  kPk,
+  kRk,
+  kFilter,
+  kSelect,
+  kRks,
+  kTarget,
+  kNpk,
+  kNrk,
+  kNext,
+  kTop,
+  kWatermarks,
+  kAfter,
+  kDerived,
+  kWaitMs,
+  kFrom,
+  kMax,
+  kMaxBytes,
+  kRaw,
+  kOps,
+  kNoContent,
+  kWrites,
+  kUnknown,  // skipped (newer clients may send more), never tracked
+};
 constexpr std::string_view kRequestFields[] = {
     "table",   "caller",    "token",  "policies", "spec",       "clientRequestId",
     "pk",      "rk",        "filter", "select",   "rks",        "target",
     "npk",     "nrk",       "next",   "top",      "watermarks", "after",
     "derived", "waitMs",    "from",   "max",      "maxBytes",   "raw",
     "ops",     "noContent", "writes"};
-static_assert(std::size(kRequestFields) <= 32);
+static_assert(std::size(kRequestFields) == static_cast<size_t>(RequestField::kUnknown),
+              "a name per RequestField");
+static_assert(static_cast<size_t>(RequestField::kUnknown) <= 32,
+              "the repeat check keeps one bit per field in a uint32_t");
 
-// The field's bit, or 0 for an unknown field: those are skipped (newer
-// clients may send more), so only known fields need tracking, and the set
-// stays one word however many fields a hostile map declares.
-uint32_t RequestFieldBit(std::string_view key) {
+RequestField ClassifyRequestField(std::string_view key) {
   for (size_t i = 0; i < std::size(kRequestFields); i++) {
-    if (kRequestFields[i] == key) return uint32_t{1} << i;
+    if (kRequestFields[i] == key) return static_cast<RequestField>(i);
   }
-  return 0;
+  return RequestField::kUnknown;
 }
 
-Status ReadField(msgpack::Reader& r, std::string_view key, Request* q) {
+// One of WriteMany's `writes`: table, clientRequestId and ops, each at most
+// once, as at the top level.
+Status ReadWriteItem(msgpack::Reader& r, uint32_t i, WriteItem* item) {
+  uint32_t fields;
+  if (!r.MapHeader(&fields)) return Invalid("each of 'writes' must be a map");
+  uint32_t seen = 0;
+  for (uint32_t k = 0; k < fields; k++) {
+    std::string_view name;
+    if (!r.Str(&name)) return Invalid("field names in 'writes' must be strings");
+    enum : uint32_t { kOther = 0, kTable = 1, kRequestId = 2, kOps = 4 };
+    const uint32_t bit = name == "table"             ? kTable
+                         : name == "clientRequestId" ? kRequestId
+                         : name == "ops"             ? kOps
+                                                     : kOther;
+    if ((seen & bit) != 0) {
+      return Invalid("writes[" + std::to_string(i) + "]: field '" + std::string(name) +
+                     "' repeated");
+    }
+    seen |= bit;
+    // The key was compared once, above.
+    switch (bit) {
+      case kTable:
+        ST_RETURN_IF_ERROR(ReadString(r, name, &item->table));
+        break;
+      case kRequestId:
+        ST_RETURN_IF_ERROR(ReadString(r, name, &item->client_request_id));
+        if (item->client_request_id.empty()) {
+          const Status s = ValidateClientRequestId(item->client_request_id);
+          return Invalid("writes[" + std::to_string(i) + "]: " + s.message());
+        }
+        break;
+      case kOps: {
+        Status s = ReadOps(r, &item->ops);
+        if (!s.ok())
+          return Status(s.code(), "writes[" + std::to_string(i) + "]: " + s.message(),
+                        s.op_index());
+        break;
+      }
+      default:
+        if (!r.Skip()) return Invalid("malformed field in 'writes'");
+    }
+  }
+  if (item->table.empty()) return Invalid("writes[" + std::to_string(i) + "] needs 'table'");
+  if (item->ops.empty())
+    return Invalid("writes[" + std::to_string(i) + "] needs 'ops' (1 to 100 operations)");
+  return Status::OK();
+}
+
+// `key` classified as `field` (ClassifyRequestField), for messages.
+Status ReadField(msgpack::Reader& r, RequestField field, std::string_view key, Request* q) {
   // Many MessagePack libraries send nil for "no value": treat it as absent.
   if (r.Peek() == msgpack::Kind::kNil) {
     r.Nil();
     return Status::OK();
   }
-  if (key == "table") return ReadString(r, key, &q->table);
-  if (key == "caller") return ReadString(r, key, &q->caller);
-  if (key == "token") {
-    ST_RETURN_IF_ERROR(ReadString(r, key, &q->token));
-    if (q->token.size() > token::kMaxTokenLength) return Invalid("'token' is longer than 8192 bytes");
-    return Status::OK();
-  }
-  if (key == "policies") return ReadPolicies(r, &q->policies);
-  if (key == "spec") {
-    token::TokenSpec spec;
-    ST_RETURN_IF_ERROR(ReadTokenSpec(r, &spec));
-    q->issue = std::move(spec);
-    return Status::OK();
-  }
-  if (key == "clientRequestId") {
-    ST_RETURN_IF_ERROR(ReadString(r, key, &q->client_request_id));
-    // Present but empty is a mistake, not "no id": the write would lose its
-    // retry protection without a word.
-    return q->client_request_id.empty() ? ValidateClientRequestId(q->client_request_id)
-                                        : Status::OK();
-  }
-  // Presence is kept: "" is a valid key, so a missing (or misspelled) key
-  // field must not read as one.
-  if (key == "pk") {
-    q->has_pk = true;
-    return ReadString(r, key, &q->pk);
-  }
-  if (key == "rk") {
-    q->has_rk = true;
-    return ReadString(r, key, &q->rk);
-  }
-  if (key == "filter") return ReadString(r, key, &q->filter);
-  if (key == "select") return ReadStringList(r, key, Limits::kMaxUserProperties + 3, &q->select);
-  if (key == "rks") return ReadStringList(r, key, Limits::kMaxBatchOperations, &q->rks);
-  if (key == "target") return ReadString(r, key, &q->target);
-  if (key == "npk" || key == "nrk" || key == "next") {
-    std::string s;
-    ST_RETURN_IF_ERROR(ReadString(r, key, &s));
-    (key == "npk" ? q->next_pk : key == "nrk" ? q->next_rk : q->next_table) = std::move(s);
-    return Status::OK();
-  }
-  if (key == "top") {
-    int64_t top;
-    if (!r.Int(&top)) return Invalid("'top' must be an integer");
-    q->top = top;
-    return Status::OK();
-  }
-  if (key == "watermarks") return ReadWatermarkEntries(r, &q->watermarks);
-  if (key == "after") return ReadAfterTokens(r, &q->after);
-  if (key == "derived") return ReadString(r, key, &q->derived);
-  if (key == "waitMs") {
-    uint64_t ms;
-    ST_RETURN_IF_ERROR(ReadUint(r, key, &ms));
-    if (ms > kMaxWaitMs) {
-      return Invalid("'waitMs' must be at most " + std::to_string(kMaxWaitMs) + ", got " + std::to_string(ms));
+  switch (field) {
+    case RequestField::kTable:
+      return ReadString(r, key, &q->table);
+    case RequestField::kCaller:
+      return ReadString(r, key, &q->caller);
+    case RequestField::kToken:
+      ST_RETURN_IF_ERROR(ReadString(r, key, &q->token));
+      if (q->token.size() > token::kMaxTokenLength)
+        return Invalid("'token' is longer than 8192 bytes");
+      return Status::OK();
+    case RequestField::kPolicies:
+      return ReadPolicies(r, &q->policies);
+    case RequestField::kSpec: {
+      token::TokenSpec spec;
+      ST_RETURN_IF_ERROR(ReadTokenSpec(r, &spec));
+      q->issue = std::move(spec);
+      return Status::OK();
     }
-    q->wait_ms = ms;
-    return Status::OK();
-  }
-  if (key == "from") return ReadUint(r, key, &q->from_lsn);
-  if (key == "max") return ReadUint(r, key, &q->max_records);
-  if (key == "maxBytes") return ReadUint(r, key, &q->max_bytes);
-  if (key == "raw") {
-    if (!r.Bool(&q->raw_changes)) return Invalid("'raw' must be a boolean");
-    return Status::OK();
-  }
-  if (key == "ops") return ReadOps(r, &q->ops);
-  if (key == "noContent") {
-    if (!r.Bool(&q->no_content)) return Invalid("'noContent' must be a boolean");
-    return Status::OK();
-  }
-  if (key == "writes") {
-    uint32_t n;
-    if (!r.ArrayHeader(&n)) return Invalid("'writes' must be an array");
-    if (n > kMaxWriteManyBatches) {
-      return Invalid("WriteMany holds at most " + std::to_string(kMaxWriteManyBatches) + " batches, got " +
-                     std::to_string(n));
+    case RequestField::kClientRequestId:
+      ST_RETURN_IF_ERROR(ReadString(r, key, &q->client_request_id));
+      // Present but empty is a mistake, not "no id": the write would lose its
+      // retry protection without a word.
+      return q->client_request_id.empty() ? ValidateClientRequestId(q->client_request_id)
+                                          : Status::OK();
+    // Presence is kept: "" is a valid key, so a missing (or misspelled) key
+    // field must not read as one.
+    case RequestField::kPk:
+      q->has_pk = true;
+      return ReadString(r, key, &q->pk);
+    case RequestField::kRk:
+      q->has_rk = true;
+      return ReadString(r, key, &q->rk);
+    case RequestField::kFilter:
+      return ReadString(r, key, &q->filter);
+    case RequestField::kSelect:
+      return ReadStringList(r, key, Limits::kMaxUserProperties + 3, &q->select);
+    case RequestField::kRks:
+      return ReadStringList(r, key, Limits::kMaxBatchOperations, &q->rks);
+    case RequestField::kTarget:
+      return ReadString(r, key, &q->target);
+    case RequestField::kNpk:
+    case RequestField::kNrk:
+    case RequestField::kNext: {
+      std::string s;
+      ST_RETURN_IF_ERROR(ReadString(r, key, &s));
+      (field == RequestField::kNpk   ? q->next_pk
+       : field == RequestField::kNrk ? q->next_rk
+                                     : q->next_table) = std::move(s);
+      return Status::OK();
     }
-    if (n > r.remaining() / 8) return Invalid("truncated 'writes'");
-    q->writes.resize(n);
-    for (uint32_t i = 0; i < n; i++) {
-      WriteItem& item = q->writes[i];
-      uint32_t fields;
-      if (!r.MapHeader(&fields)) return Invalid("each of 'writes' must be a map");
-      uint32_t seen = 0;  // table, clientRequestId, ops: each at most once, as at the top level
-      for (uint32_t k = 0; k < fields; k++) {
-        std::string_view name;
-        if (!r.Str(&name)) return Invalid("field names in 'writes' must be strings");
-        const uint32_t bit = name == "table"             ? 1
-                             : name == "clientRequestId" ? 2
-                             : name == "ops"             ? 4
-                                                         : 0;
-        if ((seen & bit) != 0) {
-          return Invalid("writes[" + std::to_string(i) + "]: field '" + std::string(name) +
-                         "' repeated");
-        }
-        seen |= bit;
-        if (name == "table") {
-          ST_RETURN_IF_ERROR(ReadString(r, name, &item.table));
-        } else if (name == "clientRequestId") {
-          ST_RETURN_IF_ERROR(ReadString(r, name, &item.client_request_id));
-          if (item.client_request_id.empty()) {
-            const Status s = ValidateClientRequestId(item.client_request_id);
-            return Invalid("writes[" + std::to_string(i) + "]: " + s.message());
-          }
-        } else if (name == "ops") {
-          Status s = ReadOps(r, &item.ops);
-          if (!s.ok()) return Status(s.code(), "writes[" + std::to_string(i) + "]: " + s.message(), s.op_index());
-        } else if (!r.Skip()) {
-          return Invalid("malformed field in 'writes'");
-        }
+    case RequestField::kTop: {
+      int64_t top;
+      if (!r.Int(&top)) return Invalid("'top' must be an integer");
+      q->top = top;
+      return Status::OK();
+    }
+    case RequestField::kWatermarks:
+      return ReadWatermarkEntries(r, &q->watermarks);
+    case RequestField::kAfter:
+      return ReadAfterTokens(r, &q->after);
+    case RequestField::kDerived:
+      return ReadString(r, key, &q->derived);
+    case RequestField::kWaitMs: {
+      uint64_t ms;
+      ST_RETURN_IF_ERROR(ReadUint(r, key, &ms));
+      if (ms > kMaxWaitMs) {
+        return Invalid("'waitMs' must be at most " + std::to_string(kMaxWaitMs) + ", got " +
+                       std::to_string(ms));
       }
-      if (item.table.empty()) return Invalid("writes[" + std::to_string(i) + "] needs 'table'");
-      if (item.ops.empty()) {
-        return Invalid("writes[" + std::to_string(i) + "] needs 'ops' (1 to 100 operations)");
-      }
+      q->wait_ms = ms;
+      return Status::OK();
     }
-    return Status::OK();
+    case RequestField::kFrom:
+      return ReadUint(r, key, &q->from_lsn);
+    case RequestField::kMax:
+      return ReadUint(r, key, &q->max_records);
+    case RequestField::kMaxBytes:
+      return ReadUint(r, key, &q->max_bytes);
+    case RequestField::kRaw:
+      if (!r.Bool(&q->raw_changes)) return Invalid("'raw' must be a boolean");
+      return Status::OK();
+    case RequestField::kOps:
+      return ReadOps(r, &q->ops);
+    case RequestField::kNoContent:
+      if (!r.Bool(&q->no_content)) return Invalid("'noContent' must be a boolean");
+      return Status::OK();
+    case RequestField::kWrites: {
+      uint32_t n;
+      if (!r.ArrayHeader(&n)) return Invalid("'writes' must be an array");
+      if (n > kMaxWriteManyBatches) {
+        return Invalid("WriteMany holds at most " + std::to_string(kMaxWriteManyBatches) +
+                       " batches, got " + std::to_string(n));
+      }
+      if (n > r.remaining() / 8) return Invalid("truncated 'writes'");
+      q->writes.resize(n);
+      for (uint32_t i = 0; i < n; i++) ST_RETURN_IF_ERROR(ReadWriteItem(r, i, &q->writes[i]));
+      return Status::OK();
+    }
+    case RequestField::kUnknown:
+      break;
   }
   // Unknown fields are skipped: newer clients may send more.
   if (!r.Skip()) return Invalid("malformed field '" + std::string(key) + "'");
@@ -426,10 +489,12 @@ Status DecodeRequest(std::string_view frame, Request* q) {
   for (uint32_t k = 0; k < n; k++) {
     std::string_view key;
     if (!r.Str(&key)) return Invalid("request field names must be strings");
-    const uint32_t bit = RequestFieldBit(key);
+    const RequestField field = ClassifyRequestField(key);
+    const uint32_t bit =
+        field == RequestField::kUnknown ? 0 : uint32_t{1} << static_cast<uint32_t>(field);
     if ((seen & bit) != 0) return Invalid("request field '" + std::string(key) + "' repeated");
     seen |= bit;
-    ST_RETURN_IF_ERROR(ReadField(r, key, q));
+    ST_RETURN_IF_ERROR(ReadField(r, field, key, q));
   }
   if (!r.empty()) return Invalid("trailing bytes after the request body");
   switch (q->op) {
