@@ -24,6 +24,21 @@ Batch WriteOf(const std::string& table, Entity e) {
   return b;
 }
 
+// A hand-built request's "ops": one Insert of the entity ("p", `rk`).
+void WriteOneInsert(msgpack::Writer& w, const char* rk) {
+  w.Str("ops");
+  w.ArrayHeader(1);
+  w.MapHeader(2);
+  w.Str("op");
+  w.Str("Insert");
+  w.Str("entity");
+  w.MapHeader(2);
+  w.Str("pk");
+  w.Str("p");
+  w.Str("rk");
+  w.Str(rk);
+}
+
 // A slow table scan goes out first, then fast gets: the gets are answered
 // while the scan still runs, so replies arrive out of order and each one must
 // still reach its own callback. On a loaded machine the scan can finish
@@ -264,17 +279,7 @@ TEST_F(SidecarTest, RequestsWithoutTheirKeysOrWithBadNamesWriteNothing) {
                    w.Str("Keys");
                    w.Str("clientRequestId");
                    w.Str("");
-                   w.Str("ops");  // one valid Insert of ("p", "r2")
-                   w.ArrayHeader(1);
-                   w.MapHeader(2);
-                   w.Str("op");
-                   w.Str("Insert");
-                   w.Str("entity");
-                   w.MapHeader(2);
-                   w.Str("pk");
-                   w.Str("p");
-                   w.Str("rk");
-                   w.Str("r2");
+                   WriteOneInsert(w, "r2");  // valid
                  }),
             invalid);
   for (const char* name : {"\u00d7", "a\u00a0b", "\U0001F600", "x\u200by"}) {
@@ -316,17 +321,7 @@ TEST_F(SidecarTest, ARepeatedRequestFieldIsRefusedAndWritesNothing) {
   w.MapHeader(3);
   w.Str("table");
   w.Str("TwiceA");
-  w.Str("ops");
-  w.ArrayHeader(1);
-  w.MapHeader(2);
-  w.Str("op");
-  w.Str("Insert");
-  w.Str("entity");
-  w.MapHeader(2);
-  w.Str("pk");
-  w.Str("p");
-  w.Str("rk");
-  w.Str("r");
+  WriteOneInsert(w, "r");
   w.Str("table");
   w.Str("TwiceB");
   auto raw = Connect();
