@@ -91,8 +91,9 @@ Status DecodeOp(element el, ChangeOp* op) {
 // Clears what an event may leave out, keeping the strings' storage, so that
 // decoding into a reused Event (EventDecoder's callers recycle them) gives
 // what decoding into a fresh one does. Every field of Event and ChangeRecord
-// is set here or by every successful decode (event_test checks a reused
-// decode against a fresh one, field by field, for each kind of event).
+// is set here or by every successful decode (tests/tools/event_reuse_test.cc
+// checks a reused decode against a fresh one, field by field, for each kind
+// of event, and trips on a new field).
 void ResetOptionalFields(Event* out) {
   ChangeRecord& r = out->record;
   r.lsn = 0;  // a claim has none

@@ -117,6 +117,9 @@ size_t Footprint(const ChangeRecord& r) {
 }  // namespace
 
 void ConsumerContext::Recycle(ChangeRecord&& r) {
+  // A record moved from (a head the merge passed on, a caller's std::move)
+  // has no operations' storage to lend: it would take a slot for nothing.
+  if (r.ops.capacity() == 0) return;
   if (spare.size() >= kMaxSpareRecords || Footprint(r) > kMaxSpareRecordBytes) return;
   spare.push_back(std::move(r));
 }
