@@ -35,6 +35,7 @@
 #include "tools/replay/audit.h"
 #include "tools/replay/kafka_consumer.h"
 #include "tools/replay/point_in_time.h"
+#include "tools/replay/runner.h"
 #include "tools/replay/source.h"
 
 namespace sidetable::replaybench {
@@ -69,6 +70,9 @@ struct Config {
   // alone (docs/performance.md, "Replay and the change log").
   std::string perf_control;
   std::string perf_reader = "kafka";  // kafka | bare
+  // Records asked of a source per Next, as the replay tools ask
+  // (RunControl::batch).
+  size_t batch = replay::RunControl{}.batch;
 };
 
 // Tells perf to start or stop counting (see Config::perf_control).
@@ -169,7 +173,8 @@ using Opener = std::function<Result<std::unique_ptr<replay::RecordSource>>()>;
 
 // Opens and drains a source (both timed, as a user waits for both); `each`
 // sees every batch.
-Sample Drain(const Opener& open, const std::function<void(std::vector<ChangeRecord>&)>& each) {
+Sample Drain(size_t max_batch, const Opener& open,
+             const std::function<void(std::vector<ChangeRecord>&)>& each) {
   Sample s;
   const auto t0 = Clock::now();
   const double cpu0 = ProcessCpuSeconds();
@@ -179,7 +184,7 @@ Sample Drain(const Opener& open, const std::function<void(std::vector<ChangeReco
   std::vector<ChangeRecord> batch;
   for (bool end = false; !end;) {
     src->Recycle(&batch);
-    if (Status st = src->Next(1000, &batch, &end); !st.ok()) Die("replay: " + st.ToString());
+    if (Status st = src->Next(max_batch, &batch, &end); !st.ok()) Die("replay: " + st.ToString());
     s.records += batch.size();
     s.entities += Entities(batch);
     if (each) each(batch);
@@ -277,14 +282,15 @@ void RunOnce(const Config& cfg, int run, Results* out) {
   // Change log over the protocol.
   replay::ChangeLogSourceOptions co;
   const Opener changelog = [&] { return replay::OpenChangeLogSource(client.get(), co); };
-  Sample s = Drain(changelog, nullptr);
+  Sample s = Drain(cfg.batch, changelog, nullptr);
   if (s.records != records) Die("change log: " + std::to_string(s.records) + " records, want " + std::to_string(records));
   out->changelog.Add(s);
   out->records = s.records;
   out->entities = s.entities;
   replay::ChangeLogSourceOptions mo;
   mo.raw_pages = false;
-  s = Drain([&] { return replay::OpenChangeLogSource(client.get(), mo); }, nullptr);
+  s = Drain(
+      cfg.batch, [&] { return replay::OpenChangeLogSource(client.get(), mo); }, nullptr);
   if (s.records != records) Die("change log (MessagePack): " + std::to_string(s.records) + " records");
   out->changelog_msgpack.Add(s);
 
@@ -292,7 +298,7 @@ void RunOnce(const Config& cfg, int run, Results* out) {
   const replay::AuditWriter writer(replay::AuditFormat::kJsonl, replay::ReplayFilter{});
   replay::AuditSummary summary;
   std::string rows;
-  s = Drain(changelog, [&](std::vector<ChangeRecord>& batch) {
+  s = Drain(cfg.batch, changelog, [&](std::vector<ChangeRecord>& batch) {
     for (const auto& r : batch) writer.Write(r, &rows, &summary);
     rows.clear();
   });
@@ -300,7 +306,7 @@ void RunOnce(const Config& cfg, int run, Results* out) {
 
   // Point-in-time rebuild of the whole table at its last LSN.
   replay::PointInTime pit(kTable, replay::ReplayFilter{}, replay::Cut{});
-  s = Drain(changelog, [&](std::vector<ChangeRecord>& batch) {
+  s = Drain(cfg.batch, changelog, [&](std::vector<ChangeRecord>& batch) {
     for (auto& r : batch) pit.Apply(std::move(r));
   });
   auto state = pit.State();
@@ -316,7 +322,8 @@ void RunOnce(const Config& cfg, int run, Results* out) {
   ko.properties = cfg.kafka_properties;
   auto source = [&] {
     PerfControl(cfg, "kafka", "enable");
-    Sample k = Drain([&] { return replay::OpenKafkaSource(ko); }, nullptr);
+    Sample k = Drain(
+        cfg.batch, [&] { return replay::OpenKafkaSource(ko); }, nullptr);
     PerfControl(cfg, "kafka", "disable");
     if (k.records != records)
       Die("kafka: " + std::to_string(k.records) + " records, want " + std::to_string(records));
@@ -336,11 +343,12 @@ void RunOnce(const Config& cfg, int run, Results* out) {
     bare();
     source();
   }
-  Sample ka = Drain([&] { return replay::OpenKafkaSource(ko); },
-                    [&](std::vector<ChangeRecord>& batch) {
-                      for (const auto& r : batch) writer.Write(r, &rows, &summary);
-                      rows.clear();
-                    });
+  Sample ka = Drain(
+      cfg.batch, [&] { return replay::OpenKafkaSource(ko); },
+      [&](std::vector<ChangeRecord>& batch) {
+        for (const auto& r : batch) writer.Write(r, &rows, &summary);
+        rows.clear();
+      });
   if (ka.records != records) Die("kafka audit: " + std::to_string(ka.records) + " records");
   out->kafka_audit.Add(ka);
 
@@ -400,6 +408,10 @@ int Main(int argc, char** argv) {
   app.add_option("--partitions", cfg.partitions, "Kafka partitions of the topic")->check(CLI::Range(1, 64))->capture_default_str();
   app.add_option("--entity-bytes", cfg.entity_bytes, "padding per entity")->capture_default_str();
   app.add_option("--repeat", cfg.repeat, "repeats; medians reported")->check(CLI::Range(1, 20))->capture_default_str();
+  app.add_option("--batch", cfg.batch,
+                 "records asked of a source per call (the replay tools' RunControl::batch)")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
   app.add_flag("--quick", cfg.quick, "smoke run: 3,000 EGTs, one repeat");
   app.add_option("--write-images-once", cfg.images_once,
                  "the sidecar's changelog.write_images_once (false: records carry copies)")
