@@ -21,6 +21,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <random>
@@ -93,7 +94,17 @@ struct Sample {
   // process). The Kafka readers' fetch work is in their librdkafka threads,
   // which the wall time alone does not show on two cores.
   double cpu_seconds = 0;
+  // CPU of the reading thread alone (the caller's: the source's merge and
+  // decoding, or the bare consumer's polls); against `seconds`, the share of
+  // the span it ran rather than waited.
+  double thread_cpu_seconds = 0;
 };
+
+double ThreadCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
+}
 
 double ProcessCpuSeconds() {
   rusage u{};
@@ -104,10 +115,11 @@ double ProcessCpuSeconds() {
 
 // One reader's results over the repeats.
 struct Series {
-  std::vector<double> records_per_s, entities_per_s, cpu_us_per_record;
+  std::vector<double> records_per_s, entities_per_s, cpu_us_per_record, thread_busy;
   void Add(const Sample& s) {
     records_per_s.push_back(static_cast<double>(s.records) / s.seconds);
     entities_per_s.push_back(static_cast<double>(s.entities) / s.seconds);
+    thread_busy.push_back(s.thread_cpu_seconds / std::max(s.seconds, 1e-9));
     cpu_us_per_record.push_back(s.cpu_seconds * 1e6 /
                                 static_cast<double>(std::max<uint64_t>(s.records, 1)));
   }
@@ -177,7 +189,7 @@ Sample Drain(size_t max_batch, const Opener& open,
              const std::function<void(std::vector<ChangeRecord>&)>& each) {
   Sample s;
   const auto t0 = Clock::now();
-  const double cpu0 = ProcessCpuSeconds();
+  const double cpu0 = ProcessCpuSeconds(), thread0 = ThreadCpuSeconds();
   auto opened = open();
   if (!opened.ok()) Die("open: " + opened.status().ToString());
   replay::RecordSource* src = opened->get();
@@ -191,6 +203,7 @@ Sample Drain(size_t max_batch, const Opener& open,
   }
   s.seconds = SecondsSince(t0);
   s.cpu_seconds = ProcessCpuSeconds() - cpu0;
+  s.thread_cpu_seconds = ThreadCpuSeconds() - thread0;
   return s;
 }
 
@@ -201,7 +214,7 @@ Sample Drain(size_t max_batch, const Opener& open,
 Sample RawKafka(const std::string& bootstrap, int partitions) {
   char err[512];
   const auto t0 = Clock::now();
-  const double cpu0 = ProcessCpuSeconds();
+  const double cpu0 = ProcessCpuSeconds(), thread0 = ThreadCpuSeconds();
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap.c_str(), err, sizeof err);
   rd_kafka_conf_set(conf, "group.id", "replay-bench-raw", err, sizeof err);
@@ -242,6 +255,7 @@ Sample RawKafka(const std::string& bootstrap, int partitions) {
   }
   s.seconds = SecondsSince(t0);
   s.cpu_seconds = ProcessCpuSeconds() - cpu0;
+  s.thread_cpu_seconds = ThreadCpuSeconds() - thread0;
   rd_kafka_destroy_flags(rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
   if (open_partitions > 0) Die("the raw consumer did not reach the end");
   if (bytes == 0) Die("the raw consumer read nothing");
@@ -463,6 +477,9 @@ int Main(int argc, char** argv) {
       "\nprocess CPU per record, all threads (medians): Kafka source %.1f us, bare consumer %.1f "
       "us\n",
       bench::Median(r.kafka.cpu_us_per_record), bench::Median(r.raw_kafka.cpu_us_per_record));
+  std::printf(
+      "reading thread on CPU, share of the span (medians): Kafka source %.2f, bare consumer %.2f\n",
+      bench::Median(r.kafka.thread_busy), bench::Median(r.raw_kafka.thread_busy));
   // The two Kafka readers of a repeat run back to back on the same topic:
   // their ratio within a repeat shrugs off the host's drift between
   // repeats, which the ratio of medians above does not.
