@@ -3,8 +3,11 @@
 // touches data, and a refusal changes nothing.
 //
 //   Ping                      any valid token
-//   CreateTable, DeleteTable,
-//   Set/GetTablePolicies      m on the table
+//   CreateTable,
+//   GetTablePolicies          m on the table
+//   DeleteTable,
+//   SetTablePolicies          m on the table, and no key range (they reach
+//                             every row of the table)
 //   ListTables                lists only the tables the token covers
 //   Write (an EGT)            per operation: Insert a; Update, Merge u;
 //                             Delete d; InsertOrReplace, InsertOrMerge and
