@@ -120,6 +120,17 @@ bool Gateway::Impl::Authenticate(Call& c, std::string_view raw_path, std::string
                       ")");
         return false;
       }
+      // m (create and delete tables) comes from c, w or d; a SAS that may
+      // create tables but not delete anything must not delete a table with
+      // every row in it.
+      if (c.path.resource == Resource::kTable && c.method == "DELETE" &&
+          !AccountSasDeletesTables(c.query)) {
+        SendError(c, 403, "AuthorizationPermissionMismatch",
+                  "This request is not authorized to perform this operation using this permission. "
+                  "(deleting a "
+                  "table needs d in sp)");
+        return false;
+      }
     }
     c.caller = t->spec.identity;
     c.principal = std::move(t).value();

@@ -31,6 +31,11 @@ Result<token::TimePoint> SasTime(std::string_view text, const char* name) {
 
 bool HasSas(const QueryParams& q) { return q.count("sig") != 0; }
 
+bool AccountSasDeletesTables(const QueryParams& q) {
+  return Get(q, "srt").find('c') != std::string_view::npos &&
+         Get(q, "sp").find('d') != std::string_view::npos;
+}
+
 std::string ServiceSasStringToSign(const QueryParams& q, std::string_view account) {
   std::string table(Get(q, "tn"));
   std::transform(table.begin(), table.end(), table.begin(), [](unsigned char c) { return std::tolower(c); });

@@ -252,6 +252,35 @@ TEST_F(RestAuthTest, AccountSasCoversEveryTableAndCreatesTablesWithContainerScop
   EXPECT_EQ(client_->ListTables()->size(), 2u);
 }
 
+// The service's Delete Table needs d in an account SAS. The gateway's token
+// has one letter (m) for creating and deleting tables, which c and w give
+// too: before, a SAS that could create tables (sp=rwa, sp=rc) but delete no
+// entity deleted a table with its rows.
+TEST_F(RestAuthTest, AccountSasWithoutDCannotDeleteATable) {
+  for (const char* sp : {"rwa", "rc", "rwlacu"}) {
+    SCOPED_TRACE(sp);
+    const std::string sas = AccountSas(sp, "sco");
+    Reply del = Send("DELETE", "/devstoreaccount1/Tables('orders')?" + sas, "", {}, Sign::kNone);
+    EXPECT_EQ(del.status, 403) << del.body;
+    EXPECT_EQ(del.ErrorCode(), "AuthorizationPermissionMismatch");
+    // Tunnelled through POST: the same.
+    Reply tunnelled = Send("POST", "/devstoreaccount1/Tables('orders')?" + sas, "",
+                           {{"X-HTTP-Method", "DELETE"}}, Sign::kNone);
+    EXPECT_EQ(tunnelled.status, 403) << tunnelled.body;
+    EXPECT_EQ(Count(), 1u);
+  }
+  // It still creates tables, and with d (and srt c) it deletes them.
+  EXPECT_EQ(Send("POST", "/devstoreaccount1/Tables?" + AccountSas("rwa", "sco"),
+                 R"({"TableName":"more"})", {}, Sign::kNone)
+                .status,
+            201);
+  EXPECT_EQ(Send("DELETE", "/devstoreaccount1/Tables('more')?" + AccountSas("d", "c"), "", {},
+                 Sign::kNone)
+                .status,
+            204);
+  EXPECT_EQ(client_->ListTables()->size(), 1u);
+}
+
 class RestCorsTest : public RestTest {
  protected:
   std::vector<std::string> ServerArgs() override {
