@@ -248,12 +248,15 @@ void Gateway::Impl::Serve(const HttpRequest& req, HttpResponse& res) {
   }
   const auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
   if (log_->should_log(spdlog::level::debug)) {
-    log_->debug("{} {} {} -> {} in {} us (account '{}', caller '{}', clientRequestId '{}', requestId {})", req.method,
-                c.method, req.target, res.status, us, c.path.account, c.caller, client_id, c.request_id);
+    log_->debug(
+        "{} {} {} -> {} in {} us (account '{}', caller '{}', clientRequestId '{}', requestId {})",
+        req.method, c.method, RedactSasSignature(req.target), res.status, us, c.path.account,
+        c.caller, client_id, c.request_id);
   }
   if (res.status >= 500) {
-    log_->warn("{} {} -> {} (clientRequestId '{}', requestId {}): {}", req.method, req.target, res.status, client_id,
-               c.request_id, res.get_header_value("x-ms-error-code"));
+    log_->warn("{} {} -> {} (clientRequestId '{}', requestId {}): {}", req.method,
+               RedactSasSignature(req.target), res.status, client_id, c.request_id,
+               res.get_header_value("x-ms-error-code"));
   }
 }
 

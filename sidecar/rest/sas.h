@@ -44,6 +44,11 @@ bool HasSas(const QueryParams& q);
 // asks this before a table deletion.
 bool AccountSasDeletesTables(const QueryParams& q);
 
+// `target` (a request's path and query string) with the value of each `sig`
+// parameter replaced by REDACTED, for the request log: a SAS is a bearer
+// credential until it expires, and logs reach more people than keys do.
+std::string RedactSasSignature(std::string_view target);
+
 std::string ServiceSasStringToSign(const QueryParams& q, std::string_view account);
 std::string AccountSasStringToSign(const QueryParams& q, std::string_view account, bool with_ses);
 

@@ -254,6 +254,16 @@ TEST(RestSharedKey, HttpDates) {
   }
 }
 
+TEST(RestSas, TheLoggedTargetHasNoSignature) {
+  EXPECT_EQ(RedactSasSignature("/a/t()?sv=1&sig=abc%2B%3D&sp=r"), "/a/t()?sv=1&sig=REDACTED&sp=r");
+  EXPECT_EQ(RedactSasSignature("/a/t()?sig=abc"), "/a/t()?sig=REDACTED");
+  EXPECT_EQ(RedactSasSignature("/a/t()?%73ig=abc&x"), "/a/t()?%73ig=REDACTED&x");  // read as sig
+  EXPECT_EQ(RedactSasSignature("/a/t()?sig=a&sig=b"), "/a/t()?sig=REDACTED&sig=REDACTED");
+  EXPECT_EQ(RedactSasSignature("/a/t()?signal=1&asig=2&$top=3"), "/a/t()?signal=1&asig=2&$top=3");
+  EXPECT_EQ(RedactSasSignature("/a/Tables"), "/a/Tables");
+  EXPECT_EQ(RedactSasSignature("/a/t()?"), "/a/t()?");
+}
+
 TEST(RestSas, StringsToSignAndTokens) {
   QueryParams q = {{"sp", "raud"}, {"se", "2099-01-01T00:00:00Z"}, {"tn", "Orders"}, {"sv", "2019-02-02"},
                    {"spk", "a"}, {"epk", "m"}};
