@@ -57,6 +57,13 @@ class Gateway::Impl {
   // A new x-ms-request-id: port, pid and a counter, GUID-shaped.
   std::string NextRequestId();
   bool Authenticate(Call& c, std::string_view raw_path, std::string_view comp);
+  // The warning for a 5xx answer, one a second at most with the number
+  // answered since the last: a tenant over its quota, or a full disk, must
+  // not turn each refused request into a log line.
+  void WarnServerError(const HttpRequest& req, const HttpResponse& res,
+                       const std::string& client_id, const std::string& request_id);
+  std::atomic<int64_t> last_error_log_ns_{0};
+  std::atomic<uint64_t> errors_since_log_{0};
   void Dispatch(Call& c, std::string_view raw_path, std::string_view raw_query);
 };
 
@@ -253,11 +260,25 @@ void Gateway::Impl::Serve(const HttpRequest& req, HttpResponse& res) {
         req.method, c.method, RedactSasSignature(req.target), res.status, us, c.path.account,
         c.caller, client_id, c.request_id);
   }
-  if (res.status >= 500) {
-    log_->warn("{} {} -> {} (clientRequestId '{}', requestId {}): {}", req.method,
-               RedactSasSignature(req.target), res.status, client_id, c.request_id,
-               res.get_header_value("x-ms-error-code"));
-  }
+  if (res.status >= 500) WarnServerError(req, res, client_id, c.request_id);
+}
+
+void Gateway::Impl::WarnServerError(const HttpRequest& req, const HttpResponse& res,
+                                    const std::string& client_id, const std::string& request_id) {
+  errors_since_log_.fetch_add(1, std::memory_order_relaxed);
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  int64_t last = last_error_log_ns_.load(std::memory_order_relaxed);
+  if (last != 0 && now - last < 1'000'000'000) return;
+  // Serve runs on the listener's loop and the pool's threads: one wins.
+  if (!last_error_log_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed)) return;
+  const uint64_t n = errors_since_log_.exchange(0, std::memory_order_relaxed);
+  log_->warn(
+      "{} {} -> {} (clientRequestId '{}', requestId {}): {} ({} answered 5xx since the last "
+      "warning)",
+      req.method, RedactSasSignature(req.target), res.status, client_id, request_id,
+      res.get_header_value("x-ms-error-code"), n);
 }
 
 std::string Gateway::Impl::NextRequestId() {

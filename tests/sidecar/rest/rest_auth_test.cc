@@ -422,6 +422,26 @@ TEST_F(RestQuotaTest, ATenantOverItsQuotaGetsServerBusy) {
   EXPECT_NE(res->body.find("reason=\"tenant_quota\""), std::string::npos);
 }
 
+// A tenant over its quota gets a 503 per request; the warning for them is
+// written once a second at most, with their number. Before, each refused
+// request wrote its own warning (2,000 lines a second from one client).
+TEST_F(RestQuotaTest, ServerBusyWarningsAreOneASecond) {
+  const auto started = std::chrono::steady_clock::now();
+  int busy = 0;
+  for (int i = 0; i < 60; i++) busy += Send("GET", "/devstoreaccount1/Tables").status == 503;
+  const auto seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started)
+          .count();
+  ASSERT_GE(busy, 40);
+  const std::string log = server_->Log();
+  size_t lines = 0;
+  for (size_t at = log.find("-> 503"); at != std::string::npos; at = log.find("-> 503", at + 1))
+    lines++;
+  EXPECT_GE(lines, 1u) << log;
+  EXPECT_LE(lines, static_cast<size_t>(seconds) + 2) << log;
+  EXPECT_NE(log.find("answered 5xx since the last warning"), std::string::npos) << log;
+}
+
 // A SAS is a bearer credential: the request log (every request at debug,
 // every 5xx at warn, so at the default level too) names the request without
 // its signature. Before, a SAS over its account's quota wrote a warning with
