@@ -376,6 +376,13 @@ Result<std::unique_ptr<Gateway>> Gateway::Start(const RestConfig& config, const 
   for (const auto& a : impl->accounts_) names += (names.empty() ? "" : ", ") + a.name;
   spdlog::info("Azure Table REST gateway on http://{}:{}/<account> (accounts: {})", host, impl->port_,
                names.empty() ? "none: every request will be refused" : names);
+  if (!config.exposed_keys_file.empty()) {
+    spdlog::warn(
+        "rest.accounts: {} holds account keys and group or others may read it: an account key "
+        "reaches "
+        "every table; chmod 600 it, or move the keys to key_file (owner-only)",
+        config.exposed_keys_file);
+  }
   return g;
 }
 

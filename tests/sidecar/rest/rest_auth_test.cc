@@ -3,6 +3,8 @@
 // Every refusal is checked to change nothing.
 #include <sys/stat.h>
 
+#include <fstream>
+
 #include "tests/sidecar/rest/rest_fixture.h"
 
 namespace sidetable::testing {
@@ -420,6 +422,35 @@ TEST_F(RestQuotaTest, ATenantOverItsQuotaGetsServerBusy) {
   auto res = http.Get("/metrics");
   ASSERT_TRUE(res);
   EXPECT_NE(res->body.find("reason=\"tenant_quota\""), std::string::npos);
+}
+
+// The development account's key from an owner-only key_file, beside an
+// account whose key is inline in a configuration others may read: the
+// requests are verified with the file's key, and the start-up log warns
+// about the inline one. Before, key_file was an unknown key (no start).
+class RestKeyFileTest : public RestTest {
+ protected:
+  std::vector<std::string> ServerArgs() override {
+    const std::string key = dir_.Sub("dev.key");
+    std::ofstream(key) << kAccountKey << "\n";
+    ::chmod(key.c_str(), 0600);
+    const std::string path = dir_.Sub("keys.yaml");
+    std::ofstream(path) << "rest:\n  accounts:\n    - {name: devstoreaccount1, key_file: " << key
+                        << "}\n    - {name: acct1, key: c2VjcmV0LWtleS1ieXRlcy0xMjM0NTY=}\n";
+    ::chmod(path.c_str(), 0644);
+    return {"--durability", "os", "--rest", "127.0.0.1:0", "--config", path};
+  }
+};
+
+TEST_F(RestKeyFileTest, AKeyFileWorksAndAnInlineKeyOthersMayReadIsWarnedAbout) {
+  EXPECT_EQ(CreateTable("orders").status, 201);
+  EXPECT_EQ(Send("GET", "/devstoreaccount1/Tables").status, 200);
+  const std::string log = server_->Log();
+  EXPECT_NE(log.find("rest.accounts: " + dir_.Sub("keys.yaml") +
+                     " holds account keys and group or others may read it"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("c2VjcmV0LWtleS1ieXRlcy0xMjM0NTY"), std::string::npos);
 }
 
 // A tenant over its quota gets a 503 per request; the warning for them is
