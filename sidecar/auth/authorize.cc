@@ -95,6 +95,9 @@ Status Authorize(const token::Token& t, const wire::Request& r) {
         ST_RETURN_IF_ERROR(token::CheckTable(t, Permission::kUpdate, w.derived));
         ST_RETURN_IF_ERROR(token::CheckTable(t, Permission::kChangeLog, w.derived));
       }
+      // A watermark says every row of the derived table covers its source up
+      // to an LSN: every reader's read-your-writes session trusts it.
+      if (!r.watermarks.empty()) return NeedWholeTable(t, "advancing a derived table's watermarks");
       return Status::OK();
     case Op::kReadWatermarks:
       if (r.derived.empty()) return Status::OK();  // filtered by the handler

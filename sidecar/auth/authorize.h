@@ -22,7 +22,7 @@
 //                             no key range: the change log holds every table
 //   RequestArchive            d on each source row, a on each target row
 //   AdvanceWatermarks         u and c on each entry's derived table (what a
-//                             pattern worker's token holds)
+//                             pattern worker's token holds), no key range
 //   ReadWatermarks            r on the derived table; all: only those covered
 //   IssueToken                m, and the wanted token within this one's scope
 //                             (token::CheckDelegation, run by the handler)

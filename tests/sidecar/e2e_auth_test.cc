@@ -322,6 +322,21 @@ TEST_F(AuthTest, WatermarksAndArchiveNeedTheirPermissions) {
   EXPECT_TRUE(Connect(Issue(Spec("ordersByDate", false, "uc")))->AdvanceWatermarks({w}).ok());
   EXPECT_EQ(Connect(Issue(Spec("other", false, "uc")))->AdvanceWatermarks({w}).code(),
             Code::kAuthorizationFailure);
+  // A watermark speaks for every row of the derived table (every reader's
+  // session trusts it): a token confined to a key range may not move it.
+  // Before, it could, and other readers' sessions returned before their
+  // writes were applied.
+  tok::TokenSpec ranged = Spec("ordersByDate", false, "uc");
+  ranged.start_pk = "a";
+  ranged.end_pk = "b";
+  client::Watermark later = w;
+  later.lsn = 2;  // the tables' creation: within the change log
+  Status moved = Connect(Issue(ranged))->AdvanceWatermarks({later});
+  EXPECT_EQ(moved.code(), Code::kAuthorizationFailure) << moved.ToString();
+  auto kept = admin_->ReadWatermarks();
+  ASSERT_TRUE(kept.ok());
+  ASSERT_EQ(kept->size(), 1u);
+  EXPECT_EQ((*kept)[0].lsn, 0u);
   auto listed = Connect(Issue(Spec("other", false, "r")))->ReadWatermarks();
   ASSERT_TRUE(listed.ok());
   EXPECT_TRUE(listed->empty());
