@@ -1,6 +1,7 @@
 // Enforcement of signed tokens by a real sidecar (auth.mode: tokens),
 // through the C++ client: who may do what where (docs/security.md).
 #include <set>
+#include <thread>
 
 #include "tests/sidecar/e2e_auth_fixture.h"
 
@@ -347,6 +348,28 @@ TEST_F(AuthTest, WatermarksAndArchiveNeedTheirPermissions) {
             Code::kAuthorizationFailure);
   auto both = Connect(Issue(Spec("", true, "rad")));
   EXPECT_TRUE(both->RequestArchive("orders", "p", {"r"}, "archive").ok());
+}
+
+// A token that does not parse is refused without its text, in the reply
+// and in the sidecar's log. Before, a signing key sent as the token (a key
+// file passed as the token file) had 40 of its 44 base64 characters written
+// to the log at info: with an observed token, the rest is a brute force of
+// 16 bits.
+TEST_F(AuthTest, AKeySentAsTheTokenIsNotLogged) {
+  auto mistaken = Connect(kKey1);
+  Status s = mistaken->Ping().status();
+  EXPECT_EQ(s.code(), Code::kAuthenticationFailed) << s.ToString();
+  const std::string prefix = std::string(kKey1).substr(0, 12);
+  EXPECT_EQ(s.message().find(prefix), std::string::npos) << s.ToString();
+  // The refusal's line is written after the reply: wait for it (2 s at most).
+  std::string log = server_->Log();
+  for (int i = 0; i < 40 && log.find("Ping refused: AuthenticationFailed") == std::string::npos;
+       i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    log = server_->Log();
+  }
+  EXPECT_NE(log.find("Ping refused: AuthenticationFailed"), std::string::npos) << log;
+  EXPECT_EQ(log.find(prefix), std::string::npos) << log;
 }
 
 // A read with session tokens (`after`) is authorised before its session is
