@@ -228,17 +228,29 @@ Result<Token> ParseToken(std::string_view text) {
   int last = -1;
   std::string value;
   size_t pos = 0;
+  int field = 0;
   while (pos <= text.size()) {
+    field++;
     size_t end = text.find('&', pos);
     if (end == std::string_view::npos) end = text.size();
     std::string_view pair = text.substr(pos, end - pos);
     pos = end + 1;
     size_t eq = pair.find('=');
-    if (eq == std::string_view::npos) return Invalid("expected key=value, got '" + std::string(pair.substr(0, 40)) + "'");
+    // What is not a token is never echoed: the refusal is logged, and the
+    // text may be a secret sent by mistake (a key file given as the token
+    // file would put the signing key in the log).
+    if (eq == std::string_view::npos) {
+      return Invalid("expected key=value pairs joined by '&': field " + std::to_string(field) +
+                     " has no '='");
+    }
     std::string_view key = pair.substr(0, eq);
     int f = 0;
     while (f < kFields && kNames[f] != key) f++;
-    if (f == kFields) return Invalid("unknown key '" + std::string(key.substr(0, 40)) + "'");
+    if (f == kFields) {
+      return Invalid("unknown key in field " + std::to_string(field) +
+                     " (the keys are v, kid, tn, tp, spk, srk, epk, erk, sp, st, se, tenant, "
+                     "caller, si, sig)");
+    }
     if (f <= last) return Invalid("key '" + std::string(key) + "' repeated or out of order");
     if (last == kSig) return Invalid("nothing may follow sig");
     last = f;

@@ -32,9 +32,11 @@ Status ResolveSession(const Engine& engine, const Watermarks& watermarks, const 
     if (!rec->records.empty() && rec->records[0].lsn == t.lsn) {
       const ChangeRecord& r = rec->records[0];
       if (!TableNameEquals(r.table, t.source)) {
+        // Not naming the change's table: the reader may not be allowed to
+        // know it (the change log needs c on every table).
         return Status(Code::kInvalidInput, "'after'[" + std::to_string(i) + "]: change " +
-                                               std::to_string(t.lsn) + " is of table '" + r.table +
-                                               "', not '" + t.source + "'");
+                                               std::to_string(t.lsn) + " is not of table '" +
+                                               t.source + "'");
       }
       req.partition = kafka::KafkaPartitionFor(changestream::KeyFor(r), *partitions);
     }  // else trimmed: every partition must be past it (partition -1)

@@ -3,12 +3,31 @@
 // The waiting is done by no thread: the job is parked (parked_reads.h) and
 // comes back when an AdvanceWatermarks covers it, or is answered
 // ReadSessionNotAvailable by the timer when its waitMs runs out.
+#include "sidecar/auth/authorize.h"
 #include "sidecar/read_session.h"
 #include "sidecar/server_impl.h"
 
 namespace sidetable::sidecar {
+namespace {
+
+// The handler's read checks, before the session is resolved: a token that
+// may not read the table must neither park a read on it (holding a slot for
+// waitMs, then answered 504 instead of 403) nor learn from the session's
+// checks which table a change of the log belongs to.
+Status MayRead(const token::Token& t, const wire::Request& r) {
+  if (r.op == wire::Op::kQuery) return auth::QueryConfinement(t, r.table).status();
+  return auth::Authorize(t, r);
+}
+
+}  // namespace
 
 bool Server::Impl::AdmitSession(Job& job, zmq::socket_t& out) {
+  if (job.principal) {
+    if (Status allowed = MayRead(*job.principal, job.request); !allowed.ok()) {
+      FinishWithError(job, allowed, out);
+      return false;
+    }
+  }
   std::vector<Requirement> waiting;
   Status s = ResolveSession(*owner_->engine_, *owner_->watermarks_, job.request, &waiting);
   if (!s.ok()) {

@@ -26,6 +26,17 @@ std::vector<Permission> Needs(OpKind kind) {
   return {Permission::kAdmin};  // unknown kinds need the most
 }
 
+// Deleting a table, or replacing the stored policies every token on it is
+// resolved against, reaches every row of the table. A token confined to a
+// key range (a tenant of a shared table, whose app tier holds m to issue its
+// users' tokens) must not reach the other tenants' rows that way.
+Status NeedWholeTable(const token::Token& t, std::string_view what) {
+  if (token::TokenKeyRange(t).unbounded()) return Status::OK();
+  return Denied(
+      std::string(what) +
+      " needs a token without a key range: the table holds rows outside the token's range");
+}
+
 // A token that reaches every row of every table.
 bool Unconfined(const token::Token& t) {
   return t.spec.table_is_prefix && t.spec.table.empty() && token::TokenKeyRange(t).unbounded();
@@ -55,10 +66,14 @@ Status Authorize(const token::Token& t, const wire::Request& r) {
     case Op::kIssueToken:
       return Status::OK();  // token::CheckDelegation in the handler: it needs the stored policies
     case Op::kCreateTable:
-    case Op::kDeleteTable:
-    case Op::kSetTablePolicies:
     case Op::kGetTablePolicies:
       return token::CheckTable(t, Permission::kAdmin, r.table);
+    case Op::kDeleteTable:
+      ST_RETURN_IF_ERROR(token::CheckTable(t, Permission::kAdmin, r.table));
+      return NeedWholeTable(t, "deleting a table");
+    case Op::kSetTablePolicies:
+      ST_RETURN_IF_ERROR(token::CheckTable(t, Permission::kAdmin, r.table));
+      return NeedWholeTable(t, "setting a table's stored access policies");
     case Op::kWrite:
       return AuthorizeOperations(t, r.table, r.ops);
     case Op::kGet:
@@ -80,6 +95,9 @@ Status Authorize(const token::Token& t, const wire::Request& r) {
         ST_RETURN_IF_ERROR(token::CheckTable(t, Permission::kUpdate, w.derived));
         ST_RETURN_IF_ERROR(token::CheckTable(t, Permission::kChangeLog, w.derived));
       }
+      // A watermark says every row of the derived table covers its source up
+      // to an LSN: every reader's read-your-writes session trusts it.
+      if (!r.watermarks.empty()) return NeedWholeTable(t, "advancing a derived table's watermarks");
       return Status::OK();
     case Op::kReadWatermarks:
       if (r.derived.empty()) return Status::OK();  // filtered by the handler

@@ -3,8 +3,11 @@
 // touches data, and a refusal changes nothing.
 //
 //   Ping                      any valid token
-//   CreateTable, DeleteTable,
-//   Set/GetTablePolicies      m on the table
+//   CreateTable,
+//   GetTablePolicies          m on the table
+//   DeleteTable,
+//   SetTablePolicies          m on the table, and no key range (they reach
+//                             every row of the table)
 //   ListTables                lists only the tables the token covers
 //   Write (an EGT)            per operation: Insert a; Update, Merge u;
 //                             Delete d; InsertOrReplace, InsertOrMerge and
@@ -19,7 +22,7 @@
 //                             no key range: the change log holds every table
 //   RequestArchive            d on each source row, a on each target row
 //   AdvanceWatermarks         u and c on each entry's derived table (what a
-//                             pattern worker's token holds)
+//                             pattern worker's token holds), no key range
 //   ReadWatermarks            r on the derived table; all: only those covered
 //   IssueToken                m, and the wanted token within this one's scope
 //                             (token::CheckDelegation, run by the handler)

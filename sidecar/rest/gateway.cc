@@ -57,6 +57,13 @@ class Gateway::Impl {
   // A new x-ms-request-id: port, pid and a counter, GUID-shaped.
   std::string NextRequestId();
   bool Authenticate(Call& c, std::string_view raw_path, std::string_view comp);
+  // The warning for a 5xx answer, one a second at most with the number
+  // answered since the last: a tenant over its quota, or a full disk, must
+  // not turn each refused request into a log line.
+  void WarnServerError(const HttpRequest& req, const HttpResponse& res,
+                       const std::string& client_id, const std::string& request_id);
+  std::atomic<int64_t> last_error_log_ns_{0};
+  std::atomic<uint64_t> errors_since_log_{0};
   void Dispatch(Call& c, std::string_view raw_path, std::string_view raw_query);
 };
 
@@ -118,6 +125,17 @@ bool Gateway::Impl::Authenticate(Call& c, std::string_view raw_path, std::string
         SendError(c, 403, "AuthorizationResourceTypeMismatch",
                   "This request is not authorized to perform this operation using this resource type. (srt " + srt +
                       ")");
+        return false;
+      }
+      // m (create and delete tables) comes from c, w or d; a SAS that may
+      // create tables but not delete anything must not delete a table with
+      // every row in it.
+      if (c.path.resource == Resource::kTable && c.method == "DELETE" &&
+          !AccountSasDeletesTables(c.query)) {
+        SendError(c, 403, "AuthorizationPermissionMismatch",
+                  "This request is not authorized to perform this operation using this permission. "
+                  "(deleting a "
+                  "table needs d in sp)");
         return false;
       }
     }
@@ -237,13 +255,30 @@ void Gateway::Impl::Serve(const HttpRequest& req, HttpResponse& res) {
   }
   const auto us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
   if (log_->should_log(spdlog::level::debug)) {
-    log_->debug("{} {} {} -> {} in {} us (account '{}', caller '{}', clientRequestId '{}', requestId {})", req.method,
-                c.method, req.target, res.status, us, c.path.account, c.caller, client_id, c.request_id);
+    log_->debug(
+        "{} {} {} -> {} in {} us (account '{}', caller '{}', clientRequestId '{}', requestId {})",
+        req.method, c.method, RedactSasSignature(req.target), res.status, us, c.path.account,
+        c.caller, client_id, c.request_id);
   }
-  if (res.status >= 500) {
-    log_->warn("{} {} -> {} (clientRequestId '{}', requestId {}): {}", req.method, req.target, res.status, client_id,
-               c.request_id, res.get_header_value("x-ms-error-code"));
-  }
+  if (res.status >= 500) WarnServerError(req, res, client_id, c.request_id);
+}
+
+void Gateway::Impl::WarnServerError(const HttpRequest& req, const HttpResponse& res,
+                                    const std::string& client_id, const std::string& request_id) {
+  errors_since_log_.fetch_add(1, std::memory_order_relaxed);
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  int64_t last = last_error_log_ns_.load(std::memory_order_relaxed);
+  if (last != 0 && now - last < 1'000'000'000) return;
+  // Serve runs on the listener's loop and the pool's threads: one wins.
+  if (!last_error_log_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed)) return;
+  const uint64_t n = errors_since_log_.exchange(0, std::memory_order_relaxed);
+  log_->warn(
+      "{} {} -> {} (clientRequestId '{}', requestId {}): {} ({} answered 5xx since the last "
+      "warning)",
+      req.method, RedactSasSignature(req.target), res.status, client_id, request_id,
+      res.get_header_value("x-ms-error-code"), n);
 }
 
 std::string Gateway::Impl::NextRequestId() {
@@ -341,6 +376,13 @@ Result<std::unique_ptr<Gateway>> Gateway::Start(const RestConfig& config, const 
   for (const auto& a : impl->accounts_) names += (names.empty() ? "" : ", ") + a.name;
   spdlog::info("Azure Table REST gateway on http://{}:{}/<account> (accounts: {})", host, impl->port_,
                names.empty() ? "none: every request will be refused" : names);
+  if (!config.exposed_keys_file.empty()) {
+    spdlog::warn(
+        "rest.accounts: {} holds account keys and group or others may read it: an account key "
+        "reaches "
+        "every table; chmod 600 it, or move the keys to key_file (owner-only)",
+        config.exposed_keys_file);
+  }
   return g;
 }
 

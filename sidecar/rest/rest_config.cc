@@ -1,12 +1,15 @@
 #include "sidecar/rest/rest_config.h"
 
+#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 #include "common/yaml_keys.h"
 #include "events/base64.h"
+#include "protocol/key_file.h"
 
 namespace sidetable::sidecar::rest {
 namespace {
@@ -35,6 +38,37 @@ Status CheckKeys(const std::string& path, const std::string& where, const YAML::
   if (auto bad = common::FindBadKey(n, allowed))
     return Bad(path, where + "." + bad->key, bad->message);
   return Status::OK();
+}
+
+// An account's key: inline (`key`) or from an owner-only file (`key_file`),
+// base64 of at least 16 bytes either way.
+Result<std::string> AccountKey(const std::string& path, const std::string& where,
+                               const YAML::Node& a) {
+  std::string text;
+  std::string field = ".key";
+  if (a["key_file"]) {
+    field = ".key_file";
+    auto read = keyfile::Read(a["key_file"].as<std::string>(), /*owner_only=*/true, 4096);
+    if (!read.ok()) return Bad(path, where + field, read.status().message());
+    text = std::move(read).value();
+    const auto not_space = [](unsigned char c) { return !std::isspace(c); };
+    text.erase(std::find_if(text.rbegin(), text.rend(), not_space).base(), text.end());
+    text.erase(text.begin(), std::find_if(text.begin(), text.end(), not_space));
+  } else {
+    text = a["key"].as<std::string>();
+  }
+  auto key = json::Base64Decode(text);
+  if (!key || key->size() < 16)
+    return Bad(path, where + field, "must be base64 of at least 16 bytes");
+  return std::move(*key);
+}
+
+// Whether group or others may read the configuration file (not a file,
+// e.g. a test's text: no).
+bool ReadableByOthers(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+         (st.st_mode & (S_IRGRP | S_IROTH)) != 0;
 }
 
 }  // namespace
@@ -82,20 +116,24 @@ Status LoadRestConfig(const std::string& path, const YAML::Node& root, RestConfi
       out->dev_account = v == "true";
     }
     if (const YAML::Node a = r["accounts"]; a && !a.IsNull()) {
-      if (!a.IsSequence()) return Bad(path, "rest.accounts", "must be a list of {name, key}");
+      if (!a.IsSequence())
+        return Bad(path, "rest.accounts", "must be a list of {name, key or key_file}");
       for (size_t i = 0; i < a.size(); i++) {
         const std::string where = "rest.accounts[" + std::to_string(i) + "]";
-        ST_RETURN_IF_ERROR(CheckKeys(path, where, a[i], {"name", "key"}));
+        ST_RETURN_IF_ERROR(CheckKeys(path, where, a[i], {"name", "key", "key_file"}));
         RestAccount acct;
-        if (!a[i]["name"] || !a[i]["key"]) return Bad(path, where, "needs name and key");
+        if (!a[i]["name"] || !a[i]["key"] == !a[i]["key_file"]) {
+          return Bad(path, where, "needs name and one of key and key_file");
+        }
         acct.name = a[i]["name"].as<std::string>();
         if (acct.name.size() < 3 || acct.name.size() > 24 ||
             !std::all_of(acct.name.begin(), acct.name.end(), [](unsigned char c) { return std::isalnum(c); })) {
           return Bad(path, where + ".name", "3-24 letters and digits, as Azure account names");
         }
-        auto key = json::Base64Decode(a[i]["key"].as<std::string>());
-        if (!key || key->size() < 16) return Bad(path, where + ".key", "must be base64 of at least 16 bytes");
-        acct.key = std::move(*key);
+        auto key = AccountKey(path, where, a[i]);
+        if (!key.ok()) return key.status();
+        acct.key = std::move(key).value();
+        if (a[i]["key"] && ReadableByOthers(path)) out->exposed_keys_file = path;
         out->accounts.push_back(std::move(acct));
       }
     }

@@ -59,10 +59,17 @@ struct RestConfig {
   // auth.mode tokens it would let anyone on the host past the tokens: then
   // it takes an explicit `true`.
   std::optional<bool> dev_account;
+  // The configuration file, when it holds an account's key (`key`, not
+  // `key_file`) and group or others may read it: the gateway warns at
+  // start-up (an account key reaches every table).
+  std::string exposed_keys_file;
 };
 
 // Reads the `rest:` section of `root` (absent: the defaults); `path` names
-// the file in error messages ("file: rest.accounts[0].key: ...").
+// the file in error messages ("file: rest.accounts[0].key: ..."). An
+// account's key is `key` (base64) or `key_file` (a file holding the base64,
+// owner-only as auth.keys' files: refused when group or others may access
+// it).
 Status LoadRestConfig(const std::string& path, const YAML::Node& root, RestConfig* out);
 
 // The accounts in force: the configured ones, plus devstoreaccount1 when

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "engine/edm.h"
+#include "sidecar/rest/path.h"
 #include "sidecar/rest/shared_key.h"
 
 namespace sidetable::sidecar::rest {
@@ -30,6 +31,34 @@ Result<token::TimePoint> SasTime(std::string_view text, const char* name) {
 }  // namespace
 
 bool HasSas(const QueryParams& q) { return q.count("sig") != 0; }
+
+std::string RedactSasSignature(std::string_view target) {
+  const size_t q = target.find('?');
+  if (q == std::string_view::npos) return std::string(target);
+  std::string out(target.substr(0, q + 1));
+  std::string_view rest = target.substr(q + 1);
+  while (true) {
+    const size_t amp = rest.find('&');
+    const std::string_view pair = rest.substr(0, amp);
+    const size_t eq = pair.find('=');
+    // Compared decoded, as the gateway reads the parameters (%73ig is sig).
+    auto key = PercentDecode(pair.substr(0, eq), true);
+    if (key.ok() && *key == "sig") {
+      out.append(pair.substr(0, eq)).append("=REDACTED");
+    } else {
+      out.append(pair);
+    }
+    if (amp == std::string_view::npos) break;
+    out.push_back('&');
+    rest.remove_prefix(amp + 1);
+  }
+  return out;
+}
+
+bool AccountSasDeletesTables(const QueryParams& q) {
+  return Get(q, "srt").find('c') != std::string_view::npos &&
+         Get(q, "sp").find('d') != std::string_view::npos;
+}
 
 std::string ServiceSasStringToSign(const QueryParams& q, std::string_view account) {
   std::string table(Get(q, "tn"));

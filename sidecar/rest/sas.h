@@ -9,7 +9,9 @@
 //   account SAS   every table (prefix ""); with srt containing o (objects:
 //                 entities) r -> r, a -> a, u p -> u, w -> a u, d -> d;
 //                 with srt containing c (containers: tables) c w d give m
-//                 (create and delete tables) and l lists tables
+//                 (create and delete tables) and l lists tables; deleting
+//                 a table also needs d (AccountSasDeletesTables, checked
+//                 by the gateway), as the service requires
 //
 // String-to-sign (HMAC-SHA256, base64, under the account key):
 //   service  sp\nst\nse\n/table/<account>/<tn lower case>\nsi\nsip\nspr\nsv\nspk\nsrk\nepk\nerk
@@ -35,6 +37,17 @@ namespace sidetable::sidecar::rest {
 using QueryParams = std::map<std::string, std::string, std::less<>>;
 
 bool HasSas(const QueryParams& q);
+
+// Whether an account SAS may delete tables: the service's Delete Table needs
+// d with srt c. The token an account SAS becomes has one letter, m, for
+// creating and deleting tables (c and w give it, to create), so the gateway
+// asks this before a table deletion.
+bool AccountSasDeletesTables(const QueryParams& q);
+
+// `target` (a request's path and query string) with the value of each `sig`
+// parameter replaced by REDACTED, for the request log: a SAS is a bearer
+// credential until it expires, and logs reach more people than keys do.
+std::string RedactSasSignature(std::string_view target);
 
 std::string ServiceSasStringToSign(const QueryParams& q, std::string_view account);
 std::string AccountSasStringToSign(const QueryParams& q, std::string_view account, bool with_ses);

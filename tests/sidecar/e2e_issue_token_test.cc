@@ -146,6 +146,50 @@ TEST_F(IssueTokenTest, OutOfScopeRequestsAreRefusedAndNothingIsIssued) {
   EXPECT_TRUE(app_->IssueToken(UserSpec()).ok());
 }
 
+// The app tier holds m (to issue) on a key range of tables it shares with
+// other tenants (acmeOrders holds globex|1). Deleting a table, or replacing
+// the policies every token on it resolves against, reaches every row: it
+// needs a token without a key range. Before, the app tier deleted
+// acmeOrders with globex's row in it.
+TEST_F(IssueTokenTest, AKeyRangeWithMCannotDeleteTheTableOrChangeItsPolicies) {
+  tok::StoredPolicy readers;
+  readers.id = "readers";
+  readers.permissions = *tok::ParsePermissions("r");
+  ASSERT_TRUE(admin_->SetTablePolicies("acmeOrders", {readers}).ok());
+
+  Status del = app_->DeleteTable("acmeOrders");
+  EXPECT_EQ(del.code(), Code::kAuthorizationFailure) << del.ToString();
+  EXPECT_NE(del.message().find("without a key range"), std::string::npos) << del.ToString();
+  tok::StoredPolicy widened = readers;
+  widened.permissions = *tok::ParsePermissions("raudm");
+  EXPECT_EQ(app_->SetTablePolicies("acmeOrders", {widened}).code(), Code::kAuthorizationFailure);
+  EXPECT_EQ(app_->SetTablePolicies("acmeOrders", {}).code(), Code::kAuthorizationFailure);
+  // A token it issues with m on its range is refused the same way.
+  tok::TokenSpec with_m = UserSpec("acme admin");
+  with_m.permissions = *tok::ParsePermissions("rm");
+  auto issued = app_->IssueToken(with_m);
+  ASSERT_TRUE(issued.ok()) << issued.status().ToString();
+  EXPECT_EQ(Connect(*issued)->DeleteTable("acmeOrders").code(), Code::kAuthorizationFailure);
+
+  // Nothing changed: the other tenant's row, the table, the policy.
+  EXPECT_TRUE(admin_->Get("acmeOrders", "globex|1", "r").ok());
+  auto stored = admin_->GetTablePolicies("acmeOrders");
+  ASSERT_TRUE(stored.ok()) << stored.status().ToString();
+  ASSERT_EQ(stored->size(), 1u);
+  EXPECT_EQ((*stored)[0].permissions, readers.permissions);
+  // What a range with m is for still works: reading the policies, and
+  // issuing under them.
+  EXPECT_TRUE(app_->GetTablePolicies("acmeOrders").ok());
+  tok::TokenSpec under = UserSpec("acme user 4");
+  under.permissions.reset();
+  under.policy_id = "readers";
+  EXPECT_TRUE(app_->IssueToken(under).ok());
+  // A token without a key range, m on the table, may do both.
+  auto whole = Connect(Issue(Spec("acmeOrders", false, "m", "table-admin")));
+  EXPECT_TRUE(whole->SetTablePolicies("acmeOrders", {}).ok());
+  EXPECT_TRUE(whole->DeleteTable("acmeOrders").ok());
+}
+
 // `sidetable-cli token issue --via-sidecar`, under the CLI's --token.
 TEST_F(IssueTokenTest, TheCliIssuesThroughTheSidecar) {
   tok::TokenSpec app = Spec("acme", true, "raudm", "cli-app");

@@ -3,6 +3,8 @@
 // Every refusal is checked to change nothing.
 #include <sys/stat.h>
 
+#include <fstream>
+
 #include "tests/sidecar/rest/rest_fixture.h"
 
 namespace sidetable::testing {
@@ -252,6 +254,35 @@ TEST_F(RestAuthTest, AccountSasCoversEveryTableAndCreatesTablesWithContainerScop
   EXPECT_EQ(client_->ListTables()->size(), 2u);
 }
 
+// The service's Delete Table needs d in an account SAS. The gateway's token
+// has one letter (m) for creating and deleting tables, which c and w give
+// too: before, a SAS that could create tables (sp=rwa, sp=rc) but delete no
+// entity deleted a table with its rows.
+TEST_F(RestAuthTest, AccountSasWithoutDCannotDeleteATable) {
+  for (const char* sp : {"rwa", "rc", "rwlacu"}) {
+    SCOPED_TRACE(sp);
+    const std::string sas = AccountSas(sp, "sco");
+    Reply del = Send("DELETE", "/devstoreaccount1/Tables('orders')?" + sas, "", {}, Sign::kNone);
+    EXPECT_EQ(del.status, 403) << del.body;
+    EXPECT_EQ(del.ErrorCode(), "AuthorizationPermissionMismatch");
+    // Tunnelled through POST: the same.
+    Reply tunnelled = Send("POST", "/devstoreaccount1/Tables('orders')?" + sas, "",
+                           {{"X-HTTP-Method", "DELETE"}}, Sign::kNone);
+    EXPECT_EQ(tunnelled.status, 403) << tunnelled.body;
+    EXPECT_EQ(Count(), 1u);
+  }
+  // It still creates tables, and with d (and srt c) it deletes them.
+  EXPECT_EQ(Send("POST", "/devstoreaccount1/Tables?" + AccountSas("rwa", "sco"),
+                 R"({"TableName":"more"})", {}, Sign::kNone)
+                .status,
+            201);
+  EXPECT_EQ(Send("DELETE", "/devstoreaccount1/Tables('more')?" + AccountSas("d", "c"), "", {},
+                 Sign::kNone)
+                .status,
+            204);
+  EXPECT_EQ(client_->ListTables()->size(), 1u);
+}
+
 class RestCorsTest : public RestTest {
  protected:
   std::vector<std::string> ServerArgs() override {
@@ -391,6 +422,85 @@ TEST_F(RestQuotaTest, ATenantOverItsQuotaGetsServerBusy) {
   auto res = http.Get("/metrics");
   ASSERT_TRUE(res);
   EXPECT_NE(res->body.find("reason=\"tenant_quota\""), std::string::npos);
+}
+
+// The development account's key from an owner-only key_file, beside an
+// account whose key is inline in a configuration others may read: the
+// requests are verified with the file's key, and the start-up log warns
+// about the inline one. Before, key_file was an unknown key (no start).
+class RestKeyFileTest : public RestTest {
+ protected:
+  std::vector<std::string> ServerArgs() override {
+    const std::string key = dir_.Sub("dev.key");
+    std::ofstream(key) << kAccountKey << "\n";
+    ::chmod(key.c_str(), 0600);
+    const std::string path = dir_.Sub("keys.yaml");
+    std::ofstream(path) << "rest:\n  accounts:\n    - {name: devstoreaccount1, key_file: " << key
+                        << "}\n    - {name: acct1, key: c2VjcmV0LWtleS1ieXRlcy0xMjM0NTY=}\n";
+    ::chmod(path.c_str(), 0644);
+    return {"--durability", "os", "--rest", "127.0.0.1:0", "--config", path};
+  }
+};
+
+TEST_F(RestKeyFileTest, AKeyFileWorksAndAnInlineKeyOthersMayReadIsWarnedAbout) {
+  EXPECT_EQ(CreateTable("orders").status, 201);
+  EXPECT_EQ(Send("GET", "/devstoreaccount1/Tables").status, 200);
+  const std::string log = server_->Log();
+  EXPECT_NE(log.find("rest.accounts: " + dir_.Sub("keys.yaml") +
+                     " holds account keys and group or others may read it"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("c2VjcmV0LWtleS1ieXRlcy0xMjM0NTY"), std::string::npos);
+}
+
+// A tenant over its quota gets a 503 per request; the warning for them is
+// written once a second at most, with their number. Before, each refused
+// request wrote its own warning (2,000 lines a second from one client).
+TEST_F(RestQuotaTest, ServerBusyWarningsAreOneASecond) {
+  const auto started = std::chrono::steady_clock::now();
+  int busy = 0;
+  for (int i = 0; i < 60; i++) busy += Send("GET", "/devstoreaccount1/Tables").status == 503;
+  const auto seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started)
+          .count();
+  ASSERT_GE(busy, 40);
+  const std::string log = server_->Log();
+  size_t lines = 0;
+  for (size_t at = log.find("-> 503"); at != std::string::npos; at = log.find("-> 503", at + 1))
+    lines++;
+  EXPECT_GE(lines, 1u) << log;
+  EXPECT_LE(lines, static_cast<size_t>(seconds) + 2) << log;
+  EXPECT_NE(log.find("answered 5xx since the last warning"), std::string::npos) << log;
+}
+
+// A SAS is a bearer credential: the request log (every request at debug,
+// every 5xx at warn, so at the default level too) names the request without
+// its signature. Before, a SAS over its account's quota wrote a warning with
+// the whole SAS in it, usable by whoever reads the logs until it expired.
+class RestSasLogTest : public RestQuotaTest {
+ protected:
+  std::vector<std::string> ServerArgs() override {
+    auto args = RestQuotaTest::ServerArgs();
+    args.insert(args.end(), {"--log-level", "debug"});
+    return args;
+  }
+};
+
+TEST_F(RestSasLogTest, TheLogNeverHoldsTheSignature) {
+  const std::string se = "2099-01-01T00:00:00Z";
+  const std::string sig =
+      Hmac(key_, "r\n\n" + se + "\n/table/devstoreaccount1/orders\n\n\n\n2019-02-02\n\n\n\n");
+  const std::string sas = "sv=2019-02-02&tn=orders&sp=r&se=" + Enc(se) + "&sig=" + Enc(sig);
+  int busy = 0;
+  for (int i = 0; i < 8; i++)
+    busy += Send("GET", "/devstoreaccount1/orders()?" + sas, "", {}, Sign::kNone).status == 503;
+  ASSERT_GE(busy, 1);  // so a warning was written
+  const std::string log = server_->Log();
+  EXPECT_NE(log.find("-> 503"), std::string::npos) << log;
+  EXPECT_NE(log.find("sp=r&se="), std::string::npos) << log;  // the requests are logged
+  EXPECT_NE(log.find("&sig=REDACTED"), std::string::npos) << log;
+  EXPECT_EQ(log.find(Enc(sig)), std::string::npos) << log;
+  EXPECT_EQ(log.find(sig), std::string::npos) << log;
 }
 
 }  // namespace

@@ -254,6 +254,16 @@ TEST(RestSharedKey, HttpDates) {
   }
 }
 
+TEST(RestSas, TheLoggedTargetHasNoSignature) {
+  EXPECT_EQ(RedactSasSignature("/a/t()?sv=1&sig=abc%2B%3D&sp=r"), "/a/t()?sv=1&sig=REDACTED&sp=r");
+  EXPECT_EQ(RedactSasSignature("/a/t()?sig=abc"), "/a/t()?sig=REDACTED");
+  EXPECT_EQ(RedactSasSignature("/a/t()?%73ig=abc&x"), "/a/t()?%73ig=REDACTED&x");  // read as sig
+  EXPECT_EQ(RedactSasSignature("/a/t()?sig=a&sig=b"), "/a/t()?sig=REDACTED&sig=REDACTED");
+  EXPECT_EQ(RedactSasSignature("/a/t()?signal=1&asig=2&$top=3"), "/a/t()?signal=1&asig=2&$top=3");
+  EXPECT_EQ(RedactSasSignature("/a/Tables"), "/a/Tables");
+  EXPECT_EQ(RedactSasSignature("/a/t()?"), "/a/t()?");
+}
+
 TEST(RestSas, StringsToSignAndTokens) {
   QueryParams q = {{"sp", "raud"}, {"se", "2099-01-01T00:00:00Z"}, {"tn", "Orders"}, {"sv", "2019-02-02"},
                    {"spk", "a"}, {"epk", "m"}};
@@ -412,6 +422,8 @@ TEST(RestMultipart, WritesTheResponse) {
 }  // namespace
 }  // namespace sidetable::sidecar::rest
 
+#include <sys/stat.h>
+
 #include <fstream>
 
 #include "sidecar/config.h"
@@ -419,6 +431,57 @@ TEST(RestMultipart, WritesTheResponse) {
 
 namespace sidetable::sidecar::rest {
 namespace {
+
+// An account key may live in an owner-only file (key_file), as auth.keys'
+// do; an inline key in a configuration group or others may read is named
+// for the gateway's start-up warning. Before, only inline keys existed and
+// nothing said a world-readable config handed out every table.
+TEST(RestConfigFile, AccountKeysFromAnOwnerOnlyFile) {
+  testing::TempDir dir;
+  const std::string key = dir.Sub("acct1.key");
+  std::ofstream(key) << "  c2VjcmV0LWtleS1ieXRlcy0xMjM0NTY=\n";
+  ::chmod(key.c_str(), 0600);
+  const std::string config = dir.Sub("c.yaml");
+  std::ofstream(config) << "rest:\n  accounts:\n    - {name: acct1, key_file: " << key << "}\n";
+  ::chmod(config.c_str(), 0644);
+  ServerConfig c;
+  Status s = LoadConfigFile(config, &c);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_EQ(c.rest.accounts.size(), 1u);
+  EXPECT_EQ(c.rest.accounts[0].key, "secret-key-bytes-123456");
+  EXPECT_EQ(c.rest.exposed_keys_file, "");  // the key is not in the config
+
+  // Readable by group: refused, naming the key and the file.
+  ::chmod(key.c_str(), 0640);
+  ServerConfig loose;
+  s = LoadConfigFile(config, &loose);
+  EXPECT_EQ(s.code(), Code::kInvalidInput);
+  EXPECT_NE(s.message().find("rest.accounts[0].key_file"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("chmod 600"), std::string::npos) << s.ToString();
+  ::chmod(key.c_str(), 0600);
+
+  // An inline key in a config others may read is named; in an owner-only one not.
+  std::ofstream(config)
+      << "rest:\n  accounts:\n    - {name: acct1, key: c2VjcmV0LWtleS1ieXRlcy0xMjM0NTY=}\n";
+  ServerConfig inline_key;
+  ASSERT_TRUE(LoadConfigFile(config, &inline_key).ok());
+  EXPECT_EQ(inline_key.rest.exposed_keys_file, config);
+  ::chmod(config.c_str(), 0600);
+  ServerConfig owner_only;
+  ASSERT_TRUE(LoadConfigFile(config, &owner_only).ok());
+  EXPECT_EQ(owner_only.rest.exposed_keys_file, "");
+
+  for (const char* yaml :
+       {"rest:\n  accounts:\n    - {name: acct1}\n",
+        "rest:\n  accounts:\n    - {name: acct1, key: c2VjcmV0LWtleS1ieXRlcy0xMjM0NTY=, "
+        "key_file: /nonexistent}\n",
+        "rest:\n  accounts:\n    - {name: acct1, key_file: /nonexistent/acct1.key}\n"}) {
+    ServerConfig bad;
+    s = LoadConfigText(yaml, &bad);
+    EXPECT_EQ(s.code(), Code::kInvalidInput) << yaml;
+    EXPECT_NE(s.message().find("rest.accounts[0]"), std::string::npos) << s.ToString();
+  }
+}
 
 TEST(RestConfigFile, TheSectionLoadsAndItsErrorsNameTheKey) {
   ServerConfig c;
