@@ -45,6 +45,11 @@ constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
 constexpr size_t kRefusing = 64;
 // How long a closing connection's late bytes are read and dropped.
 constexpr auto kLinger = std::chrono::seconds(2);
+// On Stop: how long the loops go on answering what reaches them (503) and
+// writing the responses of requests executing on the pool, before every
+// connection is closed. Usually over in milliseconds: idle connections are
+// closed at once; only a request still arriving or executing keeps it.
+constexpr auto kStopDrain = std::chrono::seconds(2);
 
 }  // namespace
 
@@ -139,6 +144,7 @@ class HttpServer::Impl {
   std::vector<std::unique_ptr<EventLoop>> loops_;
   std::vector<std::thread> pool_;
   std::atomic<bool> stopping_{false};
+  Clock::time_point stop_deadline_;  // written before stopping_ is set
   bool started_ = false;
   // Request bytes held, all loops (received, or framed and not answered).
   std::atomic<uint64_t> buffered_{0};
@@ -181,6 +187,19 @@ class EventLoop {
   // goes back to reading.
   bool Respond(Conn* c);
   bool AnswerError(Conn* c, int status, const std::string& message);
+  // Half-closes c and reads what the client still sends until it closes.
+  bool LingerClose(Conn* c);
+  // Stopping, c has no request: closes it, unless bytes of one wait unread.
+  bool Retire(Conn* c);
+  // The first pass of a stopping loop: no new connections; each idle
+  // connection answered (503) or closed.
+  void BeginStop();
+  bool AllAnswered() const {
+    for (const auto& [fd, conn] : conns_) {
+      if (!conn->draining) return false;
+    }
+    return true;
+  }
 
   void AcceptAll();
   void Adopt(int fd, bool refuse);
@@ -199,6 +218,7 @@ class EventLoop {
   std::unordered_map<int, std::unique_ptr<Conn>> conns_;
   std::string scratch_ = std::string(kReadChunk, '\0');
   bool accept_paused_ = false;
+  bool stop_begun_ = false;
   Clock::time_point accept_resume_;
   Clock::time_point last_sweep_ = Clock::now();
   size_t next_loop_ = 0;  // loop 0: where the next connection goes
@@ -269,7 +289,8 @@ Status HttpServer::Impl::StartThreads() {
 void HttpServer::Impl::Stop() {
   if (!started_) return;
   started_ = false;
-  stopping_ = true;
+  stop_deadline_ = Clock::now() + kStopDrain;
+  stopping_.store(true, std::memory_order_release);
   for (auto& l : loops_) l->Wake();
   for (auto& l : loops_) l->Join();
   // No loop reads any more; the pool runs what it was given.
@@ -485,19 +506,62 @@ bool EventLoop::Respond(Conn* c) {
   c->req_charge = 0;
   if (c->out_body.capacity() > kReadChunk) std::string().swap(c->out_body);
   if (c->req.body.capacity() > kReadChunk) std::string().swap(c->req.body);
-  if (c->close_after) {
-    // Lingering close: half-close so the response is read, then drop what
-    // the client still sends until it closes (closing with unread bytes
-    // would reset the connection and could lose the response). Bounded by
-    // the sweep's timeout.
-    ::shutdown(c->fd, SHUT_WR);
-    c->draining = true;
-    c->last_active = Clock::now();
-    SetInterest(c, EPOLLIN);
-    return Drain(c);
-  }
+  if (c->close_after) return LingerClose(c);
   SetInterest(c, EPOLLIN);
   return true;
+}
+
+// Lingering close: half-close so the response is read, then drop what the
+// client still sends until it closes (closing with unread bytes would reset
+// the connection and could lose the response). Bounded by the sweep's
+// timeout.
+bool EventLoop::LingerClose(Conn* c) {
+  ::shutdown(c->fd, SHUT_WR);
+  c->draining = true;
+  c->last_active = Clock::now();
+  SetInterest(c, EPOLLIN);
+  return Drain(c);
+}
+
+bool EventLoop::Retire(Conn* c) {
+  // A request that reached the socket but not yet this loop must be
+  // answered (503), not dropped unread by the lingering close: the loop's
+  // next pass reads it (not read from here: Process calls Retire, and a
+  // client that keeps sending would deepen the recursion).
+  char probe = 0;
+  const ssize_t r = ::recv(c->fd, &probe, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (r > 0) {
+    SetInterest(c, EPOLLIN);
+    return true;
+  }
+  if (r == 0) {
+    Close(c);
+    return false;
+  }
+  return LingerClose(c);
+}
+
+// Stopping (SIGTERM): before, the loops just exited and every connection
+// was closed with whatever it had sent unread: a keep-alive client whose
+// next request had arrived got a reset, neither an answer nor a 503, and
+// could not tell whether it was executed. Now each request is answered.
+void EventLoop::BeginStop() {
+  stop_begun_ = true;
+  if (index_ == 0)
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, srv_->listen_fd_, nullptr);  // no new connections
+  std::vector<Conn*> idle;
+  for (auto& [fd, conn] : conns_) {
+    Conn* c = conn.get();
+    if (!c->busy && !c->Pending() && !c->draining) idle.push_back(c);
+  }
+  // Each call closes at most its own connection: the others stay valid.
+  for (Conn* c : idle) {
+    if (c->Buffered() == 0 && !c->reader.HeadDone()) {
+      Retire(c);
+    } else {
+      Process(c);
+    }
+  }
 }
 
 bool EventLoop::Process(Conn* c) {
@@ -509,6 +573,9 @@ bool EventLoop::Process(Conn* c) {
       return AnswerError(c, c->reader.error_status(), c->reader.error_message());
     }
     if (outcome == HttpRequestReader::Outcome::kNeedMore) {
+      if (buf.empty() && !c->reader.HeadDone() && srv_->stopping_.load(std::memory_order_relaxed)) {
+        return Retire(c);  // answered everything it sent
+      }
       if (c->reader.HeadDone()) {
         const size_t expected = c->reader.BodyBytesExpected();
         // What is here is counted already; refuse now a body that could
@@ -530,8 +597,22 @@ bool EventLoop::Process(Conn* c) {
     // The body now lives in req until the response is written: still held.
     c->req_charge = c->req.body.size();
     srv_->buffered_.fetch_add(c->req_charge, std::memory_order_relaxed);
+    if (srv_->stopping_.load(std::memory_order_relaxed)) {
+      // Framed after the stop began: not executed (the engine is about to
+      // drain), answered so the client knows it may retry it. Each
+      // pipelined request gets its own 503, the last one `Connection:
+      // close` (a client must not send more on it).
+      c->res = HttpResponse();
+      c->res.status = 503;
+      if (srv_->cb_.error) srv_->cb_.error(503, "the server is shutting down; retry later", c->res);
+      c->close_after = c->Buffered() == 0;
+      PrepareOut(c, c->req.method == "HEAD");
+      if (!Respond(c)) return false;
+      c->request_started = Clock::now();
+      continue;
+    }
     c->res = HttpResponse();
-    c->close_after = !c->req.keep_alive || srv_->stopping_.load(std::memory_order_relaxed);
+    c->close_after = !c->req.keep_alive;
     const HttpServerCallbacks& cb = srv_->cb_;
     if (cb.runs_inline && cb.runs_inline(c->req)) {
       srv_->inline_.fetch_add(1, std::memory_order_relaxed);
@@ -565,6 +646,11 @@ void HttpServer::Impl::PoolThread() {
       jobs_.pop_front();
     }
     cb_.handle(c->req, c->res);
+    // Stopping, and nothing pipelined behind it (those get their 503s
+    // first): the connection closes after this response; say so, so the
+    // client sends nothing more on it. (The loop does not touch c while it
+    // is busy.)
+    if (stopping_.load(std::memory_order_relaxed) && c->Buffered() == 0) c->close_after = true;
     PrepareOut(c, c->req.method == "HEAD");
     // The pool thread may block: a large response (a query page) is
     // written here, waiting for the socket, rather than by the loop in
@@ -649,8 +735,17 @@ void EventLoop::Sweep(Clock::time_point now) {
 
 void EventLoop::Run() {
   std::vector<epoll_event> events(256);
-  while (!srv_->stopping_.load(std::memory_order_relaxed)) {
-    const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), 250);
+  while (true) {
+    if (srv_->stopping_.load(std::memory_order_acquire)) {
+      if (!stop_begun_) BeginStop();
+      // Done when every connection is answered and half-closed (busy ones
+      // included: their responses are written here), or at the deadline.
+      // A lingering one need not wait for its client's close: it was told
+      // everything, and a client's pool may keep an idle socket for long.
+      if (AllAnswered() || Clock::now() >= srv_->stop_deadline_) break;
+    }
+    const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()),
+                               stop_begun_ ? 20 : 250);
     if (n < 0 && errno != EINTR) {
       spdlog::error("REST listener: epoll_wait: {}", std::strerror(errno));
       break;
@@ -670,7 +765,6 @@ void EventLoop::Run() {
     const auto now = Clock::now();
     if (now - last_sweep_ >= std::chrono::milliseconds(250)) Sweep(now);
   }
-  if (index_ == 0) ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, srv_->listen_fd_, nullptr);  // no new connections
 }
 
 void EventLoop::Finish() {

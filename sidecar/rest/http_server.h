@@ -24,7 +24,9 @@
 //
 // Lifecycle: Start() binds (port 0: any free port) and starts the threads;
 // Stop() (also the destructor) stops accepting, lets the requests being
-// executed finish and send their responses, then closes every connection.
+// executed finish and send their responses, answers 503 to each request
+// that reaches it after the stop began (never executed), closes idle
+// connections, and after at most 2 s closes every connection.
 //
 // Thread safety: Start/Stop from one thread. `handle` runs on the loops
 // and on the pool threads at once; `runs_inline` and `error` on the loops
@@ -70,7 +72,8 @@ struct HttpServerStats {
   uint64_t connections_open = 0;
   uint64_t requests_inline = 0;
   uint64_t requests_pooled = 0;
-  uint64_t refused_busy = 0;  // 503s for max_connections / max_buffered_bytes
+  uint64_t refused_busy =
+      0;  // 503s for max_connections / max_buffered_bytes, and closes past max_connections + 64
 };
 
 class HttpServer {

@@ -14,6 +14,7 @@
 #include <csignal>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -460,6 +461,92 @@ TEST_F(RestListenerTest, AClientGoneMidRequestLeavesTheServerServing) {
   }
   EXPECT_EQ(q.status, 200);
   EXPECT_EQ(Json(q.body).Count("value"), 0u) << q.body;  // the truncated inserts changed nothing
+}
+
+// SIGTERM while keep-alive connections have writes pipelined (fsync: they
+// run on the pool, one at a time per connection, so most are still waiting
+// when the signal lands). Before, the loops exited at once and each
+// connection was closed with its requests unread: the client got a reset
+// instead of an answer, for requests that were never executed and for
+// none it could tell apart. Now every request is answered: executed (204)
+// or refused unexecuted (503 ServerBusy), in order, and then the
+// connection is closed; after a restart exactly the 204s are there.
+class RestStopTest : public RestListenerTest {
+ protected:
+  std::vector<std::string> ServerArgs() override {
+    const std::string config = dir_.Sub("rest.yaml");
+    std::ofstream(config) << "rest:\n  request_timeout_ms: 10000\n";
+    return {"--config", config, "--durability", "fsync", "--rest", "127.0.0.1:0"};
+  }
+};
+
+TEST_F(RestStopTest, SigtermAnswersEveryPipelinedRequestAndExecutesNoneItRefuses) {
+  constexpr int kConns = 4;
+  constexpr int kEach = 300;
+  auto key = [](int c, int i) {
+    return "(PartitionKey='p" + std::to_string(c) + "',RowKey='r" + std::to_string(i) + "')";
+  };
+  std::vector<std::unique_ptr<RawHttp>> conns;
+  for (int c = 0; c < kConns; ++c) {
+    conns.push_back(std::make_unique<RawHttp>(host_, port_));
+    ASSERT_TRUE(conns.back()->connected());
+    std::string all;
+    for (int i = 0; i < kEach; ++i) {
+      all += Request("PUT", Entities("raw") + key(c, i),
+                     R"({"PartitionKey":"p)" + std::to_string(c) + R"(","RowKey":"r)" +
+                         std::to_string(i) + R"(","v":1})");
+    }
+    ASSERT_TRUE(conns.back()->Send(all));
+  }
+  // The first answer on each connection: the stop lands mid-stream.
+  std::vector<std::vector<int>> statuses(kConns);
+  for (int c = 0; c < kConns; ++c) {
+    const RawReply r = conns[c]->Read();
+    ASSERT_EQ(r.status, 204) << r.head << r.body;
+    statuses[c].push_back(r.status);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  int exit_code = -2;
+  std::thread stopper([&] { exit_code = server_->Stop(); });
+  int refused = 0;
+  for (int c = 0; c < kConns; ++c) {
+    while (statuses[c].size() < static_cast<size_t>(kEach)) {
+      const RawReply r = conns[c]->Read(15000);
+      if (r.status == 0) break;  // closed (or reset) before every request was answered
+      statuses[c].push_back(r.status);
+      if (r.status == 503) {
+        ++refused;
+        EXPECT_EQ(r.Field("x-ms-error-code"), "ServerBusy") << r.head;
+        ExpectServiceForm(r, "shutting down");
+      }
+    }
+    EXPECT_EQ(statuses[c].size(), static_cast<size_t>(kEach))
+        << "connection " << c << ": requests unanswered";
+    EXPECT_TRUE(conns[c]->ClosedWithin(5000)) << "connection " << c << " left open";
+  }
+  stopper.join();
+  EXPECT_EQ(exit_code, 0) << server_->Log();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(12));
+  EXPECT_GT(refused, 0) << "every write finished before the stop: nothing was tested";
+
+  ASSERT_TRUE(server_->Start()) << server_->Log();
+  ConnectRest();
+  for (int c = 0; c < kConns; ++c) {
+    RawHttp q(host_, port_);
+    ASSERT_TRUE(q.Send(Request(
+        "GET", Entities("raw") + "()?$top=1000&$select=RowKey&$filter=PartitionKey%20eq%20'p" +
+                   std::to_string(c) + "'")));
+    const RawReply page = q.Read();
+    ASSERT_EQ(page.status, 200) << page.body;
+    for (size_t i = 0; i < statuses[c].size(); ++i) {
+      const bool stored =
+          page.body.find("\"RowKey\":\"r" + std::to_string(i) + "\"") != std::string::npos;
+      EXPECT_EQ(stored, statuses[c][i] == 204)
+          << "connection " << c << " request " << i << " answered " << statuses[c][i];
+      if (statuses[c][i] != 204 && statuses[c][i] != 503)
+        ADD_FAILURE() << "answered " << statuses[c][i];
+    }
+  }
 }
 
 // fsync durability: writes run on the listener's pool, not its loop.
