@@ -12,7 +12,6 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -77,7 +76,8 @@ struct Conn {
   Clock::time_point last_active;
   Clock::time_point request_started;  // first byte of the request being read
   uint64_t charged = 0;      // bytes of `in` counted in buffered_
-  uint64_t req_charge = 0;   // the framed request's body, counted until its response is written
+  uint64_t req_charge = 0;   // the framed request's body (and the unsent part of a pool-run
+                             // response), counted until its response is written
 
   explicit Conn(const HttpLimits& limits) : reader(limits) {}
   bool Pending() const { return sent < out_head.size() + out_body.size(); }
@@ -133,6 +133,14 @@ class HttpServer::Impl {
   Status StartThreads();
   void PoolThread();
   void Stop();
+  // The unwritten part of c's response is held until it is written (or
+  // the connection closes): counted in buffered_ with the request, so
+  // clients that do not read their responses meet max_buffered_bytes.
+  void ChargeUnsent(Conn* c) {
+    const uint64_t unsent = c->out_head.size() + c->out_body.size() - c->sent;
+    c->req_charge += unsent;
+    buffered_.fetch_add(unsent, std::memory_order_relaxed);
+  }
   bool OverBudget(uint64_t more) const {
     return buffered_.load(std::memory_order_relaxed) + more > opt_.max_buffered_bytes;
   }
@@ -652,17 +660,15 @@ void HttpServer::Impl::PoolThread() {
     // is busy.)
     if (stopping_.load(std::memory_order_relaxed) && c->Buffered() == 0) c->close_after = true;
     PrepareOut(c, c->req.method == "HEAD");
-    // The pool thread may block: a large response (a query page) is
-    // written here, waiting for the socket, rather than by the loop in
-    // pieces; a client that stops reading is left to the loop's timeout.
-    const auto deadline = Clock::now() + std::chrono::milliseconds(opt_.request_timeout_ms);
-    Flush f;
-    while ((f = FlushOut(c)) == Flush::kAgain) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      pollfd p{c->fd, POLLOUT, 0};
-      if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0) break;
-    }
+    // What the socket takes now is written here; the rest of a large
+    // response (a query page) is left to the loop (EPOLLOUT, and its
+    // timeout for a client that stops reading). This thread used to wait
+    // for the socket up to request_timeout_ms: rest.threads clients that
+    // did not read their pages then held every pool thread, and every
+    // write in fsync durability, query and $batch waited 30 s.
+    const Flush f = FlushOut(c);
     if (f == Flush::kFailed) c->close_after = true;
+    if (f == Flush::kAgain) ChargeUnsent(c);
     c->loop->Return(c);
   }
 }

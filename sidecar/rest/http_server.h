@@ -16,7 +16,8 @@
 // Bounds: at most max_connections connections (the next one is answered
 // 503 and closed); a request's head and body within HttpLimits (431/413,
 // then close: the framing is lost); request bytes held across all
-// connections, received or framed and not yet answered, within
+// connections, received or framed and not yet answered, plus the unsent
+// part of responses the pool handed back to the loop, within
 // max_buffered_bytes (a request that would pass it: 503, close);
 // a connection idle past idle_timeout_ms, or sending one request for
 // longer than request_timeout_ms, is closed. Memory is therefore bounded

@@ -41,8 +41,11 @@ struct RawReply {
 // One client connection that writes bytes as given and reads responses.
 class RawHttp {
  public:
-  RawHttp(const std::string& host, int port) {
+  // `rcvbuf`: a small receive buffer (set before connecting), so that a
+  // response the test does not read stays in the server's hands.
+  RawHttp(const std::string& host, int port, int rcvbuf = 0) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (rcvbuf > 0) ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(static_cast<uint16_t>(port));
@@ -546,6 +549,61 @@ TEST_F(RestStopTest, SigtermAnswersEveryPipelinedRequestAndExecutesNoneItRefuses
       if (statuses[c][i] != 204 && statuses[c][i] != 503)
         ADD_FAILURE() << "answered " << statuses[c][i];
     }
+  }
+}
+
+// Clients that ask for a large query page and do not read it. The pool
+// thread that ran the query used to wait for the socket up to
+// rest.request_timeout_ms: rest.threads such clients held the whole pool,
+// and every request that runs there (queries, $batch, table operations,
+// every write in fsync durability) waited that long. Now the loop writes
+// what the socket did not take; the pool serves the next request at once,
+// and the slow reader still gets its whole page.
+class RestSlowReaderTest : public RestListenerTest {
+ protected:
+  std::vector<std::string> ServerArgs() override {
+    const std::string config = dir_.Sub("rest.yaml");
+    std::ofstream(config)
+        << "rest:\n  threads: 2\n  request_timeout_ms: 20000\n  idle_timeout_ms: 20000\n";
+    return {"--config", config, "--durability", "os", "--rest", "127.0.0.1:0"};
+  }
+};
+
+TEST_F(RestSlowReaderTest, ClientsThatDoNotReadTheirPagesHoldNoPoolThread) {
+  constexpr int kRows = 60;  // about 3.6 MB in one page
+  RawHttp writer(host_, port_);
+  const std::string big(30000, 'x');
+  for (int i = 0; i < kRows; ++i) {
+    const std::string rk = "r" + std::to_string(i);
+    ASSERT_TRUE(
+        writer.Send(Request("PUT", Entities("raw") + "(PartitionKey='p',RowKey='" + rk + "')",
+                            R"({"PartitionKey":"p","RowKey":")" + rk + R"(","a":")" + big +
+                                R"(","b":")" + big + R"("})")));
+    ASSERT_EQ(writer.Read().status, 204);
+  }
+  // As many readers as pool threads, and one more: none reads.
+  std::vector<std::unique_ptr<RawHttp>> slow;
+  for (int i = 0; i < 3; ++i) {
+    slow.push_back(std::make_unique<RawHttp>(host_, port_, 4096));
+    ASSERT_TRUE(slow.back()->Send(Request("GET", Entities("raw") + "()")));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // A request that runs on the pool (a table operation) is served now.
+  RawHttp other(host_, port_);
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(other.Send(
+      Request("POST", "/" + std::string(kAccount) + "/Tables", R"({"TableName":"other"})")));
+  const RawReply created = other.Read(5000);
+  EXPECT_EQ(created.status, 201) << "waited "
+                                 << std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::chrono::steady_clock::now() - t0)
+                                        .count()
+                                 << " ms";
+  // The slow readers get their whole pages once they read.
+  for (auto& c : slow) {
+    const RawReply page = c->Read(20000);
+    ASSERT_EQ(page.status, 200);
+    EXPECT_EQ(Json(page.body).Count("value"), static_cast<size_t>(kRows));
   }
 }
 
