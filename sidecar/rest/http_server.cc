@@ -42,6 +42,7 @@ constexpr size_t kReadChunk = 64 << 10;
 constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
 // Connections over max_connections let in to be answered 503.
 constexpr size_t kRefusing = 64;
+constexpr char kOverConnections[] = "the REST listener is at rest.max_connections; retry later";
 // How long a closing connection's late bytes are read and dropped.
 constexpr auto kLinger = std::chrono::seconds(2);
 // On Stop: how long the loops go on answering what reaches them (503) and
@@ -466,7 +467,7 @@ bool EventLoop::ReadInput(Conn* c) {
     if (c->Buffered() > srv_->opt_.limits.max_head_bytes + srv_->opt_.limits.max_body_bytes) break;
   }
   c->last_active = Clock::now();
-  if (c->refuse) return AnswerError(c, 503, "the REST listener is at rest.max_connections; retry later");
+  if (c->refuse) return AnswerError(c, 503, kOverConnections);
   if (srv_->buffered_.load(std::memory_order_relaxed) > srv_->opt_.max_buffered_bytes) {
     return AnswerError(c, 503, "the REST listener holds rest.max_buffered_mb of requests; retry later");
   }
@@ -736,7 +737,15 @@ void EventLoop::Sweep(Clock::time_point now) {
     }
   }
   for (Conn* c : gone) Close(c);
-  for (Conn* c : slow) AnswerError(c, 408, "the request was not received within rest.request_timeout_ms");
+  for (Conn* c : slow) {
+    // A connection let in past max_connections that sent nothing is still
+    // refused for that reason (it used to get 408, and no busy count).
+    if (c->refuse && c->Buffered() == 0) {
+      AnswerError(c, 503, kOverConnections);
+    } else {
+      AnswerError(c, 408, "the request was not received within rest.request_timeout_ms");
+    }
+  }
 }
 
 void EventLoop::Run() {

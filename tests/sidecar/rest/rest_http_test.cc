@@ -340,6 +340,26 @@ TEST_F(RestListenerTest, ARequestTooSlowToArriveGets408) {
   EXPECT_EQ(GetEntity("raw", "p", "slow").status, 404);
 }
 
+// A connection past rest.max_connections that sends nothing used to be
+// held for rest.request_timeout_ms and then answered 408 OperationTimedOut
+// (a timeout of the client's, which it was not) and not counted in
+// sidetable_rest_busy_total. It is refused for the bound: 503 ServerBusy.
+TEST_F(RestListenerTest, AConnectionOverTheBoundThatSendsNothingGetsServerBusy) {
+  std::vector<std::unique_ptr<RawHttp>> held;
+  for (int i = 0; i < 8; ++i) {  // with the fixture's own: over the bound of 8
+    held.push_back(std::make_unique<RawHttp>(host_, port_));
+    ASSERT_TRUE(held.back()->connected());
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // all let in
+  RawHttp silent(host_, port_);
+  ASSERT_TRUE(silent.connected());
+  const RawReply r = silent.Read(5000);  // the fixture's request_timeout_ms is 600
+  EXPECT_EQ(r.status, 503) << r.head;
+  EXPECT_EQ(r.Field("x-ms-error-code"), "ServerBusy") << r.head;
+  ExpectServiceForm(r, "503 max_connections, nothing sent");
+  EXPECT_TRUE(silent.ClosedWithin(3000));
+}
+
 TEST_F(RestListenerTest, ConnectionsOverTheBoundGetServerBusy) {
   // The fixture's own client holds one connection (keep-alive); 8 is the bound.
   std::vector<std::unique_ptr<RawHttp>> held;
