@@ -211,7 +211,8 @@ class EventLoop {
   }
 
   void AcceptAll();
-  void Adopt(int fd, bool refuse);
+  // The new connection, or nullptr (it could not join the epoll set).
+  Conn* Adopt(int fd, bool refuse);
   void OnEvent(Conn* c, uint32_t events);
   void OnWake();
   void SetInterest(Conn* c, uint32_t events);
@@ -412,7 +413,7 @@ void EventLoop::AcceptAll() {
   }
 }
 
-void EventLoop::Adopt(int fd, bool refuse) {
+Conn* EventLoop::Adopt(int fd, bool refuse) {
   auto conn = std::make_unique<Conn>(srv_->opt_.limits);
   Conn* c = conn.get();
   c->loop = this;
@@ -427,9 +428,10 @@ void EventLoop::Adopt(int fd, bool refuse) {
   if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
     ::close(fd);
     srv_->open_.fetch_sub(1, std::memory_order_relaxed);
-    return;
+    return nullptr;
   }
   conns_.emplace(fd, std::move(conn));
+  return c;
 }
 
 void EventLoop::Compact(Conn* c) {
@@ -684,7 +686,12 @@ void EventLoop::OnWake() {
     back.swap(returned_);
     handed.swap(incoming_);
   }
-  for (const auto& [fd, refuse] : handed) Adopt(fd, refuse);
+  for (const auto& [fd, refuse] : handed) {
+    Conn* c = Adopt(fd, refuse);
+    // Accepted by loop 0 just before the stop, handed over after this
+    // loop's BeginStop: retired like the others, not left to the deadline.
+    if (c != nullptr && stop_begun_) Retire(c);
+  }
   for (Conn* c : back) {
     c->busy = false;
     c->last_active = Clock::now();
