@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -43,6 +44,10 @@ constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
 // Connections over max_connections let in to be answered 503.
 constexpr size_t kRefusing = 64;
 constexpr char kOverConnections[] = "the REST listener is at rest.max_connections; retry later";
+// The share of the process's descriptor limit (RLIMIT_NOFILE) the listener's
+// connections may take, refused ones included; the rest is the engine's
+// (RocksDB's WAL and table files), ZeroMQ's and the status page's.
+constexpr uint64_t kFdShareDivisor = 2;
 // How long a closing connection's late bytes are read and dropped.
 constexpr auto kLinger = std::chrono::seconds(2);
 // On Stop: how long the loops go on answering what reaches them (503) and
@@ -132,6 +137,9 @@ class HttpServer::Impl {
 
   Status Bind();
   Status StartThreads();
+  // max_connections, lowered so that connections (plus the refused ones)
+  // stay within the listener's share of RLIMIT_NOFILE.
+  void FitConnectionsToFdLimit();
   void PoolThread();
   void Stop();
   // The unwritten part of c's response is held until it is written (or
@@ -148,6 +156,7 @@ class HttpServer::Impl {
 
   const HttpServerOptions opt_;
   const HttpServerCallbacks cb_;
+  uint64_t max_connections_ = 0;  // opt_.max_connections, or lower (FitConnectionsToFdLimit)
   int listen_fd_ = -1;
   int port_ = 0;
   std::vector<std::unique_ptr<EventLoop>> loops_;
@@ -281,6 +290,26 @@ HttpServer::Impl::~Impl() {
   if (listen_fd_ >= 0) ::close(listen_fd_);
 }
 
+// Before: connections were bounded by rest.max_connections alone (1024 by
+// default), and a descriptor limit of 1024 (a common default) let a flood of
+// connections, no authentication needed, take every descriptor: RocksDB
+// could then not open its next WAL file, the storage turned `failed` and
+// refused every write until a restart, long after the connections closed.
+void HttpServer::Impl::FitConnectionsToFdLimit() {
+  max_connections_ = opt_.max_connections;
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return;
+  const uint64_t share = static_cast<uint64_t>(rl.rlim_cur) / kFdShareDivisor;
+  const uint64_t fit = share > kRefusing + 1 ? share - kRefusing : 1;
+  if (fit >= max_connections_) return;
+  spdlog::warn(
+      "REST listener: rest.max_connections {} lowered to {}: the process may open {} descriptors "
+      "(RLIMIT_NOFILE) and the listener keeps to half of them; raise the limit (ulimit -n, "
+      "LimitNOFILE=) to serve more connections",
+      max_connections_, fit, static_cast<uint64_t>(rl.rlim_cur));
+  max_connections_ = fit;
+}
+
 Status HttpServer::Impl::StartThreads() {
   const size_t n = static_cast<size_t>(std::max(1, opt_.io_threads));
   for (size_t i = 0; i < n; ++i) {
@@ -388,8 +417,8 @@ void EventLoop::AcceptAll() {
     // (after their request arrives: answered before it, a client may see
     // a reset instead); past those, closed at once.
     const uint64_t open = srv_->open_.load(std::memory_order_relaxed);
-    const bool refuse = open >= opt.max_connections;
-    if (refuse && open >= opt.max_connections + kRefusing) {
+    const bool refuse = open >= srv_->max_connections_;
+    if (refuse && open >= srv_->max_connections_ + kRefusing) {
       srv_->busy_.fetch_add(1, std::memory_order_relaxed);
       ::close(fd);
       continue;
@@ -808,6 +837,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
   std::unique_ptr<HttpServer> s(new HttpServer());
   s->impl_ = std::make_unique<Impl>(options, std::move(callbacks));
   Impl* impl = s->impl_.get();
+  impl->FitConnectionsToFdLimit();
   if (Status st = impl->Bind(); !st.ok()) return st;
   if (Status st = impl->StartThreads(); !st.ok()) return st;
   return s;

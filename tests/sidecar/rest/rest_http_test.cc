@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -625,6 +626,67 @@ TEST_F(RestSlowReaderTest, ClientsThatDoNotReadTheirPagesHoldNoPoolThread) {
     ASSERT_EQ(page.status, 200);
     EXPECT_EQ(Json(page.body).Count("value"), static_cast<size_t>(kRows));
   }
+}
+
+// A flood of connections on a sidecar whose descriptor limit is low (1024
+// is a common default; 256 here). rest.max_connections alone (1024) let the
+// connections take every descriptor: RocksDB could not open its next WAL
+// file at a memtable switch, the storage turned `failed`, and every write
+// was refused 503 ServiceUnavailable until a restart, also after the
+// connections had gone. Now the listener keeps to half of RLIMIT_NOFILE
+// (the connections past it are closed at once) and writes go on.
+class RestFdLimitTest : public RestListenerTest {
+ protected:
+  std::vector<std::string> ServerArgs() override {
+    const std::string config = dir_.Sub("fd.yaml");
+    std::ofstream(config)
+        << "storage:\n  write_buffer_mb: 1\n";  // a memtable switch (a new WAL) every MiB
+    return {"--config", config, "--durability", "os", "--rest", "127.0.0.1:0"};
+  }
+  void SetUp() override {
+    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved_), 0);
+    if (saved_.rlim_cur < 1024) GTEST_SKIP() << "the test itself needs 1024 descriptors";
+    rlimit low = saved_;
+    low.rlim_cur = 256;  // inherited by the sidecar started now
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+    RestListenerTest::SetUp();
+    ::setrlimit(RLIMIT_NOFILE, &saved_);
+  }
+  void TearDown() override {
+    if (saved_.rlim_cur != 0)
+      ::setrlimit(RLIMIT_NOFILE, &saved_);  // also when SetUp stopped half-way
+    RestListenerTest::TearDown();
+  }
+  rlimit saved_{};
+};
+
+TEST_F(RestFdLimitTest, AFloodOfConnectionsLeavesTheEngineItsDescriptors) {
+  ASSERT_EQ(CreateTable("fds").status, 201);
+  RawHttp writer(host_, port_);  // connected before the flood
+  ASSERT_TRUE(writer.connected());
+  std::vector<std::unique_ptr<RawHttp>> flood;
+  for (int i = 0; i < 400; ++i) flood.push_back(std::make_unique<RawHttp>(host_, port_));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // all accepted (or closed)
+  const std::string big(20000, 'x');
+  const std::string put_prefix = "/" + std::string(kAccount) + "/fds(PartitionKey='p',RowKey='";
+  auto write = [&](RawHttp& c, int i) {
+    const std::string rk = "r" + std::to_string(i);
+    if (!c.Send(Request("PUT", put_prefix + rk + "')", R"({"v":")" + big + R"("})")))
+      return RawReply{};
+    return c.Read();
+  };
+  int refused = 0;
+  RawReply last;
+  for (int i = 0; i < 300; ++i) {  // about 6 MB: several memtable switches
+    last = write(writer, i);
+    if (last.status != 204) ++refused;
+  }
+  EXPECT_EQ(refused, 0) << "last: " << last.status << " " << last.body;
+  flood.clear();
+  RawHttp after(host_, port_);
+  const RawReply r = write(after, 1000);
+  EXPECT_EQ(r.status, 204) << r.body;
+  EXPECT_NE(server_->Log().find("rest.max_connections 1024 lowered to"), std::string::npos);
 }
 
 // fsync durability: writes run on the listener's pool, not its loop.
