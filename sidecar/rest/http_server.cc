@@ -12,10 +12,10 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -43,8 +43,18 @@ constexpr size_t kReadChunk = 64 << 10;
 constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
 // Connections over max_connections let in to be answered 503.
 constexpr size_t kRefusing = 64;
+constexpr char kOverConnections[] = "the REST listener is at rest.max_connections; retry later";
+// The share of the process's descriptor limit (RLIMIT_NOFILE) the listener's
+// connections may take, refused ones included; the rest is the engine's
+// (RocksDB's WAL and table files), ZeroMQ's and the status page's.
+constexpr uint64_t kFdShareDivisor = 2;
 // How long a closing connection's late bytes are read and dropped.
 constexpr auto kLinger = std::chrono::seconds(2);
+// On Stop: how long the loops go on answering what reaches them (503) and
+// writing the responses of requests executing on the pool, before every
+// connection is closed. Usually over in milliseconds: idle connections are
+// closed at once; only a request still arriving or executing keeps it.
+constexpr auto kStopDrain = std::chrono::seconds(2);
 
 }  // namespace
 
@@ -72,7 +82,8 @@ struct Conn {
   Clock::time_point last_active;
   Clock::time_point request_started;  // first byte of the request being read
   uint64_t charged = 0;      // bytes of `in` counted in buffered_
-  uint64_t req_charge = 0;   // the framed request's body, counted until its response is written
+  uint64_t req_charge = 0;   // the framed request's body (and the unsent part of a pool-run
+                             // response), counted until its response is written
 
   explicit Conn(const HttpLimits& limits) : reader(limits) {}
   bool Pending() const { return sent < out_head.size() + out_body.size(); }
@@ -126,19 +137,32 @@ class HttpServer::Impl {
 
   Status Bind();
   Status StartThreads();
+  // max_connections, lowered so that connections (plus the refused ones)
+  // stay within the listener's share of RLIMIT_NOFILE.
+  void FitConnectionsToFdLimit();
   void PoolThread();
   void Stop();
+  // The unwritten part of c's response is held until it is written (or
+  // the connection closes): counted in buffered_ with the request, so
+  // clients that do not read their responses meet max_buffered_bytes.
+  void ChargeUnsent(Conn* c) {
+    const uint64_t unsent = c->out_head.size() + c->out_body.size() - c->sent;
+    c->req_charge += unsent;
+    buffered_.fetch_add(unsent, std::memory_order_relaxed);
+  }
   bool OverBudget(uint64_t more) const {
     return buffered_.load(std::memory_order_relaxed) + more > opt_.max_buffered_bytes;
   }
 
   const HttpServerOptions opt_;
   const HttpServerCallbacks cb_;
+  uint64_t max_connections_ = 0;  // opt_.max_connections, or lower (FitConnectionsToFdLimit)
   int listen_fd_ = -1;
   int port_ = 0;
   std::vector<std::unique_ptr<EventLoop>> loops_;
   std::vector<std::thread> pool_;
   std::atomic<bool> stopping_{false};
+  Clock::time_point stop_deadline_;  // written before stopping_ is set
   bool started_ = false;
   // Request bytes held, all loops (received, or framed and not answered).
   std::atomic<uint64_t> buffered_{0};
@@ -181,9 +205,23 @@ class EventLoop {
   // goes back to reading.
   bool Respond(Conn* c);
   bool AnswerError(Conn* c, int status, const std::string& message);
+  // Half-closes c and reads what the client still sends until it closes.
+  bool LingerClose(Conn* c);
+  // Stopping, c has no request: closes it, unless bytes of one wait unread.
+  bool Retire(Conn* c);
+  // The first pass of a stopping loop: no new connections; each idle
+  // connection answered (503) or closed.
+  void BeginStop();
+  bool AllAnswered() const {
+    for (const auto& [fd, conn] : conns_) {
+      if (!conn->draining) return false;
+    }
+    return true;
+  }
 
   void AcceptAll();
-  void Adopt(int fd, bool refuse);
+  // The new connection, or nullptr (it could not join the epoll set).
+  Conn* Adopt(int fd, bool refuse);
   void OnEvent(Conn* c, uint32_t events);
   void OnWake();
   void SetInterest(Conn* c, uint32_t events);
@@ -199,6 +237,7 @@ class EventLoop {
   std::unordered_map<int, std::unique_ptr<Conn>> conns_;
   std::string scratch_ = std::string(kReadChunk, '\0');
   bool accept_paused_ = false;
+  bool stop_begun_ = false;
   Clock::time_point accept_resume_;
   Clock::time_point last_sweep_ = Clock::now();
   size_t next_loop_ = 0;  // loop 0: where the next connection goes
@@ -251,6 +290,26 @@ HttpServer::Impl::~Impl() {
   if (listen_fd_ >= 0) ::close(listen_fd_);
 }
 
+// Before: connections were bounded by rest.max_connections alone (1024 by
+// default), and a descriptor limit of 1024 (a common default) let a flood of
+// connections, no authentication needed, take every descriptor: RocksDB
+// could then not open its next WAL file, the storage turned `failed` and
+// refused every write until a restart, long after the connections closed.
+void HttpServer::Impl::FitConnectionsToFdLimit() {
+  max_connections_ = opt_.max_connections;
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return;
+  const uint64_t share = static_cast<uint64_t>(rl.rlim_cur) / kFdShareDivisor;
+  const uint64_t fit = share > kRefusing + 1 ? share - kRefusing : 1;
+  if (fit >= max_connections_) return;
+  spdlog::warn(
+      "REST listener: rest.max_connections {} lowered to {}: the process may open {} descriptors "
+      "(RLIMIT_NOFILE) and the listener keeps to half of them; raise the limit (ulimit -n, "
+      "LimitNOFILE=) to serve more connections",
+      max_connections_, fit, static_cast<uint64_t>(rl.rlim_cur));
+  max_connections_ = fit;
+}
+
 Status HttpServer::Impl::StartThreads() {
   const size_t n = static_cast<size_t>(std::max(1, opt_.io_threads));
   for (size_t i = 0; i < n; ++i) {
@@ -269,7 +328,8 @@ Status HttpServer::Impl::StartThreads() {
 void HttpServer::Impl::Stop() {
   if (!started_) return;
   started_ = false;
-  stopping_ = true;
+  stop_deadline_ = Clock::now() + kStopDrain;
+  stopping_.store(true, std::memory_order_release);
   for (auto& l : loops_) l->Wake();
   for (auto& l : loops_) l->Join();
   // No loop reads any more; the pool runs what it was given.
@@ -357,8 +417,8 @@ void EventLoop::AcceptAll() {
     // (after their request arrives: answered before it, a client may see
     // a reset instead); past those, closed at once.
     const uint64_t open = srv_->open_.load(std::memory_order_relaxed);
-    const bool refuse = open >= opt.max_connections;
-    if (refuse && open >= opt.max_connections + kRefusing) {
+    const bool refuse = open >= srv_->max_connections_;
+    if (refuse && open >= srv_->max_connections_ + kRefusing) {
       srv_->busy_.fetch_add(1, std::memory_order_relaxed);
       ::close(fd);
       continue;
@@ -382,7 +442,7 @@ void EventLoop::AcceptAll() {
   }
 }
 
-void EventLoop::Adopt(int fd, bool refuse) {
+Conn* EventLoop::Adopt(int fd, bool refuse) {
   auto conn = std::make_unique<Conn>(srv_->opt_.limits);
   Conn* c = conn.get();
   c->loop = this;
@@ -397,9 +457,10 @@ void EventLoop::Adopt(int fd, bool refuse) {
   if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
     ::close(fd);
     srv_->open_.fetch_sub(1, std::memory_order_relaxed);
-    return;
+    return nullptr;
   }
   conns_.emplace(fd, std::move(conn));
+  return c;
 }
 
 void EventLoop::Compact(Conn* c) {
@@ -437,7 +498,7 @@ bool EventLoop::ReadInput(Conn* c) {
     if (c->Buffered() > srv_->opt_.limits.max_head_bytes + srv_->opt_.limits.max_body_bytes) break;
   }
   c->last_active = Clock::now();
-  if (c->refuse) return AnswerError(c, 503, "the REST listener is at rest.max_connections; retry later");
+  if (c->refuse) return AnswerError(c, 503, kOverConnections);
   if (srv_->buffered_.load(std::memory_order_relaxed) > srv_->opt_.max_buffered_bytes) {
     return AnswerError(c, 503, "the REST listener holds rest.max_buffered_mb of requests; retry later");
   }
@@ -485,19 +546,62 @@ bool EventLoop::Respond(Conn* c) {
   c->req_charge = 0;
   if (c->out_body.capacity() > kReadChunk) std::string().swap(c->out_body);
   if (c->req.body.capacity() > kReadChunk) std::string().swap(c->req.body);
-  if (c->close_after) {
-    // Lingering close: half-close so the response is read, then drop what
-    // the client still sends until it closes (closing with unread bytes
-    // would reset the connection and could lose the response). Bounded by
-    // the sweep's timeout.
-    ::shutdown(c->fd, SHUT_WR);
-    c->draining = true;
-    c->last_active = Clock::now();
-    SetInterest(c, EPOLLIN);
-    return Drain(c);
-  }
+  if (c->close_after) return LingerClose(c);
   SetInterest(c, EPOLLIN);
   return true;
+}
+
+// Lingering close: half-close so the response is read, then drop what the
+// client still sends until it closes (closing with unread bytes would reset
+// the connection and could lose the response). Bounded by the sweep's
+// timeout.
+bool EventLoop::LingerClose(Conn* c) {
+  ::shutdown(c->fd, SHUT_WR);
+  c->draining = true;
+  c->last_active = Clock::now();
+  SetInterest(c, EPOLLIN);
+  return Drain(c);
+}
+
+bool EventLoop::Retire(Conn* c) {
+  // A request that reached the socket but not yet this loop must be
+  // answered (503), not dropped unread by the lingering close: the loop's
+  // next pass reads it (not read from here: Process calls Retire, and a
+  // client that keeps sending would deepen the recursion).
+  char probe = 0;
+  const ssize_t r = ::recv(c->fd, &probe, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (r > 0) {
+    SetInterest(c, EPOLLIN);
+    return true;
+  }
+  if (r == 0) {
+    Close(c);
+    return false;
+  }
+  return LingerClose(c);
+}
+
+// Stopping (SIGTERM): before, the loops just exited and every connection
+// was closed with whatever it had sent unread: a keep-alive client whose
+// next request had arrived got a reset, neither an answer nor a 503, and
+// could not tell whether it was executed. Now each request is answered.
+void EventLoop::BeginStop() {
+  stop_begun_ = true;
+  if (index_ == 0)
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, srv_->listen_fd_, nullptr);  // no new connections
+  std::vector<Conn*> idle;
+  for (auto& [fd, conn] : conns_) {
+    Conn* c = conn.get();
+    if (!c->busy && !c->Pending() && !c->draining) idle.push_back(c);
+  }
+  // Each call closes at most its own connection: the others stay valid.
+  for (Conn* c : idle) {
+    if (c->Buffered() == 0 && !c->reader.HeadDone()) {
+      Retire(c);
+    } else {
+      Process(c);
+    }
+  }
 }
 
 bool EventLoop::Process(Conn* c) {
@@ -509,6 +613,9 @@ bool EventLoop::Process(Conn* c) {
       return AnswerError(c, c->reader.error_status(), c->reader.error_message());
     }
     if (outcome == HttpRequestReader::Outcome::kNeedMore) {
+      if (buf.empty() && !c->reader.HeadDone() && srv_->stopping_.load(std::memory_order_relaxed)) {
+        return Retire(c);  // answered everything it sent
+      }
       if (c->reader.HeadDone()) {
         const size_t expected = c->reader.BodyBytesExpected();
         // What is here is counted already; refuse now a body that could
@@ -530,8 +637,22 @@ bool EventLoop::Process(Conn* c) {
     // The body now lives in req until the response is written: still held.
     c->req_charge = c->req.body.size();
     srv_->buffered_.fetch_add(c->req_charge, std::memory_order_relaxed);
+    if (srv_->stopping_.load(std::memory_order_relaxed)) {
+      // Framed after the stop began: not executed (the engine is about to
+      // drain), answered so the client knows it may retry it. Each
+      // pipelined request gets its own 503, the last one `Connection:
+      // close` (a client must not send more on it).
+      c->res = HttpResponse();
+      c->res.status = 503;
+      if (srv_->cb_.error) srv_->cb_.error(503, "the server is shutting down; retry later", c->res);
+      c->close_after = c->Buffered() == 0;
+      PrepareOut(c, c->req.method == "HEAD");
+      if (!Respond(c)) return false;
+      c->request_started = Clock::now();
+      continue;
+    }
     c->res = HttpResponse();
-    c->close_after = !c->req.keep_alive || srv_->stopping_.load(std::memory_order_relaxed);
+    c->close_after = !c->req.keep_alive;
     const HttpServerCallbacks& cb = srv_->cb_;
     if (cb.runs_inline && cb.runs_inline(c->req)) {
       srv_->inline_.fetch_add(1, std::memory_order_relaxed);
@@ -565,18 +686,21 @@ void HttpServer::Impl::PoolThread() {
       jobs_.pop_front();
     }
     cb_.handle(c->req, c->res);
+    // Stopping, and nothing pipelined behind it (those get their 503s
+    // first): the connection closes after this response; say so, so the
+    // client sends nothing more on it. (The loop does not touch c while it
+    // is busy.)
+    if (stopping_.load(std::memory_order_relaxed) && c->Buffered() == 0) c->close_after = true;
     PrepareOut(c, c->req.method == "HEAD");
-    // The pool thread may block: a large response (a query page) is
-    // written here, waiting for the socket, rather than by the loop in
-    // pieces; a client that stops reading is left to the loop's timeout.
-    const auto deadline = Clock::now() + std::chrono::milliseconds(opt_.request_timeout_ms);
-    Flush f;
-    while ((f = FlushOut(c)) == Flush::kAgain) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      pollfd p{c->fd, POLLOUT, 0};
-      if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0) break;
-    }
+    // What the socket takes now is written here; the rest of a large
+    // response (a query page) is left to the loop (EPOLLOUT, and its
+    // timeout for a client that stops reading). This thread used to wait
+    // for the socket up to request_timeout_ms: rest.threads clients that
+    // did not read their pages then held every pool thread, and every
+    // write in fsync durability, query and $batch waited 30 s.
+    const Flush f = FlushOut(c);
     if (f == Flush::kFailed) c->close_after = true;
+    if (f == Flush::kAgain) ChargeUnsent(c);
     c->loop->Return(c);
   }
 }
@@ -591,7 +715,12 @@ void EventLoop::OnWake() {
     back.swap(returned_);
     handed.swap(incoming_);
   }
-  for (const auto& [fd, refuse] : handed) Adopt(fd, refuse);
+  for (const auto& [fd, refuse] : handed) {
+    Conn* c = Adopt(fd, refuse);
+    // Accepted by loop 0 just before the stop, handed over after this
+    // loop's BeginStop: retired like the others, not left to the deadline.
+    if (c != nullptr && stop_begun_) Retire(c);
+  }
   for (Conn* c : back) {
     c->busy = false;
     c->last_active = Clock::now();
@@ -644,13 +773,30 @@ void EventLoop::Sweep(Clock::time_point now) {
     }
   }
   for (Conn* c : gone) Close(c);
-  for (Conn* c : slow) AnswerError(c, 408, "the request was not received within rest.request_timeout_ms");
+  for (Conn* c : slow) {
+    // A connection let in past max_connections that sent nothing is still
+    // refused for that reason (it used to get 408, and no busy count).
+    if (c->refuse && c->Buffered() == 0) {
+      AnswerError(c, 503, kOverConnections);
+    } else {
+      AnswerError(c, 408, "the request was not received within rest.request_timeout_ms");
+    }
+  }
 }
 
 void EventLoop::Run() {
   std::vector<epoll_event> events(256);
-  while (!srv_->stopping_.load(std::memory_order_relaxed)) {
-    const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), 250);
+  while (true) {
+    if (srv_->stopping_.load(std::memory_order_acquire)) {
+      if (!stop_begun_) BeginStop();
+      // Done when every connection is answered and half-closed (busy ones
+      // included: their responses are written here), or at the deadline.
+      // A lingering one need not wait for its client's close: it was told
+      // everything, and a client's pool may keep an idle socket for long.
+      if (AllAnswered() || Clock::now() >= srv_->stop_deadline_) break;
+    }
+    const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()),
+                               stop_begun_ ? 20 : 250);
     if (n < 0 && errno != EINTR) {
       spdlog::error("REST listener: epoll_wait: {}", std::strerror(errno));
       break;
@@ -670,7 +816,6 @@ void EventLoop::Run() {
     const auto now = Clock::now();
     if (now - last_sweep_ >= std::chrono::milliseconds(250)) Sweep(now);
   }
-  if (index_ == 0) ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, srv_->listen_fd_, nullptr);  // no new connections
 }
 
 void EventLoop::Finish() {
@@ -692,6 +837,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
   std::unique_ptr<HttpServer> s(new HttpServer());
   s->impl_ = std::make_unique<Impl>(options, std::move(callbacks));
   Impl* impl = s->impl_.get();
+  impl->FitConnectionsToFdLimit();
   if (Status st = impl->Bind(); !st.ok()) return st;
   if (Status st = impl->StartThreads(); !st.ok()) return st;
   return s;

@@ -16,7 +16,8 @@
 // Bounds: at most max_connections connections (the next one is answered
 // 503 and closed); a request's head and body within HttpLimits (431/413,
 // then close: the framing is lost); request bytes held across all
-// connections, received or framed and not yet answered, within
+// connections, received or framed and not yet answered, plus the unsent
+// part of responses the pool handed back to the loop, within
 // max_buffered_bytes (a request that would pass it: 503, close);
 // a connection idle past idle_timeout_ms, or sending one request for
 // longer than request_timeout_ms, is closed. Memory is therefore bounded
@@ -24,7 +25,9 @@
 //
 // Lifecycle: Start() binds (port 0: any free port) and starts the threads;
 // Stop() (also the destructor) stops accepting, lets the requests being
-// executed finish and send their responses, then closes every connection.
+// executed finish and send their responses, answers 503 to each request
+// that reaches it after the stop began (never executed), closes idle
+// connections, and after at most 2 s closes every connection.
 //
 // Thread safety: Start/Stop from one thread. `handle` runs on the loops
 // and on the pool threads at once; `runs_inline` and `error` on the loops
@@ -70,7 +73,8 @@ struct HttpServerStats {
   uint64_t connections_open = 0;
   uint64_t requests_inline = 0;
   uint64_t requests_pooled = 0;
-  uint64_t refused_busy = 0;  // 503s for max_connections / max_buffered_bytes
+  uint64_t refused_busy =
+      0;  // 503s for max_connections / max_buffered_bytes, and closes past max_connections + 64
 };
 
 class HttpServer {

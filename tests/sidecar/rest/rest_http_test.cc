@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <csignal>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -40,8 +42,11 @@ struct RawReply {
 // One client connection that writes bytes as given and reads responses.
 class RawHttp {
  public:
-  RawHttp(const std::string& host, int port) {
+  // `rcvbuf`: a small receive buffer (set before connecting), so that a
+  // response the test does not read stays in the server's hands.
+  RawHttp(const std::string& host, int port, int rcvbuf = 0) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (rcvbuf > 0) ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(static_cast<uint16_t>(port));
@@ -336,6 +341,26 @@ TEST_F(RestListenerTest, ARequestTooSlowToArriveGets408) {
   EXPECT_EQ(GetEntity("raw", "p", "slow").status, 404);
 }
 
+// A connection past rest.max_connections that sends nothing used to be
+// held for rest.request_timeout_ms and then answered 408 OperationTimedOut
+// (a timeout of the client's, which it was not) and not counted in
+// sidetable_rest_busy_total. It is refused for the bound: 503 ServerBusy.
+TEST_F(RestListenerTest, AConnectionOverTheBoundThatSendsNothingGetsServerBusy) {
+  std::vector<std::unique_ptr<RawHttp>> held;
+  for (int i = 0; i < 8; ++i) {  // with the fixture's own: over the bound of 8
+    held.push_back(std::make_unique<RawHttp>(host_, port_));
+    ASSERT_TRUE(held.back()->connected());
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // all let in
+  RawHttp silent(host_, port_);
+  ASSERT_TRUE(silent.connected());
+  const RawReply r = silent.Read(5000);  // the fixture's request_timeout_ms is 600
+  EXPECT_EQ(r.status, 503) << r.head;
+  EXPECT_EQ(r.Field("x-ms-error-code"), "ServerBusy") << r.head;
+  ExpectServiceForm(r, "503 max_connections, nothing sent");
+  EXPECT_TRUE(silent.ClosedWithin(3000));
+}
+
 TEST_F(RestListenerTest, ConnectionsOverTheBoundGetServerBusy) {
   // The fixture's own client holds one connection (keep-alive); 8 is the bound.
   std::vector<std::unique_ptr<RawHttp>> held;
@@ -460,6 +485,208 @@ TEST_F(RestListenerTest, AClientGoneMidRequestLeavesTheServerServing) {
   }
   EXPECT_EQ(q.status, 200);
   EXPECT_EQ(Json(q.body).Count("value"), 0u) << q.body;  // the truncated inserts changed nothing
+}
+
+// SIGTERM while keep-alive connections have writes pipelined (fsync: they
+// run on the pool, one at a time per connection, so most are still waiting
+// when the signal lands). Before, the loops exited at once and each
+// connection was closed with its requests unread: the client got a reset
+// instead of an answer, for requests that were never executed and for
+// none it could tell apart. Now every request is answered: executed (204)
+// or refused unexecuted (503 ServerBusy), in order, and then the
+// connection is closed; after a restart exactly the 204s are there.
+class RestStopTest : public RestListenerTest {
+ protected:
+  std::vector<std::string> ServerArgs() override {
+    const std::string config = dir_.Sub("rest.yaml");
+    std::ofstream(config) << "rest:\n  request_timeout_ms: 10000\n";
+    return {"--config", config, "--durability", "fsync", "--rest", "127.0.0.1:0"};
+  }
+};
+
+TEST_F(RestStopTest, SigtermAnswersEveryPipelinedRequestAndExecutesNoneItRefuses) {
+  constexpr int kConns = 4;
+  constexpr int kEach = 300;
+  auto key = [](int c, int i) {
+    return "(PartitionKey='p" + std::to_string(c) + "',RowKey='r" + std::to_string(i) + "')";
+  };
+  std::vector<std::unique_ptr<RawHttp>> conns;
+  for (int c = 0; c < kConns; ++c) {
+    conns.push_back(std::make_unique<RawHttp>(host_, port_));
+    ASSERT_TRUE(conns.back()->connected());
+    std::string all;
+    for (int i = 0; i < kEach; ++i) {
+      all += Request("PUT", Entities("raw") + key(c, i),
+                     R"({"PartitionKey":"p)" + std::to_string(c) + R"(","RowKey":"r)" +
+                         std::to_string(i) + R"(","v":1})");
+    }
+    ASSERT_TRUE(conns.back()->Send(all));
+  }
+  // The first answer on each connection: the stop lands mid-stream.
+  std::vector<std::vector<int>> statuses(kConns);
+  for (int c = 0; c < kConns; ++c) {
+    const RawReply r = conns[c]->Read();
+    ASSERT_EQ(r.status, 204) << r.head << r.body;
+    statuses[c].push_back(r.status);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  int exit_code = -2;
+  std::thread stopper([&] { exit_code = server_->Stop(); });
+  int refused = 0;
+  for (int c = 0; c < kConns; ++c) {
+    while (statuses[c].size() < static_cast<size_t>(kEach)) {
+      const RawReply r = conns[c]->Read(15000);
+      if (r.status == 0) break;  // closed (or reset) before every request was answered
+      statuses[c].push_back(r.status);
+      if (r.status == 503) {
+        ++refused;
+        EXPECT_EQ(r.Field("x-ms-error-code"), "ServerBusy") << r.head;
+        ExpectServiceForm(r, "shutting down");
+      }
+    }
+    EXPECT_EQ(statuses[c].size(), static_cast<size_t>(kEach))
+        << "connection " << c << ": requests unanswered";
+    EXPECT_TRUE(conns[c]->ClosedWithin(5000)) << "connection " << c << " left open";
+  }
+  stopper.join();
+  EXPECT_EQ(exit_code, 0) << server_->Log();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(12));
+  EXPECT_GT(refused, 0) << "every write finished before the stop: nothing was tested";
+
+  ASSERT_TRUE(server_->Start()) << server_->Log();
+  ConnectRest();
+  for (int c = 0; c < kConns; ++c) {
+    RawHttp q(host_, port_);
+    ASSERT_TRUE(q.Send(Request(
+        "GET", Entities("raw") + "()?$top=1000&$select=RowKey&$filter=PartitionKey%20eq%20'p" +
+                   std::to_string(c) + "'")));
+    const RawReply page = q.Read();
+    ASSERT_EQ(page.status, 200) << page.body;
+    for (size_t i = 0; i < statuses[c].size(); ++i) {
+      const bool stored =
+          page.body.find("\"RowKey\":\"r" + std::to_string(i) + "\"") != std::string::npos;
+      EXPECT_EQ(stored, statuses[c][i] == 204)
+          << "connection " << c << " request " << i << " answered " << statuses[c][i];
+      if (statuses[c][i] != 204 && statuses[c][i] != 503)
+        ADD_FAILURE() << "answered " << statuses[c][i];
+    }
+  }
+}
+
+// Clients that ask for a large query page and do not read it. The pool
+// thread that ran the query used to wait for the socket up to
+// rest.request_timeout_ms: rest.threads such clients held the whole pool,
+// and every request that runs there (queries, $batch, table operations,
+// every write in fsync durability) waited that long. Now the loop writes
+// what the socket did not take; the pool serves the next request at once,
+// and the slow reader still gets its whole page.
+class RestSlowReaderTest : public RestListenerTest {
+ protected:
+  std::vector<std::string> ServerArgs() override {
+    const std::string config = dir_.Sub("rest.yaml");
+    std::ofstream(config)
+        << "rest:\n  threads: 2\n  request_timeout_ms: 20000\n  idle_timeout_ms: 20000\n";
+    return {"--config", config, "--durability", "os", "--rest", "127.0.0.1:0"};
+  }
+};
+
+TEST_F(RestSlowReaderTest, ClientsThatDoNotReadTheirPagesHoldNoPoolThread) {
+  constexpr int kRows = 60;  // about 3.6 MB in one page
+  RawHttp writer(host_, port_);
+  const std::string big(30000, 'x');
+  for (int i = 0; i < kRows; ++i) {
+    const std::string rk = "r" + std::to_string(i);
+    ASSERT_TRUE(
+        writer.Send(Request("PUT", Entities("raw") + "(PartitionKey='p',RowKey='" + rk + "')",
+                            R"({"PartitionKey":"p","RowKey":")" + rk + R"(","a":")" + big +
+                                R"(","b":")" + big + R"("})")));
+    ASSERT_EQ(writer.Read().status, 204);
+  }
+  // As many readers as pool threads, and one more: none reads.
+  std::vector<std::unique_ptr<RawHttp>> slow;
+  for (int i = 0; i < 3; ++i) {
+    slow.push_back(std::make_unique<RawHttp>(host_, port_, 4096));
+    ASSERT_TRUE(slow.back()->Send(Request("GET", Entities("raw") + "()")));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // A request that runs on the pool (a table operation) is served now.
+  RawHttp other(host_, port_);
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(other.Send(
+      Request("POST", "/" + std::string(kAccount) + "/Tables", R"({"TableName":"other"})")));
+  const RawReply created = other.Read(5000);
+  EXPECT_EQ(created.status, 201) << "waited "
+                                 << std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        std::chrono::steady_clock::now() - t0)
+                                        .count()
+                                 << " ms";
+  // The slow readers get their whole pages once they read.
+  for (auto& c : slow) {
+    const RawReply page = c->Read(20000);
+    ASSERT_EQ(page.status, 200);
+    EXPECT_EQ(Json(page.body).Count("value"), static_cast<size_t>(kRows));
+  }
+}
+
+// A flood of connections on a sidecar whose descriptor limit is low (1024
+// is a common default; 256 here). rest.max_connections alone (1024) let the
+// connections take every descriptor: RocksDB could not open its next WAL
+// file at a memtable switch, the storage turned `failed`, and every write
+// was refused 503 ServiceUnavailable until a restart, also after the
+// connections had gone. Now the listener keeps to half of RLIMIT_NOFILE
+// (the connections past it are closed at once) and writes go on.
+class RestFdLimitTest : public RestListenerTest {
+ protected:
+  std::vector<std::string> ServerArgs() override {
+    const std::string config = dir_.Sub("fd.yaml");
+    std::ofstream(config)
+        << "storage:\n  write_buffer_mb: 1\n";  // a memtable switch (a new WAL) every MiB
+    return {"--config", config, "--durability", "os", "--rest", "127.0.0.1:0"};
+  }
+  void SetUp() override {
+    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved_), 0);
+    if (saved_.rlim_cur < 1024) GTEST_SKIP() << "the test itself needs 1024 descriptors";
+    rlimit low = saved_;
+    low.rlim_cur = 256;  // inherited by the sidecar started now
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+    RestListenerTest::SetUp();
+    ::setrlimit(RLIMIT_NOFILE, &saved_);
+  }
+  void TearDown() override {
+    if (saved_.rlim_cur != 0)
+      ::setrlimit(RLIMIT_NOFILE, &saved_);  // also when SetUp stopped half-way
+    RestListenerTest::TearDown();
+  }
+  rlimit saved_{};
+};
+
+TEST_F(RestFdLimitTest, AFloodOfConnectionsLeavesTheEngineItsDescriptors) {
+  ASSERT_EQ(CreateTable("fds").status, 201);
+  RawHttp writer(host_, port_);  // connected before the flood
+  ASSERT_TRUE(writer.connected());
+  std::vector<std::unique_ptr<RawHttp>> flood;
+  for (int i = 0; i < 400; ++i) flood.push_back(std::make_unique<RawHttp>(host_, port_));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // all accepted (or closed)
+  const std::string big(20000, 'x');
+  const std::string put_prefix = "/" + std::string(kAccount) + "/fds(PartitionKey='p',RowKey='";
+  auto write = [&](RawHttp& c, int i) {
+    const std::string rk = "r" + std::to_string(i);
+    if (!c.Send(Request("PUT", put_prefix + rk + "')", R"({"v":")" + big + R"("})")))
+      return RawReply{};
+    return c.Read();
+  };
+  int refused = 0;
+  RawReply last;
+  for (int i = 0; i < 300; ++i) {  // about 6 MB: several memtable switches
+    last = write(writer, i);
+    if (last.status != 204) ++refused;
+  }
+  EXPECT_EQ(refused, 0) << "last: " << last.status << " " << last.body;
+  flood.clear();
+  RawHttp after(host_, port_);
+  const RawReply r = write(after, 1000);
+  EXPECT_EQ(r.status, 204) << r.body;
+  EXPECT_NE(server_->Log().find("rest.max_connections 1024 lowered to"), std::string::npos);
 }
 
 // fsync durability: writes run on the listener's pool, not its loop.
