@@ -6,13 +6,15 @@
 #include <unistd.h>
 
 #include <pthread.h>
-#include <sys/prctl.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <string_view>
@@ -48,6 +50,26 @@ void InstallStopSignals(void (*on_stop)(int)) {
       if (sigwait(&stop, &sig) == 0) on_stop(sig);
     }
   }).detach();
+}
+
+Result<FileLimit> RaiseOpenFileLimit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) {
+    return Status(Code::kInternal,
+                  std::string("getrlimit(RLIMIT_NOFILE): ") + std::strerror(errno));
+  }
+  FileLimit out;
+  out.before = out.after = static_cast<uint64_t>(lim.rlim_cur);
+  // Linux caps the hard limit at fs.nr_open; "unlimited" is never set there.
+  if (lim.rlim_cur == lim.rlim_max || lim.rlim_max == RLIM_INFINITY) return out;
+  rlimit raised = lim;
+  raised.rlim_cur = lim.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &raised) != 0) {
+    return Status(Code::kInternal,
+                  std::string("setrlimit(RLIMIT_NOFILE): ") + std::strerror(errno));
+  }
+  out.after = static_cast<uint64_t>(raised.rlim_cur);
+  return out;
 }
 
 void NameAfterExecutable() {

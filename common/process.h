@@ -5,6 +5,7 @@
 // start; WriteReadyFile and CloseOnExecFrom from any thread.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -39,6 +40,21 @@ Status WriteReadyFile(const std::string& path, const std::vector<std::pair<std::
 // /proc/self/fd. A descriptor another thread opens without O_CLOEXEC after
 // this call still reaches the new image.
 Status CloseOnExecFrom(int first_fd);
+
+// Raises the soft limit on open descriptors (RLIMIT_NOFILE) to the hard
+// one. Every client connection (ZeroMQ and REST) holds a descriptor, and
+// RocksDB needs one for each new WAL and table file: at a soft limit of
+// 1,024 (the usual default) a flood of 1,100 connections left RocksDB unable
+// to open its next WAL, which it treats as fatal (writes refused until a
+// restart). Servers raise the soft limit as a rule; the hard one is the
+// operator's (ulimit -Hn, systemd LimitNOFILE, a container's nofile).
+// Returns {soft before, soft after}; an error if the limit cannot be read or
+// set (the process then runs with what it has).
+struct FileLimit {
+  uint64_t before = 0;
+  uint64_t after = 0;
+};
+Result<FileLimit> RaiseOpenFileLimit();
 
 // Names the process (its comm: `ps`, `top`, `pgrep -x`, the threads it
 // starts later) after the file it runs from. A server that execs itself
