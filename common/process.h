@@ -48,6 +48,9 @@ Status CloseOnExecFrom(int first_fd);
 // to open its next WAL, which it treats as fatal (writes refused until a
 // restart). Servers raise the soft limit as a rule; the hard one is the
 // operator's (ulimit -Hn, systemd LimitNOFILE, a container's nofile).
+// Descriptors past 1,023 are safe here: nothing in these processes uses
+// select() (libzmq and the REST listener use epoll, librdkafka and Debian's
+// libcpp-httplib.so poll; checked with nm -D in session 37).
 // Returns {soft before, soft after}; an error if the limit cannot be read or
 // set (the process then runs with what it has).
 struct FileLimit {
