@@ -17,9 +17,11 @@ class SidecarTest : public ::testing::Test {
  protected:
   // Extra server flags for this fixture (e.g. a tiny queue).
   virtual std::vector<std::string> ServerArgs() { return {"--durability", "os"}; }
+  // The program started (a wrapper script may exec the sidecar).
+  virtual std::string Binary() { return SIDETABLE_BIN; }
 
   void SetUp() override {
-    server_ = std::make_unique<SidecarProcess>(SIDETABLE_BIN, dir_.Sub("db"), ServerArgs());
+    server_ = std::make_unique<SidecarProcess>(Binary(), dir_.Sub("db"), ServerArgs());
     ASSERT_TRUE(server_->Start()) << server_->Log();
     client_ = Connect();
     ASSERT_NE(client_, nullptr);
