@@ -515,6 +515,9 @@ Status Server::StartChangeStream(const ServerConfig& config) {
     spdlog::info("embedded Kafka (librdkafka mock cluster) at {}; address written to {}",
                  embedded_kafka_->bootstraps(), file);
     if (std::string warning = EmbeddedKafkaWarning(config); !warning.empty()) spdlog::warn("{}", warning);
+    // The mock starts empty: changes published to the previous one that a
+    // derived table had not applied would never reach its worker.
+    k.republish_after = watermarks_->LowestApplied().value_or(UINT64_MAX);
   }
   if (config.cluster.enabled()) {
     k.topic = ServiceTopic(config);

@@ -1,5 +1,6 @@
 #include "sidecar/watermarks.h"
 
+#include <algorithm>
 #include <charconv>
 #include <sstream>
 
@@ -129,6 +130,18 @@ std::vector<wire::WatermarkEntry> Watermarks::Read(std::string_view derived) con
     }
   }
   return out;
+}
+
+std::optional<uint64_t> Watermarks::LowestApplied() const {
+  std::shared_lock lock(mu_);
+  std::optional<uint64_t> lowest;
+  for (const auto& [k, p] : pairs_) {
+    // A partition that never reported has applied nothing we know of.
+    uint64_t low = p.applied.size() < static_cast<size_t>(p.partitions) ? 0 : UINT64_MAX;
+    for (const auto& [partition, a] : p.applied) low = std::min(low, a.lsn);
+    lowest = std::min(lowest.value_or(low), low);
+  }
+  return lowest;
 }
 
 bool Watermarks::IsDerived(std::string_view derived) const {

@@ -64,6 +64,12 @@ class Watermarks {
   // The partition count registered for the pair; nullopt when the pair is
   // not registered.
   std::optional<int32_t> Partitions(std::string_view derived, std::string_view source) const;
+  // The highest LSN that every registered derived table has applied on
+  // every partition of each of its sources: each record up to it is
+  // applied everywhere. 0 when some partition has not reported (or a pair
+  // is only registered); nullopt when nothing is registered. An embedded
+  // Kafka restarts empty, so the publisher goes back to it (server.cc).
+  std::optional<uint64_t> LowestApplied() const;
   bool Covers(const Requirement& req) const;
   bool CoversAll(const std::vector<Requirement>& reqs) const;
 

@@ -42,6 +42,12 @@ struct KafkaOptions {
   // a re-created table's readers can skip its predecessor's records. Called
   // on the publishing thread: must be thread-safe and cheap.
   std::function<uint64_t(uint32_t local_table_id)> table_incarnation;
+  // Embedded Kafka (not a config key: the server sets it): the mock cluster
+  // lives in this process and starts empty, so what the last one held and
+  // no consumer had applied yet would be gone. Publishing starts after at
+  // most this LSN: the lowest every registered derived table has applied
+  // (Watermarks::LowestApplied). UINT64_MAX = from the publish watermark.
+  uint64_t republish_after = UINT64_MAX;
 };
 
 // What a change topic the sidecar creates must keep. A scale-out service

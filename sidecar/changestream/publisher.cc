@@ -1,9 +1,10 @@
 // The publisher's start-up, admission and stats; the publishing thread is in
 // publisher_loop.cc.
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
-#include <tuple>
 #include <map>
+#include <tuple>
 
 #include "common/kafka/embedded_kafka.h"
 #include "common/process.h"
@@ -86,6 +87,28 @@ Status Publisher::Impl::Init(const std::string& bootstrap) {
                 "to the stream", st.first_available_lsn, watermark, watermark + 1,
                 st.first_available_lsn - 1);
     watermark = st.first_available_lsn - 1;
+  }
+  if (options_.republish_after < watermark) {
+    // Trimmed records cannot be sent again; the log keeps what retention
+    // allows (changelog.max_age_seconds, max_bytes).
+    uint64_t from = std::max(options_.republish_after, st.first_available_lsn - 1);
+    // What is published again counts in the backlog: bounded to half of
+    // kafka.max_backlog_events, so that a derived table left behind long
+    // ago cannot have writes refused (ServerBusy) while it goes out.
+    const uint64_t most = options_.max_backlog_events / 2;
+    if (watermark - from > most) {
+      log_->warn(
+          "embedded Kafka starts empty: changes {}..{}, which a derived table has not applied, are "
+          "not published again (more than half of kafka.max_backlog_events); rebuild that table "
+          "from the change log (sidetable-cli derive, docs/cli.md)",
+          from + 1, watermark - most);
+      from = watermark - most;
+    }
+    log_->info(
+        "embedded Kafka starts empty: publishing again from LSN {} (the oldest change a derived "
+        "table has not applied; {} was published before the restart)",
+        from + 1, watermark);
+    watermark = from;
   }
   owner_->published_.store(watermark);
   persisted_ = progress_lsn_ = watermark;
