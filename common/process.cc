@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 
@@ -70,6 +71,18 @@ Result<FileLimit> RaiseOpenFileLimit() {
   }
   out.after = static_cast<uint64_t>(raised.rlim_cur);
   return out;
+}
+
+void RaiseOpenFileLimitLogged() {
+  auto limit = RaiseOpenFileLimit();
+  if (!limit.ok()) {
+    spdlog::warn("open files: {}", limit.status().message());
+  } else if (limit->after != limit->before) {
+    spdlog::info("open files: soft limit raised from {} to the hard limit, {}", limit->before,
+                 limit->after);
+  } else {
+    spdlog::info("open files: limit {}", limit->after);
+  }
 }
 
 void NameAfterExecutable() {

@@ -58,6 +58,9 @@ struct FileLimit {
   uint64_t after = 0;
 };
 Result<FileLimit> RaiseOpenFileLimit();
+// RaiseOpenFileLimit, logged: "open files: soft limit raised from A to the
+// hard limit, B", "open files: limit B", or a warning with the error.
+void RaiseOpenFileLimitLogged();
 
 // Names the process (its comm: `ps`, `top`, `pgrep -x`, the threads it
 // starts later) after the file it runs from. A server that execs itself

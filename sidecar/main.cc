@@ -214,14 +214,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   // Connections and RocksDB's files share the descriptor limit (common/process.h).
-  if (auto limit = common::RaiseOpenFileLimit(); !limit.ok()) {
-    spdlog::warn("open files: {}", limit.status().message());
-  } else if (limit->after != limit->before) {
-    spdlog::info("open files: soft limit raised from {} to the hard limit, {}", limit->before,
-                 limit->after);
-  } else {
-    spdlog::info("open files: limit {}", limit->after);
-  }
+  common::RaiseOpenFileLimitLogged();
   // Before any thread starts, so that every thread inherits the blocked
   // stop signals (common/process.h).
   common::InstallStopSignals(OnSignal);
