@@ -146,10 +146,18 @@ def inspect_token(text):
     """The fields of a token as ``{name: value}``, decoded, NOT verified."""
     from urllib.parse import unquote
     out = {}
-    for pair in text.split("&"):
+    for number, pair in enumerate(text.split("&"), 1):
         name, sep, value = pair.partition("=")
-        if not sep or name not in _FIELDS or name in out:
-            raise ValueError("not a token field: %r" % pair[:40])
+        # The text is not echoed: what is not a token may be a secret given
+        # by mistake (a key file's contents), as the sidecar's own parser
+        # says only which field is wrong (protocol/token_codec.cc).
+        if not sep:
+            raise ValueError("not a token: field %d has no '='" % number)
+        if name not in _FIELDS:
+            raise ValueError("not a token: field %d has an unknown name "
+                             "(the names are %s)" % (number, ", ".join(_FIELDS)))
+        if name in out:
+            raise ValueError("not a token: field %d repeats %s" % (number, name))
         out[name] = unquote(value, errors="strict")
     return out
 

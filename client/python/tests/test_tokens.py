@@ -62,6 +62,16 @@ class VectorTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             tokens.inspect_token("v=1&who=x")
 
+    def test_inspect_never_echoes_what_is_not_a_token(self):
+        # A key file given by mistake must not reach an error message (and
+        # from there a log): before, 40 characters of it did.
+        secret = "c2VjcmV0LXNpZ25pbmcta2V5LWJ5dGVzLTMyLWxvbmc="
+        for text in (secret, "v=1&" + secret, secret + "=x", "v=1&v=" + secret):
+            with self.assertRaises(ValueError) as caught:
+                tokens.inspect_token(text)
+            self.assertNotIn(secret[:8], str(caught.exception))
+            self.assertIn("field", str(caught.exception))
+
 
 class RulesTest(unittest.TestCase):
     def test_refused_specs(self):
