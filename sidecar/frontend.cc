@@ -181,16 +181,12 @@ void Server::Impl::AnswerBusy(const wire::Header& header, const std::string& ide
   owner_->metrics_.RecordRequest(static_cast<wire::Op>(header.op <= wire::kMaxOp ? header.op : 0),
                                  Code::kServerBusy, MicrosSince(received));
   // One warning a second at most: a flood must not become a flood of logs.
-  busy_since_log_++;
-  const auto now = std::chrono::steady_clock::now();
-  if (!stopping && now - last_busy_log_ > std::chrono::seconds(1)) {
+  if (const uint64_t n = busy_log_.Record(/*may_log=*/!stopping); n != 0) {
     log_->warn(
         "answering ServerBusy ({}; {} since the last warning): {} of {} bytes in flight on {} "
         "connections, {} requests",
-        BusyReasonName(why), busy_since_log_, admission_->bytes_in_flight(),
-        config_.max_inflight_bytes, admission_->connections_in_flight(), in_flight_.load());
-    last_busy_log_ = now;
-    busy_since_log_ = 0;
+        BusyReasonName(why), n, admission_->bytes_in_flight(), config_.max_inflight_bytes,
+        admission_->connections_in_flight(), in_flight_.load());
   }
 }
 

@@ -23,6 +23,7 @@
 #include <zmq.hpp>
 
 #include "common/http_endpoint.h"
+#include "common/log_throttle.h"
 #include "sidecar/admission.h"
 #include "sidecar/auth/tenant_quotas.h"
 #include "sidecar/handler.h"
@@ -188,8 +189,7 @@ class Server::Impl {
   std::atomic<int> live_workers_{0};
   std::atomic<uint64_t> in_flight_{0};
   size_t round_robin_ = 0;
-  std::chrono::steady_clock::time_point last_busy_log_{};
-  uint64_t busy_since_log_ = 0;
+  common::LogThrottle busy_log_;  // AnswerBusy's warning, one a second at most
 
   // Inline replies of the current burst of requests. They leave together,
   // kInlineRepliesPerSend at a time and the rest at the burst's end: ZeroMQ

@@ -7,6 +7,7 @@
 #include <map>
 #include <zmq.hpp>
 
+#include "common/log_throttle.h"
 #include "common/process.h"
 
 namespace sidetable::sidecar {
@@ -75,14 +76,10 @@ class ZapHandler::Loop {
     }
     owner->refused_.fetch_add(1, std::memory_order_relaxed);
     // One warning a second at most: a client retrying must not flood the log.
-    refused_since_log_++;
-    const auto now = std::chrono::steady_clock::now();
-    if (now - last_refusal_log_ > std::chrono::seconds(1)) {
+    if (const uint64_t n = refusal_log_.Record(); n != 0) {
       log_->warn("refused a {} handshake from {}{} ({} refused since the last warning): not in {}",
-                 mechanism.empty() ? "malformed" : mechanism, address, key.empty() ? "" : " with client key " + key,
-                 refused_since_log_, file_);
-      last_refusal_log_ = now;
-      refused_since_log_ = 0;
+                 mechanism.empty() ? "malformed" : mechanism, address,
+                 key.empty() ? "" : " with client key " + key, n, file_);
     }
   }
 
@@ -126,8 +123,7 @@ class ZapHandler::Loop {
   std::shared_ptr<spdlog::logger> log_;
   std::map<std::string, std::string> allowed_;  // Z85 public key -> label
   std::pair<int64_t, int64_t> stamp_;
-  std::chrono::steady_clock::time_point last_refusal_log_{};
-  uint64_t refused_since_log_ = 0;
+  common::LogThrottle refusal_log_;
 };
 
 Result<std::unique_ptr<ZapHandler>> ZapHandler::Start(zmq::context_t* ctx, std::vector<curve::AllowedKey> allowed,

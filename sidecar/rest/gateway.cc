@@ -10,6 +10,7 @@
 #include <atomic>
 #include <ctime>
 
+#include "common/log_throttle.h"
 #include "sidecar/listener_policy.h"
 #include "sidecar/rest/call.h"
 #include "sidecar/rest/cors.h"
@@ -62,8 +63,7 @@ class Gateway::Impl {
   // not turn each refused request into a log line.
   void WarnServerError(const HttpRequest& req, const HttpResponse& res,
                        const std::string& client_id, const std::string& request_id);
-  std::atomic<int64_t> last_error_log_ns_{0};
-  std::atomic<uint64_t> errors_since_log_{0};
+  common::LogThrottle error_log_;
   void Dispatch(Call& c, std::string_view raw_path, std::string_view raw_query);
 };
 
@@ -265,15 +265,9 @@ void Gateway::Impl::Serve(const HttpRequest& req, HttpResponse& res) {
 
 void Gateway::Impl::WarnServerError(const HttpRequest& req, const HttpResponse& res,
                                     const std::string& client_id, const std::string& request_id) {
-  errors_since_log_.fetch_add(1, std::memory_order_relaxed);
-  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::steady_clock::now().time_since_epoch())
-                          .count();
-  int64_t last = last_error_log_ns_.load(std::memory_order_relaxed);
-  if (last != 0 && now - last < 1'000'000'000) return;
-  // Serve runs on the listener's loop and the pool's threads: one wins.
-  if (!last_error_log_ns_.compare_exchange_strong(last, now, std::memory_order_relaxed)) return;
-  const uint64_t n = errors_since_log_.exchange(0, std::memory_order_relaxed);
+  // Serve runs on the listener's loop and the pool's threads.
+  const uint64_t n = error_log_.Record();
+  if (n == 0) return;
   log_->warn(
       "{} {} -> {} (clientRequestId '{}', requestId {}): {} ({} answered 5xx since the last "
       "warning)",

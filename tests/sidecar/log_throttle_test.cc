@@ -1,0 +1,51 @@
+// common::LogThrottle: one line an interval, with the number since the last.
+#include "common/log_throttle.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+namespace sidetable::common {
+namespace {
+
+TEST(LogThrottle, TheFirstEventLogsAndTheRestOfTheIntervalIsCounted) {
+  LogThrottle t(std::chrono::hours(1));
+  EXPECT_EQ(t.Record(), 1u);
+  for (int i = 0; i < 5; i++) EXPECT_EQ(t.Record(), 0u);
+}
+
+TEST(LogThrottle, TheNextLineCarriesWhatWasCountedMeanwhile) {
+  LogThrottle t(std::chrono::milliseconds(50));
+  EXPECT_EQ(t.Record(), 1u);
+  for (int i = 0; i < 4; i++) EXPECT_EQ(t.Record(), 0u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(80));
+  EXPECT_EQ(t.Record(), 5u);  // the four within the interval and this one
+}
+
+TEST(LogThrottle, AnEventThatMayNotLogIsCountedForTheNextLine) {
+  LogThrottle t(std::chrono::milliseconds(0));
+  EXPECT_EQ(t.Record(/*may_log=*/false), 0u);
+  EXPECT_EQ(t.Record(/*may_log=*/false), 0u);
+  EXPECT_EQ(t.Record(), 3u);
+}
+
+// Many threads at once: the counts the lines carry add up to the events.
+TEST(LogThrottle, ConcurrentEventsAreEachCountedOnce) {
+  LogThrottle t(std::chrono::microseconds(100));
+  std::atomic<uint64_t> logged{0};
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 4; k++) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 20000; i++) logged += t.Record();
+    });
+  }
+  for (auto& th : threads) th.join();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  logged += t.Record();  // the rest, with this one
+  EXPECT_EQ(logged.load(), 80001u);
+}
+
+}  // namespace
+}  // namespace sidetable::common
