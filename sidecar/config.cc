@@ -83,12 +83,12 @@ class FileReader {
 
 Status LoadSidecar(const FileReader& f, const YAML::Node& root, ServerConfig* c) {
   YAML::Node s;
-  ST_RETURN_IF_ERROR(f.Section(root, "sidecar",
-                               {"id", "listen", "workers", "queue_depth", "inline_max_bytes", "inline_alone_max_bytes",
-                                "max_request_bytes", "http",
-                                "ready_file", "shutdown_grace_ms", "max_inflight_bytes",
-                                "max_inflight_per_connection", "max_inflight_bytes_per_connection"},
-                               &s));
+  ST_RETURN_IF_ERROR(f.Section(
+      root, "sidecar",
+      {"id", "listen", "workers", "queue_depth", "inline_max_bytes", "inline_alone_max_bytes",
+       "max_request_bytes", "http", "ready_file", "shutdown_grace_ms", "max_inflight_bytes",
+       "max_inflight_per_connection", "max_inflight_bytes_per_connection", "max_connections"},
+      &s));
   if (!s) return Status::OK();
   ST_RETURN_IF_ERROR(f.Read(s, "sidecar", "id", &c->id));
   if (const YAML::Node l = s["listen"]) {
@@ -114,6 +114,7 @@ Status LoadSidecar(const FileReader& f, const YAML::Node& root, ServerConfig* c)
   ST_RETURN_IF_ERROR(f.Read(s, "sidecar", "shutdown_grace_ms", &c->shutdown_grace_ms));
   ST_RETURN_IF_ERROR(f.Read(s, "sidecar", "max_inflight_bytes", &c->max_inflight_bytes));
   ST_RETURN_IF_ERROR(f.Read(s, "sidecar", "max_inflight_per_connection", &c->max_inflight_per_connection));
+  ST_RETURN_IF_ERROR(f.Read(s, "sidecar", "max_connections", &c->max_connections));
   return f.Read(s, "sidecar", "max_inflight_bytes_per_connection", &c->max_inflight_bytes_per_connection);
 }
 
@@ -348,6 +349,9 @@ Status ValidateConfig(const ServerConfig& c) {
     return bad("sidecar.max_inflight_bytes must be at least sidecar.max_request_bytes");
   }
   if (c.max_inflight_per_connection < 1) return bad("sidecar.max_inflight_per_connection must be at least 1");
+  if (c.max_connections < 1 || c.max_connections > 1'000'000) {
+    return bad("sidecar.max_connections must be between 1 and 1000000");
+  }
   if (c.max_inflight_bytes_per_connection < c.max_request_bytes ||
       c.max_inflight_bytes_per_connection > c.max_inflight_bytes) {
     return bad("sidecar.max_inflight_bytes_per_connection must be between sidecar.max_request_bytes "

@@ -48,6 +48,10 @@ struct ServerConfig {
   uint64_t max_inflight_bytes = 256ull << 20;                // sidecar.max_inflight_bytes
   uint64_t max_inflight_per_connection = 256;                // sidecar.max_inflight_per_connection
   uint64_t max_inflight_bytes_per_connection = 64ull << 20;  // sidecar.max_inflight_bytes_per_connection
+  // Connections the ZeroMQ listener keeps open at once; the newest past it is
+  // closed as it arrives (sidecar/connection_limit.h). Lowered at start to a
+  // quarter of the descriptor limit. Each idle one costs 27-64 KB.
+  uint64_t max_connections = 1024;  // sidecar.max_connections
 
   std::string data_dir = "./sidetable-data";          // storage.path
   // storage.*, changelog.*; the server keeps a 64 MiB storage reserve

@@ -159,6 +159,9 @@ int main(int argc, char** argv) {
                  "requests in flight per connection (sidecar.max_inflight_per_connection)");
   app.add_option("--max-inflight-bytes-per-connection", config.max_inflight_bytes_per_connection,
                  "bytes in flight per connection (sidecar.max_inflight_bytes_per_connection)");
+  app.add_option(
+      "--max-connections", config.max_connections,
+      "ZeroMQ connections kept open at once; newer ones are closed (sidecar.max_connections)");
   app.add_option("--shutdown-grace-ms", config.shutdown_grace_ms,
                  "on SIGTERM, time to finish queued requests (sidecar.shutdown_grace_ms)");
   app.add_option("--http", config.http, "health and metrics address host:port, '' = off");

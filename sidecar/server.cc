@@ -63,6 +63,7 @@ Status Server::Impl::Bind() {
   router_.set(zmq::sockopt::rcvhwm, kRouterRcvHwm);
   router_.set(zmq::sockopt::linger, static_cast<int>(kReplyFlushMargin.count()));
   ST_RETURN_IF_ERROR(SecureRouter());
+  ST_RETURN_IF_ERROR(LimitConnections());
   for (const auto& ep : config_.listen) {
     try {
       router_.bind(ep);
@@ -372,6 +373,11 @@ ServerGauges Server::Impl::Gauges() const {
   g.inflight_bytes_peak = admission_->peak_bytes_in_flight();
   g.inflight_bytes_limit = config_.max_inflight_bytes;
   g.inflight_connections = admission_->connections_in_flight();
+  if (connections_) {
+    g.connections_open = connections_->open();
+    g.connections_limit = connections_->limit();
+    g.connections_refused = connections_->refused();
+  }
   g.shutting_down = owner_->stop_.load(std::memory_order_relaxed);
   g.parked_reads = parked_.size();
   if (prefetch_) g.prefetch = prefetch_->Stats();

@@ -26,6 +26,7 @@
 #include "common/log_throttle.h"
 #include "sidecar/admission.h"
 #include "sidecar/auth/tenant_quotas.h"
+#include "sidecar/connection_limit.h"
 #include "sidecar/handler.h"
 #include "sidecar/job_queue.h"
 #include "sidecar/parked_reads.h"
@@ -162,6 +163,9 @@ class Server::Impl {
   // transport.cc: CURVE on the ROUTER socket and its ZAP handler, before
   // any endpoint is bound (security.curve_secret_key_file).
   Status SecureRouter();
+  // transport.cc: sidecar.max_connections on the ROUTER, fitted to the
+  // descriptor limit (connection_limit.h); before any endpoint is bound.
+  Status LimitConnections();
   // shutdown.cc
   void RefuseQueued();
   void RefuseParked();
@@ -172,6 +176,9 @@ class Server::Impl {
   zmq::context_t ctx_;
   // CURVE's allow-list (security.*): after ctx_, so destroyed before it.
   std::unique_ptr<ZapHandler> zap_;
+  // sidecar.max_connections on the ROUTER (connection_limit.h): after
+  // ctx_, so destroyed before it.
+  std::unique_ptr<ConnectionLimit> connections_;
   zmq::socket_t router_;
   zmq::socket_t replies_;
   Handler handler_;

@@ -51,6 +51,7 @@ void Server::Impl::CloseSockets() {
   router_.close();
   replies_.close();
   zap_.reset();  // its socket too, or terminating the context would wait for it
+  connections_.reset();  // the same
   // Terminating the context waits for queued replies to be sent, at most
   // the router's linger (kReplyFlushMargin).
   ctx_.close();

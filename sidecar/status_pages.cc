@@ -62,7 +62,10 @@ std::string HealthJson(Server& server, const ServerGauges& gauges,
                      ",\"inflight_bytes_peak\":" + std::to_string(gauges.inflight_bytes_peak) +
                      ",\"inflight_bytes_limit\":" + std::to_string(gauges.inflight_bytes_limit) +
                      ",\"inflight_connections\":" + std::to_string(gauges.inflight_connections) +
-                     ",\"parked_reads\":" + std::to_string(gauges.parked_reads) + ",\"busy\":{";
+                     ",\"parked_reads\":" + std::to_string(gauges.parked_reads) +
+                     ",\"connections\":{\"open\":" + std::to_string(gauges.connections_open) +
+                     ",\"limit\":" + std::to_string(gauges.connections_limit) +
+                     ",\"refused\":" + std::to_string(gauges.connections_refused) + "},\"busy\":{";
   for (size_t i = 0; i < kBusyReasons; i++) {
     const auto why = static_cast<BusyReason>(i);
     body += (i ? ",\"" : "\"") + std::string(BusyReasonName(why)) + "\":" +
@@ -156,6 +159,18 @@ std::string MetricsText(Server& server, const Metrics& metrics, const ServerGaug
     out += "sidetable_curve_handshakes_total{result=\"allowed\"} " + std::to_string(gauges.curve_allowed) + "\n";
     out += "sidetable_curve_handshakes_total{result=\"refused\"} " + std::to_string(gauges.curve_refused) + "\n";
   }
+  prometheus::Header(&out, "sidetable_connections", "gauge",
+                     "Open connections of the ZeroMQ listener.");
+  prometheus::Line(&out, "sidetable_connections", "", gauges.connections_open);
+  prometheus::Header(
+      &out, "sidetable_connections_limit", "gauge",
+      "The ZeroMQ listener's bound on open connections (sidecar.max_connections, fitted to the "
+      "descriptor limit).");
+  prometheus::Line(&out, "sidetable_connections_limit", "", gauges.connections_limit);
+  prometheus::Header(
+      &out, "sidetable_connections_refused_total", "counter",
+      "ZeroMQ connections closed on arrival because sidecar.max_connections were open.");
+  prometheus::Line(&out, "sidetable_connections_refused_total", "", gauges.connections_refused);
   if (gauges.rest) {
     prometheus::Header(&out, "sidetable_rest_connections", "gauge", "Open connections of the REST listener.");
     prometheus::Line(&out, "sidetable_rest_connections", "", gauges.rest->connections_open);

@@ -29,6 +29,9 @@ struct ServerGauges {
   uint64_t inflight_bytes_peak = 0;
   uint64_t inflight_bytes_limit = 0;
   uint64_t inflight_connections = 0;
+  // The ZeroMQ listener's connections (connection_limit.h): open now, the
+  // bound (sidecar.max_connections as fitted), closed for being past it.
+  uint64_t connections_open = 0, connections_limit = 0, connections_refused = 0;
   bool shutting_down = false;
   uint64_t parked_reads = 0;  // reads waiting for session tokens (parked_reads.h)
   // CURVE handshakes the ZAP handler answered (zap_handler.h); curve false: off.

@@ -1,7 +1,11 @@
 // CURVE on the sidecar's ROUTER socket (docs/security.md, "Transport"):
 // the server key pair from security.curve_secret_key_file, client keys
 // checked by the ZAP handler against security.curve_clients_file. Set before
-// the first bind: every listener of the socket then requires CURVE.
+// the first bind: every listener of the socket then requires CURVE. And the
+// bound on its connections (sidecar.max_connections), set up before the
+// first bind too, so that every connection is counted.
+#include <sys/resource.h>
+
 #include "sidecar/server_impl.h"
 
 namespace sidetable::sidecar {
@@ -27,6 +31,26 @@ Status Server::Impl::SecureRouter() {
              s.clients.size(), s.curve_clients_file);
   if (s.clients.empty()) log_->warn("security.curve_clients_file {} allows no key: every client is refused",
                                     s.curve_clients_file);
+  return Status::OK();
+}
+
+Status Server::Impl::LimitConnections() {
+  rlimit rl{};
+  const uint64_t soft = ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                            ? static_cast<uint64_t>(rl.rlim_cur)
+                            : 0;
+  const uint64_t limit = FitConnectionLimit(config_.max_connections, soft);
+  if (limit < config_.max_connections) {
+    log_->warn(
+        "ZeroMQ listener: sidecar.max_connections {} lowered to {}: the process may open {} "
+        "descriptors "
+        "(RLIMIT_NOFILE) and the listener keeps to a quarter of them; raise the limit (ulimit -Hn, "
+        "LimitNOFILE=, --ulimit nofile=) to serve more connections",
+        config_.max_connections, limit, soft);
+  }
+  auto c = ConnectionLimit::Start(&ctx_, &router_, limit);
+  if (!c.ok()) return c.status();
+  connections_ = std::move(c).value();
   return Status::OK();
 }
 

@@ -4,12 +4,6 @@
 // flooding connection does not starve another. Real processes, loopback.
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <fstream>
 #include <thread>
@@ -251,92 +245,6 @@ TEST_F(FairnessTest, OneFloodingConnectionDoesNotStarveAnother) {
               Percentile(ms, 1.0));
   EXPECT_EQ(ok, 40);
   EXPECT_LT(Percentile(ms, 1.0), 1000.0);
-}
-
-// /proc/<pid>/limits: the soft limit on open files.
-uint64_t SoftFileLimit(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/limits");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("Max open files", 0) != 0) continue;
-    return std::stoull(line.substr(std::string("Max open files").size()));
-  }
-  return 0;
-}
-
-// A plain TCP connection to host:port of a tcp:// endpoint; -1 if refused.
-int ConnectTcp(const std::string& endpoint) {
-  const int port = std::stoi(endpoint.substr(endpoint.rfind(':') + 1));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// Every connection holds a descriptor, and RocksDB needs one for each new
-// WAL and table file; RocksDB treats a WAL it cannot open as fatal (writes
-// refused until a restart). Started at a soft limit of 256, the sidecar
-// raises it to the hard limit (common::RaiseOpenFileLimit), so a flood of
-// 300 idle connections leaves RocksDB its files while writes switch WALs.
-// On a binary without the raise, the writes fail with "storage failed ...
-// Too many open files" and stay refused.
-TEST(DescriptorFloodTest, AConnectionFloodLeavesRocksDbItsFiles) {
-  rlimit mine{};
-  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &mine), 0);
-  constexpr rlim_t kLowSoft = 256;
-  constexpr int kFlood = 300;
-  if (mine.rlim_max != RLIM_INFINITY && mine.rlim_max < 1024) {
-    GTEST_SKIP() << "the hard limit on open files here is " << mine.rlim_max
-                 << "; the test needs 1024 to tell a raised limit from a flood";
-  }
-  TempDir dir;
-  const std::string config = dir.Sub("fd.yaml");
-  // 1 MiB memtables: the writes below switch the WAL a dozen times.
-  std::ofstream(config) << "storage:\n  durability: os\n  write_buffer_mb: 1\n";
-  SidecarProcess server(SIDETABLE_BIN, dir.Sub("db"), {"--config", config});
-  // The child inherits the lowered soft limit; ours is restored at once.
-  rlimit low = mine;
-  low.rlim_cur = kLowSoft;
-  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
-  const bool started = server.Start();
-  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &mine), 0);
-  ASSERT_TRUE(started) << server.Log();
-  EXPECT_EQ(SoftFileLimit(server.pid()), static_cast<uint64_t>(mine.rlim_max)) << server.Log();
-
-  zmq::context_t ctx;
-  RawPeer peer(ctx, server.endpoint());
-  peer.Send(1, SimpleFrame(wire::Op::kCreateTable, 1, "FdFlood"));
-  peer.Collect(5000);
-  ASSERT_TRUE(peer.all_answered());
-  ASSERT_EQ(peer.replies().at(1).status / 100, 2) << peer.replies().at(1).message;
-  std::vector<int> flood;
-  for (int i = 0; i < kFlood; i++) {
-    const int fd = ConnectTcp(server.endpoint());
-    if (fd >= 0) flood.push_back(fd);
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // accepted by libzmq
-  int ok = 0;
-  std::string first_error;
-  for (uint64_t id = 2; id < 2 + 300; id++) {
-    peer.Send(id, WriteFrame(id, "FdFlood", "p", "r" + std::to_string(id), 1, 1, 20000));
-    peer.Collect(10000);
-    const Reply& r = peer.replies().at(id);
-    if (r.status / 100 == 2) {
-      ok++;
-    } else if (first_error.empty()) {
-      first_error = std::to_string(r.status) + " " + r.message;
-    }
-  }
-  for (int fd : flood) ::close(fd);
-  EXPECT_EQ(flood.size(), static_cast<size_t>(kFlood));
-  EXPECT_EQ(ok, 300) << "first refusal: " << first_error;
-  EXPECT_EQ(server.Stop(), 0) << server.Log();
 }
 
 }  // namespace

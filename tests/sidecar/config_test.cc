@@ -92,6 +92,29 @@ TEST(Config, AdmissionKeysLoad) {
   EXPECT_TRUE(ValidateConfig(c).ok());
 }
 
+// sidecar.max_connections (connection_limit.h): read, and refused with the
+// key named outside 1..1,000,000 or negative; the default is 1024.
+TEST(Config, MaxConnectionsLoadsAndIsBounded) {
+  ServerConfig c;
+  EXPECT_EQ(c.max_connections, 1024u);
+  ASSERT_TRUE(LoadConfigText("sidecar:\n  max_connections: 50\n", &c).ok());
+  EXPECT_EQ(c.max_connections, 50u);
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  for (const char* bad : {"0", "1000001"}) {
+    ServerConfig b;
+    ASSERT_TRUE(LoadConfigText(std::string("sidecar:\n  max_connections: ") + bad + "\n", &b).ok())
+        << bad;
+    const Status st = ValidateConfig(b);
+    EXPECT_EQ(st.code(), Code::kInvalidInput) << bad;
+    EXPECT_NE(st.message().find("sidecar.max_connections"), std::string::npos) << st.message();
+  }
+  ServerConfig n;
+  const Status st = LoadConfigText("sidecar:\n  max_connections: -5\n", &n);
+  EXPECT_EQ(st.code(), Code::kInvalidInput);
+  EXPECT_NE(st.message().find("sidecar.max_connections"), std::string::npos) << st.message();
+  EXPECT_EQ(n.max_connections, 1024u);  // unchanged
+}
+
 TEST(Config, InlineAloneMaxBytesLoads) {
   ServerConfig c;
   EXPECT_EQ(c.inline_alone_max_bytes, size_t{256} << 10);
