@@ -398,7 +398,6 @@ void EventLoop::Close(Conn* c) {
 }
 
 void EventLoop::AcceptAll() {
-  const auto& opt = srv_->opt_;
   while (true) {
     const int fd = ::accept4(srv_->listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
