@@ -138,6 +138,13 @@ bool Gateway::Impl::Authenticate(Call& c, std::string_view raw_path, std::string
                   "table needs d in sp)");
         return false;
       }
+      if (c.path.resource == Resource::kTables && c.method == "POST" &&
+          !AccountSasCreatesTables(c.query)) {
+        SendError(c, 403, "AuthorizationPermissionMismatch",
+                  "This request is not authorized to perform this operation using this permission. "
+                  "(creating a table needs c or w in sp)");
+        return false;
+      }
     }
     c.caller = t->spec.identity;
     c.principal = std::move(t).value();

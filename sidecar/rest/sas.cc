@@ -60,6 +60,11 @@ bool AccountSasDeletesTables(const QueryParams& q) {
          Get(q, "sp").find('d') != std::string_view::npos;
 }
 
+bool AccountSasCreatesTables(const QueryParams& q) {
+  return Get(q, "srt").find('c') != std::string_view::npos &&
+         Get(q, "sp").find_first_of("cw") != std::string_view::npos;
+}
+
 std::string ServiceSasStringToSign(const QueryParams& q, std::string_view account) {
   std::string table(Get(q, "tn"));
   std::transform(table.begin(), table.end(), table.begin(), [](unsigned char c) { return std::tolower(c); });

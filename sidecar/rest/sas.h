@@ -10,8 +10,9 @@
 //                 entities) r -> r, a -> a, u p -> u, w -> a u, d -> d;
 //                 with srt containing c (containers: tables) c w d give m
 //                 (create and delete tables) and l lists tables; deleting
-//                 a table also needs d (AccountSasDeletesTables, checked
-//                 by the gateway), as the service requires
+//                 a table also needs d (AccountSasDeletesTables) and
+//                 creating one c or w (AccountSasCreatesTables), both
+//                 checked by the gateway, as the service requires
 //
 // String-to-sign (HMAC-SHA256, base64, under the account key):
 //   service  sp\nst\nse\n/table/<account>/<tn lower case>\nsi\nsip\nspr\nsv\nspk\nsrk\nepk\nerk
@@ -43,6 +44,9 @@ bool HasSas(const QueryParams& q);
 // creating and deleting tables (c and w give it, to create), so the gateway
 // asks this before a table deletion.
 bool AccountSasDeletesTables(const QueryParams& q);
+// The same for Create Table, which needs c or w with srt c: d gives m too
+// (to delete), and a SAS that may only delete must not create.
+bool AccountSasCreatesTables(const QueryParams& q);
 
 // `target` (a request's path and query string) with the value of each `sig`
 // parameter replaced by REDACTED, for the request log: a SAS is a bearer

@@ -283,6 +283,29 @@ TEST_F(RestAuthTest, AccountSasWithoutDCannotDeleteATable) {
   EXPECT_EQ(client_->ListTables()->size(), 1u);
 }
 
+// Create Table needs c or w in an account SAS (Azurite's table of account
+// SAS permissions says the same). d also gives the token's m, so that it may
+// delete tables: before, a SAS that could only delete (sp=d, sp=rd) created
+// tables too.
+TEST_F(RestAuthTest, AccountSasWithoutCOrWCannotCreateATable) {
+  for (const char* sp : {"d", "rd", "rdla"}) {
+    SCOPED_TRACE(sp);
+    Reply created = Send("POST", "/devstoreaccount1/Tables?" + AccountSas(sp, "sco"),
+                         R"({"TableName":"more"})", {}, Sign::kNone);
+    EXPECT_EQ(created.status, 403) << created.body;
+    EXPECT_EQ(created.ErrorCode(), "AuthorizationPermissionMismatch");
+    EXPECT_EQ(client_->ListTables()->size(), 1u);
+  }
+  for (const char* sp : {"c", "w"}) {
+    SCOPED_TRACE(sp);
+    const std::string name = std::string("made") + sp;
+    Reply created = Send("POST", "/devstoreaccount1/Tables?" + AccountSas(sp, "c"),
+                         R"({"TableName":")" + name + R"("})", {}, Sign::kNone);
+    EXPECT_EQ(created.status, 201) << created.body;
+  }
+  EXPECT_EQ(client_->ListTables()->size(), 3u);
+}
+
 class RestCorsTest : public RestTest {
  protected:
   std::vector<std::string> ServerArgs() override {
