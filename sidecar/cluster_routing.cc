@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "engine/query/query.h"
+#include "engine/utf8.h"
 #include "sidecar/changestream/publisher.h"
 
 namespace sidetable::sidecar {
@@ -18,6 +19,17 @@ bool IsNotOwner(const Status& s) {
 }
 
 Status Busy(std::string why) { return Status(Code::kServerBusy, std::move(why)); }
+
+// (PartitionKey, RowKey) in storage order: Azure's ordinal UTF-16 order, the
+// order every member's part and continuation follow (engine/utf8.h). Plain
+// std::string comparison is UTF-8 byte order, which puts U+E000..U+FFFF
+// before the supplementary planes: merging by it misordered a page, and a
+// continuation picked by it made the next page skip rows.
+bool KeyLess(std::string_view a_pk, std::string_view a_rk, std::string_view b_pk,
+             std::string_view b_rk) {
+  const int c = CompareOrdinal(a_pk, b_pk);
+  return c < 0 || (c == 0 && CompareOrdinal(a_rk, b_rk) < 0);
+}
 
 }  // namespace
 
@@ -130,19 +142,18 @@ wire::QueryReply ClusterRouting::MergePages(std::vector<wire::QueryReply> pages,
   for (const auto& page : pages) {
     if (!page.next_pk) continue;
     Key k{*page.next_pk, page.next_rk.value_or("")};
-    if (!limit || k < *limit) limit = std::move(k);
+    if (!limit || KeyLess(k.first, k.second, limit->first, limit->second)) limit = std::move(k);
   }
   wire::QueryReply merged;
   merged.select = select;
   for (auto& page : pages) {
     for (auto& e : page.entities) {
-      if (limit && Key{e.partition_key, e.row_key} >= *limit) continue;
+      if (limit && !KeyLess(e.partition_key, e.row_key, limit->first, limit->second)) continue;
       merged.entities.push_back(std::move(e));
     }
   }
   std::sort(merged.entities.begin(), merged.entities.end(), [](const Entity& a, const Entity& b) {
-    if (a.partition_key != b.partition_key) return a.partition_key < b.partition_key;
-    return a.row_key < b.row_key;
+    return KeyLess(a.partition_key, a.row_key, b.partition_key, b.row_key);
   });
   // The rows kept: at most `top`, and none after the one that reaches
   // max_bytes (at least one).
