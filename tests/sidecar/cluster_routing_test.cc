@@ -193,6 +193,30 @@ TEST(MergePagesTest, PagingThroughUnicodeKeysMergesEveryRowOnceInOrder) {
   }
 }
 
+// A part may send whole entities (when the keys the merge needs would pass
+// the $select bound of 255 names): the merged page holds only what the
+// caller selected. Before session 38 the parts were sent the caller's
+// $select and nothing else was projected; sending them more without this
+// leaked unselected properties into the reply.
+TEST(MergePagesTest, TheMergedPageHoldsOnlyTheSelectedProperties) {
+  wire::QueryReply part = Page({{"a", "1"}, {"b", "1"}});
+  for (Entity& e : part.entities) {
+    e.Set("x0", Value::Int32(1));
+    e.Set("secret", Value::String("not selected"));
+  }
+  std::vector<std::string> select;
+  for (int i = 0; i < 255; i++) select.push_back("x" + std::to_string(i));
+  auto merged = ClusterRouting::MergePages({part}, 10, select);
+  ASSERT_EQ(merged.entities.size(), 2u);
+  for (const Entity& e : merged.entities) {
+    EXPECT_NE(e.Find("x0"), nullptr);
+    EXPECT_EQ(e.Find("secret"), nullptr) << e.partition_key;
+  }
+  // Without a $select, whole entities.
+  auto whole = ClusterRouting::MergePages({part}, 10, {});
+  EXPECT_NE(whole.entities[0].Find("secret"), nullptr);
+}
+
 TEST(PlanShardsTest, RoundTrip) {
   std::vector<char> mask = {1, 0, 1, 1, 0};
   std::string plan = ClusterRouting::PlanWithShards("TableScan", mask);
