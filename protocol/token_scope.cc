@@ -3,6 +3,7 @@
 #include <set>
 
 #include "engine/table_name.h"
+#include "engine/utf8.h"
 #include "protocol/token.h"
 
 namespace sidetable::token {
@@ -15,16 +16,23 @@ bool StartsWithFolded(std::string_view table, std::string_view prefix) {
   return table.size() >= prefix.size() && TableNameEquals(table.substr(0, prefix.size()), prefix);
 }
 
+// Keys compare in storage order, Azure's ordinal UTF-16 order
+// (engine/utf8.h), the order a query's confinement scans in. std::string's
+// own comparison is UTF-8 byte order, which puts U+E000..U+FFFF before the
+// supplementary planes: before session 38 point checks used it, so a token
+// could write keys its own queries showed outside its range, and a query
+// returned rows a Get refused.
+//
 // Composite (PartitionKey, RowKey) order; a bound without a RowKey takes the
 // whole partition on its side.
 bool AtOrAfter(std::string_view pk, std::string_view rk, const KeyBound& lower) {
-  if (pk != lower.pk) return pk > lower.pk;
-  return !lower.rk || rk >= *lower.rk;
+  if (const int c = CompareOrdinal(pk, lower.pk); c != 0) return c > 0;
+  return !lower.rk || CompareOrdinal(rk, *lower.rk) >= 0;
 }
 
 bool AtOrBefore(std::string_view pk, std::string_view rk, const KeyBound& upper) {
-  if (pk != upper.pk) return pk < upper.pk;
-  return !upper.rk || rk <= *upper.rk;
+  if (const int c = CompareOrdinal(pk, upper.pk); c != 0) return c < 0;
+  return !upper.rk || CompareOrdinal(rk, *upper.rk) <= 0;
 }
 
 }  // namespace
@@ -142,17 +150,17 @@ namespace {
 bool LowerWithin(const std::optional<KeyBound>& wanted, const std::optional<KeyBound>& issuer) {
   if (!issuer) return true;
   if (!wanted) return false;  // open where the issuer's is closed
-  if (wanted->pk != issuer->pk) return wanted->pk > issuer->pk;
-  return wanted->rk.value_or("") >= issuer->rk.value_or("");
+  if (const int c = CompareOrdinal(wanted->pk, issuer->pk); c != 0) return c > 0;
+  return CompareOrdinal(wanted->rk.value_or(""), issuer->rk.value_or("")) >= 0;
 }
 
 // Upper bounds: (pk, no RowKey) is after every row of the partition.
 bool UpperWithin(const std::optional<KeyBound>& wanted, const std::optional<KeyBound>& issuer) {
   if (!issuer) return true;
   if (!wanted) return false;
-  if (wanted->pk != issuer->pk) return wanted->pk < issuer->pk;
+  if (const int c = CompareOrdinal(wanted->pk, issuer->pk); c != 0) return c < 0;
   if (!issuer->rk) return true;
-  return wanted->rk && *wanted->rk <= *issuer->rk;
+  return wanted->rk && CompareOrdinal(*wanted->rk, *issuer->rk) <= 0;
 }
 
 }  // namespace

@@ -212,7 +212,13 @@ Status ReadEntityFields(msgpack::Reader& r, EntityRead mode, Sink& sink) {
         // against what the bytes left can hold (a property takes at least two)
         // before reserving, so a small frame cannot make us allocate for
         // millions of properties.
-        if (count > Limits::kMaxUserProperties) {
+        // A reply also holds a nil for each selected name the entity lacks, and
+        // a $select may name 255 properties (ValidateSelect): before session
+        // 38 a reply to one naming 253-255 was refused as malformed (the REST
+        // gateway answered 500).
+        const size_t limit = mode == EntityRead::kReply ? Limits::kMaxUserProperties + 3
+                                                        : Limits::kMaxUserProperties;
+        if (count > limit) {
           return Status(Code::kTooManyProperties,
                         "entity has " + std::to_string(count) +
                             " user properties; at most 252 (255 with the system properties)");

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <future>
 #include <map>
+#include <set>
 #include <thread>
 
+#include "engine/limits.h"
 #include "engine/query/query.h"
+#include "engine/utf8.h"
 #include "sidecar/changestream/publisher.h"
 
 namespace sidetable::sidecar {
@@ -18,6 +21,46 @@ bool IsNotOwner(const Status& s) {
 }
 
 Status Busy(std::string why) { return Status(Code::kServerBusy, std::move(why)); }
+
+// (PartitionKey, RowKey) in storage order: Azure's ordinal UTF-16 order, the
+// order every member's part and continuation follow (engine/utf8.h). Plain
+// std::string comparison is UTF-8 byte order, which puts U+E000..U+FFFF
+// before the supplementary planes: merging by it misordered a page, and a
+// continuation picked by it made the next page skip rows.
+bool KeyLess(std::string_view a_pk, std::string_view a_rk, std::string_view b_pk,
+             std::string_view b_rk) {
+  const int c = CompareOrdinal(a_pk, b_pk);
+  return c < 0 || (c == 0 && CompareOrdinal(a_rk, b_rk) < 0);
+}
+
+// The $select a fan-out asks its parts for: the caller's, with the keys
+// the merge orders by and continues at. A part leaves out keys not
+// selected; before session 38 the caller's $select went as it was, the
+// merged rows had keys "", and a page cut at $top continued at ("", ""):
+// a client following it read the first page for ever. The merged page is
+// projected by the caller's own $select. Over the $select bound (a select
+// of 254-255 distinct user names) the parts send whole entities.
+std::vector<std::string> PartSelect(const std::vector<std::string>& select) {
+  if (select.empty()) return select;
+  std::vector<std::string> out = {"PartitionKey", "RowKey"};
+  for (const auto& name : select) {
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  }
+  if (out.size() > Limits::kMaxUserProperties + 3) out.clear();
+  return out;
+}
+
+// The merged page's entities hold only the selected user properties: the
+// encoder leaves out unselected keys and adds nils, but writes every
+// property an entity holds, and a part sends whole entities when the keys
+// the merge needs would pass the $select bound (PartSelect).
+void ProjectUserProperties(const std::vector<std::string>& select, std::vector<Entity>* entities) {
+  if (select.empty()) return;
+  const std::set<std::string_view> wanted(select.begin(), select.end());
+  for (Entity& e : *entities) {
+    std::erase_if(e.properties, [&](const Property& p) { return !wanted.contains(p.name); });
+  }
+}
 
 }  // namespace
 
@@ -130,20 +173,20 @@ wire::QueryReply ClusterRouting::MergePages(std::vector<wire::QueryReply> pages,
   for (const auto& page : pages) {
     if (!page.next_pk) continue;
     Key k{*page.next_pk, page.next_rk.value_or("")};
-    if (!limit || k < *limit) limit = std::move(k);
+    if (!limit || KeyLess(k.first, k.second, limit->first, limit->second)) limit = std::move(k);
   }
   wire::QueryReply merged;
   merged.select = select;
   for (auto& page : pages) {
     for (auto& e : page.entities) {
-      if (limit && Key{e.partition_key, e.row_key} >= *limit) continue;
+      if (limit && !KeyLess(e.partition_key, e.row_key, limit->first, limit->second)) continue;
       merged.entities.push_back(std::move(e));
     }
   }
   std::sort(merged.entities.begin(), merged.entities.end(), [](const Entity& a, const Entity& b) {
-    if (a.partition_key != b.partition_key) return a.partition_key < b.partition_key;
-    return a.row_key < b.row_key;
+    return KeyLess(a.partition_key, a.row_key, b.partition_key, b.row_key);
   });
+  ProjectUserProperties(select, &merged.entities);
   // The rows kept: at most `top`, and none after the one that reaches
   // max_bytes (at least one).
   size_t keep = std::min(top, merged.entities.size());
@@ -305,6 +348,7 @@ bool ClusterRouting::FanOutQuery(const wire::Request& r, const RunLocal& local, 
     }
     wire::Request sub = r;
     sub.forwarded = true;
+    sub.select = PartSelect(r.select);
     std::string frame;
     wire::EncodeRequest(sub, &frame);
     std::vector<wire::QueryReply> pages;

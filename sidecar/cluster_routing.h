@@ -125,7 +125,8 @@ class ClusterRouting {
   // The plan string a fan-out's local part answers with names the shards it
   // covered, so the merging side can prove every shard answered once.
   static std::string PlanWithShards(std::string_view plan, const std::vector<char>& mask);
-  // Merges the pages of a fan-out in key order. Each part is complete below
+  // Merges the pages of a fan-out in key order (storage order: ordinal
+  // UTF-16, engine/utf8.h). Each part is complete below
   // its own continuation, so the merged page holds the rows below the
   // smallest of them, at most `top`, and continues at the first row left
   // out (or at that smallest continuation). It also ends after the row that

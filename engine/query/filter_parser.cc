@@ -152,6 +152,15 @@ class Parser {
     }
     Token left = std::move(tok_);
     ST_RETURN_IF_ERROR(Advance());
+    if (left.kind == TokenKind::kIdentifier && tok_.kind == TokenKind::kLParen) {
+      // startswith(Name,'a'), substringof(...): OData functions, which the
+      // service does not support either. Said so, rather than "unexpected
+      // token '('" (before session 38).
+      return FilterError(
+          left.pos, "unsupported function '" + QuoteForMessage(left.text) + "'",
+          "$filter takes comparisons (eq, ne, gt, ge, lt, le) joined by and, or, not; "
+          "Azure Tables has no functions");
+    }
     if (tok_.kind != TokenKind::kCompareOp) {
       return Unexpected("expected a comparison operator (eq, ne, gt, ge, lt, le)");
     }

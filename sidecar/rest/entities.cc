@@ -95,6 +95,12 @@ void QueryEntities(Call& c) {
       if (!rk) return SendError(c, 400, "InvalidInput", "NextRowKey is not a continuation token of this service");
       r.next_rk = *rk;
     }
+  } else if (c.query.count("NextRowKey")) {
+    // Without its partition the token names no place: before session 38 it
+    // was ignored and the query started over, so a client that lost
+    // NextPartitionKey read the first page again, for ever. The ZeroMQ
+    // protocol refuses the same (npk without nrk, or nrk without npk).
+    return SendError(c, 400, "InvalidInput", "NextRowKey needs NextPartitionKey");
   }
   std::string frame;
   std::string_view body;

@@ -11,6 +11,7 @@
 #include <ctime>
 
 #include "common/log_throttle.h"
+#include "engine/utf8.h"
 #include "sidecar/listener_policy.h"
 #include "sidecar/rest/call.h"
 #include "sidecar/rest/cors.h"
@@ -99,7 +100,14 @@ Status ParseQuery(std::string_view q, QueryParams* out) {
     if (!key.ok()) return key.status();
     auto value = PercentDecode(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1), true);
     if (!value.ok()) return value.status();
-    if (!key->empty()) (*out)[std::move(key).value()] = std::move(value).value();
+    // A name given twice is refused, not resolved: before session 38 the last
+    // one counted, so `$filter=A&$filter=B` answered B's rows (a proxy or a
+    // client appending its own option silently changed the query). The
+    // service has one value per option too.
+    if (!key->empty() && !out->emplace(*key, std::move(value).value()).second) {
+      return Status(Code::kInvalidInput,
+                    "query parameter '" + ToValidUtf8(*key, 64) + "' given twice");
+    }
     if (amp == std::string_view::npos) break;
     q.remove_prefix(amp + 1);
   }

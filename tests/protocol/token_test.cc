@@ -371,6 +371,50 @@ TEST(TokenScope, KeyRangeEdgesAreInclusive) {
   EXPECT_FALSE(CheckPoint(f, Permission::kRead, "orders", "l", "zzzz").ok());
 }
 
+// Key ranges compare in storage order, Azure's ordinal UTF-16 order, the
+// order a query's confinement scans in: U+E000..U+FFFF sort after the
+// supplementary planes, the reverse of UTF-8 byte order. Before session 38
+// the point checks compared bytes: a token of 'a' .. 'a'+U+10FFFF could
+// write 'a'+U+FFFF, which its own queries (confined in storage order) showed
+// outside its range, and one of 'a' .. 'a'+U+FFFF was refused a Get of a
+// row its queries returned.
+TEST(TokenScope, KeyRangeComparesInStorageOrder) {
+  const std::string bmp_last = "a\xef\xbf\xbf";        // a U+FFFF
+  const std::string private_use = "a\xee\x80\x80";     // a U+E000
+  const std::string emoji = "a\xf0\x9f\x98\x80";       // a U+1F600 (D83D DE00)
+  const std::string plane_last = "a\xf4\x8f\xbf\xbf";  // a U+10FFFF (DBFF DFFF)
+  auto allowed = [](const Token& t, const std::string& pk) {
+    return CheckPoint(t, Permission::kUpdate, "orders", pk, "r").ok();
+  };
+  TokenSpec to_bmp_last = Spec();
+  to_bmp_last.start_pk = "a";
+  to_bmp_last.end_pk = bmp_last;
+  const Token wide = Issue(to_bmp_last);
+  EXPECT_TRUE(allowed(wide, emoji));
+  EXPECT_TRUE(allowed(wide, plane_last));
+  EXPECT_TRUE(allowed(wide, plane_last + "z"));
+  EXPECT_TRUE(allowed(wide, private_use));
+  EXPECT_FALSE(allowed(wide, bmp_last + "z"));
+
+  TokenSpec to_plane_last = Spec();
+  to_plane_last.start_pk = "a";
+  to_plane_last.end_pk = plane_last;
+  const Token narrow = Issue(to_plane_last);
+  EXPECT_TRUE(allowed(narrow, emoji));
+  EXPECT_TRUE(allowed(narrow, plane_last));
+  EXPECT_FALSE(allowed(narrow, private_use));
+  EXPECT_FALSE(allowed(narrow, bmp_last));
+
+  // RowKey bounds too.
+  TokenSpec rows = Spec();
+  rows.start_pk = rows.end_pk = "p";
+  rows.start_rk = "a";
+  rows.end_rk = plane_last;
+  const Token r = Issue(rows);
+  EXPECT_TRUE(CheckPoint(r, Permission::kRead, "orders", "p", emoji).ok());
+  EXPECT_FALSE(CheckPoint(r, Permission::kRead, "orders", "p", bmp_last).ok());
+}
+
 TEST(TokenScope, PrefixScopes) {
   TokenSpec s = Spec();
   s.table = "acme";
@@ -645,6 +689,29 @@ TEST(TokenDelegation, KeyRangeMustBeInsideTheIssuersRange) {
   part.start_rk = part.end_rk = std::nullopt;  // all of b .. all of d
   EXPECT_EQ(Delegate(Issue(part), with("b", std::nullopt, "d", std::nullopt)), Code::kOk);
   EXPECT_EQ(Delegate(Issue(part), with("b", "", "d", "zzz")), Code::kOk);
+}
+
+// The same storage order as the point checks (TokenScope.KeyRangeComparesInStorageOrder):
+// in bytes 'a'+U+FFFF lies inside 'a' .. 'a'+U+10FFFF, in storage order it
+// does not, and before session 38 such a token could be issued.
+TEST(TokenDelegation, KeyRangeComparesInStorageOrder) {
+  TokenSpec s = Issuer().spec;
+  s.start_pk = "a";
+  s.start_rk = std::nullopt;
+  s.end_pk = "a\xf4\x8f\xbf\xbf";  // a U+10FFFF
+  s.end_rk = std::nullopt;
+  const Token issuer = Issue(s);
+  TokenSpec w = Wanted();
+  w.start_rk = w.end_rk = std::nullopt;
+  w.start_pk = w.end_pk = "a\xef\xbf\xbf";  // a U+FFFF: after a U+10FFFF
+  EXPECT_EQ(Delegate(issuer, w), Code::kAuthorizationFailure);
+  w.start_pk = w.end_pk = "a\xf0\x9f\x98\x80";  // a U+1F600: inside
+  EXPECT_EQ(Delegate(issuer, w), Code::kOk);
+  w.start_pk = "a";
+  w.start_rk = "\xef\xbf\xbf";
+  w.end_pk = "a\xf4\x8f\xbf\xbf";
+  w.end_rk = "\xf0\x9f\x98\x80";  // RowKey bounds compare the same way
+  EXPECT_EQ(Delegate(issuer, w), Code::kOk);
 }
 
 TEST(TokenDelegation, PermissionsMustBeASubset) {

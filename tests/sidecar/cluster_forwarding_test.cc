@@ -26,6 +26,7 @@
 #include <set>
 
 #include "common/kafka/partitioner.h"
+#include "engine/utf8.h"
 #include "sidecar/cluster/cluster.h"
 #include "sidecar/cluster_routing.h"
 #include "sidecar/forwarder.h"
@@ -377,6 +378,112 @@ TEST_F(ClusterForwardingTest, AFanOutPartAnsweredNotOwnerIsAskedAgain) {
   EXPECT_EQ(merged.entities[0].row_key, "from-the-peer");
   EXPECT_EQ(merged.plan, "FanOut(2 sidecars)");
   EXPECT_EQ(Forwarded().size(), 2u);
+}
+
+// A fan-out query whose $select leaves out the keys: the merge orders by
+// and continues at (PartitionKey, RowKey), so it asks its parts for them
+// and projects the merged page itself. Before session 38 the caller's
+// $select went to the parts as it was, their rows came back without keys,
+// and a page cut at $top continued at ("", ""): a client following the
+// continuation read the first page for ever (seen from outside, two real
+// members, $select=v, $top=1).
+TEST_F(ClusterForwardingTest, AFanOutWithASelectAsksItsPartsForTheKeys) {
+  {
+    wire::Request create;
+    create.id = 1;
+    create.op = wire::Op::kCreateTable;
+    create.table = kTable;
+    auto reply = Call(create, ClientId());
+    ASSERT_TRUE(reply.has_value());
+    wire::Header h;
+    std::string_view body;
+    Status s = wire::DecodeReply(*reply, &h, &body);
+    ASSERT_TRUE(s.ok() || s.code() == Code::kTableAlreadyExists) << s.ToString();
+  }
+  // One row m0 holds, one the peer holds.
+  const std::string local_pk = KeyOn(/*peer=*/false), peer_pk = KeyOn(/*peer=*/true);
+  {
+    wire::Request w;
+    w.id = 2;
+    w.op = wire::Op::kWrite;
+    w.table = kTable;
+    Operation op;
+    op.kind = OpKind::kInsertOrReplace;
+    op.entity.partition_key = local_pk;
+    op.entity.row_key = "sel";
+    op.entity.Set("v", Value::Int32(1));
+    w.ops.push_back(op);
+    auto reply = Call(w, ClientId());
+    ASSERT_TRUE(reply.has_value());
+    wire::Header h;
+    std::string_view body;
+    Status s = wire::DecodeReply(*reply, &h, &body);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  std::vector<char> mask(kShards, 0);
+  for (int32_t shard : g_suite->peer_shards) mask[static_cast<size_t>(shard)] = 1;
+  const std::string plan = ClusterRouting::PlanWithShards("TableScan", mask);
+  // The peer answers as a member does: its row, projected by the $select it
+  // was sent (EncodeQuery leaves out keys that are not selected).
+  Behave([&](const Received& r, size_t) {
+    wire::Request asked;
+    if (!wire::DecodeRequest(r.frame, &asked).ok()) return Answer{Answer::When::kNow, NotOwner(r)};
+    wire::QueryReply page;
+    page.select = asked.select;
+    const int c = asked.next_pk ? CompareOrdinal(peer_pk, *asked.next_pk) : 1;
+    if (c > 0 || (c == 0 && CompareOrdinal("sel", asked.next_rk.value_or("")) >= 0)) {
+      Entity e;
+      e.partition_key = peer_pk;
+      e.row_key = "sel";
+      e.Set("v", Value::Int32(2));
+      page.entities.push_back(e);
+    }
+    page.plan = plan;
+    std::string body;
+    wire::EncodeQuery(page, &body);
+    return Answer{Answer::When::kNow, fake::ReplyFrame(r, body)};
+  });
+  auto page = [&](std::optional<std::pair<std::string, std::string>> from, wire::QueryReply* out) {
+    wire::Request q;
+    q.id = 9;
+    q.op = wire::Op::kQuery;
+    q.table = kTable;
+    q.filter = "RowKey eq 'sel'";
+    q.select = {"v"};
+    q.top = 1;
+    if (from) {
+      q.next_pk = from->first;
+      q.next_rk = from->second;
+    }
+    auto reply = Call(q, ClientId());
+    ASSERT_TRUE(reply.has_value()) << "m0 did not answer";
+    wire::Header h;
+    std::string_view body;
+    Status s = wire::DecodeReply(*reply, &h, &body);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_TRUE(wire::DecodeQuery(body, out).ok());
+  };
+  wire::QueryReply first;
+  page(std::nullopt, &first);
+  ASSERT_EQ(first.entities.size(), 1u);
+  EXPECT_EQ(first.entities[0].partition_key, "") << "not selected: not in the reply";
+  ASSERT_TRUE(first.next_pk.has_value()) << "two rows, $top 1";
+  const bool local_first = CompareOrdinal(local_pk, peer_pk) < 0;
+  EXPECT_EQ(*first.next_pk, local_first ? peer_pk : local_pk);
+  EXPECT_EQ(first.next_rk.value_or(""), "sel");
+  wire::QueryReply second;
+  page(std::make_pair(*first.next_pk, first.next_rk.value_or("")), &second);
+  ASSERT_EQ(second.entities.size(), 1u);
+  EXPECT_FALSE(second.next_pk.has_value());
+  const Value* v1 = first.entities[0].Find("v");
+  const Value* v2 = second.entities[0].Find("v");
+  ASSERT_TRUE(v1 != nullptr && v2 != nullptr);
+  EXPECT_FALSE(*v1 == *v2) << "each row once";
+  // What the parts were asked for: the keys besides the caller's names.
+  ASSERT_FALSE(Forwarded().empty());
+  wire::Request asked;
+  ASSERT_TRUE(wire::DecodeRequest(Forwarded()[0].frame, &asked).ok());
+  EXPECT_EQ(asked.select, (std::vector<std::string>{"PartitionKey", "RowKey", "v"}));
 }
 
 // The loop guard (forwarder.h): a request that arrives from a `st-fwd:`

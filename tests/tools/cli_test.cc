@@ -436,6 +436,36 @@ TEST_F(CliTest, SelectStillPrintsTheRealKeysAndTimestamp) {
   EXPECT_EQ(*merged->Find("Age"), Value::Int32(41)) << "merge kept the property not selected";
 }
 
+// --select counts the user's names: the CLI adds PartitionKey, RowKey and
+// Timestamp, so 252 others fit and 253 are a usage error naming 253. Before
+// session 38 the server refused them as "'select' holds at most 255
+// strings, got 256", counting names the user never gave; a name given twice
+// is sent once.
+TEST_F(CliTest, SelectCountsTheNamesTheUserGave) {
+  Ok({"create-table", "People"});
+  Ok({"insert", "People", R"({"PartitionKey":"Sales","RowKey":"3","x0":1})"});
+  auto names = [](int n) {
+    std::string out;
+    for (int i = 0; i < n; i++) out += (i ? "," : "") + std::string("x") + std::to_string(i);
+    return out;
+  };
+  EXPECT_TRUE(Contains(Ok({"get", "People", "Sales", "3", "--select", names(252)}), "\"x0\":1"));
+  EXPECT_TRUE(
+      Contains(Ok({"query", "People", "--select", names(252) + ",x0,x1,RowKey"}), "\"x0\":1"));
+  for (const char* command : {"get", "query"}) {
+    std::vector<std::string> args = {command, "People"};
+    if (std::string(command) == "get") args.insert(args.end(), {"Sales", "3"});
+    args.insert(args.end(), {"--select", names(253)});
+    CliResult r = Cli(args);
+    EXPECT_EQ(r.exit_code, 2) << Describe(r);
+    EXPECT_TRUE(
+        Contains(r.err, "at most 252 property names besides PartitionKey, RowKey and Timestamp"))
+        << Describe(r);
+    EXPECT_TRUE(Contains(r.err, "(got 253)")) << Describe(r);
+    EXPECT_EQ(r.out, "");
+  }
+}
+
 // A --checkpoint path that cannot be written was found only at the first
 // save: `replay --stop-after 1` printed a record, then failed as a server
 // "InternalError (500)"; without --stop-after it was never checked. Every

@@ -100,8 +100,9 @@ std::string UnreadableFileReason(const std::string& path);
 
 // The $select `get` and `query` send for --select: the given names plus
 // PartitionKey, RowKey and Timestamp, which the server returns only when
-// selected; empty (the whole entity) stays empty.
-std::vector<std::string> SelectWithSystemProperties(const std::vector<std::string>& select);
+// selected, each name once; empty (the whole entity) stays empty.
+// InvalidInput when that passes the $select bound of 255 names.
+Result<std::vector<std::string>> SelectWithSystemProperties(const std::vector<std::string>& select);
 
 int RunPing(Session& s, const CommandArgs& a);
 int RunVerify(Session& s, const CommandArgs& a);

@@ -7,9 +7,11 @@ namespace sidetable::cli {
 using namespace ::sidetable::json;  // the JSON entity format (events/)
 
 int RunGet(Session& s, const CommandArgs& a) {
+  auto select = SelectWithSystemProperties(a.select);
+  if (!select.ok()) return s.Usage(select.status().message());
   client::Client* c = s.Client();
   if (!c) return s.connect_exit;
-  auto e = c->Get(a.table, a.pk, a.rk, SelectWithSystemProperties(a.select));
+  auto e = c->Get(a.table, a.pk, a.rk, *select);
   if (!e.ok()) return s.Fail(e.status());
   s.out = EntityToJson(*e) + "\n";
   return s.Finish();
