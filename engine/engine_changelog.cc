@@ -150,7 +150,8 @@ Result<uint64_t> Engine::Impl::TrimChanges(uint64_t below_lsn) {
   // What displaced rows left for the records trimmed now, and the rows of
   // tables deleted before them (internal/images.h).
   wb.DeleteRange(images_cf_, codec::LogKey(0), codec::LogKey(below_lsn));
-  ST_RETURN_IF_ERROR(DropTrimmedTables(below_lsn, &wb));
+  std::vector<uint32_t> dropped;
+  ST_RETURN_IF_ERROR(DropTrimmedTables(below_lsn, &wb, &dropped));
   std::string v;
   codec::PutVarint64(&v, below_lsn);
   wb.Put(meta_cf_, kMetaLogTrimmedBelow, v);
@@ -164,6 +165,10 @@ Result<uint64_t> Engine::Impl::TrimChanges(uint64_t below_lsn) {
     return Status(Code::kInternal, "trim: " + s.ToString());
   }
   first_available_lsn_ = below_lsn;
+  // The range deletions free no disk by themselves (space_reclaimer.h).
+  for (uint32_t id : dropped) {
+    reclaimer_->Reclaim(entities_cf_, codec::TablePrefix(id), codec::TablePrefix(id + 1));
+  }
   return below_lsn;
 }
 

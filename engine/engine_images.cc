@@ -183,7 +183,8 @@ void Engine::Impl::DeferDrop(uint32_t table_id, uint64_t lsn, rocksdb::WriteBatc
   wb->Put(meta_cf_, internal::PendingDropKey(lsn), id);
 }
 
-Status Engine::Impl::DropTrimmedTables(uint64_t below_lsn, rocksdb::WriteBatch* wb) const {
+Status Engine::Impl::DropTrimmedTables(uint64_t below_lsn, rocksdb::WriteBatch* wb,
+                                       std::vector<uint32_t>* dropped) const {
   const std::string lower = internal::PendingDropKey(0),
                     upper = internal::PendingDropKey(below_lsn);
   rocksdb::Slice upper_slice(upper);
@@ -199,6 +200,7 @@ Status Engine::Impl::DropTrimmedTables(uint64_t below_lsn, rocksdb::WriteBatch* 
     const uint32_t table_id = static_cast<uint32_t>(id);
     wb->DeleteRange(entities_cf_, codec::TablePrefix(table_id), codec::TablePrefix(table_id + 1));
     wb->Delete(meta_cf_, it->key());
+    dropped->push_back(table_id);
   }
   if (!it->status().ok())
     return Status(Code::kInternal, "reading pending drops: " + it->status().ToString());

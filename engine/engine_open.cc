@@ -18,6 +18,7 @@ std::mutex& PartitionLocks::For(uint32_t table_id, std::string_view pk) const {
 }
 
 Engine::Impl::~Impl() {
+  reclaimer_.reset();  // cancels its compaction: before the handles go
   commits_.reset();
   if (db_) {
     for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h).PermitUncheckedError();
@@ -82,6 +83,7 @@ Result<std::unique_ptr<Engine::Impl>> Engine::Impl::Open(const EngineOptions& op
     return Status(Code::kUnavailable, "cannot open database at " + path + ": " + s.ToString());
   }
   impl->db_.reset(raw);
+  impl->reclaimer_ = std::make_unique<internal::SpaceReclaimer>(impl->db_.get());
   impl->meta_cf_ = impl->handles_[0];
   impl->entities_cf_ = impl->handles_[1];
   impl->log_cf_ = impl->handles_[2];

@@ -70,6 +70,13 @@ std::string WorkerMetrics::Render() const {
     Line(&out, "sidetable_worker_dead_letters_total",
          std::string("reason=\"") + ReasonName(static_cast<DeadLetterReason>(r)) + "\"", load(dead_[r]));
   }
+  Header(&out, "sidetable_worker_history_gaps_total", "counter",
+         "Times a partition's next message was past the offset expected: Kafka had removed the "
+         "messages in between (retention) before this group read them.");
+  Line(&out, "sidetable_worker_history_gaps_total", "", load(history_gaps_));
+  Header(&out, "sidetable_worker_lost_messages_total", "counter",
+         "Messages of those gaps: changes the derived tables never got.");
+  Line(&out, "sidetable_worker_lost_messages_total", "", load(lost_messages_));
   Header(&out, "sidetable_worker_commits_total", "counter", "Synchronous offset commits that succeeded.");
   Line(&out, "sidetable_worker_commits_total", "", load(commits_));
   Header(&out, "sidetable_worker_commit_errors_total", "counter", "Offset commits that failed.");

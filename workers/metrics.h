@@ -48,6 +48,11 @@ class WorkerMetrics final : public apply::ApplyObserver {
     archive_failed_.fetch_add(failed, std::memory_order_relaxed);
     archive_unmovable_.store(unmovable, std::memory_order_relaxed);
   }
+  // Offsets Kafka removed before this group read them (workers/offset_gaps.h).
+  void RecordLostMessages(uint64_t n) {
+    history_gaps_.fetch_add(1, std::memory_order_relaxed);
+    lost_messages_.fetch_add(n, std::memory_order_relaxed);
+  }
   void SetLastLsn(uint64_t lsn) { last_lsn_.store(lsn, std::memory_order_relaxed); }
   void SetAssigned(int n) { assigned_.store(n, std::memory_order_relaxed); }
   // Replaces the lag of every partition (from librdkafka's statistics).
@@ -58,6 +63,7 @@ class WorkerMetrics final : public apply::ApplyObserver {
   uint64_t dead_letters() const;
   uint64_t retries() const { return retries_.load(std::memory_order_relaxed); }
   uint64_t archive_unmovable() const { return archive_unmovable_.load(std::memory_order_relaxed); }
+  uint64_t lost_messages() const { return lost_messages_.load(std::memory_order_relaxed); }
   int assigned() const { return assigned_.load(std::memory_order_relaxed); }
   uint64_t last_lsn() const { return last_lsn_.load(std::memory_order_relaxed); }
   int64_t total_lag() const;
@@ -68,7 +74,7 @@ class WorkerMetrics final : public apply::ApplyObserver {
   static constexpr size_t kKinds = 4, kResults = 3;
   std::atomic<uint64_t> events_{0}, skipped_{0}, retries_{0}, commits_{0}, commit_errors_{0},
       rebalances_{0}, archive_runs_{0}, archive_moved_{0}, archive_failed_{0},
-      archive_unmovable_{0}, last_lsn_{0}, fenced_{0};
+      archive_unmovable_{0}, last_lsn_{0}, fenced_{0}, history_gaps_{0}, lost_messages_{0};
   std::atomic<int> assigned_{0};
   std::array<std::array<std::atomic<uint64_t>, kResults>, kKinds> ops_{};
   std::array<std::atomic<uint64_t>, kReasons> dead_{};

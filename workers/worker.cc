@@ -32,6 +32,7 @@
 #include "workers/broker_liveness.h"
 #include "workers/dead_letter.h"
 #include "workers/metrics.h"
+#include "workers/offset_gaps.h"
 #include "workers/progress.h"
 #include "workers/sidecar_probe.h"
 
@@ -68,6 +69,9 @@ class Worker::Impl {
   // processor groups their writes), then offsets and progress recorded in
   // order. Sets *interrupted when a stop came during a back-off.
   void HandleBatch(const std::vector<rd_kafka_message_t*>& batch, bool* interrupted);
+  // Counts, logs and keeps for /health the offsets a delivered message
+  // skipped over (workers/offset_gaps.h).
+  void CheckContinuity(const rd_kafka_message_t* m);
   // Dead-letters one event before its offset may be committed; false when a
   // stop came first.
   bool SendDeadLetter(rd_kafka_message_t* m, std::string_view value, const apply::EventOutcome& out);
@@ -133,6 +137,13 @@ class Worker::Impl {
   Clock::time_point commit_retry_at_ = Clock::now();
   uint64_t commit_failures_ = 0;
   std::set<TopicPartition> assigned_;
+  // Where each assigned partition's next message should be (consumer thread).
+  OffsetGaps gaps_;
+  // The gaps found, for /health (read on the HTTP thread): the derived
+  // tables miss their changes until rebuilt, so they stay until a restart.
+  mutable std::mutex gaps_mu_;
+  std::vector<std::string> gap_reports_;
+  uint64_t gaps_not_listed_ = 0;
   // Where the member is in the group, for /health and /ready (read on the
   // HTTP thread). Joining: subscribed, no assignment yet. Rebalancing:
   // partitions revoked (or lost), the next assignment not come yet; under
@@ -341,6 +352,7 @@ void Worker::Impl::Rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_l
       pending_.erase(tp);  // not committed (failed commit): the next owner replays it
       pending_floor_.erase(tp);
       fences_.erase(tp);  // re-seeded from the committed floor if it comes back
+      gaps_.Forget(tp);   // checked from the committed offset if it comes back
       progress_->Revoked(tp);
     }
     if (cooperative) {
@@ -355,6 +367,7 @@ void Worker::Impl::Rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_l
       pending_.clear();
       pending_floor_.clear();
       fences_.clear();
+      gaps_.Clear();
       rd_kafka_assign(rk_, nullptr);
     }
     pending_messages_ = pending_.size();  // approximate after a partial (cooperative) revoke
@@ -443,6 +456,10 @@ void Worker::Impl::SeedFences(rd_kafka_topic_partition_list_t* parts) {
       }
     }
     f.SeedFloor(tp.second, floor);
+    // Where the partition is read from; nothing committed (a new group, or
+    // the committed offsets not read) leaves its start unchecked.
+    gaps_.Expect(
+        tp, e == RD_KAFKA_RESP_ERR_NO_ERROR && p.err == RD_KAFKA_RESP_ERR_NO_ERROR ? p.offset : -1);
     committed_floor_[tp] = floor;
     if (floor > 0) spdlog::info("{}/{}: fencing floor epoch {} from the committed offset", tp.first, tp.second, floor);
   }
@@ -678,6 +695,38 @@ void Worker::Impl::HandleBatch(const std::vector<rd_kafka_message_t*>& batch, bo
   }
 }
 
+namespace {
+// Gaps named one by one in /health; the rest are counted.
+constexpr size_t kGapsListed = 5;
+}  // namespace
+
+void Worker::Impl::CheckContinuity(const rd_kafka_message_t* m) {
+  const std::optional<OffsetGaps::Gap> gap =
+      gaps_.Observe({rd_kafka_topic_name(m->rkt), m->partition}, m->offset);
+  if (!gap) return;
+  const auto lost = static_cast<uint64_t>(gap->to - gap->from);
+  metrics_.RecordLostMessages(lost);
+  const std::string what = gap->tp.first + "/" + std::to_string(gap->tp.second) + " offsets " +
+                           std::to_string(gap->from) + ".." + std::to_string(gap->to - 1) + " (" +
+                           std::to_string(lost) +
+                           " messages) were removed from Kafka before this group read them";
+  // librdkafka only logs its offset reset as a warning; the changes are gone
+  // for the derived tables, which no retry will bring back.
+  spdlog::error(
+      "history lost: {}: their changes never reach the derived tables (the topic's retention is "
+      "shorter than "
+      "the workers' downtime or lag); rebuild the derived tables with `sidetable-cli derive`, then "
+      "restart "
+      "the workers",
+      what);
+  std::lock_guard lock(gaps_mu_);
+  if (gap_reports_.size() < kGapsListed) {
+    gap_reports_.push_back(what);
+  } else {
+    gaps_not_listed_++;
+  }
+}
+
 void Worker::Impl::ReportWatermarksOnStop() {
   client::ClientOptions o = client_->options();
   o.abandon = nullptr;
@@ -767,6 +816,7 @@ Status Worker::Impl::Run() {
       rd_kafka_message_t* m = rd_kafka_consumer_poll(rk_, wait);
       if (m == nullptr) break;
       if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        CheckContinuity(m);
         batch.push_back(m);
         continue;
       }
@@ -813,6 +863,16 @@ std::string Worker::Impl::HealthJson() const {
   {
     std::lock_guard lock(watermarks_mu_);
     if (!watermarks_refused_.empty()) problems.push_back("watermarks: " + watermarks_refused_);
+  }
+  {
+    std::lock_guard lock(gaps_mu_);
+    for (const auto& g : gap_reports_) {
+      problems.push_back("history lost: " + g +
+                         "; the derived tables miss their changes: rebuild them "
+                         "(sidetable-cli derive) and restart this worker");
+    }
+    if (gaps_not_listed_ > 0)
+      problems.push_back("history lost: " + std::to_string(gaps_not_listed_) + " more gaps");
   }
   const GroupState group = group_state_.load();
   const int assigned = metrics_.assigned();

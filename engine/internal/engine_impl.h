@@ -23,6 +23,7 @@
 #include "engine/internal/recent_records.h"
 #include "engine/internal/request_log.h"
 #include "engine/internal/row_cache.h"
+#include "engine/internal/space_reclaimer.h"
 #include "engine/internal/storage_guard.h"
 #include "engine/table_name.h"
 
@@ -120,8 +121,10 @@ class Engine::Impl {
                      rocksdb::WriteBatch* wb) const;
   // A deleted table's rows, removed once the log is trimmed past `lsn`.
   void DeferDrop(uint32_t table_id, uint64_t lsn, rocksdb::WriteBatch* wb) const;
-  // Adds to `wb` the range deletions of the tables whose drops are below.
-  Status DropTrimmedTables(uint64_t below_lsn, rocksdb::WriteBatch* wb) const;
+  // Adds to `wb` the range deletions of the tables whose drops are below;
+  // their ids to `dropped`, for the reclaimer once `wb` is written.
+  Status DropTrimmedTables(uint64_t below_lsn, rocksdb::WriteBatch* wb,
+                           std::vector<uint32_t>* dropped) const;
 
   EngineStats Stats() const;
 
@@ -155,6 +158,9 @@ class Engine::Impl {
 
   std::mutex trim_mu_;
   std::atomic<uint64_t> first_available_lsn_{1};
+  // Compacts the rows of dropped tables away (space_reclaimer.h); stopped
+  // before db_ closes.
+  std::unique_ptr<internal::SpaceReclaimer> reclaimer_;
 };
 
 // What a WriteGroup holds between flushes (write_group.cc).

@@ -90,7 +90,20 @@ Status Publisher::Impl::Init(const std::string& bootstrap) {
   }
   if (options_.republish_after < watermark) {
     // Trimmed records cannot be sent again; the log keeps what retention
-    // allows (changelog.max_age_seconds, max_bytes).
+    // allows (changelog.max_age_seconds, max_bytes), which does not wait
+    // for derived tables. A derived table whose worker was stopped longer
+    // than that lost those changes; the restart used to say only that it
+    // published again from the log's first LSN, "the oldest change a derived
+    // table has not applied". 0 is no known watermark (a partition that
+    // never reported): nothing to name then.
+    if (options_.republish_after > 0 && options_.republish_after + 1 < st.first_available_lsn) {
+      log_->warn(
+          "embedded Kafka starts empty: changes {}..{}, which a derived table has not applied, "
+          "were trimmed from the change log (changelog.max_age_seconds, changelog.max_bytes) "
+          "and cannot be published again; rebuild that table from the change log "
+          "(sidetable-cli derive, docs/cli.md)",
+          options_.republish_after + 1, st.first_available_lsn - 1);
+    }
     uint64_t from = std::max(options_.republish_after, st.first_available_lsn - 1);
     // What is published again counts in the backlog: bounded to half of
     // kafka.max_backlog_events, so that a derived table left behind long
@@ -106,7 +119,8 @@ Status Publisher::Impl::Init(const std::string& bootstrap) {
     }
     log_->info(
         "embedded Kafka starts empty: publishing again from LSN {} (the oldest change a derived "
-        "table has not applied; {} was published before the restart)",
+        "table has not applied that the change log still holds; {} was published before the "
+        "restart)",
         from + 1, watermark);
     watermark = from;
   }
