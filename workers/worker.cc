@@ -35,6 +35,7 @@
 #include "workers/offset_gaps.h"
 #include "workers/progress.h"
 #include "workers/sidecar_probe.h"
+#include "workers/stall_watch.h"
 
 namespace sidetable::workers {
 
@@ -144,6 +145,10 @@ class Worker::Impl {
   mutable std::mutex gaps_mu_;
   std::vector<std::string> gap_reports_;
   uint64_t gaps_not_listed_ = 0;
+  // Partitions with messages waiting that hand none out (stall_watch.h):
+  // fed by the statistics callback, read by /health.
+  mutable std::mutex stall_mu_;
+  StallWatch stalls_;
   // Where the member is in the group, for /health and /ready (read on the
   // HTTP thread). Joining: subscribed, no assignment yet. Rebalancing:
   // partitions revoked (or lost), the next assignment not come yet; under
@@ -353,6 +358,10 @@ void Worker::Impl::Rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_l
       pending_floor_.erase(tp);
       fences_.erase(tp);  // re-seeded from the committed floor if it comes back
       gaps_.Forget(tp);   // checked from the committed offset if it comes back
+      {
+        std::lock_guard lock(stall_mu_);
+        stalls_.Forget(tp);
+      }
       progress_->Revoked(tp);
     }
     if (cooperative) {
@@ -368,6 +377,10 @@ void Worker::Impl::Rebalance(rd_kafka_resp_err_t err, rd_kafka_topic_partition_l
       pending_floor_.clear();
       fences_.clear();
       gaps_.Clear();
+      {
+        std::lock_guard lock(stall_mu_);
+        stalls_.Clear();
+      }
       rd_kafka_assign(rk_, nullptr);
     }
     pending_messages_ = pending_.size();  // approximate after a partial (cooperative) revoke
@@ -404,6 +417,8 @@ int Worker::Impl::OnStats(rd_kafka_t*, char* json, size_t len, void* opaque) {
   simdjson::dom::object topics;
   if (root["topics"].get(topics) != simdjson::SUCCESS) return 0;
   std::map<TopicPartition, int64_t> lag;
+  std::lock_guard stall_lock(self->stall_mu_);
+  const auto now_steady = StallWatch::Clock::now();
   for (auto [tname, tval] : topics) {
     simdjson::dom::object parts;
     if (tval["partitions"].get(parts) != simdjson::SUCCESS) continue;
@@ -422,7 +437,12 @@ int Worker::Impl::OnStats(rd_kafka_t*, char* json, size_t len, void* opaque) {
       }
       TopicPartition tp{std::string(tname), static_cast<int32_t>(partition)};
       // Served from rd_kafka_consumer_poll on the consumer thread: assigned_ is ours.
-      if (self->assigned_.count(tp)) lag[tp] = consumer_lag;
+      if (!self->assigned_.count(tp)) continue;
+      lag[tp] = consumer_lag;
+      // -1001 (librdkafka's "invalid") until a first message is handed out.
+      int64_t app_offset = -1001;
+      if (pval["app_offset"].get(app_offset) != simdjson::SUCCESS) app_offset = -1001;
+      self->stalls_.Observe(tp, app_offset, consumer_lag, now_steady);
     }
   }
   self->metrics_.SetLag(std::move(lag));
@@ -873,6 +893,16 @@ std::string Worker::Impl::HealthJson() const {
     }
     if (gaps_not_listed_ > 0)
       problems.push_back("history lost: " + std::to_string(gaps_not_listed_) + " more gaps");
+  }
+  {
+    std::lock_guard lock(stall_mu_);
+    for (const auto& s :
+         stalls_.Stalled(StallWatch::Clock::now(), std::chrono::seconds(config_.lag_max_seconds))) {
+      problems.push_back("stalled: " + s.tp.first + "/" + std::to_string(s.tp.second) + " has " +
+                         std::to_string(s.waiting) + " messages waiting and handed out none for " +
+                         std::to_string(static_cast<int64_t>(s.seconds)) + " s > lag.max_seconds " +
+                         std::to_string(config_.lag_max_seconds));
+    }
   }
   const GroupState group = group_state_.load();
   const int assigned = metrics_.assigned();
