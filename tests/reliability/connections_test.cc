@@ -94,6 +94,24 @@ std::optional<uint64_t> AwaitMetric(const std::string& http, const std::string& 
   return v;
 }
 
+// Creates `table` through `peer` (request id 1).
+void CreateTable(RawPeer& peer, const std::string& table) {
+  peer.Send(1, SimpleFrame(wire::Op::kCreateTable, 1, table));
+  peer.Collect(5000);
+  ASSERT_TRUE(peer.all_answered());
+  ASSERT_EQ(peer.replies().at(1).status / 100, 2) << peer.replies().at(1).message;
+}
+
+// `n` idle TCP connections to a tcp:// endpoint (those the kernel accepts).
+std::vector<int> OpenIdle(const std::string& endpoint, int n) {
+  std::vector<int> fds;
+  for (int i = 0; i < n; i++) {
+    const int fd = ConnectTcp(endpoint);
+    if (fd >= 0) fds.push_back(fd);
+  }
+  return fds;
+}
+
 // 300 writes of 20 KB, one at a time (over 1 MiB memtables, a new WAL
 // each MiB): how many succeeded, the first refusal, and how long they took.
 struct WriteRun {
@@ -131,10 +149,7 @@ TEST(ConnectionLimitTest, ConnectionsPastTheBoundAreClosedAndTheFirstAreServed) 
   ASSERT_TRUE(server.Start()) << server.Log();
   zmq::context_t ctx;
   RawPeer peer(ctx, server.endpoint());
-  peer.Send(1, SimpleFrame(wire::Op::kCreateTable, 1, "Conns"));
-  peer.Collect(5000);
-  ASSERT_TRUE(peer.all_answered());
-  ASSERT_EQ(peer.replies().at(1).status / 100, 2) << peer.replies().at(1).message;
+  ASSERT_NO_FATAL_FAILURE(CreateTable(peer, "Conns"));
   ASSERT_EQ(AwaitMetric(server.http(), "sidetable_connections", 1, 5000),
             std::optional<uint64_t>(1));
   EXPECT_EQ(Metric(server.http(), "sidetable_connections_limit"), std::optional<uint64_t>(8));
@@ -210,15 +225,8 @@ TEST(DescriptorFloodTest, AConnectionFloodLeavesRocksDbItsFiles) {
 
   zmq::context_t ctx;
   RawPeer peer(ctx, server.endpoint());
-  peer.Send(1, SimpleFrame(wire::Op::kCreateTable, 1, "FdFlood"));
-  peer.Collect(5000);
-  ASSERT_TRUE(peer.all_answered());
-  ASSERT_EQ(peer.replies().at(1).status / 100, 2) << peer.replies().at(1).message;
-  std::vector<int> flood;
-  for (int i = 0; i < kFlood; i++) {
-    const int fd = ConnectTcp(server.endpoint());
-    if (fd >= 0) flood.push_back(fd);
-  }
+  ASSERT_NO_FATAL_FAILURE(CreateTable(peer, "FdFlood"));
+  const std::vector<int> flood = OpenIdle(server.endpoint(), kFlood);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // accepted by libzmq
   const WriteRun run = WriteThrough(peer, "FdFlood");
   for (int fd : flood) ::close(fd);
@@ -256,15 +264,8 @@ TEST(DescriptorFloodTest, AFloodPastTheHardLimitLeavesRocksDbItsFiles) {
 
   zmq::context_t ctx;
   RawPeer peer(ctx, server.endpoint());
-  peer.Send(1, SimpleFrame(wire::Op::kCreateTable, 1, "FdFlood"));
-  peer.Collect(5000);
-  ASSERT_TRUE(peer.all_answered());
-  ASSERT_EQ(peer.replies().at(1).status / 100, 2) << peer.replies().at(1).message;
-  std::vector<int> flood;
-  for (int i = 0; i < kFlood; i++) {
-    const int fd = ConnectTcp(server.endpoint());
-    if (fd >= 0) flood.push_back(fd);
-  }
+  ASSERT_NO_FATAL_FAILURE(CreateTable(peer, "FdFlood"));
+  const std::vector<int> flood = OpenIdle(server.endpoint(), kFlood);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   const WriteRun run = WriteThrough(peer, "FdFlood");
   int closed = 0;
