@@ -230,6 +230,19 @@ class ClusterForwardingTest : public ::testing::Test {
     }
     return reply;
   }
+  // kTable through m0 (the suite shares it: it may exist already).
+  static void CreateTheTable() {
+    wire::Request create;
+    create.id = 1;
+    create.op = wire::Op::kCreateTable;
+    create.table = kTable;
+    auto reply = Call(create, ClientId());
+    ASSERT_TRUE(reply.has_value());
+    wire::Header h;
+    std::string_view body;
+    Status s = wire::DecodeReply(*reply, &h, &body);
+    ASSERT_TRUE(s.ok() || s.code() == Code::kTableAlreadyExists) << s.ToString();
+  }
   static std::string ClientId() {
     static std::atomic<int> n{0};
     return "client-" + std::to_string(n.fetch_add(1));
@@ -334,18 +347,7 @@ TEST_F(ClusterForwardingTest, APlainServerBusyFromTheOwnerIsRelayedNotRetried) {
 }
 
 TEST_F(ClusterForwardingTest, AFanOutPartAnsweredNotOwnerIsAskedAgain) {
-  {
-    wire::Request create;
-    create.id = 1;
-    create.op = wire::Op::kCreateTable;
-    create.table = kTable;
-    auto reply = Call(create, ClientId());
-    ASSERT_TRUE(reply.has_value());
-    wire::Header h;
-    std::string_view body;
-    Status s = wire::DecodeReply(*reply, &h, &body);
-    ASSERT_TRUE(s.ok() || s.code() == Code::kTableAlreadyExists) << s.ToString();
-  }
+  ASSERT_NO_FATAL_FAILURE(CreateTheTable());
   const std::string pk = KeyOn(/*peer=*/true);
   std::vector<char> mask(kShards, 0);
   for (int32_t shard : g_suite->peer_shards) mask[static_cast<size_t>(shard)] = 1;
@@ -388,18 +390,7 @@ TEST_F(ClusterForwardingTest, AFanOutPartAnsweredNotOwnerIsAskedAgain) {
 // continuation read the first page for ever (seen from outside, two real
 // members, $select=v, $top=1).
 TEST_F(ClusterForwardingTest, AFanOutWithASelectAsksItsPartsForTheKeys) {
-  {
-    wire::Request create;
-    create.id = 1;
-    create.op = wire::Op::kCreateTable;
-    create.table = kTable;
-    auto reply = Call(create, ClientId());
-    ASSERT_TRUE(reply.has_value());
-    wire::Header h;
-    std::string_view body;
-    Status s = wire::DecodeReply(*reply, &h, &body);
-    ASSERT_TRUE(s.ok() || s.code() == Code::kTableAlreadyExists) << s.ToString();
-  }
+  ASSERT_NO_FATAL_FAILURE(CreateTheTable());
   // One row m0 holds, one the peer holds.
   const std::string local_pk = KeyOn(/*peer=*/false), peer_pk = KeyOn(/*peer=*/true);
   {
