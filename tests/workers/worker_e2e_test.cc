@@ -224,14 +224,20 @@ class WorkerE2eTest : public ::testing::Test {
 };
 
 // A number from a worker's /health, -1 when it does not answer.
-int64_t HealthField(const testing::WorkerProcess& w, const std::string& field) {
-  httplib::Client http("http://" + w.http());
+// A number field of the /health JSON at `host_port` (the first with that
+// name); -1 if there is none.
+int64_t HealthFieldAt(const std::string& host_port, const std::string& field) {
+  httplib::Client http("http://" + host_port);
   http.set_connection_timeout(1);
   auto res = http.Get("/health");
   if (!res) return -1;
   auto at = res->body.find("\"" + field + "\":");
   if (at == std::string::npos) return -1;
   return std::atoll(res->body.c_str() + at + field.size() + 3);
+}
+
+int64_t HealthField(const testing::WorkerProcess& w, const std::string& field) {
+  return HealthFieldAt(w.http(), field);
 }
 
 // Polls until `pred` or `timeout`.
@@ -540,6 +546,14 @@ TEST_F(WorkerE2eTest, MessagesKafkaRemovedBeforeTheGroupReadThemAreReported) {
               "People",
               client::EntityBuilder("a", "r0").String("Color", "lost").String("Name", "n").Build())
           .ok());
+  // Published before the filler: the publisher sends after the commit, and
+  // behind the filler the change would be the newest, kept, and applied.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        const int64_t lsn = HealthFieldAt(server_->http(), "lsn");
+        return lsn > 0 && HealthFieldAt(server_->http(), "published_lsn") >= lsn;
+      },
+      std::chrono::seconds(30)));
   const int32_t partition = kafka::KafkaPartitionFor("People/a", 4);
   {
     char err[512];
