@@ -243,6 +243,16 @@ class ClusterForwardingTest : public ::testing::Test {
     Status s = wire::DecodeReply(*reply, &h, &body);
     ASSERT_TRUE(s.ok() || s.code() == Code::kTableAlreadyExists) << s.ToString();
   }
+  // A query sent to m0, answered OK and decoded into *out.
+  static void QueryThroughM0(const wire::Request& q, wire::QueryReply* out) {
+    auto reply = Call(q, ClientId());
+    ASSERT_TRUE(reply.has_value()) << "m0 did not answer";
+    wire::Header h;
+    std::string_view body;
+    Status s = wire::DecodeReply(*reply, &h, &body);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_TRUE(wire::DecodeQuery(body, out).ok());
+  }
   static std::string ClientId() {
     static std::atomic<int> n{0};
     return "client-" + std::to_string(n.fetch_add(1));
@@ -368,14 +378,8 @@ TEST_F(ClusterForwardingTest, AFanOutPartAnsweredNotOwnerIsAskedAgain) {
   q.id = 9;
   q.op = wire::Op::kQuery;
   q.table = kTable;
-  auto reply = Call(q, ClientId());
-  ASSERT_TRUE(reply.has_value()) << "m0 did not answer";
-  wire::Header h;
-  std::string_view body;
-  Status s = wire::DecodeReply(*reply, &h, &body);
-  ASSERT_TRUE(s.ok()) << s.ToString();
   wire::QueryReply merged;
-  ASSERT_TRUE(wire::DecodeQuery(body, &merged).ok());
+  ASSERT_NO_FATAL_FAILURE(QueryThroughM0(q, &merged));
   ASSERT_EQ(merged.entities.size(), 1u);
   EXPECT_EQ(merged.entities[0].row_key, "from-the-peer");
   EXPECT_EQ(merged.plan, "FanOut(2 sidecars)");
@@ -446,13 +450,7 @@ TEST_F(ClusterForwardingTest, AFanOutWithASelectAsksItsPartsForTheKeys) {
       q.next_pk = from->first;
       q.next_rk = from->second;
     }
-    auto reply = Call(q, ClientId());
-    ASSERT_TRUE(reply.has_value()) << "m0 did not answer";
-    wire::Header h;
-    std::string_view body;
-    Status s = wire::DecodeReply(*reply, &h, &body);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    ASSERT_TRUE(wire::DecodeQuery(body, out).ok());
+    QueryThroughM0(q, out);
   };
   wire::QueryReply first;
   page(std::nullopt, &first);
