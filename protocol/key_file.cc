@@ -24,6 +24,9 @@ Result<std::string> Read(const std::string& path, bool owner_only, size_t max_by
   } else {
     char buf[4096];
     ssize_t n;
+    // Sized once: a growing string would leave copies of the key in the
+    // buffers it frees.
+    text.reserve(static_cast<size_t>(st.st_size) + sizeof buf);
     while ((n = ::read(fd, buf, sizeof buf)) > 0 && text.size() <= max_bytes) {
       text.append(buf, static_cast<size_t>(n));
     }
@@ -37,5 +40,7 @@ Result<std::string> Read(const std::string& path, bool owner_only, size_t max_by
   }
   return text;
 }
+
+void Wipe(std::string* bytes) { sodium_memzero(bytes->data(), bytes->size()); }
 
 }  // namespace sidetable::keyfile

@@ -22,4 +22,8 @@ namespace sidetable::keyfile {
 // file P is not a regular file", "... chmod 600 P", "... larger than N bytes").
 Result<std::string> Read(const std::string& path, bool owner_only, size_t max_bytes);
 
+// Overwrites `bytes` with zeros (sodium_memzero: not optimised away), for a
+// caller's copy of what Read returned once it is decoded.
+void Wipe(std::string* bytes);
+
 }  // namespace sidetable::keyfile

@@ -44,20 +44,25 @@ Status CheckKeys(const std::string& path, const std::string& where, const YAML::
 // base64 of at least 16 bytes either way.
 Result<std::string> AccountKey(const std::string& path, const std::string& where,
                                const YAML::Node& a) {
-  std::string text;
+  std::optional<std::string> key;
   std::string field = ".key";
   if (a["key_file"]) {
     field = ".key_file";
     auto read = keyfile::Read(a["key_file"].as<std::string>(), /*owner_only=*/true, 4096);
     if (!read.ok()) return Bad(path, where + field, read.status().message());
-    text = std::move(read).value();
+    // The file's text is the key in base64: decoded from a trimmed view and
+    // wiped, as keyfile::Read wipes its own buffers (the key itself lives on
+    // in the configuration, as long as the gateway).
+    std::string text = std::move(read).value();
     const auto not_space = [](unsigned char c) { return !std::isspace(c); };
-    text.erase(std::find_if(text.rbegin(), text.rend(), not_space).base(), text.end());
-    text.erase(text.begin(), std::find_if(text.begin(), text.end(), not_space));
+    const auto first = std::find_if(text.begin(), text.end(), not_space);
+    const auto last = std::find_if(text.rbegin(), text.rend(), not_space).base();
+    key = json::Base64Decode(first < last ? std::string_view(&*first, last - first)
+                                          : std::string_view());
+    keyfile::Wipe(&text);
   } else {
-    text = a["key"].as<std::string>();
+    key = json::Base64Decode(a["key"].as<std::string>());
   }
-  auto key = json::Base64Decode(text);
   if (!key || key->size() < 16)
     return Bad(path, where + field, "must be base64 of at least 16 bytes");
   return std::move(*key);
