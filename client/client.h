@@ -47,6 +47,8 @@ class socket_t;
 
 namespace sidetable::client {
 
+class ConnectionWatch;
+
 // Empty: a plain connection.
 struct CurveClientKeys {
   std::string server_public_key;
@@ -360,6 +362,9 @@ class Client {
   void ScheduleRetry(uint64_t id, Pending& p);
   void OnFrame(std::string_view frame);
   void CheckTimers();
+  // "no reply from <endpoint> after N attempt(s)", and why, when the
+  // connection's events tell.
+  std::string NoReplyMessage(int attempts);
   // ClientOptions::abandon is set: every pending request fails (kNoReply).
   bool Abandoning() const;
   void AbandonPending();
@@ -371,6 +376,8 @@ class Client {
   ClientOptions options_;
   std::unique_ptr<zmq::context_t> ctx_;
   std::unique_ptr<zmq::socket_t> socket_;
+  // Says why a request went unanswered (connection_watch.h); may be null.
+  std::unique_ptr<ConnectionWatch> watch_;
   uint64_t next_id_ = 1;
   std::map<uint64_t, Pending> pending_;
   size_t completed_ = 0;

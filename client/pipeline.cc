@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "client/client.h"
+#include "client/connection_watch.h"
 #include "protocol/wire.h"
 
 namespace sidetable::client {
@@ -43,6 +44,7 @@ std::string Client::NewClientRequestId() {
 
 Client::~Client() {
   if (socket_) socket_->close();
+  watch_.reset();  // its pair, before the context ends
 }
 
 Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
@@ -54,6 +56,7 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
   c->socket_->set(zmq::sockopt::sndhwm, 0);
   c->socket_->set(zmq::sockopt::rcvhwm, 0);
   ST_RETURN_IF_ERROR(c->SetCurve());
+  c->watch_ = ConnectionWatch::Start(*c->ctx_, *c->socket_);  // before it connects
   try {
     c->socket_->connect(options.endpoint);
   } catch (const zmq::error_t& e) {
@@ -156,6 +159,14 @@ void Client::AbandonPending() {
   }
 }
 
+std::string Client::NoReplyMessage(int attempts) {
+  std::string m =
+      "no reply from " + options_.endpoint + " after " + std::to_string(attempts) + " attempt(s)";
+  const std::string why =
+      watch_ ? watch_->Explain(options_.endpoint, options_.curve.enabled()) : "";
+  return why.empty() ? m : m + ": " + why;
+}
+
 void Client::CheckTimers() {
   if (Abandoning()) {
     AbandonPending();
@@ -179,9 +190,7 @@ void Client::CheckTimers() {
     } else if (p.attempts < options_.max_attempts) {
       ScheduleRetry(id, p);
     } else {
-      Finish(id, Status(Code::kNoReply, "no reply from " + options_.endpoint + " after " +
-                                                std::to_string(p.attempts) + " attempt(s)"),
-             {});
+      Finish(id, Status(Code::kNoReply, NoReplyMessage(p.attempts)), {});
     }
   }
 }
@@ -204,6 +213,8 @@ void Client::Poll(std::chrono::milliseconds wait) {
       while (socket_->recv(m, zmq::recv_flags::dontwait)) {
         OnFrame(std::string_view(static_cast<const char*>(m.data()), m.size()));
       }
+    } else if (rc == 0 && watch_) {
+      watch_->Drain();  // idle: keep the monitor's queue short, off the reply path
     }
     CheckTimers();
     if (completed_ != done_before || pending_.empty() || Clock::now() >= until) return;

@@ -45,8 +45,9 @@ class AsyncClient(_Requests):
                                curve_secret_key, max_request_bytes)
         self._own_context = context is None
         self._ctx = context or _zmq_asyncio.Context()
-        self._sock = _client._dealer(self._ctx, endpoint, self._own_context,
-                                     curve)
+        self._sock, self._watch = _client._dealer(
+            self._ctx, endpoint, self._own_context, curve)
+        self._curve = curve is not None
         self._ids = _itertools.count(1)
         self._pending = {}          # request id -> Future of (status, body)
         self._reader = None
@@ -75,6 +76,7 @@ class AsyncClient(_Requests):
         if self._sock is not None:
             self._sock.close(0)
             self._sock = None
+            self._watch.close()
             if self._own_context:
                 self._ctx.term()
         for fut in self._pending.values():
@@ -156,15 +158,16 @@ class AsyncClient(_Requests):
                             attempt > self.retries or
                             _time.monotonic() - first >= self.connect_timeout):
                         raise SidetableUnreachable(
-                            "nothing answered at %s within %.3g s (%s, %d "
-                            "attempt(s)) \u2014 is the sidecar running?" % (
+                            _client._unreachable_message(
                                 self.endpoint, _time.monotonic() - first,
-                                _w.OP_NAMES.get(op, op), attempt), op=op)
+                                _w.OP_NAMES.get(op, op), attempt,
+                                self._watch.explain(self.endpoint,
+                                                    self._curve)), op=op)
                     if attempt > self.retries:
-                        raise SidetableTimeout(
-                            "no reply to %s (request %d) within %.3g s after "
-                            "%d attempt(s)" % (_w.OP_NAMES.get(op, op), rid,
-                                               self.timeout, attempt), op=op)
+                        raise SidetableTimeout(_client._timeout_message(
+                            _w.OP_NAMES.get(op, op), rid, self.timeout,
+                            attempt, self._watch.explain(self.endpoint,
+                                                         self._curve)), op=op)
                     await _asyncio.sleep(self._delay(attempt))
                     if fut.done():       # a late reply to the earlier attempt
                         status, reply = fut.result()

@@ -17,6 +17,7 @@ import time as _time
 
 import zmq as _zmq
 
+from . import _watch
 from . import curve as _curve
 from . import filters as _filters
 from . import wire as _w
@@ -567,10 +568,11 @@ def _curve_keys(server_key, public_key, secret_key):
 
 
 def _dealer(ctx, endpoint, own_context, curve=None):
-    """A DEALER socket connected to `endpoint` with the clients' options
-    (no linger, unbounded queues: the retry timers bound what waits), and
-    CURVE when `curve` holds (server, public, secret) keys; on a bad
-    endpoint the context is closed if it is ours and ValueError raised.
+    """``(socket, watch)``: a DEALER socket connected to `endpoint` with the
+    clients' options (no linger, unbounded queues: the retry timers bound
+    what waits), and CURVE when `curve` holds (server, public, secret) keys;
+    the :class:`_watch.ConnectionWatch` that says why it gets no reply. On a
+    bad endpoint the context is closed if it is ours and ValueError raised.
     Shared by Client and aio.AsyncClient."""
     sock = ctx.socket(_zmq.DEALER)
     sock.setsockopt(_zmq.LINGER, 0)
@@ -578,14 +580,34 @@ def _dealer(ctx, endpoint, own_context, curve=None):
     sock.setsockopt(_zmq.RCVHWM, 0)
     if curve is not None:
         sock.curve_serverkey, sock.curve_publickey, sock.curve_secretkey = curve
+    watch = _watch.ConnectionWatch(sock, ctx)    # before it connects
     try:
         sock.connect(endpoint)
     except _zmq.ZMQError as e:
         sock.close(0)
+        watch.close()
         if own_context:
             ctx.term()
         raise ValueError("cannot connect to %r: %s" % (endpoint, e))
-    return sock
+    return sock, watch
+
+
+def _unreachable_message(endpoint, seconds, op, attempts, why):
+    """SidetableUnreachable's text: `why` from the connection's watch, or
+    the usual question when it saw nothing."""
+    hint = "is the sidecar running?"
+    if why and "nothing listens" not in why:
+        hint = why
+    elif why:
+        hint = why + "; " + hint
+    return "nothing answered at %s within %.3g s (%s, %d attempt(s)) \u2014 %s" % (
+        endpoint, seconds, op, attempts, hint)
+
+
+def _timeout_message(op, request_id, timeout, attempts, why):
+    m = "no reply to %s (request %d) within %.3g s after %d attempt(s)" % (
+        op, request_id, timeout, attempts)
+    return m + ": " + why if why else m
 
 class Client(_Requests):
     """A connection to one sidetable sidecar.
@@ -647,7 +669,9 @@ class Client(_Requests):
         self._owner = _threading.get_ident()
         self._own_context = context is None
         self._ctx = context or _zmq.Context()
-        self._sock = _dealer(self._ctx, endpoint, self._own_context, curve)
+        self._sock, self._watch = _dealer(self._ctx, endpoint,
+                                          self._own_context, curve)
+        self._curve = curve is not None
         self._ids = _itertools.count(1)
         self._pending = {}           # request id -> Handle
         self._timers = []            # heap of (when, seq, handle, attempt, kind)
@@ -665,6 +689,7 @@ class Client(_Requests):
         if self._sock is not None:
             self._sock.close(0)
             self._sock = None
+            self._watch.close()
             if self._own_context:
                 self._ctx.term()
 
@@ -822,17 +847,17 @@ class Client(_Requests):
                     _time.monotonic() - h._first_sent >= self.connect_timeout):
                 self._complete(h, error=self._unreachable(h))
                 return
-            self._retry_or_fail(h, SidetableTimeout(
-                "no reply to %s (request %d) within %.3g s after %d attempt(s)"
-                % (_w.OP_NAMES.get(h.op, h.op), h.request_id, self.timeout,
-                   h.attempt), op=h.op))
+            why = (self._watch.explain(self.endpoint, self._curve)
+                   if h.attempt > self.retries else "")
+            self._retry_or_fail(h, SidetableTimeout(_timeout_message(
+                _w.OP_NAMES.get(h.op, h.op), h.request_id, self.timeout,
+                h.attempt, why), op=h.op))
 
     def _unreachable(self, h):
-        return SidetableUnreachable(
-            "nothing answered at %s within %.3g s (%s, %d attempt(s)) \u2014 "
-            "is the sidecar running?" % (
-                self.endpoint, _time.monotonic() - h._first_sent,
-                _w.OP_NAMES.get(h.op, h.op), h.attempt), op=h.op)
+        return SidetableUnreachable(_unreachable_message(
+            self.endpoint, _time.monotonic() - h._first_sent,
+            _w.OP_NAMES.get(h.op, h.op), h.attempt,
+            self._watch.explain(self.endpoint, self._curve)), op=h.op)
 
     def _wait(self, handles, timeout=None):
         self._check_thread()
@@ -863,6 +888,8 @@ class Client(_Requests):
                     except _zmq.Again:
                         break
                     self._on_frame(frame)
+            else:
+                self._watch.drain()   # idle: keep the monitor's queue short
 
     def _run(self, op, body, decode):
         return self._submit(op, body, decode).result()

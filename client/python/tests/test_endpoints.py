@@ -4,6 +4,7 @@ a scheme, and the usual retries once the sidecar has answered."""
 
 import asyncio
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -89,6 +90,8 @@ class AnsweredBeforeTest(unittest.TestCase):
                 c.ping()
             # Not "unreachable": it answered before, so every retry was made.
             self.assertNotIsInstance(cm.exception, SidetableUnreachable)
+            self.assertIn("the connection was lost, and the connect failed",
+                          str(cm.exception))
             self.assertEqual((c.timeouts, c.resends), (3, 2))
             c.close()
         finally:
@@ -115,6 +118,63 @@ class AnsweredBeforeTest(unittest.TestCase):
             c.close()
             server.stop()
             server.cleanup()
+
+
+class WhyNothingAnswersTest(unittest.TestCase):
+    """The error says why (sidetable/_watch.py): a sidecar at its connection
+    bound, or one that is stopped on an open connection."""
+
+    def setUp(self):
+        self.server = _harness.Server(
+            workers=1, extra=("--max-connections", "1")).start()
+        self.holder = self.server.client(timeout=5.0)
+        self.holder.ping()          # holds the one connection
+
+    def tearDown(self):
+        self.holder.close()
+        self.server.stop()
+        self.server.cleanup()
+
+    def test_a_full_sidecar_is_told_apart_from_a_missing_one(self):
+        with self.server.client(timeout=0.3, retries=1,
+                                connect_timeout=0.3) as c:
+            with self.assertRaises(SidetableUnreachable) as cm:
+                c.ping()
+        msg = str(cm.exception)
+        self.assertIn("closed the connection during the handshake", msg)
+        self.assertIn("sidecar.max_connections", msg)
+        self.assertNotIn("is the sidecar running?", msg)
+        self.holder.ping()
+
+    def test_async_client_too(self):
+        async def main():
+            async with AsyncClient(self.server.endpoint, timeout=0.3,
+                                   retries=1, connect_timeout=0.3) as c:
+                with self.assertRaises(SidetableUnreachable) as cm:
+                    await c.ping()
+                return str(cm.exception)
+        self.assertIn("sidecar.max_connections", asyncio.run(main()))
+
+    def test_a_stopped_sidecar_on_an_open_connection(self):
+        self.holder.close()
+        self.holder = self.server.client(timeout=0.3, retries=1)
+        # The bound frees the closed connection's place when its monitor
+        # event arrives: a few tries, bounded.
+        for _ in range(50):
+            try:
+                self.holder.ping()
+                break
+            except SidetableTimeout:
+                time.sleep(0.05)
+        self.holder.ping()
+        os.kill(self.server.proc.pid, signal.SIGSTOP)
+        try:
+            with self.assertRaises(SidetableTimeout) as cm:
+                self.holder.ping()
+        finally:
+            os.kill(self.server.proc.pid, signal.SIGCONT)
+        self.assertIn("the connection is up: the sidecar did not answer in "
+                      "time", str(cm.exception))
 
 
 def _start_on(server, endpoint):
