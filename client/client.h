@@ -305,6 +305,11 @@ class Client {
   // Polls until no request is pending.
   void Drain();
   size_t pending() const { return pending_.size(); }
+  // Why requests to this endpoint go unanswered, as far as this client's
+  // socket has seen ("the connect failed (3 times): nothing listens at
+  // ...", client/connection_watch.h); "" when it saw nothing to say. The
+  // message of every Code::kNoReply already ends with it.
+  std::string WhyUnanswered();
 
   // Raw access for tests of the protocol itself: sends one frame as is and
   // returns the next reply frame (no retries, no id matching).

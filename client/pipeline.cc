@@ -159,11 +159,14 @@ void Client::AbandonPending() {
   }
 }
 
+std::string Client::WhyUnanswered() {
+  return watch_ ? watch_->Explain(options_.endpoint, options_.curve.enabled()) : "";
+}
+
 std::string Client::NoReplyMessage(int attempts) {
   std::string m =
       "no reply from " + options_.endpoint + " after " + std::to_string(attempts) + " attempt(s)";
-  const std::string why =
-      watch_ ? watch_->Explain(options_.endpoint, options_.curve.enabled()) : "";
+  const std::string why = WhyUnanswered();
   return why.empty() ? m : m + ": " + why;
 }
 

@@ -80,6 +80,25 @@ std::string Describe(const CliResult& r) {
   return "exit " + std::to_string(r.exit_code) + "\nstdout: " + r.out.substr(0, 2000) + "\nstderr: " + r.err;
 }
 
+// A sidecar at its connection bound is named, not taken for one that is
+// not there (client/connection_watch.h).
+class CliFullSidecarTest : public testing::SidecarTest {
+ protected:
+  std::vector<std::string> ServerArgs() override {
+    return {"--durability", "os", "--max-connections", "1"};
+  }
+};
+
+TEST_F(CliFullSidecarTest, ASidecarAtItsConnectionBoundIsSaidSo) {
+  ASSERT_TRUE(client_->Ping().ok());  // holds the one connection
+  CliResult r = RunCli(dir_, {"--endpoint", server_->endpoint(), "--timeout-ms", "500", "ping"});
+  EXPECT_EQ(r.exit_code, 3) << Describe(r);
+  EXPECT_TRUE(Contains(r.err, "closed the connection during the handshake")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "sidecar.max_connections")) << r.err;
+  EXPECT_FALSE(Contains(r.err, "is the sidecar running?")) << r.err;
+  EXPECT_TRUE(client_->Ping().ok());
+}
+
 class CliTest : public testing::SidecarTest {
  protected:
   CliResult Cli(std::vector<std::string> args, const std::string& input = "") {
@@ -597,7 +616,8 @@ TEST(CliStandaloneTest, NothingListeningIsSaidPromptlyAndSchemesAreHinted) {
   CliResult r = RunCli(dir, {"--endpoint", "tcp://127.0.0.1:1", "ping"});   // default timeout and retries
   EXPECT_EQ(r.exit_code, 3) << Describe(r);
   EXPECT_TRUE(Contains(r.err, "nothing answered at tcp://127.0.0.1:1")) << r.err;
-  EXPECT_TRUE(Contains(r.err, "is the sidecar running?")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "the connect failed")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "nothing listens at tcp://127.0.0.1:1")) << r.err;
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4)) << "not 15 s of silent retries";
 
   CliResult bare = RunCli(dir, {"--endpoint", "127.0.0.1:5555", "ping"});

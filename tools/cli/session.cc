@@ -39,9 +39,14 @@ client::Client* Session::Client() {
   if (probe.ok()) {
     auto info = (*probe)->Ping();
     if (!info.ok() && IsNoReply(info.status())) {
-      std::fprintf(stderr, "sidetable-cli: nothing answered at %s within %d ms: is the sidecar running? "
-                   "(--endpoint, --timeout-ms)\n",
-                   options_.endpoint.c_str(), static_cast<int>(probe_options.timeout.count()));
+      // What the probe's socket saw: nothing listening, a sidecar at its
+      // connection bound, a refused CURVE key, or one that does not answer.
+      std::string why = (*probe)->WhyUnanswered();
+      if (why.empty()) why = "is the sidecar running?";
+      std::fprintf(
+          stderr,
+          "sidetable-cli: nothing answered at %s within %d ms: %s (--endpoint, --timeout-ms)\n",
+          options_.endpoint.c_str(), static_cast<int>(probe_options.timeout.count()), why.c_str());
       connect_exit = kExitNoReply;
       client_.reset();
       return nullptr;
@@ -103,8 +108,10 @@ bool Session::BaseOptions(client::ClientOptions* o) {
 
 int Session::Fail(const Status& s, bool batch) {
   if (IsNoReply(s)) {
-    std::fprintf(stderr, "sidetable-cli: %s: is the sidecar running? (--endpoint, --timeout-ms)\n",
-                 s.message().c_str());
+    // The client's message says why when its socket saw it.
+    const bool said = client_ != nullptr && !client_->WhyUnanswered().empty();
+    std::fprintf(stderr, "sidetable-cli: %s%s (--endpoint, --timeout-ms)\n", s.message().c_str(),
+                 said ? "" : ": is the sidecar running?");
     return kExitNoReply;
   }
   std::string line = std::string(ErrorCodeName(s.code())) + " (" + std::to_string(HttpStatus(s.code())) +
