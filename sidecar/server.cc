@@ -501,6 +501,9 @@ Status Server::StartCluster(const ServerConfig& config) {
 Status Server::StartChangeStream(const ServerConfig& config) {
   changestream::KafkaOptions k = config.kafka;
   k.topic_configs = changestream::ChangeTopicConfigs(config.cluster.enabled());
+  // A data directory older than its topic must not publish over it. Members
+  // of a cluster share the topic, each with LSNs of its own: not for them.
+  k.check_topic_tail = !config.cluster.enabled();
   if (k.bootstrap.empty()) return Status::OK();
   if (k.bootstrap == "embedded") {
     auto embedded = kafka::EmbeddedKafka::Start(k.embedded_brokers);

@@ -48,6 +48,11 @@ struct KafkaOptions {
   // most this LSN: the lowest every registered derived table has applied
   // (Watermarks::LowestApplied). UINT64_MAX = from the publish watermark.
   uint64_t republish_after = UINT64_MAX;
+  // Not a config key: the server sets it outside scale-out (where members
+  // share the topic, each with its own LSNs). An existing change topic on a
+  // real Kafka is published to only once its newest message carries an LSN
+  // at most the change log's last at start (topic_tail.h says why).
+  bool check_topic_tail = false;
 };
 
 // What a change topic the sidecar creates must keep. A scale-out service

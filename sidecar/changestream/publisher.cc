@@ -178,8 +178,17 @@ Status Publisher::Impl::Init(const std::string& bootstrap) {
   rd_kafka_conf_set_opaque(conf, this);
   rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
   if (rk_ == nullptr) return Status(Code::kInvalidInput, std::string("kafka producer: ") + err);
-  topics_ = std::make_unique<TopicSetup>(rk_, embedded_, options_.partitions, options_.replication_factor,
-                                         options_.topic_configs);
+  std::unique_ptr<TailCheck> check;
+  if (options_.check_topic_tail && embedded_ == nullptr) {
+    // Every LSN up to here is this directory's own; a topic holding more
+    // was written by a newer copy of it.
+    check = std::make_unique<TailCheck>(TailCheck{engine_->Stats().last_written_lsn, bootstrap,
+                                                  options_.properties,
+                                                  "sidetable." + sidecar_id_ + ".topic-check"});
+  }
+  topics_ =
+      std::make_unique<TopicSetup>(rk_, embedded_, options_.partitions, options_.replication_factor,
+                                   options_.topic_configs, std::move(check));
   return Status::OK();
 }
 

@@ -184,8 +184,11 @@ void Publisher::Impl::UpdateState(Clock::time_point now) {
   }
   if (error_lsn_ != 0 && error_lsn_ <= w) error_lsn_ = 0;  // it got through after all
   std::string reason;
+  const std::string refusal = waiting_topic_.empty() ? "" : topics_->Refusal(waiting_topic_);
   if (error_lsn_ != 0) {
     reason = error_reason_;
+  } else if (!refusal.empty()) {
+    reason = refusal;  // at once: waiting will not cure it
   } else if (backlog > 0 && now - progress_at_ >= kStallAfter) {
     const auto secs = std::chrono::duration_cast<std::chrono::seconds>(now - progress_at_).count();
     const std::string topic_error = waiting_topic_.empty() ? "" : topics_->last_error();

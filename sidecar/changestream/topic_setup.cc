@@ -6,6 +6,7 @@
 
 #include "common/kafka/embedded_kafka.h"
 #include "common/process.h"
+#include "sidecar/changestream/topic_tail.h"
 
 namespace sidetable::changestream {
 namespace {
@@ -16,16 +17,22 @@ constexpr int kSliceMs = 250;
 constexpr int kMetadataTimeoutMs = 1000;
 constexpr int kCreateTimeoutMs = 10000;
 constexpr std::chrono::milliseconds kFirstBackoff(200), kMaxBackoff(5000);
+// A topic ahead of the change log stays so until an operator acts: checked
+// again this often, not every 5 s.
+constexpr std::chrono::milliseconds kRefusedBackoff(30000);
+constexpr std::chrono::milliseconds kTailReadTimeout(10000);
 
 }  // namespace
 
 TopicSetup::TopicSetup(rd_kafka_t* rk, kafka::EmbeddedKafka* embedded, int partitions,
-                       int replication_factor, std::map<std::string, std::string> configs)
+                       int replication_factor, std::map<std::string, std::string> configs,
+                       std::unique_ptr<TailCheck> check)
     : rk_(rk),
       embedded_(embedded),
       partitions_(partitions),
       replication_factor_(replication_factor),
-      configs_(std::move(configs)) {
+      configs_(std::move(configs)),
+      check_(std::move(check)) {
   thread_ = common::NamedThread("st-topic-setup", [this] { Run(); });
 }
 
@@ -60,6 +67,12 @@ std::string TopicSetup::last_error() const {
   return last_error_;
 }
 
+std::string TopicSetup::Refusal(const std::string& topic) const {
+  std::lock_guard l(mu_);
+  auto it = refused_.find(topic);
+  return it == refused_.end() ? "" : it->second;
+}
+
 void TopicSetup::Run() {
   auto backoff = kFirstBackoff;
   for (;;) {
@@ -70,31 +83,63 @@ void TopicSetup::Run() {
       if (stop_) return;
       topic = todo_.front();
     }
-    Status s = SetUp(topic);
+    bool refused = false;
+    Status s = SetUp(topic, &refused);
     std::unique_lock l(mu_);
     if (s.ok()) {
       todo_.pop_front();
       queued_.erase(topic);
       ready_.insert(topic);
+      if (refused_.erase(topic))
+        spdlog::info("topic {} no longer holds LSNs above the change log", topic);
       last_error_.clear();
       backoff = kFirstBackoff;
       spdlog::info("publishing to topic {}", topic);
       continue;
     }
-    if (last_error_ != s.message()) spdlog::warn("topic set-up: {}; retrying", s.message());
+    if (last_error_ != s.message()) {
+      if (refused) {
+        spdlog::error("{}", s.message());
+      } else {
+        spdlog::warn("topic set-up: {}; retrying", s.message());
+      }
+    }
     last_error_ = s.message();
+    if (refused) refused_[topic] = s.message();
     // Keep the order (the first topic blocks the stream first) and back off.
-    cv_.wait_for(l, backoff, [&] { return stop_; });
+    cv_.wait_for(l, refused ? kRefusedBackoff : backoff, [&] { return stop_; });
     backoff = std::min(backoff * 2, kMaxBackoff);
   }
 }
 
-Status TopicSetup::SetUp(const std::string& topic) {
+Status TopicSetup::SetUp(const std::string& topic, bool* refused) {
+  // The mock lives in this process and starts empty: nothing to check.
   if (embedded_ != nullptr) return embedded_->CreateTopic(topic, partitions_);
   auto exists = Exists(topic);
   if (!exists.ok()) return exists.status();
-  // Created by an operator (with its own partitioning and retention): used as is.
-  return *exists ? Status::OK() : Create(topic);
+  // A new topic holds nothing. One that exists (from before this start, or
+  // created by an operator with its own partitioning and retention) is used
+  // as it is, once its newest LSN is not ahead of the change log.
+  if (!*exists) return Create(topic);
+  return check_ ? CheckTail(topic, refused) : Status::OK();
+}
+
+Status TopicSetup::CheckTail(const std::string& topic, bool* refused) {
+  auto tail = NewestLsnOnTopic(check_->bootstrap, check_->properties, check_->group, topic,
+                               kTailReadTimeout, [this] { return Stopping(); });
+  if (!tail.ok()) return tail.status();
+  if (tail->newest_lsn <= check_->ceiling) return Status::OK();
+  *refused = true;
+  return Status(
+      Code::kUnavailable,
+      "change topic " + topic + " holds LSN " + std::to_string(tail->newest_lsn) + " (partition " +
+          std::to_string(tail->partition) + ", offset " + std::to_string(tail->offset) +
+          "), above LSN " + std::to_string(check_->ceiling) +
+          ", where this data directory's change log ended at start: the directory is older than "
+          "the topic (restored from a backup or a snapshot, or its newest writes lost in an OS "
+          "crash under os durability), and publishing would give those LSNs to other changes. "
+          "Nothing is published to it; writes stay in the change log. Give the sidecar a new "
+          "kafka.topic (docs/operations.md, \"A data directory older than its change topic\")");
 }
 
 Result<bool> TopicSetup::Exists(const std::string& topic) {

@@ -6,11 +6,13 @@
 //   the replay read past them;
 // - with the brokers unreachable the backlog shows in /health at once and the
 //   bound max_backlog_events holds exactly under concurrent writes;
-// - a corrupt publish watermark stops start-up with a message naming it.
+// - a corrupt publish watermark stops start-up with a message naming it;
+// - a data directory older than its topic never publishes over it.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <set>
@@ -25,6 +27,7 @@
 #include "testing/shell.h"
 #include "testing/sidecar_process.h"
 #include "testing/temp_dir.h"
+#include "testing/text.h"
 #include "testing/worker_process.h"
 
 namespace sidetable {
@@ -76,11 +79,14 @@ class ChangeStreamReliabilityTest : public ::testing::Test {
     ASSERT_TRUE(kafka_->CreateTopic(kTopic, 6).ok());
   }
 
-  void StartSidecar(uint64_t max_backlog = 1'000'000, const std::string& durability = "os") {
+  // `topic` "": the default, sidetable.rs-test.changes (kTopic).
+  void StartSidecar(uint64_t max_backlog = 1'000'000, const std::string& durability = "os",
+                    const std::string& topic = "") {
     const std::string cfg = dir_.Sub("sidecar.yaml");
     std::ofstream(cfg) << "sidecar:\n  id: rs-test\nkafka:\n  bootstrap: " << kafka_->bootstraps()
                        << "\n  partitions: 6\n  max_backlog_events: " << max_backlog
-                       << "\n  watermark_flush_ms: 20\n";
+                       << "\n  watermark_flush_ms: 20\n"
+                       << (topic.empty() ? "" : "  topic: " + topic + "\n");
     server_ = std::make_unique<testing::SidecarProcess>(
         SIDETABLE_BIN, dir_.Sub("db"), std::vector<std::string>{"--config", cfg, "--durability", durability});
     ASSERT_TRUE(server_->Start()) << server_->Log();
@@ -111,6 +117,15 @@ class ChangeStreamReliabilityTest : public ::testing::Test {
     EXPECT_EQ(acked->size() + 1, bound) << "the table event plus the writes fill the bound exactly";
     EXPECT_EQ(busy->size(), 300 - acked->size());
     EXPECT_EQ(client_->Ping()->last_lsn, bound);
+  }
+
+  // Waits (at most 20 s) until /health says every record up to `lsn` is on Kafka.
+  bool WaitPublished(uint64_t lsn) {
+    for (auto until = Clock::now() + std::chrono::seconds(20); Clock::now() < until;) {
+      if (JsonNumber(Health(), "published_lsn") >= static_cast<int64_t>(lsn)) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
   }
 
   std::string Health() {
@@ -295,6 +310,96 @@ TEST_F(ChangeStreamReliabilityTest, BacklogBoundIsExactInFsyncDurability) {
   ASSERT_TRUE(client_->CreateTable("Orders").ok());
   std::set<int> acked, busy;
   FillTheBacklogExactly(kBound, &acked, &busy);
+}
+
+// Every event on `topic`: read until `count` have come (at most 20 s), then
+// for 2 s more, so that one too many shows. LSN -> each value seen for it.
+std::map<uint64_t, std::set<std::string>> EventsOn(const std::string& bootstrap,
+                                                   const std::string& topic, size_t count) {
+  testing::KafkaReader reader(bootstrap, topic);
+  EXPECT_TRUE(reader.AssignAll());
+  reader.ReadUntil([&](const auto& all) { return all.size() >= count; }, std::chrono::seconds(20));
+  std::map<uint64_t, std::set<std::string>> by_lsn;
+  for (const testing::KafkaMessage& m : reader.ReadUntil(
+           [&](const auto& all) { return all.size() > count; }, std::chrono::seconds(2))) {
+    events::Event ev;
+    EXPECT_TRUE(events::DecodeEvent(m.value, &ev).ok());
+    by_lsn[ev.record.lsn].insert(m.value);
+  }
+  return by_lsn;
+}
+
+// A data directory older than its change topic (a backup or a snapshot put
+// back, or the WAL tail an OS crash took) used to publish its next commits
+// with LSNs the topic already held, for other changes: consumers that drop
+// what they have seen by LSN or version skipped them, and audits mixed two
+// histories. Now the topic is refused until the operator gives the sidecar
+// another; the writes meanwhile stay in the change log.
+TEST_F(ChangeStreamReliabilityTest, ADataDirectoryOlderThanItsTopicNeverPublishesOverIt) {
+  StartSidecar();
+  ASSERT_TRUE(client_->CreateTable("Orders").ok());
+  for (int i = 0; i < 5; i++)
+    ASSERT_TRUE(client_->InsertOrReplace("Orders", Small("p", std::to_string(i), i)).ok());
+  ASSERT_TRUE(WaitPublished(6)) << Health();
+  client_.reset();
+  ASSERT_EQ(server_->Stop(), 0) << server_->Log();
+  // The backup: a copy of the stopped sidecar's directory.
+  std::filesystem::copy(dir_.Sub("db"), dir_.Sub("db-backup"),
+                        std::filesystem::copy_options::recursive);
+
+  StartSidecar();
+  for (int i = 5; i < 10; i++)
+    ASSERT_TRUE(client_->InsertOrReplace("Orders", Small("p", std::to_string(i), i)).ok());
+  ASSERT_TRUE(WaitPublished(11)) << Health();
+  client_.reset();
+  ASSERT_EQ(server_->Stop(), 0) << server_->Log();
+
+  // The backup put back, with the same topic: the next write is
+  // acknowledged and kept, and nothing goes to the topic.
+  std::filesystem::remove_all(dir_.Sub("db"));
+  std::filesystem::rename(dir_.Sub("db-backup"), dir_.Sub("db"));
+  StartSidecar();
+  auto w = client_->InsertOrReplace("Orders", Small("p", "restored", 99));
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_EQ(w->lsn, 7u) << "the backup's log ended at LSN 6";
+  std::string health;
+  for (auto until = Clock::now() + std::chrono::seconds(20); Clock::now() < until;) {
+    health = Health();
+    if (health.find("holds LSN 11") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_NE(health.find("holds LSN 11"), std::string::npos) << health;
+  EXPECT_NE(health.find("\"status\":\"degraded\""), std::string::npos) << health;
+  EXPECT_LE(JsonNumber(health, "published_lsn"), 6) << health;
+  EXPECT_TRUE(testing::Contains(server_->Log(), "is older than the topic"))
+      << server_->Log().substr(0, 4000);
+  // The topic still holds exactly the first directory's history: one event
+  // per LSN 1..11, LSN 7 the original write, not the restored one.
+  auto on_topic = EventsOn(kafka_->bootstraps(), kTopic, 11);
+  EXPECT_EQ(on_topic.size(), 11u);
+  size_t events = 0;
+  for (const auto& [lsn, values] : on_topic) events += values.size();
+  EXPECT_EQ(events, 11u) << "nothing published after the restore";
+  for (const auto& [lsn, values] : on_topic)
+    EXPECT_EQ(values.size(), 1u) << "LSN " << lsn << " published twice";
+  ASSERT_TRUE(on_topic.count(7));
+  EXPECT_EQ(on_topic[7].begin()->find("restored"), std::string::npos) << *on_topic[7].begin();
+  client_.reset();
+  ASSERT_EQ(server_->Stop(), 0) << server_->Log();
+
+  // The way out: a new topic. It starts where the backup's publishing had
+  // got to (LSN 6): the restored write, and what follows.
+  ASSERT_TRUE(kafka_->CreateTopic("rs-test.restored", 6).ok());
+  StartSidecar(1'000'000, "os", "rs-test.restored");
+  ASSERT_TRUE(client_->InsertOrReplace("Orders", Small("p", "after-restore", 100)).ok());
+  EXPECT_TRUE(WaitPublished(8)) << Health();
+  auto restored = EventsOn(kafka_->bootstraps(), "rs-test.restored", 2);
+  EXPECT_EQ(restored.size(), 2u);
+  EXPECT_EQ(restored.begin()->first, 7u);
+  ASSERT_TRUE(restored.count(7));
+  EXPECT_NE(restored[7].begin()->find("restored"), std::string::npos);
+  EXPECT_NE(Health().find("\"status\":\"ok\""), std::string::npos) << Health();
+  EXPECT_EQ(server_->Stop(), 0) << server_->Log();
 }
 
 // Runs the sidecar to its exit (bounded); the exit code, or -1.
