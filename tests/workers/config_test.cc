@@ -212,6 +212,22 @@ TEST(WorkerConfigTest, AKeyWrittenTwiceIsRefused) {
   EXPECT_NE(s.message().find("key 'kafka.group' appears twice"), std::string::npos) << s.message();
 }
 
+// The worker and sidetable-cli verify both load through here: two patterns
+// on one index table stop either with a message naming them (worker exit 2).
+TEST(WorkerConfigTest, TwoPatternsWritingOneIndexTableAreRefused) {
+  apply::WorkerConfig c;
+  Status s = apply::LoadWorkerConfigText(
+      "patterns:\n"
+      "  - {name: index_table, source: SrcA, target: SharedIdx, properties: Email}\n"
+      "  - {name: index_table, source: SrcB, target: SharedIdx, properties: Email}\n",
+      "t.yaml", &c);
+  EXPECT_EQ(s.code(), Code::kInvalidInput);
+  EXPECT_NE(s.message().find(
+                "t.yaml: patterns[0] (index_table) and patterns[1] (index_table) both write table"),
+            std::string::npos)
+      << s.message();
+}
+
 TEST(WorkerConfigTest, ArchiveFilterAddsTheAge) {
   std::vector<ArchiveRule> rules;
   patterns::PatternConfig pc{"archive", {{"source", {"Orders"}}, {"target", {"OrdersArchive"}},
