@@ -89,6 +89,16 @@ Status CheckPatternTargets(const std::vector<PatternConfig>& configs) {
                         target +
                         "': an index_table's target must be written by that pattern alone");
     }
+    // An archive moving rows out of an index table deletes its entries.
+    if (configs[i].name != kIndexTableName) continue;
+    for (size_t j = 0; j < configs.size(); j++) {
+      if (configs[j].name != kArchiveName || !TableNameEquals(target, configs[j].Get("source")))
+        continue;
+      return Status(Code::kInvalidInput,
+                    "patterns[" + std::to_string(j) + "] (archive) moves entities out of table '" +
+                        target + "', the target of patterns[" + std::to_string(i) +
+                        "] (index_table): its moves would delete index entries");
+    }
   }
   return Status::OK();
 }

@@ -43,7 +43,8 @@ Result<std::unique_ptr<Pattern>> CreatePattern(const PatternConfig& config);
 // What no pattern can check alone, over the patterns of one configuration:
 // an index_table's target is written by that pattern only (docs/patterns.md,
 // "one index_table instance per target"), so no other pattern, index or
-// archive, may name the same table (case-insensitively) as its target.
+// archive, may name the same table (case-insensitively) as its target, and
+// no archive may move entities out of it (name it as its source).
 // InvalidInput naming both patterns (by position) and the table.
 Status CheckPatternTargets(const std::vector<PatternConfig>& configs);
 

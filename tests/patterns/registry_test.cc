@@ -128,6 +128,13 @@ TEST(RegistryTest, AnIndexTableTargetSharedWithAnotherPatternIsRefused) {
                 "patterns[0] (archive) and patterns[2] (index_table)");
   EXPECT_TRUE(CheckPatternTargets({a, other, arch2, arch3}).ok())
       << "archives may share an archive";
+  PatternConfig drain{"archive",
+                      {{"source", {"OTHER"}}, {"target", {"Old"}}, {"min_age_seconds", {"60"}}}};
+  ExpectInvalid(CheckPatternTargets({drain, other}),
+                "patterns[0] (archive) moves entities out of table 'Other'");
+  PatternConfig chain{"index_table",
+                      {{"source", {"Other"}}, {"target", {"Other2"}}, {"properties", {"P"}}}};
+  EXPECT_TRUE(CheckPatternTargets({other, chain}).ok()) << "an index of an index only reads it";
 }
 
 TEST(PatternConfigTest, GetAndList) {

@@ -228,6 +228,21 @@ TEST(WorkerConfigTest, TwoPatternsWritingOneIndexTableAreRefused) {
       << s.message();
 }
 
+// An archive whose source is an index table moved its entries out of it (the
+// index emptied, seen from outside in session 39).
+TEST(WorkerConfigTest, AnArchiveOfAnIndexTableIsRefused) {
+  apply::WorkerConfig c;
+  Status s = apply::LoadWorkerConfigText(
+      "patterns:\n"
+      "  - {name: index_table, source: Emp, target: EmpIdx, properties: Email}\n"
+      "  - {name: archive, source: empidx, target: EmpIdxOld, min_age_seconds: 1}\n",
+      "t.yaml", &c);
+  EXPECT_EQ(s.code(), Code::kInvalidInput);
+  EXPECT_NE(s.message().find("patterns[1] (archive) moves entities out of table 'EmpIdx'"),
+            std::string::npos)
+      << s.message();
+}
+
 TEST(WorkerConfigTest, ArchiveFilterAddsTheAge) {
   std::vector<ArchiveRule> rules;
   patterns::PatternConfig pc{"archive", {{"source", {"Orders"}}, {"target", {"OrdersArchive"}},
