@@ -14,8 +14,16 @@ namespace {
 // logged a warning each interval and never moved anything. Both the filter
 // alone (so that a stray ')' cannot escape the parentheses) and the query
 // as the rule sends it must parse.
-Status CheckRuleFilter(const std::string& filter) {
-  if (filter.find_first_not_of(" \t\r\n") == std::string::npos) return Status::OK();
+Status CheckRuleFilter(const std::optional<std::string>& given) {
+  if (!given) return Status::OK();
+  const std::string& filter = *given;
+  // Set but blank (a template's empty variable, say) turned the rule on with
+  // no condition: without min_age_seconds it moved every entity of the
+  // source table (session 39). Leaving the setting out says "no filter".
+  if (filter.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return Status(Code::kInvalidInput,
+                  "is empty: leave it out for no filter (a rule then needs min_age_seconds)");
+  }
   auto alone = query::ParseFilter(filter);
   if (!alone.ok()) return Status(Code::kInvalidInput, "is not valid: " + alone.status().message());
   auto sent =
@@ -46,7 +54,7 @@ Result<ArchiveConfig> ArchiveConfig::FromSettings(const PatternConfig& config) {
   auto filter = r.Optional("filter");
   if (!filter.ok()) return filter.status();
   out.filter_ = std::move(*filter);
-  if (Status parsed = CheckRuleFilter(out.filter_.value_or("")); !parsed.ok()) {
+  if (Status parsed = CheckRuleFilter(out.filter_); !parsed.ok()) {
     return r.Error("filter", parsed.message());
   }
   constexpr int64_t kTenYears = 10LL * 366 * 24 * 3600;

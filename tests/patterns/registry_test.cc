@@ -102,7 +102,11 @@ TEST(RegistryTest, AnArchiveRuleFilterThatDoesNotParseIsRefused) {
   ExpectInvalid(with_filter("Status eq 'A' and"), "filter");
   EXPECT_TRUE(with_filter("Status eq 'A' or Status eq 'B'").ok());
   EXPECT_TRUE(with_filter("(Status eq 'A') or (Status eq 'B')").ok());
-  EXPECT_TRUE(with_filter("   ").ok()) << "blank: the age alone, as before";
+  // Set but blank: it turned the rule on with no condition, and without
+  // min_age_seconds the worker moved every entity of the source.
+  ExpectInvalid(with_filter("   "), "setting 'filter' is empty");
+  ExpectInvalid(Create("archive", {{"source", {"Cur"}}, {"target", {"Arc"}}, {"filter", {""}}}),
+                "setting 'filter' is empty");
 }
 
 // Session 39: two patterns writing one index table were accepted (the docs
