@@ -1,6 +1,7 @@
 #include "apply/grouped_moves.h"
 
 #include <map>
+#include <set>
 
 #include "apply/event_processor.h"
 #include "apply/move_copy.h"
@@ -105,9 +106,16 @@ void MoveMany(TableStore* store, OpApplier* applier, GroupedWrites* writes, cons
   copies.reserve(pending.size());
   for (size_t i = 0; i < pending.size(); i++) copies.push_back({&pending[i].copy, i});
   std::vector<EventFailure> copied(pending.size());
-  writes->Apply(copies, &copied);
+  std::vector<const patterns::TableOp*> not_written;
+  writes->Apply(copies, &copied, &not_written);
+  // A copy that was not written (the archive already holds these keys at a
+  // version as new or newer, or another move in this batch copied to the same
+  // keys) may not be this entity's: deleting its source could leave it in
+  // neither table. The one-at-a-time Move reads the archive and decides.
+  std::set<const patterns::TableOp*> unconfirmed(not_written.begin(), not_written.end());
 
   // 3. The deletes If-Match, grouped per source partition, of the copied ones.
+  std::vector<const MoveItem*> redo;
   std::map<std::pair<std::string, std::string>, std::vector<Pending*>> groups;
   for (size_t i = 0; i < pending.size(); i++) {
     Pending& p = pending[i];
@@ -115,6 +123,10 @@ void MoveMany(TableStore* store, OpApplier* applier, GroupedWrites* writes, cons
       EventFailure f = copied[i];
       f.status = NameMove(*p.item->op, f.status);
       FailEvent(failures, p.item->event, f);
+      continue;
+    }
+    if (unconfirmed.count(&p.copy) != 0) {
+      redo.push_back(p.item);
       continue;
     }
     std::string key;
@@ -128,7 +140,6 @@ void MoveMany(TableStore* store, OpApplier* applier, GroupedWrites* writes, cons
       todo.emplace_back(g.begin() + static_cast<std::ptrdiff_t>(at), g.begin() + static_cast<std::ptrdiff_t>(end));
     }
   }
-  std::vector<const MoveItem*> redo;
   while (!todo.empty()) {
     std::vector<Status> results(todo.size());
     for (size_t gi = 0; gi < todo.size(); gi++) {

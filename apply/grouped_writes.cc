@@ -54,7 +54,11 @@ void Fail(std::vector<EventFailure>* failures, size_t event, Status s, bool perm
 
 }  // namespace
 
-void GroupedWrites::Apply(const std::vector<EventOp>& ops, std::vector<EventFailure>* failures) {
+void GroupedWrites::Apply(const std::vector<EventOp>& ops, std::vector<EventFailure>* failures,
+                          std::vector<const patterns::TableOp*>* not_written) {
+  auto unwritten = [not_written](const patterns::TableOp* op) {
+    if (not_written != nullptr) not_written->push_back(op);
+  };
   // 1. Coalesce per target entity: the highest version wins (the last on a tie).
   std::vector<EventOp> chosen;
   chosen.reserve(ops.size());
@@ -65,6 +69,7 @@ void GroupedWrites::Apply(const std::vector<EventOp>& ops, std::vector<EventFail
     const patterns::TableOp& op = *eo.op;
     if (op.kind == Kind::kFencedUpsert && applier_->FencedByClear(op.table, op.version)) {
       observer_->OnOp(op.kind, OpResult::kFenced);  // from before the source table was deleted
+      unwritten(&op);
       continue;
     }
     key.clear();
@@ -78,9 +83,11 @@ void GroupedWrites::Apply(const std::vector<EventOp>& ops, std::vector<EventFail
       chosen.push_back(eo);
     } else if (op.version >= chosen[it->second].op->version) {
       observer_->OnOp(chosen[it->second].op->kind, OpResult::kFenced);
+      unwritten(chosen[it->second].op);
       chosen[it->second] = eo;
     } else {
       observer_->OnOp(op.kind, OpResult::kFenced);
+      unwritten(&op);
     }
   }
 
@@ -152,6 +159,7 @@ void GroupedWrites::Apply(const std::vector<EventOp>& ops, std::vector<EventFail
           const bool skipped = k < g->skipped.size() && g->skipped[k] == i;
           if (skipped) k++;
           observer_->OnOp(g->ops[i].op->kind, skipped ? OpResult::kFenced : OpResult::kWritten);
+          if (skipped) unwritten(g->ops[i].op);
         }
         continue;
       }

@@ -57,8 +57,13 @@ class GroupedWrites {
 
   // Applies `ops` (kFencedUpsert and kFencedDelete only). `failures` has one
   // slot per event; an event's slot is set when one of its operations failed
-  // (the first failure wins), and left alone otherwise.
-  void Apply(const std::vector<EventOp>& ops, std::vector<EventFailure>* failures);
+  // (the first failure wins), and left alone otherwise. `not_written`, when
+  // given, receives the operations that succeeded without writing: fenced by
+  // the stored entity or a clear, or coalesced into another operation on
+  // the same entity. An archive move must not delete a source whose copy is
+  // among them (grouped_moves.h).
+  void Apply(const std::vector<EventOp>& ops, std::vector<EventFailure>* failures,
+             std::vector<const patterns::TableOp*>* not_written = nullptr);
 
   uint64_t groups_sent() const { return groups_sent_; }
 

@@ -177,6 +177,29 @@ Status OpApplier::FencedClear(const std::string& table, uint64_t version, OpResu
   return Status::OK();
 }
 
+Status OpApplier::ConfirmCopy(const TableOp& op, uint64_t version) {
+  const std::string& pk = op.entity.partition_key;
+  const std::string& rk = op.entity.row_key;
+  auto held = store_->Get(op.table, pk, rk);
+  if (held.ok() && SourceVersionOf(*held) == version) return Status::OK();  // copied before
+  if (!held.ok() && held.status().code() != Code::kResourceNotFound &&
+      held.status().code() != Code::kTableNotFound) {
+    return NameMove(op, held.status());
+  }
+  // Permanent (not transient): retrying finds the same archive entity; the
+  // worker reports the entity as one that cannot be moved, and it stays.
+  const std::string holder =
+      held.ok()
+          ? "an entity with these keys at SourceVersion " + std::to_string(SourceVersionOf(*held)) +
+                ", newer than this entity's version " + std::to_string(version) +
+                " (not a copy of it: another table's entity archived there, or one written there "
+                "directly)"
+          : "no copy: the fenced copy was not written";
+  return Status(Code::kInvalidInput, "move " + MoveName(op) +
+                                         ": cannot be archived: the archive holds " + holder +
+                                         "; the entity stays in the source");
+}
+
 Status OpApplier::Move(const TableOp& op, OpResult* r) {
   const std::string& pk = op.entity.partition_key;
   const std::string& rk = op.entity.row_key;
@@ -202,6 +225,7 @@ Status OpApplier::Move(const TableOp& op, OpResult* r) {
     ST_RETURN_IF_ERROR(CheckMoveCopy(op, *src));
     OpResult upsert;
     ST_RETURN_IF_ERROR(NameMove(op, FencedUpsert(op.table, *src, version, &upsert)));
+    if (upsert == OpResult::kFenced) ST_RETURN_IF_ERROR(ConfirmCopy(op, version));
     auto d = store_->Delete(op.source_table, pk, rk, copied_etag);
     if (d.ok()) {
       *r = OpResult::kWritten;

@@ -15,7 +15,11 @@
 //                  the target with SourceVersion = the source entity's own
 //                  version (from its ETag W/"<n>", else op.version), then
 //                  Delete the source If-Match the ETag copied; on 412 the
-//                  source changed: re-read and redo both.
+//                  source changed: re-read and redo both. A copy fenced out
+//                  by an archive entity that is not this copy (a higher
+//                  SourceVersion) leaves the source alone: a permanent error
+//                  naming the entity (the source must never be deleted
+//                  without its copy in the archive).
 //
 // Every read-check-write loop is bounded by `fence_attempts`; running out
 // returns UpdateConditionNotSatisfied, which the caller retries like a
@@ -61,6 +65,10 @@ class OpApplier {
                       uint64_t version, OpResult* r);
   Status FencedClear(const std::string& table, uint64_t version, OpResult* r);
   Status Move(const patterns::TableOp& op, OpResult* r);
+  // After a move's copy was fenced out: OK when the archive holds this very
+  // copy (SourceVersion == version: an earlier attempt made it); otherwise a
+  // permanent error naming the entity, so that its source is not deleted.
+  Status ConfirmCopy(const patterns::TableOp& op, uint64_t version);
   Status EnsureTable(const std::string& table);
 
   TableStore* store_;

@@ -162,6 +162,9 @@ Status LoadRoot(const YAML::Node& root, const std::string& origin, WorkerConfig*
       if (pc.name.empty()) return Bad(origin, where + ".name is required");
       c->patterns.push_back(std::move(pc));
     }
+    if (Status shared = patterns::CheckPatternTargets(c->patterns); !shared.ok()) {
+      return Bad(origin, shared.message());
+    }
   }
   return Status::OK();
 }

@@ -2,6 +2,7 @@
 
 #include <mutex>
 
+#include "engine/table_name.h"
 #include "patterns/archive/archive.h"
 #include "patterns/index_table/index_table.h"
 
@@ -70,6 +71,36 @@ Result<std::unique_ptr<Pattern>> CreatePattern(const PatternConfig& config) {
                   "unknown pattern '" + config.name + "' (known: " + known + ")");
   }
   return factory(config);
+}
+
+Status CheckPatternTargets(const std::vector<PatternConfig>& configs) {
+  // Two writers of one index table undo each other: one's fenced deletes and
+  // the clear after its source's deletion remove the other's entries (with
+  // the same keys, or all of them), and verify sees the other's as extra.
+  for (size_t i = 0; i < configs.size(); i++) {
+    const std::string target = configs[i].Get("target");
+    if (target.empty()) continue;  // CreatePattern names the missing setting
+    for (size_t j = 0; j < i; j++) {
+      if (configs[i].name != kIndexTableName && configs[j].name != kIndexTableName) continue;
+      if (!TableNameEquals(target, configs[j].Get("target"))) continue;
+      return Status(Code::kInvalidInput,
+                    "patterns[" + std::to_string(j) + "] (" + configs[j].name + ") and patterns[" +
+                        std::to_string(i) + "] (" + configs[i].name + ") both write table '" +
+                        target +
+                        "': an index_table's target must be written by that pattern alone");
+    }
+    // An archive moving rows out of an index table deletes its entries.
+    if (configs[i].name != kIndexTableName) continue;
+    for (size_t j = 0; j < configs.size(); j++) {
+      if (configs[j].name != kArchiveName || !TableNameEquals(target, configs[j].Get("source")))
+        continue;
+      return Status(Code::kInvalidInput,
+                    "patterns[" + std::to_string(j) + "] (archive) moves entities out of table '" +
+                        target + "', the target of patterns[" + std::to_string(i) +
+                        "] (index_table): its moves would delete index entries");
+    }
+  }
+  return Status::OK();
 }
 
 }  // namespace sidetable::patterns

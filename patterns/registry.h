@@ -40,4 +40,12 @@ std::vector<std::string> RegisteredPatterns();
 // Calls RegisterBuiltinPatterns() first, so built-ins are always known.
 Result<std::unique_ptr<Pattern>> CreatePattern(const PatternConfig& config);
 
+// What no pattern can check alone, over the patterns of one configuration:
+// an index_table's target is written by that pattern only (docs/patterns.md,
+// "one index_table instance per target"), so no other pattern, index or
+// archive, may name the same table (case-insensitively) as its target, and
+// no archive may move entities out of it (name it as its source).
+// InvalidInput naming both patterns (by position) and the table.
+Status CheckPatternTargets(const std::vector<PatternConfig>& configs);
+
 }  // namespace sidetable::patterns

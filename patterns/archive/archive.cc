@@ -1,9 +1,41 @@
 #include "patterns/archive/archive.h"
 
 #include "engine/etag.h"
+#include "engine/query/filter.h"
 #include "patterns/common.h"
 
 namespace sidetable::patterns {
+
+namespace {
+
+// A rule's filter is sent to the sidecar as "(<filter>) and Timestamp lt
+// datetime'...'" at every evaluation. A filter that does not parse was
+// accepted before session 39: the worker started, said ok, and the rule
+// logged a warning each interval and never moved anything. Both the filter
+// alone (so that a stray ')' cannot escape the parentheses) and the query
+// as the rule sends it must parse.
+Status CheckRuleFilter(const std::optional<std::string>& given) {
+  if (!given) return Status::OK();
+  const std::string& filter = *given;
+  // Set but blank (a template's empty variable, say) turned the rule on with
+  // no condition: without min_age_seconds it moved every entity of the
+  // source table (session 39). Leaving the setting out says "no filter".
+  if (filter.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return Status(Code::kInvalidInput,
+                  "is empty: leave it out for no filter (a rule then needs min_age_seconds)");
+  }
+  auto alone = query::ParseFilter(filter);
+  if (!alone.ok()) return Status(Code::kInvalidInput, "is not valid: " + alone.status().message());
+  auto sent =
+      query::ParseFilter("(" + filter + ") and Timestamp lt datetime'2000-01-01T00:00:00Z'");
+  if (!sent.ok()) {
+    return Status(Code::kInvalidInput, "is not valid with the rule's Timestamp condition added: " +
+                                           sent.status().message());
+  }
+  return Status::OK();
+}
+
+}  // namespace
 
 Result<ArchiveConfig> ArchiveConfig::FromSettings(const PatternConfig& config) {
   SettingsReader r(config);
@@ -22,6 +54,9 @@ Result<ArchiveConfig> ArchiveConfig::FromSettings(const PatternConfig& config) {
   auto filter = r.Optional("filter");
   if (!filter.ok()) return filter.status();
   out.filter_ = std::move(*filter);
+  if (Status parsed = CheckRuleFilter(out.filter_); !parsed.ok()) {
+    return r.Error("filter", parsed.message());
+  }
   constexpr int64_t kTenYears = 10LL * 366 * 24 * 3600;
   auto min_age = r.OptionalInt("min_age_seconds", 0, kTenYears);
   if (!min_age.ok()) return min_age.status();

@@ -176,6 +176,75 @@ TEST(MoveManyTest, TheCopysSizeAndPropertyCountAreCheckedAsTheEngineWould) {
   EXPECT_EQ(std::count(f.seen_copies.begin(), f.seen_copies.end(), "over"), 0);
 }
 
+// Session 39: a copy fenced out by an archive entity that is not this copy
+// (a higher SourceVersion: another table's entity archived into the same
+// table, or one written there directly) left the grouped path deleting the
+// source anyway, so the entity was in neither table. It now stays, named; an
+// entity whose own earlier copy is in the archive (a move redelivered after
+// a crash between copy and delete) is still deleted.
+TEST(MoveManyTest, ACopyFencedOutByAnotherEntityInTheArchiveLeavesItsSource) {
+  MoveFixture f;
+  f.store.tables["OrdersArchive"];
+  f.Put(Wide("p", "a", 1));
+  f.Put(Wide("p", "taken", 1));
+  f.Put(Wide("p", "again", 1));
+  f.store.Put("OrdersArchive", client::EntityBuilder("p", "taken")
+                                   .String("Status", "theirs")
+                                   .Int64("SourceVersion", 999999)
+                                   .Build());
+  Entity earlier = *f.store.Find("Orders", "p", "again");
+  earlier.Set("SourceVersion", Value::Int64(static_cast<int64_t>(f.versions["again"])));
+  f.store.Put("OrdersArchive", earlier);
+  auto failures = f.MoveAll({{"p", "a"}, {"p", "taken"}, {"p", "again"}});
+
+  ASSERT_TRUE(f.InSource("p", "taken"))
+      << "deleted from the source without its copy in the archive";
+  EXPECT_EQ(f.store.Find("Orders", "p", "taken")->Find("Status")->bytes(), "Shipped");
+  const Entity* held = f.store.Find("OrdersArchive", "p", "taken");
+  ASSERT_NE(held, nullptr);
+  EXPECT_EQ(held->Find("Status")->bytes(), "theirs") << "the archive's entity is untouched";
+  EXPECT_EQ(SourceVersionOf(*held), 999999u);
+  EXPECT_FALSE(f.InSource("p", "a"));
+  EXPECT_TRUE(f.InArchive("p", "a"));
+  EXPECT_FALSE(f.InSource("p", "again")) << "its own earlier copy is in the archive";
+  EXPECT_EQ(f.moved, 2u);
+  EXPECT_EQ(failures[0].status.code(), Code::kInvalidInput) << failures[0].status.ToString();
+  EXPECT_TRUE(failures[0].permanent);
+  EXPECT_NE(failures[0].status.message().find("Orders(p, taken) -> OrdersArchive"),
+            std::string::npos)
+      << failures[0].status.ToString();
+  EXPECT_NE(failures[0].status.message().find("999999"), std::string::npos)
+      << failures[0].status.ToString();
+}
+
+// Two tables archived into one: moves of the same keys in one batch are
+// coalesced to the newer copy; the older one's source must stay.
+TEST(MoveManyTest, TwoSourcesWithTheSameKeysInOneBatchLoseNeither) {
+  MoveFixture f;
+  f.store.tables["OrdersUS"];
+  f.Put(Wide("p", "k", 1));  // Orders(p, k), the older
+  Entity& us = f.store.Put("OrdersUS", Wide("p", "k", 1));
+  const uint64_t us_version = VersionFromETag(us.etag).value();
+  std::vector<TableOp> ops = {
+      patterns::MakeArchiveMove(patterns::ArchiveConfig("Orders", "OrdersArchive"), "", "p", "k",
+                                f.versions["k"]),
+      patterns::MakeArchiveMove(patterns::ArchiveConfig("OrdersUS", "OrdersArchive"), "", "p", "k",
+                                us_version)};
+  std::vector<MoveItem> items = {{&ops[0], std::nullopt, 0}, {&ops[1], std::nullopt, 1}};
+  std::vector<EventFailure> failures(2);
+  GroupedWrites writes(&f.store, &f.applier, &f.policy, &f.observer, &f.sleep);
+  MoveMany(&f.store, &f.applier, &writes, items, &failures, &f.observer, &f.moved);
+
+  EXPECT_TRUE(f.InSource("p", "k")) << "Orders(p, k) was deleted, and its copy overwritten";
+  EXPECT_FALSE(f.store.Find("OrdersUS", "p", "k"));
+  EXPECT_EQ(SourceVersionOf(*f.store.Find("OrdersArchive", "p", "k")), us_version);
+  EXPECT_EQ(f.moved, 1u);
+  EXPECT_TRUE(failures[0].permanent);
+  EXPECT_NE(failures[0].status.message().find("Orders(p, k) -> OrdersArchive"), std::string::npos)
+      << failures[0].status.ToString();
+  EXPECT_TRUE(failures[1].status.ok()) << failures[1].status.ToString();
+}
+
 // An archive request naming [n3, props252, n4], through the worker's
 // grouped path and through the one-at-a-time path.
 std::string ArchiveRequest(uint64_t lsn, const std::string& pk,

@@ -262,6 +262,51 @@ TEST(OpApplierTest, MoveOfAnEntityRewrittenAfterTheDecisionIsSkipped) {
   EXPECT_EQ(store.Find("Archive", "p", "1"), nullptr);
 }
 
+// Session 39: an archive already holding an entity with the same keys at a
+// higher SourceVersion (another table's entity archived there, or one written
+// there directly) fenced the copy out, and the source was deleted anyway: the
+// entity was in neither table, and nothing said so.
+TEST(OpApplierTest, MoveLeavesTheSourceWhenTheArchiveHoldsANewerEntityWithItsKeys) {
+  FakeTableStore store;
+  store.tables["Orders"];
+  store.tables["Archive"];
+  Entity& src = store.Put("Orders", client::EntityBuilder("p", "1").String("P", "mine").Build());
+  const uint64_t v = *VersionFromETag(src.etag);
+  store.Put("Archive", WithVersion("p", "1", static_cast<int64_t>(v + 1000), "theirs"));
+  OpApplier a(&store, 4);
+  OpResult r;
+  TableOp op = Keys(TableOp::Kind::kMove, "Archive", "p", "1", v);
+  op.source_table = "Orders";
+  Status s = a.Apply(op, &r);
+  EXPECT_EQ(s.code(), Code::kInvalidInput) << s.ToString();
+  EXPECT_NE(s.message().find("Orders(p, 1) -> Archive"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find(std::to_string(v + 1000)), std::string::npos) << s.ToString();
+  ASSERT_NE(store.Find("Orders", "p", "1"), nullptr) << "the source was deleted without its copy";
+  EXPECT_EQ(store.Find("Orders", "p", "1")->Find("P")->bytes(), "mine");
+  EXPECT_EQ(store.Find("Archive", "p", "1")->Find("P")->bytes(), "theirs")
+      << "the archive is untouched";
+  EXPECT_EQ(SourceVersionOf(*store.Find("Archive", "p", "1")), v + 1000);
+}
+
+// The fence that must not stop a redelivered move: its own copy, made by an
+// attempt that stopped before the delete, is in the archive.
+TEST(OpApplierTest, MoveDeletesTheSourceWhenTheArchiveHoldsItsOwnEarlierCopy) {
+  FakeTableStore store;
+  store.tables["Orders"];
+  store.tables["Archive"];
+  Entity& src = store.Put("Orders", client::EntityBuilder("p", "1").String("P", "mine").Build());
+  const uint64_t v = *VersionFromETag(src.etag);
+  store.Put("Archive", WithVersion("p", "1", static_cast<int64_t>(v), "mine"));
+  OpApplier a(&store, 4);
+  OpResult r;
+  TableOp op = Keys(TableOp::Kind::kMove, "Archive", "p", "1", v);
+  op.source_table = "Orders";
+  ASSERT_TRUE(a.Apply(op, &r).ok());
+  EXPECT_EQ(r, OpResult::kWritten);
+  EXPECT_EQ(store.Find("Orders", "p", "1"), nullptr);
+  EXPECT_EQ(SourceVersionOf(*store.Find("Archive", "p", "1")), v);
+}
+
 TEST(OpApplierTest, TransportErrorsSurface) {
   FakeTableStore store;
   store.before = [](const std::string&, const std::string&) { return Status(Code::kUnavailable, "no reply"); };

@@ -85,6 +85,62 @@ TEST(RegistryTest, ArchiveSettingsAreChecked) {
   EXPECT_TRUE(with("filter", {"Done eq true"}).ok());
 }
 
+// Session 39: a rule filter that does not parse was accepted; the worker
+// started, /health said ok, and the rule warned every interval and never
+// moved anything. A stray ')' could also escape the parentheses the rule
+// puts around the filter (and drop the age condition for part of it).
+TEST(RegistryTest, AnArchiveRuleFilterThatDoesNotParseIsRefused) {
+  std::map<std::string, std::vector<std::string>> rule = {
+      {"source", {"Cur"}}, {"target", {"Arc"}}, {"min_age_seconds", {"60"}}};
+  auto with_filter = [&](std::string f) {
+    auto s = rule;
+    s["filter"] = {std::move(f)};
+    return Create("archive", s);
+  };
+  ExpectInvalid(with_filter("Status eq"), "setting 'filter' is not valid: $filter");
+  ExpectInvalid(with_filter("Status eq 'A') or (Status eq 'B'"), "filter");
+  ExpectInvalid(with_filter("Status eq 'A' and"), "filter");
+  EXPECT_TRUE(with_filter("Status eq 'A' or Status eq 'B'").ok());
+  EXPECT_TRUE(with_filter("(Status eq 'A') or (Status eq 'B')").ok());
+  // Set but blank: it turned the rule on with no condition, and without
+  // min_age_seconds the worker moved every entity of the source.
+  ExpectInvalid(with_filter("   "), "setting 'filter' is empty");
+  ExpectInvalid(Create("archive", {{"source", {"Cur"}}, {"target", {"Arc"}}, {"filter", {""}}}),
+                "setting 'filter' is empty");
+}
+
+// Session 39: two patterns writing one index table were accepted (the docs
+// say one index_table instance per target); deleting one source's table
+// cleared the other's entries too, and changes of one property removed the
+// other's entries with the same keys.
+TEST(RegistryTest, AnIndexTableTargetSharedWithAnotherPatternIsRefused) {
+  PatternConfig a{"index_table",
+                  {{"source", {"EmpA"}}, {"target", {"Shared"}}, {"properties", {"Email"}}}};
+  PatternConfig b{"index_table",
+                  {{"source", {"EmpB"}}, {"target", {"shared"}}, {"properties", {"Email"}}}};
+  PatternConfig arch{"archive", {{"source", {"Orders"}}, {"target", {"SHARED"}}}};
+  PatternConfig arch2{"archive", {{"source", {"Orders2"}}, {"target", {"Archive"}}}};
+  PatternConfig arch3{"archive",
+                      {{"source", {"Orders"}}, {"target", {"archive"}}, {"filter", {"X eq 1"}}}};
+  PatternConfig other{"index_table",
+                      {{"source", {"EmpA"}}, {"target", {"Other"}}, {"properties", {"Email"}}}};
+  ExpectInvalid(
+      CheckPatternTargets({a, b}),
+      "patterns[0] (index_table) and patterns[1] (index_table) both write table 'shared'");
+  ExpectInvalid(CheckPatternTargets({a, a}), "both write table 'Shared'");
+  ExpectInvalid(CheckPatternTargets({arch, other, a}),
+                "patterns[0] (archive) and patterns[2] (index_table)");
+  EXPECT_TRUE(CheckPatternTargets({a, other, arch2, arch3}).ok())
+      << "archives may share an archive";
+  PatternConfig drain{"archive",
+                      {{"source", {"OTHER"}}, {"target", {"Old"}}, {"min_age_seconds", {"60"}}}};
+  ExpectInvalid(CheckPatternTargets({drain, other}),
+                "patterns[0] (archive) moves entities out of table 'Other'");
+  PatternConfig chain{"index_table",
+                      {{"source", {"Other"}}, {"target", {"Other2"}}, {"properties", {"P"}}}};
+  EXPECT_TRUE(CheckPatternTargets({other, chain}).ok()) << "an index of an index only reads it";
+}
+
 TEST(PatternConfigTest, GetAndList) {
   PatternConfig c{"x", {{"a", {"1", "2"}}, {"e", {}}}};
   EXPECT_EQ(c.Get("a"), "1");

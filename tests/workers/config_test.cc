@@ -212,6 +212,37 @@ TEST(WorkerConfigTest, AKeyWrittenTwiceIsRefused) {
   EXPECT_NE(s.message().find("key 'kafka.group' appears twice"), std::string::npos) << s.message();
 }
 
+// The worker and sidetable-cli verify both load through here: two patterns
+// on one index table stop either with a message naming them (worker exit 2).
+TEST(WorkerConfigTest, TwoPatternsWritingOneIndexTableAreRefused) {
+  apply::WorkerConfig c;
+  Status s = apply::LoadWorkerConfigText(
+      "patterns:\n"
+      "  - {name: index_table, source: SrcA, target: SharedIdx, properties: Email}\n"
+      "  - {name: index_table, source: SrcB, target: SharedIdx, properties: Email}\n",
+      "t.yaml", &c);
+  EXPECT_EQ(s.code(), Code::kInvalidInput);
+  EXPECT_NE(s.message().find(
+                "t.yaml: patterns[0] (index_table) and patterns[1] (index_table) both write table"),
+            std::string::npos)
+      << s.message();
+}
+
+// An archive whose source is an index table moved its entries out of it (the
+// index emptied, seen from outside in session 39).
+TEST(WorkerConfigTest, AnArchiveOfAnIndexTableIsRefused) {
+  apply::WorkerConfig c;
+  Status s = apply::LoadWorkerConfigText(
+      "patterns:\n"
+      "  - {name: index_table, source: Emp, target: EmpIdx, properties: Email}\n"
+      "  - {name: archive, source: empidx, target: EmpIdxOld, min_age_seconds: 1}\n",
+      "t.yaml", &c);
+  EXPECT_EQ(s.code(), Code::kInvalidInput);
+  EXPECT_NE(s.message().find("patterns[1] (archive) moves entities out of table 'EmpIdx'"),
+            std::string::npos)
+      << s.message();
+}
+
 TEST(WorkerConfigTest, ArchiveFilterAddsTheAge) {
   std::vector<ArchiveRule> rules;
   patterns::PatternConfig pc{"archive", {{"source", {"Orders"}}, {"target", {"OrdersArchive"}},

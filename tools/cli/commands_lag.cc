@@ -74,10 +74,12 @@ int RunLag(Session& s, const CommandArgs& a) {
   // Scan the change log above the lowest watermark, bounded.
   uint64_t from = lowest == UINT64_MAX ? 0 : lowest + 1, scanned = 0, first = 0, last = 0;
   bool complete = true;
+  // The newest LSN is part of the answer even with no pairs to scan for
+  // (before session 39 --json said "last_lsn":0 then).
+  auto info = c->Ping();
+  if (!info.ok()) return s.Fail(info.status());
+  last = info->last_lsn;
   if (!pairs.empty()) {
-    auto info = c->Ping();
-    if (!info.ok()) return s.Fail(info.status());
-    last = info->last_lsn;
     while (from <= last) {
       if (scanned >= a.max) {
         complete = false;
