@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "common/process.h"
 
@@ -77,6 +79,15 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& hos
   ep->port_ = port;
   ep->host_ = host;
   ep->thread_ = NamedThread("st-http", [raw = ep->http_.get()] { raw->listen_after_bind(); });
+  // httplib's stop() does nothing until listen_after_bind() has marked the
+  // server running. A start-up step failing right after this one (the REST
+  // port in use) destroyed the endpoint before that: stop() was lost, the
+  // join waited on accept() for good, and the process hung with /health
+  // answering "ok" and SIGTERM ignored (session 39). Bounded: the thread
+  // sets the mark before anything that can block.
+  for (int i = 0; i < 5000 && !ep->http_->is_running(); i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   return ep;
 }
 

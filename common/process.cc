@@ -121,6 +121,10 @@ Status WriteReadyFile(const std::string& path, const std::vector<std::pair<std::
   return Status::OK();
 }
 
+void RemoveReadyFile(const std::string& path) {
+  if (!path.empty()) ::unlink(path.c_str());
+}
+
 Status CloseOnExecFrom(int first_fd) {
   if (first_fd < 0) return Status(Code::kInvalidInput, "CloseOnExecFrom: negative descriptor");
   if (::close_range(static_cast<unsigned>(first_fd), ~0U, CLOSE_RANGE_CLOEXEC) == 0) return Status::OK();

@@ -29,6 +29,10 @@ void InstallStopSignals(void (*on_stop)(int));
 // (a temporary file renamed over it), so that a script or a test waiting for
 // the file never reads it half written.
 Status WriteReadyFile(const std::string& path, const std::vector<std::pair<std::string, std::string>>& lines);
+// Removes the ready file ("" = none) at the start and the end of a run: one
+// left by the last run (kept after a stop, and after a start that failed)
+// was taken by a script or a supervisor for this run's, naming a dead pid.
+void RemoveReadyFile(const std::string& path);
 
 // Marks every descriptor from `first_fd` up close-on-exec, without closing
 // any: for a process that execs itself while other threads still run. Closing

@@ -3,10 +3,15 @@
 #include <rocksdb/sst_file_manager.h>
 #include <xxhash.h>
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 
 #include "engine/internal/codec.h"
 #include "engine/internal/crc32c.h"
+#include "engine/internal/data_directory.h"
 #include "engine/internal/engine_impl.h"
 #include "engine/internal/rocksdb_options.h"
 #include "engine/limits.h"
@@ -16,6 +21,41 @@ std::mutex& PartitionLocks::For(uint32_t table_id, std::string_view pk) const {
   uint64_t h = XXH3_64bits_withSeed(pk.data(), pk.size(), table_id);
   return stripes_[h % stripes_.size()];
 }
+
+namespace {
+
+// Why the directory's lock could not be taken. Only a lock held elsewhere is
+// "in use": a path that is a file or that this user may not write was
+// reported as a second sidecar too, which sent operators looking for one.
+Status LockFailure(rocksdb::Env* env, const std::string& path, const rocksdb::Status& lock) {
+  const std::string prefix = "cannot open database at " + path + ": ";
+  if (env->FileExists(path).IsNotFound())
+    return Status(Code::kUnavailable, prefix + "no such directory");
+  bool is_dir = false;
+  if (env->IsDirectory(path, &is_dir).ok() && !is_dir) {
+    return Status(Code::kUnavailable, prefix + "it is not a directory (check storage.path)");
+  }
+  if (::access(path.c_str(), W_OK | X_OK) != 0) {
+    const int err = errno;
+    return Status(Code::kUnavailable, prefix + "this process (uid " + std::to_string(::geteuid()) +
+                                          ") may not write there: " + std::strerror(err));
+  }
+  return Status(Code::kUnavailable, prefix +
+                                        "the directory is in use by another process (another "
+                                        "sidetable on the same storage.path?): " +
+                                        lock.ToString());
+}
+
+// `path` and its missing parents; failures show at the lock that follows.
+void CreateDirectories(rocksdb::Env* env, const std::string& path) {
+  for (size_t pos = path.find('/', 1);; pos = path.find('/', pos + 1)) {
+    env->CreateDirIfMissing(pos == std::string::npos ? path : path.substr(0, pos))
+        .PermitUncheckedError();
+    if (pos == std::string::npos) break;
+  }
+}
+
+}  // namespace
 
 Engine::Impl::~Impl() {
   reclaimer_.reset();  // cancels its compaction: before the handles go
@@ -43,24 +83,29 @@ Result<std::unique_ptr<Engine::Impl>> Engine::Impl::Open(const EngineOptions& op
   impl->storage_ =
       std::make_shared<StorageGuard>(path, options.storage_reserve_bytes, impl->options_.clock);
   if (options.create_if_missing) {
-    // RocksDB creates it too, but first logs a missing directory as an error.
-    (void)opts.db.env->CreateDirIfMissing(path);
+    // RocksDB creates it too, but first logs a missing directory as an error;
+    // and only its last component, while storage.path is "created if missing".
+    CreateDirectories(opts.db.env, path);
   }
   // Before anything in the directory changes: a second sidecar started on
   // it must not release the first one's reserve (nor find RocksDB's LOCK
   // only after doing so).
   impl->lock_env_ = opts.db.env;
   const std::string lock_file = path + "/" + kDirLockFileName;
+  const bool lock_file_existed = opts.db.env->FileExists(lock_file).ok();
   if (rocksdb::Status l = opts.db.env->LockFile(lock_file, &impl->dir_lock_); !l.ok()) {
     impl->dir_lock_ = nullptr;
-    if (l.IsIOError() && opts.db.env->FileExists(path).IsNotFound()) {
-      return Status(Code::kUnavailable, "cannot open database at " + path + ": no such directory");
-    }
-    return Status(Code::kUnavailable, "cannot open database at " + path +
-                                          ": the directory is in use by another process (another "
-                                          "sidetable on the same storage.path?): " +
-                                          l.ToString());
+    return LockFailure(opts.db.env, path, l);
   }
+  // Before RocksDB may create or add anything (internal/data_directory.h).
+  auto dir = internal::InspectDataDirectory(opts.db.env, opts.db, path);
+  if (!dir.ok()) {
+    // A refused directory is left as it was found (the lock is released
+    // with impl).
+    if (!lock_file_existed) opts.db.env->DeleteFile(lock_file).PermitUncheckedError();
+    return dir.status();
+  }
+  if (dir->exists) opts.db.create_if_missing = false;
   // The reserve's space is what lets RocksDB open on a full disk (a new
   // MANIFEST and WAL, the flush of the recovered memtables).
   impl->storage_->ReleaseReserve();
@@ -88,6 +133,7 @@ Result<std::unique_ptr<Engine::Impl>> Engine::Impl::Open(const EngineOptions& op
   impl->entities_cf_ = impl->handles_[1];
   impl->log_cf_ = impl->handles_[2];
   impl->images_cf_ = impl->handles_[4];
+  ST_RETURN_IF_ERROR(internal::CheckFormatVersion(impl->db_.get(), impl->meta_cf_, path));
   impl->row_cache_ = std::make_unique<internal::RowCache>(options.row_cache_bytes);
   impl->recent_ = std::make_unique<internal::RecentRecords>(
       options.write_images_once ? options.recent_records_bytes : 0);

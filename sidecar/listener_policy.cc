@@ -1,6 +1,11 @@
 #include "sidecar/listener_policy.h"
 
 #include <arpa/inet.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
 
 #include "sidecar/config.h"
 
@@ -75,6 +80,27 @@ std::string EmbeddedKafkaWarning(const ServerConfig& c) {
            "SASL/TLS settings under kafka.properties (configs/sidetable.prod.yaml)";
   }
   return "";
+}
+
+Status CheckIpcEndpointFree(const std::string& endpoint) {
+  constexpr std::string_view kIpc = "ipc://";
+  if (!endpoint.starts_with(kIpc)) return Status::OK();
+  const std::string path = endpoint.substr(kIpc.size());
+  sockaddr_un addr{};
+  // Abstract names ("@...") are refused by the kernel when taken; a path too
+  // long for sun_path fails in bind with its own message.
+  if (path.empty() || path[0] == '@' || path.size() >= sizeof(addr.sun_path)) return Status::OK();
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.data(), path.size());
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::OK();
+  const bool answered = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  if (!answered) return Status::OK();
+  return Status(Code::kUnavailable,
+                "cannot bind " + endpoint +
+                    ": another process is listening on that socket (a second sidecar "
+                    "with the same sidecar.listen?); binding would take its clients away");
 }
 
 }  // namespace sidetable::sidecar

@@ -31,6 +31,14 @@ bool TokensRequired(const ServerConfig& config);
 // without CURVE and tokens, or a non-loopback sidecar.http, unless opted out.
 Status CheckListenerPolicy(const ServerConfig& config);
 
+// For an ipc:// endpoint: refuses (kUnavailable) a socket path another
+// process is listening on. libzmq's bind removes an existing path and binds
+// anew, so a second sidecar on the same path took the first one's clients
+// without an error, and the first served nobody for good (tcp:// refuses a
+// port in use). A path nobody answers on (left by a killed process) is
+// free. Other endpoints: OK.
+Status CheckIpcEndpointFree(const std::string& endpoint);
+
 // A start-up warning when the embedded Kafka (a mock cluster for
 // development) serves a sidecar with a non-loopback listener; "" otherwise.
 std::string EmbeddedKafkaWarning(const ServerConfig& config);

@@ -221,6 +221,7 @@ int main(int argc, char** argv) {
   // Before any thread starts, so that every thread inherits the blocked
   // stop signals (common/process.h).
   common::InstallStopSignals(OnSignal);
+  common::RemoveReadyFile(config.ready_file);
   auto server = Server::Start(config);
   if (!server.ok()) {
     spdlog::error("start-up failed: {}", server.status().ToString());
@@ -239,6 +240,7 @@ int main(int argc, char** argv) {
     }
   }
   (*server)->Run();
+  common::RemoveReadyFile(config.ready_file);
   g_server = nullptr;
   if (!(*server)->stopped_cleanly()) {
     // A worker or the publisher is still running and uses the engine:

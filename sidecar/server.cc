@@ -65,6 +65,7 @@ Status Server::Impl::Bind() {
   ST_RETURN_IF_ERROR(SecureRouter());
   ST_RETURN_IF_ERROR(LimitConnections());
   for (const auto& ep : config_.listen) {
+    ST_RETURN_IF_ERROR(CheckIpcEndpointFree(ep));
     try {
       router_.bind(ep);
       owner_->endpoints_.push_back(router_.get(zmq::sockopt::last_endpoint));

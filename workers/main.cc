@@ -179,6 +179,7 @@ int main(int argc, char** argv) {
       t->join();
     }
   } join_deadline{&deadline};
+  common::RemoveReadyFile(config.ready_file);
   auto worker = Worker::Start(config);
   if (!worker.ok()) {
     spdlog::error("start-up failed: {}", worker.status().ToString());
@@ -194,6 +195,7 @@ int main(int argc, char** argv) {
                                              [argv](const std::string& address) { RestartOn(address, argv); });
   }
   Status s = (*worker)->Run();
+  common::RemoveReadyFile(config.ready_file);
   watch.reset();
   g_worker = nullptr;
   worker->reset();

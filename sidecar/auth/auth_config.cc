@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common/yaml_keys.h"
+#include "protocol/token.h"
 
 namespace sidetable::sidecar::auth {
 namespace {
@@ -88,6 +89,13 @@ Status LoadAuthConfig(const std::string& path, const YAML::Node& root, AuthConfi
       ST_RETURN_IF_ERROR(f.Read(keys[i], name, "id", &k.id));
       ST_RETURN_IF_ERROR(f.Read(keys[i], name, "file", &k.file));
       if (k.id.empty() || k.file.empty()) return f.Bad(name, "needs both 'id' and 'file'");
+      // Read with the rest of the configuration (exit 2, naming the file and
+      // the key), not only when the authenticator starts: that came after
+      // the data directory was created and opened, and exited 1.
+      if (out->tokens) {
+        if (auto key = token::LoadKeyFile(k.file); !key.ok())
+          return f.Bad(name + ".file", key.status().message());
+      }
       out->keys.push_back(std::move(k));
     }
   }

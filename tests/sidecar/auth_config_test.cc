@@ -2,6 +2,7 @@
 // the configuration, quotas inherit the default.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "sidecar/config.h"
@@ -23,21 +24,59 @@ TEST(AuthConfig, OffByDefaultAndTokensNeedAKey) {
   EXPECT_NE(s.message().find("auth.keys"), std::string::npos) << s.ToString();
 }
 
+// A key file as docs/security.md says to make one: base64, owner-only.
+std::string WriteKeyFile(const testing::TempDir& dir, const std::string& name) {
+  const std::string path = dir.Sub(name);
+  std::ofstream(path) << "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n";
+  std::filesystem::permissions(
+      path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+      std::filesystem::perm_options::replace);
+  return path;
+}
+
 TEST(AuthConfig, KeysAndQuotasLoad) {
+  testing::TempDir dir;
+  const std::string a = WriteKeyFile(dir, "a.key"), b = WriteKeyFile(dir, "b.key");
   ServerConfig c;
   Status s = LoadConfigText(
-      "auth:\n  mode: tokens\n  keys:\n    - {id: k1, file: /a}\n    - {id: k2, file: /b}\n  token_cache: 7\n"
-      "  quotas:\n    default: {requests_per_second: 100, max_inflight: 4}\n"
-      "    tenants:\n      big: {requests_per_second: 1000}\n",
+      "auth:\n  mode: tokens\n  keys:\n    - {id: k1, file: " + a + "}\n    - {id: k2, file: " + b +
+          "}\n  token_cache: 7\n"
+          "  quotas:\n    default: {requests_per_second: 100, max_inflight: 4}\n"
+          "    tenants:\n      big: {requests_per_second: 1000}\n",
       &c);
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_TRUE(ValidateConfig(c).ok());
   ASSERT_EQ(c.auth.keys.size(), 2u);
-  EXPECT_EQ(c.auth.keys[1].file, "/b");
+  EXPECT_EQ(c.auth.keys[1].file, b);
   EXPECT_EQ(c.auth.token_cache, 7u);
   EXPECT_EQ(c.auth.QuotaFor("small").requests_per_second, 100u);
   EXPECT_EQ(c.auth.QuotaFor("big").requests_per_second, 1000u);
   EXPECT_EQ(c.auth.QuotaFor("big").max_inflight, 4u) << "unset fields inherit the default";
+}
+
+// With tokens on, the key files are read with the configuration: a bad one
+// stops the start naming the file and the key, before the data directory is
+// opened (session 39: it was found only after, with exit code 1).
+TEST(AuthConfig, KeyFilesAreReadWithTheConfiguration) {
+  testing::TempDir dir;
+  const std::string wide = WriteKeyFile(dir, "wide.key");
+  std::filesystem::permissions(wide, std::filesystem::perms::group_read,
+                               std::filesystem::perm_options::add);
+  for (const auto& [file, expected] :
+       {std::pair<std::string, std::string>{dir.Sub("missing.key"),
+                                            "auth.keys[0].file: cannot open key file"},
+        {wide, "auth.keys[0].file: key file " + wide + " is accessible by group or others"}}) {
+    ServerConfig c;
+    Status s =
+        LoadConfigText("auth:\n  mode: tokens\n  keys:\n    - {id: k1, file: " + file + "}\n", &c);
+    EXPECT_NE(s.message().find(expected), std::string::npos) << s.ToString();
+    EXPECT_NE(s.message().find("c.yaml"), std::string::npos) << s.ToString();
+  }
+  ServerConfig off;  // not read while tokens are off (the installed unit starts without one)
+  EXPECT_TRUE(LoadConfigText("auth:\n  mode: off\n  keys:\n    - {id: k1, file: " +
+                                 dir.Sub("missing.key") + "}\n",
+                             &off)
+                  .ok());
 }
 
 TEST(AuthConfig, StrictKeysNameTheFileAndKey) {

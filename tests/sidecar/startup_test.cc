@@ -3,7 +3,14 @@
 // (the data directory stays absent).
 #include <gtest/gtest.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -196,6 +203,147 @@ TEST(Startup, SighupStopsInOrder) {
   ASSERT_TRUE(sidecar.Start()) << sidecar.Log();
   EXPECT_EQ(sidecar.SignalAndWait(SIGHUP, 30), 0) << sidecar.Log();
   EXPECT_TRUE(testing::Contains(sidecar.Log(), "stopped")) << sidecar.Log();
+}
+
+// A TCP port on loopback held (listening) by this test; 0 if none could be had.
+struct HeldPort {
+  int fd = -1;
+  int port = 0;
+  HeldPort() {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::listen(fd, 4) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+      port = ntohs(a.sin_port);
+    }
+  }
+  ~HeldPort() { ::close(fd); }
+};
+
+// Whether a process is listening on the unix socket at `path`.
+bool SomeoneListensOn(const std::string& path) {
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// The REST gateway's port in use: the start failed after /health was up,
+// and the process hung for good (its HTTP thread never told to stop),
+// answering /health "ok" and /ready 200, ignoring SIGTERM, holding the data
+// directory, with nothing in the log (session 39).
+TEST(Startup, ARestPortInUseStopsTheStartInsteadOfHanging) {
+  testing::TempDir dir;
+  HeldPort held;
+  ASSERT_GT(held.port, 0);
+  for (int attempt = 0; attempt < 3; attempt++) {  // the hang was a race; it lost every time seen
+    Outcome r = Sidetable(
+        dir, {"--data", dir.Sub("data"), "--kafka", "none", "--listen", "tcp://127.0.0.1:*",
+              "--http", "127.0.0.1:0", "--rest", "127.0.0.1:" + std::to_string(held.port)});
+    EXPECT_EQ(r.exit_code, 1) << "-1: still running after 20 s\n" << r.output;
+    EXPECT_TRUE(testing::Contains(r.output, "Address already in use")) << r.output;
+  }
+}
+
+// libzmq's ipc:// bind removes a socket path in use and binds anew: a second
+// sidecar (another storage.path, the same sidecar.listen) took the first
+// one's clients without an error, and the first served nobody (session 39).
+TEST(Startup, AnIpcPathInUseIsRefusedAndAStaleOneTaken) {
+  testing::TempDir dir;
+  const std::string socket_path = dir.Sub("st.sock");
+  const std::string endpoint = "ipc://" + socket_path;
+  testing::SidecarProcess first(SIDETABLE_BIN, dir.Sub("a"),
+                                {"--kafka", "none", "--listen", endpoint});
+  ASSERT_TRUE(first.Start()) << first.Log();
+
+  Outcome second = Sidetable(
+      dir, {"--data", dir.Sub("b"), "--kafka", "none", "--http", "", "--listen", endpoint});
+  EXPECT_EQ(second.exit_code, 1) << "-1: it started and kept running\n" << second.output;
+  EXPECT_TRUE(testing::Contains(second.output, "another process is listening on that socket"))
+      << second.output;
+  EXPECT_TRUE(SomeoneListensOn(socket_path)) << "the first sidecar lost its socket";
+
+  // A path left by a killed sidecar is free.
+  first.Kill();
+  testing::SidecarProcess third(SIDETABLE_BIN, dir.Sub("b"),
+                                {"--kafka", "none", "--listen", endpoint});
+  ASSERT_TRUE(third.Start()) << third.Log();
+  EXPECT_TRUE(SomeoneListensOn(socket_path));
+  EXPECT_EQ(third.Stop(), 0) << third.Log();
+}
+
+// Token key files are read with the configuration: a bad one exits 2 naming
+// the file and the key before the data directory is touched (it was read
+// after the database was created and opened, exit 1).
+TEST(Startup, ABadTokenKeyFileExitsTwoBeforeTheDataDirectory) {
+  testing::TempDir dir;
+  const std::string data = dir.Sub("data");
+  const std::string config = dir.Sub("tokens.yaml");
+  std::ofstream(config) << "auth:\n  mode: tokens\n  keys:\n    - {id: k1, file: "
+                        << dir.Sub("missing.key") << "}\n";
+  Outcome r = Sidetable(dir, {"--config", config, "--data", data, "--http", "", "--kafka", "none"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_TRUE(testing::Contains(r.output, config + ": auth.keys[0].file: cannot open key file"))
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(data)) << "nothing is created";
+}
+
+// A data directory that lost CURRENT: RocksDB created a new database there
+// and deleted the table files as obsolete (the first start after losing the
+// WAL too; otherwise the second, since the refused first one had written a
+// new CURRENT). Every row gone, exit 0 (session 39).
+TEST(Startup, ADataDirectoryWithoutCurrentIsRefusedEveryTime) {
+  testing::TempDir dir;
+  const std::string data = dir.Sub("data");
+  {
+    testing::SidecarProcess s(SIDETABLE_BIN, data, {"--kafka", "none"});
+    ASSERT_TRUE(s.Start()) << s.Log();
+    EXPECT_EQ(s.Stop(), 0) << s.Log();
+  }
+  std::filesystem::remove(data + "/CURRENT");
+  std::vector<std::string> before;
+  for (const auto& e : std::filesystem::directory_iterator(data))
+    before.push_back(e.path().filename());
+  std::sort(before.begin(), before.end());
+  for (int attempt = 0; attempt < 2; attempt++) {
+    Outcome r = Sidetable(
+        dir, {"--data", data, "--kafka", "none", "--http", "", "--listen", "tcp://127.0.0.1:*"});
+    EXPECT_EQ(r.exit_code, 1) << "-1: it opened an empty database and served\n" << r.output;
+    EXPECT_TRUE(testing::Contains(r.output, "but no CURRENT file")) << r.output;
+  }
+  std::vector<std::string> after;
+  for (const auto& e : std::filesystem::directory_iterator(data))
+    after.push_back(e.path().filename());
+  std::sort(after.begin(), after.end());
+  EXPECT_EQ(after, before) << "nothing was written to the directory";
+}
+
+// The ready file says "serving": one left by the last run (after a stop, or
+// beside a start that failed) was read as this run's, with a dead pid.
+TEST(Startup, TheReadyFileIsThereOnlyWhileServing) {
+  testing::TempDir dir;
+  const std::string ready = dir.Sub("stale.ready");
+  std::ofstream(ready) << "zmq tcp://127.0.0.1:1\npid 1\n";
+  HeldPort held;
+  ASSERT_GT(held.port, 0);
+  Outcome failed =
+      Sidetable(dir, {"--data", dir.Sub("data"), "--kafka", "none", "--listen", "tcp://127.0.0.1:*",
+                      "--http", "127.0.0.1:" + std::to_string(held.port), "--ready-file", ready});
+  EXPECT_EQ(failed.exit_code, 1) << failed.output;
+  EXPECT_FALSE(std::filesystem::exists(ready)) << "a failed start left the last run's ready file";
+
+  const std::string data = dir.Sub("data");
+  testing::SidecarProcess sidecar(SIDETABLE_BIN, data, {"--kafka", "none"});
+  ASSERT_TRUE(sidecar.Start()) << sidecar.Log();
+  EXPECT_TRUE(std::filesystem::exists(data + ".ready"));  // SidecarProcess's
+  EXPECT_EQ(sidecar.Stop(), 0) << sidecar.Log();
+  EXPECT_FALSE(std::filesystem::exists(data + ".ready")) << "a stopped sidecar's ready file stayed";
 }
 
 }  // namespace

@@ -314,12 +314,24 @@ def _dec_changes(body):
 _SCHEMES = ("tcp://", "ipc://", "inproc://")
 
 
+def _check_tcp_port(endpoint):
+    """libzmq connects to port % 65536: tcp://127.0.0.1:73837 reached the
+    sidecar on 8301 without a word (session 39)."""
+    if not endpoint.startswith("tcp://") or ":" not in endpoint[6:]:
+        return
+    port = endpoint.rsplit(":", 1)[1]
+    if port.lstrip("-").isdigit() and not 0 <= int(port) <= 65535:
+        raise ValueError("cannot connect to %r: the port must be a number of "
+                         "0..65535, got %r" % (endpoint, port))
+
+
 def check_endpoint(endpoint):
     """``ValueError`` with a hint unless ``endpoint`` is a ZeroMQ address
     with a ``tcp://``, ``ipc://`` or ``inproc://`` scheme."""
     if not isinstance(endpoint, str):
         raise TypeError("endpoint must be a str such as 'tcp://127.0.0.1:5555'")
     if endpoint.startswith(_SCHEMES) and len(endpoint) > endpoint.index("//") + 2:
+        _check_tcp_port(endpoint)
         return endpoint
     text = endpoint.strip()
     if "://" in text:

@@ -77,6 +77,18 @@ class SchemeTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             Client("tcp://")
 
+    def test_a_port_beyond_sixteen_bits_is_refused(self):
+        # libzmq would connect to port % 65536 (73837 -> 8301).
+        for e in ("tcp://127.0.0.1:73837", "tcp://127.0.0.1:99999",
+                  "tcp://127.0.0.1:-1"):
+            for make in (Client, AsyncClient):
+                with self.assertRaises(ValueError) as cm:
+                    make(e)
+                self.assertIn("the port must be a number of 0..65535",
+                              str(cm.exception))
+        self.assertEqual(check_endpoint("tcp://127.0.0.1:65535"),
+                         "tcp://127.0.0.1:65535")
+
 
 class AnsweredBeforeTest(unittest.TestCase):
     def test_a_sidecar_that_answered_is_retried(self):

@@ -1,0 +1,136 @@
+#include "engine/internal/data_directory.h"
+
+#include <rocksdb/options.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <charconv>
+#include <vector>
+
+namespace sidetable::internal {
+namespace {
+
+// The column families sidetable has ever written. "entities" and "changelog"
+// are in every sidetable database; "requests" and "images" came later and are
+// created when missing.
+constexpr std::string_view kRequiredFamilies[] = {"entities", "changelog"};
+constexpr std::string_view kKnownFamilies[] = {"default", "entities", "changelog", "requests",
+                                               "images"};
+
+bool Contains(const std::vector<std::string>& names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// Files only RocksDB writes, whose presence means a database was here.
+bool IsRocksDbFile(const std::string& name) {
+  auto ends_with = [&](std::string_view tail) {
+    return name.size() > tail.size() &&
+           name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  return name.starts_with("MANIFEST-") || ends_with(".sst") || ends_with(".log") ||
+         ends_with(".blob") || name.starts_with("OPTIONS-");
+}
+
+// CURRENT is missing: refuse if RocksDB's files say a database was here.
+Status CheckNoDatabaseLeft(rocksdb::Env* env, const std::string& path) {
+  std::vector<std::string> children;
+  if (!env->GetChildren(path, &children).ok()) return Status::OK();  // missing: created later
+  std::vector<std::string> found;
+  for (const std::string& name : children) {
+    if (IsRocksDbFile(name)) found.push_back(name);
+  }
+  if (found.empty()) return Status::OK();
+  std::sort(found.begin(), found.end());
+  std::string listed;
+  for (size_t i = 0; i < found.size() && i < 3; i++) listed += (i ? ", " : "") + found[i];
+  if (found.size() > 3) listed += " and " + std::to_string(found.size() - 3) + " more";
+  return Status(Code::kUnavailable,
+                "cannot open database at " + path + ": it holds RocksDB files (" + listed +
+                    ") but no CURRENT file, so the database there is damaged or incomplete; "
+                    "refusing to create a new, empty one over it (that would delete those files). "
+                    "Restore the directory from a backup, or move its files away to start empty");
+}
+
+Status CheckFamilies(const std::vector<std::string>& families, const std::string& path) {
+  for (const std::string& name : families) {
+    if (std::find(std::begin(kKnownFamilies), std::end(kKnownFamilies), name) ==
+        std::end(kKnownFamilies)) {
+      return Status(Code::kUnavailable,
+                    "cannot open database at " + path + ": it has a column family '" + name +
+                        "' this version of sidetable does not know: it was written by a newer "
+                        "sidetable, or it is not a sidetable database; nothing was changed");
+    }
+  }
+  for (std::string_view name : kRequiredFamilies) {
+    if (!Contains(families, name)) {
+      return Status(Code::kUnavailable,
+                    "cannot open database at " + path +
+                        ": it is a RocksDB database but not a sidetable one (no '" +
+                        std::string(name) +
+                        "' column family); check storage.path. Nothing was changed");
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<DataDirectory> InspectDataDirectory(rocksdb::Env* env, const rocksdb::DBOptions& db,
+                                           const std::string& path) {
+  DataDirectory dir;
+  rocksdb::Status current = env->FileExists(path + "/CURRENT");
+  if (current.IsNotFound()) {
+    ST_RETURN_IF_ERROR(CheckNoDatabaseLeft(env, path));
+    return dir;
+  }
+  if (!current.ok()) {
+    return Status(Code::kUnavailable,
+                  "cannot open database at " + path + ": " + current.ToString());
+  }
+  dir.exists = true;
+  std::vector<std::string> families;
+  rocksdb::Status s = rocksdb::DB::ListColumnFamilies(db, path, &families);
+  if (!s.ok()) {
+    return Status(Code::kUnavailable, "cannot open database at " + path + ": " + s.ToString());
+  }
+  ST_RETURN_IF_ERROR(CheckFamilies(families, path));
+  return dir;
+}
+
+Status CheckFormatVersion(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta,
+                          const std::string& path) {
+  std::string value;
+  rocksdb::Status s = db->Get(rocksdb::ReadOptions(), meta, kMetaFormatVersion, &value);
+  if (s.IsNotFound()) {
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    s = db->Put(wo, meta, kMetaFormatVersion, std::to_string(kDataFormatVersion));
+    // Not fatal: a directory must still open (and serve reads) on a full
+    // disk; the mark is written at a later start.
+    if (!s.ok())
+      spdlog::warn("engine: could not mark {} with format version {}: {}", path, kDataFormatVersion,
+                   s.ToString());
+    return Status::OK();
+  }
+  if (!s.ok())
+    return Status(Code::kUnavailable,
+                  "reading the format version at " + path + ": " + s.ToString());
+  uint64_t version = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), version);
+  if (ec != std::errc() || end != value.data() + value.size() || version == 0) {
+    return Status(Code::kUnavailable, "cannot open database at " + path + ": its format version '" +
+                                          value + "' is not a number; the directory is damaged");
+  }
+  if (version > kDataFormatVersion) {
+    return Status(Code::kUnavailable,
+                  "cannot open database at " + path + ": it is in format version " +
+                      std::to_string(version) +
+                      ", written by a newer sidetable; this one reads format " +
+                      std::to_string(kDataFormatVersion) +
+                      " and older. Run the newer version (going back needs a backup from before "
+                      "the upgrade); refused before sidetable wrote anything");
+  }
+  return Status::OK();
+}
+
+}  // namespace sidetable::internal

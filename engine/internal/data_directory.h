@@ -1,0 +1,46 @@
+// What the engine checks in its data directory before RocksDB may change
+// anything there, and the format version it keeps in the meta column family
+// (docs/storage-format.md, "Format version").
+//
+// RocksDB, asked to create a missing database, creates one wherever CURRENT
+// is missing, and then deletes the table files it does not know as obsolete:
+// a directory that lost its CURRENT file lost every row at the next start
+// (found by session 39 from outside). Asked to create missing column
+// families, it adds them to any RocksDB database, so another program's
+// database was adopted and could no longer be opened by its owner. These
+// checks refuse both before RocksDB opens anything.
+#pragma once
+
+#include <rocksdb/db.h>
+#include <rocksdb/env.h>
+
+#include <string>
+
+#include "engine/status.h"
+
+namespace sidetable::internal {
+
+// The format of the data directory this build writes and reads. A directory
+// marked with a higher one was written by a newer sidetable and is refused.
+inline constexpr uint64_t kDataFormatVersion = 1;
+// Its key in the meta (default) column family; absent in directories written
+// before session 39, which are marked at their next open.
+inline constexpr std::string_view kMetaFormatVersion = "format_version";
+
+struct DataDirectory {
+  // CURRENT exists: open the database, never create one.
+  bool exists = false;
+};
+
+// Looks at `path` before anything is opened there: a missing CURRENT beside
+// RocksDB's files, and a database whose column families are not sidetable's,
+// are refused (kUnavailable) with what was found and what to do.
+Result<DataDirectory> InspectDataDirectory(rocksdb::Env* env, const rocksdb::DBOptions& db,
+                                           const std::string& path);
+
+// After the open: a directory without a mark gets this build's; one marked
+// with a newer or unreadable version is refused (nothing written).
+Status CheckFormatVersion(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta,
+                          const std::string& path);
+
+}  // namespace sidetable::internal

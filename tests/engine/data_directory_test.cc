@@ -1,0 +1,230 @@
+// What the engine finds in its data directory before RocksDB may change it
+// (engine/internal/data_directory.h). Each case was found from outside by
+// session 39 against the real binary:
+// - a directory that lost CURRENT was opened as a new, empty database, and
+//   RocksDB deleted the old table files as obsolete: every row gone, exit 0;
+// - another program's RocksDB database was adopted (column families added),
+//   after which its owner could no longer open it;
+// - nothing on disk said which format a directory holds, so a newer one
+//   could not be refused;
+// - a storage.path that is a file was reported as "in use by another process".
+#include <gtest/gtest.h>
+#include <rocksdb/db.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/internal/data_directory.h"
+#include "testing/temp_dir.h"
+#include "tests/engine/engine_fixture.h"
+
+namespace sidetable::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The directory's files with their sizes, to prove a refusal changed nothing.
+std::string Listing(const std::string& dir) {
+  std::vector<std::string> lines;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    lines.push_back(e.path().filename().string() + " " +
+                    (e.is_regular_file() ? std::to_string(e.file_size()) : "dir"));
+  }
+  std::sort(lines.begin(), lines.end());
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+EngineOptions Options() {
+  EngineOptions o;
+  o.durability = Durability::kOs;
+  return o;
+}
+
+// A sidetable directory with a table of three rows, closed twice so the rows
+// are in table files (the second open flushes the recovered WAL).
+void MakeSidetableDirectory(const std::string& path, std::string* state) {
+  {
+    auto e = Engine::Open(Options(), path);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    ASSERT_TRUE((*e)->CreateTable("Orders", "test").ok());
+    for (int i = 0; i < 3; i++) {
+      Batch b("Orders");
+      b.Insert(MakeEntity("p", "r" + std::to_string(i), i));
+      ASSERT_TRUE((*e)->Execute(b).ok());
+    }
+  }
+  auto e = Engine::Open(Options(), path);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  *state = DumpState(**e);
+}
+
+bool HasSstFile(const std::string& dir) {
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() == ".sst") return true;
+  }
+  return false;
+}
+
+TEST(DataDirectoryTest, ALostCurrentFileIsRefusedAndTheTableFilesKept) {
+  TempDir dir;
+  const std::string path = dir.Sub("db");
+  std::string before;
+  MakeSidetableDirectory(path, &before);
+  ASSERT_TRUE(HasSstFile(path));
+  const std::string current = path + "/CURRENT";
+  fs::copy_file(current, dir.Sub("CURRENT.saved"));
+  fs::remove(current);
+  // Without a WAL as well, RocksDB itself raised nothing: it created a new
+  // database and purged the old table files.
+  for (const auto& e : fs::directory_iterator(path)) {
+    if (e.path().extension() == ".log") fs::remove(e.path());
+  }
+  const std::string files = Listing(path);
+
+  for (int attempt = 0; attempt < 2; attempt++) {  // a supervisor's restart too
+    auto e = Engine::Open(Options(), path);
+    ASSERT_FALSE(e.ok()) << "a directory without CURRENT was opened";
+    EXPECT_EQ(e.status().code(), Code::kUnavailable);
+    EXPECT_NE(e.status().message().find("but no CURRENT file"), std::string::npos)
+        << e.status().ToString();
+    EXPECT_EQ(Listing(path), files) << "nothing in the directory changed";
+  }
+
+  fs::copy_file(dir.Sub("CURRENT.saved"), current);
+  auto e = Engine::Open(Options(), path);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(DumpState(**e), before) << "every row is still there";
+}
+
+TEST(DataDirectoryTest, AnEmptyOrMissingDirectoryIsStillCreated) {
+  TempDir dir;
+  fs::create_directories(dir.Sub("empty"));
+  // storage.path is "created if missing", parents included (RocksDB makes
+  // only the last component: "no such directory").
+  for (const std::string path :
+       {dir.Sub("empty"), dir.Sub("missing"), dir.Sub("no/such/parents/db")}) {
+    auto e = Engine::Open(Options(), path);
+    ASSERT_TRUE(e.ok()) << path << ": " << e.status().ToString();
+  }
+}
+
+TEST(DataDirectoryTest, AnotherProgramsRocksDbIsRefusedAndLeftAlone) {
+  TempDir dir;
+  const std::string path = dir.Sub("other");
+  {
+    rocksdb::Options o;
+    o.create_if_missing = true;
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(o, path, &raw).ok());
+    ASSERT_TRUE(raw->Put(rocksdb::WriteOptions(), "their-key", "their-value").ok());
+    delete raw;
+  }
+  const std::string files = Listing(path);
+
+  auto e = Engine::Open(Options(), path);
+  ASSERT_FALSE(e.ok()) << "another program's database was opened";
+  EXPECT_EQ(e.status().code(), Code::kUnavailable);
+  EXPECT_NE(e.status().message().find("not a sidetable one"), std::string::npos)
+      << e.status().ToString();
+  EXPECT_EQ(Listing(path), files);
+
+  // Its owner opens it as before: no column family was added.
+  std::vector<std::string> families;
+  ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &families).ok());
+  EXPECT_EQ(families, std::vector<std::string>{rocksdb::kDefaultColumnFamilyName});
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::Options(), path, &raw).ok());
+  std::string value;
+  EXPECT_TRUE(raw->Get(rocksdb::ReadOptions(), "their-key", &value).ok());
+  EXPECT_EQ(value, "their-value");
+  delete raw;
+}
+
+// Opens `path` with every column family it has and runs `edit` on the meta
+// (default) family's handle.
+template <typename Edit>
+void EditRaw(const std::string& path, Edit edit) {
+  std::vector<std::string> names;
+  ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names).ok());
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
+  for (const auto& n : names) cfs.emplace_back(n, rocksdb::ColumnFamilyOptions());
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), path, cfs, &handles, &raw).ok());
+  edit(raw, handles[0]);
+  for (auto* h : handles) ASSERT_TRUE(raw->DestroyColumnFamilyHandle(h).ok());
+  delete raw;
+}
+
+TEST(DataDirectoryTest, ADirectoryIsMarkedWithItsFormatAndANewerOneIsRefused) {
+  TempDir dir;
+  const std::string path = dir.Sub("db");
+  std::string before;
+  MakeSidetableDirectory(path, &before);
+  EditRaw(path, [](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta) {
+    std::string v;
+    ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), meta, internal::kMetaFormatVersion, &v).ok());
+    EXPECT_EQ(v, "1");
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), meta, internal::kMetaFormatVersion, "2").ok());
+  });
+
+  auto e = Engine::Open(Options(), path);
+  ASSERT_FALSE(e.ok()) << "a directory of a newer format was opened";
+  EXPECT_EQ(e.status().code(), Code::kUnavailable);
+  EXPECT_NE(e.status().message().find("format version 2, written by a newer sidetable"),
+            std::string::npos)
+      << e.status().ToString();
+
+  // Directories from before the mark open, and are marked.
+  EditRaw(path, [](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta) {
+    ASSERT_TRUE(db->Delete(rocksdb::WriteOptions(), meta, internal::kMetaFormatVersion).ok());
+  });
+  {
+    auto reopened = Engine::Open(Options(), path);
+    ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+    EXPECT_EQ(DumpState(**reopened), before);
+  }
+  EditRaw(path, [](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta) {
+    std::string v;
+    ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), meta, internal::kMetaFormatVersion, &v).ok());
+    EXPECT_EQ(v, "1");
+  });
+}
+
+TEST(DataDirectoryTest, AnUnknownColumnFamilyIsRefused) {
+  TempDir dir;
+  const std::string path = dir.Sub("db");
+  std::string before;
+  MakeSidetableDirectory(path, &before);
+  EditRaw(path, [](rocksdb::DB* db, rocksdb::ColumnFamilyHandle*) {
+    rocksdb::ColumnFamilyHandle* h = nullptr;
+    ASSERT_TRUE(db->CreateColumnFamily(rocksdb::ColumnFamilyOptions(), "from-the-future", &h).ok());
+    ASSERT_TRUE(db->DestroyColumnFamilyHandle(h).ok());
+  });
+  auto e = Engine::Open(Options(), path);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("column family 'from-the-future'"), std::string::npos)
+      << e.status().ToString();
+}
+
+TEST(DataDirectoryTest, APathThatIsAFileIsNotCalledInUse) {
+  TempDir dir;
+  const std::string path = dir.Sub("afile");
+  std::ofstream(path) << "not a directory\n";
+  auto e = Engine::Open(Options(), path);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("it is not a directory"), std::string::npos)
+      << e.status().ToString();
+  EXPECT_EQ(e.status().message().find("in use by another process"), std::string::npos)
+      << e.status().ToString();
+}
+
+}  // namespace
+}  // namespace sidetable::testing
