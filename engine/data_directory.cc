@@ -21,14 +21,24 @@ bool Contains(const std::vector<std::string>& names, std::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-// Files only RocksDB writes, whose presence means a database was here.
-bool IsRocksDbFile(const std::string& name) {
-  auto ends_with = [&](std::string_view tail) {
-    return name.size() > tail.size() &&
-           name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
-  };
-  return name.starts_with("MANIFEST-") || ends_with(".sst") || ends_with(".log") ||
-         ends_with(".blob") || name.starts_with("OPTIONS-");
+bool AllDigits(std::string_view s) {
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](unsigned char c) { return c >= '0' && c <= '9'; });
+}
+
+// Files only RocksDB writes, named as it names them (a file number), whose
+// presence means a database was here. Other files (an operator's
+// sidetable.log, a README) say nothing.
+bool IsRocksDbFile(std::string_view name) {
+  for (std::string_view prefix : {"MANIFEST-", "OPTIONS-"}) {
+    if (name.starts_with(prefix)) return AllDigits(name.substr(prefix.size()));
+  }
+  for (std::string_view suffix : {".sst", ".log", ".blob"}) {
+    if (name.size() > suffix.size() && name.ends_with(suffix)) {
+      return AllDigits(name.substr(0, name.size() - suffix.size()));
+    }
+  }
+  return false;
 }
 
 // CURRENT is missing: refuse if RocksDB's files say a database was here.

@@ -72,6 +72,30 @@ bool HasSstFile(const std::string& dir) {
   return false;
 }
 
+// Only files named as RocksDB names them (a file number) mean a database was
+// there: an operator's own files in a new directory do not stop the start.
+TEST(DataDirectoryTest, OtherFilesInANewDirectoryAreNotTakenForADatabase) {
+  TempDir dir;
+  const std::string path = dir.Sub("db");
+  fs::create_directories(path);
+  for (const char* name : {"sidetable.log", "backup.sst", "MANIFEST-notes", "README"}) {
+    std::ofstream(path + "/" + name) << "an operator's file\n";
+  }
+  auto e = Engine::Open(Options(), path);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_TRUE((*e)->CreateTable("Orders", "test").ok());
+  e->reset();
+  // A file numbered as RocksDB numbers its WAL, without CURRENT, still is.
+  TempDir other;
+  const std::string damaged = other.Sub("db");
+  fs::create_directories(damaged);
+  std::ofstream(damaged + "/000004.log") << "x";
+  auto refused = Engine::Open(Options(), damaged);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("000004.log"), std::string::npos)
+      << refused.status().ToString();
+}
+
 TEST(DataDirectoryTest, ALostCurrentFileIsRefusedAndTheTableFilesKept) {
   TempDir dir;
   const std::string path = dir.Sub("db");
