@@ -139,6 +139,10 @@ struct EngineStats {
   uint64_t row_cache_hits = 0;
   uint64_t row_cache_misses = 0;
   uint64_t row_cache_bytes = 0;  // held now (EngineOptions::row_cache_bytes bounds it)
+  // Bytes of write-ahead log records that did not check when this open
+  // recovered the WAL, and were dropped with every record after them (a torn
+  // tail after a power loss, or a damaged log). 0 normally.
+  uint64_t wal_recovery_dropped_bytes = 0;
 };
 
 // The disk under the data directory, as writes see it.

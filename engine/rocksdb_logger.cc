@@ -2,9 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 #include <string>
+#include <string_view>
 
 namespace sidetable::internal {
 namespace {
@@ -21,16 +25,45 @@ spdlog::level::level_enum LevelOf(rocksdb::InfoLogLevel level) {
   }
 }
 
+// "<file>: dropping <n> bytes; <why>", RocksDB's words for what WAL
+// recovery skipped (db_impl_open.cc); 0 for any other line.
+uint64_t DroppedBytes(std::string_view line) {
+  constexpr std::string_view kWord = ": dropping ";
+  const size_t at = line.find(kWord);
+  if (at == std::string_view::npos) return 0;
+  uint64_t n = 0;
+  const char* p = line.data() + at + kWord.size();
+  const char* end = line.data() + line.size();
+  auto [after, ec] = std::from_chars(p, end, n);
+  if (ec != std::errc() ||
+      std::string_view(after, static_cast<size_t>(end - after)).rfind(" bytes", 0) != 0)
+    return 0;
+  return n;
+}
+
 class SpdlogRocksDbLogger final : public rocksdb::Logger {
  public:
   // RocksDB filters by its own level before formatting; DEBUG lets every
   // line through to the check against spdlog's level below, which can change
   // at run time.
-  SpdlogRocksDbLogger() : rocksdb::Logger(rocksdb::DEBUG_LEVEL) {}
+  explicit SpdlogRocksDbLogger(std::shared_ptr<RecoveryReport> report)
+      : rocksdb::Logger(rocksdb::DEBUG_LEVEL), report_(std::move(report)) {}
 
   void Logv(const char* format, va_list ap) override { Logv(rocksdb::INFO_LEVEL, format, ap); }
 
   void Logv(const rocksdb::InfoLogLevel level, const char* format, va_list ap) override {
+    if (report_ && level == rocksdb::WARN_LEVEL && std::strstr(format, "dropping") != nullptr) {
+      // Counted whatever spdlog's level (warnings are rare: formatted here).
+      char line[512];
+      va_list copy;
+      va_copy(copy, ap);
+      const int n = std::vsnprintf(line, sizeof line, format, copy);
+      va_end(copy);
+      if (n > 0) {
+        report_->wal_dropped_bytes.fetch_add(DroppedBytes(
+            std::string_view(line, std::min<size_t>(static_cast<size_t>(n), sizeof line - 1))));
+      }
+    }
     const auto to = LevelOf(level);
     if (!spdlog::should_log(to)) return;   // most INFO lines stop here, unformatted
     char stack[512];
@@ -49,12 +82,15 @@ class SpdlogRocksDbLogger final : public rocksdb::Logger {
     line.pop_back();
     spdlog::log(to, "rocksdb: {}", line);
   }
+
+ private:
+  const std::shared_ptr<RecoveryReport> report_;
 };
 
 }  // namespace
 
-std::shared_ptr<rocksdb::Logger> MakeRocksDbLogger() {
-  return std::make_shared<SpdlogRocksDbLogger>();
+std::shared_ptr<rocksdb::Logger> MakeRocksDbLogger(std::shared_ptr<RecoveryReport> report) {
+  return std::make_shared<SpdlogRocksDbLogger>(std::move(report));
 }
 
 }  // namespace sidetable::internal

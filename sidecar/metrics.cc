@@ -163,6 +163,12 @@ std::string Metrics::Render(const Gauges& g) const {
   out += "# HELP sidetable_wal_syncs_total WAL fsyncs that made the commits durable (storage.durability fsync).\n";
   out += "# TYPE sidetable_wal_syncs_total counter\n";
   Line(&out, "sidetable_wal_syncs_total", "", g.wal_syncs);
+  out +=
+      "# HELP sidetable_wal_recovery_dropped_bytes Write-ahead log bytes that did not check when "
+      "this start "
+      "recovered the WAL, dropped with every record after them (0 normally).\n";
+  out += "# TYPE sidetable_wal_recovery_dropped_bytes gauge\n";
+  Line(&out, "sidetable_wal_recovery_dropped_bytes", "", g.wal_recovery_dropped_bytes);
   out += "# HELP sidetable_row_cache_lookups_total Point reads by whether the engine's row cache had the row "
          "(storage.row_cache_mb).\n";
   out += "# TYPE sidetable_row_cache_lookups_total counter\n";

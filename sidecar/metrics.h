@@ -66,6 +66,7 @@ class Metrics {
     uint64_t commits = 0;        // engine: batches committed since start
     uint64_t group_commits = 0;  // RocksDB writes they took
     uint64_t wal_syncs = 0;      // WAL fsyncs that made them durable (fsync durability)
+    uint64_t wal_recovery_dropped_bytes = 0;  // WAL bytes the recovery at this start dropped
     uint64_t row_cache_hits = 0;    // point reads answered from the engine's row cache
     uint64_t row_cache_misses = 0;  // and those that read RocksDB
     uint64_t row_cache_bytes = 0;   // held (storage.row_cache_mb bounds it)

@@ -80,7 +80,10 @@ std::string HealthJson(Server& server, const ServerGauges& gauges,
   body += ",\"storage\":{\"state\":" + JsonQuote(std::string(StorageStateName(storage.state))) +
           ",\"free_bytes\":" + std::to_string(storage.free_bytes) +
           ",\"reserve_held\":" + (storage.reserve_held ? "true" : "false") +
-          ",\"write_refusals\":" + std::to_string(storage.write_refusals);
+          ",\"write_refusals\":" + std::to_string(storage.write_refusals) +
+          // Not "degraded": the loss happened before this start; the number
+          // stays until the next one, for whoever looks after a crash.
+          ",\"wal_recovery_dropped_bytes\":" + std::to_string(st.wal_recovery_dropped_bytes);
   if (storage_degraded) {
     body += ",\"error\":" + JsonQuote(storage.error) +
             ",\"since\":" + JsonQuote(FormatDateTime(storage.since));
@@ -120,6 +123,7 @@ std::string MetricsText(Server& server, const Metrics& metrics, const ServerGaug
   g.commits = st.commits;
   g.group_commits = st.group_commits;
   g.wal_syncs = st.wal_syncs;
+  g.wal_recovery_dropped_bytes = st.wal_recovery_dropped_bytes;
   g.row_cache_hits = st.row_cache_hits;
   g.row_cache_misses = st.row_cache_misses;
   g.row_cache_bytes = st.row_cache_bytes;

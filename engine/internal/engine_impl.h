@@ -22,6 +22,7 @@
 #include "engine/internal/commit_queue.h"
 #include "engine/internal/recent_records.h"
 #include "engine/internal/request_log.h"
+#include "engine/internal/rocksdb_logger.h"
 #include "engine/internal/row_cache.h"
 #include "engine/internal/space_reclaimer.h"
 #include "engine/internal/storage_guard.h"
@@ -134,6 +135,8 @@ class Engine::Impl {
   // reserve is released until after the database closes: a second process
   // started on the same directory must fail before it touches anything.
   rocksdb::Env* lock_env_ = nullptr;
+  // What RocksDB's recovery of the WAL dropped at this open (rocksdb_logger.h).
+  std::shared_ptr<internal::RecoveryReport> recovery_;
   rocksdb::FileLock* dir_lock_ = nullptr;
   rocksdb::ColumnFamilyHandle* meta_cf_ = nullptr;      // catalog and counters
   rocksdb::ColumnFamilyHandle* entities_cf_ = nullptr;  // rows

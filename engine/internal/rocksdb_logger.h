@@ -14,11 +14,26 @@
 
 #include <rocksdb/env.h>
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 
 namespace sidetable::internal {
 
+// What RocksDB's WAL recovery said through the log that the engine must
+// count. Point-in-time recovery keeps a write-ahead log's records up to the
+// first one that does not check and drops the rest, saying so only in a
+// warning ("<n>.log: dropping <n> bytes; Corruption: ..."): a torn last
+// record after a power loss, or a corrupt record in the middle, whose
+// acknowledged writes after it are then gone (found from outside by session
+// 39). The engine reports the sum.
+struct RecoveryReport {
+  std::atomic<uint64_t> wal_dropped_bytes{0};
+};
+
 // The one logger an engine's DB gets (DBOptions::info_log). Thread-safe.
-std::shared_ptr<rocksdb::Logger> MakeRocksDbLogger();
+// `report` (may be null) counts the bytes WAL recovery dropped.
+std::shared_ptr<rocksdb::Logger> MakeRocksDbLogger(
+    std::shared_ptr<RecoveryReport> report = nullptr);
 
 }  // namespace sidetable::internal

@@ -278,7 +278,6 @@ TEST_F(DiskFullTest, APublisherThatCannotPersistItsWatermarkLogsOnce) {
                             "kafka:\n  bootstrap: embedded\n  watermark_flush_ms: 20\n";
   ASSERT_NO_FATAL_FAILURE(StartServer());
   ASSERT_TRUE(client_->CreateTable(kTable).ok());
-  ExpectRefusedForSpace(FillUntilRefused());
   const std::string needle = "persisting the publish watermark: ";
   auto count = [&] {
     const std::string log = server_->Log();
@@ -286,9 +285,22 @@ TEST_F(DiskFullTest, APublisherThatCannotPersistItsWatermarkLogsOnce) {
     for (size_t at = log.find(needle); at != std::string::npos; at = log.find(needle, at + 1)) n++;
     return n;
   };
-  // Bounded: the publisher tries every 20 ms once it has published more.
-  for (int i = 0; i < 100 && count() == 0; i++)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // The publisher must meet the full disk with records still to publish.
+  // RocksDB may free space just after the refusal (it deletes the
+  // write-ahead logs it has flushed: 25 MiB once in CI, 6 ms later), and
+  // the publisher then persisted its watermark without a failure. So: fill
+  // what RocksDB frees as it frees it, and write more records until a
+  // persist fails (bounded: 5 rounds of up to 1 s; the publisher tries
+  // every 20 ms once it has published more).
+  std::vector<std::string> refills;
+  for (int round = 0; round < 5 && count() == 0; round++) {
+    ASSERT_EQ(FillUntilRefused().code(), Code::kInsufficientStorage) << server_->Log();
+    for (int i = 0; i < 20 && count() == 0; i++) {
+      refills.push_back(mnt_ + "/filler-c" + std::to_string(refills.size()));
+      WriteFiller(refills.back(), 0);  // empty while the disk stays full
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
   ASSERT_GE(count(), 1u) << "the watermark never failed to persist: the test proves nothing\n"
                          << server_->Log();
   std::this_thread::sleep_for(std::chrono::seconds(2));  // ~100 attempts at 20 ms
@@ -296,6 +308,7 @@ TEST_F(DiskFullTest, APublisherThatCannotPersistItsWatermarkLogsOnce) {
 
   ASSERT_EQ(::unlink((mnt_ + "/filler-a").c_str()), 0);
   ASSERT_EQ(::unlink((mnt_ + "/filler-b").c_str()), 0);
+  for (const std::string& f : refills) ASSERT_EQ(::unlink(f.c_str()), 0);
   ASSERT_NO_FATAL_FAILURE(ExpectWritesResume(30));
   bool again = false;
   for (int i = 0; i < 200 && !again; i++) {
