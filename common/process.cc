@@ -39,16 +39,26 @@ void InstallStopSignals(void (*on_stop)(int)) {
   // interrupted by a signal fails with EINTR, which cppzmq throws, and an
   // uncaught throw in a worker thread aborts the process on SIGTERM. One
   // thread takes the signals with sigwait() instead.
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGTERM);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-  NamedThread("st-signals", [stop, on_stop] {
+  //
+  // SIGUSR1, SIGUSR2 and SIGALRM end a process at once by default, with no
+  // drain and no word in the log (found from outside by session 39); a
+  // log rotation that sends SIGUSR1 "to reopen the log", a stray `kill
+  // -USR1`, would have taken the sidecar down. They are taken here too, and
+  // only logged: the log goes to stderr, there is nothing to reopen.
+  sigset_t taken;
+  sigemptyset(&taken);
+  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM}) sigaddset(&taken, s);
+  pthread_sigmask(SIG_BLOCK, &taken, nullptr);
+  NamedThread("st-signals", [taken, on_stop] {
     for (;;) {
       int sig = 0;
-      if (sigwait(&stop, &sig) == 0) on_stop(sig);
+      if (sigwait(&taken, &sig) != 0) continue;
+      if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
+        on_stop(sig);
+      } else {
+        spdlog::warn("signal {} ({}) ignored: SIGTERM, SIGINT or SIGHUP stop the process", sig,
+                     ::strsignal(sig));
+      }
     }
   }).detach();
 }

@@ -22,7 +22,8 @@ namespace sidetable::common {
 // RocksDB write) ever fails with EINTR because of them. Call it from main()
 // before starting threads. `on_stop` should still only set a flag or wake a
 // loop. SIGPIPE is ignored so that a peer that went away is an error code,
-// not the end of the process.
+// not the end of the process; SIGUSR1, SIGUSR2 and SIGALRM are logged and
+// ignored (by default each would end the process without a drain).
 void InstallStopSignals(void (*on_stop)(int));
 
 // Writes "<key> <value>" lines and then "pid <pid>" to `path`, atomically

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -344,6 +345,36 @@ TEST(Startup, TheReadyFileIsThereOnlyWhileServing) {
   EXPECT_TRUE(std::filesystem::exists(data + ".ready"));  // SidecarProcess's
   EXPECT_EQ(sidecar.Stop(), 0) << sidecar.Log();
   EXPECT_FALSE(std::filesystem::exists(data + ".ready")) << "a stopped sidecar's ready file stayed";
+}
+
+// SIGUSR1, SIGUSR2 and SIGALRM ended the sidecar at once (exit 138), with no
+// drain and nothing in the log (session 39, from outside): a log rotation
+// sending SIGUSR1 took it down. Now each is logged and ignored, and SIGTERM
+// still stops it cleanly.
+TEST(Startup, StraySignalsAreLoggedAndIgnored) {
+  testing::TempDir dir;
+  testing::SidecarProcess sidecar(SIDETABLE_BIN, dir.Sub("data"), {"--kafka", "none"});
+  ASSERT_TRUE(sidecar.Start()) << sidecar.Log();
+  for (int sig : {SIGUSR1, SIGUSR2, SIGALRM}) ASSERT_EQ(::kill(sidecar.pid(), sig), 0);
+  // Still running (not exited, nor a zombie: waitpid would reap it).
+  auto alive = [&] {
+    int status = 0;
+    return ::waitpid(sidecar.pid(), &status, WNOHANG) == 0;
+  };
+  // Bounded: the three warnings, or the process gone.
+  bool logged = false;
+  for (int i = 0; i < 100 && !logged && alive(); i++) {
+    const std::string log = sidecar.Log();
+    logged = testing::Contains(log, "signal 10 (") && testing::Contains(log, "signal 12 (") &&
+             testing::Contains(log, "signal 14 (");
+    if (!logged) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(logged) << sidecar.Log();
+  ASSERT_TRUE(alive()) << "a stray signal ended the sidecar\n" << sidecar.Log();
+  EXPECT_TRUE(
+      testing::Contains(sidecar.Log(), "ignored: SIGTERM, SIGINT or SIGHUP stop the process"))
+      << sidecar.Log();
+  EXPECT_EQ(sidecar.Stop(), 0) << sidecar.Log();
 }
 
 }  // namespace
