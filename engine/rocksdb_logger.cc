@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <charconv>
 #include <cstdarg>
 #include <cstdio>
@@ -52,35 +51,29 @@ class SpdlogRocksDbLogger final : public rocksdb::Logger {
   void Logv(const char* format, va_list ap) override { Logv(rocksdb::INFO_LEVEL, format, ap); }
 
   void Logv(const rocksdb::InfoLogLevel level, const char* format, va_list ap) override {
-    if (report_ && level == rocksdb::WARN_LEVEL && std::strstr(format, "dropping") != nullptr) {
-      // Counted whatever spdlog's level (warnings are rare: formatted here).
-      char line[512];
-      va_list copy;
-      va_copy(copy, ap);
-      const int n = std::vsnprintf(line, sizeof line, format, copy);
-      va_end(copy);
-      if (n > 0) {
-        report_->wal_dropped_bytes.fetch_add(DroppedBytes(
-            std::string_view(line, std::min<size_t>(static_cast<size_t>(n), sizeof line - 1))));
-      }
-    }
+    // A WAL recovery's "dropping" warning is counted whatever spdlog's level.
+    const bool count =
+        report_ && level == rocksdb::WARN_LEVEL && std::strstr(format, "dropping") != nullptr;
     const auto to = LevelOf(level);
-    if (!spdlog::should_log(to)) return;   // most INFO lines stop here, unformatted
+    const bool log = spdlog::should_log(to);
+    if (!count && !log) return;  // most INFO lines stop here, unformatted
     char stack[512];
     va_list copy;
     va_copy(copy, ap);
     const int n = std::vsnprintf(stack, sizeof stack, format, copy);
     va_end(copy);
     if (n < 0) return;
-    if (static_cast<size_t>(n) < sizeof stack) {
-      spdlog::log(to, "rocksdb: {}", std::string_view(stack, static_cast<size_t>(n)));
-      return;
+    std::string long_line;
+    std::string_view line(stack, static_cast<size_t>(n));
+    if (static_cast<size_t>(n) >= sizeof stack) {
+      // The options dump and compaction summaries can be long.
+      long_line.assign(static_cast<size_t>(n) + 1, '\0');
+      std::vsnprintf(long_line.data(), long_line.size(), format, ap);
+      long_line.pop_back();
+      line = long_line;
     }
-    // The options dump and compaction summaries can be long.
-    std::string line(static_cast<size_t>(n) + 1, '\0');
-    std::vsnprintf(line.data(), line.size(), format, ap);
-    line.pop_back();
-    spdlog::log(to, "rocksdb: {}", line);
+    if (count) report_->wal_dropped_bytes.fetch_add(DroppedBytes(line));
+    if (log) spdlog::log(to, "rocksdb: {}", line);
   }
 
  private:

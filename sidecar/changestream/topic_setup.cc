@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "common/kafka/embedded_kafka.h"
@@ -115,18 +116,18 @@ void TopicSetup::Run() {
 Status TopicSetup::SetUp(const std::string& topic, bool* refused) {
   // The mock lives in this process and starts empty: nothing to check.
   if (embedded_ != nullptr) return embedded_->CreateTopic(topic, partitions_);
-  auto exists = Exists(topic);
-  if (!exists.ok()) return exists.status();
+  auto partitions = Partitions(topic);
+  if (!partitions.ok()) return partitions.status();
   // A new topic holds nothing. One that exists (from before this start, or
   // created by an operator with its own partitioning and retention) is used
   // as it is, once its newest LSN is not ahead of the change log.
-  if (!*exists) return Create(topic);
-  return check_ ? CheckTail(topic, refused) : Status::OK();
+  if (*partitions == 0) return Create(topic);
+  return check_ ? CheckTail(topic, *partitions, refused) : Status::OK();
 }
 
-Status TopicSetup::CheckTail(const std::string& topic, bool* refused) {
+Status TopicSetup::CheckTail(const std::string& topic, int partitions, bool* refused) {
   auto tail = NewestLsnOnTopic(check_->bootstrap, check_->properties, check_->group, topic,
-                               kTailReadTimeout, [this] { return Stopping(); });
+                               partitions, kTailReadTimeout, [this] { return Stopping(); });
   if (!tail.ok()) return tail.status();
   if (tail->newest_lsn <= check_->ceiling) return Status::OK();
   *refused = true;
@@ -142,7 +143,7 @@ Status TopicSetup::CheckTail(const std::string& topic, bool* refused) {
           "kafka.topic (docs/operations.md, \"A data directory older than its change topic\")");
 }
 
-Result<bool> TopicSetup::Exists(const std::string& topic) {
+Result<int> TopicSetup::Partitions(const std::string& topic) {
   rd_kafka_topic_t* t = rd_kafka_topic_new(rk_, topic.c_str(), nullptr);
   const rd_kafka_metadata_t* md = nullptr;
   rd_kafka_resp_err_t e = rd_kafka_metadata(rk_, 0, t, &md, kMetadataTimeoutMs);
@@ -150,10 +151,11 @@ Result<bool> TopicSetup::Exists(const std::string& topic) {
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return Status(Code::kUnavailable, "looking up topic " + topic + ": " + rd_kafka_err2str(e));
   }
-  const bool exists = md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR &&
-                      md->topics[0].partition_cnt > 0;
+  const int partitions = md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR
+                             ? md->topics[0].partition_cnt
+                             : 0;
   rd_kafka_metadata_destroy(md);
-  return exists;
+  return std::max(partitions, 0);
 }
 
 Status TopicSetup::Create(const std::string& topic) {

@@ -68,9 +68,10 @@ class TopicSetup {
   Status SetUp(const std::string& topic, bool* refused);
   // OK when the existing `topic` holds no LSN above the ceiling; the
   // refusal when it does (`refused` set), or why it could not be read.
-  Status CheckTail(const std::string& topic, bool* refused);
-  // True / false when the metadata says so; an error when Kafka did not answer.
-  Result<bool> Exists(const std::string& topic);
+  Status CheckTail(const std::string& topic, int partitions, bool* refused);
+  // The topic's partition count from the metadata (0: it does not exist);
+  // an error when Kafka did not answer.
+  Result<int> Partitions(const std::string& topic);
   Status Create(const std::string& topic);
   bool Stopping();
 

@@ -53,21 +53,6 @@ Result<rd_kafka_t*> NewReader(const std::string& bootstrap,
   return rk;
 }
 
-Result<int> PartitionCount(rd_kafka_t* rk, const std::string& topic) {
-  rd_kafka_topic_t* t = rd_kafka_topic_new(rk, topic.c_str(), nullptr);
-  const rd_kafka_metadata_t* md = nullptr;
-  const rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, t, &md, 2000);
-  rd_kafka_topic_destroy(t);
-  if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    return Status(Code::kUnavailable, "looking up topic " + topic + ": " + rd_kafka_err2str(e));
-  }
-  const int n = md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR
-                    ? md->topics[0].partition_cnt
-                    : 0;
-  rd_kafka_metadata_destroy(md);
-  return n;
-}
-
 // The LSN header of a message, 0 when it has none that reads.
 uint64_t LsnOf(const rd_kafka_message_t* m) {
   rd_kafka_headers_t* headers = nullptr;
@@ -88,20 +73,18 @@ uint64_t LsnOf(const rd_kafka_message_t* m) {
 Result<TopicTail> NewestLsnOnTopic(const std::string& bootstrap,
                                    const std::map<std::string, std::string>& properties,
                                    const std::string& group, const std::string& topic,
-                                   std::chrono::milliseconds timeout,
+                                   int partitions, std::chrono::milliseconds timeout,
                                    const std::function<bool()>& stopping) {
   const auto deadline = Clock::now() + timeout;
   auto reader = NewReader(bootstrap, properties, group);
   if (!reader.ok()) return reader.status();
   Consumer c{*reader};
-  auto partitions = PartitionCount(c.rk, topic);
-  if (!partitions.ok()) return partitions.status();
 
   // Each non-empty partition, at its last offset.
   std::unique_ptr<rd_kafka_topic_partition_list_t, decltype(&rd_kafka_topic_partition_list_destroy)>
-      list(rd_kafka_topic_partition_list_new(*partitions), &rd_kafka_topic_partition_list_destroy);
+      list(rd_kafka_topic_partition_list_new(partitions), &rd_kafka_topic_partition_list_destroy);
   std::set<int32_t> waiting;
-  for (int32_t p = 0; p < *partitions; p++) {
+  for (int32_t p = 0; p < partitions; p++) {
     int64_t low = 0, high = 0;
     const rd_kafka_resp_err_t e =
         rd_kafka_query_watermark_offsets(c.rk, topic.c_str(), p, &low, &high, 2000);

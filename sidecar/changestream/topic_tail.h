@@ -37,11 +37,12 @@ struct TopicTail {
 
 // `properties`: librdkafka settings for the reader (kafka.properties:
 // security.protocol, sasl.*, ...), over the defaults; `group` only lets the
-// consumer poll (it never joins or commits).
+// consumer poll (it never joins or commits). `partitions`: the topic's
+// partition count, from the metadata the caller has just read.
 Result<TopicTail> NewestLsnOnTopic(const std::string& bootstrap,
                                    const std::map<std::string, std::string>& properties,
                                    const std::string& group, const std::string& topic,
-                                   std::chrono::milliseconds timeout,
+                                   int partitions, std::chrono::milliseconds timeout,
                                    const std::function<bool()>& stopping);
 
 }  // namespace sidetable::changestream

@@ -35,6 +35,13 @@ TableOp Keys(TableOp::Kind kind, const std::string& table, const std::string& pk
   return op;
 }
 
+// The move of Orders ("p", "1") into Archive that these tests make.
+TableOp MoveOp(uint64_t v) {
+  TableOp op = Keys(TableOp::Kind::kMove, "Archive", "p", "1", v);
+  op.source_table = "Orders";
+  return op;
+}
+
 Entity WithVersion(const std::string& pk, const std::string& rk, int64_t v, const std::string& payload = "old") {
   return client::EntityBuilder(pk, rk).String("P", payload).Int64("SourceVersion", v).Build();
 }
@@ -209,8 +216,7 @@ TEST(OpApplierTest, MoveCopiesWithTheSourceVersionThenDeletesTheSource) {
   const uint64_t v = *VersionFromETag(src.etag);
   OpApplier a(&store, 4);
   OpResult r;
-  TableOp op = Keys(TableOp::Kind::kMove, "Archive", "p", "1", v);
-  op.source_table = "Orders";
+  TableOp op = MoveOp(v);
   ASSERT_TRUE(a.Apply(op, &r).ok());
   EXPECT_EQ(r, OpResult::kWritten);
   EXPECT_EQ(store.Find("Orders", "p", "1"), nullptr);
@@ -238,8 +244,7 @@ TEST(OpApplierTest, MoveRedoesWhenTheSourceChangesBetweenCopyAndDelete) {
   };
   OpApplier a(&store, 4);
   OpResult r;
-  TableOp op = Keys(TableOp::Kind::kMove, "Archive", "p", "1", v);
-  op.source_table = "Orders";
+  TableOp op = MoveOp(v);
   ASSERT_TRUE(a.Apply(op, &r).ok());
   EXPECT_EQ(store.Find("Orders", "p", "1"), nullptr);
   ASSERT_NE(store.Find("Archive", "p", "1"), nullptr);
@@ -254,8 +259,7 @@ TEST(OpApplierTest, MoveOfAnEntityRewrittenAfterTheDecisionIsSkipped) {
   store.Put("Orders", client::EntityBuilder("p", "1").String("P", "v2").Build());
   OpApplier a(&store, 4);
   OpResult r;
-  TableOp op = Keys(TableOp::Kind::kMove, "Archive", "p", "1", seen);
-  op.source_table = "Orders";
+  TableOp op = MoveOp(seen);
   ASSERT_TRUE(a.Apply(op, &r).ok());
   EXPECT_EQ(r, OpResult::kFenced);
   EXPECT_NE(store.Find("Orders", "p", "1"), nullptr);
@@ -275,8 +279,7 @@ TEST(OpApplierTest, MoveLeavesTheSourceWhenTheArchiveHoldsANewerEntityWithItsKey
   store.Put("Archive", WithVersion("p", "1", static_cast<int64_t>(v + 1000), "theirs"));
   OpApplier a(&store, 4);
   OpResult r;
-  TableOp op = Keys(TableOp::Kind::kMove, "Archive", "p", "1", v);
-  op.source_table = "Orders";
+  TableOp op = MoveOp(v);
   Status s = a.Apply(op, &r);
   EXPECT_EQ(s.code(), Code::kInvalidInput) << s.ToString();
   EXPECT_NE(s.message().find("Orders(p, 1) -> Archive"), std::string::npos) << s.ToString();
@@ -299,8 +302,7 @@ TEST(OpApplierTest, MoveDeletesTheSourceWhenTheArchiveHoldsItsOwnEarlierCopy) {
   store.Put("Archive", WithVersion("p", "1", static_cast<int64_t>(v), "mine"));
   OpApplier a(&store, 4);
   OpResult r;
-  TableOp op = Keys(TableOp::Kind::kMove, "Archive", "p", "1", v);
-  op.source_table = "Orders";
+  TableOp op = MoveOp(v);
   ASSERT_TRUE(a.Apply(op, &r).ok());
   EXPECT_EQ(r, OpResult::kWritten);
   EXPECT_EQ(store.Find("Orders", "p", "1"), nullptr);
