@@ -145,6 +145,21 @@ struct EngineStats {
   uint64_t wal_recovery_dropped_bytes = 0;
 };
 
+// What Engine::Checkpoint made.
+struct CheckpointInfo {
+  std::string path;
+  // The change log it holds: first_lsn..last_lsn (last_lsn 0: none yet).
+  // Every commit up to last_lsn is in it, none after.
+  uint64_t first_lsn = 1;
+  uint64_t last_lsn = 0;
+  uint64_t tables = 0;  // catalog entries
+  // Its files and their bytes (a hard-linked file counts its whole size:
+  // what copying the directory elsewhere moves).
+  uint64_t files = 0;
+  uint64_t bytes = 0;
+  uint64_t micros = 0;  // how long it took, the read-back included
+};
+
 // The disk under the data directory, as writes see it.
 enum class StorageState : uint8_t {
   kOk,       // writes are accepted
@@ -274,6 +289,20 @@ class Engine {
   // must not create or delete tables (the table is held meanwhile).
   Result<uint64_t> DropPartitions(
       const std::function<bool(std::string_view table, std::string_view pk)>& drop);
+
+  // ---- backup (docs/operations.md, "Backup and restore") ----
+  // A consistent copy of the whole database in the new directory `dir`
+  // (absolute; must not exist; its parent must), made while reads and
+  // writes go on: RocksDB's checkpoint (memtables flushed, table files
+  // hard-linked on the same filesystem and copied otherwise, the MANIFEST
+  // and WAL copied), then opened read-only to check it and to read what it
+  // holds. It contains every commit made before the call; a sidecar started
+  // on it opens it as after a kill -9 at one instant. Errors leave nothing
+  // at `dir`: kInvalidInput for the path (exists, relative, no parent),
+  // kInsufficientStorage when either disk is full, kInternal otherwise.
+  // May take a while (a flush, and copies across filesystems): call it off
+  // the request path.
+  Result<CheckpointInfo> Checkpoint(const std::string& dir);
 
   EngineStats Stats() const;
 

@@ -3,7 +3,8 @@
 // Split by concern: engine_open.cc (open, recovery, options), engine_tables.cc
 // (catalog), engine_write.cc (EGT validation and execution), engine_read.cc
 // (point reads and scans), engine_changelog.cc (reading and trimming the log),
-// engine_storage.cc (a full disk), engine_replicated.cc (another owner's
+// engine_storage.cc (a full disk), engine_checkpoint.cc (backups),
+// engine_replicated.cc (another owner's
 // records applied, partitions dropped: scale-out).
 #pragma once
 
@@ -58,6 +59,9 @@ class Engine::Impl {
   // `env` replaces RocksDB's default Env (tests inject faults with it).
   static Result<std::unique_ptr<Impl>> Open(const EngineOptions& options, const std::string& path,
                                             rocksdb::Env* env = nullptr);
+
+  // engine_checkpoint.cc
+  Result<CheckpointInfo> Checkpoint(const std::string& dir);
 
   // engine_tables.cc
   Status CreateTable(std::string_view name, std::string_view caller);

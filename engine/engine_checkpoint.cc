@@ -1,0 +1,185 @@
+// Engine::Checkpoint: a consistent copy of the whole database in a new
+// directory, taken while reads and writes go on (docs/operations.md,
+// "Backup and restore").
+//
+// RocksDB's checkpoint does the copying: it flushes the memtables, then
+// hard-links the table files (or copies them on another filesystem) and
+// copies the MANIFEST, OPTIONS and the live write-ahead logs, staging in
+// `<dir>.tmp` and renaming at the end. The result is what a kill -9 at one
+// instant would have left, so every commit made before the call is in it
+// and the change log in it has no gap. The copy is then opened read-only:
+// a backup nobody has opened is only hoped to be one, and the read-back
+// also says exactly which change log it holds.
+#include <rocksdb/utilities/checkpoint.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <system_error>
+
+#include "engine/internal/codec.h"
+#include "engine/internal/engine_impl.h"
+#include "engine/internal/rocksdb_logger.h"
+#include "engine/internal/rocksdb_options.h"
+
+namespace sidetable {
+namespace {
+
+namespace fs = std::filesystem;
+
+Status Refused(const std::string& dir, const std::string& why) {
+  return Status(Code::kInvalidInput, "cannot make a checkpoint at '" + dir + "': " + why);
+}
+
+// The target is new: a checkpoint never writes into, or over, a directory
+// that exists (RocksDB would refuse too, but after its flush).
+Status CheckTarget(const std::string& dir) {
+  if (dir.empty() || dir.front() != '/') return Refused(dir, "the path must be absolute");
+  if (dir.back() == '/') return Refused(dir, "the path must not end with '/'");
+  std::error_code ec;
+  if (fs::symlink_status(dir, ec).type() != fs::file_type::not_found) {
+    return Refused(dir, "it already exists");
+  }
+  if (fs::symlink_status(dir + ".tmp", ec).type() != fs::file_type::not_found) {
+    // RocksDB stages there and would delete what it finds.
+    return Refused(dir, "'" + dir + ".tmp' exists (a checkpoint stages there)");
+  }
+  const fs::path parent = fs::path(dir).parent_path();
+  if (!fs::is_directory(parent, ec)) {
+    return Refused(dir, "its parent '" + parent.string() + "' is not a directory");
+  }
+  return Status::OK();
+}
+
+// What a failed checkpoint left: the staging directory, or a renamed one
+// that did not read back.
+void RemoveCheckpoint(const std::string& dir) {
+  std::error_code ec;
+  fs::remove_all(dir + ".tmp", ec);
+  fs::remove_all(dir, ec);
+}
+
+Status FromRocksDb(const rocksdb::Status& s, const std::string& dir) {
+  if (s.IsNoSpace()) {
+    return Status(Code::kInsufficientStorage, "the checkpoint at '" + dir + "' ran out of space (" +
+                                                  s.ToString() + "); nothing was kept there");
+  }
+  return Status(Code::kInternal, "the checkpoint at '" + dir + "' failed: " + s.ToString() +
+                                     "; nothing was kept there");
+}
+
+// The files of the checkpoint and their bytes (a hard link counts its size:
+// what a copy of the directory to another machine moves).
+void Measure(const std::string& dir, CheckpointInfo* info) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (!e.is_regular_file(ec)) continue;
+    info->files++;
+    info->bytes += e.file_size(ec);
+  }
+}
+
+// Opens the checkpoint read-only, as a sidecar started on it would see it:
+// the WAL replays, and the change log's ends and the catalog are what the
+// info reports.
+Status ReadBack(const EngineOptions& options, const std::string& dir, CheckpointInfo* info) {
+  internal::RocksDbOptionSet opts = internal::MakeRocksDbOptions(options);
+  auto report = std::make_shared<internal::RecoveryReport>();
+  // Its own logger: RocksDB would otherwise write a LOG file into the copy.
+  opts.db.info_log = internal::MakeRocksDbLogger(report);
+  opts.db.create_if_missing = false;
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
+      {rocksdb::kDefaultColumnFamilyName, opts.meta},
+      {"entities", opts.entities},
+      {"changelog", opts.changelog},
+      {"requests", opts.requests},
+      {"images", opts.images},
+  };
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::OpenForReadOnly(opts.db, dir, cfs, &handles, &raw);
+  if (!s.ok()) return Status(Code::kInternal, "the checkpoint does not open: " + s.ToString());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  struct Handles {
+    rocksdb::DB* db;
+    std::vector<rocksdb::ColumnFamilyHandle*>& h;
+    ~Handles() {
+      for (auto* c : h) db->DestroyColumnFamilyHandle(c).PermitUncheckedError();
+    }
+  } release{db.get(), handles};
+  if (report->wal_dropped_bytes.load() > 0) {
+    return Status(Code::kInternal, "the checkpoint's write-ahead log did not check (" +
+                                       std::to_string(report->wal_dropped_bytes.load()) +
+                                       " bytes dropped)");
+  }
+  std::string v;
+  uint64_t trimmed_below = 1;
+  s = db->Get(rocksdb::ReadOptions(), handles[0], kMetaLogTrimmedBelow, &v);
+  if (s.ok()) {
+    codec::Reader r(v);
+    if (!r.Varint64(&trimmed_below)) return Status(Code::kInternal, "corrupt trim watermark");
+  } else if (!s.IsNotFound()) {
+    return Status(Code::kInternal, "reading the checkpoint's trim watermark: " + s.ToString());
+  }
+  info->first_lsn = trimmed_below;
+  info->last_lsn = trimmed_below - 1;
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), handles[2]));
+  it->SeekToLast();
+  if (it->Valid()) {
+    ChangeRecord rec;
+    ST_RETURN_IF_ERROR(codec::DecodeChangeHeader(it->value().ToStringView(), &rec));
+    info->last_lsn = std::max(info->last_lsn, rec.lsn);
+  }
+  if (!it->status().ok()) {
+    return Status(Code::kInternal,
+                  "reading the checkpoint's change log: " + it->status().ToString());
+  }
+  it.reset(db->NewIterator(rocksdb::ReadOptions(), handles[0]));
+  for (it->Seek(kMetaTablePrefix); it->Valid() && it->key().starts_with(kMetaTablePrefix);
+       it->Next()) {
+    info->tables++;
+  }
+  if (!it->status().ok()) {
+    return Status(Code::kInternal, "reading the checkpoint's catalog: " + it->status().ToString());
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<CheckpointInfo> Engine::Impl::Checkpoint(const std::string& dir) {
+  const auto started = std::chrono::steady_clock::now();
+  ST_RETURN_IF_ERROR(CheckTarget(dir));
+  // The checkpoint flushes the memtables into the data directory: on a disk
+  // already refusing writes that flush fails as they do.
+  if (const StorageHealth h = storage_->Health(); h.state != StorageState::kOk) {
+    return Status(
+        h.state == StorageState::kNoSpace ? Code::kInsufficientStorage : Code::kUnavailable,
+        "no checkpoint while the data directory refuses writes: " + h.error);
+  }
+  rocksdb::Checkpoint* raw = nullptr;
+  rocksdb::Status s = rocksdb::Checkpoint::Create(db_.get(), &raw);
+  if (!s.ok()) return FromRocksDb(s, dir);
+  std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
+  // 0: always flush, so the copy needs little of the WAL.
+  s = checkpoint->CreateCheckpoint(dir, /*log_size_for_flush=*/0);
+  if (!s.ok()) {
+    RemoveCheckpoint(dir);
+    return FromRocksDb(s, dir);
+  }
+  CheckpointInfo info;
+  info.path = dir;
+  if (Status read = ReadBack(options_, dir, &info); !read.ok()) {
+    RemoveCheckpoint(dir);
+    return Status(read.code(), "the checkpoint at '" + dir + "' was removed: " + read.message());
+  }
+  Measure(dir, &info);
+  info.micros = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                          std::chrono::steady_clock::now() - started)
+                                          .count());
+  return info;
+}
+
+Result<CheckpointInfo> Engine::Checkpoint(const std::string& dir) { return impl_->Checkpoint(dir); }
+
+}  // namespace sidetable
