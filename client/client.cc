@@ -291,6 +291,24 @@ Result<std::string> Client::IssueToken(const tokens::TokenSpec& spec) {
   return text;
 }
 
+Result<BackupInfo> Client::Backup(std::chrono::milliseconds wait) {
+  std::string body;
+  ST_RETURN_IF_ERROR(Call(Encode(Make(wire::Op::kBackup), options_), &body, wait));
+  wire::BackupReply r;
+  ST_RETURN_IF_ERROR(wire::DecodeBackup(body, &r));
+  BackupInfo info;
+  info.name = std::move(r.name);
+  info.path = std::move(r.path);
+  info.first_lsn = r.first_lsn;
+  info.last_lsn = r.last_lsn;
+  info.tables = r.tables;
+  info.files = r.files;
+  info.bytes = r.bytes;
+  info.took = std::chrono::microseconds(r.micros);
+  info.removed = std::move(r.removed);
+  return info;
+}
+
 Result<ChangeBatch> Client::ReadChanges(uint64_t from_lsn, uint32_t max_records, uint64_t max_bytes, bool raw) {
   std::string body;
   ST_RETURN_IF_ERROR(Call(Encode(ChangesRequest(from_lsn, max_records, max_bytes, raw), options_), &body));

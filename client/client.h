@@ -145,6 +145,21 @@ struct ServerInfo {
   uint64_t last_lsn = 0;  // the newest committed change
 };
 
+// What Backup() made: a directory on the sidecar's host (docs/operations.md,
+// "Backup and restore").
+struct BackupInfo {
+  std::string name;  // in the sidecar's storage.backup_dir
+  std::string path;  // absolute, on the sidecar's host
+  // The change log it holds; every commit up to last_lsn is in it.
+  uint64_t first_lsn = 1;
+  uint64_t last_lsn = 0;
+  uint64_t tables = 0;
+  uint64_t files = 0;
+  uint64_t bytes = 0;
+  std::chrono::microseconds took{0};
+  std::vector<std::string> removed;  // older backups storage.backup_keep removed
+};
+
 // Where the next page of a query starts: (NextPartitionKey, NextRowKey), as
 // Azure's continuation headers carry them.
 using Continuation = std::pair<std::string, std::string>;
@@ -335,6 +350,17 @@ class Client {
   // AuthorizationFailure or AuthorizationPermissionMismatch and nothing is
   // issued. InvalidInput from a sidecar with authentication off.
   Result<std::string> IssueToken(const tokens::TokenSpec& spec);
+
+  // ---- backup (needs r, c and m on every table with authentication on) ----
+  // Has the sidecar make a backup of its whole data directory in its
+  // storage.backup_dir: every write acknowledged before the call is in it.
+  // The sidecar runs one at a time; it may take a while (a flush; copies
+  // when the backup directory is on another filesystem), so each attempt
+  // may take `wait` beyond the client's timeout. InvalidInput when the
+  // sidecar has no storage.backup_dir; InsufficientStorage when a disk is
+  // full (nothing is left behind). A retry after no reply may make a
+  // second backup.
+  Result<BackupInfo> Backup(std::chrono::milliseconds wait = std::chrono::minutes(10));
 
  private:
   // The final status and the reply body (valid only during the call).

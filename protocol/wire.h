@@ -42,19 +42,20 @@ enum class Op : uint8_t {
   kCreateTable = 2,
   kDeleteTable = 3,
   kListTables = 4,
-  kWrite = 5,        // an EGT (a single operation is an EGT of one)
+  kWrite = 5,  // an EGT (a single operation is an EGT of one)
   kGet = 6,
   kQuery = 7,
   kReadChanges = 8,
-  kRequestArchive = 9,  // record an archive move for the archive pattern's workers
+  kRequestArchive = 9,      // record an archive move for the archive pattern's workers
   kAdvanceWatermarks = 10,  // a worker's applied watermarks (docs/consistency.md)
   kReadWatermarks = 11,
-  kWriteMany = 12,   // independent EGTs in one request, each committed on its own
+  kWriteMany = 12,         // independent EGTs in one request, each committed on its own
   kSetTablePolicies = 13,  // replace a table's stored access policies (docs/security.md)
   kGetTablePolicies = 14,
   kIssueToken = 15,  // sign a token within the caller's own scope (docs/security.md)
+  kBackup = 16,  // a checkpoint of the data directory into storage.backup_dir (docs/operations.md)
 };
-inline constexpr uint8_t kMaxOp = 15;
+inline constexpr uint8_t kMaxOp = 16;
 // WriteMany carries at most this many EGTs.
 inline constexpr size_t kMaxWriteManyBatches = 1000;
 std::string_view OpName(Op op);  // "Write", ... ("Unknown" otherwise)
@@ -342,6 +343,20 @@ Status ReadTokenSpec(msgpack::Reader& r, token::TokenSpec* out);
 void WriteTokenSpec(msgpack::Writer& w, const token::TokenSpec& spec);
 void EncodeIssuedToken(std::string_view token, std::string* out);
 Status DecodeIssuedToken(std::string_view body, std::string* token);
+
+// Backup (wire_backup.cc): the request has no fields of its own; the reply
+// {"name", "path", "firstLsn", "lastLsn", "tables", "files", "bytes",
+// "micros", "removed": [names]} says what was made and which older backups
+// storage.backup_keep removed.
+struct BackupReply {
+  std::string name;                      // the backup's directory name in storage.backup_dir
+  std::string path;                      // its absolute path on the sidecar's host
+  uint64_t first_lsn = 1, last_lsn = 0;  // the change log it holds
+  uint64_t tables = 0, files = 0, bytes = 0, micros = 0;
+  std::vector<std::string> removed;
+};
+void EncodeBackup(const BackupReply& r, std::string* out);
+Status DecodeBackup(std::string_view body, BackupReply* r);
 
 // Stored access policies as a request field and a reply body
 // (wire_policy.cc): at most token::kMaxPoliciesPerTable, each checked

@@ -14,11 +14,23 @@ namespace {
 
 using codec::Invalid;
 
-constexpr std::string_view kOpNames[] = {"Unknown", "Ping", "CreateTable", "DeleteTable",
-                                         "ListTables", "Write", "Get", "Query", "ReadChanges",
-                                         "RequestArchive", "AdvanceWatermarks", "ReadWatermarks",
-                                         "WriteMany", "SetTablePolicies", "GetTablePolicies",
-                                         "IssueToken"};
+constexpr std::string_view kOpNames[] = {"Unknown",
+                                         "Ping",
+                                         "CreateTable",
+                                         "DeleteTable",
+                                         "ListTables",
+                                         "Write",
+                                         "Get",
+                                         "Query",
+                                         "ReadChanges",
+                                         "RequestArchive",
+                                         "AdvanceWatermarks",
+                                         "ReadWatermarks",
+                                         "WriteMany",
+                                         "SetTablePolicies",
+                                         "GetTablePolicies",
+                                         "IssueToken",
+                                         "Backup"};
 
 Status ReadString(msgpack::Reader& r, std::string_view key, std::string* out) {
   std::string_view s;

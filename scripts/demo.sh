@@ -2,7 +2,8 @@
 # The main job: install what is missing, build, then run the guide's employee
 # example end to end on the embedded defaults: a sidecar (with its embedded
 # Kafka), two pattern workers (indexes by last name and by email, archive
-# moves), the demo application, and `sidetable-cli verify`.
+# moves), the demo application, `sidetable-cli verify`, the audit and a hot
+# backup.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -17,7 +18,7 @@ cleanup() {
 trap cleanup EXIT
 
 build/sidecar/sidetable --config configs/sidetable.dev.yaml --data "$work/data" \
-  --listen 'tcp://127.0.0.1:*' --http 127.0.0.1:0 --ready-file "$work/ready" \
+  --backup-dir "$work/backups" --listen 'tcp://127.0.0.1:*' --http 127.0.0.1:0 --ready-file "$work/ready" \
   2> "$work/sidecar.log" &
 pids+=($!)
 for _ in $(seq 1 200); do [ -s "$work/ready" ] && break; sleep 0.05; done
@@ -59,6 +60,9 @@ at="$("${cli[@]}" audit --table Employees | sed -n '6p' | grep -o '"lsn":[0-9]*'
 echo "    Employees as it was at LSN $at: $work/employees-at-$at.jsonl"
 echo "    a fresh index over the live table (snapshot + change log), verified:"
 "${cli[@]}" derive --config configs/worker.dev.yaml --index EmployeesByLastName --into EmployeesByLastNameRebuilt
+echo
+echo "13. a hot backup (docs/operations.md, \"Backup and restore\"): the sidecar copies its data directory while it serves"
+"${cli[@]}" backup
 echo
 echo "health: $(curl -s "http://$http/health" 2>/dev/null || echo unavailable)"
 cleanup

@@ -13,6 +13,7 @@
 
 #include "common/http_endpoint.h"
 #include "common/yaml_keys.h"
+#include "sidecar/backup.h"
 #include "sidecar/listener_policy.h"
 
 namespace sidetable::sidecar {
@@ -121,7 +122,8 @@ Status LoadSidecar(const FileReader& f, const YAML::Node& root, ServerConfig* c)
 Status LoadStorage(const FileReader& f, const YAML::Node& root, ServerConfig* c) {
   YAML::Node st, cl, q;
   ST_RETURN_IF_ERROR(f.Section(root, "storage",
-                               {"path", "durability", "block_cache_mb", "row_cache_mb", "write_buffer_mb", "reserve_mb"},
+                               {"path", "durability", "block_cache_mb", "row_cache_mb",
+                                "write_buffer_mb", "reserve_mb", "backup_dir", "backup_keep"},
                                &st));
   ST_RETURN_IF_ERROR(f.Read(st, "storage", "path", &c->data_dir));
   std::string durability;
@@ -141,6 +143,8 @@ Status LoadStorage(const FileReader& f, const YAML::Node& root, ServerConfig* c)
   ST_RETURN_IF_ERROR(f.ReadMb(st, "storage", "write_buffer_mb", &bytes));
   c->engine.write_buffer_bytes = static_cast<size_t>(bytes);
   ST_RETURN_IF_ERROR(f.ReadMb(st, "storage", "reserve_mb", &c->engine.storage_reserve_bytes));
+  ST_RETURN_IF_ERROR(f.Read(st, "storage", "backup_dir", &c->backup_dir));
+  ST_RETURN_IF_ERROR(f.Read(st, "storage", "backup_keep", &c->backup_keep));
 
   ST_RETURN_IF_ERROR(
       f.Section(root, "changelog", {"max_age_seconds", "max_bytes", "check_interval_seconds", "write_images_once"},
@@ -360,6 +364,8 @@ Status ValidateConfig(const ServerConfig& c) {
   if (c.log_format != "text" && c.log_format != "json") return bad("log.format must be text or json");
   if (c.query_max_examined < 1) return bad("query.max_examined must be positive");
   if (c.data_dir.empty()) return bad("storage.path must not be empty");
+  ST_RETURN_IF_ERROR(CheckBackupDir(c.backup_dir, c.data_dir));
+  if (c.backup_keep > 10000) return bad("storage.backup_keep must be 0 (keep all) to 10000");
   // 0 would leave RocksDB at 64 KiB memtables (a flush every few writes and
   // stalls); memtables are per column family and held in memory.
   if (c.engine.write_buffer_bytes < (size_t{1} << 20) ||

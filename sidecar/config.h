@@ -61,6 +61,13 @@ struct ServerConfig {
     o.storage_reserve_bytes = 64ull << 20;
     return o;
   }();
+  // Backups (docs/operations.md, "Backup and restore"): the Backup operation
+  // makes a checkpoint of the data directory in a new directory here ("" =
+  // the operation is refused). On the data directory's filesystem the table
+  // files are hard links (no copy); elsewhere they are copied.
+  std::string backup_dir;  // storage.backup_dir
+  // After a backup, the oldest beyond this many are removed (0 = keep all).
+  uint64_t backup_keep = 0;                           // storage.backup_keep
   int retention_interval_seconds = 60;                // changelog.check_interval_seconds
 
   uint64_t query_max_examined = 100'000;              // query.max_examined

@@ -111,6 +111,7 @@ size_t Server::Impl::WorkerFor(const wire::Request& r) {
   const std::string* pk = nullptr;
   if (r.op == Op::kWrite && !r.ops.empty()) pk = &r.ops[0].entity.partition_key;
   if (r.op == Op::kGet) pk = &r.pk;
+  if (r.op == Op::kBackup) return backup_queue_;
   const size_t workers = static_cast<size_t>(config_.workers);
   if (pk == nullptr) return round_robin_++ % workers;
   return PartitionHash(r.table, *pk) % workers;

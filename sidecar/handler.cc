@@ -7,6 +7,7 @@
 #include "engine/limits.h"
 #include "engine/query/query.h"
 #include "sidecar/auth/authorize.h"
+#include "sidecar/backup.h"
 
 namespace sidetable::sidecar {
 
@@ -103,6 +104,8 @@ Status Handler::Run(const wire::Request& r, wire::Request* consumable, const tok
       return Status::OK();
     case Op::kIssueToken:
       return IssueToken(r, principal, body);
+    case Op::kBackup:
+      return Backup(r, principal, body);
     case Op::kCreateTable:
       if (routing_ != nullptr) {
         // Every sidecar of the cluster holds the table: the cluster topic
@@ -386,6 +389,37 @@ Status Handler::Run(const wire::Request& r, wire::Request* consumable, const tok
     }
   }
   return Status(Code::kInvalidInput, "unknown operation");
+}
+
+Status Handler::Backup(const wire::Request& r, const token::Token* principal,
+                       std::string* body) const {
+  BackupSettings settings;
+  settings.dir = config_->backup_dir;
+  settings.keep = config_->backup_keep;
+  settings.data_dir = config_->data_dir;
+  settings.sidecar_id = config_->id;
+  if (publisher_ != nullptr)
+    settings.kafka_topic = changestream::TopicFor(config_->kafka.topic, config_->id, "{table}");
+  const std::string who = principal != nullptr ? principal->spec.identity : r.caller;
+  auto made = TakeBackup(engine_, settings);
+  if (!made.ok()) {
+    metrics_->RecordBackup(false);
+    // Backups off is the caller's mistake; anything else is the operator's to see.
+    spdlog::log(
+        made.status().code() == Code::kInvalidInput ? spdlog::level::warn : spdlog::level::err,
+        "backup asked by '{}' failed: {}", who, made.status().ToString());
+    return made.status();
+  }
+  metrics_->RecordBackup(true, (NowTicks() - kUnixEpochTicks) / 10'000'000, made->last_lsn,
+                         made->bytes);
+  spdlog::info(
+      "backup {} made for '{}': change log {}..{}, {} tables, {} files, {} bytes in {} ms{}",
+      made->path, who, made->first_lsn, made->last_lsn, made->tables, made->files, made->bytes,
+      made->micros / 1000,
+      made->removed.empty() ? std::string()
+                            : "; removed " + std::to_string(made->removed.size()) + " older");
+  wire::EncodeBackup(*made, body);
+  return Status::OK();
 }
 
 Status Handler::IssueToken(const wire::Request& r, const token::Token* principal, std::string* body) const {

@@ -101,6 +101,8 @@ class Handler {
   Result<uint64_t> EpochFor(std::string_view table, std::string_view pk, Written* written) const;
   // Signs r.issue when `principal` may delegate it (docs/security.md).
   Status IssueToken(const wire::Request& r, const token::Token* principal, std::string* body) const;
+  // Makes a backup in storage.backup_dir (sidecar/backup.h).
+  Status Backup(const wire::Request& r, const token::Token* principal, std::string* body) const;
   // After a committed (or replayed) EGT: the table's write counters, or the
   // replay counter and log line with the client request id.
   void RecordWrite(const Batch& batch, const WriteResult& result) const;

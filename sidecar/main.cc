@@ -132,6 +132,10 @@ int main(int argc, char** argv) {
   app.add_option("--data", config.data_dir, "data directory (storage.path)");
   app.add_option("--durability", durability, "fsync or os (storage.durability)")
       ->check(CLI::IsMember({"fsync", "os"}));
+  app.add_option("--backup-dir", config.backup_dir,
+                 "directory the Backup operation makes backups in, '' = off (storage.backup_dir)");
+  app.add_option("--backup-keep", config.backup_keep,
+                 "backups kept in --backup-dir, the oldest removed, 0 = all (storage.backup_keep)");
   app.add_option("--id", config.id, "sidecar id (sidecar.id)");
   app.add_option("--member-id", config.cluster.member_id,
                  "scale-out member id, unique in the service (cluster.member_id; default: the sidecar id)");

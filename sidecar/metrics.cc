@@ -1,5 +1,6 @@
 #include "sidecar/metrics.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "common/prometheus_text.h"
@@ -47,6 +48,17 @@ uint64_t Metrics::requests(wire::Op op) const {
 
 uint64_t Metrics::errors(Code code) const {
   return errors_[static_cast<size_t>(code)].load(std::memory_order_relaxed);
+}
+
+void Metrics::RecordBackup(bool ok, int64_t unix_seconds, uint64_t last_lsn, uint64_t bytes) {
+  if (!ok) {
+    backups_failed_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  backup_time_.store(unix_seconds, std::memory_order_relaxed);
+  backup_lsn_.store(last_lsn, std::memory_order_relaxed);
+  backup_bytes_.store(bytes, std::memory_order_relaxed);
+  backups_ok_.fetch_add(1, std::memory_order_relaxed);
 }
 
 std::string Metrics::Render(const Gauges& g) const {
@@ -133,6 +145,24 @@ std::string Metrics::Render(const Gauges& g) const {
   out += "# HELP sidetable_session_timeouts_total Reads answered ReadSessionNotAvailable.\n";
   out += "# TYPE sidetable_session_timeouts_total counter\n";
   Line(&out, "sidetable_session_timeouts_total", "", session_timeouts_.load(std::memory_order_relaxed));
+  out += "# HELP sidetable_backups_total Backup operations, by result (docs/operations.md).\n";
+  out += "# TYPE sidetable_backups_total counter\n";
+  Line(&out, "sidetable_backups_total", "result=\"ok\"",
+       backups_ok_.load(std::memory_order_relaxed));
+  Line(&out, "sidetable_backups_total", "result=\"failed\"",
+       backups_failed_.load(std::memory_order_relaxed));
+  out +=
+      "# HELP sidetable_backup_last_success_seconds Unix time of the last backup made (0: none "
+      "since start).\n";
+  out += "# TYPE sidetable_backup_last_success_seconds gauge\n";
+  Line(&out, "sidetable_backup_last_success_seconds", "",
+       static_cast<uint64_t>(std::max<int64_t>(0, backup_time_.load(std::memory_order_relaxed))));
+  out += "# HELP sidetable_backup_last_lsn The newest change the last backup holds.\n";
+  out += "# TYPE sidetable_backup_last_lsn gauge\n";
+  Line(&out, "sidetable_backup_last_lsn", "", backup_lsn_.load(std::memory_order_relaxed));
+  out += "# HELP sidetable_backup_last_bytes Bytes of the last backup's files.\n";
+  out += "# TYPE sidetable_backup_last_bytes gauge\n";
+  Line(&out, "sidetable_backup_last_bytes", "", backup_bytes_.load(std::memory_order_relaxed));
   out += "# HELP sidetable_session_wait_seconds How long reads waited for their session tokens.\n";
   out += "# TYPE sidetable_session_wait_seconds histogram\n";
   {

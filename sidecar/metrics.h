@@ -50,6 +50,10 @@ class Metrics {
   uint64_t session_waits() const { return session_waits_.load(std::memory_order_relaxed); }
   uint64_t session_timeouts() const { return session_timeouts_.load(std::memory_order_relaxed); }
 
+  // A Backup operation's outcome (docs/operations.md, "Backup and
+  // restore"); a success also sets the last backup's gauges.
+  void RecordBackup(bool ok, int64_t unix_seconds = 0, uint64_t last_lsn = 0, uint64_t bytes = 0);
+
   // Gauges read at render time.
   struct Gauges {
     uint64_t queue_depth = 0;
@@ -108,6 +112,9 @@ class Metrics {
   Histogram session_wait_;
   std::atomic<uint64_t> session_waits_{0};
   std::atomic<uint64_t> session_timeouts_{0};
+  std::atomic<uint64_t> backups_ok_{0}, backups_failed_{0};
+  std::atomic<int64_t> backup_time_{0};
+  std::atomic<uint64_t> backup_lsn_{0}, backup_bytes_{0};
 
   struct TableCounters {
     uint64_t operations = 0;

@@ -4,6 +4,7 @@
 
 #include "common/kafka/partitioner.h"
 #include "common/process.h"
+#include "sidecar/backup.h"
 #include "sidecar/listener_policy.h"
 #include "sidecar/server_impl.h"
 
@@ -129,9 +130,12 @@ void Server::Impl::StartWorkers() {
   // In a cluster, threads of their own for requests that wait on another
   // sidecar (cluster_routing.h, NeedsForwarding).
   forwarders_ = handler_.routing() != nullptr ? static_cast<size_t>(std::max(8, 4 * config_.workers)) : 0;
-  const int threads = config_.workers + static_cast<int>(forwarders_);
+  backup_queue_ = static_cast<size_t>(config_.workers) + forwarders_;
+  const int threads = static_cast<int>(backup_queue_) + 1;
   for (int i = 0; i < threads; i++) {
-    queues_.push_back(std::make_unique<JobQueue>(config_.queue_depth));
+    const bool backups = static_cast<size_t>(i) == backup_queue_;
+    queues_.push_back(
+        std::make_unique<JobQueue>(backups ? kBackupQueueDepth : config_.queue_depth));
   }
   // Not in a cluster: which rows a member serves moves with its shards.
   if (config_.query_prefetch_bytes > 0 && !config_.cluster.enabled()) {
@@ -142,8 +146,10 @@ void Server::Impl::StartWorkers() {
   parked_.Start();
   live_workers_ = threads;
   for (int i = 0; i < threads; i++) {
-    workers_.push_back(common::NamedThread("st-worker-" + std::to_string(i),
-                                           [this, i] { WorkerLoop(static_cast<size_t>(i)); }));
+    const bool backups = static_cast<size_t>(i) == backup_queue_;
+    workers_.push_back(
+        common::NamedThread(backups ? std::string("st-backup") : "st-worker-" + std::to_string(i),
+                            [this, i] { WorkerLoop(static_cast<size_t>(i)); }));
   }
   acker_ = common::NamedThread("st-acker", [this] { AckLoop(); });
   maintenance_ = common::NamedThread("st-maintenance", [this] { MaintenanceLoop(); });
@@ -408,6 +414,10 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   if (!config.kafka.bootstrap.empty() && engine_options.recent_records_bytes == 0) {
     engine_options.recent_records_bytes = 32 << 20;
   }
+  // Before the data directory is opened: a backup directory that cannot
+  // be used stops the start with nothing touched.
+  ST_RETURN_IF_ERROR(PrepareBackupDir(
+      BackupSettings{config.backup_dir, config.backup_keep, config.data_dir, config.id, ""}));
   auto engine = Engine::Open(engine_options, config.data_dir);
   if (!engine.ok()) return engine.status();
   server->engine_ = std::move(engine).value();

@@ -104,6 +104,11 @@ class Server::Impl {
   // workers'), by partition so one partition's forwards keep their order.
   size_t ForwarderFor(const wire::Request& r);
   size_t forwarders_ = 0;  // forwarding threads (0 unless in a cluster)
+  // The last queue: Backup operations, on a thread of their own so that a
+  // backup (a flush, and copies on another filesystem) holds up no
+  // partition's requests; one at a time, kBackupQueueDepth waiting.
+  size_t backup_queue_ = 0;
+  static constexpr size_t kBackupQueueDepth = 2;
   // A small point read or write the frontend may execute itself (when its
   // partition's worker is idle) instead of handing it to the worker.
   bool RunsInline(const wire::Request& r, size_t wire_bytes) const;

@@ -71,12 +71,13 @@ void Server::Impl::ExpireParked(Job& job, zmq::socket_t& out) {
 void Server::Impl::ResumeCovered(size_t index, std::deque<Job>* local) {
   std::vector<Job> covered;
   parked_.TakeCovered(&covered);
-  // Spread over the workers, starting with the next one; a closed queue
-  // (shutting down) means this worker runs it itself.
+  // Spread over the workers (and forwarders), starting with the next one,
+  // never behind a backup; a closed queue (shutting down) means this worker
+  // runs it itself.
   for (size_t i = 0; i < covered.size(); i++) {
     Job& job = covered[i];
     job.covered = true;
-    if (!queues_[(index + 1 + i) % queues_.size()]->PushResumed(std::move(job))) {
+    if (!queues_[(index + 1 + i) % backup_queue_]->PushResumed(std::move(job))) {
       local->push_back(std::move(job));
     }
   }

@@ -99,6 +99,17 @@ Status Authorize(const token::Token& t, const wire::Request& r) {
       // to an LSN: every reader's read-your-writes session trusts it.
       if (!r.watermarks.empty()) return NeedWholeTable(t, "advancing a derived table's watermarks");
       return Status::OK();
+    case Op::kBackup:
+      // A backup holds every row and the change log of every table, and
+      // writes files on the sidecar's host.
+      if (!Unconfined(t)) {
+        return Denied(
+            "a backup needs a token for every table (an empty table prefix) and no key range: "
+            "it copies every table");
+      }
+      ST_RETURN_IF_ERROR(NeedPermission(t, Permission::kRead, "a backup"));
+      ST_RETURN_IF_ERROR(NeedPermission(t, Permission::kChangeLog, "a backup"));
+      return NeedPermission(t, Permission::kAdmin, "a backup");
     case Op::kReadWatermarks:
       if (r.derived.empty()) return Status::OK();  // filtered by the handler
       return token::CheckTable(t, Permission::kRead, r.derived);

@@ -26,6 +26,8 @@
 //   ReadWatermarks            r on the derived table; all: only those covered
 //   IssueToken                m, and the wanted token within this one's scope
 //                             (token::CheckDelegation, run by the handler)
+//   Backup                    r, c and m, on a token for every table (prefix
+//                             "") with no key range: it copies every table
 //
 // Thread safety: pure functions.
 #pragma once

@@ -3,6 +3,7 @@
 #include <set>
 #include <thread>
 
+#include "testing/text.h"
 #include "tests/sidecar/e2e_auth_fixture.h"
 
 namespace sidetable::testing {
@@ -418,6 +419,28 @@ TEST_F(AuthTest, SessionReadsAreAuthorisedFirstAndNameNoOtherTable) {
   client::ReadOptions brief{{{"orders", orders->lsn}}, std::chrono::milliseconds(100)};
   EXPECT_EQ(reader->Get("ordersByDate", "p", "r", {}, brief).status().code(),
             Code::kReadSessionNotAvailable);
+}
+
+// A backup copies every row of every table and the change log, and writes
+// files on the sidecar's host: it needs r, c and m on a token for every
+// table with no key range. This sidecar has no storage.backup_dir, so a
+// token that passes is answered InvalidInput (backups off) by the handler.
+TEST_F(AuthTest, BackupNeedsReadChangeLogAndManageOnEveryTable) {
+  auto code = [&](const tok::TokenSpec& spec) {
+    return Connect(Issue(spec))->Backup().status().code();
+  };
+  EXPECT_EQ(code(Spec("orders", false, "rcm")), Code::kAuthorizationFailure);
+  EXPECT_EQ(code(Spec("ord", true, "rcm")), Code::kAuthorizationFailure);
+  auto ranged = Spec("", true, "rcm");
+  ranged.start_pk = "a";
+  EXPECT_EQ(code(ranged), Code::kAuthorizationFailure);
+  EXPECT_EQ(code(Spec("", true, "cm")), Code::kAuthorizationPermissionMismatch);
+  EXPECT_EQ(code(Spec("", true, "rm")), Code::kAuthorizationPermissionMismatch);
+  EXPECT_EQ(code(Spec("", true, "rc")), Code::kAuthorizationPermissionMismatch);
+  auto passed = Connect(Issue(Spec("", true, "rcm")))->Backup();
+  EXPECT_EQ(passed.status().code(), Code::kInvalidInput) << passed.status().ToString();
+  EXPECT_TRUE(testing::Contains(passed.status().message(), "storage.backup_dir"))
+      << passed.status().ToString();
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -141,6 +142,33 @@ constexpr const char* kEveryType =
     R"("Raw":"AAE=","Raw@odata.type":"Edm.Binary","Empty":"","Empty@odata.type":"Edm.Binary",)"
     R"("Score":1.5,"Whole":2.0,"Nan":"NaN","Nan@odata.type":"Edm.Double",)"
     R"("Inf":"-Infinity","Inf@odata.type":"Edm.Double","Active":true})";
+
+// `backup` prints what the sidecar made; a sidecar without a backup
+// directory answers InvalidInput (exit 1, nothing on stdout).
+class CliBackupTest : public CliTest {
+ protected:
+  std::vector<std::string> ServerArgs() override {
+    return {"--durability", "os", "--backup-dir", dir_.Sub("backups")};
+  }
+};
+
+TEST_F(CliBackupTest, BackupPrintsTheBackupAsJson) {
+  ASSERT_TRUE(client_->CreateTable("Orders").ok());
+  const std::string out = Ok({"backup"});
+  EXPECT_TRUE(Contains(out, R"("name":"backup-)")) << out;
+  EXPECT_TRUE(Contains(out, R"("lastLsn":1,)")) << out;
+  EXPECT_TRUE(Contains(out, R"("tables":1,)")) << out;
+  EXPECT_TRUE(Contains(out, R"("removed":[])")) << out;
+  ASSERT_EQ(Lines(out).size(), 1u) << out;
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_.Sub("backups")),
+                          std::filesystem::directory_iterator()),
+            1);
+}
+
+TEST_F(CliTest, BackupWithoutABackupDirectoryExitsOne) {
+  CliResult r = ServerError({"backup"}, "InvalidInput (400)");
+  EXPECT_TRUE(Contains(r.err, "storage.backup_dir")) << r.err;
+}
 
 TEST_F(CliTest, PingAndEnvironmentEndpoint) {
   EXPECT_TRUE(Contains(Ok({"ping"}), R"("version":1)"));

@@ -171,6 +171,11 @@ int main(int argc, char** argv) {
   verify->add_option("--config", a.input, "the worker configuration whose patterns to verify")
       ->required();
 
+  app.add_subcommand(
+      "backup",
+      "have the sidecar make a backup of its data directory in its storage.backup_dir; "
+      "prints it as JSON");
+
   ReplayArgs replay_args;
   AddReplayCommands(app, replay_args);
   TokenArgs token_args;
@@ -196,6 +201,7 @@ int main(int argc, char** argv) {
   if (command == "policy") return RunPolicyCommand(s, policy_args, policy->get_subcommands().at(0)->get_name());
   if (command == "curve") return RunCurveKeygen(s, curve_prefix);
   if (command == "ping") return RunPing(s, a);
+  if (command == "backup") return RunBackup(s, a);
   if (command == "verify") return RunVerify(s, a);
   if (command == "create-table") return RunCreateTable(s, a);
   if (command == "delete-table") return RunDeleteTable(s, a);

@@ -134,7 +134,8 @@ class AsyncClient(_Requests):
         rid = next(self._ids)
         frame = self._encode(op, rid, body)
         wait = (body.get("waitMs", 5000) / 1000.0
-                if isinstance(body, dict) and "after" in body else 0.0)
+                if isinstance(body, dict) and "after" in body
+                else _w.EXTRA_WAIT_S.get(op, 0.0))
         loop = _asyncio.get_running_loop()
         fut = loop.create_future()
         self._pending[rid] = fut
@@ -327,6 +328,10 @@ class AsyncClient(_Requests):
     async def issue_token(self, spec):
         """As :meth:`sidetable.client.Client.issue_token`."""
         return await self._run(*self._req_issue_token(spec))
+
+    async def backup(self):
+        """As :meth:`sidetable.client.Client.backup`."""
+        return await self._run(*self._req_backup())
 
     async def read_changes(self, from_lsn, max=None, max_bytes=None):
         return await self._run(*self._req_read_changes(from_lsn, max,

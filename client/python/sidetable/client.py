@@ -514,6 +514,9 @@ class _Requests(object):
         body = {"spec": dict(_tokens.spec_fields(spec))}
         return _w.ISSUE_TOKEN, body, lambda b: b["token"]
 
+    def _req_backup(self):
+        return _w.BACKUP, {}, _dec_body
+
     def _req_read_watermarks(self, derived=None):
         body = {} if derived is None else {"derived": derived}
         return _w.READ_WATERMARKS, body, _dec_watermarks
@@ -776,6 +779,8 @@ class Client(_Requests):
         # each attempt may take that much longer.
         if isinstance(body, dict) and "after" in body:
             h._wait = body.get("waitMs", 5000) / 1000.0
+        else:
+            h._wait = _w.EXTRA_WAIT_S.get(op, h._wait)
         self._pending[rid] = h
         self._transmit(h)
         return h
@@ -1070,6 +1075,19 @@ class Client(_Requests):
         ``AuthorizationPermissionMismatchError`` and nothing is issued.
         ``InvalidInputError`` from a sidecar with authentication off."""
         return self._run(*self._req_issue_token(spec))
+
+    def backup(self):
+        """Has the sidecar make a backup of its whole data directory in its
+        ``storage.backup_dir`` (docs/operations.md, "Backup and restore"):
+        every write acknowledged before the call is in it. Returns
+        ``{"name", "path", "firstLsn", "lastLsn", "tables", "files",
+        "bytes", "micros", "removed"}``; ``path`` is on the sidecar's host.
+        The sidecar may take up to 10 minutes beyond the client's timeout.
+        ``InvalidInputError`` when the sidecar has no backup directory,
+        ``InsufficientStorageError`` when a disk is full (nothing is left
+        behind); with authentication on it needs ``r``, ``c`` and ``m`` on
+        every table."""
+        return self._run(*self._req_backup())
 
     def read_changes(self, from_lsn, max=None, max_bytes=None):
         """A :class:`ChangesPage` of change records with LSN >= from_lsn."""

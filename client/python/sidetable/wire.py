@@ -35,6 +35,7 @@ WRITE_MANY = 12           # independent EGTs in one request (pattern workers)
 SET_TABLE_POLICIES = 13   # stored access policies (docs/security.md)
 GET_TABLE_POLICIES = 14
 ISSUE_TOKEN = 15          # the sidecar signs a token within the caller's scope
+BACKUP = 16               # a backup of the data directory (docs/operations.md)
 
 OP_NAMES = {PING: "Ping", CREATE_TABLE: "CreateTable",
             DELETE_TABLE: "DeleteTable", LIST_TABLES: "ListTables",
@@ -43,7 +44,13 @@ OP_NAMES = {PING: "Ping", CREATE_TABLE: "CreateTable",
             ADVANCE_WATERMARKS: "AdvanceWatermarks",
             READ_WATERMARKS: "ReadWatermarks", WRITE_MANY: "WriteMany",
             SET_TABLE_POLICIES: "SetTablePolicies",
-            GET_TABLE_POLICIES: "GetTablePolicies", ISSUE_TOKEN: "IssueToken"}
+            GET_TABLE_POLICIES: "GetTablePolicies", ISSUE_TOKEN: "IssueToken",
+            BACKUP: "Backup"}
+
+# How much longer than the client's timeout the sidecar may take on purpose,
+# per operation: a backup flushes, and copies files when its directory is on
+# another filesystem (seconds).
+EXTRA_WAIT_S = {BACKUP: 600.0}
 
 # MessagePack ext types for Edm values.
 EXT_INT64 = 1

@@ -1,0 +1,74 @@
+"""Client.backup() and AsyncClient.backup() against real sidecars
+(docs/operations.md, "Backup and restore"): the backup holds what was
+written before it and opens as a data directory; a sidecar without
+storage.backup_dir refuses with InvalidInput."""
+
+import asyncio
+import json
+import os
+import unittest
+
+import _harness
+from sidetable import Entity, InvalidInputError, wire
+from sidetable.aio import AsyncClient
+
+
+class BackupTest(unittest.TestCase):
+    def setUp(self):
+        self.server = None
+        self.restored = None
+
+    def tearDown(self):
+        for s in (self.restored, self.server):  # the restored one runs in the first one's directory
+            if s is not None:
+                _harness.stop_checked(s)
+
+    def test_backup_holds_the_writes_and_restores(self):
+        self.server = _harness.Server()
+        backups = os.path.join(self.server.tmp, "backups")
+        self.server.extra += ["--backup-dir", backups, "--backup-keep", "1"]
+        self.server.start()
+        with self.server.client(timeout=5.0) as c:
+            c.create_table("Orders")
+            for i in range(20):
+                c.insert("Orders", Entity("p", "r%02d" % i, {"N": i}))
+            lsn = c.ping()["lsn"]
+            b = c.backup()
+            self.assertTrue(b["name"].startswith("backup-"), b)
+            self.assertEqual(b["lastLsn"], lsn)
+            self.assertEqual(b["firstLsn"], 1)
+            self.assertEqual(b["tables"], 1)
+            self.assertEqual(b["removed"], [])
+            self.assertEqual(sorted(os.listdir(backups)), [b["name"]])
+            with open(os.path.join(b["path"], "sidetable-backup.json")) as f:
+                self.assertEqual(json.load(f)["last_lsn"], lsn)
+            c.insert("Orders", Entity("p", "after"))
+
+        async def second():
+            client = AsyncClient(self.server.endpoint, timeout=5.0)
+            try:
+                return await client.backup()
+            finally:
+                await client.close()
+        b2 = asyncio.run(second())
+        self.assertEqual(b2["lastLsn"], lsn + 1)
+        self.assertEqual(b2["removed"], [b["name"]])   # backup_keep 1
+        self.assertEqual(sorted(os.listdir(backups)), [b2["name"]])
+
+        self.restored = _harness.Server(data_dir=b2["path"]).start()
+        with self.restored.client(timeout=5.0) as c:
+            self.assertEqual(c.ping()["lsn"], lsn + 1)
+            rows = list(c.query("Orders"))
+            self.assertEqual(len(rows), 21)
+
+    def test_backup_without_a_backup_directory_is_refused(self):
+        self.server = _harness.Server().start()
+        with self.server.client(timeout=5.0) as c:
+            with self.assertRaises(InvalidInputError) as cm:
+                c.backup()
+            self.assertIn("storage.backup_dir", str(cm.exception))
+            self.assertEqual(wire.OP_NAMES[wire.BACKUP], "Backup")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,205 @@
+#include "sidecar/backup.h"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+#include "common/http_endpoint.h"
+#include "engine/edm.h"
+
+namespace sidetable::sidecar {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The absolute form of a configured path, symlinks of its existing part
+// resolved, for comparing two of them.
+fs::path Resolved(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  return ec ? fs::absolute(path).lexically_normal() : p;
+}
+
+bool Inside(const fs::path& inner, const fs::path& outer) {
+  auto [o, i] = std::mismatch(outer.begin(), outer.end(), inner.begin(), inner.end());
+  return o == outer.end() || (std::next(o) == outer.end() && o->empty());
+}
+
+// "backup-20261207T031502.123Z": sorts by time as text; a second backup in
+// the same millisecond (not possible on one thread, but a clock may step
+// back) gets a suffix.
+std::string NewName(const std::string& dir) {
+  std::string t = FormatDateTime(NowTicks());  // 2026-12-07T03:15:02.1234567Z
+  std::string compact;
+  for (char c : t.substr(0, 23)) {
+    if (c != '-' && c != ':') compact.push_back(c);
+  }
+  std::string name = std::string(kBackupPrefix) + compact + "Z";
+  std::error_code ec;
+  for (int n = 2; fs::exists(dir + "/" + name, ec) || fs::exists(dir + "/" + name + ".tmp", ec);
+       n++) {
+    name = std::string(kBackupPrefix) + compact + "Z-" + std::to_string(n);
+  }
+  return name;
+}
+
+std::string Manifest(const BackupSettings& s, const std::string& name, const CheckpointInfo& info) {
+  using common::JsonQuote;
+  return "{\"name\":" + JsonQuote(name) + ",\"created\":" + JsonQuote(FormatDateTime(NowTicks())) +
+         ",\"sidecar\":" + JsonQuote(s.sidecar_id) +
+         ",\"source\":" + JsonQuote(Resolved(s.data_dir).string()) +
+         ",\"kafka_topic\":" + JsonQuote(s.kafka_topic) +
+         ",\"first_lsn\":" + std::to_string(info.first_lsn) +
+         ",\"last_lsn\":" + std::to_string(info.last_lsn) +
+         ",\"tables\":" + std::to_string(info.tables) + ",\"files\":" + std::to_string(info.files) +
+         ",\"bytes\":" + std::to_string(info.bytes) + "}\n";
+}
+
+// Written beside the checkpoint's files, synced, then renamed into place:
+// a backup without its manifest is not listed (nor removed by retention).
+Status WriteManifest(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status(Code::kInternal, "creating " + tmp + ": " + std::strerror(errno));
+  size_t done = 0;
+  int err = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      err = errno;
+      break;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (err == 0 && ::fsync(fd) != 0) err = errno;
+  ::close(fd);
+  if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
+  if (err != 0) {
+    ::unlink(tmp.c_str());
+    return Status(err == ENOSPC ? Code::kInsufficientStorage : Code::kInternal,
+                  "writing " + path + ": " + std::strerror(err));
+  }
+  return Status::OK();
+}
+
+// Removes the oldest backups beyond `keep`; returns their names.
+std::vector<std::string> ApplyRetention(const BackupSettings& s) {
+  std::vector<std::string> removed;
+  if (s.keep == 0) return removed;
+  std::vector<std::string> all = ListBackups(s.dir);
+  for (size_t i = 0; i + s.keep < all.size(); i++) {
+    std::error_code ec;
+    fs::remove_all(s.dir + "/" + all[i], ec);
+    if (ec) {
+      spdlog::warn("backup: could not remove the old backup {}/{}: {}", s.dir, all[i],
+                   ec.message());
+      continue;
+    }
+    removed.push_back(all[i]);
+  }
+  return removed;
+}
+
+}  // namespace
+
+Status CheckBackupDir(const std::string& backup_dir, const std::string& data_dir) {
+  if (backup_dir.empty()) return Status::OK();
+  const fs::path b = Resolved(backup_dir), d = Resolved(data_dir);
+  if (Inside(b, d)) {
+    return Status(Code::kInvalidInput,
+                  "storage.backup_dir ('" + backup_dir + "') must not be storage.path ('" +
+                      data_dir +
+                      "') or inside it: every backup, and every copy of storage.path, would copy "
+                      "the backups too");
+  }
+  return Status::OK();
+}
+
+Status PrepareBackupDir(const BackupSettings& s) {
+  if (s.dir.empty()) return Status::OK();
+  std::error_code ec;
+  fs::create_directories(s.dir, ec);
+  if (!fs::is_directory(s.dir)) {
+    return Status(Code::kUnavailable, "storage.backup_dir '" + s.dir + "' is not a directory" +
+                                          (ec ? " (" + ec.message() + ")" : std::string()));
+  }
+  if (::access(s.dir.c_str(), W_OK | X_OK) != 0) {
+    return Status(Code::kUnavailable, "storage.backup_dir '" + s.dir + "': this process (uid " +
+                                          std::to_string(::geteuid()) +
+                                          ") may not write there: " + std::strerror(errno));
+  }
+  for (const auto& e : fs::directory_iterator(s.dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.starts_with(kBackupPrefix) && name.ends_with(".tmp")) {
+      spdlog::warn("backup: removing {}, what an interrupted backup left", e.path().string());
+      fs::remove_all(e.path(), ec);
+    }
+  }
+  // The data directory may not exist yet: its nearest existing parent is
+  // on the filesystem it will be on.
+  fs::path data_path = Resolved(s.data_dir);
+  while (!fs::exists(data_path, ec) && data_path.has_parent_path() &&
+         data_path != data_path.parent_path()) {
+    data_path = data_path.parent_path();
+  }
+  struct stat data {
+  }, backups{};
+  const bool linked = ::stat(data_path.c_str(), &data) == 0 &&
+                      ::stat(s.dir.c_str(), &backups) == 0 && data.st_dev == backups.st_dev;
+  spdlog::info("backup: backups go to {} ({}), keeping {}", s.dir,
+               linked ? "the data directory's filesystem: table files are hard links"
+                      : "another filesystem than the data directory: every file is copied",
+               s.keep == 0 ? std::string("all") : "the newest " + std::to_string(s.keep));
+  return Status::OK();
+}
+
+std::vector<std::string> ListBackups(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!name.starts_with(kBackupPrefix) || name.ends_with(".tmp") || !e.is_directory(ec)) continue;
+    if (!fs::is_regular_file(e.path() / kBackupManifest, ec)) continue;
+    names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Result<wire::BackupReply> TakeBackup(Engine* engine, const BackupSettings& s) {
+  if (s.dir.empty()) {
+    return Status(Code::kInvalidInput,
+                  "backups are off: set storage.backup_dir in the sidecar's configuration");
+  }
+  const std::string name = NewName(s.dir);
+  const std::string path = Resolved(s.dir).string() + "/" + name;
+  auto info = engine->Checkpoint(path);
+  if (!info.ok()) return info.status();
+  if (Status m = WriteManifest(path + "/" + std::string(kBackupManifest), Manifest(s, name, *info));
+      !m.ok()) {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+    return Status(m.code(), "backup " + name + " was removed: " + m.message());
+  }
+  wire::BackupReply r;
+  r.name = name;
+  r.path = path;
+  r.first_lsn = info->first_lsn;
+  r.last_lsn = info->last_lsn;
+  r.tables = info->tables;
+  r.files = info->files;  // the checkpoint's, as the manifest says
+  r.bytes = info->bytes;
+  r.micros = info->micros;
+  r.removed = ApplyRetention(s);
+  return r;
+}
+
+}  // namespace sidetable::sidecar

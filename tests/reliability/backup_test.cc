@@ -1,0 +1,218 @@
+// Hot backups through the Backup operation (docs/operations.md, "Backup and
+// restore"), with the real binary: a backup taken under writes holds every
+// write acknowledged before it and a sidecar started on it serves them; the
+// retention removes only its own oldest backups; a refusal (backups off, a
+// backup directory inside the data directory, a full backup disk) leaves
+// nothing behind and the sidecar serving.
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "client/client.h"
+#include "client/entity_builder.h"
+#include "testing/sidecar_process.h"
+#include "testing/temp_dir.h"
+#include "testing/text.h"
+#include "tests/sidecar/e2e_metrics.h"
+
+namespace sidetable {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::unique_ptr<client::Client> Connect(const testing::SidecarProcess& s, int attempts = 5) {
+  client::ClientOptions o;
+  o.endpoint = s.endpoint();
+  o.timeout = std::chrono::milliseconds(10000);
+  o.max_attempts = attempts;
+  return client::Client::Connect(o).value();
+}
+
+Entity Row(const std::string& pk, const std::string& rk, int n) {
+  return client::EntityBuilder(pk, rk).Int32("N", n).String("Pad", std::string(100, 'x')).Build();
+}
+
+std::vector<std::string> Names(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+TEST(BackupTest, ABackupTakenUnderWritesHoldsEveryAcknowledgedWriteAndRestores) {
+  testing::TempDir dir;
+  testing::SidecarProcess s(SIDETABLE_BIN, dir.Sub("db"),
+                            {"--durability", "fsync", "--backup-dir", dir.Sub("backups")});
+  ASSERT_TRUE(s.Start()) << s.Log();
+  ASSERT_TRUE(Connect(s)->CreateTable("Orders").ok());
+
+  // A writer of its own (a client per thread) writes while the backup runs.
+  std::atomic<int> acked{0};
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    auto c = Connect(s);
+    for (int i = 0; i < 100000 && !stop.load(); i++) {
+      if (!c->Insert("Orders", Row("p" + std::to_string(i % 5), "r" + std::to_string(i), i), false)
+               .ok())
+        return;
+      acked.store(i + 1);
+    }
+  });
+  for (int i = 0; i < 5000 && acked.load() < 200; i++)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  const int before = acked.load();
+  auto backup = Connect(s)->Backup();
+  stop = true;
+  writer.join();
+  ASSERT_GE(before, 200);
+  ASSERT_TRUE(backup.ok()) << backup.status().ToString() << s.Log();
+  EXPECT_EQ(backup->path, fs::weakly_canonical(dir.Sub("backups")).string() + "/" + backup->name);
+  EXPECT_TRUE(backup->name.starts_with("backup-")) << backup->name;
+  EXPECT_EQ(backup->first_lsn, 1u);
+  EXPECT_GE(backup->last_lsn,
+            static_cast<uint64_t>(before) + 1);  // the table's creation, then the inserts
+  EXPECT_EQ(backup->tables, 1u);
+  EXPECT_TRUE(backup->removed.empty());
+  const std::string manifest = ReadFile(backup->path + "/sidetable-backup.json");
+  EXPECT_TRUE(testing::Contains(manifest, "\"last_lsn\":" + std::to_string(backup->last_lsn)))
+      << manifest;
+  EXPECT_EQ(testing::Metric(s, "sidetable_backups_total{result=\"ok\"}"), 1u);
+  EXPECT_EQ(testing::Metric(s, "sidetable_backup_last_lsn"), backup->last_lsn);
+  s.Kill();
+
+  // Restore: a sidecar on the backup serves every write acknowledged before
+  // it was asked for, and the change log it holds, without a gap.
+  testing::SidecarProcess restored(SIDETABLE_BIN, backup->path, {"--durability", "fsync"});
+  ASSERT_TRUE(restored.Start()) << restored.Log();
+  auto c = Connect(restored);
+  auto ping = c->Ping();
+  ASSERT_TRUE(ping.ok());
+  EXPECT_EQ(ping->last_lsn, backup->last_lsn);
+  for (int i = 0; i < before; i++) {
+    auto e = c->Get("Orders", "p" + std::to_string(i % 5), "r" + std::to_string(i));
+    ASSERT_TRUE(e.ok()) << "write " << i
+                        << " was acknowledged before the backup: " << e.status().ToString();
+  }
+  uint64_t next = 1;
+  for (auto it = c->Changes(1);;) {
+    ChangeRecord r;
+    if (!it.Next(&r)) {
+      EXPECT_TRUE(it.status().ok()) << it.status().ToString();
+      break;
+    }
+    ASSERT_EQ(r.lsn, next++);
+  }
+  EXPECT_EQ(next - 1, backup->last_lsn);
+  EXPECT_EQ(restored.Stop(), 0) << restored.Log();
+}
+
+TEST(BackupTest, RetentionRemovesOnlyItsOwnOldestBackups) {
+  testing::TempDir dir;
+  const std::string backups = dir.Sub("backups");
+  fs::create_directories(backups + "/backup-by-hand");  // no manifest: not ours
+  std::ofstream(backups + "/notes.txt") << "the operator's";
+  testing::SidecarProcess s(SIDETABLE_BIN, dir.Sub("db"),
+                            {"--backup-dir", backups, "--backup-keep", "2"});
+  ASSERT_TRUE(s.Start()) << s.Log();
+  auto c = Connect(s);
+  ASSERT_TRUE(c->CreateTable("Orders").ok());
+  std::vector<client::BackupInfo> made;
+  for (int i = 0; i < 3; i++) {
+    ASSERT_TRUE(c->Insert("Orders", Row("p", "r" + std::to_string(i), i)).ok());
+    auto b = c->Backup();
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    made.push_back(*b);
+  }
+  EXPECT_TRUE(made[1].removed.empty());
+  ASSERT_EQ(made[2].removed, std::vector<std::string>{made[0].name});
+  EXPECT_LT(made[0].last_lsn, made[1].last_lsn);
+  EXPECT_LT(made[1].last_lsn, made[2].last_lsn);
+  std::vector<std::string> expect = {"backup-by-hand", made[1].name, made[2].name, "notes.txt"};
+  std::sort(expect.begin(), expect.end());
+  EXPECT_EQ(Names(backups), expect);
+  EXPECT_EQ(s.Stop(), 0) << s.Log();
+}
+
+TEST(BackupTest, WithoutABackupDirectoryTheOperationIsRefused) {
+  testing::TempDir dir;
+  testing::SidecarProcess s(SIDETABLE_BIN, dir.Sub("db"));
+  ASSERT_TRUE(s.Start()) << s.Log();
+  auto c = Connect(s);
+  ASSERT_TRUE(c->CreateTable("Orders").ok());
+  const auto before = Names(dir.Sub("db"));
+  auto b = c->Backup();
+  EXPECT_EQ(b.status().code(), Code::kInvalidInput);
+  EXPECT_TRUE(testing::Contains(b.status().message(), "storage.backup_dir"))
+      << b.status().ToString();
+  EXPECT_EQ(Names(dir.Sub("db")), before);
+  EXPECT_EQ(testing::Metric(s, "sidetable_backups_total{result=\"failed\"}"), 1u);
+  EXPECT_TRUE(c->Insert("Orders", Row("p", "r", 1)).ok());
+  EXPECT_EQ(s.Stop(), 0) << s.Log();
+}
+
+TEST(BackupTest, ABackupDirectoryInsideTheDataDirectoryIsRefusedAtStart) {
+  testing::TempDir dir;
+  testing::SidecarProcess s(SIDETABLE_BIN, dir.Sub("db"),
+                            {"--backup-dir", dir.Sub("db") + "/backups"});
+  EXPECT_FALSE(s.Start());
+  EXPECT_TRUE(testing::Contains(s.Log(), "storage.backup_dir")) << s.Log();
+  EXPECT_FALSE(fs::exists(dir.Sub("db"))) << "the data directory was created before the refusal";
+}
+
+// The backup directory on a small filesystem of its own (a tmpfs: the
+// table files are copied, not linked) that the data does not fit in: the
+// backup is InsufficientStorage, nothing is left there, and the sidecar
+// goes on writing. Needs root for the mount.
+TEST(BackupTest, AFullBackupDiskLeavesNothingBehindAndWritesGoOn) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to mount a tmpfs";
+  testing::TempDir dir;
+  const std::string backups = dir.Sub("backups");
+  fs::create_directories(backups);
+  if (::mount("tmpfs", backups.c_str(), "tmpfs", 0, "size=1m") != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs here: " << std::strerror(errno);
+  }
+  struct Unmount {
+    std::string path;
+    ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
+  } unmount{backups};
+  testing::SidecarProcess s(SIDETABLE_BIN, dir.Sub("db"), {"--backup-dir", backups});
+  ASSERT_TRUE(s.Start()) << s.Log();
+  auto c = Connect(s, /*attempts=*/1);
+  ASSERT_TRUE(c->CreateTable("Blobs").ok());
+  // About 3 MiB that does not compress.
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 48; i++) {
+    std::string bytes(64 << 10, '\0');
+    for (auto& b : bytes) b = static_cast<char>(rng());
+    ASSERT_TRUE(
+        c->Insert("Blobs",
+                  client::EntityBuilder("p", "r" + std::to_string(i)).Binary("B", bytes).Build(),
+                  false)
+            .ok());
+  }
+  auto b = c->Backup();
+  EXPECT_EQ(b.status().code(), Code::kInsufficientStorage) << b.status().ToString();
+  EXPECT_TRUE(Names(backups).empty()) << Names(backups).front();
+  EXPECT_EQ(testing::Metric(s, "sidetable_backups_total{result=\"failed\"}"), 1u);
+  EXPECT_TRUE(testing::Contains(s.Log(), "ran out of space")) << s.Log().substr(0, 4000);
+  EXPECT_TRUE(c->Insert("Blobs", client::EntityBuilder("p", "after").Int32("N", 1).Build()).ok());
+  EXPECT_TRUE(c->Get("Blobs", "p", "r47").ok());
+  EXPECT_EQ(s.Stop(), 0) << s.Log();
+}
+
+}  // namespace
+}  // namespace sidetable
