@@ -43,7 +43,8 @@ std::string NewName(const std::string& dir) {
   }
   std::string name = std::string(kBackupPrefix) + compact + "Z";
   std::error_code ec;
-  for (int n = 2; fs::exists(dir + "/" + name, ec) || fs::exists(dir + "/" + name + ".tmp", ec);
+  for (int n = 2; fs::exists(dir + "/" + name, ec) ||
+                  fs::exists(dir + "/" + name + std::string(kPartialSuffix), ec);
        n++) {
     name = std::string(kBackupPrefix) + compact + "Z-" + std::to_string(n);
   }
@@ -88,6 +89,21 @@ Status WriteManifest(const std::string& path, const std::string& text) {
                   "writing " + path + ": " + std::strerror(err));
   }
   return Status::OK();
+}
+
+// The rename into place survives a crash of the machine.
+void SyncDirectory(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  if (::fsync(fd) != 0) spdlog::warn("backup: fsync of {}: {}", dir, std::strerror(errno));
+  ::close(fd);
+}
+
+// What an interrupted backup leaves: the checkpoint's staging directory
+// (".partial.tmp", RocksDB's) or the checkpoint before its rename.
+bool Leftover(const std::string& name) {
+  return name.starts_with(kBackupPrefix) &&
+         (name.ends_with(kPartialSuffix) || name.ends_with(std::string(kPartialSuffix) + ".tmp"));
 }
 
 // Removes the oldest backups beyond `keep`; returns their names.
@@ -138,7 +154,7 @@ Status PrepareBackupDir(const BackupSettings& s) {
   }
   for (const auto& e : fs::directory_iterator(s.dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (name.starts_with(kBackupPrefix) && name.ends_with(".tmp")) {
+    if (Leftover(name)) {
       spdlog::warn("backup: removing {}, what an interrupted backup left", e.path().string());
       fs::remove_all(e.path(), ec);
     }
@@ -166,7 +182,7 @@ std::vector<std::string> ListBackups(const std::string& dir) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (!name.starts_with(kBackupPrefix) || name.ends_with(".tmp") || !e.is_directory(ec)) continue;
+    if (!name.starts_with(kBackupPrefix) || Leftover(name) || !e.is_directory(ec)) continue;
     if (!fs::is_regular_file(e.path() / kBackupManifest, ec)) continue;
     names.push_back(name);
   }
@@ -180,15 +196,24 @@ Result<wire::BackupReply> TakeBackup(Engine* engine, const BackupSettings& s) {
                   "backups are off: set storage.backup_dir in the sidecar's configuration");
   }
   const std::string name = NewName(s.dir);
-  const std::string path = Resolved(s.dir).string() + "/" + name;
-  auto info = engine->Checkpoint(path);
+  const std::string dir = Resolved(s.dir).string();
+  const std::string path = dir + "/" + name;
+  // Made under a name of its own and renamed when whole: a backup-...
+  // directory is always complete, and what a crash leaves is recognisably
+  // ours (removed at the next start, PrepareBackupDir).
+  const std::string partial = path + std::string(kPartialSuffix);
+  auto info = engine->Checkpoint(partial);
   if (!info.ok()) return info.status();
-  if (Status m = WriteManifest(path + "/" + std::string(kBackupManifest), Manifest(s, name, *info));
-      !m.ok()) {
+  Status m = WriteManifest(partial + "/" + std::string(kBackupManifest), Manifest(s, name, *info));
+  if (m.ok() && ::rename(partial.c_str(), path.c_str()) != 0) {
+    m = Status(Code::kInternal, "renaming " + partial + ": " + std::strerror(errno));
+  }
+  if (!m.ok()) {
     std::error_code ec;
-    fs::remove_all(path, ec);
+    fs::remove_all(partial, ec);
     return Status(m.code(), "backup " + name + " was removed: " + m.message());
   }
+  SyncDirectory(dir);
   wire::BackupReply r;
   r.name = name;
   r.path = path;

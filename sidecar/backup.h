@@ -22,6 +22,9 @@ namespace sidetable::sidecar {
 
 inline constexpr std::string_view kBackupPrefix = "backup-";
 inline constexpr std::string_view kBackupManifest = "sidetable-backup.json";
+// A backup being made: backup-<time>.partial, renamed to backup-<time> once
+// it is checked and has its manifest.
+inline constexpr std::string_view kPartialSuffix = ".partial";
 
 struct BackupSettings {
   std::string dir;       // storage.backup_dir ("" = off)
@@ -37,8 +40,8 @@ struct BackupSettings {
 Status CheckBackupDir(const std::string& backup_dir, const std::string& data_dir);
 
 // At start-up, with backups on: creates the directory when missing, checks
-// that this process may write there, removes the staging directories a
-// backup interrupted by a crash left, and logs whether backups will be hard
+// that this process may write there, removes what a backup interrupted by
+// a crash left (backup-*.partial, backup-*.partial.tmp), and logs whether backups will be hard
 // links (the data directory's filesystem) or copies.
 Status PrepareBackupDir(const BackupSettings& settings);
 

@@ -120,14 +120,19 @@ TEST(BackupTest, ABackupTakenUnderWritesHoldsEveryAcknowledgedWriteAndRestores) 
   EXPECT_EQ(restored.Stop(), 0) << restored.Log();
 }
 
-TEST(BackupTest, RetentionRemovesOnlyItsOwnOldestBackups) {
+TEST(BackupTest, RetentionAndStartUpRemoveOnlyWhatIsTheirs) {
   testing::TempDir dir;
   const std::string backups = dir.Sub("backups");
   fs::create_directories(backups + "/backup-by-hand");  // no manifest: not ours
+  // What backups interrupted by a crash leave: removed at the start.
+  fs::create_directories(backups + "/backup-20260101T000000.000Z.partial");
+  fs::create_directories(backups + "/backup-20260101T000001.000Z.partial.tmp");
   std::ofstream(backups + "/notes.txt") << "the operator's";
   testing::SidecarProcess s(SIDETABLE_BIN, dir.Sub("db"),
                             {"--backup-dir", backups, "--backup-keep", "2"});
   ASSERT_TRUE(s.Start()) << s.Log();
+  EXPECT_EQ(Names(backups), (std::vector<std::string>{"backup-by-hand", "notes.txt"}));
+  EXPECT_TRUE(testing::Contains(s.Log(), "what an interrupted backup left")) << s.Log();
   auto c = Connect(s);
   ASSERT_TRUE(c->CreateTable("Orders").ok());
   std::vector<client::BackupInfo> made;
