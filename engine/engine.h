@@ -158,6 +158,10 @@ struct CheckpointInfo {
   uint64_t files = 0;
   uint64_t bytes = 0;
   uint64_t micros = 0;  // how long it took, the read-back included
+  // The write-ahead log is copied while writes go on: the bytes of a last
+  // record being appended at that instant, cut short and dropped (a write
+  // not yet acknowledged when the checkpoint began). Usually 0.
+  uint64_t wal_tail_dropped_bytes = 0;
 };
 
 // The disk under the data directory, as writes see it.
@@ -295,8 +299,9 @@ class Engine {
   // (absolute; must not exist; its parent must), made while reads and
   // writes go on: RocksDB's checkpoint (memtables flushed, table files
   // hard-linked on the same filesystem and copied otherwise, the MANIFEST
-  // and WAL copied), then opened read-only to check it and to read what it
-  // holds. It contains every commit made before the call; a sidecar started
+  // and WAL copied), then recovered once (the WAL into table files, so it
+  // opens later without recovering anything) and opened read-only to check
+  // it and to read what it holds. It contains every commit made before the call; a sidecar started
   // on it opens it as after a kill -9 at one instant. Errors leave nothing
   // at `dir`: kInvalidInput for the path (exists, relative, no parent),
   // kInsufficientStorage when either disk is full, kInternal otherwise.

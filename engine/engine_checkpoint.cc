@@ -7,9 +7,10 @@
 // copies the MANIFEST, OPTIONS and the live write-ahead logs, staging in
 // `<dir>.tmp` and renaming at the end. The result is what a kill -9 at one
 // instant would have left, so every commit made before the call is in it
-// and the change log in it has no gap. The copy is then opened read-only:
-// a backup nobody has opened is only hoped to be one, and the read-back
-// also says exactly which change log it holds.
+// and the change log in it has no gap. The copy is then recovered once
+// (Settle: its log into table files) and opened read-only: a backup nobody
+// has opened is only hoped to be one, and the read-back also says exactly
+// which change log it holds.
 #include <rocksdb/utilities/checkpoint.h>
 
 #include <chrono>
@@ -79,6 +80,41 @@ void Measure(const std::string& dir, CheckpointInfo* info) {
   }
 }
 
+std::vector<rocksdb::ColumnFamilyDescriptor> Families(const internal::RocksDbOptionSet& opts) {
+  return {
+      {rocksdb::kDefaultColumnFamilyName, opts.meta},
+      {"entities", opts.entities},
+      {"changelog", opts.changelog},
+      {"requests", opts.requests},
+      {"images", opts.images},
+  };
+}
+
+// The write-ahead log was copied while writes went on: its last record may
+// be one a writer was appending at that instant, cut short. Recovery drops
+// such a tail as it would after a kill -9 (that write was not acknowledged
+// before the checkpoint began), but it would do so, and log the loss, at
+// every open of the backup. One open that recovers and flushes the log into
+// table files, then closes, leaves a backup that opens without a word.
+// *tail_dropped gets the bytes it dropped.
+Status Settle(const EngineOptions& options, const std::string& dir, uint64_t* tail_dropped) {
+  internal::RocksDbOptionSet opts = internal::MakeRocksDbOptions(options);
+  auto report = std::make_shared<internal::RecoveryReport>();
+  opts.db.info_log = internal::MakeRocksDbLogger(report);
+  opts.db.create_if_missing = false;
+  opts.db.avoid_flush_during_recovery = false;  // the recovered log into table files
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(opts.db, dir, Families(opts), &handles, &raw);
+  if (!s.ok()) return Status(Code::kInternal, "the checkpoint does not open: " + s.ToString());
+  for (auto* h : handles) raw->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+  s = raw->Close();
+  delete raw;
+  if (!s.ok()) return Status(Code::kInternal, "closing the checkpoint: " + s.ToString());
+  *tail_dropped = report->wal_dropped_bytes.load();
+  return Status::OK();
+}
+
 // Opens the checkpoint read-only, as a sidecar started on it would see it:
 // the WAL replays, and the change log's ends and the catalog are what the
 // info reports.
@@ -88,16 +124,9 @@ Status ReadBack(const EngineOptions& options, const std::string& dir, Checkpoint
   // Its own logger: RocksDB would otherwise write a LOG file into the copy.
   opts.db.info_log = internal::MakeRocksDbLogger(report);
   opts.db.create_if_missing = false;
-  std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
-      {rocksdb::kDefaultColumnFamilyName, opts.meta},
-      {"entities", opts.entities},
-      {"changelog", opts.changelog},
-      {"requests", opts.requests},
-      {"images", opts.images},
-  };
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  rocksdb::Status s = rocksdb::DB::OpenForReadOnly(opts.db, dir, cfs, &handles, &raw);
+  rocksdb::Status s = rocksdb::DB::OpenForReadOnly(opts.db, dir, Families(opts), &handles, &raw);
   if (!s.ok()) return Status(Code::kInternal, "the checkpoint does not open: " + s.ToString());
   std::unique_ptr<rocksdb::DB> db(raw);
   struct Handles {
@@ -108,6 +137,7 @@ Status ReadBack(const EngineOptions& options, const std::string& dir, Checkpoint
     }
   } release{db.get(), handles};
   if (report->wal_dropped_bytes.load() > 0) {
+    // Settle left no log to recover: this is damage, not a cut tail.
     return Status(Code::kInternal, "the checkpoint's write-ahead log did not check (" +
                                        std::to_string(report->wal_dropped_bytes.load()) +
                                        " bytes dropped)");
@@ -169,7 +199,9 @@ Result<CheckpointInfo> Engine::Impl::Checkpoint(const std::string& dir) {
   }
   CheckpointInfo info;
   info.path = dir;
-  if (Status read = ReadBack(options_, dir, &info); !read.ok()) {
+  Status read = Settle(options_, dir, &info.wal_tail_dropped_bytes);
+  if (read.ok()) read = ReadBack(options_, dir, &info);
+  if (!read.ok()) {
     RemoveCheckpoint(dir);
     return Status(read.code(), "the checkpoint at '" + dir + "' was removed: " + read.message());
   }

@@ -214,6 +214,13 @@ Result<wire::BackupReply> TakeBackup(Engine* engine, const BackupSettings& s) {
     return Status(m.code(), "backup " + name + " was removed: " + m.message());
   }
   SyncDirectory(dir);
+  if (info->wal_tail_dropped_bytes > 0) {
+    spdlog::info(
+        "backup {}: the write-ahead log, copied while writes went on, ended in a record cut "
+        "short ({} bytes): dropped, as after a kill -9 (a write not yet acknowledged when "
+        "the backup began)",
+        name, info->wal_tail_dropped_bytes);
+  }
   wire::BackupReply r;
   r.name = name;
   r.path = path;

@@ -5,7 +5,10 @@
 // changed on either side.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
+#include <climits>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -65,55 +68,88 @@ TEST_F(CheckpointTest, HoldsEveryCommitAndOpensAsADataDirectory) {
   EXPECT_EQ(engine_->Get("Orders", "p", "only-in-copy").status().code(), Code::kResourceNotFound);
 }
 
-// EGTs of two rows each while the checkpoint runs: every EGT acknowledged
-// before the call is in the copy, no EGT is there by half, and the copy's
-// change log runs 1..last_lsn without a gap and matches its rows.
+// EGTs of two rows each while checkpoints run: every EGT acknowledged
+// before the call is in the copy, no EGT is there by half, the copy's
+// change log runs 1..last_lsn without a gap and matches its rows, and the
+// copy opens without dropping anything (its WAL, copied while writers
+// appended to it, may end in a cut record that every open of the backup
+// would drop and report as a loss: seen twice in about 70 backups under
+// sidetable-loadgen's inserts, where the read-back refused the backup; not
+// reproduced here in 60 checkpoints, nor by a test of 30 backups under a
+// pipelined client, so this checks the outcome only).
 TEST_F(CheckpointTest, TakenUnderWritesHoldsWholeBatchesAndNoGap) {
   ASSERT_TRUE(engine_->CreateTable("Items").ok());
-  std::atomic<int> acked{0};
+  // EGT i is written by thread i % 4; acked counts the EGTs below which
+  // every one is acknowledged (each thread's own count, the lowest).
+  constexpr int kWriters = 4;
+  std::array<std::atomic<int>, kWriters> done{};
   std::atomic<bool> stop{false};
-  std::thread writer([&] {
-    for (int i = 0; i < 200000 && !stop.load(); i++) {
-      Batch b("Items");
-      b.Insert(MakeEntity("p" + std::to_string(i % 7), "a" + std::to_string(i), i));
-      b.Insert(MakeEntity("p" + std::to_string(i % 7), "b" + std::to_string(i), i));
-      if (!engine_->Execute(b).ok()) return;
-      acked.store(i + 1);
-    }
-  });
-  while (acked.load() < 300) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  const int before = acked.load();
-  auto info = engine_->Checkpoint(Target("hot"));
-  const int after = acked.load();
+  auto acked = [&] {
+    int low = INT32_MAX;
+    for (int w = 0; w < kWriters; w++) low = std::min(low, done[w].load() * kWriters + w);
+    return low;
+  };
+  std::vector<std::thread> writers;
+  for (int w = 0; w < kWriters; w++) {
+    writers.emplace_back([&, w] {
+      for (int k = 0; k < 500000 && !stop.load(); k++) {
+        const int i = k * kWriters + w;
+        Batch b("Items");
+        b.Insert(MakeEntity("p" + std::to_string(i % 7), "a" + std::to_string(i), i));
+        b.Insert(MakeEntity("p" + std::to_string(i % 7), "b" + std::to_string(i), i));
+        if (!engine_->Execute(b).ok()) return;
+        done[w].store(k + 1);
+      }
+    });
+  }
+  struct Taken {
+    int before = 0, after = 0;
+    Result<CheckpointInfo> info = Status(Code::kInternal, "not taken");
+  };
+  std::vector<Taken> taken(10);
+  for (size_t n = 0; n < taken.size(); n++) {
+    const int want = 200 * static_cast<int>(n + 1);
+    while (acked() < want) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    taken[n].before = acked();
+    taken[n].info = engine_->Checkpoint(Target("hot" + std::to_string(n)));
+    int high = 0;
+    for (int w = 0; w < kWriters; w++) high = std::max(high, (done[w].load() + 1) * kWriters);
+    taken[n].after = high;
+  }
   stop = true;
-  writer.join();
-  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  for (auto& t : writers) t.join();
 
-  auto copy = OpenCopy(Target("hot"));
-  ASSERT_NE(copy, nullptr);
-  EXPECT_EQ(copy->Stats().last_lsn, info->last_lsn);
-  int held = 0;
-  for (int i = 0; i < after + 1; i++) {
-    const std::string pk = "p" + std::to_string(i % 7);
-    const bool a = copy->Get("Items", pk, "a" + std::to_string(i)).ok();
-    const bool b = copy->Get("Items", pk, "b" + std::to_string(i)).ok();
-    EXPECT_EQ(a, b) << "EGT " << i << " is in the copy by half";
-    if (i < before) {
-      EXPECT_TRUE(a) << "EGT " << i << " was acknowledged before the checkpoint";
+  for (size_t n = 0; n < taken.size(); n++) {
+    SCOPED_TRACE("checkpoint " + std::to_string(n));
+    const Taken& t = taken[n];
+    ASSERT_TRUE(t.info.ok()) << t.info.status().ToString();
+    auto copy = OpenCopy(t.info->path);
+    ASSERT_NE(copy, nullptr);
+    EXPECT_EQ(copy->Stats().wal_recovery_dropped_bytes, 0u);
+    EXPECT_EQ(copy->Stats().last_lsn, t.info->last_lsn);
+    int held = 0;
+    for (int i = 0; i < t.after + 1; i++) {
+      const std::string pk = "p" + std::to_string(i % 7);
+      const bool a = copy->Get("Items", pk, "a" + std::to_string(i)).ok();
+      const bool b = copy->Get("Items", pk, "b" + std::to_string(i)).ok();
+      EXPECT_EQ(a, b) << "EGT " << i << " is in the copy by half";
+      if (i < t.before) {
+        EXPECT_TRUE(a) << "EGT " << i << " was acknowledged before the checkpoint";
+      }
+      held += a ? 1 : 0;
     }
-    held += a ? 1 : 0;
+    // One record per EGT after the table's creation (LSN 1).
+    EXPECT_EQ(t.info->last_lsn, static_cast<uint64_t>(held) + 1);
+    uint64_t expect = 1;
+    for (uint64_t from = 1;;) {
+      auto page = copy->ReadChanges(from, 1000);
+      ASSERT_TRUE(page.ok());
+      if (page->records.empty()) break;
+      for (const auto& r : page->records) ASSERT_EQ(r.lsn, expect++);
+      from = page->records.back().lsn + 1;
+    }
+    EXPECT_EQ(expect - 1, t.info->last_lsn);
   }
-  // One record per EGT after the table's creation (LSN 1).
-  EXPECT_EQ(info->last_lsn, static_cast<uint64_t>(held) + 1);
-  uint64_t expect = 1;
-  for (uint64_t from = 1;;) {
-    auto page = copy->ReadChanges(from, 1000);
-    ASSERT_TRUE(page.ok());
-    if (page->records.empty()) break;
-    for (const auto& r : page->records) ASSERT_EQ(r.lsn, expect++);
-    from = page->records.back().lsn + 1;
-  }
-  EXPECT_EQ(expect - 1, info->last_lsn);
 }
 
 TEST_F(CheckpointTest, ABadTargetIsRefusedAndChangesNothing) {
