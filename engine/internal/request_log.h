@@ -39,6 +39,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "engine/batch.h"
@@ -121,6 +123,74 @@ class RequestLog {
   // The ids recorded in gen_ and in gen_ - 1 (a superset); guarded by mu_.
   std::unique_ptr<internal::IdFilter> current_ids_;
   std::unique_ptr<internal::IdFilter> previous_ids_;
+};
+
+// The client request ids of the writes executing now: claimed after the
+// partition lock is taken and before the request log is looked up, given
+// back once the write is committed (visible to Lookup) or has failed.
+//
+// The partition lock serialises the attempts of one request (same table and
+// PartitionKey), but not two requests that use one id on different
+// partitions: both looked the id up before either had committed, both
+// missed it, and both were executed (found from outside: four clients with
+// one id on four partitions committed up to four rows, and a retry of one
+// of them was then refused as "a different request"). A claim held by a
+// request with another fingerprint refuses the later one at once
+// (InvalidInput, nothing executed), as the request log would once the first
+// has committed. Nothing here waits, so it adds no lock order.
+//
+// Thread safety: every method from any thread.
+class InflightRequestIds {
+ public:
+  // Claims (caller, id) for a request with `fingerprint`; false (nothing
+  // claimed) when a request with another fingerprint holds it.
+  bool Claim(std::string_view caller, std::string_view id, uint64_t fingerprint);
+  // Gives back one claim of Claim() that returned true.
+  void Release(std::string_view caller, std::string_view id);
+
+ private:
+  static std::string Key(std::string_view caller, std::string_view id);
+
+  struct Holder {
+    uint64_t fingerprint = 0;
+    uint32_t claims = 0;  // the same request twice: two claims, one entry
+  };
+  std::mutex mu_;
+  std::unordered_map<std::string, Holder> held_;  // guarded by mu_
+};
+
+// One claim of InflightRequestIds, given back when destroyed unless moved
+// on (a WriteGroup keeps its deferred writes' claims until its flush).
+class RequestIdClaim {
+ public:
+  RequestIdClaim() = default;
+  RequestIdClaim(InflightRequestIds* ids, std::string_view caller, std::string_view id)
+      : ids_(ids), caller_(caller), id_(id) {}
+  RequestIdClaim(RequestIdClaim&& o) noexcept
+      : ids_(std::exchange(o.ids_, nullptr)),
+        caller_(std::move(o.caller_)),
+        id_(std::move(o.id_)) {}
+  RequestIdClaim& operator=(RequestIdClaim&& o) noexcept {
+    if (this != &o) {
+      Reset();
+      ids_ = std::exchange(o.ids_, nullptr);
+      caller_ = std::move(o.caller_);
+      id_ = std::move(o.id_);
+    }
+    return *this;
+  }
+  RequestIdClaim(const RequestIdClaim&) = delete;
+  RequestIdClaim& operator=(const RequestIdClaim&) = delete;
+  ~RequestIdClaim() { Reset(); }
+
+  void Reset() {
+    if (ids_ != nullptr) ids_->Release(caller_, id_);
+    ids_ = nullptr;
+  }
+
+ private:
+  InflightRequestIds* ids_ = nullptr;
+  std::string caller_, id_;
 };
 
 }  // namespace sidetable
