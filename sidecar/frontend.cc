@@ -7,7 +7,10 @@
 #include <xxhash.h>
 
 #include <array>
+#include <optional>
 
+#include "engine/query/filter.h"
+#include "engine/query/query.h"
 #include "engine/table_name.h"
 #include "sidecar/server_impl.h"
 
@@ -104,6 +107,29 @@ uint64_t PartitionHash(const std::string& table, const std::string& pk) {
   return XXH3_64bits(key.data(), key.size());
 }
 
+// The one PartitionKey a query's $filter confines it to (a point read, a
+// partition scan or range), or nothing when it may read several partitions
+// or does not parse (the worker answers that). Parsed here a first time so
+// that such a query runs in its partition's order, behind the writes sent
+// before it on the connection (found from outside: a pipelined query of a
+// partition missed the EGTs sent just before it, on another worker).
+std::optional<std::string> QueryPartition(const wire::Request& r) {
+  if (r.filter.find_first_not_of(" \t\r\n") == std::string::npos) return std::nullopt;
+  auto filter = query::ParseFilter(r.filter);
+  if (!filter.ok()) return std::nullopt;
+  query::Plan plan = query::MakePlan(filter->get());
+  switch (plan.kind) {
+    case query::PlanKind::kPoint:
+      return std::move(plan.point_partition_key);
+    case query::PlanKind::kPartitionScan:
+    case query::PlanKind::kPartitionRange:
+      if (plan.bounds.start) return std::move(plan.bounds.start->first);
+      return std::nullopt;
+    default:
+      return std::nullopt;
+  }
+}
+
 }  // namespace
 
 size_t Server::Impl::WorkerFor(const wire::Request& r) {
@@ -121,6 +147,8 @@ size_t Server::Impl::WorkerFor(const wire::Request& r) {
     table = &r.writes[0].table;
     pk = &r.writes[0].ops[0].entity.partition_key;
   }
+  std::optional<std::string> query_pk;
+  if (r.op == Op::kQuery && (query_pk = QueryPartition(r))) pk = &*query_pk;
   const size_t workers = static_cast<size_t>(config_.workers);
   if (pk == nullptr) return round_robin_++ % workers;
   return PartitionHash(*table, *pk) % workers;
