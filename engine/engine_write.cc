@@ -376,11 +376,13 @@ Result<WriteResult> Engine::Impl::Execute(const Batch& batch, WriteGroup::State*
     // Claimed before the lookup: a request with this id on another
     // partition is either still executing (the claim refuses) or committed
     // (the lookup finds it).
-    if (!inflight_ids_.Claim(batch.caller(), batch.client_request_id(), fingerprint)) {
+    const std::string* key =
+        inflight_ids_.Claim(batch.caller(), batch.client_request_id(), fingerprint);
+    if (key == nullptr) {
       return Status(Code::kInvalidInput, "client request id '" + batch.client_request_id() +
                                              "' is in use by a different request still executing");
     }
-    claim = RequestIdClaim(&inflight_ids_, batch.caller(), batch.client_request_id());
+    claim = RequestIdClaim(&inflight_ids_, key);
     auto known = requests_->Lookup(batch.caller(), batch.client_request_id());
     if (!known.ok()) return known.status();
     if (known->has_value()) {

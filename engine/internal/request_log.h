@@ -142,20 +142,21 @@ class RequestLog {
 // Thread safety: every method from any thread.
 class InflightRequestIds {
  public:
-  // Claims (caller, id) for a request with `fingerprint`; false (nothing
-  // claimed) when a request with another fingerprint holds it.
-  bool Claim(std::string_view caller, std::string_view id, uint64_t fingerprint);
-  // Gives back one claim of Claim() that returned true.
-  void Release(std::string_view caller, std::string_view id);
+  // Claims (caller, id) for a request with `fingerprint`: the claim's key,
+  // stable until its last claim is released; null (nothing claimed) when a
+  // request with another fingerprint holds it.
+  const std::string* Claim(std::string_view caller, std::string_view id, uint64_t fingerprint);
+  // Gives back one claim of `key`, as Claim() returned it.
+  void Release(const std::string* key);
 
  private:
-  static std::string Key(std::string_view caller, std::string_view id);
-
   struct Holder {
     uint64_t fingerprint = 0;
     uint32_t claims = 0;  // the same request twice: two claims, one entry
   };
   std::mutex mu_;
+  // Keys are caller '\0' id. A node's key stays where it is until erased
+  // (rehashing moves no element), so a claim holds a pointer to it.
   std::unordered_map<std::string, Holder> held_;  // guarded by mu_
 };
 
@@ -164,18 +165,14 @@ class InflightRequestIds {
 class RequestIdClaim {
  public:
   RequestIdClaim() = default;
-  RequestIdClaim(InflightRequestIds* ids, std::string_view caller, std::string_view id)
-      : ids_(ids), caller_(caller), id_(id) {}
+  RequestIdClaim(InflightRequestIds* ids, const std::string* key) : ids_(ids), key_(key) {}
   RequestIdClaim(RequestIdClaim&& o) noexcept
-      : ids_(std::exchange(o.ids_, nullptr)),
-        caller_(std::move(o.caller_)),
-        id_(std::move(o.id_)) {}
+      : ids_(std::exchange(o.ids_, nullptr)), key_(std::exchange(o.key_, nullptr)) {}
   RequestIdClaim& operator=(RequestIdClaim&& o) noexcept {
     if (this != &o) {
       Reset();
       ids_ = std::exchange(o.ids_, nullptr);
-      caller_ = std::move(o.caller_);
-      id_ = std::move(o.id_);
+      key_ = std::exchange(o.key_, nullptr);
     }
     return *this;
   }
@@ -184,13 +181,14 @@ class RequestIdClaim {
   ~RequestIdClaim() { Reset(); }
 
   void Reset() {
-    if (ids_ != nullptr) ids_->Release(caller_, id_);
+    if (ids_ != nullptr) ids_->Release(key_);
     ids_ = nullptr;
+    key_ = nullptr;
   }
 
  private:
   InflightRequestIds* ids_ = nullptr;
-  std::string caller_, id_;
+  const std::string* key_ = nullptr;
 };
 
 }  // namespace sidetable
