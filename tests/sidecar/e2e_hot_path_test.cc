@@ -19,6 +19,9 @@
 #include <string>
 #include <thread>
 
+#include <zmq.hpp>
+
+#include "protocol/wire.h"
 #include "testing/proc_stats.h"
 #include "tests/sidecar/e2e_fixture.h"
 #include "tests/sidecar/e2e_metrics.h"
@@ -496,6 +499,57 @@ TEST_F(HotPathTest, WriteManyAndArchiveRequestsKeepTheirPartitionsOrder) {
   EXPECT_EQ(errors.load(), 0);
   EXPECT_EQ(archived_first, 0)
       << "archive requests recorded before the writes of their partition sent before them";
+}
+
+// Pipelined on one connection, a DeleteTable and the CreateTable of the
+// same table sent after it run in that order: both used to go to any
+// worker, and the create could run first (TableAlreadyExists), after which
+// the delete left no table at all.
+TEST_F(HotPathTest, ADeleteTableAndTheCreateTableAfterItRunInOrder) {
+  ASSERT_TRUE(client_->CreateTable("Recreated").ok());
+  zmq::context_t ctx;
+  zmq::socket_t s(ctx, zmq::socket_type::dealer);
+  s.set(zmq::sockopt::linger, 0);
+  s.connect(server_->endpoint());
+  auto send = [&](wire::Op op, uint64_t id) {
+    wire::Request r;
+    r.op = op;
+    r.id = id;
+    r.table = "Recreated";
+    std::string frame;
+    wire::EncodeRequest(r, &frame);
+    s.send(zmq::buffer(frame), zmq::send_flags::none);
+  };
+  int out_of_order = 0;
+  for (int round = 0; round < 40; round++) {
+    // Rows for the delete to drop: it takes longer than the create.
+    for (int b = 0; b < 2; b++) {
+      Batch rows("Recreated");
+      for (int r = 0; r < 100; r++)
+        rows.Insert(Person("p" + std::to_string(b), "r" + std::to_string(r), r));
+      ASSERT_TRUE(client_->Execute(rows).ok());
+    }
+    const uint64_t del = 2 * round + 1, create = 2 * round + 2;
+    send(wire::Op::kDeleteTable, del);
+    send(wire::Op::kCreateTable, create);
+    std::map<uint64_t, uint16_t> status;
+    for (int i = 0; i < 2; i++) {
+      zmq::pollitem_t item{s.handle(), 0, ZMQ_POLLIN, 0};
+      ASSERT_EQ(zmq::poll(&item, 1, std::chrono::milliseconds(5000)), 1) << "round " << round;
+      zmq::message_t reply;
+      ASSERT_TRUE(s.recv(reply));
+      wire::Header h;
+      std::string_view body;
+      ASSERT_TRUE(wire::DecodeReply(reply.to_string_view(), &h, &body).ok());
+      status[h.request_id] = h.status;
+    }
+    EXPECT_EQ(status[del], 204) << "round " << round;
+    out_of_order += status[create] != 201;
+    // Whatever happened, the next round starts with the table there.
+    const Status created = client_->CreateTable("Recreated");
+    ASSERT_TRUE(created.ok() || created.code() == Code::kTableAlreadyExists) << created.ToString();
+  }
+  EXPECT_EQ(out_of_order, 0) << "CreateTables that ran before the DeleteTable sent before them";
 }
 
 // A query whose $filter confines it to one partition runs in that
