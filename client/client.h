@@ -292,7 +292,9 @@ class Client {
   // Independent EGTs in one request (each commits on its own, in order; one
   // failing does not stop the others): `done` gets one result per batch, or
   // the request's own failure. All batches take the first one's caller.
-  // At most 1,000 batches and sidecar.max_request_bytes in all.
+  // At most 1,000 batches and sidecar.max_request_bytes in all. Ordered
+  // with the requests sent before and after it on this client only for
+  // its first batch's partition (docs/protocol.md, "Request ids").
   void SendWriteMany(const std::vector<Batch>& batches, Done<std::vector<Result<WriteResult>>> done);
   void SendGet(const std::string& table, const std::string& pk, const std::string& rk, Done<Entity> done,
                const std::vector<std::string>& select = {}, const ReadOptions& read = {});

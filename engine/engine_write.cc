@@ -368,8 +368,21 @@ Result<WriteResult> Engine::Impl::Execute(const Batch& batch, WriteGroup::State*
   // A retry of a committed request: its first outcome, nothing executed.
   // Under the partition lock, so an attempt still committing is seen.
   uint64_t fingerprint = 0;
+  // Held until this write is committed or has failed (in a group, until the
+  // flush). Declared after the locks, so given back before them.
+  RequestIdClaim claim;
   if (!batch.client_request_id().empty()) {
     fingerprint = RequestFingerprint(batch);
+    // Claimed before the lookup: a request with this id on another
+    // partition is either still executing (the claim refuses) or committed
+    // (the lookup finds it).
+    const std::string* key =
+        inflight_ids_.Claim(batch.caller(), batch.client_request_id(), fingerprint);
+    if (key == nullptr) {
+      return Status(Code::kInvalidInput, "client request id '" + batch.client_request_id() +
+                                             "' is in use by a different request still executing");
+    }
+    claim = RequestIdClaim(&inflight_ids_, key);
     auto known = requests_->Lookup(batch.caller(), batch.client_request_id());
     if (!known.ok()) return known.status();
     if (known->has_value()) {
@@ -435,6 +448,7 @@ Result<WriteResult> Engine::Impl::Execute(const Batch& batch, WriteGroup::State*
   // partition lock is released.
   if (group != nullptr) {
     ST_RETURN_IF_ERROR(group->Add(&work, &result.lsn, &result.timestamp));
+    group->claims.push_back(std::move(claim));
   } else {
     ST_RETURN_IF_ERROR(commits_->Commit(&work, &result.lsn, &result.timestamp, /*wait_durable=*/false));
   }

@@ -305,4 +305,27 @@ void RequestLog::Record(std::string_view caller, std::string_view id,
   wb->Put(cf_, IdKey(gen, caller, id), value);
 }
 
+const std::string* InflightRequestIds::Claim(std::string_view caller, std::string_view id,
+                                             uint64_t fingerprint) {
+  // Callers hold no '\0' (ValidateCaller refuses control characters).
+  std::string key;
+  key.reserve(caller.size() + 1 + id.size());
+  key.append(caller);
+  key.push_back('\0');
+  key.append(id);
+  std::lock_guard lock(mu_);
+  auto [it, inserted] = held_.try_emplace(std::move(key));
+  if (!inserted && it->second.fingerprint != fingerprint) return nullptr;
+  it->second.fingerprint = fingerprint;
+  it->second.claims++;
+  return &it->first;
+}
+
+void InflightRequestIds::Release(const std::string* key) {
+  std::lock_guard lock(mu_);
+  auto it = held_.find(*key);
+  if (it == held_.end()) return;
+  if (--it->second.claims == 0) held_.erase(it);
+}
+
 }  // namespace sidetable

@@ -62,6 +62,10 @@ Status WriteGroup::State::Flush() {
   const Status s = impl->commits_->Release(&held);
   for (size_t i = flushed; i < outcomes.size(); i++) outcomes[i] = s;
   flushed = outcomes.size();
+  // Committed (or failed) now: a request with one of these ids finds it in
+  // the request log. Before the partitions are let go, so a retry waiting
+  // for one of them never meets its own first attempt's claim.
+  claims.clear();
   for (std::mutex* m : partitions) m->unlock();
   partitions.clear();
   for (const auto& t : tables) t->mu.unlock_shared();

@@ -7,7 +7,10 @@
 #include <xxhash.h>
 
 #include <array>
+#include <optional>
 
+#include "engine/query/filter.h"
+#include "engine/query/query.h"
 #include "engine/table_name.h"
 #include "sidecar/server_impl.h"
 
@@ -104,17 +107,58 @@ uint64_t PartitionHash(const std::string& table, const std::string& pk) {
   return XXH3_64bits(key.data(), key.size());
 }
 
+// The one PartitionKey a query's $filter confines it to (a point read, a
+// partition scan or range), or nothing when it may read several partitions
+// or does not parse (the worker answers that). Parsed here a first time so
+// that such a query runs in its partition's order, behind the writes sent
+// before it on the connection (found from outside: a pipelined query of a
+// partition missed the EGTs sent just before it, on another worker).
+std::optional<std::string> QueryPartition(const wire::Request& r) {
+  if (r.filter.find_first_not_of(" \t\r\n") == std::string::npos) return std::nullopt;
+  auto filter = query::ParseFilter(r.filter);
+  if (!filter.ok()) return std::nullopt;
+  query::Plan plan = query::MakePlan(filter->get());
+  switch (plan.kind) {
+    case query::PlanKind::kPoint:
+      return std::move(plan.point_partition_key);
+    case query::PlanKind::kPartitionScan:
+    case query::PlanKind::kPartitionRange:
+      if (plan.bounds.start) return std::move(plan.bounds.start->first);
+      return std::nullopt;
+    default:
+      return std::nullopt;
+  }
+}
+
 }  // namespace
 
 size_t Server::Impl::WorkerFor(const wire::Request& r) {
   using wire::Op;
+  const std::string* table = &r.table;
   const std::string* pk = nullptr;
   if (r.op == Op::kWrite && !r.ops.empty()) pk = &r.ops[0].entity.partition_key;
-  if (r.op == Op::kGet) pk = &r.pk;
   if (r.op == Op::kBackup) return backup_queue_;
+  if (r.op == Op::kGet || r.op == Op::kRequestArchive) pk = &r.pk;
+  // A WriteMany goes with its first batch's partition: pipelined on one
+  // connection, two WriteManys of one partition, or a WriteMany and a
+  // Write or Get of it, used to run on two workers at once and commit in
+  // either order (found from outside: the last write sent did not stick).
+  // Its other batches' partitions are not ordered (docs/protocol.md).
+  if (r.op == Op::kWriteMany && !r.writes.empty() && !r.writes[0].ops.empty()) {
+    table = &r.writes[0].table;
+    pk = &r.writes[0].ops[0].entity.partition_key;
+  }
+  std::optional<std::string> query_pk;
+  if (r.op == Op::kQuery && (query_pk = QueryPartition(r))) pk = &*query_pk;
+  // A table's creation and deletion on one worker (that of its partition
+  // ""): pipelined, a DeleteTable and the CreateTable sent after it ran on
+  // two workers, and the create could come first (409, then no table).
+  // They are still not ordered with the table's writes (docs/protocol.md).
+  static const std::string kTableItself;
+  if (r.op == Op::kCreateTable || r.op == Op::kDeleteTable) pk = &kTableItself;
   const size_t workers = static_cast<size_t>(config_.workers);
   if (pk == nullptr) return round_robin_++ % workers;
-  return PartitionHash(r.table, *pk) % workers;
+  return PartitionHash(*table, *pk) % workers;
 }
 
 size_t Server::Impl::ForwarderFor(const wire::Request& r) {

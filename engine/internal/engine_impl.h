@@ -150,6 +150,8 @@ class Engine::Impl {
   std::shared_ptr<StorageGuard> storage_;  // also a listener of db_
   std::unique_ptr<CommitQueue> commits_;
   std::unique_ptr<RequestLog> requests_;
+  // The ids of writes between their lookup and their commit (request_log.h).
+  InflightRequestIds inflight_ids_;
   PartitionLocks partition_locks_;
   // Filled by point reads; every writer of rows erases what it writes under
   // the partition lock, before the write is visible (row_cache.h).
@@ -187,6 +189,7 @@ struct WriteGroup::State {
   CommitQueue::HeldGroup held;
   std::vector<std::shared_ptr<TableState>> tables;  // held shared
   std::vector<std::mutex*> partitions;              // held
+  std::vector<RequestIdClaim> claims;               // the deferred writes' ids, given back at Flush
   std::vector<Status> outcomes;                     // by ticket
   size_t flushed = 0;                               // outcomes before it are final
   size_t bytes = 0;                                 // roughly, since the last flush

@@ -39,6 +39,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "engine/batch.h"
@@ -121,6 +123,72 @@ class RequestLog {
   // The ids recorded in gen_ and in gen_ - 1 (a superset); guarded by mu_.
   std::unique_ptr<internal::IdFilter> current_ids_;
   std::unique_ptr<internal::IdFilter> previous_ids_;
+};
+
+// The client request ids of the writes executing now: claimed after the
+// partition lock is taken and before the request log is looked up, given
+// back once the write is committed (visible to Lookup) or has failed.
+//
+// The partition lock serialises the attempts of one request (same table and
+// PartitionKey), but not two requests that use one id on different
+// partitions: both looked the id up before either had committed, both
+// missed it, and both were executed (found from outside: four clients with
+// one id on four partitions committed up to four rows, and a retry of one
+// of them was then refused as "a different request"). A claim held by a
+// request with another fingerprint refuses the later one at once
+// (InvalidInput, nothing executed), as the request log would once the first
+// has committed. Nothing here waits, so it adds no lock order.
+//
+// Thread safety: every method from any thread.
+class InflightRequestIds {
+ public:
+  // Claims (caller, id) for a request with `fingerprint`: the claim's key,
+  // stable until its last claim is released; null (nothing claimed) when a
+  // request with another fingerprint holds it.
+  const std::string* Claim(std::string_view caller, std::string_view id, uint64_t fingerprint);
+  // Gives back one claim of `key`, as Claim() returned it.
+  void Release(const std::string* key);
+
+ private:
+  struct Holder {
+    uint64_t fingerprint = 0;
+    uint32_t claims = 0;  // the same request twice: two claims, one entry
+  };
+  std::mutex mu_;
+  // Keys are caller '\0' id. A node's key stays where it is until erased
+  // (rehashing moves no element), so a claim holds a pointer to it.
+  std::unordered_map<std::string, Holder> held_;  // guarded by mu_
+};
+
+// One claim of InflightRequestIds, given back when destroyed unless moved
+// on (a WriteGroup keeps its deferred writes' claims until its flush).
+class RequestIdClaim {
+ public:
+  RequestIdClaim() = default;
+  RequestIdClaim(InflightRequestIds* ids, const std::string* key) : ids_(ids), key_(key) {}
+  RequestIdClaim(RequestIdClaim&& o) noexcept
+      : ids_(std::exchange(o.ids_, nullptr)), key_(std::exchange(o.key_, nullptr)) {}
+  RequestIdClaim& operator=(RequestIdClaim&& o) noexcept {
+    if (this != &o) {
+      Reset();
+      ids_ = std::exchange(o.ids_, nullptr);
+      key_ = std::exchange(o.key_, nullptr);
+    }
+    return *this;
+  }
+  RequestIdClaim(const RequestIdClaim&) = delete;
+  RequestIdClaim& operator=(const RequestIdClaim&) = delete;
+  ~RequestIdClaim() { Reset(); }
+
+  void Reset() {
+    if (ids_ != nullptr) ids_->Release(key_);
+    ids_ = nullptr;
+    key_ = nullptr;
+  }
+
+ private:
+  InflightRequestIds* ids_ = nullptr;
+  const std::string* key_ = nullptr;
 };
 
 }  // namespace sidetable
