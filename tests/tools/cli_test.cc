@@ -258,6 +258,63 @@ TEST_F(CliTest, ConditionalWritesWithStaleEtag) {
   ServerError({"get", "Tab", "p", "r"}, "ResourceNotFound (404)");
 }
 
+// An empty condition is refused, exit 2, and nothing changes: the sidecar
+// reads an empty ifMatch as none, so `--if-match "$ETAG"` with $ETAG empty
+// (the `get` before it failed) replaced or deleted whatever was stored, the
+// lost update the script guarded against (found from outside).
+TEST_F(CliTest, AnEmptyConditionIsRefusedAndNothingChanges) {
+  Ok({"create-table", "Tab"});
+  Ok({"insert", "Tab", R"({"PartitionKey":"p","RowKey":"r","V":1})"});
+  const std::string etag = EtagOf("Tab", "p", "r");
+  const std::string batch_path = WriteFile(
+      "empty-if-match.json",
+      R"([{"op":"Merge","entity":{"PartitionKey":"p","RowKey":"r","V":9},"ifMatch":""}])");
+  struct Case {
+    std::vector<std::string> args;
+    std::string input, says;
+  };
+  const std::vector<Case> cases = {
+      {{"update", "Tab", R"({"PartitionKey":"p","RowKey":"r","V":9})", "--if-match", ""},
+       "",
+       "--if-match"},
+      {{"merge", "Tab", R"({"PartitionKey":"p","RowKey":"r","V":9})", "--if-match", ""},
+       "",
+       "--if-match"},
+      {{"delete", "Tab", "p", "r", "--if-match", ""}, "", "--if-match"},
+      {{"update", "Tab", "-"},
+       R"({"odata.etag":"","PartitionKey":"p","RowKey":"r","V":9})",
+       "'odata.etag'"},
+      {{"merge", "Tab", "-"},
+       R"({"odata.etag":"","PartitionKey":"p","RowKey":"r","V":9})",
+       "'odata.etag'"},
+      {{"batch", "Tab", batch_path}, "", "operation 0: \"ifMatch\" is empty"},
+  };
+  for (const Case& c : cases) {
+    CliResult r = Cli(c.args, c.input);
+    EXPECT_EQ(r.exit_code, 2) << c.args[0] << ": " << Describe(r);
+    EXPECT_TRUE(Contains(r.err, c.says)) << Describe(r);
+    EXPECT_TRUE(Contains(r.err, "empty")) << Describe(r);
+    EXPECT_EQ(r.out, "");
+  }
+  EXPECT_EQ(EtagOf("Tab", "p", "r"), etag) << "nothing was written";
+  // An ETag and "*" still work.
+  Ok({"merge", "Tab", R"({"PartitionKey":"p","RowKey":"r","W":1})", "--if-match", etag});
+  Ok({"delete", "Tab", "p", "r", "--if-match", "*"});
+}
+
+// `policy clear TABLE ""` (an unset $ID) removed every policy, revoking
+// every token issued under them; only an ID left out means all.
+TEST_F(CliTest, AnEmptyPolicyIdClearsNothing) {
+  Ok({"create-table", "Tab"});
+  Ok({"policy", "set", "Tab", "ro", "--permissions", "r", "--expiry", "1d"});
+  CliResult r = Cli({"policy", "clear", "Tab", ""});
+  EXPECT_EQ(r.exit_code, 2) << Describe(r);
+  EXPECT_TRUE(Contains(r.err, "ID: got an empty value")) << Describe(r);
+  EXPECT_TRUE(Ok({"policy", "get", "Tab"}).starts_with("ro\t")) << "the policy is still there";
+  Ok({"policy", "clear", "Tab"});
+  EXPECT_EQ(Ok({"policy", "get", "Tab"}), "");
+}
+
 TEST_F(CliTest, QueryFollowsEveryPage) {
   Ok({"create-table", "Big"});
   for (int p = 0; p < 5; p++) {

@@ -258,6 +258,8 @@ TEST(EntityJsonTest, ErrorsNameTheProperty) {
   expect(R"({"RowKey":"r"})", "'PartitionKey'", "missing");
   expect(R"({"PartitionKey":"p"})", "'RowKey'", "missing");
   expect(R"({"PartitionKey":"p","RowKey":"r","odata.etag":3})", "'odata.etag'", "must be a string");
+  // An empty ETag would be no condition at all on the wire (protocol.md).
+  expect(R"({"PartitionKey":"p","RowKey":"r","odata.etag":""})", "'odata.etag'", "empty ETag");
 }
 
 // The duplicate-key check compares a word of each key (its length and five
@@ -404,6 +406,11 @@ TEST(BatchJsonTest, ErrorsNameTheOperation) {
   expect(R"([{"entity":{"PartitionKey":"p","RowKey":"1"}}])", "\"op\" is missing");
   expect(R"([{"op":"Insert"}])", "\"entity\" is missing");
   expect(R"([5])", "operation 0: must be an object");
+  // Empty is no condition on the wire: refused, not sent as unconditional.
+  expect(R"([{"op":"Merge","entity":{"PartitionKey":"p","RowKey":"1"},"ifMatch":""}])",
+         "operation 0: \"ifMatch\" is empty");
+  expect(R"([{"op":"Delete","entity":{"odata.etag":"","PartitionKey":"p","RowKey":"1"}}])",
+         "operation 0: property 'odata.etag'");
 }
 
 TEST(ChangeRecordJsonTest, WritesRecordWithImages) {
