@@ -11,6 +11,8 @@ any order.
 import collections as _collections
 import heapq as _heapq
 import itertools as _itertools
+import math as _math
+import os as _os
 import random as _random
 import threading as _threading
 import time as _time
@@ -41,6 +43,40 @@ __all__ = ["Client", "Batch", "Handle", "SidetableError", "SidetableTimeout",
 Watermark = _collections.namedtuple(
     "Watermark", "derived source partition partitions lsn time")
 Watermark.__new__.__defaults__ = (0,)
+
+
+def _select_names(select):
+    """``select`` as the list of names the protocol takes. A str is a
+    comma-separated list, as the Azure SDK reads it (``"Name"``,
+    ``"Name,Age"``): ``list("Name")`` would have asked for the properties
+    ``N``, ``a``, ``m`` and ``e``, and returned them as missing."""
+    if isinstance(select, str):
+        return [name.strip() for name in select.split(",")]
+    if isinstance(select, (bytes, bytearray, memoryview)):
+        raise TypeError("select: property names are str, got %s"
+                        % type(select).__name__)
+    return list(select)
+
+
+def _seconds(name, value, positive=False):
+    """A time-out or back-off in seconds, checked: 0 or less made every
+    attempt time out at once (the retries spent in a few ms), NaN and
+    infinities failed later inside the poll with an unrelated message."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError("%s must be a number of seconds, got %r" % (name, value))
+    value = float(value)
+    if not _math.isfinite(value) or value < 0 or (positive and value == 0):
+        raise ValueError("%s must be a finite number of seconds %s, got %r"
+                         % (name, "above 0" if positive else "of 0 or more",
+                            value))
+    return value
+
+
+def _count(name, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError("%s must be a whole number of 0 or more, got %r"
+                         % (name, value))
+    return value
 
 
 def _enc_after(body, after, wait_ms):
@@ -202,6 +238,16 @@ class Handle(object):
 
 # -- batches ------------------------------------------------------------------
 
+def _check_if_match(if_match):
+    """``ValueError`` for ``if_match=""``: the protocol reads an empty
+    ``ifMatch`` as no condition, so an ETag variable left empty by a failed
+    read would replace or delete whatever is stored (a lost update) where
+    the caller asked for a condition."""
+    if isinstance(if_match, str) and not if_match:
+        raise ValueError("if_match is empty: pass the entity's ETag, \"*\" "
+                         "for an unconditional write, or None")
+
+
 class Batch(object):
     """An entity group transaction: 1 to 100 operations on one PartitionKey
     of one table, committed entirely or not at all by
@@ -224,6 +270,7 @@ class Batch(object):
         return len(self.ops)
 
     def _add(self, kind, entity, if_match=None, keys_only=False):
+        _check_if_match(if_match)
         pk, rk, props = _w.split_entity(entity)
         op = {"op": kind,
               "entity": _w.encode_entity(pk, rk, None if keys_only else props)}
@@ -237,7 +284,7 @@ class Batch(object):
 
     def update(self, entity, if_match=None):
         """Replace an existing entity; ``if_match`` an ETag, ``"*"`` or
-        ``None`` (unconditional)."""
+        ``None`` (unconditional); ``""`` is a ``ValueError``."""
         return self._add("Update", entity, if_match)
 
     def merge(self, entity, if_match=None):
@@ -397,14 +444,25 @@ class _Requests(object):
         # order, which the sidecar's request log inserts cheaply.
         self._id_prefix = "%016x" % _random.SystemRandom().getrandbits(64)
         self._id_count = _itertools.count()
-        self.timeout = float(timeout)
+        self.timeout = _seconds("timeout", timeout, positive=True)
         self.connect_timeout = (max(self.timeout, 1.0) if connect_timeout is None
-                                else float(connect_timeout))
-        self.retries = int(retries)
+                                else _seconds("connect_timeout", connect_timeout))
+        self.retries = _count("retries", retries)
         self.caller = caller
-        self.backoff = float(backoff)
-        self.max_backoff = float(max_backoff)
+        self.backoff = _seconds("backoff", backoff)
+        self.max_backoff = _seconds("max_backoff", max_backoff)
+        # libzmq's sockets and threads do not survive fork(): a child that
+        # used this client waited in poll() for ever, whatever the timeout.
+        self._pid = _os.getpid()
         return curve
+
+    def _check_process(self):
+        if _os.getpid() != self._pid:
+            raise RuntimeError(
+                "this sidetable client was created in process %d and used in "
+                "process %d, a child made by fork(): ZeroMQ sockets do not "
+                "survive a fork; create a new client in the child"
+                % (self._pid, _os.getpid()))
 
     def _encode(self, op, rid, body):
         """The request frame, refused here when no sidecar with this
@@ -494,7 +552,7 @@ class _Requests(object):
     def _req_get(self, table, pk, rk, select=None, after=None, wait_ms=None):
         body = {"table": table, "pk": pk, "rk": rk}
         if select is not None:
-            body["select"] = list(select)
+            body["select"] = _select_names(select)
         return _w.GET, _enc_after(body, after, wait_ms), _dec_get
 
     def _req_advance_watermarks(self, watermarks):
@@ -530,7 +588,7 @@ class _Requests(object):
         if filter is not None:
             body["filter"] = filter
         if select is not None:
-            body["select"] = list(select)
+            body["select"] = _select_names(select)
         if top is not None:
             body["top"] = top
         if continuation is not None:
@@ -628,7 +686,9 @@ class Client(_Requests):
     """A connection to one sidetable sidecar.
 
     ``endpoint``: a ZeroMQ address such as ``tcp://127.0.0.1:5555``.
-    ``timeout``: seconds to wait for each attempt's reply.
+    ``timeout``: seconds to wait for each attempt's reply (finite, above
+    0; ``backoff``, ``max_backoff`` and ``connect_timeout`` finite and 0 or
+    more, ``retries`` a whole number of 0 or more: ``ValueError`` otherwise).
     ``retries``: how many times a request is sent again after ServerBusy
     (503) or a time-out, with exponential back-off (``backoff`` doubling up
     to ``max_backoff`` seconds) and random jitter; 0 disables retries.
@@ -761,6 +821,7 @@ class Client(_Requests):
         return out
 
     def _check_thread(self):
+        self._check_process()
         if _threading.get_ident() != self._owner:
             raise RuntimeError(
                 "a sidetable Client is not thread-safe: this one was created "
@@ -960,7 +1021,8 @@ class Client(_Requests):
 
     def update(self, table, entity, if_match=None, caller=None):
         """Replace; ``if_match`` an ETag (e.g. ``entity.etag``), ``"*"`` or
-        ``None`` for unconditional."""
+        ``None`` for unconditional (``""`` is a ``ValueError``: on the wire
+        it would mean no condition)."""
         return self._run(*self._req_update(table, entity, if_match, caller))
 
     def merge(self, table, entity, if_match=None, caller=None):
@@ -982,6 +1044,8 @@ class Client(_Requests):
 
     def get(self, table, pk, rk, select=None, after=None, wait_ms=None):
         """The :class:`Entity`; ResourceNotFound (404) if missing.
+
+        ``select``: property names, a list or a comma-separated str.
 
         ``after`` (session tokens, ``{source_table: lsn}``) makes the server
         answer only once ``table`` covers those writes of its sources, or

@@ -452,6 +452,52 @@ class BatchTest(Base):
         self.assertEqual(len(self.c.execute(big).etags), 100)
 
 
+class EmptyConditionTest(Base):
+    def test_an_empty_if_match_is_refused_and_nothing_changes(self):
+        # The protocol reads an empty ifMatch as no condition: an ETag
+        # variable left empty by a failed read replaced or deleted whatever
+        # was stored, the lost update the caller guarded against (found
+        # from outside).
+        w = self.c.insert(self.t, Entity("p", "r", {"v": 1}))
+        self.c.merge(self.t, Entity("p", "r", {"v": 2}))   # someone else
+        before = self.c.ping()["lsn"]
+        for call in (lambda: self.c.update(self.t, Entity("p", "r", {"v": 3}),
+                                           if_match=""),
+                     lambda: self.c.merge(self.t, Entity("p", "r", {"v": 3}),
+                                          if_match=""),
+                     lambda: self.c.delete(self.t, "p", "r", if_match=""),
+                     lambda: self.c.execute(Batch(self.t).update(
+                         Entity("p", "r", {"v": 3}), if_match=""))):
+            with self.assertRaises(ValueError) as caught:
+                call()
+            self.assertIn("if_match is empty", str(caught.exception))
+        self.assertEqual(self.c.ping()["lsn"], before)
+        self.assertEqual(self.c.get(self.t, "p", "r")["v"], 2)
+        # the stale ETag itself is still a 412, and "*" still unconditional
+        self.assertError(412, "UpdateConditionNotSatisfied", self.c.update,
+                         self.t, Entity("p", "r"), if_match=w.etag)
+        self.c.update(self.t, Entity("p", "r", {"v": 4}), if_match="*")
+        self.assertEqual(self.c.get(self.t, "p", "r")["v"], 4)
+
+
+class SelectTextTest(Base):
+    def test_a_select_given_as_text_names_properties_not_letters(self):
+        # select="Name" was sent as ["N", "a", "m", "e"]: four missing
+        # properties came back as None, and Name not at all (found from
+        # outside). A str is a comma-separated list, as in the Azure SDK.
+        self.c.insert(self.t, Entity("p", "r", {"Name": "Ana", "Age": 3}))
+        e = self.c.get(self.t, "p", "r", select="Name")
+        self.assertEqual(e.props, {"Name": "Ana"})
+        e = self.c.get(self.t, "p", "r", select="Name, Age")
+        self.assertEqual(e.props, {"Name": "Ana", "Age": 3})
+        page = self.c.query_page(self.t, select="Age")
+        self.assertEqual([x.props for x in page], [{"Age": 3}])
+        self.assertEqual([x.props for x in self.c.query(self.t, select="Name")],
+                         [{"Name": "Ana"}])
+        with self.assertRaises(TypeError):
+            self.c.get(self.t, "p", "r", select=b"Name")
+
+
 class QueryTest(Base):
     def setUp(self):
         Base.setUp(self)
