@@ -34,11 +34,15 @@ using testing::Lines;
 
 // Runs sidetable-cli with `args`, `input` on stdin and extra environment
 // variables; waits at most 20 s.
-CliResult RunCli(const testing::TempDir& dir, const std::vector<std::string>& args, const std::string& input = "",
-                 const std::vector<std::pair<std::string, std::string>>& env = {}) {
+// `stdout_to` replaces the file stdout goes to (a /dev/full, say).
+CliResult RunCli(const testing::TempDir& dir, const std::vector<std::string>& args,
+                 const std::string& input = "",
+                 const std::vector<std::pair<std::string, std::string>>& env = {},
+                 const std::string& stdout_to = "") {
   static int counter = 0;
   const std::string base = dir.Sub("cli" + std::to_string(counter++));
-  const std::string in_path = base + ".in", out_path = base + ".out", err_path = base + ".err";
+  const std::string in_path = base + ".in", err_path = base + ".err";
+  const std::string out_path = stdout_to.empty() ? base + ".out" : stdout_to;
   std::ofstream(in_path, std::ios::binary) << input;
   std::vector<std::string> argv_s = {SIDETABLE_CLI};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
@@ -72,7 +76,7 @@ CliResult RunCli(const testing::TempDir& dir, const std::vector<std::string>& ar
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = ReadAll(out_path);
+  if (stdout_to.empty()) r.out = ReadAll(out_path);
   r.err = ReadAll(err_path);
   return r;
 }
@@ -313,6 +317,32 @@ TEST_F(CliTest, AnEmptyPolicyIdClearsNothing) {
   EXPECT_TRUE(Ok({"policy", "get", "Tab"}).starts_with("ro\t")) << "the policy is still there";
   Ok({"policy", "clear", "Tab"});
   EXPECT_EQ(Ok({"policy", "get", "Tab"}), "");
+}
+
+// stdout that cannot be written (a full disk) is exit 2 and said on
+// stderr. stdio writes an output larger than its buffer straight through,
+// and fflush then had nothing to report: `query T > export.jsonl` on a full
+// disk exited 0 with the file empty, and a small output exited 2 silently
+// (found from outside).
+TEST_F(CliTest, AFullStdoutIsAnErrorNotASuccess) {
+  if (access("/dev/full", W_OK) != 0) GTEST_SKIP() << "no /dev/full";
+  Ok({"create-table", "Tab"});
+  Batch b("Tab");  // ~30 KiB of output, past stdio's buffer
+  for (int i = 0; i < 60; ++i)
+    b.Insert(EntityBuilder("p", std::to_string(i)).String("Pad", std::string(400, 'x')).Build());
+  ASSERT_TRUE(client_->Execute(b).ok());
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"query", "Tab"},
+                                               {"query", "Tab", "--format", "table"},
+                                               {"changes", "--from", "1"},
+                                               {"get", "Tab", "p", "1"},
+                                               {"ping"}}) {
+    std::vector<std::string> full = {"--endpoint", server_->endpoint()};
+    full.insert(full.end(), args.begin(), args.end());
+    CliResult r = RunCli(dir_, full, "", {}, "/dev/full");
+    EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << Describe(r);
+    EXPECT_TRUE(Contains(r.err, "sidetable-cli: cannot write stdout: No space left on device"))
+        << Describe(r);
+  }
 }
 
 TEST_F(CliTest, QueryFollowsEveryPage) {
