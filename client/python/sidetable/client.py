@@ -431,7 +431,9 @@ class _Requests(object):
                   max_request_bytes=6 << 20):
         """The constructor arguments both clients share, checked and kept;
         returns the CURVE keys for :func:`_dealer` (None: plain)."""
-        self.max_request_bytes = int(max_request_bytes or 0)
+        # None or 0: no check. -1 refused every request as "over twice -1".
+        self.max_request_bytes = _count("max_request_bytes",
+                                        max_request_bytes or 0)
         self.endpoint = check_endpoint(endpoint)
         # A signed access token (docs/security.md) sent with every request;
         # assign ``client.token`` to refresh it.

@@ -51,11 +51,20 @@ class ArgumentsTest(unittest.TestCase):
                 with self.assertRaises(ValueError) as caught:
                     cls(SERVER.endpoint, retries=bad)
                 self.assertIn("retries", str(caught.exception))
+            # -1 refused every request as "over twice max_request_bytes (-1)"
+            for bad in (-1, 0.5, "6"):
+                with self.assertRaises(ValueError) as caught:
+                    cls(SERVER.endpoint, max_request_bytes=bad)
+                self.assertIn("max_request_bytes", str(caught.exception))
 
     def test_good_values_still_work(self):
         with Client(SERVER.endpoint, timeout=0.5, retries=0, backoff=0,
                     connect_timeout=0) as c:
             self.assertEqual(c.ping()["version"], 1)
+        for no_check in (None, 0):
+            with Client(SERVER.endpoint, max_request_bytes=no_check) as c:
+                self.assertEqual(c.max_request_bytes, 0)
+                self.assertEqual(c.ping()["version"], 1)
 
 
 class ForkTest(unittest.TestCase):
