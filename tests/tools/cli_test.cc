@@ -600,6 +600,21 @@ TEST_F(CliTest, SelectCountsTheNamesTheUserGave) {
   }
 }
 
+// An empty --select name is an input error, exit 2 before anything is sent
+// (it went to the server, whose InvalidInput was exit 1; found from outside).
+TEST_F(CliTest, AnEmptySelectNameIsAnInputError) {
+  Ok({"create-table", "People"});
+  Ok({"insert", "People", R"({"PartitionKey":"Sales","RowKey":"3","x0":1})"});
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"get", "People", "Sales", "3", "--select", ""},
+        {"query", "People", "--select", ""}}) {
+    CliResult r = Cli(args);
+    EXPECT_EQ(r.exit_code, 2) << Describe(r);
+    EXPECT_TRUE(Contains(r.err, "sidetable-cli: --select: an empty property name")) << Describe(r);
+    EXPECT_EQ(r.out, "");
+  }
+}
+
 // A --checkpoint path that cannot be written was found only at the first
 // save: `replay --stop-after 1` printed a record, then failed as a server
 // "InternalError (500)"; without --stop-after it was never checked. Every
