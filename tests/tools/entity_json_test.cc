@@ -509,5 +509,16 @@ TEST(TablePrinterTest, AlignsUnionOfColumns) {
             "p             22      Bo         Zürich\\n\n");
 }
 
+// C1 controls are escaped like the C0 ones: U+009B is a one-character CSI
+// to terminals that read C1 controls, and it went through as it was (found
+// from outside). Other non-ASCII text (U+00A0 and up) is left alone.
+TEST(TablePrinterTest, EscapesC1ControlsToo) {
+  Entity e;
+  e.partition_key = "p";
+  e.row_key = "1";
+  e.Set("V", Value::String("a\u009b31mRED\u0085\u0080\u009f\u00a0\u00e9"));
+  EXPECT_EQ(CellText(*e.Find("V")), "a\\u009b31mRED\\u0085\\u0080\\u009f\u00a0\u00e9");
+}
+
 }  // namespace
 }  // namespace sidetable::cli
