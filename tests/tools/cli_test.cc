@@ -335,7 +335,10 @@ TEST_F(CliTest, AFullStdoutIsAnErrorNotASuccess) {
                                                {"query", "Tab", "--format", "table"},
                                                {"changes", "--from", "1"},
                                                {"get", "Tab", "p", "1"},
-                                               {"ping"}}) {
+                                               {"ping"},
+                                               // --follow went on polling and writing into the
+                                               // void for ever: `changes -f | head -1` never ended.
+                                               {"changes", "--from", "1", "--follow"}}) {
     std::vector<std::string> full = {"--endpoint", server_->endpoint()};
     full.insert(full.end(), args.begin(), args.end());
     CliResult r = RunCli(dir_, full, "", {}, "/dev/full");
