@@ -328,20 +328,25 @@ class AsyncClient(_Requests):
         (``async for e in c.query(...)``)."""
         if parameters is not None:
             filter = _filters.format_filter(filter or "", parameters)
+        _client._check_limit(limit)
         return self._entities(table, filter, select, top, limit, after,
                               wait_ms)
 
     async def _entities(self, table, filter, select, top, limit, after,
                         wait_ms):
         count = 0
-        async for page in self._pages(table, filter, select, top, None,
-                                      after, wait_ms):
+        cont = None
+        while limit != 0:
+            page = await self.query_page(
+                table, filter, select, _client._page_top(top, limit, count),
+                cont, after, wait_ms)
             for e in page.entities:
                 if limit is not None and count >= limit:
                     return
                 count += 1
                 yield e
-            if limit is not None and count >= limit:
+            cont = page.continuation
+            if cont is None or (limit is not None and count >= limit):
                 return
 
     async def request_archive(self, table, pk, row_keys, archive_table,

@@ -79,6 +79,24 @@ def _count(name, value):
     return value
 
 
+def _check_limit(limit):
+    """``limit`` of ``query``: None or a whole number of 0 or more (-1
+    returned nothing, as if the table were empty)."""
+    if limit is not None:
+        _count("limit", limit)
+    return limit
+
+
+def _page_top(top, limit, count):
+    """The ``top`` to ask for when ``count`` of ``limit`` entities are
+    already read: the caller's, or, without one, no more than the limit
+    still wants. ``limit=1`` asked for a default page (up to 1,000
+    entities, or the page's byte bound) to return one."""
+    if top is not None or limit is None:
+        return top
+    return max(1, min(1000, limit - count))
+
+
 def _enc_after(body, after, wait_ms):
     """``after``: an iterable of ``(source_table, lsn)`` pairs or a mapping
     ``{source_table: lsn}``."""
@@ -1109,13 +1127,15 @@ class Client(_Requests):
         :meth:`query_page`."""
         if parameters is not None:      # errors now, not at the first next()
             filter = _filters.format_filter(filter or "", parameters)
+        _check_limit(limit)
         return self._query(table, filter, select, top, limit, after, wait_ms)
 
     def _query(self, table, filter, select, top, limit, after, wait_ms):
         count = 0
         cont = None
-        while True:
-            page = self.query_page(table, filter, select, top, cont, after,
+        while limit != 0:
+            page = self.query_page(table, filter, select,
+                                   _page_top(top, limit, count), cont, after,
                                    wait_ms)
             for e in page.entities:
                 if limit is not None and count >= limit:

@@ -534,6 +534,40 @@ class PagesReleasedTest(Base):
         self.assertEqual(other.gather([h])[0]["version"], 1)
 
 
+class QueryLimitTest(Base):
+    def test_a_limit_bounds_the_pages_asked_for_and_is_checked(self):
+        # limit=1 asked for a default page (up to 1,000 entities, or the
+        # page's byte bound) to return one; limit=-1 returned nothing, as
+        # if the table were empty (found from outside).
+        b = Batch(self.t)
+        for i in range(30):
+            b.insert(Entity("p", "%02d" % i, {"pad": "x" * 1000}))
+        self.c.execute(b)
+        tops = []
+        real = self.c.query_page
+
+        def spy(table, filter=None, select=None, top=None, *rest, **kw):
+            tops.append(top)
+            return real(table, filter, select, top, *rest, **kw)
+
+        self.c.query_page = spy
+        self.assertEqual([e.rk for e in self.c.query(self.t, limit=1)], ["00"])
+        self.assertEqual(tops, [1])
+        del tops[:]
+        self.assertEqual(len(list(self.c.query(self.t, limit=25, top=10))), 25)
+        self.assertEqual(tops, [10, 10, 10])       # the caller's top is kept
+        del tops[:]
+        self.assertEqual(len(list(self.c.query(self.t))), 30)
+        self.assertEqual(tops, [None])
+        del tops[:]
+        self.assertEqual(list(self.c.query(self.t, limit=0)), [])
+        self.assertEqual(tops, [])                 # nothing asked
+        for bad in (-1, 1.5, "3"):
+            with self.assertRaises(ValueError) as caught:
+                self.c.query(self.t, limit=bad)
+            self.assertIn("limit", str(caught.exception))
+
+
 class QueryTest(Base):
     def setUp(self):
         Base.setUp(self)
