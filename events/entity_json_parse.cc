@@ -391,6 +391,13 @@ Status EntityFromJsonElement(simdjson::dom::element el, Entity* e, bool with_tim
       if (field.value.get_string().get(etag) != simdjson::SUCCESS) {
         return PropertyError(key, "must be a string");
       }
+      // The protocol reads an empty ETag as no condition: an input whose
+      // ETag was lost on the way would replace whatever is stored.
+      if (etag.empty() && !with_timestamp) {
+        return PropertyError(key,
+                             "an empty ETag is no condition: give the entity's ETag, or leave the "
+                             "property out (the condition is then --if-match, else *)");
+      }
       e->etag.assign(etag);
     } else if (key.starts_with("odata.")) {
       continue;  // metadata of other tools (odata.metadata, ...)
@@ -436,6 +443,9 @@ Status OperationFromElement(element el, Operation* op) {
     } else if (key == "ifMatch") {
       std::string_view v;
       if (field.value.get_string().get(v) != simdjson::SUCCESS) return Invalid("\"ifMatch\" must be a string");
+      // Empty would be no condition on the wire (see EntityFromJsonElement).
+      if (v.empty())
+        return Invalid("\"ifMatch\" is empty: give an ETag, or \"*\" for an unconditional write");
       if_match = std::string(v);
     } else {
       return Invalid("unknown field '" + std::string(key) + "' (expected op, entity, ifMatch)");

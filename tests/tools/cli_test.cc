@@ -34,11 +34,15 @@ using testing::Lines;
 
 // Runs sidetable-cli with `args`, `input` on stdin and extra environment
 // variables; waits at most 20 s.
-CliResult RunCli(const testing::TempDir& dir, const std::vector<std::string>& args, const std::string& input = "",
-                 const std::vector<std::pair<std::string, std::string>>& env = {}) {
+// `stdout_to` replaces the file stdout goes to (a /dev/full, say).
+CliResult RunCli(const testing::TempDir& dir, const std::vector<std::string>& args,
+                 const std::string& input = "",
+                 const std::vector<std::pair<std::string, std::string>>& env = {},
+                 const std::string& stdout_to = "") {
   static int counter = 0;
   const std::string base = dir.Sub("cli" + std::to_string(counter++));
-  const std::string in_path = base + ".in", out_path = base + ".out", err_path = base + ".err";
+  const std::string in_path = base + ".in", err_path = base + ".err";
+  const std::string out_path = stdout_to.empty() ? base + ".out" : stdout_to;
   std::ofstream(in_path, std::ios::binary) << input;
   std::vector<std::string> argv_s = {SIDETABLE_CLI};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
@@ -72,7 +76,7 @@ CliResult RunCli(const testing::TempDir& dir, const std::vector<std::string>& ar
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = ReadAll(out_path);
+  if (stdout_to.empty()) r.out = ReadAll(out_path);
   r.err = ReadAll(err_path);
   return r;
 }
@@ -256,6 +260,92 @@ TEST_F(CliTest, ConditionalWritesWithStaleEtag) {
   const std::string deleted = Ok({"delete", "Tab", "p", "r"});
   EXPECT_TRUE(Contains(deleted, R"("lsn":)")) << deleted;
   ServerError({"get", "Tab", "p", "r"}, "ResourceNotFound (404)");
+}
+
+// An empty condition is refused, exit 2, and nothing changes: the sidecar
+// reads an empty ifMatch as none, so `--if-match "$ETAG"` with $ETAG empty
+// (the `get` before it failed) replaced or deleted whatever was stored, the
+// lost update the script guarded against (found from outside).
+TEST_F(CliTest, AnEmptyConditionIsRefusedAndNothingChanges) {
+  Ok({"create-table", "Tab"});
+  Ok({"insert", "Tab", R"({"PartitionKey":"p","RowKey":"r","V":1})"});
+  const std::string etag = EtagOf("Tab", "p", "r");
+  const std::string batch_path = WriteFile(
+      "empty-if-match.json",
+      R"([{"op":"Merge","entity":{"PartitionKey":"p","RowKey":"r","V":9},"ifMatch":""}])");
+  struct Case {
+    std::vector<std::string> args;
+    std::string input, says;
+  };
+  const std::vector<Case> cases = {
+      {{"update", "Tab", R"({"PartitionKey":"p","RowKey":"r","V":9})", "--if-match", ""},
+       "",
+       "--if-match"},
+      {{"merge", "Tab", R"({"PartitionKey":"p","RowKey":"r","V":9})", "--if-match", ""},
+       "",
+       "--if-match"},
+      {{"delete", "Tab", "p", "r", "--if-match", ""}, "", "--if-match"},
+      {{"update", "Tab", "-"},
+       R"({"odata.etag":"","PartitionKey":"p","RowKey":"r","V":9})",
+       "'odata.etag'"},
+      {{"merge", "Tab", "-"},
+       R"({"odata.etag":"","PartitionKey":"p","RowKey":"r","V":9})",
+       "'odata.etag'"},
+      {{"batch", "Tab", batch_path}, "", "operation 0: \"ifMatch\" is empty"},
+  };
+  for (const Case& c : cases) {
+    CliResult r = Cli(c.args, c.input);
+    EXPECT_EQ(r.exit_code, 2) << c.args[0] << ": " << Describe(r);
+    EXPECT_TRUE(Contains(r.err, c.says)) << Describe(r);
+    EXPECT_TRUE(Contains(r.err, "empty")) << Describe(r);
+    EXPECT_EQ(r.out, "");
+  }
+  EXPECT_EQ(EtagOf("Tab", "p", "r"), etag) << "nothing was written";
+  // An ETag and "*" still work.
+  Ok({"merge", "Tab", R"({"PartitionKey":"p","RowKey":"r","W":1})", "--if-match", etag});
+  Ok({"delete", "Tab", "p", "r", "--if-match", "*"});
+}
+
+// `policy clear TABLE ""` (an unset $ID) removed every policy, revoking
+// every token issued under them; only an ID left out means all.
+TEST_F(CliTest, AnEmptyPolicyIdClearsNothing) {
+  Ok({"create-table", "Tab"});
+  Ok({"policy", "set", "Tab", "ro", "--permissions", "r", "--expiry", "1d"});
+  CliResult r = Cli({"policy", "clear", "Tab", ""});
+  EXPECT_EQ(r.exit_code, 2) << Describe(r);
+  EXPECT_TRUE(Contains(r.err, "ID: got an empty value")) << Describe(r);
+  EXPECT_TRUE(Ok({"policy", "get", "Tab"}).starts_with("ro\t")) << "the policy is still there";
+  Ok({"policy", "clear", "Tab"});
+  EXPECT_EQ(Ok({"policy", "get", "Tab"}), "");
+}
+
+// stdout that cannot be written (a full disk) is exit 2 and said on
+// stderr. stdio writes an output larger than its buffer straight through,
+// and fflush then had nothing to report: `query T > export.jsonl` on a full
+// disk exited 0 with the file empty, and a small output exited 2 silently
+// (found from outside).
+TEST_F(CliTest, AFullStdoutIsAnErrorNotASuccess) {
+  if (access("/dev/full", W_OK) != 0) GTEST_SKIP() << "no /dev/full";
+  Ok({"create-table", "Tab"});
+  Batch b("Tab");  // ~30 KiB of output, past stdio's buffer
+  for (int i = 0; i < 60; ++i)
+    b.Insert(EntityBuilder("p", std::to_string(i)).String("Pad", std::string(400, 'x')).Build());
+  ASSERT_TRUE(client_->Execute(b).ok());
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"query", "Tab"},
+                                               {"query", "Tab", "--format", "table"},
+                                               {"changes", "--from", "1"},
+                                               {"get", "Tab", "p", "1"},
+                                               {"ping"},
+                                               // --follow went on polling and writing into the
+                                               // void for ever: `changes -f | head -1` never ended.
+                                               {"changes", "--from", "1", "--follow"}}) {
+    std::vector<std::string> full = {"--endpoint", server_->endpoint()};
+    full.insert(full.end(), args.begin(), args.end());
+    CliResult r = RunCli(dir_, full, "", {}, "/dev/full");
+    EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << Describe(r);
+    EXPECT_TRUE(Contains(r.err, "sidetable-cli: cannot write stdout: No space left on device"))
+        << Describe(r);
+  }
 }
 
 TEST_F(CliTest, QueryFollowsEveryPage) {
@@ -509,6 +599,21 @@ TEST_F(CliTest, SelectCountsTheNamesTheUserGave) {
         Contains(r.err, "at most 252 property names besides PartitionKey, RowKey and Timestamp"))
         << Describe(r);
     EXPECT_TRUE(Contains(r.err, "(got 253)")) << Describe(r);
+    EXPECT_EQ(r.out, "");
+  }
+}
+
+// An empty --select name is an input error, exit 2 before anything is sent
+// (it went to the server, whose InvalidInput was exit 1; found from outside).
+TEST_F(CliTest, AnEmptySelectNameIsAnInputError) {
+  Ok({"create-table", "People"});
+  Ok({"insert", "People", R"({"PartitionKey":"Sales","RowKey":"3","x0":1})"});
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"get", "People", "Sales", "3", "--select", ""},
+        {"query", "People", "--select", ""}}) {
+    CliResult r = Cli(args);
+    EXPECT_EQ(r.exit_code, 2) << Describe(r);
+    EXPECT_TRUE(Contains(r.err, "sidetable-cli: --select: an empty property name")) << Describe(r);
     EXPECT_EQ(r.out, "");
   }
 }

@@ -258,6 +258,8 @@ TEST(EntityJsonTest, ErrorsNameTheProperty) {
   expect(R"({"RowKey":"r"})", "'PartitionKey'", "missing");
   expect(R"({"PartitionKey":"p"})", "'RowKey'", "missing");
   expect(R"({"PartitionKey":"p","RowKey":"r","odata.etag":3})", "'odata.etag'", "must be a string");
+  // An empty ETag would be no condition at all on the wire (protocol.md).
+  expect(R"({"PartitionKey":"p","RowKey":"r","odata.etag":""})", "'odata.etag'", "empty ETag");
 }
 
 // The duplicate-key check compares a word of each key (its length and five
@@ -404,6 +406,11 @@ TEST(BatchJsonTest, ErrorsNameTheOperation) {
   expect(R"([{"entity":{"PartitionKey":"p","RowKey":"1"}}])", "\"op\" is missing");
   expect(R"([{"op":"Insert"}])", "\"entity\" is missing");
   expect(R"([5])", "operation 0: must be an object");
+  // Empty is no condition on the wire: refused, not sent as unconditional.
+  expect(R"([{"op":"Merge","entity":{"PartitionKey":"p","RowKey":"1"},"ifMatch":""}])",
+         "operation 0: \"ifMatch\" is empty");
+  expect(R"([{"op":"Delete","entity":{"odata.etag":"","PartitionKey":"p","RowKey":"1"}}])",
+         "operation 0: property 'odata.etag'");
 }
 
 TEST(ChangeRecordJsonTest, WritesRecordWithImages) {
@@ -500,6 +507,17 @@ TEST(TablePrinterTest, AlignsUnionOfColumns) {
             "------------  ------  ----  ---  --------\n"
             "p             1       Ana   34\n"
             "p             22      Bo         Zürich\\n\n");
+}
+
+// C1 controls are escaped like the C0 ones: U+009B is a one-character CSI
+// to terminals that read C1 controls, and it went through as it was (found
+// from outside). Other non-ASCII text (U+00A0 and up) is left alone.
+TEST(TablePrinterTest, EscapesC1ControlsToo) {
+  Entity e;
+  e.partition_key = "p";
+  e.row_key = "1";
+  e.Set("V", Value::String("a\u009b31mRED\u0085\u0080\u009f\u00a0\u00e9"));
+  EXPECT_EQ(CellText(*e.Find("V")), "a\\u009b31mRED\\u0085\\u0080\\u009f\u00a0\u00e9");
 }
 
 }  // namespace

@@ -73,7 +73,8 @@ class Session {
   int Fail(const Status& s, bool batch = false);
   // Reports a usage or input error.
   int Usage(const std::string& message);
-  // Writes the buffered output; returns kExitOk.
+  // Writes the buffered output; returns kExitOk, or kExitUsage after
+  // saying on stderr that stdout could not be written (a full disk).
   int Finish();
 
   std::string out;  // stdout, written by Finish()
@@ -84,7 +85,10 @@ class Session {
   // false after reporting a bad key file.
   bool BaseOptions(client::ClientOptions* o);
 
+  int StdoutFailed(int error);
+
   GlobalOptions options_;
+  bool stdout_failed_ = false;
   std::unique_ptr<client::Client> client_;
   std::optional<client::CurveClientKeys> curve_;
 };

@@ -2,6 +2,7 @@
 // docs/security.md). Changing or removing a policy revokes every token issued
 // under it at once. Needs a token with permission m on the table.
 #include "client/tokens.h"
+#include "tools/cli/option_checks.h"
 #include "tools/cli/token_commands.h"
 
 namespace sidetable::cli {
@@ -32,7 +33,8 @@ CLI::App* AddPolicyCommands(CLI::App& app, PolicyArgs& a) {
   get->add_option("TABLE", a.table, "table name")->required();
   auto* clear = policy->add_subcommand("clear", "remove one policy (or all): revokes the tokens issued under it");
   clear->add_option("TABLE", a.table, "table name")->required();
-  clear->add_option("ID", a.id, "policy id (all when omitted)");
+  clear->add_option("ID", a.id, "policy id (all when omitted)")
+      ->check(NotEmpty("name a policy, or leave ID out to remove every policy"));
   return policy;
 }
 

@@ -19,6 +19,9 @@ Result<std::vector<std::string>> SelectWithSystemProperties(
   if (select.empty()) return select;  // the whole entity
   std::vector<std::string> out;
   for (const std::string& name : select) {
+    // An input error, exit 2 before anything is sent (it was the server's
+    // InvalidInput, exit 1).
+    if (name.empty()) return Status(Code::kInvalidInput, "--select: an empty property name");
     if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);  // once each
   }
   for (const char* name : {"PartitionKey", "RowKey", "Timestamp"}) {

@@ -138,7 +138,8 @@ int VerifyPatterns(Session& s, const std::vector<patterns::PatternConfig>& pcs) 
   s.out += "checked " + std::to_string(report.checked) + ": missing " + std::to_string(report.missing) +
            ", extra " + std::to_string(report.extra) + ", stale " + std::to_string(report.stale) +
            ", in both tables " + std::to_string(report.both) + "\n";
-  s.Finish();
+  if (int written = s.Finish(); written != kExitOk)
+    return written;  // the report is lost: not a verdict
   return report.diverged() ? kExitDiverged : kExitOk;
 }
 

@@ -17,6 +17,7 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/curve_commands.h"
 #include "tools/cli/number_option.h"
+#include "tools/cli/option_checks.h"
 #include "tools/cli/replay_commands.h"
 #include "tools/cli/token_commands.h"
 
@@ -101,6 +102,7 @@ int main(int argc, char** argv) {
     cmd->add_option("--select", a.select, "properties to return, comma-separated")->delimiter(',');
   };
   const char* kIfMatch = "ETag the entity must have (default: the input's odata.etag, else *)";
+  const char* kEmptyIfMatch = "give an ETag, or '*' for an unconditional write";
 
   app.add_subcommand("ping", "check the sidecar answers; prints its id and last LSN");
   auto* create = app.add_subcommand("create-table", "create a table");
@@ -125,7 +127,7 @@ int main(int argc, char** argv) {
                                              : "merge properties into an existing entity");
     table_arg(cmd);
     cmd->add_option("JSON", a.input, "entity JSON, or - for stdin")->required();
-    cmd->add_option("--if-match", a.if_match, kIfMatch);
+    cmd->add_option("--if-match", a.if_match, kIfMatch)->check(NotEmpty(kEmptyIfMatch));
   }
   auto* upsert = app.add_subcommand("upsert", "insert or replace (or merge, with --merge) an entity");
   table_arg(upsert);
@@ -134,7 +136,8 @@ int main(int argc, char** argv) {
   auto* del = app.add_subcommand("delete", "delete an entity");
   table_arg(del);
   keys_args(del);
-  del->add_option("--if-match", a.if_match, "ETag the entity must have (default *)");
+  del->add_option("--if-match", a.if_match, "ETag the entity must have (default *)")
+      ->check(NotEmpty(kEmptyIfMatch));
 
   auto* query = app.add_subcommand("query", "print every matching entity, following continuations");
   table_arg(query);

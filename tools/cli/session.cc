@@ -127,11 +127,31 @@ int Session::Usage(const std::string& message) {
 }
 
 int Session::Finish() {
+  // stdio writes a buffer larger than its own straight through, so a
+  // failure there (a full disk, a closed pipe) leaves fflush nothing to
+  // report: `query T > export.jsonl` on a full disk exited 0 with the file
+  // empty. fwrite's count and fflush are both checked, each with its errno,
+  // and the failure is said as the streaming commands say it.
   if (!out.empty()) {
-    std::fwrite(out.data(), 1, out.size(), stdout);
+    errno = 0;
+    const bool written = std::fwrite(out.data(), 1, out.size(), stdout) == out.size();
+    const int write_error = errno;
     out.clear();
+    if (!written) return StdoutFailed(write_error);
   }
-  return std::fflush(stdout) == 0 ? kExitOk : kExitUsage;
+  errno = 0;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) return StdoutFailed(errno);
+  return kExitOk;
+}
+
+int Session::StdoutFailed(int error) {
+  // Said once: a --follow loop calls Finish again after a failure.
+  if (!stdout_failed_) {
+    std::fprintf(stderr, "sidetable-cli: cannot write stdout: %s\n",
+                 error != 0 ? std::strerror(error) : "write error");
+    stdout_failed_ = true;
+  }
+  return kExitUsage;
 }
 
 bool ReadFileArgument(const std::string& path, std::string* text) {

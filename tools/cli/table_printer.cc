@@ -11,11 +11,15 @@ namespace sidetable::cli {
 using namespace ::sidetable::json;  // the JSON entity format (events/)
 namespace {
 
-// Control characters would break the layout: write them as escapes.
+// Control characters would break the layout, and some are terminal
+// commands: write them as escapes. The C1 controls U+0080..U+009F too (in
+// UTF-8 0xC2 0x80..0x9F): U+009B is a one-character CSI that terminals
+// reading C1 controls obey, and they went through as they were.
 std::string Printable(const std::string& s) {
+  static const char* kHex = "0123456789abcdef";
   std::string out;
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
     if (c == '\n') {
       out += "\\n";
     } else if (c == '\t') {
@@ -23,12 +27,17 @@ std::string Printable(const std::string& s) {
     } else if (c == '\r') {
       out += "\\r";
     } else if (c < 0x20 || c == 0x7f) {
-      static const char* kHex = "0123456789abcdef";
       out += "\\x";
       out += kHex[c >> 4];
       out += kHex[c & 15];
+    } else if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(s[i + 1]) <= 0x9F) {
+      const auto c1 = static_cast<unsigned char>(s[++i]);  // a continuation byte: 0x80..0x9F
+      out += "\\u00";
+      out += kHex[c1 >> 4];
+      out += kHex[c1 & 15];
     } else {
-      out += ch;
+      out += s[i];
     }
   }
   return out;

@@ -16,6 +16,7 @@ import asyncio as _asyncio
 import itertools as _itertools
 import random as _random
 import time as _time
+import weakref as _weakref
 
 import zmq as _zmq
 import zmq.asyncio as _zmq_asyncio
@@ -29,6 +30,32 @@ from .errors import (ClientClosedError, ProtocolError, ResourceNotFoundError,
                      TableAlreadyExistsError, make_error)
 
 __all__ = ["AsyncClient"]
+
+
+async def _read_replies(sock, pending, client_ref):
+    """The reader task: hands each reply to the future of its request. It
+    holds the client only through ``client_ref`` (a weak reference), and
+    never across an ``await``, so that a client dropped without close() is
+    freed and its __del__ closes the socket."""
+    while True:
+        _deliver(await sock.recv(), pending, client_ref())
+
+
+def _deliver(frame, pending, client):
+    try:
+        _op, status, rid, body = _w.decode_reply(frame)
+    except Exception:
+        if client is not None:
+            client.stray_replies += 1
+        return
+    if client is not None:
+        client._answered = True
+    fut = pending.get(rid)
+    if fut is None or fut.done():
+        if client is not None:
+            client.stray_replies += 1
+        return
+    fut.set_result((status, body))
 
 
 class AsyncClient(_Requests):
@@ -73,16 +100,15 @@ class AsyncClient(_Requests):
             except (_asyncio.CancelledError, Exception):
                 pass
             self._reader = None
-        if self._sock is not None:
-            self._sock.close(0)
-            self._sock = None
-            self._watch.close()
-            if self._own_context:
-                self._ctx.term()
+        self._close_socket()
         for fut in self._pending.values():
             if not fut.done():
                 fut.set_exception(ClientClosedError(
                     None, "Closed", "the client is closed"))
+                # A request in its back-off is not awaiting this future:
+                # it finds the socket closed itself. Marked as retrieved so
+                # that asyncio does not log it as lost.
+                fut.exception()
         self._pending.clear()
 
     async def __aenter__(self):
@@ -95,23 +121,28 @@ class AsyncClient(_Requests):
     def in_flight(self):
         return len(self._pending)
 
+    def __del__(self):
+        # A client dropped without close(). Its reader task holds only a
+        # weak reference to it, so this runs when the application lets go
+        # of it; closing the socket cancels the reader's receive. Left to
+        # the garbage collector, the context could be destroyed before the
+        # socket and wait for it for ever: the first collection after the
+        # event loop ended hung the whole process.
+        try:
+            self._close_socket()
+        except Exception:
+            pass
+
+    def _close_socket(self):
+        if getattr(self, "_sock", None) is not None:
+            self._sock.close(0)
+            self._sock = None
+            self._watch.close()
+            if self._own_context:
+                self._ctx.term()
+
     # -- transport --
 
-    async def _read_loop(self):
-        sock = self._sock
-        while True:
-            frame = await sock.recv()
-            try:
-                _op, status, rid, body = _w.decode_reply(frame)
-            except Exception:
-                self.stray_replies += 1
-                continue
-            self._answered = True
-            fut = self._pending.get(rid)
-            if fut is None or fut.done():
-                self.stray_replies += 1
-                continue
-            fut.set_result((status, body))
 
     def _delay(self, attempt):
         base = min(self.max_backoff, self.backoff * (2 ** (attempt - 1)))
@@ -121,6 +152,7 @@ class AsyncClient(_Requests):
         if self._sock is None:
             raise ClientClosedError(None, "Closed", "the client is closed",
                                     op=op)
+        self._check_process()
         running = _asyncio.get_running_loop()
         if self._loop is None:
             self._loop = running
@@ -130,7 +162,8 @@ class AsyncClient(_Requests):
                 "in (a new asyncio.run() makes a new loop): create a client "
                 "in each loop")
         if self._reader is None:
-            self._reader = _asyncio.ensure_future(self._read_loop())
+            self._reader = _asyncio.ensure_future(
+                _read_replies(self._sock, self._pending, _weakref.ref(self)))
         rid = next(self._ids)
         frame = self._encode(op, rid, body)
         wait = (body.get("waitMs", 5000) / 1000.0
@@ -144,6 +177,9 @@ class AsyncClient(_Requests):
         try:
             while True:
                 attempt += 1
+                if self._sock is None:      # closed during the back-off
+                    raise ClientClosedError(None, "Closed",
+                                            "the client is closed", op=op)
                 if attempt > 1:
                     self.resends += 1
                 try:
@@ -292,20 +328,25 @@ class AsyncClient(_Requests):
         (``async for e in c.query(...)``)."""
         if parameters is not None:
             filter = _filters.format_filter(filter or "", parameters)
+        _client._check_limit(limit)
         return self._entities(table, filter, select, top, limit, after,
                               wait_ms)
 
     async def _entities(self, table, filter, select, top, limit, after,
                         wait_ms):
         count = 0
-        async for page in self._pages(table, filter, select, top, None,
-                                      after, wait_ms):
+        cont = None
+        while limit != 0:
+            page = await self.query_page(
+                table, filter, select, _client._page_top(top, limit, count),
+                cont, after, wait_ms)
             for e in page.entities:
                 if limit is not None and count >= limit:
                     return
                 count += 1
                 yield e
-            if limit is not None and count >= limit:
+            cont = page.continuation
+            if cont is None or (limit is not None and count >= limit):
                 return
 
     async def request_archive(self, table, pk, row_keys, archive_table,

@@ -11,6 +11,8 @@ any order.
 import collections as _collections
 import heapq as _heapq
 import itertools as _itertools
+import math as _math
+import os as _os
 import random as _random
 import threading as _threading
 import time as _time
@@ -41,6 +43,58 @@ __all__ = ["Client", "Batch", "Handle", "SidetableError", "SidetableTimeout",
 Watermark = _collections.namedtuple(
     "Watermark", "derived source partition partitions lsn time")
 Watermark.__new__.__defaults__ = (0,)
+
+
+def _select_names(select):
+    """``select`` as the list of names the protocol takes. A str is a
+    comma-separated list, as the Azure SDK reads it (``"Name"``,
+    ``"Name,Age"``): ``list("Name")`` would have asked for the properties
+    ``N``, ``a``, ``m`` and ``e``, and returned them as missing."""
+    if isinstance(select, str):
+        return [name.strip() for name in select.split(",")]
+    if isinstance(select, (bytes, bytearray, memoryview)):
+        raise TypeError("select: property names are str, got %s"
+                        % type(select).__name__)
+    return list(select)
+
+
+def _seconds(name, value, positive=False):
+    """A time-out or back-off in seconds, checked: 0 or less made every
+    attempt time out at once (the retries spent in a few ms), NaN and
+    infinities failed later inside the poll with an unrelated message."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError("%s must be a number of seconds, got %r" % (name, value))
+    value = float(value)
+    if not _math.isfinite(value) or value < 0 or (positive and value == 0):
+        raise ValueError("%s must be a finite number of seconds %s, got %r"
+                         % (name, "above 0" if positive else "of 0 or more",
+                            value))
+    return value
+
+
+def _count(name, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError("%s must be a whole number of 0 or more, got %r"
+                         % (name, value))
+    return value
+
+
+def _check_limit(limit):
+    """``limit`` of ``query``: None or a whole number of 0 or more (-1
+    returned nothing, as if the table were empty)."""
+    if limit is not None:
+        _count("limit", limit)
+    return limit
+
+
+def _page_top(top, limit, count):
+    """The ``top`` to ask for when ``count`` of ``limit`` entities are
+    already read: the caller's, or, without one, no more than the limit
+    still wants. ``limit=1`` asked for a default page (up to 1,000
+    entities, or the page's byte bound) to return one."""
+    if top is not None or limit is None:
+        return top
+    return max(1, min(1000, limit - count))
 
 
 def _enc_after(body, after, wait_ms):
@@ -202,6 +256,16 @@ class Handle(object):
 
 # -- batches ------------------------------------------------------------------
 
+def _check_if_match(if_match):
+    """``ValueError`` for ``if_match=""``: the protocol reads an empty
+    ``ifMatch`` as no condition, so an ETag variable left empty by a failed
+    read would replace or delete whatever is stored (a lost update) where
+    the caller asked for a condition."""
+    if isinstance(if_match, str) and not if_match:
+        raise ValueError("if_match is empty: pass the entity's ETag, \"*\" "
+                         "for an unconditional write, or None")
+
+
 class Batch(object):
     """An entity group transaction: 1 to 100 operations on one PartitionKey
     of one table, committed entirely or not at all by
@@ -224,6 +288,7 @@ class Batch(object):
         return len(self.ops)
 
     def _add(self, kind, entity, if_match=None, keys_only=False):
+        _check_if_match(if_match)
         pk, rk, props = _w.split_entity(entity)
         op = {"op": kind,
               "entity": _w.encode_entity(pk, rk, None if keys_only else props)}
@@ -237,7 +302,7 @@ class Batch(object):
 
     def update(self, entity, if_match=None):
         """Replace an existing entity; ``if_match`` an ETag, ``"*"`` or
-        ``None`` (unconditional)."""
+        ``None`` (unconditional); ``""`` is a ``ValueError``."""
         return self._add("Update", entity, if_match)
 
     def merge(self, entity, if_match=None):
@@ -384,7 +449,9 @@ class _Requests(object):
                   max_request_bytes=6 << 20):
         """The constructor arguments both clients share, checked and kept;
         returns the CURVE keys for :func:`_dealer` (None: plain)."""
-        self.max_request_bytes = int(max_request_bytes or 0)
+        # None or 0: no check. -1 refused every request as "over twice -1".
+        self.max_request_bytes = _count("max_request_bytes",
+                                        max_request_bytes or 0)
         self.endpoint = check_endpoint(endpoint)
         # A signed access token (docs/security.md) sent with every request;
         # assign ``client.token`` to refresh it.
@@ -397,14 +464,25 @@ class _Requests(object):
         # order, which the sidecar's request log inserts cheaply.
         self._id_prefix = "%016x" % _random.SystemRandom().getrandbits(64)
         self._id_count = _itertools.count()
-        self.timeout = float(timeout)
+        self.timeout = _seconds("timeout", timeout, positive=True)
         self.connect_timeout = (max(self.timeout, 1.0) if connect_timeout is None
-                                else float(connect_timeout))
-        self.retries = int(retries)
+                                else _seconds("connect_timeout", connect_timeout))
+        self.retries = _count("retries", retries)
         self.caller = caller
-        self.backoff = float(backoff)
-        self.max_backoff = float(max_backoff)
+        self.backoff = _seconds("backoff", backoff)
+        self.max_backoff = _seconds("max_backoff", max_backoff)
+        # libzmq's sockets and threads do not survive fork(): a child that
+        # used this client waited in poll() for ever, whatever the timeout.
+        self._pid = _os.getpid()
         return curve
+
+    def _check_process(self):
+        if _os.getpid() != self._pid:
+            raise RuntimeError(
+                "this sidetable client was created in process %d and used in "
+                "process %d, a child made by fork(): ZeroMQ sockets do not "
+                "survive a fork; create a new client in the child"
+                % (self._pid, _os.getpid()))
 
     def _encode(self, op, rid, body):
         """The request frame, refused here when no sidecar with this
@@ -494,7 +572,7 @@ class _Requests(object):
     def _req_get(self, table, pk, rk, select=None, after=None, wait_ms=None):
         body = {"table": table, "pk": pk, "rk": rk}
         if select is not None:
-            body["select"] = list(select)
+            body["select"] = _select_names(select)
         return _w.GET, _enc_after(body, after, wait_ms), _dec_get
 
     def _req_advance_watermarks(self, watermarks):
@@ -530,7 +608,7 @@ class _Requests(object):
         if filter is not None:
             body["filter"] = filter
         if select is not None:
-            body["select"] = list(select)
+            body["select"] = _select_names(select)
         if top is not None:
             body["top"] = top
         if continuation is not None:
@@ -628,7 +706,9 @@ class Client(_Requests):
     """A connection to one sidetable sidecar.
 
     ``endpoint``: a ZeroMQ address such as ``tcp://127.0.0.1:5555``.
-    ``timeout``: seconds to wait for each attempt's reply.
+    ``timeout``: seconds to wait for each attempt's reply (finite, above
+    0; ``backoff``, ``max_backoff`` and ``connect_timeout`` finite and 0 or
+    more, ``retries`` a whole number of 0 or more: ``ValueError`` otherwise).
     ``retries``: how many times a request is sent again after ServerBusy
     (503) or a time-out, with exponential back-off (``backoff`` doubling up
     to ``max_backoff`` seconds) and random jitter; 0 disables retries.
@@ -689,7 +769,12 @@ class Client(_Requests):
         self._curve = curve is not None
         self._ids = _itertools.count(1)
         self._pending = {}           # request id -> Handle
-        self._timers = []            # heap of (when, seq, handle, attempt, kind)
+        # Heap of (when, seq, request id, attempt, kind). By id, not by
+        # handle: an entry outlives its request until its deadline, and a
+        # handle keeps its result, so reading query pages back to back held
+        # every page of the last `timeout` seconds (900 MB for 300 pages of
+        # 3 MB; found from outside).
+        self._timers = []
         self._seq = _itertools.count()
         self._rng = _random.Random()
         # Statistics, handy for tests and monitoring.
@@ -749,6 +834,12 @@ class Client(_Requests):
         ``return_exceptions`` errors are returned in place instead of
         raising the first one."""
         handles = list(handles)
+        for h in handles:
+            # Waited for on this socket, another client's request never
+            # completes: gather looped for ever.
+            if h._client is not self:
+                raise ValueError("%r belongs to another client: gather each "
+                                 "client's handles with that client" % (h,))
         self._wait(handles, timeout)
         out = []
         for h in handles:
@@ -761,6 +852,7 @@ class Client(_Requests):
         return out
 
     def _check_thread(self):
+        self._check_process()
         if _threading.get_ident() != self._owner:
             raise RuntimeError(
                 "a sidetable Client is not thread-safe: this one was created "
@@ -800,8 +892,16 @@ class Client(_Requests):
         self._push(_time.monotonic() + self.timeout + h._wait, h, "deadline")
 
     def _push(self, when, h, kind):
+        if len(self._timers) > 4 * len(self._pending) + 64:
+            self._drop_stale_timers()
         _heapq.heappush(self._timers,
-                        (when, next(self._seq), h, h.attempt, kind))
+                        (when, next(self._seq), h.request_id, h.attempt, kind))
+
+    def _drop_stale_timers(self):
+        """Keeps the heap to the order of the requests in flight: a client
+        reading fast adds an entry per attempt, due only `timeout` later."""
+        self._timers = [t for t in self._timers if t[2] in self._pending]
+        _heapq.heapify(self._timers)
 
     def _delay(self, attempt):
         base = min(self.max_backoff, self.backoff * (2 ** (attempt - 1)))
@@ -851,8 +951,9 @@ class Client(_Requests):
         else:
             self._complete(h, error=err)
 
-    def _on_timer(self, h, attempt, kind):
-        if h._done or attempt != h.attempt:
+    def _on_timer(self, rid, attempt, kind):
+        h = self._pending.get(rid)
+        if h is None or h._done or attempt != h.attempt:
             return
         if kind == "resend":
             if h._waiting_resend:
@@ -884,8 +985,8 @@ class Client(_Requests):
         while todo:
             now = _time.monotonic()
             while self._timers and self._timers[0][0] <= now:
-                _, _, h, attempt, kind = _heapq.heappop(self._timers)
-                self._on_timer(h, attempt, kind)
+                _, _, rid, attempt, kind = _heapq.heappop(self._timers)
+                self._on_timer(rid, attempt, kind)
             todo = [h for h in todo if not h._done]
             if not todo:
                 break
@@ -960,7 +1061,8 @@ class Client(_Requests):
 
     def update(self, table, entity, if_match=None, caller=None):
         """Replace; ``if_match`` an ETag (e.g. ``entity.etag``), ``"*"`` or
-        ``None`` for unconditional."""
+        ``None`` for unconditional (``""`` is a ``ValueError``: on the wire
+        it would mean no condition)."""
         return self._run(*self._req_update(table, entity, if_match, caller))
 
     def merge(self, table, entity, if_match=None, caller=None):
@@ -982,6 +1084,8 @@ class Client(_Requests):
 
     def get(self, table, pk, rk, select=None, after=None, wait_ms=None):
         """The :class:`Entity`; ResourceNotFound (404) if missing.
+
+        ``select``: property names, a list or a comma-separated str.
 
         ``after`` (session tokens, ``{source_table: lsn}``) makes the server
         answer only once ``table`` covers those writes of its sources, or
@@ -1023,13 +1127,15 @@ class Client(_Requests):
         :meth:`query_page`."""
         if parameters is not None:      # errors now, not at the first next()
             filter = _filters.format_filter(filter or "", parameters)
+        _check_limit(limit)
         return self._query(table, filter, select, top, limit, after, wait_ms)
 
     def _query(self, table, filter, select, top, limit, after, wait_ms):
         count = 0
         cont = None
-        while True:
-            page = self.query_page(table, filter, select, top, cont, after,
+        while limit != 0:
+            page = self.query_page(table, filter, select,
+                                   _page_top(top, limit, count), cont, after,
                                    wait_ms)
             for e in page.entities:
                 if limit is not None and count >= limit:

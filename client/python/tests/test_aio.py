@@ -93,6 +93,41 @@ class AsyncClientTest(unittest.TestCase):
         self.assertEqual(in_flight, 0)
 
 
+class AsyncQueryLimitTest(unittest.TestCase):
+    def test_a_limit_bounds_the_pages_asked_for_and_is_checked(self):
+        # As the blocking client's (test_client.QueryLimitTest).
+        t = _harness.table_name("aiolimit")
+
+        async def main():
+            async with AsyncClient(SERVER.endpoint) as c:
+                await c.create_table(t)
+                b = Batch(t)
+                for i in range(30):
+                    b.insert(Entity("p", "%02d" % i))
+                await c.execute(b)
+                tops = []
+                real = c.query_page
+
+                async def spy(table, filter=None, select=None, top=None,
+                              *rest, **kw):
+                    tops.append(top)
+                    return await real(table, filter, select, top, *rest, **kw)
+
+                c.query_page = spy
+                one = [e.rk async for e in c.query(t, limit=1)]
+                self.assertEqual((one, tops), (["00"], [1]))
+                del tops[:]
+                some = [e async for e in c.query(t, limit=25, top=10)]
+                self.assertEqual((len(some), tops), (25, [10, 10, 10]))
+                del tops[:]
+                self.assertEqual([e async for e in c.query(t, limit=0)], [])
+                self.assertEqual(tops, [])
+                with self.assertRaises(ValueError):
+                    c.query(t, limit=-1)
+
+        run(main())
+
+
 class AsyncLoopTest(unittest.TestCase):
     def test_a_second_event_loop_is_refused_by_name(self):
         # Reused in a second asyncio.run(), the client waited on a reader

@@ -452,6 +452,122 @@ class BatchTest(Base):
         self.assertEqual(len(self.c.execute(big).etags), 100)
 
 
+class EmptyConditionTest(Base):
+    def test_an_empty_if_match_is_refused_and_nothing_changes(self):
+        # The protocol reads an empty ifMatch as no condition: an ETag
+        # variable left empty by a failed read replaced or deleted whatever
+        # was stored, the lost update the caller guarded against (found
+        # from outside).
+        w = self.c.insert(self.t, Entity("p", "r", {"v": 1}))
+        self.c.merge(self.t, Entity("p", "r", {"v": 2}))   # someone else
+        before = self.c.ping()["lsn"]
+        for call in (lambda: self.c.update(self.t, Entity("p", "r", {"v": 3}),
+                                           if_match=""),
+                     lambda: self.c.merge(self.t, Entity("p", "r", {"v": 3}),
+                                          if_match=""),
+                     lambda: self.c.delete(self.t, "p", "r", if_match=""),
+                     lambda: self.c.execute(Batch(self.t).update(
+                         Entity("p", "r", {"v": 3}), if_match=""))):
+            with self.assertRaises(ValueError) as caught:
+                call()
+            self.assertIn("if_match is empty", str(caught.exception))
+        self.assertEqual(self.c.ping()["lsn"], before)
+        self.assertEqual(self.c.get(self.t, "p", "r")["v"], 2)
+        # the stale ETag itself is still a 412, and "*" still unconditional
+        self.assertError(412, "UpdateConditionNotSatisfied", self.c.update,
+                         self.t, Entity("p", "r"), if_match=w.etag)
+        self.c.update(self.t, Entity("p", "r", {"v": 4}), if_match="*")
+        self.assertEqual(self.c.get(self.t, "p", "r")["v"], 4)
+
+
+class SelectTextTest(Base):
+    def test_a_select_given_as_text_names_properties_not_letters(self):
+        # select="Name" was sent as ["N", "a", "m", "e"]: four missing
+        # properties came back as None, and Name not at all (found from
+        # outside). A str is a comma-separated list, as in the Azure SDK.
+        self.c.insert(self.t, Entity("p", "r", {"Name": "Ana", "Age": 3}))
+        e = self.c.get(self.t, "p", "r", select="Name")
+        self.assertEqual(e.props, {"Name": "Ana"})
+        e = self.c.get(self.t, "p", "r", select="Name, Age")
+        self.assertEqual(e.props, {"Name": "Ana", "Age": 3})
+        page = self.c.query_page(self.t, select="Age")
+        self.assertEqual([x.props for x in page], [{"Age": 3}])
+        self.assertEqual([x.props for x in self.c.query(self.t, select="Name")],
+                         [{"Name": "Ana"}])
+        with self.assertRaises(TypeError):
+            self.c.get(self.t, "p", "r", select=b"Name")
+
+
+class PagesReleasedTest(Base):
+    def test_pages_read_back_to_back_are_not_held(self):
+        # Each attempt's deadline entry held its request's handle, and the
+        # handle its result, until the deadline passed: a client reading
+        # pages back to back held every page of the last `timeout` seconds
+        # (RSS 900 MB after reading 300 pages of 3 MB; found from outside).
+        import tracemalloc
+        c = SERVER.client(timeout=60.0)
+        self.addCleanup(c.close)
+        for p in range(10):                         # 10 pages of ~1 MB
+            b = Batch(self.t)
+            for i in range(50):
+                b.insert(Entity("p%02d" % p, "%02d" % i, {"pad": b"x" * 20000}))
+            c.execute(b)
+        tracemalloc.start()
+        try:
+            count = sum(1 for _ in c.query(self.t, top=50))
+            c.ping()
+            held, _peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        self.assertEqual(count, 500)
+        self.assertLess(held, 3 << 20, "pages read are still held")
+
+    def test_gather_refuses_another_clients_handles(self):
+        # Waited for on the wrong socket, the handle never completed and
+        # gather looped for ever.
+        other = SERVER.client(timeout=5.0)
+        self.addCleanup(other.close)
+        h = other.send("ping")
+        with self.assertRaises(ValueError) as caught:
+            self.c.gather([h], timeout=5)   # bounded, for the old code
+        self.assertIn("another client", str(caught.exception))
+        self.assertEqual(other.gather([h])[0]["version"], 1)
+
+
+class QueryLimitTest(Base):
+    def test_a_limit_bounds_the_pages_asked_for_and_is_checked(self):
+        # limit=1 asked for a default page (up to 1,000 entities, or the
+        # page's byte bound) to return one; limit=-1 returned nothing, as
+        # if the table were empty (found from outside).
+        b = Batch(self.t)
+        for i in range(30):
+            b.insert(Entity("p", "%02d" % i, {"pad": "x" * 1000}))
+        self.c.execute(b)
+        tops = []
+        real = self.c.query_page
+
+        def spy(table, filter=None, select=None, top=None, *rest, **kw):
+            tops.append(top)
+            return real(table, filter, select, top, *rest, **kw)
+
+        self.c.query_page = spy
+        self.assertEqual([e.rk for e in self.c.query(self.t, limit=1)], ["00"])
+        self.assertEqual(tops, [1])
+        del tops[:]
+        self.assertEqual(len(list(self.c.query(self.t, limit=25, top=10))), 25)
+        self.assertEqual(tops, [10, 10, 10])       # the caller's top is kept
+        del tops[:]
+        self.assertEqual(len(list(self.c.query(self.t))), 30)
+        self.assertEqual(tops, [None])
+        del tops[:]
+        self.assertEqual(list(self.c.query(self.t, limit=0)), [])
+        self.assertEqual(tops, [])                 # nothing asked
+        for bad in (-1, 1.5, "3"):
+            with self.assertRaises(ValueError) as caught:
+                self.c.query(self.t, limit=bad)
+            self.assertIn("limit", str(caught.exception))
+
+
 class QueryTest(Base):
     def setUp(self):
         Base.setUp(self)
