@@ -22,7 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class CheckpointTest : public EngineTest {
+class EngineCheckpointTest : public EngineTest {
  protected:
   std::string Target(const std::string& name) { return fs::absolute(dir_.Sub(name)).string(); }
 
@@ -33,7 +33,7 @@ class CheckpointTest : public EngineTest {
   }
 };
 
-TEST_F(CheckpointTest, HoldsEveryCommitAndOpensAsADataDirectory) {
+TEST_F(EngineCheckpointTest, HoldsEveryCommitAndOpensAsADataDirectory) {
   ASSERT_TRUE(engine_->CreateTable("Orders").ok());
   for (int i = 0; i < 50; i++)
     ASSERT_TRUE(Insert("Orders", MakeEntity("p", "r" + std::to_string(i), i)).ok());
@@ -77,7 +77,7 @@ TEST_F(CheckpointTest, HoldsEveryCommitAndOpensAsADataDirectory) {
 // sidetable-loadgen's inserts, where the read-back refused the backup; not
 // reproduced here in 60 checkpoints, nor by a test of 30 backups under a
 // pipelined client, so this checks the outcome only).
-TEST_F(CheckpointTest, TakenUnderWritesHoldsWholeBatchesAndNoGap) {
+TEST_F(EngineCheckpointTest, TakenUnderWritesHoldsWholeBatchesAndNoGap) {
   ASSERT_TRUE(engine_->CreateTable("Items").ok());
   // EGT i is written by thread i % 4; acked counts the EGTs below which
   // every one is acknowledged (each thread's own count, the lowest).
@@ -152,7 +152,7 @@ TEST_F(CheckpointTest, TakenUnderWritesHoldsWholeBatchesAndNoGap) {
   }
 }
 
-TEST_F(CheckpointTest, ABadTargetIsRefusedAndChangesNothing) {
+TEST_F(EngineCheckpointTest, ABadTargetIsRefusedAndChangesNothing) {
   ASSERT_TRUE(engine_->CreateTable("Items").ok());
   ASSERT_TRUE(Insert("Items", MakeEntity("p", "r")).ok());
   fs::create_directories(Target("exists"));
