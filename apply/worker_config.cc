@@ -227,10 +227,14 @@ Status ValidateWorkerConfig(const WorkerConfig& c) {
   return Status::OK();
 }
 
-Status ResolveBootstrap(WorkerConfig* c) {
+Status ResolveBootstrap(WorkerConfig* c, const std::atomic<bool>* stop) {
   if (!c->bootstrap.empty()) return Status::OK();
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(c->bootstrap_wait_ms);
   do {
+    if (stop != nullptr && stop->load()) {
+      return Status(Code::kUnavailable,
+                    "stopped while waiting for kafka.bootstrap_file '" + c->bootstrap_file + "'");
+    }
     std::ifstream in(c->bootstrap_file);
     std::string line;
     if (in && std::getline(in, line)) {

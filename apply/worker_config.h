@@ -8,6 +8,7 @@
 // Thread safety: a value type.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <string>
 #include <vector>
@@ -70,7 +71,8 @@ Status LoadWorkerConfigText(const std::string& yaml, const std::string& origin, 
 Status ValidateWorkerConfig(const WorkerConfig& config);
 // Fills config->bootstrap from kafka.bootstrap_file when it is empty, waiting
 // up to bootstrap_wait_ms for the file (a sidecar with embedded Kafka writes
-// it once started).
-Status ResolveBootstrap(WorkerConfig* config);
+// it once started). With `stop` given, the wait ends (kUnavailable, "stopped") within about 50 ms
+// of *stop turning true: a worker stopped before its sidecar is up exits cleanly.
+Status ResolveBootstrap(WorkerConfig* config, const std::atomic<bool>* stop = nullptr);
 
 }  // namespace sidetable::apply

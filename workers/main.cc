@@ -160,7 +160,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   const bool from_file = config.bootstrap.empty();
-  if (Status s = apply::ResolveBootstrap(&config); !s.ok()) {
+  // Before the wait for the bootstrap file and before any thread starts, so
+  // that every thread inherits the blocked stop signals (common/process.h):
+  // a SIGTERM while the sidecar is not up yet used to end the worker at once
+  // (exit 143, nothing logged).
+  common::InstallStopSignals(OnSignal);
+  if (Status s = apply::ResolveBootstrap(&config, &g_stop_requested); !s.ok()) {
+    if (g_stop_requested.load()) {
+      spdlog::info("stopped before start-up finished ({})", s.message());
+      return 0;
+    }
     // Bad configuration exits 2; a sidecar that never wrote its address, 1.
     spdlog::error("{}{}", s.code() == Code::kInvalidInput ? "configuration: " : "start-up failed: ",
                   s.message());
@@ -168,9 +177,6 @@ int main(int argc, char** argv) {
   }
   // Connections and RocksDB's files share the descriptor limit (common/process.h).
   common::RaiseOpenFileLimitLogged();
-  // Before any thread starts, so that every thread inherits the blocked
-  // stop signals (common/process.h).
-  common::InstallStopSignals(OnSignal);
   std::thread deadline(EnforceStopDeadline);
   struct JoinOnExit {
     std::thread* t;

@@ -112,6 +112,24 @@ TEST_F(DevLoopTest, WorkersStartedBeforeTheFirstWriteSeeTheConfiguredPartitions)
       << server_->Log();
 }
 
+// A worker started before its sidecar waits for the bootstrap file; a stop
+// then is a clean exit (0, said in the log). Before, the stop signals were
+// installed only after that wait, so SIGTERM ended it at once (exit 143,
+// nothing logged): found from outside, session 39.
+TEST_F(DevLoopTest, AWorkerStoppedWhileWaitingForItsSidecarExitsCleanly) {
+  const std::string log = dir_.Sub("waiting.log");
+  pid_t pid = testing::SpawnLogged(
+      {SIDETABLE_WORKER_BIN, "--config", worker_cfg_, "--http", "127.0.0.1:0"}, log);
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds(700));  // into the wait (the file is not there)
+  const auto sent = std::chrono::steady_clock::now();
+  const int code = testing::SignalAndWait(&pid, SIGTERM, 10);
+  const std::string out = testing::ReadWholeFile(log);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::seconds(3)) << out;
+  EXPECT_TRUE(testing::Contains(out, "stopped before start-up finished")) << out;
+}
+
 TEST_F(DevLoopTest, ASecondWorkerOnTheSameHttpPortIsRefused) {
   ASSERT_TRUE(server_->Start()) << server_->Log();
   PointWorkerAtSidecar();
