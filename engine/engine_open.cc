@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -172,6 +173,11 @@ Result<std::unique_ptr<Engine::Impl>> Engine::Impl::Open(const EngineOptions& op
   std::call_once(crc_logged, [] {
     spdlog::info("engine: RocksDB's WAL checksums use the {} CRC32C{}", internal::Crc32cBackend(),
                  internal::Crc32cWrapped() ? "" : " (not wrapped on this CPU architecture)");
+    if (const char* forced = std::getenv("SIDETABLE_CRC32C");
+        forced != nullptr && std::strcmp(forced, "rocksdb") != 0) {
+      spdlog::warn("engine: SIDETABLE_CRC32C='{}' is ignored: 'rocksdb' is the only value it takes",
+                   forced);
+    }
   });
   return impl;
 }

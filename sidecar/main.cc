@@ -221,6 +221,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   // Connections and RocksDB's files share the descriptor limit (common/process.h).
+  // Read before logging was set up (KeepLargeBlocksInTheHeap): a value that
+  // is not used is said now, not silently replaced by the default.
+  if (const char* arenas = std::getenv("SIDETABLE_MALLOC_ARENAS");
+      arenas != nullptr && std::to_string(common::MallocArenas(arenas)) != arenas) {
+    spdlog::warn("SIDETABLE_MALLOC_ARENAS='{}' is not a whole number from 1 to 64: using {} arenas",
+                 arenas, common::MallocArenas(arenas));
+  }
   common::RaiseOpenFileLimitLogged();
   // Before any thread starts, so that every thread inherits the blocked
   // stop signals (common/process.h).

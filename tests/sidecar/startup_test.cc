@@ -377,5 +377,33 @@ TEST(Startup, StraySignalsAreLoggedAndIgnored) {
   EXPECT_EQ(sidecar.Stop(), 0) << sidecar.Log();
 }
 
+// Environment switches read before the log exists say so when they are
+// set to something they do not take, instead of using the default without a
+// word (found from outside, session 39).
+TEST(Startup, EnvironmentSwitchesWithBadValuesAreNamed) {
+  testing::TempDir dir;
+  ::setenv("SIDETABLE_MALLOC_ARENAS", "4 arenas", 1);
+  ::setenv("SIDETABLE_CRC32C", "hardware", 1);
+  testing::SidecarProcess sidecar(SIDETABLE_BIN, dir.Sub("data"), {"--kafka", "none"});
+  const bool started = sidecar.Start();
+  ::unsetenv("SIDETABLE_MALLOC_ARENAS");
+  ::unsetenv("SIDETABLE_CRC32C");
+  ASSERT_TRUE(started) << sidecar.Log();
+  EXPECT_TRUE(
+      testing::Contains(sidecar.Log(), "SIDETABLE_MALLOC_ARENAS='4 arenas' is not a whole number"))
+      << sidecar.Log();
+  EXPECT_TRUE(testing::Contains(sidecar.Log(), "SIDETABLE_CRC32C='hardware' is ignored"))
+      << sidecar.Log();
+  EXPECT_EQ(sidecar.Stop(), 0) << sidecar.Log();
+  // Good values say nothing.
+  ::setenv("SIDETABLE_MALLOC_ARENAS", "2", 1);
+  testing::SidecarProcess quiet(SIDETABLE_BIN, dir.Sub("data2"), {"--kafka", "none"});
+  const bool quiet_started = quiet.Start();
+  ::unsetenv("SIDETABLE_MALLOC_ARENAS");
+  ASSERT_TRUE(quiet_started) << quiet.Log();
+  EXPECT_FALSE(testing::Contains(quiet.Log(), "SIDETABLE_MALLOC_ARENAS")) << quiet.Log();
+  EXPECT_EQ(quiet.Stop(), 0) << quiet.Log();
+}
+
 }  // namespace
 }  // namespace sidetable
