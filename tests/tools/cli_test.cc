@@ -510,6 +510,7 @@ TEST_F(CliTest, NegativeAndOutOfRangeNumbersAreRefusedNamingTheOption) {
       {{"replay", "--kafka-offset", "-5"}, "--kafka-offset: must be at least 0, got -5"},
       {{"lag", "--max-scan", "0"}, "--max-scan: must be at least 1, got 0"},
       {{"lag", "--max-scan", "-2"}, "--max-scan: must be at least 1, got -2"},
+      {{"lag", "--derived", ""}, "--derived: got an empty value"},
       {{"rebuild", "Tab", "--at-lsn", "0"}, "--at-lsn: must be at least 1, got 0"},
       {{"rebuild", "Tab", "--at-lsn", "-1"}, "--at-lsn: must be at least 1, got -1"},
       {{"rebuild", "Tab", "--at-lsn", "1", "--stop-after", "-1"},

@@ -163,7 +163,9 @@ int main(int argc, char** argv) {
 
   auto* lag = app.add_subcommand(
       "lag", "per derived table, source and Kafka partition: the applied LSN and the change records above it");
-  lag->add_option("--derived", a.table, "only this derived table");
+  // "" meant every table: `lag --derived "$T"` with $T unset reported all.
+  lag->add_option("--derived", a.table, "only this derived table")
+      ->check(NotEmpty("name a derived table, or leave --derived out for all of them"));
   AddNumber(lag, "--max-scan", a.max,
             "most change records to scan (counts above it are lower bounds)", uint64_t{1});
   bool lag_json = false;

@@ -616,6 +616,16 @@ class _Requests(object):
         return _w.QUERY, body, _dec_query
 
     def _req_read_changes(self, from_lsn, max=None, max_bytes=None):
+        # Checked here: msgpack's OverflowError (2**64) or a negative LSN
+        # sent as a signed integer named nothing.
+        for name, v in (("from_lsn", from_lsn), ("max", max),
+                        ("max_bytes", max_bytes)):
+            if v is None and name != "from_lsn":
+                continue
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError("%s must be an int, got %r" % (name, v))
+            if not 0 <= v < 2 ** 64:
+                raise ValueError("%s must be 0 to 2**64-1, got %d" % (name, v))
         body = {"from": from_lsn}
         if max is not None:
             body["max"] = max

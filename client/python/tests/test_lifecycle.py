@@ -57,6 +57,20 @@ class ArgumentsTest(unittest.TestCase):
                     cls(SERVER.endpoint, max_request_bytes=bad)
                 self.assertIn("max_request_bytes", str(caught.exception))
 
+    def test_change_log_positions_out_of_range_are_refused_by_name(self):
+        # 2**64 raised msgpack's OverflowError, naming nothing.
+        with Client(SERVER.endpoint, timeout=5.0) as c:
+            for kw, exc, name in (
+                    ({"from_lsn": 2 ** 64}, ValueError, "from_lsn"),
+                    ({"from_lsn": -1}, ValueError, "from_lsn"),
+                    ({"from_lsn": 1, "max": -1}, ValueError, "max"),
+                    ({"from_lsn": "1"}, TypeError, "from_lsn"),
+                    ({"from_lsn": 1, "max_bytes": 1.5}, TypeError, "max_bytes")):
+                with self.assertRaises(exc) as caught:
+                    c.read_changes(**kw)
+                self.assertIn(name, str(caught.exception))
+            self.assertIsInstance(c.read_changes(1, max=10).records, list)
+
     def test_good_values_still_work(self):
         with Client(SERVER.endpoint, timeout=0.5, retries=0, backoff=0,
                     connect_timeout=0) as c:
