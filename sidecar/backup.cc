@@ -1,6 +1,5 @@
 #include "sidecar/backup.h"
 
-#include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,6 +10,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "common/atomic_file.h"
 #include "common/http_endpoint.h"
 #include "engine/edm.h"
 
@@ -61,42 +61,6 @@ std::string Manifest(const BackupSettings& s, const std::string& name, const Che
          ",\"last_lsn\":" + std::to_string(info.last_lsn) +
          ",\"tables\":" + std::to_string(info.tables) + ",\"files\":" + std::to_string(info.files) +
          ",\"bytes\":" + std::to_string(info.bytes) + "}\n";
-}
-
-// Written beside the checkpoint's files, synced, then renamed into place:
-// a backup without its manifest is not listed (nor removed by retention).
-Status WriteManifest(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status(Code::kInternal, "creating " + tmp + ": " + std::strerror(errno));
-  size_t done = 0;
-  int err = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      err = errno;
-      break;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (err == 0 && ::fsync(fd) != 0) err = errno;
-  ::close(fd);
-  if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
-  if (err != 0) {
-    ::unlink(tmp.c_str());
-    return Status(err == ENOSPC ? Code::kInsufficientStorage : Code::kInternal,
-                  "writing " + path + ": " + std::strerror(err));
-  }
-  return Status::OK();
-}
-
-// The rename into place survives a crash of the machine.
-void SyncDirectory(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;
-  if (::fsync(fd) != 0) spdlog::warn("backup: fsync of {}: {}", dir, std::strerror(errno));
-  ::close(fd);
 }
 
 // What an interrupted backup leaves: the checkpoint's staging directory
@@ -204,7 +168,10 @@ Result<wire::BackupReply> TakeBackup(Engine* engine, const BackupSettings& s) {
   const std::string partial = path + std::string(kPartialSuffix);
   auto info = engine->Checkpoint(partial);
   if (!info.ok()) return info.status();
-  Status m = WriteManifest(partial + "/" + std::string(kBackupManifest), Manifest(s, name, *info));
+  // Synced and renamed into place: a backup without its manifest is not
+  // listed (nor removed by retention).
+  Status m = common::WriteFileAtomically(partial + "/" + std::string(kBackupManifest),
+                                         Manifest(s, name, *info));
   if (m.ok() && ::rename(partial.c_str(), path.c_str()) != 0) {
     m = Status(Code::kInternal, "renaming " + partial + ": " + std::strerror(errno));
   }
@@ -213,7 +180,10 @@ Result<wire::BackupReply> TakeBackup(Engine* engine, const BackupSettings& s) {
     fs::remove_all(partial, ec);
     return Status(m.code(), "backup " + name + " was removed: " + m.message());
   }
-  SyncDirectory(dir);
+  // The rename into place survives a crash of the machine.
+  if (Status synced = common::SyncDirectory(dir); !synced.ok()) {
+    spdlog::warn("backup: {}", synced.ToString());
+  }
   if (info->wal_tail_dropped_bytes > 0) {
     spdlog::info(
         "backup {}: the write-ahead log, copied while writes went on, ended in a record cut "

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "sidecar/cluster/atomic_file.h"
+#include "common/atomic_file.h"
 
 namespace sidetable::cluster {
 namespace {
@@ -114,7 +114,7 @@ bool KnownOffsets::Note(int32_t shard, int64_t end) {
 Status KnownOffsets::Flush() {
   std::lock_guard l(mu_);
   if (!dirty_ || path_.empty()) return Status::OK();
-  Status s = WriteFileAtomically(path_, EncodeKnownOffsets(topic_, ends_));
+  Status s = common::WriteFileAtomically(path_, EncodeKnownOffsets(topic_, ends_));
   if (s.ok()) dirty_ = false;
   return s;
 }

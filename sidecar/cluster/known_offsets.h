@@ -15,7 +15,7 @@
 // claim's offset + 1, every owner record's claim offset + 1 and every
 // state mark's offset + 1 read from the cluster topic (so members that
 // never owned a shard know it too). Note() raises in memory only; Flush()
-// writes the file (temp file, fsync, rename: atomic_file.h) when anything
+// writes the file (temp file, fsync, rename: common/atomic_file.h) when anything
 // rose. The file names the change topic: a file of another topic is
 // ignored (started afresh). Path "" keeps it in memory only (tests).
 //

@@ -1,6 +1,6 @@
 #include "sidecar/cluster/table_incarnations.h"
 
-#include "sidecar/cluster/atomic_file.h"
+#include "common/atomic_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -90,7 +90,7 @@ Status TableIncarnations::Set(uint32_t local_id, uint64_t incarnation) {
   if (it != map_.end() && it->second == incarnation) return Status::OK();
   map_[local_id] = incarnation;
   if (path_.empty()) return Status::OK();
-  return WriteFileAtomically(path_, EncodeTableIncarnations(map_));
+  return common::WriteFileAtomically(path_, EncodeTableIncarnations(map_));
 }
 
 std::map<uint32_t, uint64_t> TableIncarnations::Snapshot() const {
