@@ -8,28 +8,38 @@
 
 namespace sidetable {
 
-Status Engine::Impl::RecoverLogPosition(uint64_t* last_lsn, int64_t* last_time) {
+Status internal::ReadLogPosition(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta,
+                                 rocksdb::ColumnFamilyHandle* log, LogPosition* out) {
   uint64_t trimmed_below = 1;
   std::string v;
-  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), meta_cf_, kMetaLogTrimmedBelow, &v);
+  rocksdb::Status s = db->Get(rocksdb::ReadOptions(), meta, kMetaLogTrimmedBelow, &v);
   if (s.ok()) {
     codec::Reader r(v);
     if (!r.Varint64(&trimmed_below)) return Status(Code::kInternal, "corrupt trim watermark");
   } else if (!s.IsNotFound()) {
     return Status(Code::kInternal, "reading trim watermark: " + s.ToString());
   }
-  first_available_lsn_ = trimmed_below;
-  *last_lsn = trimmed_below - 1;
-  *last_time = 0;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), log_cf_));
+  out->first_lsn = trimmed_below;
+  out->last_lsn = trimmed_below - 1;
+  out->last_time = 0;
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), log));
   it->SeekToLast();
   if (it->Valid()) {
     ChangeRecord rec;
     ST_RETURN_IF_ERROR(codec::DecodeChangeHeader(it->value().ToStringView(), &rec));
-    *last_lsn = std::max(*last_lsn, rec.lsn);
-    *last_time = rec.commit_time;
+    out->last_lsn = std::max(out->last_lsn, rec.lsn);
+    out->last_time = rec.commit_time;
   }
   if (!it->status().ok()) return Status(Code::kInternal, "reading change log: " + it->status().ToString());
+  return Status::OK();
+}
+
+Status Engine::Impl::RecoverLogPosition(uint64_t* last_lsn, int64_t* last_time) {
+  internal::LogPosition log;
+  ST_RETURN_IF_ERROR(internal::ReadLogPosition(db_.get(), meta_cf_, log_cf_, &log));
+  first_available_lsn_ = log.first_lsn;
+  *last_lsn = log.last_lsn;
+  *last_time = log.last_time;
   return Status::OK();
 }
 

@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <system_error>
 
@@ -80,15 +81,52 @@ void Measure(const std::string& dir, CheckpointInfo* info) {
   }
 }
 
-std::vector<rocksdb::ColumnFamilyDescriptor> Families(const internal::RocksDbOptionSet& opts) {
-  return {
-      {rocksdb::kDefaultColumnFamilyName, opts.meta},
-      {"entities", opts.entities},
-      {"changelog", opts.changelog},
-      {"requests", opts.requests},
-      {"images", opts.images},
-  };
-}
+// The checkpoint opened as the engine opens its database (its options and
+// column families), with a logger of its own that counts what WAL recovery
+// drops (RocksDB would otherwise write a LOG file into the copy).
+class OpenedCopy {
+ public:
+  OpenedCopy() = default;
+  OpenedCopy(const OpenedCopy&) = delete;
+  OpenedCopy& operator=(const OpenedCopy&) = delete;
+  ~OpenedCopy() { (void)Close(); }
+
+  // `configure` adjusts RocksDB's options before the open.
+  Status Open(const EngineOptions& options, const std::string& dir, bool read_only,
+              const std::function<void(rocksdb::DBOptions*)>& configure = {}) {
+    internal::RocksDbOptionSet opts = internal::MakeRocksDbOptions(options);
+    opts.db.info_log = internal::MakeRocksDbLogger(report_);
+    opts.db.create_if_missing = false;
+    if (configure) configure(&opts.db);
+    rocksdb::DB* raw = nullptr;
+    const auto families = internal::ColumnFamilies(opts);
+    rocksdb::Status s = read_only
+                            ? rocksdb::DB::OpenForReadOnly(opts.db, dir, families, &handles_, &raw)
+                            : rocksdb::DB::Open(opts.db, dir, families, &handles_, &raw);
+    if (!s.ok()) return Status(Code::kInternal, "the checkpoint does not open: " + s.ToString());
+    db_.reset(raw);
+    return Status::OK();
+  }
+  Status Close() {
+    if (!db_) return Status::OK();
+    for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+    handles_.clear();
+    rocksdb::Status s = db_->Close();
+    db_.reset();
+    if (!s.ok()) return Status(Code::kInternal, "closing the checkpoint: " + s.ToString());
+    return Status::OK();
+  }
+  rocksdb::DB* db() const { return db_.get(); }
+  // In the order of internal::ColumnFamilies: default (meta), entities,
+  // changelog, requests, images.
+  rocksdb::ColumnFamilyHandle* family(size_t i) const { return handles_[i]; }
+  uint64_t wal_dropped_bytes() const { return report_->wal_dropped_bytes.load(); }
+
+ private:
+  std::shared_ptr<internal::RecoveryReport> report_ = std::make_shared<internal::RecoveryReport>();
+  std::unique_ptr<rocksdb::DB> db_;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+};
 
 // The write-ahead log was copied while writes went on: its last record may
 // be one a writer was appending at that instant, cut short. Recovery drops
@@ -98,20 +136,12 @@ std::vector<rocksdb::ColumnFamilyDescriptor> Families(const internal::RocksDbOpt
 // table files, then closes, leaves a backup that opens without a word.
 // *tail_dropped gets the bytes it dropped.
 Status Settle(const EngineOptions& options, const std::string& dir, uint64_t* tail_dropped) {
-  internal::RocksDbOptionSet opts = internal::MakeRocksDbOptions(options);
-  auto report = std::make_shared<internal::RecoveryReport>();
-  opts.db.info_log = internal::MakeRocksDbLogger(report);
-  opts.db.create_if_missing = false;
-  opts.db.avoid_flush_during_recovery = false;  // the recovered log into table files
-  std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  rocksdb::DB* raw = nullptr;
-  rocksdb::Status s = rocksdb::DB::Open(opts.db, dir, Families(opts), &handles, &raw);
-  if (!s.ok()) return Status(Code::kInternal, "the checkpoint does not open: " + s.ToString());
-  for (auto* h : handles) raw->DestroyColumnFamilyHandle(h).PermitUncheckedError();
-  s = raw->Close();
-  delete raw;
-  if (!s.ok()) return Status(Code::kInternal, "closing the checkpoint: " + s.ToString());
-  *tail_dropped = report->wal_dropped_bytes.load();
+  OpenedCopy copy;
+  ST_RETURN_IF_ERROR(copy.Open(options, dir, /*read_only=*/false, [](rocksdb::DBOptions* db) {
+    db->avoid_flush_during_recovery = false;  // the recovered log into table files
+  }));
+  ST_RETURN_IF_ERROR(copy.Close());
+  *tail_dropped = copy.wal_dropped_bytes();
   return Status::OK();
 }
 
@@ -119,52 +149,20 @@ Status Settle(const EngineOptions& options, const std::string& dir, uint64_t* ta
 // the WAL replays, and the change log's ends and the catalog are what the
 // info reports.
 Status ReadBack(const EngineOptions& options, const std::string& dir, CheckpointInfo* info) {
-  internal::RocksDbOptionSet opts = internal::MakeRocksDbOptions(options);
-  auto report = std::make_shared<internal::RecoveryReport>();
-  // Its own logger: RocksDB would otherwise write a LOG file into the copy.
-  opts.db.info_log = internal::MakeRocksDbLogger(report);
-  opts.db.create_if_missing = false;
-  std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  rocksdb::DB* raw = nullptr;
-  rocksdb::Status s = rocksdb::DB::OpenForReadOnly(opts.db, dir, Families(opts), &handles, &raw);
-  if (!s.ok()) return Status(Code::kInternal, "the checkpoint does not open: " + s.ToString());
-  std::unique_ptr<rocksdb::DB> db(raw);
-  struct Handles {
-    rocksdb::DB* db;
-    std::vector<rocksdb::ColumnFamilyHandle*>& h;
-    ~Handles() {
-      for (auto* c : h) db->DestroyColumnFamilyHandle(c).PermitUncheckedError();
-    }
-  } release{db.get(), handles};
-  if (report->wal_dropped_bytes.load() > 0) {
+  OpenedCopy copy;
+  ST_RETURN_IF_ERROR(copy.Open(options, dir, /*read_only=*/true));
+  if (copy.wal_dropped_bytes() > 0) {
     // Settle left no log to recover: this is damage, not a cut tail.
     return Status(Code::kInternal, "the checkpoint's write-ahead log did not check (" +
-                                       std::to_string(report->wal_dropped_bytes.load()) +
+                                       std::to_string(copy.wal_dropped_bytes()) +
                                        " bytes dropped)");
   }
-  std::string v;
-  uint64_t trimmed_below = 1;
-  s = db->Get(rocksdb::ReadOptions(), handles[0], kMetaLogTrimmedBelow, &v);
-  if (s.ok()) {
-    codec::Reader r(v);
-    if (!r.Varint64(&trimmed_below)) return Status(Code::kInternal, "corrupt trim watermark");
-  } else if (!s.IsNotFound()) {
-    return Status(Code::kInternal, "reading the checkpoint's trim watermark: " + s.ToString());
-  }
-  info->first_lsn = trimmed_below;
-  info->last_lsn = trimmed_below - 1;
-  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), handles[2]));
-  it->SeekToLast();
-  if (it->Valid()) {
-    ChangeRecord rec;
-    ST_RETURN_IF_ERROR(codec::DecodeChangeHeader(it->value().ToStringView(), &rec));
-    info->last_lsn = std::max(info->last_lsn, rec.lsn);
-  }
-  if (!it->status().ok()) {
-    return Status(Code::kInternal,
-                  "reading the checkpoint's change log: " + it->status().ToString());
-  }
-  it.reset(db->NewIterator(rocksdb::ReadOptions(), handles[0]));
+  internal::LogPosition log;
+  ST_RETURN_IF_ERROR(internal::ReadLogPosition(copy.db(), copy.family(0), copy.family(2), &log));
+  info->first_lsn = log.first_lsn;
+  info->last_lsn = log.last_lsn;
+  std::unique_ptr<rocksdb::Iterator> it(
+      copy.db()->NewIterator(rocksdb::ReadOptions(), copy.family(0)));
   for (it->Seek(kMetaTablePrefix); it->Valid() && it->key().starts_with(kMetaTablePrefix);
        it->Next()) {
     info->tables++;

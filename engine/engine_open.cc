@@ -114,15 +114,9 @@ Result<std::unique_ptr<Engine::Impl>> Engine::Impl::Open(const EngineOptions& op
   // MANIFEST and WAL, the flush of the recovered memtables).
   impl->storage_->ReleaseReserve();
   opts.db.listeners.push_back(impl->storage_);
-  std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
-      {rocksdb::kDefaultColumnFamilyName, opts.meta},
-      {"entities", opts.entities},
-      {"changelog", opts.changelog},
-      {"requests", opts.requests},
-      {"images", opts.images},
-  };
   rocksdb::DB* raw = nullptr;
-  rocksdb::Status s = rocksdb::DB::Open(opts.db, path, cfs, &impl->handles_, &raw);
+  rocksdb::Status s =
+      rocksdb::DB::Open(opts.db, path, internal::ColumnFamilies(opts), &impl->handles_, &raw);
   if (!s.ok()) {
     if (s.IsNoSpace()) {
       return Status(Code::kInsufficientStorage,

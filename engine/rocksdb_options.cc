@@ -131,4 +131,14 @@ RocksDbOptionSet MakeRocksDbOptions(const EngineOptions& options) {
   return set;
 }
 
+std::vector<rocksdb::ColumnFamilyDescriptor> ColumnFamilies(const RocksDbOptionSet& opts) {
+  return {
+      {rocksdb::kDefaultColumnFamilyName, opts.meta},
+      {"entities", opts.entities},
+      {"changelog", opts.changelog},
+      {"requests", opts.requests},
+      {"images", opts.images},
+  };
+}
+
 }  // namespace sidetable::internal

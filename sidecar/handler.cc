@@ -410,7 +410,7 @@ Status Handler::Backup(const wire::Request& r, const token::Token* principal,
         "backup asked by '{}' failed: {}", who, made.status().ToString());
     return made.status();
   }
-  metrics_->RecordBackup(true, (NowTicks() - kUnixEpochTicks) / 10'000'000, made->last_lsn,
+  metrics_->RecordBackup(true, (NowTicks() - kUnixEpochTicks) / kTicksPerSecond, made->last_lsn,
                          made->bytes);
   spdlog::info(
       "backup {} made for '{}': change log {}..{}, {} tables, {} files, {} bytes in {} ms{}",

@@ -200,5 +200,18 @@ inline constexpr std::string_view kMetaTablePrefix = "t/";
 inline constexpr std::string_view kMetaNextTableId = "next_table_id";
 inline constexpr std::string_view kMetaLogTrimmedBelow = "log_trimmed_below";
 
+namespace internal {
+// Where a database's change log stands: its first available LSN (the trim
+// watermark) and its newest record's LSN and commit time (last_lsn is
+// first_lsn - 1 and last_time 0 when it holds none). Read at the open
+// (engine_changelog.cc) and by a checkpoint's read-back.
+struct LogPosition {
+  uint64_t first_lsn = 1;
+  uint64_t last_lsn = 0;
+  int64_t last_time = 0;
+};
+Status ReadLogPosition(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta,
+                       rocksdb::ColumnFamilyHandle* log, LogPosition* out);
+}  // namespace internal
 
 }  // namespace sidetable

@@ -5,7 +5,10 @@
 // Internal to the engine (and its benches): no other part sees RocksDB.
 #pragma once
 
+#include <rocksdb/db.h>
 #include <rocksdb/options.h>
+
+#include <vector>
 
 #include "engine/engine.h"
 
@@ -22,5 +25,9 @@ struct RocksDbOptionSet {
 
 // Both column families share one block cache of options.block_cache_bytes.
 RocksDbOptionSet MakeRocksDbOptions(const EngineOptions& options);
+
+// The column families an engine database opens with, in the order of the
+// engine's handles: default (meta), entities, changelog, requests, images.
+std::vector<rocksdb::ColumnFamilyDescriptor> ColumnFamilies(const RocksDbOptionSet& opts);
 
 }  // namespace sidetable::internal
