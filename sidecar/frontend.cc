@@ -150,10 +150,9 @@ size_t Server::Impl::WorkerFor(const wire::Request& r) {
   }
   std::optional<std::string> query_pk;
   if (r.op == Op::kQuery && (query_pk = QueryPartition(r))) pk = &*query_pk;
-  // A table's creation and deletion on one worker (that of its partition
-  // ""): pipelined, a DeleteTable and the CreateTable sent after it ran on
-  // two workers, and the create could come first (409, then no table).
-  // They are still not ordered with the table's writes (docs/protocol.md).
+  // A table's creation and deletion run on one worker (that of its
+  // partition ""), behind a barrier on every other worker (OnRequest,
+  // PushBehindBarrier): ordered with every request of the table.
   static const std::string kTableItself;
   if (r.op == Op::kCreateTable || r.op == Op::kDeleteTable) pk = &kTableItself;
   const size_t workers = static_cast<size_t>(config_.workers);
@@ -366,13 +365,43 @@ bool Server::Impl::OnRequest() {
     return true;
   }
   // TryPush only moves the job when it succeeds; on failure it is still ours.
-  if (!queues_[w]->TryPush(std::move(job))) {
+  const bool barrier =
+      !job.forward && config_.workers > 1 &&
+      (job.request.op == wire::Op::kCreateTable || job.request.op == wire::Op::kDeleteTable);
+  if (!(barrier ? PushBehindBarrier(w, job) : queues_[w]->TryPush(std::move(job)))) {
     in_flight_.fetch_sub(1, std::memory_order_relaxed);
     admission_->Release(job.envelope, job.charge);
     release_tenant();
     AnswerBusy(header, job.envelope, job.delimiter, BusyReason::kQueueFull, received);
   }
   return true;
+}
+
+bool Server::Impl::PushBehindBarrier(size_t executor, Job& job) {
+  // All or nothing: a share on a queue whose operation was refused would
+  // only pass through, but a refused share would hold the operation's
+  // worker for good. The frontend is the only producer of new jobs, so the
+  // room seen here is there at the push.
+  const size_t workers = static_cast<size_t>(config_.workers);
+  for (size_t i = 0; i < workers; i++) {
+    if (!queues_[i]->HasRoom()) return false;
+  }
+  job.barrier = std::make_shared<WorkerBarrier>(workers - 1);
+  for (size_t i = 0; i < workers; i++) {
+    if (i == executor) continue;
+    Job share;
+    share.barrier = job.barrier;
+    share.barrier_share = true;
+    if (!queues_[i]->PushShare(std::move(share))) {
+      job.barrier->Cancel();  // the shares pushed already pass through
+      job.barrier.reset();
+      return false;
+    }
+  }
+  if (queues_[executor]->TryPush(std::move(job))) return true;
+  job.barrier->Cancel();
+  job.barrier.reset();
+  return false;
 }
 
 bool Server::Impl::Authenticate(Job& job, const wire::Header& header, const std::string& identity,

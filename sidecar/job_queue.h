@@ -25,6 +25,7 @@
 
 #include "protocol/token.h"
 #include "protocol/wire.h"
+#include "sidecar/worker_barrier.h"
 
 namespace sidetable::sidecar {
 
@@ -45,6 +46,11 @@ struct Job {
   // Scale-out: queued on a forwarding thread (its shard is served by
   // another sidecar, or it fans out); the owner handles its session tokens.
   bool forward = false;
+  // A table operation (its executor) or, with barrier_share, a share of its
+  // barrier on another worker: not a request, nothing to answer
+  // (worker_barrier.h).
+  std::shared_ptr<WorkerBarrier> barrier;
+  bool barrier_share = false;
 };
 
 class JobQueue {
@@ -72,6 +78,17 @@ class JobQueue {
     unfinished_.fetch_add(1, std::memory_order_relaxed);
     if (sleeping_) cv_.notify_one();
     return true;
+  }
+
+  // A barrier's share: over capacity if need be (the frontend checked
+  // HasRoom() of every queue before pushing one), never on a closed queue.
+  bool PushShare(Job&& job) { return PushResumed(std::move(job)); }
+
+  // Whether TryPush would take one more job now (the frontend, the only
+  // producer of new jobs, pushes right after asking).
+  bool HasRoom() const {
+    std::lock_guard lock(mu_);
+    return !closed_ && jobs_.size() < capacity_;
   }
 
   // Blocks for the next job; false once closed and empty. Every job popped

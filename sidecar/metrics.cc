@@ -114,6 +114,22 @@ std::string Metrics::Render(const Gauges& g) const {
   out += "# HELP sidetable_inline_requests_total Point reads and small writes the frontend executed itself (sidecar.inline_max_bytes), and writes up to sidecar.inline_alone_max_bytes that were the only request in flight.\n";
   out += "# TYPE sidetable_inline_requests_total counter\n";
   Line(&out, "sidetable_inline_requests_total", "", inline_.load(std::memory_order_relaxed));
+  out +=
+      "# HELP sidetable_table_barrier_waits_total Times a worker thread stopped at a CreateTable "
+      "or DeleteTable so that it ran in order with every partition's requests.\n";
+  out += "# TYPE sidetable_table_barrier_waits_total counter\n";
+  Line(&out, "sidetable_table_barrier_waits_total", "",
+       barrier_waits_.load(std::memory_order_relaxed));
+  out +=
+      "# HELP sidetable_table_barrier_wait_seconds_total Worker time spent stopped at those table "
+      "operations.\n";
+  out += "# TYPE sidetable_table_barrier_wait_seconds_total counter\n";
+  {
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.6f",
+                  barrier_wait_us_.load(std::memory_order_relaxed) / 1e6);
+    out += std::string("sidetable_table_barrier_wait_seconds_total ") + seconds + "\n";
+  }
   out += "# HELP sidetable_queue_depth Requests waiting for a worker.\n";
   out += "# TYPE sidetable_queue_depth gauge\n";
   Line(&out, "sidetable_queue_depth", "", g.queue_depth);

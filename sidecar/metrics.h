@@ -42,6 +42,11 @@ class Metrics {
   // A request the frontend executed itself instead of handing it to a worker.
   void RecordInline() { inline_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t inline_requests() const { return inline_.load(std::memory_order_relaxed); }
+  // A worker waited at a table operation's barrier (worker_barrier.h).
+  void RecordBarrierWait(uint64_t micros) {
+    barrier_waits_.fetch_add(1, std::memory_order_relaxed);
+    barrier_wait_us_.fetch_add(micros, std::memory_order_relaxed);
+  }
   // Read-your-writes (docs/consistency.md): a read parked for its session
   // tokens, and how long one waited (resumed, or answered
   // ReadSessionNotAvailable when timed_out).
@@ -109,6 +114,7 @@ class Metrics {
   std::atomic<uint64_t> malformed_{0};
   std::atomic<uint64_t> replayed_writes_{0};
   std::atomic<uint64_t> inline_{0};
+  std::atomic<uint64_t> barrier_waits_{0}, barrier_wait_us_{0};
   Histogram session_wait_;
   std::atomic<uint64_t> session_waits_{0};
   std::atomic<uint64_t> session_timeouts_{0};

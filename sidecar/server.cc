@@ -1,6 +1,7 @@
 #include "sidecar/server.h"
 
 #include <fstream>
+#include <utility>
 
 #include "common/kafka/partitioner.h"
 #include "common/process.h"
@@ -175,6 +176,20 @@ void Server::Impl::WorkerLoop(size_t index) {
     } else {
       break;
     }
+    if (job.barrier_share) {
+      // Another worker's table operation: nothing queued here after this
+      // point runs before it (worker_barrier.h).
+      const auto arrived = std::chrono::steady_clock::now();
+      job.barrier->ArriveAndWait();
+      job.barrier.reset();
+      owner_->metrics_.RecordBarrierWait(MicrosSince(arrived));
+      queue.Done();
+      continue;
+    }
+    if (job.barrier && !WaitForBarrier(job, out)) {
+      queue.Done();
+      continue;
+    }
     // Only reads that carry session tokens pay for them.
     if (job.request.after.empty() || job.covered || job.forward || AdmitSession(job, out)) {
       if (job.parked_at != std::chrono::steady_clock::time_point{}) {
@@ -189,12 +204,15 @@ void Server::Impl::WorkerLoop(size_t index) {
       if (!TakePrefetched(job, &reply, &entities)) {
         code = handler_.HandleConsuming(job.request, job.principal.get(), &reply, &entities, &await_lsn, &fence);
       }
+      // Executed: the other workers go on while its reply leaves.
+      if (job.barrier) std::exchange(job.barrier, nullptr)->Release();
       const bool advanced = job.request.op == wire::Op::kAdvanceWatermarks && code == Code::kOk;
       // A query page's continuation, read before the reply is handed away.
       next_page = NextPageRequest(job, code, reply);
       Complete(job, code, reply, out, entities, await_lsn, std::move(fence));
       if (advanced) ResumeCovered(index, &local);
     }
+    if (job.barrier) std::exchange(job.barrier, nullptr)->Release();  // never left waiting
     // After the reply went out (or the job was parked): the frontend may
     // now run this queue's partitions itself.
     if (popped) queue.Done();
@@ -210,6 +228,20 @@ void Server::Impl::WorkerLoop(size_t index) {
   out.set(zmq::sockopt::linger, -1);
   out.close();
   live_workers_.fetch_sub(1);
+}
+
+bool Server::Impl::WaitForBarrier(Job& job, zmq::socket_t& out) {
+  const auto arrived = std::chrono::steady_clock::now();
+  const bool ours = job.barrier->WaitForOthers();
+  owner_->metrics_.RecordBarrierWait(MicrosSince(arrived));
+  if (ours) return true;
+  // A share was taken off its queue: the server is stopping.
+  job.barrier.reset();
+  FinishWithError(
+      job,
+      Status(Code::kServerBusy, "server is shutting down; not executed, retry elsewhere or later"),
+      out);
+  return false;
 }
 
 namespace {

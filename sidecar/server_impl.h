@@ -128,6 +128,12 @@ class Server::Impl {
   // (*code too). True when `reply` is charged and must be released.
   bool ChargeReply(const Job& job, Code* code, std::string& reply);
   void FinishWithError(Job& job, const Status& s, zmq::socket_t& out);
+  // A table operation's worker: waits until the other workers reached its
+  // barrier. False: it was answered ServerBusy instead (stopping).
+  bool WaitForBarrier(Job& job, zmq::socket_t& out);
+  // Queues a table operation behind a barrier on every worker (false: a
+  // queue is full, the job is still the caller's).
+  bool PushBehindBarrier(size_t executor, Job& job);
   // Answers an executed request: at once, or (a write not yet durable in
   // fsync durability) through the acknowledger once its LSN is.
   void Complete(Job& job, Code code, std::string& reply, zmq::socket_t& out, uint64_t entities,

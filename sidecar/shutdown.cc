@@ -23,6 +23,12 @@ namespace sidetable::sidecar {
 void Server::Impl::RefuseQueued() {
   std::deque<Job> left;
   for (auto& q : queues_) q->TakeAll(&left);
+  // A table operation's barrier taken off a queue: whoever waits on it goes
+  // on (worker_barrier.h). A share is not a request: nothing to answer.
+  std::erase_if(left, [](Job& job) {
+    if (job.barrier) job.barrier->Cancel();
+    return job.barrier_share;
+  });
   if (left.empty()) return;
   log_->warn("stopping: grace period over; answering ServerBusy to {} queued requests (not executed)",
              left.size());
