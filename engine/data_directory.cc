@@ -143,4 +143,26 @@ Status CheckFormatVersion(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta,
   return Status::OK();
 }
 
+Status RefuseDamagedWal(const std::string& path, const rocksdb::Status& opened, uint64_t dropped,
+                        bool accept) {
+  if (accept) {
+    spdlog::warn(
+        "engine: {}: the write-ahead log is damaged in its middle ({}); --accept-wal-damage: "
+        "opening with what is before the damage, dropping about {} bytes of records after it "
+        "(acknowledged writes among them)",
+        path, opened.ToString(), dropped);
+    return Status::OK();
+  }
+  return Status(
+      Code::kUnavailable,
+      "cannot open database at " + path + ": its write-ahead log is damaged in its middle (" +
+          opened.ToString() +
+          "; RocksDB's warning above names the file). Opening it would drop the " +
+          std::to_string(dropped) +
+          " bytes of records from the damage to the end of that log, acknowledged writes among "
+          "them; nothing was changed. Restore the directory from a backup, or copy it aside and "
+          "start once with --accept-wal-damage to keep what is before the damage "
+          "(docs/operations.md, \"A damaged or foreign data directory\")");
+}
+
 }  // namespace sidetable::internal

@@ -81,6 +81,13 @@ struct EngineOptions {
   // At most twice the count is stored.
   int64_t request_id_window_seconds = 900;
   uint64_t request_id_window_count = 500'000;
+  // A write-ahead log damaged in its middle (a record that does not check
+  // with records after it; a torn last record is always tolerated): false
+  // refuses the open and changes nothing, true keeps the records before the
+  // damage and drops the rest, acknowledged writes among them (RocksDB's
+  // point-in-time recovery). The sidecar's --accept-wal-damage, for one
+  // start (docs/operations.md, "A damaged or foreign data directory").
+  bool accept_wal_damage = false;
   // The wall clock in DateTime ticks (tests inject one); null = system clock.
   std::function<int64_t()> clock;
 };
@@ -158,10 +165,6 @@ struct CheckpointInfo {
   uint64_t files = 0;
   uint64_t bytes = 0;
   uint64_t micros = 0;  // how long it took, the read-back included
-  // The write-ahead log is copied while writes go on: the bytes of a last
-  // record being appended at that instant, cut short and dropped (a write
-  // not yet acknowledged when the checkpoint began). Usually 0.
-  uint64_t wal_tail_dropped_bytes = 0;
 };
 
 // The disk under the data directory, as writes see it.

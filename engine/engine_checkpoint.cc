@@ -129,20 +129,19 @@ class OpenedCopy {
 };
 
 // The write-ahead log was copied while writes went on: its last record may
-// be one a writer was appending at that instant, cut short. Recovery drops
-// such a tail as it would after a kill -9 (that write was not acknowledged
-// before the checkpoint began), but it would do so, and log the loss, at
-// every open of the backup. One open that recovers and flushes the log into
-// table files, then closes, leaves a backup that opens without a word.
-// *tail_dropped gets the bytes it dropped.
-Status Settle(const EngineOptions& options, const std::string& dir, uint64_t* tail_dropped) {
+// be one a writer was appending at that instant, cut short (a write not
+// acknowledged when the checkpoint began). Recovery drops such a tail
+// without a word (rocksdb_options.cc), but every open of the backup would
+// replay the copied log again. One open that recovers and flushes it into
+// table files, then closes, leaves a backup that opens from its table files
+// alone; a copied log damaged in its middle fails here, and the backup
+// with it.
+Status Settle(const EngineOptions& options, const std::string& dir) {
   OpenedCopy copy;
   ST_RETURN_IF_ERROR(copy.Open(options, dir, /*read_only=*/false, [](rocksdb::DBOptions* db) {
     db->avoid_flush_during_recovery = false;  // the recovered log into table files
   }));
-  ST_RETURN_IF_ERROR(copy.Close());
-  *tail_dropped = copy.wal_dropped_bytes();
-  return Status::OK();
+  return copy.Close();
 }
 
 // Opens the checkpoint read-only, as a sidecar started on it would see it:
@@ -152,7 +151,7 @@ Status ReadBack(const EngineOptions& options, const std::string& dir, Checkpoint
   OpenedCopy copy;
   ST_RETURN_IF_ERROR(copy.Open(options, dir, /*read_only=*/true));
   if (copy.wal_dropped_bytes() > 0) {
-    // Settle left no log to recover: this is damage, not a cut tail.
+    // Settle left no log to recover: this is damage.
     return Status(Code::kInternal, "the checkpoint's write-ahead log did not check (" +
                                        std::to_string(copy.wal_dropped_bytes()) +
                                        " bytes dropped)");
@@ -197,7 +196,7 @@ Result<CheckpointInfo> Engine::Impl::Checkpoint(const std::string& dir) {
   }
   CheckpointInfo info;
   info.path = dir;
-  Status read = Settle(options_, dir, &info.wal_tail_dropped_bytes);
+  Status read = Settle(options_, dir);
   if (read.ok()) read = ReadBack(options_, dir, &info);
   if (!read.ok()) {
     RemoveCheckpoint(dir);

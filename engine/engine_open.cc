@@ -117,6 +117,17 @@ Result<std::unique_ptr<Engine::Impl>> Engine::Impl::Open(const EngineOptions& op
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s =
       rocksdb::DB::Open(opts.db, path, internal::ColumnFamilies(opts), &impl->handles_, &raw);
+  if (s.IsCorruption() && impl->recovery_->wal_dropped_bytes.load() > 0) {
+    // Only a record in the middle of a log is reported in this recovery
+    // mode (rocksdb_options.cc), and the open stopped before replaying
+    // anything past it: the directory is as it was.
+    ST_RETURN_IF_ERROR(internal::RefuseDamagedWal(
+        path, s, impl->recovery_->wal_dropped_bytes.load(), options.accept_wal_damage));
+    impl->recovery_->wal_dropped_bytes = 0;  // counted again by the second recovery
+    impl->handles_.clear();
+    opts.db.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
+    s = rocksdb::DB::Open(opts.db, path, internal::ColumnFamilies(opts), &impl->handles_, &raw);
+  }
   if (!s.ok()) {
     if (s.IsNoSpace()) {
       return Status(Code::kInsufficientStorage,

@@ -84,9 +84,14 @@ RocksDbOptionSet MakeRocksDbOptions(const EngineOptions& options) {
   // new one); the flush would only make every stop slower.
   // (crc32c_test's reopen reads the WAL back only without that flush.)
   db.avoid_flush_during_shutdown = true;
-  // A torn tail of the WAL after a crash is dropped; everything acknowledged
-  // before it is kept (kPointInTimeRecovery), which keeps the log a prefix.
-  db.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
+  // A torn last record of a log (a crash while it was appended: never
+  // acknowledged in fsync durability) is dropped without a word; a record
+  // that does not check in the middle of a log (damaged storage) fails the
+  // open, before anything changes. kPointInTimeRecovery, used until session
+  // 41, dropped everything after such a record, acknowledged writes
+  // included, and opened (engine_open.cc: EngineOptions::accept_wal_damage
+  // opens that way on purpose).
+  db.wal_recovery_mode = rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
   // A failed WAL write must stop writes (a hard background error) rather than
   // let later records follow a torn one in the same WAL: the commit queue
   // reuses a failed group's LSNs on that basis. (The default, said aloud.)

@@ -184,13 +184,6 @@ Result<wire::BackupReply> TakeBackup(Engine* engine, const BackupSettings& s) {
   if (Status synced = common::SyncDirectory(dir); !synced.ok()) {
     spdlog::warn("backup: {}", synced.ToString());
   }
-  if (info->wal_tail_dropped_bytes > 0) {
-    spdlog::info(
-        "backup {}: the write-ahead log, copied while writes went on, ended in a record cut "
-        "short ({} bytes): dropped, as after a kill -9 (a write not yet acknowledged when "
-        "the backup began)",
-        name, info->wal_tail_dropped_bytes);
-  }
   wire::BackupReply r;
   r.name = name;
   r.path = path;

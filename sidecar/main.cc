@@ -136,6 +136,12 @@ int main(int argc, char** argv) {
                  "directory the Backup operation makes backups in, '' = off (storage.backup_dir)");
   app.add_option("--backup-keep", config.backup_keep,
                  "backups kept in --backup-dir, the oldest removed, 0 = all (storage.backup_keep)");
+  // A flag only, for one start: as a setting in a file it would drop the
+  // records after the next damage too, without anyone deciding.
+  app.add_flag(
+      "--accept-wal-damage", config.engine.accept_wal_damage,
+      "open a data directory whose write-ahead log is damaged in its middle by dropping the "
+      "records after the damage (refused without it; docs/operations.md)");
   app.add_option("--id", config.id, "sidecar id (sidecar.id)");
   app.add_option("--member-id", config.cluster.member_id,
                  "scale-out member id, unique in the service (cluster.member_id; default: the sidecar id)");

@@ -38,6 +38,14 @@ struct DataDirectory {
 Result<DataDirectory> InspectDataDirectory(rocksdb::Env* env, const rocksdb::DBOptions& db,
                                            const std::string& path);
 
+// A first open failed on a write-ahead log record that does not check in
+// the middle of a log (`opened`, RocksDB's Corruption; `dropped`: the bytes
+// from it to the end of its log). Refused (kDataCorrupted, nothing changed)
+// unless `accept`, which logs what will be dropped and lets the caller open
+// again with point-in-time recovery.
+Status RefuseDamagedWal(const std::string& path, const rocksdb::Status& opened, uint64_t dropped,
+                        bool accept);
+
 // After the open: a directory without a mark gets this build's; one marked
 // with a newer or unreadable version is refused (nothing written).
 Status CheckFormatVersion(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta,

@@ -115,7 +115,7 @@ TEST_F(TableOrderTest, WritesPipelinedAroundADeleteAndACreateRunInTheOrderSent) 
     EXPECT_EQ(by_kind["before"], 0)
         << "round " << round << ": rows written before the delete survived it";
     EXPECT_EQ(by_kind["between"], 0)
-        << "round " << round << ": rows acknowledged into the deleted table";
+        << "round " << round << ": rows sent between the delete and the create were written";
   }
   EXPECT_EQ(wrong, 0) << "requests that ran out of the order sent; the first: " << first_wrong;
   // Each table operation stopped the three other workers.
