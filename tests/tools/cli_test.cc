@@ -605,18 +605,27 @@ TEST_F(CliTest, SelectCountsTheNamesTheUserGave) {
 }
 
 // An empty --select name is an input error, exit 2 before anything is sent
-// (it went to the server, whose InvalidInput was exit 1; found from outside).
+// (it went to the server, whose InvalidInput was exit 1; found from outside),
+// as is an empty field of a list. Several --select options add up.
 TEST_F(CliTest, AnEmptySelectNameIsAnInputError) {
   Ok({"create-table", "People"});
   Ok({"insert", "People", R"({"PartitionKey":"Sales","RowKey":"3","x0":1})"});
   for (std::vector<std::string> args :
        {std::vector<std::string>{"get", "People", "Sales", "3", "--select", ""},
-        {"query", "People", "--select", ""}}) {
+        {"query", "People", "--select", ""},
+        // Empty fields of a list (CLI11's delimiter dropped them: "A,,B" ran as "A,B").
+        {"get", "People", "Sales", "3", "--select", "x0,,RowKey"},
+        {"query", "People", "--select", "x0,"},
+        {"query", "People", "--select", ",x0"},
+        {"query", "People", "--select", "x0", "--select", ""}}) {
     CliResult r = Cli(args);
     EXPECT_EQ(r.exit_code, 2) << Describe(r);
     EXPECT_TRUE(Contains(r.err, "sidetable-cli: --select: an empty property name")) << Describe(r);
     EXPECT_EQ(r.out, "");
   }
+  const std::string two =
+      Ok({"get", "People", "Sales", "3", "--select", "x0", "--select", "RowKey"});
+  EXPECT_TRUE(Contains(two, "\"x0\":1")) << two;
 }
 
 // A --checkpoint path that cannot be written was found only at the first

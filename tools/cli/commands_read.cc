@@ -18,11 +18,19 @@ Result<std::vector<std::string>> SelectWithSystemProperties(
   // could not be fed back. docs/cli.md promises them, so they are asked for.
   if (select.empty()) return select;  // the whole entity
   std::vector<std::string> out;
-  for (const std::string& name : select) {
-    // An input error, exit 2 before anything is sent (it was the server's
-    // InvalidInput, exit 1).
-    if (name.empty()) return Status(Code::kInvalidInput, "--select: an empty property name");
-    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);  // once each
+  for (const std::string& given : select) {
+    // Each --select is a comma-separated list; every field counts, empty
+    // ones too.
+    for (size_t start = 0;;) {
+      const size_t comma = std::min(given.find(',', start), given.size());
+      const std::string name = given.substr(start, comma - start);
+      // An input error, exit 2 before anything is sent (it was the server's
+      // InvalidInput, exit 1; "A,,B" was taken as "A,B" until session 41).
+      if (name.empty()) return Status(Code::kInvalidInput, "--select: an empty property name");
+      if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);  // once each
+      if (comma == given.size()) break;
+      start = comma + 1;
+    }
   }
   for (const char* name : {"PartitionKey", "RowKey", "Timestamp"}) {
     if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);

@@ -99,7 +99,9 @@ int main(int argc, char** argv) {
     cmd->add_option("RK", a.rk, "RowKey")->required();
   };
   auto select_opt = [&](CLI::App* cmd) {
-    cmd->add_option("--select", a.select, "properties to return, comma-separated")->delimiter(',');
+    // Split by SelectWithSystemProperties, not by CLI11, whose delimiter
+    // drops empty fields: "A,,B" must be refused, not read as "A,B".
+    cmd->add_option("--select", a.select, "properties to return, comma-separated");
   };
   const char* kIfMatch = "ETag the entity must have (default: the input's odata.etag, else *)";
   const char* kEmptyIfMatch = "give an ETag, or '*' for an unconditional write";
