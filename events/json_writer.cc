@@ -23,9 +23,42 @@ uint64_t Load8(const char* p) {
 constexpr bool AnyByteBelow(uint64_t w, uint8_t n) { return ((w - kOnes * n) & ~w & kHighBits) != 0; }
 constexpr bool AnyByteIs(uint64_t w, uint8_t b) { return AnyByteBelow(w ^ (kOnes * b), 1); }
 
-// A control character, '"', '\\' or DEL among the eight bytes.
+// A control character, '"', '\\' or DEL among the eight bytes, or the first
+// byte of a character that may need one (0xC2: C1 controls; 0xE2: the line
+// separators and bidirectional controls, see EscapedCharacter).
 constexpr bool AnyNeedsEscape(uint64_t w) {
-  return AnyByteBelow(w, 0x20) || AnyByteIs(w, '"') || AnyByteIs(w, '\\') || AnyByteIs(w, 0x7F);
+  return AnyByteBelow(w, 0x20) || AnyByteIs(w, '"') || AnyByteIs(w, '\\') || AnyByteIs(w, 0x7F) ||
+         AnyByteIs(w, 0xC2) || AnyByteIs(w, 0xE2);
+}
+
+// The length of the UTF-8 character at p[0..n) when it is one that is written
+// as \uXXXX although JSON allows it as it is, else 0. They are the ones a
+// terminal or an editor acts on instead of showing: C1 controls (U+0080-
+// U+009F; U+009B is a terminal's CSI), U+2028 and U+2029 (line breaks to
+// JavaScript), and the bidirectional embeddings, overrides and isolates
+// (U+202A-U+202E, U+2066-U+2069), which can make a value read as another
+// ("Trojan Source"). A JSON reader gets the same string back. *code is the
+// character.
+size_t EscapedCharacter(const unsigned char* p, size_t n, uint32_t* code) {
+  if (n >= 2 && p[0] == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F) {
+    *code = p[1];
+    return 2;
+  }
+  if (n >= 3 && p[0] == 0xE2 &&
+      ((p[1] == 0x80 && p[2] >= 0xA8 && p[2] <= 0xAE) ||
+       (p[1] == 0x81 && p[2] >= 0xA6 && p[2] <= 0xA9))) {
+    *code = 0x2000u | (static_cast<uint32_t>(p[1] & 0x3F) << 6) | (p[2] & 0x3Fu);
+    return 3;
+  }
+  return 0;
+}
+
+void AppendUnicodeEscape(uint32_t code, std::string* out) {
+  static const char* kHex = "0123456789abcdef";
+  const char text[6] = {
+      '\\',           'u', kHex[(code >> 12) & 15], kHex[(code >> 8) & 15], kHex[(code >> 4) & 15],
+      kHex[code & 15]};
+  out->append(text, sizeof text);
 }
 
 void AppendEscape(unsigned char c, std::string* out) {
@@ -63,6 +96,17 @@ void AppendJsonString(std::string_view s, std::string* out) {
     }
     for (const size_t stop = std::min(n, i + 8); i < stop; i++) {
       const auto c = static_cast<unsigned char>(p[i]);
+      if (c == 0xC2 || c == 0xE2) {
+        uint32_t code = 0;
+        const size_t len =
+            EscapedCharacter(reinterpret_cast<const unsigned char*>(p + i), n - i, &code);
+        if (len == 0) continue;
+        out->append(p + run, i - run);
+        AppendUnicodeEscape(code, out);
+        i += len - 1;  // may pass stop: the outer loop goes on from there
+        run = i + 1;
+        continue;
+      }
       if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f) continue;
       out->append(p + run, i - run);
       run = i + 1;

@@ -1,8 +1,11 @@
 // JsonWriter: a small writer for the CLI's JSON output.
 //
 // Appends compact JSON (no blanks) to a string. Strings are escaped per RFC
-// 8259: `"` `\` and control characters; other bytes, including UTF-8
-// sequences, are copied as they are (the engine stores valid UTF-8 only).
+// 8259: `"` `\` and control characters, and also, as \uXXXX, the characters
+// a terminal or an editor acts on instead of showing (C1 controls, U+2028,
+// U+2029, bidirectional controls: json_writer.cc); other bytes, including
+// UTF-8 sequences, are copied as they are (the engine stores valid UTF-8
+// only).
 // Commas are placed by the writer; the caller pairs Begin/End and puts a
 // Key() before each value inside an object.
 //

@@ -490,6 +490,40 @@ TEST(JsonWriterTest, EscapesEveryByteAtEveryPosition) {
   EXPECT_EQ(out, "\"\\u001f\\u007f\xC3\xA9\"");  // lower-case hex; UTF-8 as it is
 }
 
+// Characters JSON allows as they are but a terminal or an editor acts on
+// are written as \uXXXX (the CLI printed U+009B, a terminal's CSI, and
+// U+202E, which reverses the text after it, as stored; found from outside
+// in session 40): C1 controls, U+2028/U+2029 and the bidirectional
+// controls. Their neighbours are copied as they are, and each is found at
+// every position of strings of 1..20 bytes (across the eight-byte words the
+// escaper reads).
+TEST(JsonWriterTest, EscapesCharactersATerminalActsOn) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"\u0080", "\\u0080"}, {"\u0085", "\\u0085"}, {"\u009b", "\\u009b"}, {"\u009f", "\\u009f"},
+      {"\u00a0", "\u00a0"},  {"\u00e9", "\u00e9"},  {"\u2027", "\u2027"},  {"\u2028", "\\u2028"},
+      {"\u2029", "\\u2029"}, {"\u202a", "\\u202a"}, {"\u202e", "\\u202e"}, {"\u202f", "\u202f"},
+      {"\u2065", "\u2065"},  {"\u2066", "\\u2066"}, {"\u2069", "\\u2069"}, {"\u206a", "\u206a"},
+      {"\u20ac", "\u20ac"},  {"\u201c", "\u201c"},
+  };
+  for (const auto& [text, written] : cases) {
+    for (size_t before = 0; before <= 17; before++) {
+      const std::string s = std::string(before, 'a') + text + "b";
+      std::string out;
+      AppendJsonString(s, &out);
+      ASSERT_EQ(out, "\"" + std::string(before, 'a') + written + "b\"")
+          << "after " << before << " bytes";
+    }
+  }
+  std::string out;
+  AppendJsonString("x\u202e\u009b[2J\n\u2066", &out);
+  EXPECT_EQ(out, R"("x\u202e\u009b[2J\n\u2066")");
+  // A sequence cut short at the end of the string is copied as it is (the
+  // engine stores valid UTF-8 only; nothing is read past the end).
+  out.clear();
+  AppendJsonString(std::string("ab\xE2\x80", 4), &out);
+  EXPECT_EQ(out, "\"ab\xE2\x80\"");
+}
+
 TEST(TablePrinterTest, AlignsUnionOfColumns) {
   TablePrinter t;
   Entity a;
