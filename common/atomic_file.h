@@ -1,7 +1,8 @@
 // Small files written whole, so that a crash leaves either the old file or
 // the new one: a scale-out member's files beside its data
-// (sidecar/cluster/table_incarnations.h, known_offsets.h) and a backup's
-// manifest (sidecar/backup.h).
+// (sidecar/cluster/table_incarnations.h, known_offsets.h), a backup's
+// manifest (sidecar/backup.h) and a replay's checkpoint
+// (tools/replay/checkpoint.h).
 //
 // Thread safety: stateless functions; callers serialise writes of a path.
 #pragma once

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/atomic_file.h"
 #include "events/json_writer.h"
 
 namespace sidetable::replay {
@@ -19,18 +20,6 @@ constexpr int kCheckpointVersion = 1;
 
 Status Io(const std::string& what, const std::string& path) {
   return Status(Code::kInternal, what + " " + path + ": " + std::strerror(errno));
-}
-
-Status WriteAll(int fd, std::string_view data, const std::string& path) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Io("cannot write", path);
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return Status::OK();
 }
 
 }  // namespace
@@ -77,27 +66,10 @@ Status SaveCheckpoint(const std::string& path, const Checkpoint& c) {
   w.EndObject();
   std::string text = w.Take();
   text += '\n';
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Io("cannot create", tmp);
-  Status s = WriteAll(fd, text, tmp);
-  if (s.ok()) s = WriteAll(fd, c.state, tmp);
-  if (s.ok() && ::fsync(fd) != 0) s = Io("cannot fsync", tmp);
-  ::close(fd);
-  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) s = Io("cannot rename onto", path);
-  if (!s.ok()) {
-    ::unlink(tmp.c_str());  // a failed save leaves the previous checkpoint and nothing else
-    return s;
-  }
-  // The rename itself must reach the disk too.
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return Status::OK();
+  text += c.state;
+  // Whole or not at all: a failed save leaves the previous checkpoint and
+  // nothing else (the temp file is removed).
+  return common::WriteFileAtomically(path, text);
 }
 
 Result<std::optional<Checkpoint>> LoadCheckpoint(const std::string& path) {
