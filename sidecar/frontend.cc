@@ -365,8 +365,12 @@ bool Server::Impl::OnRequest() {
     return true;
   }
   // TryPush only moves the job when it succeeds; on failure it is still ours.
+  // Not in a scale-out cluster: there a table operation waits for its
+  // record to come back from the cluster topic (up to seconds), which would
+  // hold every worker, and the other members apply it when they read it,
+  // unordered with their requests anyway (docs/scale-out.md).
   const bool barrier =
-      !job.forward && config_.workers > 1 &&
+      !job.forward && config_.workers > 1 && handler_.routing() == nullptr &&
       (job.request.op == wire::Op::kCreateTable || job.request.op == wire::Op::kDeleteTable);
   if (!(barrier ? PushBehindBarrier(w, job) : queues_[w]->TryPush(std::move(job)))) {
     in_flight_.fetch_sub(1, std::memory_order_relaxed);
