@@ -6,11 +6,21 @@ storage.backup_dir refuses with InvalidInput."""
 import asyncio
 import json
 import os
+import socket
+import time
 import unittest
 
 import _harness
-from sidetable import Entity, InvalidInputError, wire
+from sidetable import Client, Entity, InvalidInputError, wire
 from sidetable.aio import AsyncClient
+from sidetable.errors import SidetableTimeout, SidetableUnreachable
+
+
+def _unused_endpoint():
+    """A loopback endpoint nothing listens at."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return "tcp://127.0.0.1:%d" % s.getsockname()[1]
 
 
 class BackupTest(unittest.TestCase):
@@ -68,6 +78,51 @@ class BackupTest(unittest.TestCase):
                 c.backup()
             self.assertIn("storage.backup_dir", str(cm.exception))
             self.assertEqual(wire.OP_NAMES[wire.BACKUP], "Backup")
+
+    def test_backup_of_nothing_listening_fails_like_any_request(self):
+        # Backup may wait 10 minutes for a sidecar that is working on it;
+        # before session 41 it also waited that long for one that was not
+        # there at all (ping: SidetableUnreachable after 1 s).
+        endpoint = _unused_endpoint()
+        c = Client(endpoint, timeout=0.5, retries=1)
+        try:
+            t = time.monotonic()
+            with self.assertRaises(SidetableUnreachable):
+                c.backup()
+            self.assertLess(time.monotonic() - t, 10.0)
+        finally:
+            c.close()
+
+        async def run():
+            client = AsyncClient(endpoint, timeout=0.5, retries=1)
+            try:
+                await client.backup()
+            finally:
+                await client.close()
+        t = time.monotonic()
+        with self.assertRaises(SidetableUnreachable):
+            asyncio.run(run())
+        self.assertLess(time.monotonic() - t, 10.0)
+
+    def test_backup_fails_soon_when_the_connection_is_gone(self):
+        # Before session 41 the client waited the whole 10 minutes although
+        # the connection to the sidecar was lost (a sidecar killed during a
+        # backup looks the same to the client).
+        server = _harness.Server()
+        self.addCleanup(server.cleanup)
+        server.extra += ["--backup-dir", os.path.join(server.tmp, "b")]
+        server.start()
+        c = server.client(timeout=0.5, retries=1)
+        try:
+            c.ping()                          # the connection is up
+            server.proc.kill()
+            server.proc.wait()
+            t = time.monotonic()
+            with self.assertRaises(SidetableTimeout):
+                c.backup()
+            self.assertLess(time.monotonic() - t, 10.0)
+        finally:
+            c.close()
 
 
 if __name__ == "__main__":
