@@ -573,6 +573,10 @@ Status Server::StartChangeStream(const ServerConfig& config) {
     // The mock starts empty: changes published to the previous one that a
     // derived table had not applied would never reach its worker.
     k.republish_after = watermarks_->LowestApplied().value_or(UINT64_MAX);
+  } else if (!config.cluster.enabled() && k.topic.find("{table}") == std::string::npos) {
+    // A change topic that starts empty (a restore's new topic) is the same:
+    // those changes went to the old topic only.
+    k.republish_to_empty_topic_after = watermarks_->LowestApplied().value_or(UINT64_MAX);
   }
   if (config.cluster.enabled()) {
     k.topic = ServiceTopic(config);

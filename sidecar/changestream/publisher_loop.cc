@@ -99,6 +99,7 @@ bool Publisher::Impl::ProduceMore(Clock::time_point now) {
       return false;
     }
     waiting_topic_.clear();
+    if (RewindForEmptyTopic(topic)) return true;
     const std::string key = KeyFor(rec);
     const std::string value = events::EncodeEvent(rec, sidecar_id_);
     const std::vector<std::string_view> pieces = events::SplitEvent(value, options_.chunk_bytes);
@@ -130,6 +131,24 @@ bool Publisher::Impl::ProduceMore(Clock::time_point now) {
     partial_lsn_ = 0;
     next_lsn_ = rec.lsn + 1;
   }
+  return true;
+}
+
+bool Publisher::Impl::RewindForEmptyTopic(const std::string& topic) {
+  if (empty_topic_checked_) return false;
+  empty_topic_checked_ = true;
+  const uint64_t published = owner_->published_.load();
+  const uint64_t after = options_.republish_to_empty_topic_after;
+  // Only before this process produced anything: the topic has nothing of ours yet.
+  if (!topics_->TakeStartedEmpty(topic) || after >= published || !in_flight_.empty() ||
+      next_lsn_ != published + 1) {
+    return false;
+  }
+  const uint64_t from = RepublishFrom(after, published, "change topic " + topic + " starts empty");
+  if (from >= published) return false;
+  owner_->published_.store(from);
+  persisted_ = progress_lsn_ = from;
+  next_lsn_ = from + 1;
   return true;
 }
 
