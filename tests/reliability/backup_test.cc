@@ -284,6 +284,30 @@ TEST(BackupTest, ARemovalThatFailsHalfWayLeavesNoBackupWithoutItsFiles) {
   EXPECT_EQ(s.Stop(), 0) << s.Log();
 }
 
+// The client waits for a backup beyond its timeout only while its
+// connection holds: a sidecar killed before (or during) the backup is a
+// NoReply after about the timeout. It used to be the whole extra wait (10
+// minutes by default, 60 s here), per attempt; `sidetable-cli backup`
+// against a sidecar killed mid-backup sat there 10 minutes although it
+// knew "the connection was lost".
+TEST(BackupTest, ABackupWhoseSidecarIsGoneFailsAfterTheTimeout) {
+  testing::TempDir dir;
+  testing::SidecarProcess s(SIDETABLE_BIN, dir.Sub("db"), {"--backup-dir", dir.Sub("backups")});
+  ASSERT_TRUE(s.Start()) << s.Log();
+  client::ClientOptions o;
+  o.endpoint = s.endpoint();
+  o.timeout = std::chrono::milliseconds(500);
+  o.max_attempts = 1;
+  auto c = client::Client::Connect(o).value();
+  ASSERT_TRUE(c->Ping().ok());
+  s.Kill();
+  const auto started = std::chrono::steady_clock::now();
+  auto b = c->Backup(std::chrono::seconds(60));
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_EQ(b.status().code(), Code::kNoReply) << b.status().ToString();
+  EXPECT_LT(took, std::chrono::seconds(10));
+}
+
 TEST(BackupTest, WithoutABackupDirectoryTheOperationIsRefused) {
   testing::TempDir dir;
   testing::SidecarProcess s(SIDETABLE_BIN, dir.Sub("db"));
