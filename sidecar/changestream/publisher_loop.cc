@@ -86,6 +86,15 @@ rd_kafka_resp_err_t Publisher::Impl::ProduceOne(const std::string& topic, const 
 // nothing to produce (or no room, or it must wait), so the caller may wait.
 bool Publisher::Impl::ProduceMore(Clock::time_point now) {
   if (in_flight_.size() >= kMaxInFlight || rewind_ || now < retry_at_) return false;
+  if (!empty_topic_checked_ &&
+      options_.republish_to_empty_topic_after < owner_->published_.load()) {
+    // A derived table is behind: the topic is set up now, not at the next
+    // write, since whether it starts empty decides where publishing starts
+    // (a restored sidecar may get no write for a while).
+    const std::string topic = TopicFor(options_.topic, sidecar_id_, "");
+    if (!topics_->Ready(topic)) return false;
+    if (RewindForEmptyTopic(topic)) return true;
+  }
   auto batch = engine_->ReadChanges(next_lsn_, std::min(kReadBatch, kMaxInFlight - in_flight_.size()));
   if (!batch.ok()) {
     log_->error("reading the change log: {}", batch.status().ToString());

@@ -422,6 +422,11 @@ TEST_F(ChangeStreamReliabilityTest, ANewTopicAfterARestoreGetsWhatDerivedTablesH
   ASSERT_EQ(server_->Stop(), 0) << server_->Log();
 
   StartSidecar(1'000'000, "os", "rs-test.after-restore");  // created by the sidecar
+  // At once, before any new write (a restored sidecar may get none for a while).
+  auto before_writes = EventsOn(kafka_->bootstraps(), "rs-test.after-restore", 6);
+  ASSERT_FALSE(before_writes.empty());
+  EXPECT_EQ(before_writes.begin()->first, 5u);
+  EXPECT_EQ(before_writes.rbegin()->first, 10u);
   ASSERT_TRUE(client_->InsertOrReplace("Orders", Small("p", "after-restore", 100)).ok());
   ASSERT_TRUE(WaitPublished(11)) << Health();
   auto on_topic = EventsOn(kafka_->bootstraps(), "rs-test.after-restore", 7);
