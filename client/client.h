@@ -358,7 +358,8 @@ class Client {
   // storage.backup_dir: every write acknowledged before the call is in it.
   // The sidecar runs one at a time; it may take a while (a flush; copies
   // when the backup directory is on another filesystem), so each attempt
-  // may take `wait` beyond the client's timeout. InvalidInput when the
+  // may take `wait` beyond the client's timeout while its connection is
+  // up (a sidecar gone is NoReply after the timeout). InvalidInput when the
   // sidecar has no storage.backup_dir; InsufficientStorage when a disk is
   // full (nothing is left behind). A retry after no reply may make a
   // second backup.
@@ -375,6 +376,8 @@ class Client {
     std::chrono::steady_clock::time_point deadline;   // of the current attempt
     std::chrono::steady_clock::time_point resend_at;  // when backing off
     std::chrono::milliseconds wait{0};                // the server may hold it this long
+    std::chrono::steady_clock::time_point sent;       // the current attempt
+    uint64_t drops = 0;  // the connection watch's drops() when it was sent
     bool waiting_to_resend = false;
     Status refused;  // not OK: never sent, finished with this at the next Poll()
   };
@@ -388,6 +391,9 @@ class Client {
   void SendFrame(std::string frame, ReplyCallback done, std::chrono::milliseconds wait = {});
   Status Call(std::string frame, std::string* body, std::chrono::milliseconds wait = {});
   void Transmit(Pending& p);
+  // At an attempt's deadline: true (and a later deadline) when it may take
+  // longer (`wait`) and its connection is still up.
+  bool KeepWaiting(Pending& p, std::chrono::steady_clock::time_point now);
   // OK, or RequestBodyTooLarge for a frame no sidecar of this client's
   // max_request_bytes could answer.
   Status CheckFrameSize(size_t bytes) const;

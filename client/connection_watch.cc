@@ -87,6 +87,7 @@ void ConnectionWatch::OnEvent(uint16_t event, int32_t value) {
       seen_.tcp_open = false;
       return;
     case ZMQ_EVENT_DISCONNECTED:
+      if (seen_.up) drops_++;
       if (seen_.tcp_open) seen_.closed_in_handshake++;
       seen_.tcp_open = false;
       seen_.up = false;
@@ -94,6 +95,11 @@ void ConnectionWatch::OnEvent(uint16_t event, int32_t value) {
     default:
       return;
   }
+}
+
+bool ConnectionWatch::StillUp(uint64_t drops) {
+  Drain();
+  return seen_.up && drops_ == drops;
 }
 
 std::string ConnectionWatch::Explain(const std::string& endpoint, bool curve) {

@@ -56,6 +56,12 @@ class ConnectionWatch {
   // One libzmq event (ZMQ_EVENT_*, with its value) into the state.
   void OnEvent(uint16_t event, int32_t value);
   const Seen& seen() const { return seen_; }
+  // Connections lost after their handshake since the watch started.
+  uint64_t drops() const { return drops_; }
+  // Drains, then whether the connection is up and none was lost since
+  // drops() was `drops`: a request sent then is still with the sidecar, so
+  // a long one (Backup) is worth waiting for.
+  bool StillUp(uint64_t drops);
 
   // Drains, then says in a phrase why `endpoint` has not answered: "" when
   // nothing was seen yet. `curve`: the client uses CURVE (the phrase for a
@@ -69,6 +75,7 @@ class ConnectionWatch {
   zmq::socket_t* watched_ = nullptr;
   std::unique_ptr<zmq::socket_t> monitor_;
   Seen seen_;
+  uint64_t drops_ = 0;  // not in Seen: a handshake resets that
   bool connected_since_retry_ = false;
 };
 

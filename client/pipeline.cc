@@ -92,7 +92,11 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
 void Client::Transmit(Pending& p) {
   p.attempts++;
   p.waiting_to_resend = false;
-  p.deadline = Clock::now() + options_.timeout + p.wait;
+  p.sent = Clock::now();
+  // The extra wait is granted in steps, while the connection holds
+  // (KeepWaiting); without a watch, at once, as before.
+  p.deadline = p.sent + options_.timeout + (watch_ ? std::chrono::milliseconds(0) : p.wait);
+  p.drops = watch_ ? watch_->drops() : 0;
   if (Abandoning()) return;  // the next Poll abandons it; nothing reaches the sidecar
   // Never blocks: with no connection to queue on (none yet, or its CURVE
   // handshake was refused) the attempt is lost and its deadline retries or
@@ -204,7 +208,7 @@ void Client::CheckTimers() {
   for (auto& [id, p] : pending_) {
     if (p.waiting_to_resend) {
       if (now >= p.resend_at) resend.push_back(id);
-    } else if (now >= p.deadline) {
+    } else if (now >= p.deadline && !KeepWaiting(p, now)) {
       expired.push_back(id);
     }
   }
@@ -220,6 +224,19 @@ void Client::CheckTimers() {
       Finish(id, Status(Code::kNoReply, NoReplyMessage(p.attempts)), {});
     }
   }
+}
+
+// A request the sidecar may hold (Backup: up to 10 minutes; a session
+// read) gets another `timeout` at a time while the connection it was sent
+// on is up, until its wait is spent. A sidecar that went away times out
+// like any request: a backup whose sidecar was killed used to wait the
+// whole 10 minutes (and as long again per retry), found by session 41.
+bool Client::KeepWaiting(Pending& p, Clock::time_point now) {
+  if (p.wait.count() == 0 || !watch_) return false;
+  const auto limit = p.sent + options_.timeout + p.wait;
+  if (now >= limit || !watch_->StillUp(p.drops)) return false;
+  p.deadline = std::min(now + options_.timeout, limit);
+  return true;
 }
 
 void Client::Poll(std::chrono::milliseconds wait) {

@@ -40,6 +40,19 @@ uint64_t DroppedBytes(std::string_view line) {
   return n;
 }
 
+// RocksDB's checkpoint disables file deletions inside its own disabling
+// (nested, counted) and warns of the nesting on the way in and out: "File
+// Deletions Disabled, but already disabled. Counter: 2" and "File
+// Deletions Enable, but not really enabled. Counter: 1". Nothing is wrong,
+// but every hot backup logged both as warnings (found by session 41):
+// debug instead.
+spdlog::level::level_enum LevelOf(rocksdb::InfoLogLevel level, const char* format) {
+  if (level == rocksdb::WARN_LEVEL && std::strstr(format, "File Deletions") != nullptr) {
+    return spdlog::level::debug;
+  }
+  return LevelOf(level);
+}
+
 class SpdlogRocksDbLogger final : public rocksdb::Logger {
  public:
   // RocksDB filters by its own level before formatting; DEBUG lets every
@@ -54,7 +67,7 @@ class SpdlogRocksDbLogger final : public rocksdb::Logger {
     // A WAL recovery's "dropping" warning is counted whatever spdlog's level.
     const bool count =
         report_ && level == rocksdb::WARN_LEVEL && std::strstr(format, "dropping") != nullptr;
-    const auto to = LevelOf(level);
+    const auto to = LevelOf(level, format);
     const bool log = spdlog::should_log(to);
     if (!count && !log) return;  // most INFO lines stop here, unformatted
     char stack[512];

@@ -1,6 +1,9 @@
 #include "sidecar/backup.h"
 
+#include <fcntl.h>
+#include <simdjson.h>
 #include <spdlog/spdlog.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,6 +11,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <system_error>
 
 #include "common/atomic_file.h"
@@ -70,22 +75,94 @@ bool Leftover(const std::string& name) {
          (name.ends_with(kPartialSuffix) || name.ends_with(std::string(kPartialSuffix) + ".tmp"));
 }
 
-// Removes the oldest backups beyond `keep`; returns their names.
-std::vector<std::string> ApplyRetention(const BackupSettings& s) {
+bool Digits(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](unsigned char c) { return c >= '0' && c <= '9'; });
+}
+
+// A name NewName gives: backup-YYYYMMDDTHHMMSS.mmmZ, perhaps with -N. Only
+// these are retention's: a copy kept by hand under another name (which
+// used to sort after every time stamp and make keep=1 remove the backup
+// just made) is the operator's.
+bool NameIsOurs(std::string_view name) {
+  if (!name.starts_with(kBackupPrefix)) return false;
+  std::string_view t = name.substr(kBackupPrefix.size());
+  if (t.size() < 20 || !Digits(t.substr(0, 8)) || t[8] != 'T' || !Digits(t.substr(9, 6)) ||
+      t[15] != '.' || !Digits(t.substr(16, 3)) || t[19] != 'Z') {
+    return false;
+  }
+  std::string_view suffix = t.substr(20);
+  return suffix.empty() || (suffix.size() > 1 && suffix[0] == '-' && Digits(suffix.substr(1)));
+}
+
+// The manifest's "source" (the data directory the backup copied); "" when
+// it cannot be read.
+std::string ManifestSource(const fs::path& manifest) {
+  std::ifstream f(manifest);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  std::string_view source;
+  if (parser.parse(text).get(doc) != simdjson::SUCCESS ||
+      doc["source"].get(source) != simdjson::SUCCESS) {
+    return "";
+  }
+  return std::string(source);
+}
+
+// Renamed out of the backups' namespace first, then removed: a removal that
+// fails half-way leaves a .partial (removed at the next start), never a
+// backup-... directory with a manifest and without the files it names.
+Status RemoveBackup(const std::string& dir, const std::string& name) {
+  const std::string path = dir + "/" + name;
+  const std::string doomed = path + std::string(kPartialSuffix);
+  if (::rename(path.c_str(), doomed.c_str()) != 0) {
+    return Status(Code::kInternal, "renaming " + path + ": " + std::strerror(errno));
+  }
+  std::error_code ec;
+  fs::remove_all(doomed, ec);
+  if (ec) return Status(Code::kInternal, doomed + ": " + ec.message());
+  return Status::OK();
+}
+
+// Removes this data directory's oldest backups beyond `keep`, never `made`
+// (the backup just made: a clock that stepped back names it older than the
+// others); returns their names.
+std::vector<std::string> ApplyRetention(const BackupSettings& s, const std::string& made) {
   std::vector<std::string> removed;
   if (s.keep == 0) return removed;
-  std::vector<std::string> all = ListBackups(s.dir);
-  for (size_t i = 0; i + s.keep < all.size(); i++) {
-    std::error_code ec;
-    fs::remove_all(s.dir + "/" + all[i], ec);
-    if (ec) {
+  std::vector<std::string> all = ListBackups(s.dir, Resolved(s.data_dir).string());
+  std::erase(all, made);
+  const size_t others_kept = s.keep - 1;  // `made` is one of the kept
+  for (size_t i = 0; i + others_kept < all.size(); i++) {
+    if (Status gone = RemoveBackup(s.dir, all[i]); !gone.ok()) {
       spdlog::warn("backup: could not remove the old backup {}/{}: {}", s.dir, all[i],
-                   ec.message());
+                   gone.ToString());
       continue;
     }
     removed.push_back(all[i]);
   }
   return removed;
+}
+
+Result<BackupDirLock> LockBackupDir(const std::string& dir) {
+  const std::string path = dir + "/" + std::string(kBackupDirLockFile);
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return Status(Code::kUnavailable, "storage.backup_dir: " + path + ": " + std::strerror(errno));
+  }
+  BackupDirLock lock(fd);
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) {
+      return Status(Code::kUnavailable,
+                    "storage.backup_dir '" + dir + "' is in use by another sidecar (it holds " +
+                        path +
+                        "): each sidecar needs a backup directory of its own (their retention and "
+                        "start-up would remove each other's backups)");
+    }
+    return Status(Code::kUnavailable,
+                  "storage.backup_dir: locking " + path + ": " + std::strerror(errno));
+  }
+  return lock;
 }
 
 }  // namespace
@@ -103,8 +180,20 @@ Status CheckBackupDir(const std::string& backup_dir, const std::string& data_dir
   return Status::OK();
 }
 
-Status PrepareBackupDir(const BackupSettings& s) {
-  if (s.dir.empty()) return Status::OK();
+BackupDirLock& BackupDirLock::operator=(BackupDirLock&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+BackupDirLock::~BackupDirLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Result<BackupDirLock> PrepareBackupDir(const BackupSettings& s) {
+  if (s.dir.empty()) return BackupDirLock();
   std::error_code ec;
   fs::create_directories(s.dir, ec);
   if (!fs::is_directory(s.dir)) {
@@ -116,6 +205,9 @@ Status PrepareBackupDir(const BackupSettings& s) {
                                           std::to_string(::geteuid()) +
                                           ") may not write there: " + std::strerror(errno));
   }
+  // Before the leftovers go: they may be another sidecar's backup in progress.
+  auto lock = LockBackupDir(s.dir);
+  if (!lock.ok()) return lock.status();
   for (const auto& e : fs::directory_iterator(s.dir, ec)) {
     const std::string name = e.path().filename().string();
     if (Leftover(name)) {
@@ -138,16 +230,37 @@ Status PrepareBackupDir(const BackupSettings& s) {
                linked ? "the data directory's filesystem: table files are hard links"
                       : "another filesystem than the data directory: every file is copied",
                s.keep == 0 ? std::string("all") : "the newest " + std::to_string(s.keep));
-  return Status::OK();
+  return std::move(lock).value();
 }
 
-std::vector<std::string> ListBackups(const std::string& dir) {
+void AdoptRestoredBackup(const std::string& data_dir) {
+  const fs::path manifest = fs::path(data_dir) / kBackupManifest;
+  std::error_code ec;
+  if (!fs::is_regular_file(manifest, ec)) return;
+  const fs::path kept = fs::path(data_dir) / kRestoredManifest;
+  fs::rename(manifest, kept, ec);
+  if (ec) {
+    spdlog::warn("backup: the data directory {} is a backup ({}), which could not be renamed: {}",
+                 data_dir, manifest.string(), ec.message());
+    return;
+  }
+  spdlog::info(
+      "backup: the data directory {} was a backup; it is a live database now and no longer "
+      "counted as one (its manifest is kept as {})",
+      data_dir, kept.string());
+}
+
+std::vector<std::string> ListBackups(const std::string& dir, const std::string& source) {
   std::vector<std::string> names;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    if (!name.starts_with(kBackupPrefix) || Leftover(name) || !e.is_directory(ec)) continue;
-    if (!fs::is_regular_file(e.path() / kBackupManifest, ec)) continue;
+    if (!NameIsOurs(name) || !e.is_directory(ec)) continue;
+    // Another sidecar's backups (a directory shared before it was locked,
+    // or used by turns), and the data directory itself if a sidecar runs
+    // on a backup here, are not this one's to remove.
+    if (ManifestSource(e.path() / kBackupManifest) != source) continue;
+    if (Resolved(e.path().string()).string() == source) continue;
     names.push_back(name);
   }
   std::sort(names.begin(), names.end());
@@ -193,7 +306,7 @@ Result<wire::BackupReply> TakeBackup(Engine* engine, const BackupSettings& s) {
   r.files = info->files;  // the checkpoint's, as the manifest says
   r.bytes = info->bytes;
   r.micros = info->micros;
-  r.removed = ApplyRetention(s);
+  r.removed = ApplyRetention(s, name);
   return r;
 }
 

@@ -448,11 +448,14 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   }
   // Before the data directory is opened: a backup directory that cannot
   // be used stops the start with nothing touched.
-  ST_RETURN_IF_ERROR(PrepareBackupDir(
-      BackupSettings{config.backup_dir, config.backup_keep, config.data_dir, config.id, ""}));
+  auto backup_lock = PrepareBackupDir(
+      BackupSettings{config.backup_dir, config.backup_keep, config.data_dir, config.id, ""});
+  if (!backup_lock.ok()) return backup_lock.status();
+  server->backup_lock_ = std::move(backup_lock).value();
   auto engine = Engine::Open(engine_options, config.data_dir);
   if (!engine.ok()) return engine.status();
   server->engine_ = std::move(engine).value();
+  AdoptRestoredBackup(config.data_dir);
   auto watermarks = Watermarks::Load(server->engine_.get());
   if (!watermarks.ok()) return watermarks.status();
   server->watermarks_ = std::move(watermarks).value();
@@ -570,6 +573,10 @@ Status Server::StartChangeStream(const ServerConfig& config) {
     // The mock starts empty: changes published to the previous one that a
     // derived table had not applied would never reach its worker.
     k.republish_after = watermarks_->LowestApplied().value_or(UINT64_MAX);
+  } else if (!config.cluster.enabled() && k.topic.find("{table}") == std::string::npos) {
+    // A change topic that starts empty (a restore's new topic) is the same:
+    // those changes went to the old topic only.
+    k.republish_to_empty_topic_after = watermarks_->LowestApplied().value_or(UINT64_MAX);
   }
   if (config.cluster.enabled()) {
     k.topic = ServiceTopic(config);

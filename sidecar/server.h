@@ -45,6 +45,7 @@
 #include "sidecar/auth/authenticator.h"
 #include "sidecar/auth/policy_store.h"
 #include "sidecar/auth/tenant_metrics.h"
+#include "sidecar/backup.h"
 #include "sidecar/changestream/publisher.h"
 #include "sidecar/cluster/cluster.h"
 #include "sidecar/cluster/table_incarnations.h"
@@ -93,6 +94,8 @@ class Server {
   // After Bind (the advertised endpoint defaults to the first bound one),
   // before the workers start.
   Status StartCluster(const ServerConfig& config);
+  // storage.backup_dir, this sidecar's while it runs (sidecar/backup.h).
+  BackupDirLock backup_lock_;
   // Destroyed in reverse order: workers, then the publisher, then Kafka, then the engine.
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<Watermarks> watermarks_;

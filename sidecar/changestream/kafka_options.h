@@ -48,6 +48,16 @@ struct KafkaOptions {
   // most this LSN: the lowest every registered derived table has applied
   // (Watermarks::LowestApplied). UINT64_MAX = from the publish watermark.
   uint64_t republish_after = UINT64_MAX;
+  // A real Kafka (not a config key: the server sets it outside scale-out,
+  // for one change topic without {table}): a change topic that starts empty
+  // (created by the sidecar, or by an operator, as a restore does:
+  // docs/operations.md, "Backup and restore") is like the embedded mock at
+  // start. Before anything goes to it, publishing starts after at most this
+  // LSN (Watermarks::LowestApplied), so that changes the old topic had and a
+  // derived table had not applied reach its workers. Before session 41 a
+  // restore to a new topic started after the backup's publish watermark,
+  // and those changes never reached the derived tables.
+  uint64_t republish_to_empty_topic_after = UINT64_MAX;
   // Not a config key: the server sets it outside scale-out (where members
   // share the topic, each with its own LSNs). An existing change topic on a
   // real Kafka is published to only once its newest message carries an LSN

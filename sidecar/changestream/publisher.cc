@@ -76,6 +76,44 @@ Status Publisher::Impl::ReadWatermark(uint64_t* watermark) {
   return Status::OK();
 }
 
+// Where publishing starts again on a Kafka that starts empty (`why` says
+// which), after `watermark`: after `after`, the lowest LSN every derived
+// table applied. Trimmed records cannot be sent again; the log keeps what
+// retention allows (changelog.max_age_seconds, max_bytes), which does not
+// wait for derived tables. A derived table whose worker was stopped longer
+// than that lost those changes; the restart used to say only that it
+// published again from the log's first LSN, "the oldest change a derived
+// table has not applied". 0 is no known watermark (a partition that never
+// reported): nothing to name then.
+uint64_t Publisher::Impl::RepublishFrom(uint64_t after, uint64_t watermark, std::string_view why) {
+  const EngineStats st = engine_->Stats();
+  if (after > 0 && after + 1 < st.first_available_lsn) {
+    log_->warn(
+        "{}: changes {}..{}, which a derived table has not applied, were trimmed from the change "
+        "log (changelog.max_age_seconds, changelog.max_bytes) and cannot be published again; "
+        "rebuild that table from the change log (sidetable-cli derive, docs/cli.md)",
+        why, after + 1, st.first_available_lsn - 1);
+  }
+  uint64_t from = std::max(after, st.first_available_lsn - 1);
+  // What is published again counts in the backlog: bounded to half of
+  // kafka.max_backlog_events, so that a derived table left behind long
+  // ago cannot have writes refused (ServerBusy) while it goes out.
+  const uint64_t most = options_.max_backlog_events / 2;
+  if (watermark - from > most) {
+    log_->warn(
+        "{}: changes {}..{}, which a derived table has not applied, are not published again "
+        "(more than half of kafka.max_backlog_events); rebuild that table from the change log "
+        "(sidetable-cli derive, docs/cli.md)",
+        why, from + 1, watermark - most);
+    from = watermark - most;
+  }
+  log_->info(
+      "{}: publishing again from LSN {} (the oldest change a derived table has not applied that "
+      "the change log still holds; {} was published before)",
+      why, from + 1, watermark);
+  return from;
+}
+
 Status Publisher::Impl::Init(const std::string& bootstrap) {
   uint64_t watermark = 0;
   ST_RETURN_IF_ERROR(ReadWatermark(&watermark));
@@ -89,40 +127,7 @@ Status Publisher::Impl::Init(const std::string& bootstrap) {
     watermark = st.first_available_lsn - 1;
   }
   if (options_.republish_after < watermark) {
-    // Trimmed records cannot be sent again; the log keeps what retention
-    // allows (changelog.max_age_seconds, max_bytes), which does not wait
-    // for derived tables. A derived table whose worker was stopped longer
-    // than that lost those changes; the restart used to say only that it
-    // published again from the log's first LSN, "the oldest change a derived
-    // table has not applied". 0 is no known watermark (a partition that
-    // never reported): nothing to name then.
-    if (options_.republish_after > 0 && options_.republish_after + 1 < st.first_available_lsn) {
-      log_->warn(
-          "embedded Kafka starts empty: changes {}..{}, which a derived table has not applied, "
-          "were trimmed from the change log (changelog.max_age_seconds, changelog.max_bytes) "
-          "and cannot be published again; rebuild that table from the change log "
-          "(sidetable-cli derive, docs/cli.md)",
-          options_.republish_after + 1, st.first_available_lsn - 1);
-    }
-    uint64_t from = std::max(options_.republish_after, st.first_available_lsn - 1);
-    // What is published again counts in the backlog: bounded to half of
-    // kafka.max_backlog_events, so that a derived table left behind long
-    // ago cannot have writes refused (ServerBusy) while it goes out.
-    const uint64_t most = options_.max_backlog_events / 2;
-    if (watermark - from > most) {
-      log_->warn(
-          "embedded Kafka starts empty: changes {}..{}, which a derived table has not applied, are "
-          "not published again (more than half of kafka.max_backlog_events); rebuild that table "
-          "from the change log (sidetable-cli derive, docs/cli.md)",
-          from + 1, watermark - most);
-      from = watermark - most;
-    }
-    log_->info(
-        "embedded Kafka starts empty: publishing again from LSN {} (the oldest change a derived "
-        "table has not applied that the change log still holds; {} was published before the "
-        "restart)",
-        from + 1, watermark);
-    watermark = from;
+    watermark = RepublishFrom(options_.republish_after, watermark, "embedded Kafka starts empty");
   }
   owner_->published_.store(watermark);
   persisted_ = progress_lsn_ = watermark;

@@ -71,6 +71,11 @@ class Publisher::Impl {
   static void OnDelivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque);
   void Delivered(uint64_t lsn, rd_kafka_resp_err_t err, size_t bytes);
   bool ProduceMore(Clock::time_point now);
+  uint64_t RepublishFrom(uint64_t after, uint64_t watermark, std::string_view why);
+  // Before the first record goes to `topic`: if it started empty, rewinds
+  // to RepublishFrom (KafkaOptions::republish_to_empty_topic_after); true
+  // when it did (read the log again from next_lsn_).
+  bool RewindForEmptyTopic(const std::string& topic);
   rd_kafka_resp_err_t ProduceOne(const std::string& topic, const std::string& key, uint64_t lsn,
                                  std::string_view piece, uint32_t index, uint32_t count, size_t total,
                                  uint64_t table_incarnation);
@@ -104,6 +109,7 @@ class Publisher::Impl {
   uint64_t next_lsn_ = 1;
   uint64_t persisted_ = 0;
   bool rewind_ = false;
+  bool empty_topic_checked_ = false;  // RewindForEmptyTopic ran
   Clock::time_point rewind_at_{}, retry_at_{};
   // A record whose chunks were only partly produced (librdkafka's queue was
   // full): its LSN and the next chunk to produce.

@@ -86,6 +86,15 @@ rd_kafka_resp_err_t Publisher::Impl::ProduceOne(const std::string& topic, const 
 // nothing to produce (or no room, or it must wait), so the caller may wait.
 bool Publisher::Impl::ProduceMore(Clock::time_point now) {
   if (in_flight_.size() >= kMaxInFlight || rewind_ || now < retry_at_) return false;
+  if (!empty_topic_checked_ &&
+      options_.republish_to_empty_topic_after < owner_->published_.load()) {
+    // A derived table is behind: the topic is set up now, not at the next
+    // write, since whether it starts empty decides where publishing starts
+    // (a restored sidecar may get no write for a while).
+    const std::string topic = TopicFor(options_.topic, sidecar_id_, "");
+    if (!topics_->Ready(topic)) return false;
+    if (RewindForEmptyTopic(topic)) return true;
+  }
   auto batch = engine_->ReadChanges(next_lsn_, std::min(kReadBatch, kMaxInFlight - in_flight_.size()));
   if (!batch.ok()) {
     log_->error("reading the change log: {}", batch.status().ToString());
@@ -99,6 +108,7 @@ bool Publisher::Impl::ProduceMore(Clock::time_point now) {
       return false;
     }
     waiting_topic_.clear();
+    if (RewindForEmptyTopic(topic)) return true;
     const std::string key = KeyFor(rec);
     const std::string value = events::EncodeEvent(rec, sidecar_id_);
     const std::vector<std::string_view> pieces = events::SplitEvent(value, options_.chunk_bytes);
@@ -130,6 +140,24 @@ bool Publisher::Impl::ProduceMore(Clock::time_point now) {
     partial_lsn_ = 0;
     next_lsn_ = rec.lsn + 1;
   }
+  return true;
+}
+
+bool Publisher::Impl::RewindForEmptyTopic(const std::string& topic) {
+  if (empty_topic_checked_) return false;
+  empty_topic_checked_ = true;
+  const uint64_t published = owner_->published_.load();
+  const uint64_t after = options_.republish_to_empty_topic_after;
+  // Only before this process produced anything: the topic has nothing of ours yet.
+  if (!topics_->TakeStartedEmpty(topic) || after >= published || !in_flight_.empty() ||
+      next_lsn_ != published + 1) {
+    return false;
+  }
+  const uint64_t from = RepublishFrom(after, published, "change topic " + topic + " starts empty");
+  if (from >= published) return false;
+  owner_->published_.store(from);
+  persisted_ = progress_lsn_ = from;
+  next_lsn_ = from + 1;
   return true;
 }
 

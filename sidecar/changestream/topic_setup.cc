@@ -63,6 +63,11 @@ bool TopicSetup::Ready(const std::string& topic) {
   return false;
 }
 
+bool TopicSetup::TakeStartedEmpty(const std::string& topic) {
+  std::lock_guard l(mu_);
+  return ready_.count(topic) > 0 && started_empty_.erase(topic) > 0;
+}
+
 std::string TopicSetup::last_error() const {
   std::lock_guard l(mu_);
   return last_error_;
@@ -84,13 +89,14 @@ void TopicSetup::Run() {
       if (stop_) return;
       topic = todo_.front();
     }
-    bool refused = false;
-    Status s = SetUp(topic, &refused);
+    bool refused = false, empty = false;
+    Status s = SetUp(topic, &refused, &empty);
     std::unique_lock l(mu_);
     if (s.ok()) {
       todo_.pop_front();
       queued_.erase(topic);
       ready_.insert(topic);
+      if (empty) started_empty_.insert(topic);
       if (refused_.erase(topic))
         spdlog::info("topic {} no longer holds LSNs above the change log", topic);
       last_error_.clear();
@@ -113,22 +119,27 @@ void TopicSetup::Run() {
   }
 }
 
-Status TopicSetup::SetUp(const std::string& topic, bool* refused) {
-  // The mock lives in this process and starts empty: nothing to check.
+Status TopicSetup::SetUp(const std::string& topic, bool* refused, bool* empty) {
+  // The mock lives in this process and starts empty: nothing to check (the
+  // publisher's start deals with its emptiness).
   if (embedded_ != nullptr) return embedded_->CreateTopic(topic, partitions_);
   auto partitions = Partitions(topic);
   if (!partitions.ok()) return partitions.status();
   // A new topic holds nothing. One that exists (from before this start, or
   // created by an operator with its own partitioning and retention) is used
   // as it is, once its newest LSN is not ahead of the change log.
-  if (*partitions == 0) return Create(topic);
-  return check_ ? CheckTail(topic, *partitions, refused) : Status::OK();
+  if (*partitions == 0) {
+    *empty = true;
+    return Create(topic);
+  }
+  return check_ ? CheckTail(topic, *partitions, refused, empty) : Status::OK();
 }
 
-Status TopicSetup::CheckTail(const std::string& topic, int partitions, bool* refused) {
+Status TopicSetup::CheckTail(const std::string& topic, int partitions, bool* refused, bool* empty) {
   auto tail = NewestLsnOnTopic(check_->bootstrap, check_->properties, check_->group, topic,
                                partitions, kTailReadTimeout, [this] { return Stopping(); });
   if (!tail.ok()) return tail.status();
+  *empty = tail->newest_lsn == 0;
   if (tail->newest_lsn <= check_->ceiling) return Status::OK();
   *refused = true;
   return Status(

@@ -57,6 +57,9 @@ class TopicSetup {
   ~TopicSetup();
 
   bool Ready(const std::string& topic);
+  // True once for a ready topic on a real Kafka that held no message when
+  // it was set up (created now, or found empty): a new history starts there.
+  bool TakeStartedEmpty(const std::string& topic);
   std::string last_error() const;
   // Why `topic` is refused ("" when it is not): it holds LSNs above the ceiling.
   std::string Refusal(const std::string& topic) const;
@@ -65,10 +68,12 @@ class TopicSetup {
  private:
   void Run();
   // `refused` is set when the topic is ahead of the change log (CheckTail).
-  Status SetUp(const std::string& topic, bool* refused);
+  // `empty` is set when the topic holds no message (created now, or
+  // found so by the tail check).
+  Status SetUp(const std::string& topic, bool* refused, bool* empty);
   // OK when the existing `topic` holds no LSN above the ceiling; the
   // refusal when it does (`refused` set), or why it could not be read.
-  Status CheckTail(const std::string& topic, int partitions, bool* refused);
+  Status CheckTail(const std::string& topic, int partitions, bool* refused, bool* empty);
   // The topic's partition count from the metadata (0: it does not exist);
   // an error when Kafka did not answer.
   Result<int> Partitions(const std::string& topic);
@@ -84,6 +89,7 @@ class TopicSetup {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::set<std::string> ready_, queued_;
+  std::set<std::string> started_empty_;
   std::map<std::string, std::string> refused_;  // topic -> why
   std::deque<std::string> todo_;
   std::string last_error_;

@@ -34,6 +34,7 @@ class ConnectionWatch(object):
     def __init__(self, sock, ctx):
         self._reset()
         self.ever_up = False
+        self.drops = 0      # connections lost after their handshake
         self._connected_since_retry = False
         self._mon = None
         # A context may be shared by many clients: one name per watch.
@@ -97,10 +98,22 @@ class ConnectionWatch(object):
             self.last_protocol_error = value
             self.tcp_open = False
         elif event == _zmq.EVENT_DISCONNECTED:
-            if self.tcp_open:
+            if self.up:
+                self.drops += 1
+            elif self.tcp_open:
                 self.closed_in_handshake += 1
             self.tcp_open = False
             self.up = False
+
+    def still_up(self, drops):
+        """Drains, then whether the connection is up and has not been lost
+        since ``drops`` was read: a request sent then is still with the
+        sidecar, so a long operation (Backup) is worth waiting for. A monitor
+        that could not be made says yes, as the clients did before."""
+        if self._mon is None:
+            return True
+        self.drain()
+        return self.up and self.drops == drops
 
     def explain(self, endpoint, curve):
         """Drains, then a phrase saying why ``endpoint`` has not answered;

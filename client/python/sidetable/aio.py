@@ -148,6 +148,24 @@ class AsyncClient(_Requests):
         base = min(self.max_backoff, self.backoff * (2 ** (attempt - 1)))
         return base * (0.5 + self._rng.random() * 0.5)
 
+    async def _reply(self, fut, wait):
+        """The reply to the attempt just sent, within ``timeout``; a request
+        allowed ``wait`` seconds more (Backup, a parked session read) gets
+        them only while the connection it was sent on stays up, so a sidecar
+        that is not there, or went away, times out like any request (before
+        session 41 a backup waited 10 minutes for it)."""
+        drops = self._watch.drops
+        limit = _time.monotonic() + self.timeout + wait
+        step = self.timeout
+        while True:
+            try:
+                return await _asyncio.wait_for(_asyncio.shield(fut), step)
+            except _asyncio.TimeoutError:
+                left = limit - _time.monotonic()
+                if left <= 0 or not self._watch.still_up(drops):
+                    raise
+                step = min(self.timeout, left)
+
     async def _run(self, op, body, decode):
         if self._sock is None:
             raise ClientClosedError(None, "Closed", "the client is closed",
@@ -187,8 +205,7 @@ class AsyncClient(_Requests):
                 except _zmq.Again:
                     pass   # no connection (a refused CURVE handshake): time out below
                 try:
-                    status, reply = await _asyncio.wait_for(
-                        _asyncio.shield(fut), self.timeout + wait)
+                    status, reply = await self._reply(fut, wait)
                 except _asyncio.TimeoutError:
                     self.timeouts += 1
                     if not self._answered and (

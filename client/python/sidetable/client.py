@@ -214,7 +214,7 @@ class Handle(object):
 
     __slots__ = ("_client", "op", "request_id", "_frame", "_decode",
                  "attempt", "_waiting_resend", "_done", "_result", "_error", "_wait",
-                 "status", "_first_sent")
+                 "status", "_first_sent", "_sent", "_drops")
 
     def __init__(self, client, op, request_id, frame, decode):
         self._client = client
@@ -225,6 +225,8 @@ class Handle(object):
         self.attempt = 0
         self._waiting_resend = False
         self._wait = 0.0
+        self._sent = 0.0        # when the current attempt was sent
+        self._drops = 0         # the connection watch's drops then
         self._done = False
         self._result = None
         self._error = None
@@ -899,7 +901,22 @@ class Client(_Requests):
             # refused (CURVE). The deadline below retries or gives up,
             # instead of blocking here for ever.
             pass
-        self._push(_time.monotonic() + self.timeout + h._wait, h, "deadline")
+        h._sent = _time.monotonic()
+        h._drops = self._watch.drops
+        self._push(h._sent + self.timeout, h, "deadline")
+
+    def _keep_waiting(self, h):
+        """At an attempt's deadline: a request allowed to take longer
+        (Backup, a parked session read) gets another ``timeout`` while the
+        connection it was sent on is up, until its extra wait is spent. A
+        sidecar that is not there, or went away, times out like any request
+        (before session 41 a backup waited the whole 10 minutes for it)."""
+        limit = h._sent + self.timeout + h._wait
+        now = _time.monotonic()
+        if now >= limit or not self._watch.still_up(h._drops):
+            return False
+        self._push(min(now + self.timeout, limit), h, "deadline")
+        return True
 
     def _push(self, when, h, kind):
         if len(self._timers) > 4 * len(self._pending) + 64:
@@ -969,6 +986,8 @@ class Client(_Requests):
             if h._waiting_resend:
                 self._transmit(h)
         elif not h._waiting_resend:        # deadline of the current attempt
+            if h._wait and self._keep_waiting(h):
+                return
             self.timeouts += 1
             if not self._answered and (
                     h.attempt > self.retries or
@@ -1198,7 +1217,8 @@ class Client(_Requests):
         every write acknowledged before the call is in it. Returns
         ``{"name", "path", "firstLsn", "lastLsn", "tables", "files",
         "bytes", "micros", "removed"}``; ``path`` is on the sidecar's host.
-        The sidecar may take up to 10 minutes beyond the client's timeout.
+        The sidecar may take up to 10 minutes beyond the client's timeout;
+        the client waits that long only while its connection is up.
         ``InvalidInputError`` when the sidecar has no backup directory,
         ``InsufficientStorageError`` when a disk is full (nothing is left
         behind); with authentication on it needs ``r``, ``c`` and ``m`` on
