@@ -1,7 +1,11 @@
 // Pipelining, overload, shutdown under load, bad input, health and metrics.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <optional>
 #include <set>
 #include <zmq.hpp>
@@ -360,6 +364,62 @@ TEST_F(SidecarTest, HealthAndMetricsOverHttp) {
   EXPECT_NE(m.find("sidetable_changelog_lsn 2"), std::string::npos);
   EXPECT_NE(m.find("sidetable_request_duration_seconds_bucket{op=\"Write\",le=\"+Inf\"} 2"),
             std::string::npos);
+}
+
+// A TCP connection to `port` on loopback that sends nothing (-1 on failure).
+int IdleConnection(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    if (fd >= 0) ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Found by an outside test in session 41: cpp-httplib's 8 pool threads each
+// held a connection until it closed, so 8 idle connections (or 8 scrapers
+// keeping theirs alive) left /health and /ready unanswered for 4-5 s, and a
+// probe's 1 s time-out failed on a healthy sidecar.
+TEST_F(SidecarTest, IdleAndKeptAliveHttpConnectionsDoNotStarveTheProbes) {
+  auto colon = server_->http().rfind(':');
+  const std::string host = server_->http().substr(0, colon);
+  const int port = std::stoi(server_->http().substr(colon + 1));
+  std::vector<int> idle;
+  for (int i = 0; i < 16; i++) idle.push_back(IdleConnection(port));
+  std::vector<std::unique_ptr<httplib::Client>> scrapers;
+  for (int i = 0; i < 8; i++) {
+    scrapers.push_back(std::make_unique<httplib::Client>(host, port));
+    scrapers.back()->set_keep_alive(true);
+    auto page = scrapers.back()->Get("/metrics");
+    ASSERT_TRUE(page);
+    // The answer closes the connection, so a scraper holds no thread.
+    EXPECT_EQ(page->get_header_value("Connection"), "close");
+  }
+  for (const char* path : {"/health", "/ready"}) {
+    httplib::Client probe(host, port);
+    probe.set_connection_timeout(1, 0);
+    probe.set_read_timeout(1, 0);
+    const auto start = std::chrono::steady_clock::now();
+    auto res = probe.Get(path);
+    ASSERT_TRUE(res) << path << " unanswered within 1 s beside 16 idle connections and 8 scrapers";
+    EXPECT_EQ(res->status, 200) << path;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(500)) << path;
+  }
+  // An idle connection is dropped after the read time-out (1 s), not 5 s.
+  char byte;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(::recv(idle[0], &byte, 1, 0), 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(2500));
+  for (int fd : idle) {
+    if (fd >= 0) ::close(fd);
+  }
+  auto health = httplib::Client(host, port).Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_NE(health->body.find("\"status\":\"ok\""), std::string::npos) << health->body;
 }
 
 class IpcTest : public SidecarTest {
