@@ -249,6 +249,9 @@ Status Handler::Run(const wire::Request& r, wire::Request* consumable, const tok
           if (one.ok()) one = durable;
         }
       }
+      for (const auto& one : results) {
+        if (!one.ok()) metrics_->RecordBatchError(one.status().code());
+      }
       wire::EncodeWriteMany(results, body);
       return Status::OK();
     }

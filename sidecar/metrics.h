@@ -28,6 +28,13 @@ class Metrics {
 
   void RecordRequest(wire::Op op, Code code, uint64_t micros);
   void RecordTableWrite(const std::string& table, size_t operations, size_t entities_written);
+  // An EGT of a WriteMany that failed: the request's reply is 200, so
+  // RecordRequest does not see it, but it is an error reply all the same
+  // (a pattern worker's derived writes travel this way).
+  void RecordBatchError(Code code) {
+    if (code != Code::kOk)
+      errors_[static_cast<size_t>(code)].fetch_add(1, std::memory_order_relaxed);
+  }
   // A ServerBusy answered by the frontend, by reason (the handler's own
   // "backlog full" 503s count only in errors_total{code="ServerBusy"}).
   void RecordBusy(BusyReason why) {
