@@ -1,5 +1,7 @@
 #include "sidecar/metrics.h"
 
+#include "engine/table_name.h"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -36,10 +38,21 @@ void Metrics::RecordSessionWait(uint64_t micros, bool timed_out) {
 
 void Metrics::RecordTableWrite(const std::string& table, size_t operations, size_t entities) {
   std::lock_guard lock(tables_mu_);
-  TableCounters& t = tables_[table];
+  TableCounters& t = tables_[TableKey(table).str()];
+  if (t.name.empty()) t.name = table;  // a table not named at start or creation
   t.batches++;
   t.operations += operations;
   t.entities_written += entities;
+}
+
+void Metrics::NameTable(const std::string& table) {
+  std::lock_guard lock(tables_mu_);
+  tables_[TableKey(table).str()].name = table;
+}
+
+void Metrics::ForgetTable(const std::string& table) {
+  std::lock_guard lock(tables_mu_);
+  tables_.erase(TableKey(table).str());
 }
 
 uint64_t Metrics::requests(wire::Op op) const {
@@ -289,18 +302,19 @@ std::string Metrics::Render(const Gauges& g) const {
   std::lock_guard lock(tables_mu_);
   out += "# HELP sidetable_table_operations_total Entity operations committed, by table.\n";
   out += "# TYPE sidetable_table_operations_total counter\n";
-  for (const auto& [name, t] : tables_) {
-    Line(&out, "sidetable_table_operations_total", "table=\"" + Escape(name) + "\"", t.operations);
+  for (const auto& [key, t] : tables_) {
+    Line(&out, "sidetable_table_operations_total", "table=\"" + Escape(t.name) + "\"",
+         t.operations);
   }
   out += "# HELP sidetable_table_batches_total Write batches (EGTs) committed, by table.\n";
   out += "# TYPE sidetable_table_batches_total counter\n";
-  for (const auto& [name, t] : tables_) {
-    Line(&out, "sidetable_table_batches_total", "table=\"" + Escape(name) + "\"", t.batches);
+  for (const auto& [key, t] : tables_) {
+    Line(&out, "sidetable_table_batches_total", "table=\"" + Escape(t.name) + "\"", t.batches);
   }
   out += "# HELP sidetable_table_entities_written_total Entities inserted or replaced, by table.\n";
   out += "# TYPE sidetable_table_entities_written_total counter\n";
-  for (const auto& [name, t] : tables_) {
-    Line(&out, "sidetable_table_entities_written_total", "table=\"" + Escape(name) + "\"",
+  for (const auto& [key, t] : tables_) {
+    Line(&out, "sidetable_table_entities_written_total", "table=\"" + Escape(t.name) + "\"",
          t.entities_written);
   }
   return out;

@@ -453,6 +453,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   auto engine = Engine::Open(engine_options, config.data_dir);
   if (!engine.ok()) return engine.status();
   server->engine_ = std::move(engine).value();
+  // Per-table series carry each table's name as created, from the start.
+  for (const TableInfo& t : server->engine_->ListTables()) server->metrics_.NameTable(t.name);
   auto watermarks = Watermarks::Load(server->engine_.get());
   if (!watermarks.ok()) return watermarks.status();
   server->watermarks_ = std::move(watermarks).value();
