@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <zmq.hpp>
 
 #include "protocol/msgpack.h"
@@ -513,6 +514,36 @@ TEST_F(SidecarTest, PerTableSeriesAreOnePerTableAndGoWithIt) {
   ASSERT_TRUE(client_->InsertOrReplace("PEOPLE", Person("p", "r", 1)).ok());
   EXPECT_EQ(Metric(*server_, "sidetable_table_operations_total{table=\"people\"}"), 1u);
   EXPECT_EQ(Metric(*server_, "sidetable_table_operations_total{table=\"PEOPLE\"}"), kNoMetric);
+}
+
+// A Kafka nobody answers at (port 1 on loopback refuses at once), logs in JSON.
+class UnreachableKafkaJsonLogTest : public SidecarTest {
+ protected:
+  std::vector<std::string> ServerArgs() override {
+    return {"--durability", "os", "--kafka", "127.0.0.1:1", "--log-format", "json"};
+  }
+};
+
+// Found by an outside test in session 41: the sidecar's librdkafka handles
+// printed their own lines ("%3|1796621638.020|FAIL|sidetable-...#producer-1|
+// ... Connection refused") straight to stderr, so with --log-format json
+// every broker error was a line no JSON reader takes, and --log-level off
+// did not silence them.
+TEST_F(UnreachableKafkaJsonLogTest, KafkaErrorsAreJsonLinesOfTheSidecarsLog) {
+  std::string log;
+  for (int i = 0; i < 100 && log.find("Connection refused") == std::string::npos; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    log = server_->Log();
+  }
+  ASSERT_NE(log.find("Connection refused"), std::string::npos)
+      << "librdkafka's error never logged:\n"
+      << log;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    EXPECT_TRUE(line.front() == '{' && line.back() == '}') << "not a JSON line: " << line;
+  }
+  EXPECT_NE(log.find("\"level\":\"error\",\"logger\""), std::string::npos) << log;
 }
 
 class IpcTest : public SidecarTest {
