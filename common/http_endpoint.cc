@@ -31,6 +31,27 @@ Status CheckHostPort(const std::string& host_port, const std::string& setting) {
   return Status::OK();
 }
 
+namespace {
+
+// cpp-httplib gives each connection a pool thread until the connection
+// closes: its defaults (8 threads, keep-alive and a request's headers waited
+// for 5 s each) let 8 idle connections, or 8 Prometheus scrapers keeping
+// theirs alive, hold every thread, and /health and /ready went unanswered
+// for 4-5 s (session 41): a probe's 1 s time-out failed on a healthy
+// process. Now every answer closes its connection, a connection that sends
+// no complete request within a second is dropped, and more threads wait.
+constexpr size_t kHttpThreads = 32;
+constexpr time_t kHttpReadTimeoutSeconds = 1;
+
+void KeepConnectionsFromStarvingProbes(httplib::Server& http) {
+  http.new_task_queue = [] { return new httplib::ThreadPool(kHttpThreads); };
+  http.set_keep_alive_max_count(1);
+  http.set_read_timeout(kHttpReadTimeoutSeconds, 0);
+  http.set_keep_alive_timeout(kHttpReadTimeoutSeconds);
+}
+
+}  // namespace
+
 Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& host_port, const std::string& setting,
                                                           HttpHandlers handlers) {
   ST_RETURN_IF_ERROR(CheckHostPort(host_port, setting));
@@ -46,6 +67,7 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& hos
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
+  KeepConnectionsFromStarvingProbes(*ep->http_);
   ep->http_->Get("/health", [health = std::move(handlers.health_json)](const httplib::Request&,
                                                                         httplib::Response& res) {
     res.set_content(health(), "application/json");

@@ -115,6 +115,7 @@ Status Handler::Run(const wire::Request& r, wire::Request* consumable, const tok
       } else {
         ST_RETURN_IF_ERROR(engine_->CreateTable(r.table, r.caller));
       }
+      metrics_->NameTable(r.table);
       *http = 201;
       wire::EncodeEmpty(body);
       return Status::OK();
@@ -125,6 +126,7 @@ Status Handler::Run(const wire::Request& r, wire::Request* consumable, const tok
       } else {
         ST_RETURN_IF_ERROR(engine_->DeleteTable(r.table, r.caller));
       }
+      metrics_->ForgetTable(r.table);
       // A table created again under the name starts without policies, so
       // tokens issued under the old ones stay revoked.
       if (Status s = policies_->Set(r.table, {}); !s.ok()) {
@@ -248,6 +250,9 @@ Status Handler::Run(const wire::Request& r, wire::Request* consumable, const tok
         for (auto& one : results) {
           if (one.ok()) one = durable;
         }
+      }
+      for (const auto& one : results) {
+        if (!one.ok()) metrics_->RecordBatchError(one.status().code());
       }
       wire::EncodeWriteMany(results, body);
       return Status::OK();

@@ -1,5 +1,7 @@
 #include "sidecar/metrics.h"
 
+#include "engine/table_name.h"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -36,10 +38,21 @@ void Metrics::RecordSessionWait(uint64_t micros, bool timed_out) {
 
 void Metrics::RecordTableWrite(const std::string& table, size_t operations, size_t entities) {
   std::lock_guard lock(tables_mu_);
-  TableCounters& t = tables_[table];
+  TableCounters& t = tables_[TableKey(table).str()];
+  if (t.name.empty()) t.name = table;  // a table not named at start or creation
   t.batches++;
   t.operations += operations;
   t.entities_written += entities;
+}
+
+void Metrics::NameTable(const std::string& table) {
+  std::lock_guard lock(tables_mu_);
+  tables_[TableKey(table).str()].name = table;
+}
+
+void Metrics::ForgetTable(const std::string& table) {
+  std::lock_guard lock(tables_mu_);
+  tables_.erase(TableKey(table).str());
 }
 
 uint64_t Metrics::requests(wire::Op op) const {
@@ -106,6 +119,9 @@ std::string Metrics::Render(const Gauges& g) const {
          "reason=\"" + std::string(BusyReasonName(static_cast<BusyReason>(i))) + "\"",
          busy_[i].load(std::memory_order_relaxed));
   }
+  out +=
+      "# HELP sidetable_malformed_frames_total Request frames refused at decoding (malformed, or "
+      "declaring more than the limits allow).\n";
   out += "# TYPE sidetable_malformed_frames_total counter\n";
   Line(&out, "sidetable_malformed_frames_total", "", malformed_.load(std::memory_order_relaxed));
   out += "# HELP sidetable_replayed_writes_total Write retries answered with the first outcome of their client request id.\n";
@@ -133,6 +149,7 @@ std::string Metrics::Render(const Gauges& g) const {
   out += "# HELP sidetable_queue_depth Requests waiting for a worker.\n";
   out += "# TYPE sidetable_queue_depth gauge\n";
   Line(&out, "sidetable_queue_depth", "", g.queue_depth);
+  out += "# HELP sidetable_in_flight Requests accepted and not yet answered.\n";
   out += "# TYPE sidetable_in_flight gauge\n";
   Line(&out, "sidetable_in_flight", "", g.in_flight);
   out +=
@@ -145,8 +162,12 @@ std::string Metrics::Render(const Gauges& g) const {
       "yet sent (part of sidetable_inflight_bytes).\n";
   out += "# TYPE sidetable_inflight_reply_bytes gauge\n";
   Line(&out, "sidetable_inflight_reply_bytes", "", g.inflight_reply_bytes);
+  out += "# HELP sidetable_inflight_bytes_peak The highest sidetable_inflight_bytes since start.\n";
   out += "# TYPE sidetable_inflight_bytes_peak gauge\n";
   Line(&out, "sidetable_inflight_bytes_peak", "", g.inflight_bytes_peak);
+  out +=
+      "# HELP sidetable_inflight_bytes_limit sidecar.max_inflight_bytes: past it requests get "
+      "ServerBusy.\n";
   out += "# TYPE sidetable_inflight_bytes_limit gauge\n";
   Line(&out, "sidetable_inflight_bytes_limit", "", g.inflight_bytes_limit);
   out += "# HELP sidetable_inflight_connections Connections with a request in flight.\n";
@@ -198,6 +219,9 @@ std::string Metrics::Render(const Gauges& g) const {
   out += "# HELP sidetable_changelog_lsn Newest committed change log sequence number.\n";
   out += "# TYPE sidetable_changelog_lsn gauge\n";
   Line(&out, "sidetable_changelog_lsn", "", g.last_lsn);
+  out +=
+      "# HELP sidetable_changelog_first_lsn The oldest change the change log still holds "
+      "(retention trims below it).\n";
   out += "# TYPE sidetable_changelog_first_lsn gauge\n";
   Line(&out, "sidetable_changelog_first_lsn", "", g.first_available_lsn);
   out += "# HELP sidetable_commits_total Batches (EGTs and table operations) committed since start.\n";
@@ -242,15 +266,25 @@ std::string Metrics::Render(const Gauges& g) const {
     out += "# HELP sidetable_publisher_backlog_events Committed changes not yet on Kafka.\n";
     out += "# TYPE sidetable_publisher_backlog_events gauge\n";
     Line(&out, "sidetable_publisher_backlog_events", "", g.backlog_events);
+    out +=
+        "# HELP sidetable_publisher_backlog_bytes Estimated bytes of the changes not yet on "
+        "Kafka.\n";
     out += "# TYPE sidetable_publisher_backlog_bytes gauge\n";
     Line(&out, "sidetable_publisher_backlog_bytes", "", g.backlog_bytes);
+    out +=
+        "# HELP sidetable_publisher_backlog_full 1 while the backlog is at "
+        "kafka.max_backlog_events and writes get ServerBusy.\n";
     out += "# TYPE sidetable_publisher_backlog_full gauge\n";
     Line(&out, "sidetable_publisher_backlog_full", "", g.backlog_full ? 1 : 0);
     out += "# HELP sidetable_publisher_events_total Events delivered to Kafka (rate() = publish rate).\n";
     out += "# TYPE sidetable_publisher_events_total counter\n";
     Line(&out, "sidetable_publisher_events_total", "", g.published_events_total);
+    out += "# HELP sidetable_publisher_bytes_total Bytes delivered to Kafka.\n";
     out += "# TYPE sidetable_publisher_bytes_total counter\n";
     Line(&out, "sidetable_publisher_bytes_total", "", g.published_bytes_total);
+    out +=
+        "# HELP sidetable_publisher_delivery_errors_total Kafka deliveries that failed (retried; "
+        "the stream does not skip).\n";
     out += "# TYPE sidetable_publisher_delivery_errors_total counter\n";
     Line(&out, "sidetable_publisher_delivery_errors_total", "", g.delivery_errors_total);
     out += "# HELP sidetable_changestream_blocked_lsn The LSN the change stream is stuck at (0 = moving); "
@@ -268,17 +302,19 @@ std::string Metrics::Render(const Gauges& g) const {
   std::lock_guard lock(tables_mu_);
   out += "# HELP sidetable_table_operations_total Entity operations committed, by table.\n";
   out += "# TYPE sidetable_table_operations_total counter\n";
-  for (const auto& [name, t] : tables_) {
-    Line(&out, "sidetable_table_operations_total", "table=\"" + Escape(name) + "\"", t.operations);
+  for (const auto& [key, t] : tables_) {
+    Line(&out, "sidetable_table_operations_total", "table=\"" + Escape(t.name) + "\"",
+         t.operations);
   }
+  out += "# HELP sidetable_table_batches_total Write batches (EGTs) committed, by table.\n";
   out += "# TYPE sidetable_table_batches_total counter\n";
-  for (const auto& [name, t] : tables_) {
-    Line(&out, "sidetable_table_batches_total", "table=\"" + Escape(name) + "\"", t.batches);
+  for (const auto& [key, t] : tables_) {
+    Line(&out, "sidetable_table_batches_total", "table=\"" + Escape(t.name) + "\"", t.batches);
   }
   out += "# HELP sidetable_table_entities_written_total Entities inserted or replaced, by table.\n";
   out += "# TYPE sidetable_table_entities_written_total counter\n";
-  for (const auto& [name, t] : tables_) {
-    Line(&out, "sidetable_table_entities_written_total", "table=\"" + Escape(name) + "\"",
+  for (const auto& [key, t] : tables_) {
+    Line(&out, "sidetable_table_entities_written_total", "table=\"" + Escape(t.name) + "\"",
          t.entities_written);
   }
   return out;

@@ -27,7 +27,23 @@ class Metrics {
       50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 1000000, 5000000};
 
   void RecordRequest(wire::Op op, Code code, uint64_t micros);
+  // Per-table counters are kept per table, not per spelling: writers may
+  // spell a table in any case ("Orders", "ORDERS"), and each spelling used
+  // to be a series of its own, a client's choice of case adding series
+  // without bound. The label is the name as created.
   void RecordTableWrite(const std::string& table, size_t operations, size_t entities_written);
+  // The table exists under this spelling (created now, or found at start).
+  void NameTable(const std::string& table);
+  // The table is gone: its series go with it (a table created again under
+  // the name counts from 0, as Prometheus takes a counter's reset).
+  void ForgetTable(const std::string& table);
+  // An EGT of a WriteMany that failed: the request's reply is 200, so
+  // RecordRequest does not see it, but it is an error reply all the same
+  // (a pattern worker's derived writes travel this way).
+  void RecordBatchError(Code code) {
+    if (code != Code::kOk)
+      errors_[static_cast<size_t>(code)].fetch_add(1, std::memory_order_relaxed);
+  }
   // A ServerBusy answered by the frontend, by reason (the handler's own
   // "backlog full" 503s count only in errors_total{code="ServerBusy"}).
   void RecordBusy(BusyReason why) {
@@ -123,12 +139,13 @@ class Metrics {
   std::atomic<uint64_t> backup_lsn_{0}, backup_bytes_{0};
 
   struct TableCounters {
+    std::string name;  // the label
     uint64_t operations = 0;
     uint64_t batches = 0;
     uint64_t entities_written = 0;
   };
   mutable std::mutex tables_mu_;
-  std::map<std::string, TableCounters> tables_;
+  std::map<std::string, TableCounters> tables_;  // by TableKey
 };
 
 }  // namespace sidetable::sidecar

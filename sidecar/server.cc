@@ -456,6 +456,8 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   if (!engine.ok()) return engine.status();
   server->engine_ = std::move(engine).value();
   AdoptRestoredBackup(config.data_dir);
+  // Per-table series carry each table's name as created, from the start.
+  for (const TableInfo& t : server->engine_->ListTables()) server->metrics_.NameTable(t.name);
   auto watermarks = Watermarks::Load(server->engine_.get());
   if (!watermarks.ok()) return watermarks.status();
   server->watermarks_ = std::move(watermarks).value();

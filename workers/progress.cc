@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/prometheus_text.h"
+#include "engine/edm.h"
 #include "engine/table_name.h"
 
 namespace sidetable::workers {
@@ -48,6 +49,16 @@ void Progress::BatchStarted(const TopicPartition& tp, int64_t oldest_ms, std::ch
   p.caught_up = false;
   // A producer clock ahead of ours must not show as negative lag.
   p.oldest = std::min(now, std::chrono::system_clock::time_point(std::chrono::milliseconds(oldest_ms)));
+}
+
+void Progress::FirstChangeCommitted(const TopicPartition& tp, int64_t commit_ticks) {
+  if (commit_ticks <= kUnixEpochTicks) return;  // no commit time (0): the Kafka timestamp stands
+  const auto committed = std::chrono::system_clock::time_point(
+      std::chrono::microseconds((commit_ticks - kUnixEpochTicks) / (kTicksPerSecond / 1'000'000)));
+  std::lock_guard lock(mu_);
+  auto it = parts_.find(tp);
+  if (it == parts_.end() || it->second.caught_up) return;  // no batch being applied
+  it->second.oldest = std::min(it->second.oldest, committed);
 }
 
 void Progress::Processed(const TopicPartition& tp, uint64_t lsn, int64_t commit_time) {

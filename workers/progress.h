@@ -10,10 +10,13 @@
 // reported at that LSN for the partition, also while its source is idle.
 //
 // Lag of a partition: 0 once the last batch reached the partition's high
-// watermark; else the age of the oldest message of the batch being applied
-// (its Kafka timestamp, set when the sidecar produced it), measured when the
-// batch starts. Lag of a derived table: the worst of its partitions, in
-// seconds, and in LSNs as the sidecar's newest LSN minus the lowest applied
+// watermark; else the age of the oldest change of the batch being applied,
+// measured when the batch starts: its commit time, or its Kafka timestamp
+// (set when the sidecar produced it) when that is earlier. The Kafka
+// timestamp alone hid the time a change waited before it was published: the
+// changes a sidecar publishes again after a restart, or its backlog after a
+// Kafka outage, read as seconds old when they were minutes old. Lag of a derived table: the worst
+// of its partitions, in seconds, and in LSNs as the sidecar's newest LSN minus the lowest applied
 // LSN of a lagging partition.
 //
 // Thread safety: every method may be called from any thread (one mutex);
@@ -66,6 +69,9 @@ class Progress {
   // A batch starts; `oldest_ms` is the Kafka timestamp of its first message
   // on `tp`.
   void BatchStarted(const TopicPartition& tp, int64_t oldest_ms, std::chrono::system_clock::time_point now);
+  // The batch's first change on `tp` was committed at `commit_ticks`
+  // (DateTime ticks): the batch's lag counts from then if that is earlier.
+  void FirstChangeCommitted(const TopicPartition& tp, int64_t commit_ticks);
   // An event processed at `lsn` (0 if unknown) on `tp`.
   void Processed(const TopicPartition& tp, uint64_t lsn, int64_t commit_time);
   // After a batch: whether `tp` is at its high watermark now.

@@ -28,6 +28,7 @@
 #include "common/process.h"
 #include "events/chunk.h"
 #include "events/epoch_filter.h"
+#include "events/event.h"
 #include "workers/archive_rules.h"
 #include "workers/broker_liveness.h"
 #include "workers/dead_letter.h"
@@ -70,6 +71,8 @@ class Worker::Impl {
   // processor groups their writes), then offsets and progress recorded in
   // order. Sets *interrupted when a stop came during a back-off.
   void HandleBatch(const std::vector<rd_kafka_message_t*>& batch, bool* interrupted);
+  // Hands Progress the commit time of a batch's first change on `tp`.
+  void NoteCommitTime(const TopicPartition& tp, std::string_view value);
   // Counts, logs and keeps for /health the offsets a delivered message
   // skipped over (workers/offset_gaps.h).
   void CheckContinuity(const rd_kafka_message_t* m);
@@ -109,6 +112,9 @@ class Worker::Impl {
   std::unique_ptr<common::HttpEndpoint> http_;
   std::unique_ptr<ArchiveScheduler> archive_;
   std::unique_ptr<Progress> progress_;
+  // For NoteCommitTime (consumer thread only).
+  events::EventDecoder commit_decoder_;
+  events::Event commit_event_;
   rd_kafka_t* rk_ = nullptr;
   Clock::time_point last_housekeeping_{};
   // Reachability and the newest LSN, asked from a thread of its own.
@@ -625,6 +631,13 @@ uint64_t LsnOf(const rd_kafka_message_t* m) {
 
 }  // namespace
 
+// One decode per partition and poll, so the lag shows how long ago the
+// oldest change waiting was committed, not when it reached Kafka.
+void Worker::Impl::NoteCommitTime(const TopicPartition& tp, std::string_view value) {
+  if (!commit_decoder_.Decode(value, &commit_event_).ok()) return;  // the processor dead-letters it
+  progress_->FirstChangeCommitted(tp, commit_event_.record.commit_time);
+}
+
 void Worker::Impl::HandleBatch(const std::vector<rd_kafka_message_t*>& batch, bool* interrupted) {
   enum class Step : uint8_t { kPartial, kUnwanted, kEvent };
   struct Item {
@@ -642,6 +655,7 @@ void Worker::Impl::HandleBatch(const std::vector<rd_kafka_message_t*>& batch, bo
   fences.reserve(batch.size());
   const auto now = std::chrono::system_clock::now();
   std::set<TopicPartition> started;
+  std::set<TopicPartition> dated;  // partitions whose first change's commit time Progress has
   for (size_t i = 0; i < batch.size(); i++) {
     Item& it = items[i];
     it.m = batch[i];
@@ -654,6 +668,7 @@ void Worker::Impl::HandleBatch(const std::vector<rd_kafka_message_t*>& batch, bo
     const std::optional<std::string_view> event = Join(it.m, it.tp, &it.joined);
     if (!event) continue;  // a chunk before the end of its run: no offset yet
     it.value = *event;
+    if (dated.insert(it.tp).second) NoteCommitTime(it.tp, it.value);
     // Events of tables no pattern reads are not even decoded (the workers'
     // own derived writes come back on the same topic).
     const std::string_view table = TableOfKey(it.m);

@@ -1,4 +1,5 @@
 #include "common/kafka/embedded_kafka.h"
+#include "common/kafka/log.h"
 
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
@@ -9,6 +10,7 @@ Result<std::unique_ptr<EmbeddedKafka>> EmbeddedKafka::Start(int brokers) {
   std::unique_ptr<EmbeddedKafka> k(new EmbeddedKafka());
   char err[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  kafka::SendKafkaLogToOurs(conf);
   // The mock needs a client instance to live in; this one never produces.
   rd_kafka_conf_set(conf, "log_level", "3", err, sizeof err);
   k->handle_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "common/kafka/embedded_kafka.h"
+#include "common/kafka/log.h"
 #include "common/process.h"
 #include "sidecar/changestream/publisher_impl.h"
 
@@ -136,6 +137,7 @@ Status Publisher::Impl::Init(const std::string& bootstrap) {
 
   char err[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  kafka::SendKafkaLogToOurs(conf);
   auto set = [&](const std::string& k, const std::string& v) -> Status {
     if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
       return Status(Code::kInvalidInput, "kafka." + k + ": " + err);

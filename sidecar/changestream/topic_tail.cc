@@ -1,4 +1,5 @@
 #include "sidecar/changestream/topic_tail.h"
+#include "common/kafka/log.h"
 
 #include <librdkafka/rdkafka.h>
 
@@ -41,6 +42,7 @@ Result<rd_kafka_t*> NewReader(const std::string& bootstrap,
   all["log_level"] = "3";
   char err[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  kafka::SendKafkaLogToOurs(conf);
   for (const auto& [k, v] : all) {
     if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
       rd_kafka_conf_destroy(conf);

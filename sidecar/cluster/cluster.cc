@@ -1,4 +1,5 @@
 #include "sidecar/cluster/cluster.h"
+#include "common/kafka/log.h"
 
 #include <spdlog/spdlog.h>
 
@@ -57,6 +58,7 @@ Result<rd_kafka_t*> Cluster::Impl::NewClient(rd_kafka_type_t type, const std::ma
                                              rd_kafka_conf_t* conf) {
   char err[512];
   if (conf == nullptr) conf = rd_kafka_conf_new();
+  kafka::SendKafkaLogToOurs(conf);
   std::map<std::string, std::string> all = {{"bootstrap.servers", bootstrap_},
                                             {"client.id", "sidetable-cluster-" + member_},
                                             {"reconnect.backoff.max.ms", "1000"},
@@ -196,6 +198,7 @@ Status Cluster::Impl::Init() {
   // The producer first: it creates the topics before anyone's metadata
   // request could auto-create them with a default partition count.
   rd_kafka_conf_t* pconf = rd_kafka_conf_new();
+  kafka::SendKafkaLogToOurs(pconf);
   rd_kafka_conf_set_dr_msg_cb(pconf, &Impl::OnDelivery);
   auto p = NewClient(RD_KAFKA_PRODUCER,
                      {{"enable.idempotence", "true"},
@@ -231,6 +234,7 @@ Status Cluster::Impl::Init() {
   if (!state_topic_.empty()) {
     ST_RETURN_IF_ERROR(EnsureTopic(TopicRole::kState, state_topic_, shards_, StateTopicConfigs()));
     rd_kafka_conf_t* sconf = rd_kafka_conf_new();
+    kafka::SendKafkaLogToOurs(sconf);
     rd_kafka_conf_set_dr_msg_cb(sconf, &Impl::OnStateDelivery);
     rd_kafka_conf_set_opaque(sconf, this);
     auto sp = NewClient(RD_KAFKA_PRODUCER,
@@ -317,6 +321,7 @@ Status Cluster::Impl::Init() {
 
   // The owners' group.
   rd_kafka_conf_t* gconf = rd_kafka_conf_new();
+  kafka::SendKafkaLogToOurs(gconf);
   rd_kafka_conf_set_rebalance_cb(gconf, &Impl::OnRebalance);
   rd_kafka_conf_set_opaque(gconf, this);
   const int session = options_.session_timeout_ms;

@@ -430,6 +430,37 @@ TEST_F(HotPathTest, WriteManyIsWrittenAsOneGroupWithPerEgtResults) {
   EXPECT_EQ(client_->Get("Many", "p39", "row")->Find("Age")->as_int32(), 39);
 }
 
+// Found by an outside test in session 41: a WriteMany's failed EGTs (the
+// request itself answered 200) were in no sidetable_errors_total series, so
+// an alert on {code="InternalError"} or a dashboard of errors missed every
+// failure of the pattern workers' derived writes.
+TEST_F(HotPathTest, WriteManyFailuresCountInErrorsTotalByCode) {
+  ASSERT_TRUE(client_->CreateTable("Many").ok());
+  auto errors = [&](const char* code) {
+    const uint64_t n =
+        Metric(*server_, std::string("sidetable_errors_total{code=\"") + code + "\"}");
+    return n == kNoMetric ? 0 : n;
+  };
+  std::vector<Batch> batches;
+  for (int i = 0; i < 4; i++)
+    batches.push_back(std::move(Batch("Many").Insert(Person("p", "dup", i))));
+  batches.push_back(std::move(Batch("NoSuchTable").Insert(Person("p", "r", 0))));
+  const uint64_t commits0 = Metric(*server_, "sidetable_commits_total");
+  std::optional<Result<std::vector<Result<WriteResult>>>> got;
+  client_->SendWriteMany(batches,
+                         [&](Result<std::vector<Result<WriteResult>>> r) { got = std::move(r); });
+  client_->Drain();
+  ASSERT_TRUE(got.has_value() && got->ok());
+  ASSERT_EQ(got->value().size(), 5u);
+  EXPECT_TRUE(got->value()[0].ok());
+  EXPECT_EQ(errors("EntityAlreadyExists"), 3u);
+  EXPECT_EQ(errors("TableNotFound"), 1u);
+  // Only the first EGT committed; the failed ones changed nothing.
+  EXPECT_EQ(Metric(*server_, "sidetable_commits_total") - commits0, 1u);
+  EXPECT_EQ(client_->Get("Many", "p", "dup")->Find("Age")->as_int32(), 0);
+  EXPECT_EQ(Metric(*server_, "sidetable_table_operations_total{table=\"Many\"}"), 1u);
+}
+
 // Pipelined on one connection, WriteManys of one partition, the Gets of
 // it and an archive request after its writes run in the order sent
 // (docs/protocol.md). Both used to go to any worker, round robin: the
