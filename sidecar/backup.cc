@@ -267,6 +267,27 @@ std::vector<std::string> ListBackups(const std::string& dir, const std::string& 
   return names;
 }
 
+std::optional<LastBackup> NewestBackup(const std::string& dir, const std::string& source) {
+  const std::vector<std::string> all = ListBackups(dir, Resolved(source).string());
+  if (all.empty()) return std::nullopt;
+  std::ifstream f(fs::path(dir) / all.back() / kBackupManifest);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  std::string_view created;
+  LastBackup last;
+  if (parser.parse(text).get(doc) != simdjson::SUCCESS ||
+      doc["created"].get(created) != simdjson::SUCCESS ||
+      doc["last_lsn"].get(last.last_lsn) != simdjson::SUCCESS ||
+      doc["bytes"].get(last.bytes) != simdjson::SUCCESS) {
+    return std::nullopt;
+  }
+  const std::optional<int64_t> ticks = ParseDateTime(created);
+  if (!ticks) return std::nullopt;
+  last.unix_seconds = (*ticks - kUnixEpochTicks) / kTicksPerSecond;
+  return last;
+}
+
 Result<wire::BackupReply> TakeBackup(Engine* engine, const BackupSettings& s) {
   if (s.dir.empty()) {
     return Status(Code::kInvalidInput,

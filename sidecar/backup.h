@@ -16,6 +16,7 @@
 // (the server runs every Backup on one thread of its own).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -88,6 +89,18 @@ void AdoptRestoredBackup(const std::string& data_dir);
 // with a name this code gives, backup-<time>, holding a manifest whose
 // source is `source`), oldest first.
 std::vector<std::string> ListBackups(const std::string& dir, const std::string& source);
+
+// What the newest of this data directory's backups in `dir` says of itself
+// (its manifest): when it was made (Unix seconds), the newest change it
+// holds and its bytes. Read at start so that the backup gauges do not say
+// "never" after every restart (found from outside, session 41). nullopt
+// when there is none, or its manifest does not read.
+struct LastBackup {
+  int64_t unix_seconds = 0;
+  uint64_t last_lsn = 0;
+  uint64_t bytes = 0;
+};
+std::optional<LastBackup> NewestBackup(const std::string& dir, const std::string& source);
 
 // Makes one backup and applies the retention. Errors: InvalidInput when
 // backups are off, the engine's (Engine::Checkpoint) otherwise, with

@@ -74,6 +74,12 @@ void Metrics::RecordBackup(bool ok, int64_t unix_seconds, uint64_t last_lsn, uin
   backups_ok_.fetch_add(1, std::memory_order_relaxed);
 }
 
+void Metrics::SetLastBackup(int64_t unix_seconds, uint64_t last_lsn, uint64_t bytes) {
+  backup_time_.store(unix_seconds, std::memory_order_relaxed);
+  backup_lsn_.store(last_lsn, std::memory_order_relaxed);
+  backup_bytes_.store(bytes, std::memory_order_relaxed);
+}
+
 std::string Metrics::Render(const Gauges& g) const {
   std::string out;
   out += "# HELP sidetable_requests_total Requests answered, by operation.\n";

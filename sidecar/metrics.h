@@ -74,6 +74,9 @@ class Metrics {
   // A Backup operation's outcome (docs/operations.md, "Backup and
   // restore"); a success also sets the last backup's gauges.
   void RecordBackup(bool ok, int64_t unix_seconds = 0, uint64_t last_lsn = 0, uint64_t bytes = 0);
+  // At start: the last backup's gauges from the newest backup on disk (no
+  // count: sidetable_backups_total counts this process's backups).
+  void SetLastBackup(int64_t unix_seconds, uint64_t last_lsn, uint64_t bytes);
 
   // Gauges read at render time.
   struct Gauges {

@@ -456,6 +456,11 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   if (!engine.ok()) return engine.status();
   server->engine_ = std::move(engine).value();
   AdoptRestoredBackup(config.data_dir);
+  if (!config.backup_dir.empty()) {
+    if (auto last = NewestBackup(config.backup_dir, config.data_dir)) {
+      server->metrics_.SetLastBackup(last->unix_seconds, last->last_lsn, last->bytes);
+    }
+  }
   // Per-table series carry each table's name as created, from the start.
   for (const TableInfo& t : server->engine_->ListTables()) server->metrics_.NameTable(t.name);
   auto watermarks = Watermarks::Load(server->engine_.get());
