@@ -13,6 +13,13 @@ namespace {
 using prometheus::Escape;
 using prometheus::Line;
 
+// A sum kept in microseconds, as Prometheus wants it: seconds, 6 decimals.
+std::string Seconds(uint64_t micros) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.6f", micros / 1e6);
+  return text;
+}
+
 }  // namespace
 
 void Metrics::RecordRequest(wire::Op op, Code code, uint64_t micros) {
@@ -68,9 +75,7 @@ void Metrics::RecordBackup(bool ok, int64_t unix_seconds, uint64_t last_lsn, uin
     backups_failed_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  backup_time_.store(unix_seconds, std::memory_order_relaxed);
-  backup_lsn_.store(last_lsn, std::memory_order_relaxed);
-  backup_bytes_.store(bytes, std::memory_order_relaxed);
+  SetLastBackup(unix_seconds, last_lsn, bytes);
   backups_ok_.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -102,9 +107,8 @@ std::string Metrics::Render(const Gauges& g) const {
       else std::snprintf(le, sizeof le, "+Inf");
       Line(&out, "sidetable_request_duration_seconds_bucket", op + ",le=\"" + le + "\"", cumulative);
     }
-    char sum[64];
-    std::snprintf(sum, sizeof sum, "%.6f", h.sum_us.load(std::memory_order_relaxed) / 1e6);
-    out += "sidetable_request_duration_seconds_sum{" + op + "} " + sum + "\n";
+    out += "sidetable_request_duration_seconds_sum{" + op + "} " +
+           Seconds(h.sum_us.load(std::memory_order_relaxed)) + "\n";
     Line(&out, "sidetable_request_duration_seconds_count", op, h.count.load(std::memory_order_relaxed));
   }
   out += "# HELP sidetable_errors_total Error replies, by Azure error code.\n";
@@ -146,12 +150,8 @@ std::string Metrics::Render(const Gauges& g) const {
       "# HELP sidetable_table_barrier_wait_seconds_total Worker time spent stopped at those table "
       "operations.\n";
   out += "# TYPE sidetable_table_barrier_wait_seconds_total counter\n";
-  {
-    char seconds[32];
-    std::snprintf(seconds, sizeof seconds, "%.6f",
-                  barrier_wait_us_.load(std::memory_order_relaxed) / 1e6);
-    out += std::string("sidetable_table_barrier_wait_seconds_total ") + seconds + "\n";
-  }
+  out += "sidetable_table_barrier_wait_seconds_total " +
+         Seconds(barrier_wait_us_.load(std::memory_order_relaxed)) + "\n";
   out += "# HELP sidetable_queue_depth Requests waiting for a worker.\n";
   out += "# TYPE sidetable_queue_depth gauge\n";
   Line(&out, "sidetable_queue_depth", "", g.queue_depth);
@@ -195,8 +195,8 @@ std::string Metrics::Render(const Gauges& g) const {
   Line(&out, "sidetable_backups_total", "result=\"failed\"",
        backups_failed_.load(std::memory_order_relaxed));
   out +=
-      "# HELP sidetable_backup_last_success_seconds Unix time of the last backup made (0: none "
-      "since start).\n";
+      "# HELP sidetable_backup_last_success_seconds Unix time of the last backup made (at start, "
+      "the newest backup on disk; 0: none).\n";
   out += "# TYPE sidetable_backup_last_success_seconds gauge\n";
   Line(&out, "sidetable_backup_last_success_seconds", "",
        static_cast<uint64_t>(std::max<int64_t>(0, backup_time_.load(std::memory_order_relaxed))));
@@ -217,9 +217,8 @@ std::string Metrics::Render(const Gauges& g) const {
       else std::snprintf(le, sizeof le, "+Inf");
       Line(&out, "sidetable_session_wait_seconds_bucket", std::string("le=\"") + le + "\"", cumulative);
     }
-    char sum[64];
-    std::snprintf(sum, sizeof sum, "%.6f", session_wait_.sum_us.load(std::memory_order_relaxed) / 1e6);
-    out += std::string("sidetable_session_wait_seconds_sum ") + sum + "\n";
+    out += "sidetable_session_wait_seconds_sum " +
+           Seconds(session_wait_.sum_us.load(std::memory_order_relaxed)) + "\n";
     Line(&out, "sidetable_session_wait_seconds_count", "", session_wait_.count.load(std::memory_order_relaxed));
   }
   out += "# HELP sidetable_changelog_lsn Newest committed change log sequence number.\n";
