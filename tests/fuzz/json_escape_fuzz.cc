@@ -5,7 +5,8 @@
 // For any byte string s:
 //   - the output is a quoted string with no raw byte below 0x20, no raw DEL
 //     and no unescaped '"' or '\', and undoing exactly the escapes the writer
-//     uses (\" \\ \b \f \n \r \t \u00xx) gives s back;
+//     uses (\" \\ \b \f \n \r \t, \u00xx for other controls and DEL,
+//     \u0080-\u009f, \u2028-\u202e, \u2066-\u2069) gives s back;
 //   - s valid UTF-8: the output parses with simdjson back to exactly s, both
 //     alone and as a key and a value in a JsonWriter object;
 //   - s invalid UTF-8: the writer does not validate (the engine accepts only
@@ -73,15 +74,29 @@ bool Unescape(std::string_view quoted, std::string* out) {
       case 'r': out->push_back('\r'); break;
       case 't': out->push_back('\t'); break;
       case 'u': {
-        if (i + 4 >= body.size() || body[i + 1] != '0' || body[i + 2] != '0') return false;
-        const int hi = Hex(body[i + 3]), lo = Hex(body[i + 4]);
-        if (hi < 0 || lo < 0) return false;
-        const int v = hi * 16 + lo;
-        // Only what has no short escape: other controls and DEL.
-        if ((v >= 0x20 && v != 0x7F) || v == '\b' || v == '\f' || v == '\n' || v == '\r' || v == '\t') {
+        if (i + 4 >= body.size()) return false;
+        int v = 0;
+        for (int k = 1; k <= 4; k++) {
+          const int h = Hex(body[i + k]);
+          if (h < 0) return false;
+          v = v * 16 + h;
+        }
+        // Only what the writer escapes this way: controls without a short
+        // escape, DEL, C1 controls, U+2028/U+2029 and the bidirectional
+        // controls (written back as their UTF-8 bytes).
+        const bool short_escape = v == '\b' || v == '\f' || v == '\n' || v == '\r' || v == '\t';
+        if ((v < 0x20 && !short_escape) || v == 0x7F) {
+          out->push_back(static_cast<char>(v));
+        } else if (v >= 0x80 && v <= 0x9F) {
+          out->push_back(static_cast<char>(0xC2));
+          out->push_back(static_cast<char>(v));
+        } else if ((v >= 0x2028 && v <= 0x202E) || (v >= 0x2066 && v <= 0x2069)) {
+          out->push_back(static_cast<char>(0xE2));
+          out->push_back(static_cast<char>(0x80 | ((v >> 6) & 0x3F)));
+          out->push_back(static_cast<char>(0x80 | (v & 0x3F)));
+        } else {
           return false;
         }
-        out->push_back(static_cast<char>(v));
         i += 4;
         break;
       }

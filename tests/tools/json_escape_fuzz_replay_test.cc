@@ -50,7 +50,10 @@ TEST(JsonEscapeFuzzReplay, SeedCorpus) {
 TEST(JsonEscapeFuzzReplay, TwentyThousandDeterministicInputs) {
   const std::vector<std::string> pieces = {
       "a", "Key", " ", "\"", "\\", "\x7F", "/", "\\u0041", "\xC3\xA9", "\xE4\xBB\xB7",
-      "\xF0\x9F\x98\x80", "\xEF\xBF\xBF", "\xED\xA0\x80", "\xC0\xAF", "\x80", "\xFF", "\xE4\xBB"};
+      "\xF0\x9F\x98\x80", "\xEF\xBF\xBF", "\xED\xA0\x80", "\xC0\xAF", "\x80", "\xFF", "\xE4\xBB",
+      // written as \uXXXX (C1, line separators, bidi) and their near misses
+      "\xC2\x85", "\xC2\x9B", "\xC2", "\xC2\xA0", "\xE2\x80\xA8", "\xE2\x80\xAE", "\xE2\x81\xA9",
+      "\xE2\x80\xA7", "\xE2\x81\xAA", "\xE2\x80"};
   const auto seeds = Seeds();
   std::mt19937_64 rng(20260111);
   size_t valid = 0, invalid = 0;
