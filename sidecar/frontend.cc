@@ -143,7 +143,8 @@ size_t Server::Impl::WorkerFor(const wire::Request& r) {
   // connection, two WriteManys of one partition, or a WriteMany and a
   // Write or Get of it, used to run on two workers at once and commit in
   // either order (found from outside: the last write sent did not stick).
-  // Its other batches' partitions are not ordered (docs/protocol.md).
+  // One whose batches live on several workers is split by worker instead
+  // (PushWriteManyParts), so each batch runs in its partition's order.
   if (r.op == Op::kWriteMany && !r.writes.empty() && !r.writes[0].ops.empty()) {
     table = &r.writes[0].table;
     pk = &r.writes[0].ops[0].entity.partition_key;
@@ -158,6 +159,10 @@ size_t Server::Impl::WorkerFor(const wire::Request& r) {
   const size_t workers = static_cast<size_t>(config_.workers);
   if (pk == nullptr) return round_robin_++ % workers;
   return PartitionHash(*table, *pk) % workers;
+}
+
+size_t Server::Impl::WorkerOfPartition(const std::string& table, const std::string& pk) const {
+  return PartitionHash(table, pk) % static_cast<size_t>(config_.workers);
 }
 
 size_t Server::Impl::ForwarderFor(const wire::Request& r) {
@@ -372,7 +377,11 @@ bool Server::Impl::OnRequest() {
   const bool barrier =
       !job.forward && config_.workers > 1 && handler_.routing() == nullptr &&
       (job.request.op == wire::Op::kCreateTable || job.request.op == wire::Op::kDeleteTable);
-  if (!(barrier ? PushBehindBarrier(w, job) : queues_[w]->TryPush(std::move(job)))) {
+  Split split = Split::kNotSplit;
+  if (!job.forward && job.request.op == wire::Op::kWriteMany) split = PushWriteManyParts(job);
+  if (split == Split::kQueued) return true;
+  if (split == Split::kNoRoom ||
+      !(barrier ? PushBehindBarrier(w, job) : queues_[w]->TryPush(std::move(job)))) {
     in_flight_.fetch_sub(1, std::memory_order_relaxed);
     admission_->Release(job.envelope, job.charge);
     release_tenant();

@@ -29,6 +29,8 @@
 
 namespace sidetable::sidecar {
 
+struct WriteManyPart;  // write_many_gather.h
+
 struct Job {
   std::string envelope;  // the ROUTER identity
   bool delimiter = false;  // the client sent an empty delimiter frame (REQ socket)
@@ -51,6 +53,10 @@ struct Job {
   // (worker_barrier.h).
   std::shared_ptr<WorkerBarrier> barrier;
   bool barrier_share = false;
+  // A part of a WriteMany split by worker (write_many_gather.h): answered
+  // through its gather, which holds the request's admission and in-flight
+  // count; the part holds neither.
+  std::shared_ptr<WriteManyPart> part;
 };
 
 class JobQueue {

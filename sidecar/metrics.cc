@@ -152,6 +152,18 @@ std::string Metrics::Render(const Gauges& g) const {
   out += "# TYPE sidetable_table_barrier_wait_seconds_total counter\n";
   out += "sidetable_table_barrier_wait_seconds_total " +
          Seconds(barrier_wait_us_.load(std::memory_order_relaxed)) + "\n";
+  out +=
+      "# HELP sidetable_write_many_splits_total WriteMany requests whose batches were split by "
+      "worker thread so that each ran in its partition's order.\n";
+  out += "# TYPE sidetable_write_many_splits_total counter\n";
+  Line(&out, "sidetable_write_many_splits_total", "",
+       write_many_splits_.load(std::memory_order_relaxed));
+  out +=
+      "# HELP sidetable_write_many_parts_total The parts those WriteMany requests were split "
+      "into.\n";
+  out += "# TYPE sidetable_write_many_parts_total counter\n";
+  Line(&out, "sidetable_write_many_parts_total", "",
+       write_many_parts_.load(std::memory_order_relaxed));
   out += "# HELP sidetable_queue_depth Requests waiting for a worker.\n";
   out += "# TYPE sidetable_queue_depth gauge\n";
   Line(&out, "sidetable_queue_depth", "", g.queue_depth);

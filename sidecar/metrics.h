@@ -63,6 +63,12 @@ class Metrics {
     barrier_waits_.fetch_add(1, std::memory_order_relaxed);
     barrier_wait_us_.fetch_add(micros, std::memory_order_relaxed);
   }
+  // A WriteMany split into `parts` parts, one per worker thread that holds
+  // some of its partitions (write_many_gather.h).
+  void RecordWriteManySplit(size_t parts) {
+    write_many_splits_.fetch_add(1, std::memory_order_relaxed);
+    write_many_parts_.fetch_add(parts, std::memory_order_relaxed);
+  }
   // Read-your-writes (docs/consistency.md): a read parked for its session
   // tokens, and how long one waited (resumed, or answered
   // ReadSessionNotAvailable when timed_out).
@@ -134,6 +140,7 @@ class Metrics {
   std::atomic<uint64_t> replayed_writes_{0};
   std::atomic<uint64_t> inline_{0};
   std::atomic<uint64_t> barrier_waits_{0}, barrier_wait_us_{0};
+  std::atomic<uint64_t> write_many_splits_{0}, write_many_parts_{0};
   Histogram session_wait_;
   std::atomic<uint64_t> session_waits_{0};
   std::atomic<uint64_t> session_timeouts_{0};

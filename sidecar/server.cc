@@ -209,7 +209,11 @@ void Server::Impl::WorkerLoop(size_t index) {
       const bool advanced = job.request.op == wire::Op::kAdvanceWatermarks && code == Code::kOk;
       // A query page's continuation, read before the reply is handed away.
       next_page = NextPageRequest(job, code, reply);
-      Complete(job, code, reply, out, entities, await_lsn, std::move(fence));
+      if (job.part) {
+        FinishPart(job, code, reply, entities, await_lsn, out);
+      } else {
+        Complete(job, code, reply, out, entities, await_lsn, std::move(fence));
+      }
       if (advanced) ResumeCovered(index, &local);
     }
     if (job.barrier) std::exchange(job.barrier, nullptr)->Release();  // never left waiting

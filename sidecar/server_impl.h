@@ -100,6 +100,20 @@ class Server::Impl {
   void AnswerBusy(const wire::Header& header, const std::string& identity, bool delimiter,
                   BusyReason why, std::chrono::steady_clock::time_point received);
   size_t WorkerFor(const wire::Request& r);
+  // The worker of a (table, PartitionKey): one per partition, so its
+  // requests run in arrival order.
+  size_t WorkerOfPartition(const std::string& table, const std::string& pk) const;
+  // write_many_split.cc: a WriteMany whose batches live on several workers
+  // is queued as one part per worker (write_many_gather.h). kNotSplit: one
+  // worker holds them all (or splitting does not apply), queue it whole;
+  // kNoRoom: a queue is full, the job is still the caller's.
+  enum class Split { kNotSplit, kQueued, kNoRoom };
+  Split PushWriteManyParts(Job& job);
+  // A part executed (or refused as a whole): handed to its gather; the
+  // last part answers the request through Complete.
+  void FinishPart(Job& part, Code code, const std::string& reply, uint64_t entities,
+                  uint64_t await_lsn, zmq::socket_t& out);
+  void FailPart(Job& part, const Status& s, zmq::socket_t& out);
   // Scale-out: the forwarding thread for a request (queues_ after the
   // workers'), by partition so one partition's forwards keep their order.
   size_t ForwarderFor(const wire::Request& r);

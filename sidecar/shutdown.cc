@@ -29,6 +29,15 @@ void Server::Impl::RefuseQueued() {
     if (job.barrier) job.barrier->Cancel();
     return job.barrier_share;
   });
+  // A WriteMany's part: its gather answers the request once every part
+  // is in (write_many_gather.h); the part holds no admission of its own.
+  const Status stopping(Code::kServerBusy,
+                        "server is shutting down; not executed, retry elsewhere or later");
+  std::erase_if(left, [&](Job& job) {
+    if (!job.part) return false;
+    FailPart(job, stopping, router_);
+    return true;
+  });
   if (left.empty()) return;
   log_->warn("stopping: grace period over; answering ServerBusy to {} queued requests (not executed)",
              left.size());
