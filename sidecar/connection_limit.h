@@ -20,8 +20,11 @@
 // (a RocksDB file, a Kafka connection) is left alone.
 //
 // The connections that came first go on being served; the newest sees its
-// connection closed before any request is read (a ZeroMQ client reconnects
-// with back-off, its ZMQ_RECONNECT_IVL).
+// connection closed, normally before any request is read (a ZeroMQ client
+// reconnects with back-off, its ZMQ_RECONNECT_IVL). The event comes after
+// libzmq accepted the connection, on this class's thread: when that thread
+// is scheduled late, a request sent at once may be answered before the
+// close. The bound is on memory and descriptors, not on requests.
 //
 // Lifecycle: Start() on the thread that owns the ROUTER, before its first
 // bind, so that every connection is counted; one thread reads the events.

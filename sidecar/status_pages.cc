@@ -186,6 +186,10 @@ std::string MetricsText(Server& server, const Metrics& metrics, const ServerGaug
                        "REST requests and connections refused with 503 ServerBusy by the listener's bounds "
                        "(rest.max_connections, rest.max_buffered_mb).");
     prometheus::Line(&out, "sidetable_rest_busy_total", "", gauges.rest->refused_busy);
+    prometheus::Header(&out, "sidetable_rest_buffered_bytes", "gauge",
+                       "Bytes of requests and unsent responses the REST listener holds (bounded by "
+                       "rest.max_buffered_mb).");
+    prometheus::Line(&out, "sidetable_rest_buffered_bytes", "", gauges.rest->buffered_bytes);
   }
   if (gauges.prefetch) {
     const QueryPrefetchStats& p = *gauges.prefetch;

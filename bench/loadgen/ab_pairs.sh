@@ -16,7 +16,9 @@
 # 1,000 partitions), get (32 in flight, 10,000 rows preloaded in 100
 # partitions), egt (EGTs of 100 x 1 KiB, one at a time), egt4 (the same
 # from 4 connections, so they run on the workers), insert4 (4 connections
-# x 8), insertwide (32 in flight, a partition per row), mixed (half point
+# x 8), insertwide (32 in flight, a partition per row), many (WriteManys
+# of 100 single-insert EGTs of 300 B over 1,000 partitions, 4 in flight: a
+# pattern worker's derived writes), mixed (half point
 # reads, half replaces of the preloaded rows, as get), egt-after-insert (the
 # compare bench's sequence on one sidecar: the insert load for --duration,
 # then egt, whose figures are reported; the inserts leave RocksDB flushing).
@@ -62,6 +64,7 @@ case "$LOAD" in
   egt4) FLAGS=(--table egt --mix batch=100 --batch-size 100 --connections 4 --depth 1 --partitions 1000) ;;
   insert4) FLAGS=(--table ins --mix insert=100 --connections 4 --depth 8 --partitions 1000) ;;
   insertwide) FLAGS=(--table ins --mix insert=100 --connections 1 --depth 32 --partitions 10000000) ;;
+  many) FLAGS=(--table many --mix many=100 --batch-size 100 --entity-bytes 300 --connections 1 --depth 4 --partitions 1000) ;;
   mixed) FLAGS=(--table reads --mix get=50,upsert=50 --connections 1 --depth 32 --partitions 100 --preload 10000) ;;
   egt-after-insert) PRE=("${LOAD_INSERT[@]}"); FLAGS=("${LOAD_EGT[@]}") ;;
   *) echo "unknown --load '$LOAD'" >&2; exit 2 ;;

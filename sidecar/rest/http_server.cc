@@ -856,6 +856,7 @@ HttpServerStats HttpServer::Stats() const {
   s.requests_inline = impl_->inline_.load(std::memory_order_relaxed);
   s.requests_pooled = impl_->pooled_.load(std::memory_order_relaxed);
   s.refused_busy = impl_->busy_.load(std::memory_order_relaxed);
+  s.buffered_bytes = impl_->buffered_.load(std::memory_order_relaxed);
   return s;
 }
 

@@ -75,6 +75,7 @@ struct HttpServerStats {
   uint64_t requests_pooled = 0;
   uint64_t refused_busy =
       0;  // 503s for max_connections / max_buffered_bytes, and closes past max_connections + 64
+  uint64_t buffered_bytes = 0;  // requests and unsent responses held, against max_buffered_bytes
 };
 
 class HttpServer {

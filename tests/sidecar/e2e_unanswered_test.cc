@@ -8,6 +8,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <iostream>
+
 #include "testing/text.h"
 #include "tests/sidecar/e2e_fixture.h"
 
@@ -61,7 +63,22 @@ class FullSidecarTest : public testing::SidecarTest {
 
 TEST_F(FullSidecarTest, AClientPastTheConnectionBoundIsToldSo) {
   ASSERT_TRUE(client_->Ping().ok());  // the fixture's client holds the one connection
-  Result<client::ServerInfo> r = QuickClient(server_->endpoint())->Ping();
+  // The sidecar closes a connection past the bound when its socket monitor
+  // hears of it, just after the accept: on a loaded machine a request sent
+  // at once may be answered first (connection_limit.h). A new client each
+  // time, up to five.
+  Result<client::ServerInfo> r = Status(Code::kInternal, "not tried");
+  int served = 0;
+  for (int attempt = 0; attempt < 5; attempt++) {
+    r = QuickClient(server_->endpoint())->Ping();
+    if (r.ok()) {
+      served++;
+      continue;
+    }
+    break;
+  }
+  if (served > 0)
+    std::cout << "note: " << served << " client(s) past the bound were answered before the close\n";
   ASSERT_EQ(r.status().code(), Code::kNoReply) << r.status().ToString();
   EXPECT_TRUE(Contains(r.status().message(), "closed the connection during the handshake"))
       << r.status().ToString();

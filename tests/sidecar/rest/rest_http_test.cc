@@ -415,8 +415,19 @@ TEST_F(RestListenerTest, BufferedBytesOverTheBoundGetServerBusyAndMemoryStaysBou
     slow.push_back(std::make_unique<RawHttp>(host_, port_));
     const std::string r = Request("POST", Entities("raw"), body);
     ASSERT_TRUE(slow.back()->Send(r.substr(0, r.size() - 100000)));
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+  // Until the listener holds them (a loaded machine reads them late; a
+  // third request let in before would wait for its body and time out).
+  const std::string& hp = server_->http();
+  httplib::Client status(hp.substr(0, hp.rfind(':')), std::stoi(hp.substr(hp.rfind(':') + 1)));
+  uint64_t held = 0;
+  for (int i = 0; i < 300 && held < 1800000; i++) {
+    auto m = status.Get("/metrics");
+    const size_t at = m ? m->body.find("\nsidetable_rest_buffered_bytes ") : std::string::npos;
+    held = at == std::string::npos ? 0 : std::stoull(m->body.substr(at + 31));
+    if (held < 1800000) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_GE(held, 1800000u) << "the listener did not hold the two bodies within 6 s";
   // A third body that cannot be held is refused at its head.
   RawHttp third(host_, port_);
   const std::string r = Request("POST", Entities("raw"), body);
@@ -428,6 +439,14 @@ TEST_F(RestListenerTest, BufferedBytesOverTheBoundGetServerBusyAndMemoryStaysBou
   // Bounded: the buffered bytes, not the declared ones, and no leak of them.
   EXPECT_LT(RssBytes(server_->pid()), before + (32ull << 20));
   slow.clear();
+  // Their bytes are given back when they close (bounded wait).
+  for (int i = 0; i < 300 && held != 0; i++) {
+    auto m = status.Get("/metrics");
+    const size_t at = m ? m->body.find("\nsidetable_rest_buffered_bytes ") : std::string::npos;
+    held = at == std::string::npos ? 1 : std::stoull(m->body.substr(at + 31));
+    if (held != 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(held, 0u) << "buffered bytes still counted after their connections closed";
   // Small requests go on being served.
   Reply q = Send("GET", Entities("raw") + "()");
   EXPECT_EQ(q.status, 200);
