@@ -334,6 +334,8 @@ class Engine {
   Result<std::optional<std::string>> GetSetting(std::string_view key) const;
   // Several settings in one atomic, durable write (all or none).
   Status PutSettings(const std::vector<std::pair<std::string, std::string>>& settings);
+  // Removes settings (absent ones are no error), atomically and durably.
+  Status DeleteSettings(const std::vector<std::string>& keys);
   // Every setting whose key starts with `prefix`, in key order.
   Result<std::vector<std::pair<std::string, std::string>>> ListSettings(std::string_view prefix) const;
 

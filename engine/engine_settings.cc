@@ -12,6 +12,22 @@ constexpr std::string_view kSettingPrefix = "x/";
 
 std::string SettingKey(std::string_view key) { return std::string(kSettingPrefix) + std::string(key); }
 
+Status WriteSettings(Engine::Impl* impl, rocksdb::WriteBatch* wb, const char* what) {
+  // Through the storage gate like every write: appending to a WAL whose
+  // writer already failed on a full disk, and then resuming, trips an
+  // assertion in RocksDB builds that keep them (Debian's does), found by
+  // scripts/chaos.sh when the publisher persisted its watermark every 50 ms.
+  if (impl->storage_) ST_RETURN_IF_ERROR(impl->storage_->AdmitWrite(/*client_write=*/false));
+  rocksdb::WriteOptions wo;
+  wo.sync = impl->options_.durability == Durability::kFsync;
+  rocksdb::Status s = impl->db_->Write(wo, wb);
+  if (!s.ok()) {
+    if (impl->storage_) return impl->storage_->WriteFailed(s, 0);
+    return Status(Code::kInternal, what + s.ToString());
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Status Engine::PutSetting(std::string_view key, std::string_view value) {
@@ -20,24 +36,22 @@ Status Engine::PutSetting(std::string_view key, std::string_view value) {
 
 Status Engine::PutSettings(const std::vector<std::pair<std::string, std::string>>& settings) {
   if (settings.empty()) return Status::OK();
-  // Through the storage gate like every write: appending to a WAL whose
-  // writer already failed on a full disk, and then resuming, trips an
-  // assertion in RocksDB builds that keep them (Debian's does), found by
-  // scripts/chaos.sh when the publisher persisted its watermark every 50 ms.
-  if (impl_->storage_) ST_RETURN_IF_ERROR(impl_->storage_->AdmitWrite(/*client_write=*/false));
   rocksdb::WriteBatch wb;
   for (const auto& [key, value] : settings) {
     rocksdb::Status s = wb.Put(impl_->meta_cf_, SettingKey(key), value);
     if (!s.ok()) return Status(Code::kInternal, "writing setting: " + s.ToString());
   }
-  rocksdb::WriteOptions wo;
-  wo.sync = impl_->options_.durability == Durability::kFsync;
-  rocksdb::Status s = impl_->db_->Write(wo, &wb);
-  if (!s.ok()) {
-    if (impl_->storage_) return impl_->storage_->WriteFailed(s, 0);
-    return Status(Code::kInternal, "writing setting: " + s.ToString());
+  return WriteSettings(impl_.get(), &wb, "writing setting: ");
+}
+
+Status Engine::DeleteSettings(const std::vector<std::string>& keys) {
+  if (keys.empty()) return Status::OK();
+  rocksdb::WriteBatch wb;
+  for (const auto& key : keys) {
+    rocksdb::Status s = wb.Delete(impl_->meta_cf_, SettingKey(key));
+    if (!s.ok()) return Status(Code::kInternal, "deleting setting: " + s.ToString());
   }
-  return Status::OK();
+  return WriteSettings(impl_.get(), &wb, "deleting setting: ");
 }
 
 Result<std::optional<std::string>> Engine::GetSetting(std::string_view key) const {

@@ -48,7 +48,7 @@ class CreateTableWork : public CommitWork {
   void Encode(uint64_t lsn, int64_t time, rocksdb::WriteBatch* wb) override {
     info_->created = time;
     std::string next_id;
-    codec::PutVarint64(&next_id, info_->id + 1);
+    codec::PutVarint64(&next_id, uint64_t{info_->id} + 1);
     wb->Put(e_->meta_cf_, MetaTableKey(TableKey(info_->name).str()), EncodeTableInfo(*info_));
     wb->Put(e_->meta_cf_, kMetaNextTableId, next_id);
     std::string rec;
@@ -94,7 +94,7 @@ Status Engine::Impl::LoadCatalog() {
     codec::Reader r(v);
     uint64_t id;
     if (!r.Varint64(&id)) return Status(Code::kInternal, "corrupt next table id");
-    next_table_id_ = static_cast<uint32_t>(id);
+    next_table_id_ = id;
   } else if (!s.IsNotFound()) {
     return Status(Code::kInternal, "reading catalog: " + s.ToString());
   }
@@ -129,6 +129,16 @@ std::vector<TableInfo> Engine::Impl::ListTables(std::string_view prefix) const {
   return out;
 }
 
+Status Engine::Impl::NextTableId(uint32_t* id) const {
+  if (next_table_id_ > kMaxTableId) {
+    return Status(Code::kInternal,
+                  "no table id is left: all " + std::to_string(kMaxTableId) +
+                      " were given out (ids are never reused); nothing was created");
+  }
+  *id = static_cast<uint32_t>(next_table_id_);
+  return Status::OK();
+}
+
 Status Engine::Impl::CreateTable(std::string_view name, std::string_view caller) {
   ST_RETURN_IF_ERROR(ValidateTableName(name));
   std::lock_guard ddl(ddl_mu_);
@@ -137,7 +147,7 @@ Status Engine::Impl::CreateTable(std::string_view name, std::string_view caller)
   }
   auto t = std::make_shared<TableState>();
   t->info.name = std::string(name);
-  t->info.id = next_table_id_;
+  ST_RETURN_IF_ERROR(NextTableId(&t->info.id));
   CreateTableWork work(this, &t->info, caller);
   uint64_t lsn;
   int64_t time;
@@ -190,10 +200,10 @@ Status Engine::Impl::CreateTableReplicated(std::string_view name, int64_t create
   if (FindTable(name)) return Status::OK();  // idempotent
   auto t = std::make_shared<TableState>();
   t->info.name = std::string(name);
-  t->info.id = next_table_id_;
+  ST_RETURN_IF_ERROR(NextTableId(&t->info.id));
   t->info.created = created;
   std::string next_id;
-  codec::PutVarint64(&next_id, t->info.id + 1);
+  codec::PutVarint64(&next_id, uint64_t{t->info.id} + 1);
   rocksdb::WriteBatch wb;
   wb.Put(meta_cf_, MetaTableKey(TableKey(name).str()), EncodeTableInfo(t->info));
   wb.Put(meta_cf_, kMetaNextTableId, next_id);

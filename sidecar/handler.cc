@@ -132,6 +132,11 @@ Status Handler::Run(const wire::Request& r, wire::Request* consumable, const tok
       if (Status s = policies_->Set(r.table, {}); !s.ok()) {
         spdlog::warn("deleting the stored access policies of {}: {}", r.table, s.ToString());
       }
+      // A deleted derived table is applied by nobody: left registered, it
+      // would hold the embedded Kafka's republish and `lag` back for good.
+      if (Status s = watermarks_->ForgetDerived(r.table); !s.ok()) {
+        spdlog::warn("forgetting the applied watermarks of {}: {}", r.table, s.ToString());
+      }
       *http = 204;
       wire::EncodeEmpty(body);
       return Status::OK();

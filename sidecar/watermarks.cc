@@ -119,6 +119,26 @@ Status Watermarks::Advance(const std::vector<wire::WatermarkEntry>& entries) {
   return Status::OK();
 }
 
+Status Watermarks::ForgetDerived(std::string_view derived) {
+  const std::string key = TableKey(derived).str();
+  std::lock_guard advance(advance_mu_);
+  std::vector<std::string> settings;
+  {
+    std::shared_lock lock(mu_);
+    for (auto it = pairs_.lower_bound(PairKey(key, ""));
+         it != pairs_.end() && it->first.first == key; ++it) {
+      settings.push_back(SettingKey(it->first.first, it->first.second));
+    }
+  }
+  if (settings.empty()) return Status::OK();
+  ST_RETURN_IF_ERROR(engine_->DeleteSettings(settings));
+  std::unique_lock lock(mu_);
+  auto it = pairs_.lower_bound(PairKey(key, ""));
+  while (it != pairs_.end() && it->first.first == key) it = pairs_.erase(it);
+  derived_.erase(key);
+  return Status::OK();
+}
+
 std::vector<wire::WatermarkEntry> Watermarks::Read(std::string_view derived) const {
   std::vector<wire::WatermarkEntry> out;
   const std::string key = derived.empty() ? std::string() : TableKey(derived).str();

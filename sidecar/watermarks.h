@@ -54,6 +54,14 @@ class Watermarks {
   // reported one if higher, durably. InvalidInput changes nothing.
   Status Advance(const std::vector<wire::WatermarkEntry>& entries);
 
+  // Forgets every pair whose derived table is `derived`, durably: called
+  // when that table is deleted. Until session 42 a deleted derived table
+  // stayed registered for good: `sidetable-cli lag` showed it falling
+  // further behind, and each restart on the embedded Kafka published the
+  // log again from its last watermark, forever. A worker still deriving
+  // the table registers it again with its next report.
+  Status ForgetDerived(std::string_view derived);
+
   // Every reported (or registered, lsn 0) partition, of one derived table
   // or ("") of all, ordered by derived, source, partition.
   std::vector<wire::WatermarkEntry> Read(std::string_view derived) const;

@@ -163,7 +163,10 @@ class Engine::Impl {
   mutable std::shared_mutex catalog_mu_;
   std::map<std::string, std::shared_ptr<TableState>> tables_;
   std::mutex ddl_mu_;  // serialises create and delete
-  uint32_t next_table_id_ = 1;
+  // Wider than a table id: it reaches kMaxTableId + 1 once every id is used.
+  uint64_t next_table_id_ = 1;
+  // The id the next table gets, or kInternal once none is left.
+  Status NextTableId(uint32_t* id) const;
 
   std::mutex trim_mu_;
   std::atomic<uint64_t> first_available_lsn_{1};
@@ -198,6 +201,13 @@ struct WriteGroup::State {
 // Meta column family keys.
 inline constexpr std::string_view kMetaTablePrefix = "t/";
 inline constexpr std::string_view kMetaNextTableId = "next_table_id";
+// The highest table id ever given out. A table's rows are the key range
+// [id, id + 1), so id + 1 must fit the key's 32 bits too: for UINT32_MAX
+// the range would wrap to [UINT32_MAX, 0), which RocksDB refuses when the
+// log trim deletes it, and that refused write left a WAL no open accepted.
+// Ids are never reused (a wrapped id would hand a new table an old one's
+// rows), so past it CreateTable fails instead.
+inline constexpr uint32_t kMaxTableId = UINT32_MAX - 1;
 inline constexpr std::string_view kMetaLogTrimmedBelow = "log_trimmed_below";
 
 namespace internal {

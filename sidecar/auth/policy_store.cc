@@ -40,7 +40,11 @@ Status PolicyStore::Set(std::string_view table, std::vector<token::StoredPolicy>
   // Durable first, visible second, under one lock: a revoked policy is never
   // visible again once Set() returned, and a restart sees the same list.
   std::unique_lock lock(mu_);
-  ST_RETURN_IF_ERROR(engine_->PutSetting(std::string(kPrefix) + key, encoded));
+  // An empty list is no setting at all: every DeleteTable removes a table's
+  // policies, and before session 42 it left an empty list behind for every
+  // table ever deleted, read again at every start.
+  ST_RETURN_IF_ERROR(policies.empty() ? engine_->DeleteSettings({std::string(kPrefix) + key})
+                                      : engine_->PutSetting(std::string(kPrefix) + key, encoded));
   if (policies.empty()) {
     by_table_.erase(key);
   } else {

@@ -382,5 +382,33 @@ TEST_F(EmbeddedRestartTest, WithEverythingAppliedNothingIsRepublished) {
   EXPECT_EQ(server->Stop(), 0) << server->Log();
 }
 
+// A derived table that is deleted (an index dropped with its worker) is
+// forgotten with it. Until session 42 its watermarks stayed registered for
+// good: `sidetable-cli lag` showed the deleted table further behind at
+// every write, and every restart on the embedded Kafka published the log
+// again from its last watermark (up to half of kafka.max_backlog_events
+// each time, for workers that had applied it all).
+TEST_F(EmbeddedRestartTest, ADeletedDerivedTableIsForgottenAndHoldsNothingBack) {
+  auto server = StartEmbedded();
+  const uint64_t last = WriteAndReport(11);
+  ASSERT_TRUE(client_->CreateTable("Idx").ok());
+  ASSERT_TRUE(client_->DeleteTable("Idx").ok());
+  auto registered = client_->ReadWatermarks();
+  ASSERT_TRUE(registered.ok()) << registered.status().ToString();
+  EXPECT_TRUE(registered->empty()) << registered->size() << " watermarks of the deleted table";
+  ASSERT_EQ(server->Stop(), 0) << server->Log();
+  client_.reset();
+  server = StartEmbedded();
+  registered = client_->ReadWatermarks();
+  ASSERT_TRUE(registered.ok()) << registered.status().ToString();
+  EXPECT_TRUE(registered->empty()) << registered->size() << " watermarks after the restart";
+  // The create and delete of Idx are last + 1 and last + 2.
+  ASSERT_TRUE(client_->Insert("Src", Row("p", "new", 0)).ok());
+  std::set<uint64_t> lsns = LsnsOnTopic(last + 3, std::chrono::seconds(20));
+  EXPECT_EQ(lsns, std::set<uint64_t>{last + 3});
+  EXPECT_EQ(server->Log().find("publishing again"), std::string::npos) << server->Log();
+  EXPECT_EQ(server->Stop(), 0) << server->Log();
+}
+
 }  // namespace
 }  // namespace sidetable
