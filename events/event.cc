@@ -179,9 +179,13 @@ Status DecodeDocument(element doc, Event* out) {
   out->schema = static_cast<int>(schema);
   if ((seen & kEpoch) && !(ok & kEpoch)) return Bad("\"epoch\" is not an unsigned integer");
   if ((ok & kKind) && kind == ChangeKindName(ChangeKind::kShardClaimed)) {
-    // A claim is no change of data: no LSN, table or operations.
-    constexpr uint32_t kClaim = kSource | kTime | kEpoch | kShard;
-    if ((ok & kClaim) != kClaim) {
+    // A claim is no change of data: no LSN, table or operations. Nor a
+    // time: the sidecar writes its claims without one, and requiring it
+    // made every reader outside the sidecar (workers, replay) take each
+    // real claim for an undecodable message and fence nothing (before
+    // session 42). A time that is there must still parse.
+    constexpr uint32_t kClaim = kSource | kEpoch | kShard;
+    if ((ok & kClaim) != kClaim || ((seen & kTime) && !(ok & kTime))) {
       if (!(ok & kShard)) return Bad("ShardClaimed without an integer \"shard\"");
       if (!(ok & kEpoch)) return Bad("ShardClaimed without \"epoch\"");
       return Bad("missing or mistyped envelope field");
@@ -189,7 +193,8 @@ Status DecodeDocument(element doc, Event* out) {
     if (shard < 0 || shard > INT32_MAX) return Bad("ShardClaimed with shard " + std::to_string(shard));
     // Epoch 0 means "outside a cluster": a claim of it would fence nothing.
     if (r.epoch == 0) return Bad("ShardClaimed with epoch 0");
-    auto ticks = ParseDateTime(time);
+    std::optional<int64_t> ticks = 0;
+    if (ok & kTime) ticks = ParseDateTime(time);
     if (!ticks) return Bad("bad time");
     r.kind = ChangeKind::kShardClaimed;
     r.shard = static_cast<int32_t>(shard);

@@ -18,6 +18,8 @@
 // `service` = its cluster.service (absent in claims written before it):
 //   {"schema":1,"kind":"ShardClaimed","source":"orders-2","epoch":7,"shard":3,
 //    "service":"orders","time":"2026-11-30T10:00:00.1234567Z"}
+// `time` is optional there: the sidecar writes its claims without one
+// (sidecar/cluster/records.h), and they decode with commit_time 0.
 //
 // Thread safety: stateless functions.
 #pragma once

@@ -16,8 +16,15 @@ namespace {
 
 constexpr const char* kWatermarkKey = "publisher/watermark";
 
+// Every occurrence of `from`, searching on after each replacement: `to` may
+// contain `from` (a backup names its topic template with "{table}" for
+// {table}, a sidecar id may hold "{sidecar}"), and searching from the start
+// again would replace it forever (before session 42, `sidetable-cli backup`
+// with a {table} topic never returned and its thread spun).
 void Replace(std::string* s, std::string_view from, const std::string& to) {
-  for (size_t pos; (pos = s->find(from)) != std::string::npos;) s->replace(pos, from.size(), to);
+  for (size_t pos = 0; (pos = s->find(from, pos)) != std::string::npos; pos += to.size()) {
+    s->replace(pos, from.size(), to);
+  }
 }
 
 // A stored value quoted for a message: printable ASCII, the rest as \xNN,

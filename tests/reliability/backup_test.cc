@@ -347,6 +347,28 @@ TEST(BackupTest, ABackupWhoseSidecarIsGoneFailsAfterTheTimeout) {
   EXPECT_LT(took, std::chrono::seconds(10));
 }
 
+// A change topic per table (kafka.topic with {table}): the manifest names
+// the template, "{table}" and all. Found from outside in session 42: naming
+// it replaced "{table}" with "{table}" again and again, so the backup never
+// answered and its thread spun until the process was killed.
+TEST(BackupTest, ABackupWithATopicPerTableNamesTheTopicTemplate) {
+  testing::TempDir dir;
+  const std::string config = dir.Sub("sidetable.yaml");
+  std::ofstream(config) << "kafka:\n  bootstrap: embedded\n  topic: bk.{sidecar}.{table}\n";
+  testing::SidecarProcess s(SIDETABLE_BIN, dir.Sub("db"),
+                            {"--config", config, "--id", "bk", "--backup-dir", dir.Sub("backups"),
+                             "--shutdown-grace-ms", "500"});
+  ASSERT_TRUE(s.Start()) << s.Log();
+  auto c = Connect(s, 1);
+  ASSERT_TRUE(c->CreateTable("Orders").ok());
+  ASSERT_TRUE(c->Insert("Orders", Row("p", "r", 1)).ok());
+  auto b = c->Backup(std::chrono::seconds(20));
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  const std::string manifest = ReadFile(b->path + "/sidetable-backup.json");
+  EXPECT_TRUE(testing::Contains(manifest, "\"kafka_topic\":\"bk.bk.{table}\"")) << manifest;
+  EXPECT_EQ(s.Stop(), 0) << s.Log();
+}
+
 TEST(BackupTest, WithoutABackupDirectoryTheOperationIsRefused) {
   testing::TempDir dir;
   testing::SidecarProcess s(SIDETABLE_BIN, dir.Sub("db"));

@@ -94,18 +94,58 @@ TEST(EventEpochTest, AShardClaimRoundTrips) {
   EXPECT_EQ(ev2.record.shard, 4);
 }
 
+// A claim as the sidecar writes it (sidecar/cluster/records.cc,
+// EncodeClaimEvent): no "time". Until session 42 DecodeEvent required one,
+// so sidetable-worker dead-lettered every real claim and replay/audit
+// counted each as undecodable (exit 6), and neither fenced anything.
+TEST(EventEpochTest, AClaimWithoutATimeAsTheSidecarWritesItDecodes) {
+  const std::string text =
+      R"({"schema":1,"kind":"ShardClaimed","source":"m2","epoch":7,"shard":3,"service":"orders"})";
+  for (int stream = 0; stream < 2; stream++) {
+    SCOPED_TRACE(stream ? "EventDecoder" : "DecodeEvent");
+    Event ev;
+    EventDecoder decoder;
+    Status s = stream ? decoder.Decode(text, &ev) : DecodeEvent(text, &ev);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(ev.record.kind, ChangeKind::kShardClaimed);
+    EXPECT_EQ(ev.record.epoch, 7u);
+    EXPECT_EQ(ev.record.shard, 3);
+    EXPECT_EQ(ev.record.service, "orders");
+    EXPECT_EQ(ev.record.caller, "m2");
+    EXPECT_EQ(ev.record.commit_time, 0);
+    // And it fences: a record of the replaced owner after it is skipped.
+    EpochFilter f;
+    EXPECT_EQ(f.Check(0, ev.record), EpochFilter::Verdict::kClaim);
+    EXPECT_EQ(f.Check(0, DataRecord(6)), EpochFilter::Verdict::kFenced);
+    EXPECT_EQ(f.Check(0, DataRecord(7)), EpochFilter::Verdict::kApply);
+  }
+}
+
 TEST(EventEpochTest, BadClaimsAreRefused) {
   const std::string time = FormatDateTime(638'000'000'000'000'000);
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {R"({"schema":1,"kind":"ShardClaimed","source":"m","epoch":3,"time":")" + time + "\"}", "shard"},
-      {R"({"schema":1,"kind":"ShardClaimed","source":"m","epoch":3,"shard":-1,"time":")" + time + "\"}", "shard -1"},
-      {R"({"schema":1,"kind":"ShardClaimed","source":"m","epoch":3,"shard":"2","time":")" + time + "\"}", "shard"},
-      {R"({"schema":1,"kind":"ShardClaimed","source":"m","epoch":3,"shard":4294967296,"time":")" + time + "\"}", "shard"},
-      {R"({"schema":1,"kind":"ShardClaimed","source":"m","epoch":0,"shard":2,"time":")" + time + "\"}", "epoch 0"},
-      {R"({"schema":1,"kind":"ShardClaimed","source":"m","shard":2,"time":")" + time + "\"}", "epoch"},
-      {R"({"schema":1,"kind":"ShardClaimed","source":"m","epoch":3,"shard":2})", "envelope"},
-      {R"({"schema":1,"kind":"ShardClaimed","epoch":3,"shard":2,"time":")" + time + "\"}", "envelope"},
-      {R"({"schema":1,"kind":"ShardClaimed","source":"m","epoch":3,"shard":2,"time":"yesterday"})", "time"},
+      {R"({"schema":1,"kind":"ShardClaimed","source":"m","epoch":3,"time":")" + time + "\"}",
+       "shard"},
+      {R"({"schema":1,"kind":"ShardClaimed","source":"m","epoch":3,"shard":-1,"time":")" + time +
+           "\"}",
+       "shard -1"},
+      {R"({"schema":1,"kind":"ShardClaimed","source":"m","epoch":3,"shard":"2","time":")" + time +
+           "\"}",
+       "shard"},
+      {R"({"schema":1,"kind":"ShardClaimed","source":"m","epoch":3,"shard":4294967296,"time":")" +
+           time + "\"}",
+       "shard"},
+      {R"({"schema":1,"kind":"ShardClaimed","source":"m","epoch":0,"shard":2,"time":")" + time +
+           "\"}",
+       "epoch 0"},
+      {R"({"schema":1,"kind":"ShardClaimed","source":"m","shard":2,"time":")" + time + "\"}",
+       "epoch"},
+      {R"({"schema":1,"kind":"ShardClaimed","source":"m","epoch":3,"shard":2,"time":5})",
+       "envelope"},
+      {R"({"schema":1,"kind":"ShardClaimed","epoch":3,"shard":2,"time":")" + time + "\"}",
+       "envelope"},
+      {R"({"schema":1,"kind":"ShardClaimed","source":"m","epoch":3,"shard":2,"time":"yesterday"})",
+       "time"},
   };
   for (const auto& [text, what] : cases) {
     SCOPED_TRACE(text);

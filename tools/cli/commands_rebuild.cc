@@ -120,6 +120,8 @@ int RunRebuild(Session& s, const ReplayArgs& a) {
   }
   auto source = OpenSource(s, src_args, resume ? &resume->position : nullptr);
   if (!source.ok()) return ReplayFail(s, source.status());
+  // Known at a fresh open only; a resumed run has it from the checkpoint.
+  if (!resume) pit.SetWholeFrom(source->get()->whole_from_lsn());
 
   auto sink = [&](std::vector<ChangeRecord>& records, bool* done) -> Status {
     for (ChangeRecord& r : records) {

@@ -140,6 +140,7 @@ class KafkaSource final : public RecordSource {
   // Known from the partitions' first records when the source starts from
   // the beginning (see Open); 0 otherwise.
   uint64_t first_available_lsn() const override { return first_available_; }
+  uint64_t whole_from_lsn() const override { return std::max(whole_from_, first_available_); }
   uint64_t end_lsn() const override { return options_.to_lsn; }
   std::string Describe() const override {
     return "kafka topic " + options_.topic + " at " + options_.bootstrap;
@@ -153,6 +154,9 @@ class KafkaSource final : public RecordSource {
   // record, and fails when a partition's lost messages may have held
   // records of the range asked for.
   Status FixStart(const std::vector<int64_t>& lows);
+  // A topic of one table (no LSN check), fresh run from the beginning:
+  // where the partitions that lost older messages start (whole_from_).
+  Status NoteLoss(const std::vector<int64_t>& lows);
   // The head the merge is about to pass on must be the next LSN.
   Status CheckNoGap(const PartitionReader& next) const;
 
@@ -165,6 +169,7 @@ class KafkaSource final : public RecordSource {
   const bool checking_;
   bool anchored_ = false;
   uint64_t first_available_ = 0;
+  uint64_t whole_from_ = 0;          // see whole_from_lsn(); set by NoteLoss only
   uint64_t undecodable_before_ = 0;  // counted by the runs before a resume
   bool finished_ = false;
   Status pending_;  // an error met after records were already handed out
@@ -261,7 +266,12 @@ Status KafkaSource::Open(const Position* resume, Clock::time_point deadline) {
     undecodable_before_ = resume->undecodable;
     ctx_.undecodable_lsns = resume->undecodable_lsns;
   }
-  if (!s.ok() || !checking_) return s;
+  if (!s.ok()) return s;
+  if (!checking_) {
+    const bool fresh_from_start =
+        resume == nullptr && options_.start == KafkaSourceOptions::Start::kBeginning;
+    return fresh_from_start && !options_.contiguous ? NoteLoss(lows) : s;
+  }
   if (resume != nullptr) {
     // The first run fixed the start; everything up to last_lsn is done.
     if (options_.start == KafkaSourceOptions::Start::kBeginning && options_.from_lsn > 0) {
@@ -341,6 +351,28 @@ Status KafkaSource::FixStart(const std::vector<int64_t>& lows) {
     anchored_ = true;
   }
   first_available_ = std::max(whole_from, first);
+  return Status::OK();
+}
+
+Status KafkaSource::NoteLoss(const std::vector<int64_t>& lows) {
+  for (auto& r : readers_) ST_RETURN_IF_ERROR(r->Fill());
+  if (ctx_.clustered) return Status::OK();  // owners' LSNs do not compare
+  // As in FixStart: a partition whose older messages are gone holds this
+  // table's records only from its first one on. Not an error here (a
+  // replay of the rest is still wanted), but rebuild refuses a state whose
+  // table was created before that (point_in_time.h).
+  for (size_t i = 0; i < readers_.size(); i++) {
+    const PartitionReader& r = *readers_[i];
+    if (lows[i] == 0 || r.start() != lows[i]) continue;
+    if (r.exhausted()) {
+      // Nothing whole left (all of it gone, or only the tail of a chunked
+      // event): what it lost ends nobody knows where.
+      whole_from_ = kHistoryLossUnknown;
+    } else if (r.head().epoch == 0) {
+      whole_from_ = std::max(whole_from_, r.head().lsn);
+    }
+  }
+  if (whole_from_ != kHistoryLossUnknown) first_available_ = whole_from_;
   return Status::OK();
 }
 

@@ -7,6 +7,7 @@
 #include "events/entity_json_dom.h"
 #include "events/json_writer.h"
 #include "patterns/common.h"
+#include "tools/replay/source.h"
 
 namespace sidetable::replay {
 
@@ -98,6 +99,23 @@ Result<const EntityMap*> PointInTime::State() const {
     return Status(Code::kTableNotFound, "table '" + table_ + "' did not exist at the cut (deleted at LSN " +
                                             std::to_string(event_lsn_) + ")");
   }
+  // Every record after the creation must have been there to read. Before
+  // session 42 a topic of one table whose creation sat on a partition that
+  // kept it, while another partition had lost the table's later changes,
+  // gave a state without them, exit 0.
+  if (whole_from_ > event_lsn_ + 1) {
+    const std::string where = whole_from_ == RecordSource::kHistoryLossUnknown
+                                  ? "a partition of the source lost its older messages and holds "
+                                    "no whole record, so which LSNs it lost is unknown"
+                                  : "the source holds every record only from LSN " +
+                                        std::to_string(whole_from_) +
+                                        " on (retention removed the older messages of a partition)";
+    return Status(
+        Code::kResourceNotFound,
+        "the history is incomplete: table '" + table_ + "' was created at LSN " +
+            std::to_string(event_lsn_) + ", but " + where +
+            "; rebuild from the sidecar's change log, or from Kafka with longer retention");
+  }
   return &state_;
 }
 
@@ -112,6 +130,7 @@ std::string PointInTime::SaveMeta() const {
   w.Key("tableId").UInt(table_id_);
   w.Key("eventLsn").UInt(event_lsn_);
   w.Key("orphanLsn").UInt(orphan_lsn_);
+  w.Key("wholeFrom").UInt(whole_from_);
   w.Key("entities").UInt(state_.size());
   w.EndObject();
   return w.Take();
@@ -140,6 +159,8 @@ Status PointInTime::Load(std::string_view meta, std::string_view state) {
     return bad("state header lacks a field");
   }
   table_id_ = static_cast<uint32_t>(table_id);
+  // Absent in checkpoints written before session 42: nothing known lost.
+  if (doc["wholeFrom"].get(whole_from_) != simdjson::SUCCESS) whole_from_ = 0;
   state_.clear();
   simdjson::dom::parser line_parser;
   size_t pos = 0;

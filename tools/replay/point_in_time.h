@@ -60,13 +60,18 @@ class PointInTime {
   void Apply(const ChangeRecord& r);
   // The same, taking the images out of `r` instead of copying them.
   void Apply(ChangeRecord&& r);
+  // Where the source's history is whole from (RecordSource::whole_from_lsn()
+  // of the first run; kept in the checkpoint): State() refuses a table
+  // created before it, whose later changes may be among those lost.
+  void SetWholeFrom(uint64_t lsn) { whole_from_ = lsn; }
   bool past_cut() const { return past_cut_; }
   uint64_t last_applied_lsn() const { return last_applied_; }
 
   // The state at the cut. TableNotFound: the table did not exist at the cut
   // (its deletion was read), or nothing of it was read at all. ResourceNotFound:
   // changes of the table were read but not its creation (the history read
-  // starts too late); the messages name the LSNs involved.
+  // starts too late), or its creation is older than the source's whole
+  // history (SetWholeFrom); the messages name the LSNs involved.
   Result<const EntityMap*> State() const;
 
   // Checkpoint form: the builder's fields as JSON and the state as JSON lines.
@@ -95,6 +100,7 @@ class PointInTime {
   // First entity record of the table read while !known_: its history
   // started before the replay did.
   uint64_t orphan_lsn_ = 0;
+  uint64_t whole_from_ = 0;
   EntityMap state_;
 };
 

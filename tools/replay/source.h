@@ -85,6 +85,16 @@ class RecordSource {
   // below it is gone (trimmed log, Kafka retention). 0 when unknown, or when
   // the start was chosen by Kafka offset or time.
   virtual uint64_t first_available_lsn() const = 0;
+  // The LSN from which every record the source carries is known to be
+  // there, for a fresh run: a record below it may be gone. A point-in-time
+  // rebuild needs every record after its table's creation, and on a topic
+  // of one table (no LSN check) this is the only way to know: retention
+  // removes a partition's older messages on its own, so the creation can
+  // be on one partition while another lost the changes after it.
+  // kHistoryLossUnknown: a partition lost messages and holds no whole
+  // record, so which LSNs it lost is unknown. 0 or 1: nothing known lost.
+  static constexpr uint64_t kHistoryLossUnknown = UINT64_MAX;
+  virtual uint64_t whole_from_lsn() const { return first_available_lsn(); }
   // The last LSN of the range (the stop point fixed at open); 0 when unknown.
   virtual uint64_t end_lsn() const = 0;
   // "change log of tcp://127.0.0.1:5555" / "kafka topic T at B" (messages).
@@ -150,7 +160,9 @@ struct KafkaSourceOptions {
   //   kOffset     nothing: the offsets skip records on purpose
   // Records of a scale-out service (any epoch > 0 or claim seen) are not
   // checked: owners' LSNs interleave with gaps. false: a topic of one table
-  // (kafka.topic with {table}), whose LSNs have gaps by design.
+  // (kafka.topic with {table}), whose LSNs have gaps by design: nothing is
+  // checked, but a fresh run from the beginning still finds what retention
+  // took (RecordSource::whole_from_lsn()).
   bool contiguous = true;
   // Extra librdkafka properties (security.protocol, sasl.*, ...).
   std::map<std::string, std::string> properties;
