@@ -40,7 +40,10 @@ class Metrics {
   // An EGT of a WriteMany that failed: the request's reply is 200, so
   // RecordRequest does not see it, but it is an error reply all the same
   // (a pattern worker's derived writes travel this way).
-  void RecordBatchError(Code code) {
+  void RecordBatchError(Code code) { RecordError(code); }
+  // An error answered where RecordRequest does not run: a REST request
+  // refused before it became a request (its credentials).
+  void RecordError(Code code) {
     if (code != Code::kOk)
       errors_[static_cast<size_t>(code)].fetch_add(1, std::memory_order_relaxed);
   }

@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "tests/sidecar/e2e_metrics.h"
 #include "tests/sidecar/rest/rest_fixture.h"
 
 namespace sidetable::testing {
@@ -59,6 +60,8 @@ TEST_F(RestAuthTest, SharedKeyLiteIsAccepted) {
 }
 
 TEST_F(RestAuthTest, MissingOrWrongCredentialsAre403AndChangeNothing) {
+  const uint64_t failed0 =
+      Metric(*server_, "sidetable_errors_total{code=\"AuthenticationFailed\"}");
   const std::string body = R"({"PartitionKey":"m","RowKey":"2"})";
   Reply none = Send("POST", "/devstoreaccount1/orders", body, {}, Sign::kNone);
   EXPECT_EQ(none.status, 403);
@@ -80,6 +83,11 @@ TEST_F(RestAuthTest, MissingOrWrongCredentialsAre403AndChangeNothing) {
   EXPECT_EQ(moved.status, 403);
   // Another account in the path than the signing one.
   EXPECT_EQ(Send("GET", "/otheraccount/Tables").status, 403);
+  // Each refusal is in sidetable_errors_total, as a refused token is on
+  // the ZeroMQ side (before session 42 none was).
+  const uint64_t failed = Metric(*server_, "sidetable_errors_total{code=\"AuthenticationFailed\"}");
+  ASSERT_NE(failed, kNoMetric);
+  EXPECT_EQ(failed - (failed0 == kNoMetric ? 0 : failed0), 6u);
   EXPECT_EQ(Count(), 1u);
   EXPECT_TRUE(client_->ListTables().ok());
   EXPECT_EQ(client_->ListTables()->size(), 1u);
