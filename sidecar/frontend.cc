@@ -218,7 +218,8 @@ void Server::Impl::SendReply(const std::string& identity, bool delimiter, zmq::m
 
 void Server::Impl::AnswerBusy(const wire::Header& header, const std::string& identity,
                               bool delimiter, BusyReason why,
-                              std::chrono::steady_clock::time_point received) {
+                              std::chrono::steady_clock::time_point received,
+                              std::string_view tenant) {
   const bool stopping = why == BusyReason::kShuttingDown;
   Status s(Code::kServerBusy, stopping ? "server is shutting down; not executed, retry elsewhere or later"
                                        : "the server is busy (" + std::string(BusyReasonName(why)) +
@@ -232,10 +233,21 @@ void Server::Impl::AnswerBusy(const wire::Header& header, const std::string& ide
   // One warning a second at most: a flood must not become a flood of logs.
   if (const uint64_t n = busy_log_.Record(/*may_log=*/!stopping); n != 0) {
     log_->warn(
-        "answering ServerBusy ({}; {} since the last warning): {} of {} bytes in flight on {} "
+        "answering ServerBusy ({}{}; {} since the last warning): {} of {} bytes in flight on {} "
         "connections, {} requests",
-        BusyReasonName(why), n, admission_->bytes_in_flight(), config_.max_inflight_bytes,
+        BusyReasonName(why),
+        tenant.empty() ? std::string() : ", tenant '" + std::string(tenant) + "'", n,
+        admission_->bytes_in_flight(), config_.max_inflight_bytes,
         admission_->connections_in_flight(), in_flight_.load());
+  }
+}
+
+void Server::Impl::LogBusyOverdue() {
+  if (owner_->stop_.load(std::memory_order_relaxed)) return;  // the stop says why
+  if (const uint64_t n = busy_log_.TakeOverdue(); n != 0) {
+    log_->warn(
+        "answered ServerBusy {} more times after the last warning; now {} requests in flight", n,
+        in_flight_.load());
   }
 }
 
@@ -438,7 +450,7 @@ bool Server::Impl::Authenticate(Job& job, const wire::Header& header, const std:
     if (log_->should_log(spdlog::level::debug)) {
       log_->debug("req {}/{}: tenant '{}' over its quota", PeerId(identity), header.request_id, tenant);
     }
-    AnswerBusy(header, identity, delimiter, BusyReason::kTenantQuota, job.received);
+    AnswerBusy(header, identity, delimiter, BusyReason::kTenantQuota, job.received, tenant);
     return false;
   }
   // Invariant 9: the change log records who the token says, never what the

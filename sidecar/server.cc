@@ -401,6 +401,7 @@ void Server::Impl::Serve() {
                              {replies_.handle(), 0, ZMQ_POLLIN, 0}};
   while (!owner_->stop_.load(std::memory_order_relaxed)) {
     Poll(items, 2, 100);
+    if (items[0].revents == 0 && items[1].revents == 0) LogBusyOverdue();
     if (items[1].revents & ZMQ_POLLIN) ForwardReplies();
     // Bounded burst, so replies keep flowing under load.
     if (items[0].revents & ZMQ_POLLIN) ReadRequests(256);

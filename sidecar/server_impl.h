@@ -97,8 +97,14 @@ class Server::Impl {
   void SendInlineReplies();
   void SendReply(const std::string& identity, bool delimiter, const std::string& frame);
   void SendReply(const std::string& identity, bool delimiter, zmq::message_t&& frame);
+  // `tenant`: the tenant over its quota (BusyReason::kTenantQuota), named
+  // in the warning.
   void AnswerBusy(const wire::Header& header, const std::string& identity, bool delimiter,
-                  BusyReason why, std::chrono::steady_clock::time_point received);
+                  BusyReason why, std::chrono::steady_clock::time_point received,
+                  std::string_view tenant = {});
+  // On an idle tick: the ServerBusy answers counted since AnswerBusy's last
+  // warning, once the second has passed (a burst's end).
+  void LogBusyOverdue();
   size_t WorkerFor(const wire::Request& r);
   // The worker of a (table, PartitionKey): one per partition, so its
   // requests run in arrival order.

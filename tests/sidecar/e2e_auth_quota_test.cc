@@ -91,6 +91,19 @@ TEST_F(QuotaTest, OneTenantFloodingDoesNotRaiseAnothersP99) {
   EXPECT_NE(metrics->body.find("sidetable_tenant_busy_total{tenant=\"quiet\"} 0"), std::string::npos) << metrics->body;
   EXPECT_NE(metrics->body.find("sidetable_tenant_requests_total{tenant=\"quiet\"} "), std::string::npos);
   EXPECT_NE(metrics->body.find("sidetable_server_busy_total{reason=\"tenant_quota\"}"), std::string::npos);
+
+  // The warning names the tenant, and once the flood is over an idle tick
+  // logs what it counted after its last warning (session 42: before, the
+  // tenant was not named and the end of a burst was never logged).
+  const std::string log = server_->Log();
+  EXPECT_NE(log.find("answering ServerBusy (tenant_quota, tenant 'noisy';"), std::string::npos)
+      << log;
+  bool ended = false;
+  for (int i = 0; i < 60 && !ended; i++) {  // at most 3 s
+    ended = server_->Log().find("more times after the last warning") != std::string::npos;
+    if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(ended) << server_->Log();
 }
 
 }  // namespace

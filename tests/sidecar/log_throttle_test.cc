@@ -31,6 +31,24 @@ TEST(LogThrottle, AnEventThatMayNotLogIsCountedForTheNextLine) {
   EXPECT_EQ(t.Record(), 3u);
 }
 
+// What a burst counted after its last line is taken by an idle tick once
+// the interval has passed (before session 42 it waited for the next burst).
+TEST(LogThrottle, AnIdleTickTakesTheEndOfABurst) {
+  LogThrottle slow(std::chrono::hours(1));
+  EXPECT_EQ(slow.TakeOverdue(), 0u);  // nothing counted
+  EXPECT_EQ(slow.Record(), 1u);
+  for (int i = 0; i < 3; i++) EXPECT_EQ(slow.Record(), 0u);
+  EXPECT_EQ(slow.TakeOverdue(), 0u);  // within the interval
+  LogThrottle fast(std::chrono::milliseconds(20));
+  EXPECT_EQ(fast.Record(), 1u);
+  for (int i = 0; i < 3; i++) EXPECT_EQ(fast.Record(/*may_log=*/false), 0u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(fast.TakeOverdue(), 3u);
+  EXPECT_EQ(fast.TakeOverdue(), 0u);  // taken once
+  // And the next line starts counting afresh, an interval later.
+  EXPECT_EQ(fast.Record(), 0u);
+}
+
 // Many threads at once: the counts the lines carry add up to the events.
 TEST(LogThrottle, ConcurrentEventsAreEachCountedOnce) {
   LogThrottle t(std::chrono::microseconds(100));
