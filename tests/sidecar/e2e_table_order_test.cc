@@ -9,11 +9,10 @@
 #include <string>
 #include <vector>
 
-#include <zmq.hpp>
-
 #include "protocol/wire.h"
 #include "tests/sidecar/e2e_fixture.h"
 #include "tests/sidecar/e2e_metrics.h"
+#include "tests/sidecar/e2e_pipelined.h"
 
 namespace sidetable::testing {
 namespace {
@@ -43,19 +42,10 @@ struct Sent {
 TEST_F(TableOrderTest, WritesPipelinedAroundADeleteAndACreateRunInTheOrderSent) {
   const std::string table = "Reordered";
   ASSERT_TRUE(client_->CreateTable(table).ok());
-  zmq::context_t ctx;
-  zmq::socket_t s(ctx, zmq::socket_type::dealer);
-  s.set(zmq::sockopt::linger, 0);
-  s.connect(server_->endpoint());
-  uint64_t next_id = 1;
-  std::map<uint64_t, Sent> sent;
+  PipelinedConnection<Sent> pipe(server_->endpoint());
   auto send = [&](wire::Request r, const std::string& what, uint16_t expected) {
-    r.id = next_id++;
     r.table = table;
-    std::string frame;
-    wire::EncodeRequest(r, &frame);
-    s.send(zmq::buffer(frame), zmq::send_flags::none);
-    sent[r.id] = Sent{what, expected};
+    pipe.Send(std::move(r), Sent{what, expected});
   };
   auto insert = [&](const std::string& pk, const std::string& rk, uint16_t expected) {
     wire::Request r;
@@ -75,7 +65,7 @@ TEST_F(TableOrderTest, WritesPipelinedAroundADeleteAndACreateRunInTheOrderSent) 
   int wrong = 0;
   std::string first_wrong;
   for (int round = 0; round < kRounds; round++) {
-    sent.clear();
+    pipe.Forget();
     const std::string rk = "r" + std::to_string(round);
     // Before the delete: the table is there (a write is answered 204 with
     // no content).
@@ -85,22 +75,17 @@ TEST_F(TableOrderTest, WritesPipelinedAroundADeleteAndACreateRunInTheOrderSent) 
     for (int p = 0; p < kPartitions; p++) insert("between" + std::to_string(p), rk, 404);
     table_op(wire::Op::kCreateTable, 201);
     for (int p = 0; p < kPartitions; p++) insert("after" + std::to_string(p), rk, 204);
-    for (size_t i = 0; i < sent.size(); i++) {
-      zmq::pollitem_t item{s.handle(), 0, ZMQ_POLLIN, 0};
-      ASSERT_EQ(zmq::poll(&item, 1, std::chrono::milliseconds(10000)), 1) << "round " << round;
-      zmq::message_t reply;
-      ASSERT_TRUE(s.recv(reply));
-      wire::Header h;
-      std::string_view body;
-      // An error reply decodes as its error: TableNotFound for a 404 here.
-      const Status decoded = wire::DecodeReply(reply.to_string_view(), &h, &body);
-      ASSERT_EQ(sent.count(h.request_id), 1u);
-      const Sent& what = sent[h.request_id];
-      if (h.status != what.expected ||
-          (h.status == 404 && decoded.code() != Code::kTableNotFound)) {
+    for (size_t i = 0; i < pipe.sent(); i++) {
+      auto reply = pipe.Receive();
+      ASSERT_TRUE(reply.has_value())
+          << "round " << round << ": no reply (or one to no request sent)";
+      const Sent& what = reply->tag;
+      const uint16_t status = reply->header.status;
+      if (status != what.expected ||
+          (status == 404 && reply->decoded.code() != Code::kTableNotFound)) {
         if (wrong++ == 0) {
           first_wrong = "round " + std::to_string(round) + ": " + what.what + " answered " +
-                        std::to_string(h.status) + ", expected " + std::to_string(what.expected);
+                        std::to_string(status) + ", expected " + std::to_string(what.expected);
         }
       }
     }

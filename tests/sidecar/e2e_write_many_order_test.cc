@@ -11,11 +11,10 @@
 #include <string>
 #include <vector>
 
-#include <zmq.hpp>
-
 #include "protocol/wire.h"
 #include "tests/sidecar/e2e_fixture.h"
 #include "tests/sidecar/e2e_metrics.h"
+#include "tests/sidecar/e2e_pipelined.h"
 
 namespace sidetable::testing {
 namespace {
@@ -56,26 +55,17 @@ wire::WriteItem Egt(const std::string& table, OpKind kind, Entity e) {
 TEST_P(WriteManyOrderTest, BatchesOnOtherPartitionsRunInTheOrderSent) {
   const std::string table = "Ordered";
   ASSERT_TRUE(client_->CreateTable(table).ok());
-  zmq::context_t ctx;
-  zmq::socket_t s(ctx, zmq::socket_type::dealer);
-  s.set(zmq::sockopt::linger, 0);
-  s.connect(server_->endpoint());
-  uint64_t next_id = 1;
-  std::map<uint64_t, std::string> sent;
+  PipelinedConnection<> pipe(server_->endpoint());
   auto send = [&](wire::Request r, const std::string& what) {
-    r.id = next_id++;
     r.table = table;
     r.no_content = true;
-    std::string frame;
-    wire::EncodeRequest(r, &frame);
-    s.send(zmq::buffer(frame), zmq::send_flags::none);
-    sent[r.id] = what;
+    pipe.Send(std::move(r), what);
   };
   constexpr int kRounds = 30, kPartitions = 16;
   int wrong = 0;
   std::string first_wrong;
   for (int round = 0; round < kRounds; round++) {
-    sent.clear();
+    pipe.Forget();
     const std::string rk = "r" + std::to_string(round);
     const std::string lead = "lead" + std::to_string(round);
     // Work queued on the lead partition's worker, so that a WriteMany that
@@ -114,22 +104,18 @@ TEST_P(WriteManyOrderTest, BatchesOnOtherPartitionsRunInTheOrderSent) {
       w.ops.push_back(Operation{OpKind::kMerge, std::move(e), "*", 0});
       send(std::move(w), "merge p" + std::to_string(p));
     }
-    for (size_t i = 0; i < sent.size(); i++) {
-      zmq::pollitem_t item{s.handle(), 0, ZMQ_POLLIN, 0};
-      ASSERT_EQ(zmq::poll(&item, 1, std::chrono::milliseconds(10000)), 1) << "round " << round;
-      zmq::message_t reply;
-      ASSERT_TRUE(s.recv(reply));
-      wire::Header h;
-      std::string_view body;
-      const Status decoded = wire::DecodeReply(reply.to_string_view(), &h, &body);
-      ASSERT_EQ(sent.count(h.request_id), 1u);
-      const std::string& what = sent[h.request_id];
+    for (size_t i = 0; i < pipe.sent(); i++) {
+      auto reply = pipe.Receive();
+      ASSERT_TRUE(reply.has_value())
+          << "round " << round << ": no reply (or one to no request sent)";
+      const std::string& what = reply->tag;
+      const Status& decoded = reply->decoded;
       std::string problem;
       if (!decoded.ok()) {
         problem = decoded.ToString();
-      } else if (h.op == static_cast<uint8_t>(wire::Op::kWriteMany)) {
+      } else if (reply->header.op == static_cast<uint8_t>(wire::Op::kWriteMany)) {
         std::vector<Result<WriteResult>> results;
-        ASSERT_TRUE(wire::DecodeWriteMany(body, &results).ok());
+        ASSERT_TRUE(wire::DecodeWriteMany(reply->body(), &results).ok());
         const size_t batches =
             what.find(" A ") != std::string::npos ? kPartitions + 1 : kPartitions;
         EXPECT_EQ(results.size(), batches) << what;
