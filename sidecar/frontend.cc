@@ -132,7 +132,7 @@ std::optional<std::string> QueryPartition(const wire::Request& r) {
 
 }  // namespace
 
-size_t Server::Impl::WorkerFor(const wire::Request& r) {
+size_t Server::Impl::WorkerFor(const wire::Request& r, bool* any) {
   using wire::Op;
   const std::string* table = &r.table;
   const std::string* pk = nullptr;
@@ -157,6 +157,7 @@ size_t Server::Impl::WorkerFor(const wire::Request& r) {
   static const std::string kTableItself;
   if (r.op == Op::kCreateTable || r.op == Op::kDeleteTable) pk = &kTableItself;
   const size_t workers = static_cast<size_t>(config_.workers);
+  if (any != nullptr) *any = pk == nullptr;
   if (pk == nullptr) return round_robin_++ % workers;
   return PartitionHash(*table, *pk) % workers;
 }
@@ -348,7 +349,8 @@ bool Server::Impl::OnRequest() {
   job.delimiter = delimiter;
   job.received = received;
   job.forward = forwarders_ > 0 && handler_.routing()->NeedsForwarding(job.request);
-  const size_t w = job.forward ? ForwarderFor(job.request) : WorkerFor(job.request);
+  bool any_worker = false;
+  const size_t w = job.forward ? ForwarderFor(job.request) : WorkerFor(job.request, &any_worker);
   in_flight_.fetch_add(1, std::memory_order_relaxed);
   const bool inline_ok = !job.forward && RunsInline(job.request, data.size()) && queues_[w]->Idle();
   // Only a single write joins the burst's group; anything else runs after
@@ -389,11 +391,26 @@ bool Server::Impl::OnRequest() {
   const bool barrier =
       !job.forward && config_.workers > 1 && handler_.routing() == nullptr &&
       (job.request.op == wire::Op::kCreateTable || job.request.op == wire::Op::kDeleteTable);
+  // A query that may read several partitions runs after everything queued
+  // before it on every worker, so that it sees every write sent before it
+  // on the connection; the other workers only mark the point and go on.
+  // Not with session tokens (a read that waits for them loses its place
+  // anyway, parked_reads.h).
+  const bool catch_up = !job.forward && any_worker && config_.workers > 1 &&
+                        handler_.routing() == nullptr && job.request.op == wire::Op::kQuery &&
+                        job.request.after.empty();
   Split split = Split::kNotSplit;
   if (!job.forward && job.request.op == wire::Op::kWriteMany) split = PushWriteManyParts(job);
   if (split == Split::kQueued) return true;
-  if (split == Split::kNoRoom ||
-      !(barrier ? PushBehindBarrier(w, job) : queues_[w]->TryPush(std::move(job)))) {
+  bool pushed = false;
+  if (split != Split::kNoRoom) {
+    if (barrier || catch_up) {
+      pushed = PushBehindBarrier(w, job, /*shares_wait=*/barrier);
+    } else {
+      pushed = queues_[w]->TryPush(std::move(job));
+    }
+  }
+  if (!pushed) {
     in_flight_.fetch_sub(1, std::memory_order_relaxed);
     admission_->Release(job.envelope, job.charge);
     release_tenant();
@@ -402,7 +419,7 @@ bool Server::Impl::OnRequest() {
   return true;
 }
 
-bool Server::Impl::PushBehindBarrier(size_t executor, Job& job) {
+bool Server::Impl::PushBehindBarrier(size_t executor, Job& job, bool shares_wait) {
   // All or nothing: a share on a queue whose operation was refused would
   // only pass through, but a refused share would hold the operation's
   // worker for good. The frontend is the only producer of new jobs, so the
@@ -411,7 +428,7 @@ bool Server::Impl::PushBehindBarrier(size_t executor, Job& job) {
   for (size_t i = 0; i < workers; i++) {
     if (!queues_[i]->HasRoom()) return false;
   }
-  job.barrier = std::make_shared<WorkerBarrier>(workers - 1);
+  job.barrier = std::make_shared<WorkerBarrier>(workers - 1, shares_wait);
   for (size_t i = 0; i < workers; i++) {
     if (i == executor) continue;
     Job share;

@@ -153,6 +153,18 @@ std::string Metrics::Render(const Gauges& g) const {
   out += "sidetable_table_barrier_wait_seconds_total " +
          Seconds(barrier_wait_us_.load(std::memory_order_relaxed)) + "\n";
   out +=
+      "# HELP sidetable_query_order_waits_total Queries that may read several partitions and "
+      "waited "
+      "for the other worker threads to finish what was queued before them.\n";
+  out += "# TYPE sidetable_query_order_waits_total counter\n";
+  Line(&out, "sidetable_query_order_waits_total", "",
+       query_order_waits_.load(std::memory_order_relaxed));
+  out +=
+      "# HELP sidetable_query_order_wait_seconds_total Worker time those queries spent waiting.\n";
+  out += "# TYPE sidetable_query_order_wait_seconds_total counter\n";
+  out += "sidetable_query_order_wait_seconds_total " +
+         Seconds(query_order_wait_us_.load(std::memory_order_relaxed)) + "\n";
+  out +=
       "# HELP sidetable_write_many_splits_total WriteMany requests whose batches were split by "
       "worker thread so that each ran in its partition's order.\n";
   out += "# TYPE sidetable_write_many_splits_total counter\n";

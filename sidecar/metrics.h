@@ -66,6 +66,12 @@ class Metrics {
     barrier_waits_.fetch_add(1, std::memory_order_relaxed);
     barrier_wait_us_.fetch_add(micros, std::memory_order_relaxed);
   }
+  // A query of several partitions waited for the other workers to finish
+  // what was queued before it (worker_barrier.h, shares that do not wait).
+  void RecordQueryOrderWait(uint64_t micros) {
+    query_order_waits_.fetch_add(1, std::memory_order_relaxed);
+    query_order_wait_us_.fetch_add(micros, std::memory_order_relaxed);
+  }
   // A WriteMany split into `parts` parts, one per worker thread that holds
   // some of its partitions (write_many_gather.h).
   void RecordWriteManySplit(size_t parts) {
@@ -144,6 +150,7 @@ class Metrics {
   std::atomic<uint64_t> inline_{0};
   std::atomic<uint64_t> barrier_waits_{0}, barrier_wait_us_{0};
   std::atomic<uint64_t> write_many_splits_{0}, write_many_parts_{0};
+  std::atomic<uint64_t> query_order_waits_{0}, query_order_wait_us_{0};
   Histogram session_wait_;
   std::atomic<uint64_t> session_waits_{0};
   std::atomic<uint64_t> session_timeouts_{0};

@@ -181,8 +181,8 @@ void Server::Impl::WorkerLoop(size_t index) {
       // point runs before it (worker_barrier.h).
       const auto arrived = std::chrono::steady_clock::now();
       job.barrier->ArriveAndWait();
+      if (job.barrier->shares_wait()) owner_->metrics_.RecordBarrierWait(MicrosSince(arrived));
       job.barrier.reset();
-      owner_->metrics_.RecordBarrierWait(MicrosSince(arrived));
       queue.Done();
       continue;
     }
@@ -237,7 +237,11 @@ void Server::Impl::WorkerLoop(size_t index) {
 bool Server::Impl::WaitForBarrier(Job& job, zmq::socket_t& out) {
   const auto arrived = std::chrono::steady_clock::now();
   const bool ours = job.barrier->WaitForOthers();
-  owner_->metrics_.RecordBarrierWait(MicrosSince(arrived));
+  if (job.barrier->shares_wait()) {
+    owner_->metrics_.RecordBarrierWait(MicrosSince(arrived));
+  } else {
+    owner_->metrics_.RecordQueryOrderWait(MicrosSince(arrived));
+  }
   if (ours) return true;
   // A share was taken off its queue: the server is stopping.
   job.barrier.reset();

@@ -105,7 +105,8 @@ class Server::Impl {
   // On an idle tick: the ServerBusy answers counted since AnswerBusy's last
   // warning, once the second has passed (a burst's end).
   void LogBusyOverdue();
-  size_t WorkerFor(const wire::Request& r);
+  // *any: the request has no partition of its own (it went round robin).
+  size_t WorkerFor(const wire::Request& r, bool* any = nullptr);
   // The worker of a (table, PartitionKey): one per partition, so its
   // requests run in arrival order.
   size_t WorkerOfPartition(const std::string& table, const std::string& pk) const;
@@ -153,7 +154,9 @@ class Server::Impl {
   bool WaitForBarrier(Job& job, zmq::socket_t& out);
   // Queues a table operation behind a barrier on every worker (false: a
   // queue is full, the job is still the caller's).
-  bool PushBehindBarrier(size_t executor, Job& job);
+  // shares_wait false: the other workers only mark the point and go on
+  // (a query of several partitions, worker_barrier.h).
+  bool PushBehindBarrier(size_t executor, Job& job, bool shares_wait = true);
   // Answers an executed request: at once, or (a write not yet durable in
   // fsync durability) through the acknowledger once its LSN is.
   void Complete(Job& job, Code code, std::string& reply, zmq::socket_t& out, uint64_t entities,

@@ -1,5 +1,8 @@
 // Orders one request with every request queued on any worker before it and
 // after it: a table's creation and deletion (docs/protocol.md, "Request ids").
+// With shares that do not wait, only with those before it: a query that may
+// read several partitions (it sees every write sent before it, and holds no
+// other worker while it reads).
 //
 // Requests are ordered per partition because a partition's requests go to
 // one worker, in the order they arrived. A table operation touches every
@@ -26,14 +29,22 @@ namespace sidetable::sidecar {
 class WorkerBarrier {
  public:
   // others: the workers that get a share (all but the executor's).
-  explicit WorkerBarrier(size_t others) : others_(others) {}
+  // shares_wait false: a share only counts itself in and its worker goes
+  // on; the operation still runs after everything queued before it (a
+  // query of several partitions: it sees every write sent before it, and
+  // holds nobody while it reads).
+  explicit WorkerBarrier(size_t others, bool shares_wait = true)
+      : others_(others), shares_wait_(shares_wait) {}
+
+  bool shares_wait() const { return shares_wait_; }
 
   // A share's worker: counts itself in, then waits until the operation ran
-  // or the barrier was cancelled.
+  // or the barrier was cancelled (unless shares do not wait).
   void ArriveAndWait() {
     std::unique_lock lock(mu_);
     arrived_++;
     cv_.notify_all();
+    if (!shares_wait_) return;
     cv_.wait(lock, [&] { return released_ || cancelled_; });
   }
 
@@ -61,6 +72,7 @@ class WorkerBarrier {
 
  private:
   const size_t others_;
+  const bool shares_wait_;
   std::mutex mu_;
   std::condition_variable cv_;
   size_t arrived_ = 0;

@@ -107,5 +107,61 @@ TEST_F(TableOrderTest, WritesPipelinedAroundADeleteAndACreateRunInTheOrderSent) 
   EXPECT_GE(Metric(*server_, "sidetable_table_barrier_waits_total"), 2u * kRounds * 3);
 }
 
+// A query that may read several partitions runs after everything queued
+// before it on every worker (worker_barrier.h, shares that do not wait):
+// pipelined behind writes to 16 partitions, it sees all of them. Before
+// session 42 it went to any worker and could run before writes queued on
+// the others.
+TEST_F(TableOrderTest, AQueryOfSeveralPartitionsSeesTheWritesSentBeforeIt) {
+  const std::string table = "Scanned";
+  ASSERT_TRUE(client_->CreateTable(table).ok());
+  PipelinedConnection<std::string> pipe(server_->endpoint());
+  auto padded = [](const std::string& pk, const std::string& rk) {
+    Entity e = Person(pk, rk, 1);
+    e.Set("Pad", Value::String(std::string(3000, 'x')));  // above inline_max_bytes
+    return e;
+  };
+  constexpr int kRounds = 30, kPartitions = 16;
+  int short_pages = 0;
+  std::string first_short;
+  for (int round = 0; round < kRounds; round++) {
+    pipe.Forget();
+    const std::string rk = "r" + std::to_string(round);
+    for (int p = 0; p < kPartitions; p++) {
+      // Two writes per partition, so that the queues hold some work.
+      for (const std::string& row : {rk, "other" + rk}) {
+        wire::Request w;
+        w.op = wire::Op::kWrite;
+        w.table = table;
+        w.no_content = true;
+        w.ops.push_back(Operation{OpKind::kInsert, padded("p" + std::to_string(p), row), "", 0});
+        pipe.Send(std::move(w), "insert");
+      }
+    }
+    wire::Request q;
+    q.op = wire::Op::kQuery;
+    q.table = table;
+    q.filter = "RowKey eq '" + rk + "'";  // every partition: no PartitionKey
+    pipe.Send(std::move(q), "query");
+    for (size_t i = 0; i < pipe.sent(); i++) {
+      auto reply = pipe.Receive();
+      ASSERT_TRUE(reply.has_value()) << "round " << round;
+      ASSERT_TRUE(reply->decoded.ok()) << reply->tag << ": " << reply->decoded.ToString();
+      if (reply->tag != "query") continue;
+      wire::QueryReply page;
+      ASSERT_TRUE(wire::DecodeQuery(reply->body(), &page).ok());
+      ASSERT_FALSE(page.next_pk.has_value()) << "one page holds them";
+      if (page.entities.size() != static_cast<size_t>(kPartitions) && short_pages++ == 0) {
+        first_short = "round " + std::to_string(round) + ": " +
+                      std::to_string(page.entities.size()) + " of " + std::to_string(kPartitions) +
+                      " rows";
+      }
+    }
+  }
+  EXPECT_EQ(short_pages, 0) << "queries that missed writes sent before them; the first: "
+                            << first_short;
+  EXPECT_GE(Metric(*server_, "sidetable_query_order_waits_total"), static_cast<uint64_t>(kRounds));
+}
+
 }  // namespace
 }  // namespace sidetable::testing

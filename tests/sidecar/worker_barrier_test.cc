@@ -92,5 +92,24 @@ TEST(WorkerBarrierTest, CancellingBeforeTheOperationArrivesReleasesArrivedShares
   EXPECT_FALSE(barrier.WaitForOthers());
 }
 
+// Shares that do not wait (a query of several partitions): each worker
+// marks the point and goes on, never released; the operation still waits
+// until every share is marked.
+TEST(WorkerBarrierTest, SharesThatDoNotWaitGoOnAndTheOperationStillWaitsForThem) {
+  WorkerBarrier barrier(2, /*shares_wait=*/false);
+  EXPECT_FALSE(barrier.shares_wait());
+  std::atomic<bool> ran{false};
+  std::thread executor([&] {
+    EXPECT_TRUE(barrier.WaitForOthers());
+    ran = true;
+  });
+  barrier.ArriveAndWait();  // returns at once: nothing releases it
+  std::this_thread::sleep_for(20ms);
+  EXPECT_FALSE(ran.load()) << "ran before the second share was marked";
+  barrier.ArriveAndWait();
+  executor.join();
+  EXPECT_TRUE(ran.load());
+}
+
 }  // namespace
 }  // namespace sidetable::sidecar
