@@ -140,40 +140,34 @@ std::string Metrics::Render(const Gauges& g) const {
   out += "# HELP sidetable_inline_requests_total Point reads and small writes the frontend executed itself (sidecar.inline_max_bytes), and writes up to sidecar.inline_alone_max_bytes that were the only request in flight.\n";
   out += "# TYPE sidetable_inline_requests_total counter\n";
   Line(&out, "sidetable_inline_requests_total", "", inline_.load(std::memory_order_relaxed));
-  out +=
-      "# HELP sidetable_table_barrier_waits_total Times a worker thread stopped at a CreateTable "
-      "or DeleteTable so that it ran in order with every partition's requests.\n";
-  out += "# TYPE sidetable_table_barrier_waits_total counter\n";
+  prometheus::Header(
+      &out, "sidetable_table_barrier_waits_total", "counter",
+      "Times a worker thread stopped at a CreateTable or DeleteTable so that it ran in order "
+      "with every partition's requests.");
   Line(&out, "sidetable_table_barrier_waits_total", "",
        barrier_waits_.load(std::memory_order_relaxed));
-  out +=
-      "# HELP sidetable_table_barrier_wait_seconds_total Worker time spent stopped at those table "
-      "operations.\n";
-  out += "# TYPE sidetable_table_barrier_wait_seconds_total counter\n";
+  prometheus::Header(&out, "sidetable_table_barrier_wait_seconds_total", "counter",
+                     "Worker time spent stopped at those table operations.");
   out += "sidetable_table_barrier_wait_seconds_total " +
          Seconds(barrier_wait_us_.load(std::memory_order_relaxed)) + "\n";
-  out +=
-      "# HELP sidetable_query_order_waits_total Queries that may read several partitions and "
-      "waited "
-      "for the other worker threads to finish what was queued before them.\n";
-  out += "# TYPE sidetable_query_order_waits_total counter\n";
+  prometheus::Header(
+      &out, "sidetable_query_order_waits_total", "counter",
+      "Queries that may read several partitions and waited for the other worker threads to "
+      "finish what was queued before them.");
   Line(&out, "sidetable_query_order_waits_total", "",
        query_order_waits_.load(std::memory_order_relaxed));
-  out +=
-      "# HELP sidetable_query_order_wait_seconds_total Worker time those queries spent waiting.\n";
-  out += "# TYPE sidetable_query_order_wait_seconds_total counter\n";
+  prometheus::Header(&out, "sidetable_query_order_wait_seconds_total", "counter",
+                     "Worker time those queries spent waiting.");
   out += "sidetable_query_order_wait_seconds_total " +
          Seconds(query_order_wait_us_.load(std::memory_order_relaxed)) + "\n";
-  out +=
-      "# HELP sidetable_write_many_splits_total WriteMany requests whose batches were split by "
-      "worker thread so that each ran in its partition's order.\n";
-  out += "# TYPE sidetable_write_many_splits_total counter\n";
+  prometheus::Header(
+      &out, "sidetable_write_many_splits_total", "counter",
+      "WriteMany requests whose batches were split by worker thread so that each ran in its "
+      "partition's order.");
   Line(&out, "sidetable_write_many_splits_total", "",
        write_many_splits_.load(std::memory_order_relaxed));
-  out +=
-      "# HELP sidetable_write_many_parts_total The parts those WriteMany requests were split "
-      "into.\n";
-  out += "# TYPE sidetable_write_many_parts_total counter\n";
+  prometheus::Header(&out, "sidetable_write_many_parts_total", "counter",
+                     "The parts those WriteMany requests were split into.");
   Line(&out, "sidetable_write_many_parts_total", "",
        write_many_parts_.load(std::memory_order_relaxed));
   out += "# HELP sidetable_queue_depth Requests waiting for a worker.\n";
