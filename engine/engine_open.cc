@@ -257,8 +257,8 @@ Result<Entity> Engine::Get(std::string_view table, std::string_view pk, std::str
 std::unique_ptr<ReadView> Engine::NewReadView() const { return impl_->NewReadView(); }
 uint64_t Engine::visible_sequence() const { return impl_->db_->GetLatestSequenceNumber(); }
 Result<std::unique_ptr<RowCursor>> Engine::Scan(std::string_view table, const ScanBounds& bounds,
-                                                const ReadView* view) const {
-  return impl_->Scan(table, bounds, view);
+                                                const ReadView* view, ScanLimits limits) const {
+  return impl_->Scan(table, bounds, view, limits);
 }
 Result<ChangeBatch> Engine::ReadChanges(uint64_t from_lsn, size_t max_records,
                                         size_t max_bytes) const {

@@ -8,6 +8,7 @@
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/sst_file_manager.h>
 #include <rocksdb/table.h>
+#include <rocksdb/utilities/table_properties_collectors.h>
 
 #include <algorithm>
 
@@ -123,6 +124,16 @@ RocksDbOptionSet MakeRocksDbOptions(const EngineOptions& options) {
   // family: change-log and request keys already arrive in order, which
   // RocksDB's own last-insert splice serves.
   set.entities.memtable_insert_with_hint_prefix_extractor = NewPartitionPrefixTransform();
+  // A deleted row leaves a tombstone that every scan of its range passes
+  // over until a compaction that reaches the bottom of that range drops
+  // it, and a file full of tombstones rarely scores high enough for one by
+  // size alone (a queue-like partition that deletes what it inserts makes
+  // such files). These files are marked for compaction: half of any 16,384
+  // consecutive entries deleted, or half of the whole file. Queries bound
+  // what they pass over anyway (query.h); this brings the cost, and the
+  // space, back down (engine/README.md, "Deleted rows").
+  set.entities.table_properties_collector_factories.push_back(
+      rocksdb::NewCompactOnDeletionCollectorFactory(16384, 8192, 0.5));
   set.changelog = LogCfOptions(options, cache);
   // Point lookups of ids that are almost always absent (a first attempt):
   // the entity options' bloom filters suit it; it is small, so a small buffer.

@@ -337,6 +337,7 @@ Status Handler::Run(const wire::Request& r, wire::Request* consumable, const tok
       }
       auto page = query::VisitQuery(*engine_, q, encode);
       if (!page.ok()) return page.status();
+      metrics_->RecordQuerySkipped(page->stats.skipped, page->stats.stopped_at_deleted);
       *entities = writer.count();
       std::optional<std::string> next_pk, next_rk;
       if (page->continuation) {

@@ -160,6 +160,17 @@ std::string Metrics::Render(const Gauges& g) const {
                      "Worker time those queries spent waiting.");
   out += "sidetable_query_order_wait_seconds_total " +
          Seconds(query_order_wait_us_.load(std::memory_order_relaxed)) + "\n";
+  prometheus::Header(&out, "sidetable_query_skipped_entries_total", "counter",
+                     "Entries of deleted entities and superseded versions that query pages passed "
+                     "over (RocksDB keeps them until compaction).");
+  Line(&out, "sidetable_query_skipped_entries_total", "",
+       query_skipped_.load(std::memory_order_relaxed));
+  prometheus::Header(
+      &out, "sidetable_query_pages_stopped_at_deleted_total", "counter",
+      "Query pages that stopped early, with a continuation, after passing over as many "
+      "of those as a page may examine.");
+  Line(&out, "sidetable_query_pages_stopped_at_deleted_total", "",
+       query_stopped_at_deleted_.load(std::memory_order_relaxed));
   prometheus::Header(
       &out, "sidetable_write_many_splits_total", "counter",
       "WriteMany requests whose batches were split by worker thread so that each ran in its "

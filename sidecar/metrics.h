@@ -72,6 +72,13 @@ class Metrics {
     query_order_waits_.fetch_add(1, std::memory_order_relaxed);
     query_order_wait_us_.fetch_add(micros, std::memory_order_relaxed);
   }
+  // A query page passed over `skipped` entries of deleted entities or
+  // superseded versions (engine.h, ScanLimits) and maybe stopped because of
+  // them: many mean compaction has not caught up with the deletes.
+  void RecordQuerySkipped(uint64_t skipped, bool stopped) {
+    if (skipped > 0) query_skipped_.fetch_add(skipped, std::memory_order_relaxed);
+    if (stopped) query_stopped_at_deleted_.fetch_add(1, std::memory_order_relaxed);
+  }
   // A WriteMany split into `parts` parts, one per worker thread that holds
   // some of its partitions (write_many_gather.h).
   void RecordWriteManySplit(size_t parts) {
@@ -151,6 +158,7 @@ class Metrics {
   std::atomic<uint64_t> barrier_waits_{0}, barrier_wait_us_{0};
   std::atomic<uint64_t> write_many_splits_{0}, write_many_parts_{0};
   std::atomic<uint64_t> query_order_waits_{0}, query_order_wait_us_{0};
+  std::atomic<uint64_t> query_skipped_{0}, query_stopped_at_deleted_{0};
   Histogram session_wait_;
   std::atomic<uint64_t> session_waits_{0};
   std::atomic<uint64_t> session_timeouts_{0};

@@ -95,7 +95,7 @@ class Engine::Impl {
                        rocksdb::PinnableSlice* value) const;
   std::unique_ptr<ReadView> NewReadView() const;
   Result<std::unique_ptr<RowCursor>> Scan(std::string_view table, const ScanBounds& bounds,
-                                          const ReadView* view) const;
+                                          const ReadView* view, ScanLimits limits) const;
 
   // engine_changelog.cc
   Result<ChangeBatch> ReadChanges(uint64_t from_lsn, size_t max_records, size_t max_bytes) const;

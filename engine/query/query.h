@@ -19,6 +19,12 @@
 // A client follows the continuation as for any short page (Azure, too, may
 // return fewer than 1,000 entities with a continuation).
 //
+// Deleted entities cost work until compaction removes them, and a page
+// stops after passing over `max_examined` of them too (at least
+// kMinSkipBound), with a continuation at the deleted key where it stopped:
+// a range of recent deletes returns empty pages that progress instead of
+// one page that scans them all.
+//
 // Thread safety: the functions are stateless; a Query is a value.
 #pragma once
 
@@ -38,6 +44,11 @@ inline constexpr int kMaxPageSize = 1000;
 // The bytes a page stops at (Query::max_bytes): a few entities of the
 // largest size (1 MiB of properties), and 1,000 entities of up to ~4 KiB.
 inline constexpr uint64_t kMaxPageBytes = 4 << 20;
+// The least bound on deleted entities a page passes over (Query::max_examined
+// above it counts): RocksDB counts each hidden version of a key, up to ~9
+// before it seeks past the rest, and a bound below that could stop a page
+// at the key it started from.
+inline constexpr uint64_t kMinSkipBound = 1024;
 
 struct Continuation {
   std::string next_partition_key;
@@ -53,7 +64,7 @@ struct Query {
   std::vector<std::string> select;  // empty = every property
   std::optional<int> top;           // 1..1000 entities per page
   std::optional<Continuation> continuation;
-  uint64_t max_examined = 100'000;  // work bound of one page
+  uint64_t max_examined = 100'000;  // work bound of one page (also of deleted entities passed over)
   uint64_t max_bytes = kMaxPageBytes;  // size bound of one page (RowVisitor::bytes())
   // The only keys the query may reach (an access token's range, set by the
   // sidecar): the planned scan is intersected with it, so rows outside are
@@ -100,6 +111,10 @@ struct QueryStats {
   PlanKind plan = PlanKind::kTableScan;
   uint64_t examined = 0;  // entities read and tested against the filter
   uint64_t returned = 0;
+  // Deleted entities and superseded versions passed over, and whether the
+  // page stopped because of them (RowCursor::stopped_at).
+  uint64_t skipped = 0;
+  bool stopped_at_deleted = false;
 };
 
 struct QueryPage {

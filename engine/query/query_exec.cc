@@ -64,6 +64,13 @@ Status ReadToEnd(const RowView& row) {
   return r.status();
 }
 
+// (pk, rk) order, as the engine stores entities.
+bool KeyBefore(const std::pair<std::string, std::string>& a,
+               const std::pair<std::string, std::string>& b) {
+  const int pk = CompareOrdinal(a.first, b.first);
+  return pk < 0 || (pk == 0 && CompareOrdinal(a.second, b.second) < 0);
+}
+
 Result<VisitedPage> VisitPoint(const Engine& engine, const Query& q, const Plan& plan,
                                const FilterNode* filter, RowVisitor& visitor) {
   VisitedPage page;
@@ -153,13 +160,32 @@ Result<VisitedPage> VisitQuery(const Engine& engine, const Query& q, RowVisitor&
   }
   if (plan.kind == PlanKind::kPoint) return VisitPoint(engine, q, plan, parsed->get(), visitor);
 
+  if (q.continuation) {
+    // The continuation is where the scan starts, a bound rather than a seek
+    // after opening at the range's start: that first seek would pass over
+    // the deleted rows before it, which may be what stopped the last page.
+    std::pair<std::string, std::string> from{q.continuation->next_partition_key,
+                                             q.continuation->next_row_key};
+    if (!plan.bounds.start || KeyBefore(*plan.bounds.start, from))
+      plan.bounds.start = std::move(from);
+    if (plan.bounds.end && !KeyBefore(*plan.bounds.start, *plan.bounds.end)) {
+      ST_RETURN_IF_ERROR(engine.GetTable(q.table).status());
+      VisitedPage page;
+      page.stats.plan = plan.kind;
+      return page;
+    }
+  }
   // Only what the bounds do not already guarantee is tested per entity.
   const std::unique_ptr<FilterNode> filter = ResidualFilter(parsed->get(), plan);
   auto view = engine.NewReadView();
-  auto cursor = engine.Scan(q.table, plan.bounds, view.get());
+  // Passing over deleted rows is work too: a page stops after about as many
+  // of them as it may examine (at least kMinSkipBound, so that a handful of
+  // versions of one key kept for an older snapshot never stop it in place).
+  ScanLimits limits;
+  limits.max_skipped = std::max(q.max_examined, kMinSkipBound);
+  auto cursor = engine.Scan(q.table, plan.bounds, view.get(), limits);
   if (!cursor.ok()) return cursor.status();
   RowCursor& cur = **cursor;
-  if (q.continuation) cur.Seek(q.continuation->next_partition_key, q.continuation->next_row_key);
 
   VisitedPage page;
   page.stats.plan = plan.kind;
@@ -190,6 +216,11 @@ Result<VisitedPage> VisitQuery(const Engine& engine, const Query& q, RowVisitor&
     full = visitor.bytes() >= q.max_bytes;
   }
   ST_RETURN_IF_ERROR(cur.status());
+  if (!page.continuation && cur.stopped_at()) {
+    page.continuation = Continuation{cur.stopped_at()->first, cur.stopped_at()->second};
+    page.stats.stopped_at_deleted = true;
+  }
+  page.stats.skipped = cur.skipped();
   return page;
 }
 
