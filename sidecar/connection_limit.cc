@@ -94,6 +94,14 @@ class ConnectionLimit::Loop {
       for (int i = 0; i < 1024 && (item.revents & ZMQ_POLLIN); i++) {
         if (!ReadOne(owner)) break;
       }
+      // The end of a burst is logged once it is a second old, not only with
+      // the next burst's first warning.
+      if (const uint64_t n = log_.TakeOverdue(); n != 0) {
+        spdlog::warn(
+            "ZeroMQ listener at sidecar.max_connections ({}): closed {} more new connections after "
+            "the last warning",
+            owner->limit_, n);
+      }
     }
     socket_.close();
   }

@@ -39,6 +39,11 @@ class ZapHandler::Loop {
         ReloadIfChanged();
         next_check = std::chrono::steady_clock::now() + std::chrono::seconds(1);
       }
+      // The end of a burst of refusals is logged once it is a second old,
+      // not only with the next burst's first warning.
+      if (const uint64_t n = refusal_log_.TakeOverdue(); n != 0) {
+        log_->warn("refused {} more handshakes after the last warning (not in {})", n, file_);
+      }
     }
     socket_.close();
   }

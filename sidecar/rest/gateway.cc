@@ -36,6 +36,8 @@ class Gateway::Impl {
   void Serve(const HttpRequest& req, HttpResponse& res);
   // The response to what the listener refuses itself (malformed, too
   // large, over its bounds), in the service's form.
+  // Logs what the 5xx throttle counted since its last line (the listener's tick).
+  void WarnServerErrorsOverdue();
   void ListenerError(int status, const std::string& message, HttpResponse& res);
   // Cheap requests run on the listener's loop: point reads, and single-
   // entity writes when a write cannot wait (no fsync, no replica, no
@@ -300,6 +302,14 @@ void Gateway::Impl::WarnServerError(const HttpRequest& req, const HttpResponse& 
       res.get_header_value("x-ms-error-code"), n);
 }
 
+void Gateway::Impl::WarnServerErrorsOverdue() {
+  // The end of a burst of 5xx answers, once it is a second old: without it
+  // what a burst answered after its last warning waited for the next burst.
+  if (const uint64_t n = error_log_.TakeOverdue(); n != 0) {
+    log_->warn("answered 5xx {} more times after the last warning", n);
+  }
+}
+
 std::string Gateway::Impl::NextRequestId() {
   char id[48];
   std::snprintf(id, sizeof id, "%08x-%04x-4000-8000-%012llx", static_cast<unsigned>(port_),
@@ -386,6 +396,7 @@ Result<std::unique_ptr<Gateway>> Gateway::Start(const RestConfig& config, const 
   cb.handle = [impl](HttpRequest& req, HttpResponse& res) { impl->Serve(req, res); };
   cb.runs_inline = [impl](const HttpRequest& req) { return impl->RunsInline(req); };
   cb.error = [impl](int status, const std::string& message, HttpResponse& res) { impl->ListenerError(status, message, res); };
+  cb.tick = [impl] { impl->WarnServerErrorsOverdue(); };
   auto server = HttpServer::Start(o, std::move(cb));
   if (!server.ok()) return server.status();
   impl->http_ = std::move(server).value();

@@ -813,7 +813,10 @@ void EventLoop::Run() {
       }
     }
     const auto now = Clock::now();
-    if (now - last_sweep_ >= std::chrono::milliseconds(250)) Sweep(now);
+    if (now - last_sweep_ >= std::chrono::milliseconds(250)) {
+      Sweep(now);
+      if (srv_->cb_.tick) srv_->cb_.tick();
+    }
   }
 }
 

@@ -67,6 +67,9 @@ struct HttpServerCallbacks {
   // errors, limits, 503 when over a bound) in the application's error
   // form; `message` says why.
   std::function<void(int status, const std::string& message, HttpResponse& res)> error;
+  // Called on the loop thread about every 250 ms, also when idle (the
+  // gateway logs the end of a burst of 5xx answers from it). Optional.
+  std::function<void()> tick;
 };
 
 struct HttpServerStats {

@@ -129,6 +129,30 @@ TEST_F(CurveTest, AnAllowedKeyWorksAndEveryOtherClientIsRefusedWhileServingGoesO
                                                      server_keys_.public_key));
 }
 
+// Refused handshakes are warned about once a second at most; the end of a
+// burst is logged once it is a second old, not only with the next burst
+// (before session 43 the refusals after a burst's first warning were never
+// logged until another refusal came).
+TEST_F(CurveTest, TheEndOfABurstOfRefusedHandshakesIsLogged) {
+  // Four strangers at once: their refusals fall within one second, so at
+  // most one of them is warned about when it happens.
+  std::vector<std::thread> strangers;
+  for (int i = 0; i < 4; i++) {
+    strangers.emplace_back([this] {
+      auto c = Connect(KeysOf(stranger_), /*timeout_ms=*/300, /*attempts=*/1);
+      (void)c->Ping();
+    });
+  }
+  for (auto& t : strangers) t.join();
+  bool logged = false;
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+       !logged && std::chrono::steady_clock::now() < until;) {
+    logged = testing::Contains(sidecar_->Log(), "more handshakes after the last warning");
+    if (!logged) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(logged) << sidecar_->Log();
+}
+
 TEST_F(CurveTest, TheAllowListIsReadAgainWhenItsFileChanges) {
   ExpectRefused(KeysOf(stranger_), "before it is allowed");
   WriteClients(allowed_.public_key + " app\n" + stranger_.public_key + " newcomer\n");
