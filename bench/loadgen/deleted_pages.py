@@ -4,7 +4,7 @@ entities, delete all but the last three (EGTs of 100), then time a `$top=1`
 query of the partition followed to its end, and its first page alone
 (docs/performance.md, "Deleted rows and the skip bound").
 
-    /usr/bin/python3 bench/replay/deleted_pages.py tcp://127.0.0.1:7611 200000
+    /usr/bin/python3 bench/loadgen/deleted_pages.py tcp://127.0.0.1:7611 200000
 
 Run it against a fresh sidecar (the deletes are then in its memtable, the
 worst case: a tombstone and the row it hides per deleted row). Needs
