@@ -87,15 +87,13 @@ void Metrics::SetLastBackup(int64_t unix_seconds, uint64_t last_lsn, uint64_t by
 
 std::string Metrics::Render(const Gauges& g) const {
   std::string out;
-  out += "# HELP sidetable_requests_total Requests answered, by operation.\n";
-  out += "# TYPE sidetable_requests_total counter\n";
+  prometheus::Header(&out, "sidetable_requests_total", "counter", "Requests answered, by operation.");
   for (size_t i = 1; i < kOps; i++) {
     Line(&out, "sidetable_requests_total",
          "op=\"" + std::string(wire::OpName(static_cast<wire::Op>(i))) + "\"",
          latency_[i].count.load(std::memory_order_relaxed));
   }
-  out += "# HELP sidetable_request_duration_seconds Time from receipt to reply, by operation.\n";
-  out += "# TYPE sidetable_request_duration_seconds histogram\n";
+  prometheus::Header(&out, "sidetable_request_duration_seconds", "histogram", "Time from receipt to reply, by operation.");
   for (size_t i = 1; i < kOps; i++) {
     const std::string op = "op=\"" + std::string(wire::OpName(static_cast<wire::Op>(i))) + "\"";
     const Histogram& h = latency_[i];
@@ -111,34 +109,24 @@ std::string Metrics::Render(const Gauges& g) const {
            Seconds(h.sum_us.load(std::memory_order_relaxed)) + "\n";
     Line(&out, "sidetable_request_duration_seconds_count", op, h.count.load(std::memory_order_relaxed));
   }
-  out += "# HELP sidetable_errors_total Error replies, by Azure error code.\n";
-  out += "# TYPE sidetable_errors_total counter\n";
+  prometheus::Header(&out, "sidetable_errors_total", "counter", "Error replies, by Azure error code.");
   for (size_t c = 1; c < kCodes; c++) {
     uint64_t v = errors_[c].load(std::memory_order_relaxed);
     if (v == 0) continue;
     Line(&out, "sidetable_errors_total",
          "code=\"" + std::string(ErrorCodeName(static_cast<Code>(c))) + "\"", v);
   }
-  out +=
-      "# HELP sidetable_server_busy_total ServerBusy (503) answered, by reason: by the frontend "
-      "before executing, or instead of a read's large reply to a connection that does not read "
-      "its replies.\n";
-  out += "# TYPE sidetable_server_busy_total counter\n";
+  prometheus::Header(&out, "sidetable_server_busy_total", "counter", "ServerBusy (503) answered, by reason: by the frontend before executing, or instead of a read's large reply to a connection that does not read its replies.");
   for (size_t i = 0; i < kBusyReasons; i++) {
     Line(&out, "sidetable_server_busy_total",
          "reason=\"" + std::string(BusyReasonName(static_cast<BusyReason>(i))) + "\"",
          busy_[i].load(std::memory_order_relaxed));
   }
-  out +=
-      "# HELP sidetable_malformed_frames_total Request frames refused at decoding (malformed, or "
-      "declaring more than the limits allow).\n";
-  out += "# TYPE sidetable_malformed_frames_total counter\n";
+  prometheus::Header(&out, "sidetable_malformed_frames_total", "counter", "Request frames refused at decoding (malformed, or declaring more than the limits allow).");
   Line(&out, "sidetable_malformed_frames_total", "", malformed_.load(std::memory_order_relaxed));
-  out += "# HELP sidetable_replayed_writes_total Write retries answered with the first outcome of their client request id.\n";
-  out += "# TYPE sidetable_replayed_writes_total counter\n";
+  prometheus::Header(&out, "sidetable_replayed_writes_total", "counter", "Write retries answered with the first outcome of their client request id.");
   Line(&out, "sidetable_replayed_writes_total", "", replayed_writes_.load(std::memory_order_relaxed));
-  out += "# HELP sidetable_inline_requests_total Point reads and small writes the frontend executed itself (sidecar.inline_max_bytes), and writes up to sidecar.inline_alone_max_bytes that were the only request in flight.\n";
-  out += "# TYPE sidetable_inline_requests_total counter\n";
+  prometheus::Header(&out, "sidetable_inline_requests_total", "counter", "Point reads and small writes the frontend executed itself (sidecar.inline_max_bytes), and writes up to sidecar.inline_alone_max_bytes that were the only request in flight.");
   Line(&out, "sidetable_inline_requests_total", "", inline_.load(std::memory_order_relaxed));
   prometheus::Header(
       &out, "sidetable_table_barrier_waits_total", "counter",
@@ -181,62 +169,39 @@ std::string Metrics::Render(const Gauges& g) const {
                      "The parts those WriteMany requests were split into.");
   Line(&out, "sidetable_write_many_parts_total", "",
        write_many_parts_.load(std::memory_order_relaxed));
-  out += "# HELP sidetable_queue_depth Requests waiting for a worker.\n";
-  out += "# TYPE sidetable_queue_depth gauge\n";
+  prometheus::Header(&out, "sidetable_queue_depth", "gauge", "Requests waiting for a worker.");
   Line(&out, "sidetable_queue_depth", "", g.queue_depth);
-  out += "# HELP sidetable_in_flight Requests accepted and not yet answered.\n";
-  out += "# TYPE sidetable_in_flight gauge\n";
+  prometheus::Header(&out, "sidetable_in_flight", "gauge", "Requests accepted and not yet answered.");
   Line(&out, "sidetable_in_flight", "", g.in_flight);
-  out +=
-      "# HELP sidetable_inflight_bytes Requests accepted and not yet answered (wire + decoded "
-      "bytes), and replies of 64 KiB or more not yet sent.\n";
-  out += "# TYPE sidetable_inflight_bytes gauge\n";
+  prometheus::Header(&out, "sidetable_inflight_bytes", "gauge", "Requests accepted and not yet answered (wire + decoded bytes), and replies of 64 KiB or more not yet sent.");
   Line(&out, "sidetable_inflight_bytes", "", g.inflight_bytes);
-  out +=
-      "# HELP sidetable_inflight_reply_bytes Replies of 64 KiB or more handed to ZeroMQ and not "
-      "yet sent (part of sidetable_inflight_bytes).\n";
-  out += "# TYPE sidetable_inflight_reply_bytes gauge\n";
+  prometheus::Header(&out, "sidetable_inflight_reply_bytes", "gauge", "Replies of 64 KiB or more handed to ZeroMQ and not yet sent (part of sidetable_inflight_bytes).");
   Line(&out, "sidetable_inflight_reply_bytes", "", g.inflight_reply_bytes);
-  out += "# HELP sidetable_inflight_bytes_peak The highest sidetable_inflight_bytes since start.\n";
-  out += "# TYPE sidetable_inflight_bytes_peak gauge\n";
+  prometheus::Header(&out, "sidetable_inflight_bytes_peak", "gauge", "The highest sidetable_inflight_bytes since start.");
   Line(&out, "sidetable_inflight_bytes_peak", "", g.inflight_bytes_peak);
-  out +=
-      "# HELP sidetable_inflight_bytes_limit sidecar.max_inflight_bytes: past it requests get "
-      "ServerBusy.\n";
-  out += "# TYPE sidetable_inflight_bytes_limit gauge\n";
+  prometheus::Header(&out, "sidetable_inflight_bytes_limit", "gauge", "sidecar.max_inflight_bytes: past it requests get ServerBusy.");
   Line(&out, "sidetable_inflight_bytes_limit", "", g.inflight_bytes_limit);
-  out += "# HELP sidetable_inflight_connections Connections with a request in flight.\n";
-  out += "# TYPE sidetable_inflight_connections gauge\n";
+  prometheus::Header(&out, "sidetable_inflight_connections", "gauge", "Connections with a request in flight.");
   Line(&out, "sidetable_inflight_connections", "", g.inflight_connections);
-  out += "# HELP sidetable_parked_reads Reads waiting for a derived table to cover their session tokens.\n";
-  out += "# TYPE sidetable_parked_reads gauge\n";
+  prometheus::Header(&out, "sidetable_parked_reads", "gauge", "Reads waiting for a derived table to cover their session tokens.");
   Line(&out, "sidetable_parked_reads", "", g.parked_reads);
-  out += "# HELP sidetable_session_waits_total Reads that had to wait for their session tokens.\n";
-  out += "# TYPE sidetable_session_waits_total counter\n";
+  prometheus::Header(&out, "sidetable_session_waits_total", "counter", "Reads that had to wait for their session tokens.");
   Line(&out, "sidetable_session_waits_total", "", session_waits_.load(std::memory_order_relaxed));
-  out += "# HELP sidetable_session_timeouts_total Reads answered ReadSessionNotAvailable.\n";
-  out += "# TYPE sidetable_session_timeouts_total counter\n";
+  prometheus::Header(&out, "sidetable_session_timeouts_total", "counter", "Reads answered ReadSessionNotAvailable.");
   Line(&out, "sidetable_session_timeouts_total", "", session_timeouts_.load(std::memory_order_relaxed));
-  out += "# HELP sidetable_backups_total Backup operations, by result (docs/operations.md).\n";
-  out += "# TYPE sidetable_backups_total counter\n";
+  prometheus::Header(&out, "sidetable_backups_total", "counter", "Backup operations, by result (docs/operations.md).");
   Line(&out, "sidetable_backups_total", "result=\"ok\"",
        backups_ok_.load(std::memory_order_relaxed));
   Line(&out, "sidetable_backups_total", "result=\"failed\"",
        backups_failed_.load(std::memory_order_relaxed));
-  out +=
-      "# HELP sidetable_backup_last_success_seconds Unix time of the last backup made (at start, "
-      "the newest backup on disk; 0: none).\n";
-  out += "# TYPE sidetable_backup_last_success_seconds gauge\n";
+  prometheus::Header(&out, "sidetable_backup_last_success_seconds", "gauge", "Unix time of the last backup made (at start, the newest backup on disk; 0: none).");
   Line(&out, "sidetable_backup_last_success_seconds", "",
        static_cast<uint64_t>(std::max<int64_t>(0, backup_time_.load(std::memory_order_relaxed))));
-  out += "# HELP sidetable_backup_last_lsn The newest change the last backup holds.\n";
-  out += "# TYPE sidetable_backup_last_lsn gauge\n";
+  prometheus::Header(&out, "sidetable_backup_last_lsn", "gauge", "The newest change the last backup holds.");
   Line(&out, "sidetable_backup_last_lsn", "", backup_lsn_.load(std::memory_order_relaxed));
-  out += "# HELP sidetable_backup_last_bytes Bytes of the last backup's files.\n";
-  out += "# TYPE sidetable_backup_last_bytes gauge\n";
+  prometheus::Header(&out, "sidetable_backup_last_bytes", "gauge", "Bytes of the last backup's files.");
   Line(&out, "sidetable_backup_last_bytes", "", backup_bytes_.load(std::memory_order_relaxed));
-  out += "# HELP sidetable_session_wait_seconds How long reads waited for their session tokens.\n";
-  out += "# TYPE sidetable_session_wait_seconds histogram\n";
+  prometheus::Header(&out, "sidetable_session_wait_seconds", "histogram", "How long reads waited for their session tokens.");
   {
     uint64_t cumulative = 0;
     for (size_t b = 0; b <= kBucketsUs.size(); b++) {
@@ -250,103 +215,64 @@ std::string Metrics::Render(const Gauges& g) const {
            Seconds(session_wait_.sum_us.load(std::memory_order_relaxed)) + "\n";
     Line(&out, "sidetable_session_wait_seconds_count", "", session_wait_.count.load(std::memory_order_relaxed));
   }
-  out += "# HELP sidetable_changelog_lsn Newest committed change log sequence number.\n";
-  out += "# TYPE sidetable_changelog_lsn gauge\n";
+  prometheus::Header(&out, "sidetable_changelog_lsn", "gauge", "Newest committed change log sequence number.");
   Line(&out, "sidetable_changelog_lsn", "", g.last_lsn);
-  out +=
-      "# HELP sidetable_changelog_first_lsn The oldest change the change log still holds "
-      "(retention trims below it).\n";
-  out += "# TYPE sidetable_changelog_first_lsn gauge\n";
+  prometheus::Header(&out, "sidetable_changelog_first_lsn", "gauge", "The oldest change the change log still holds (retention trims below it).");
   Line(&out, "sidetable_changelog_first_lsn", "", g.first_available_lsn);
-  out += "# HELP sidetable_commits_total Batches (EGTs and table operations) committed since start.\n";
-  out += "# TYPE sidetable_commits_total counter\n";
+  prometheus::Header(&out, "sidetable_commits_total", "counter", "Batches (EGTs and table operations) committed since start.");
   Line(&out, "sidetable_commits_total", "", g.commits);
-  out += "# HELP sidetable_group_commits_total RocksDB writes the commits took (commits per group = the ratio).\n";
-  out += "# TYPE sidetable_group_commits_total counter\n";
+  prometheus::Header(&out, "sidetable_group_commits_total", "counter", "RocksDB writes the commits took (commits per group = the ratio).");
   Line(&out, "sidetable_group_commits_total", "", g.group_commits);
-  out += "# HELP sidetable_wal_syncs_total WAL fsyncs that made the commits durable (storage.durability fsync).\n";
-  out += "# TYPE sidetable_wal_syncs_total counter\n";
+  prometheus::Header(&out, "sidetable_wal_syncs_total", "counter", "WAL fsyncs that made the commits durable (storage.durability fsync).");
   Line(&out, "sidetable_wal_syncs_total", "", g.wal_syncs);
-  out +=
-      "# HELP sidetable_wal_recovery_dropped_bytes Write-ahead log bytes that did not check when "
-      "this start "
-      "recovered the WAL, dropped with every record after them (0 normally).\n";
-  out += "# TYPE sidetable_wal_recovery_dropped_bytes gauge\n";
+  prometheus::Header(&out, "sidetable_wal_recovery_dropped_bytes", "gauge", "Write-ahead log bytes that did not check when this start recovered the WAL, dropped with every record after them (0 normally).");
   Line(&out, "sidetable_wal_recovery_dropped_bytes", "", g.wal_recovery_dropped_bytes);
-  out += "# HELP sidetable_row_cache_lookups_total Point reads by whether the engine's row cache had the row "
-         "(storage.row_cache_mb).\n";
-  out += "# TYPE sidetable_row_cache_lookups_total counter\n";
+  prometheus::Header(&out, "sidetable_row_cache_lookups_total", "counter", "Point reads by whether the engine's row cache had the row (storage.row_cache_mb).");
   Line(&out, "sidetable_row_cache_lookups_total", "result=\"hit\"", g.row_cache_hits);
   Line(&out, "sidetable_row_cache_lookups_total", "result=\"miss\"", g.row_cache_misses);
-  out += "# HELP sidetable_row_cache_bytes Bytes the row cache holds (rows, keys and a fixed overhead each).\n";
-  out += "# TYPE sidetable_row_cache_bytes gauge\n";
+  prometheus::Header(&out, "sidetable_row_cache_bytes", "gauge", "Bytes the row cache holds (rows, keys and a fixed overhead each).");
   Line(&out, "sidetable_row_cache_bytes", "", g.row_cache_bytes);
-  out += "# HELP sidetable_storage_ok 1 while writes are accepted, 0 while a full disk (or another storage error) refuses them.\n";
-  out += "# TYPE sidetable_storage_ok gauge\n";
+  prometheus::Header(&out, "sidetable_storage_ok", "gauge", "1 while writes are accepted, 0 while a full disk (or another storage error) refuses them.");
   Line(&out, "sidetable_storage_ok", "", g.storage_ok ? 1 : 0);
-  out += "# HELP sidetable_storage_write_refusals_total Writes refused because the disk was full or storage failed.\n";
-  out += "# TYPE sidetable_storage_write_refusals_total counter\n";
+  prometheus::Header(&out, "sidetable_storage_write_refusals_total", "counter", "Writes refused because the disk was full or storage failed.");
   Line(&out, "sidetable_storage_write_refusals_total", "", g.storage_write_refusals_total);
-  out += "# HELP sidetable_storage_free_bytes Free bytes on the data directory's filesystem (checked every second).\n";
-  out += "# TYPE sidetable_storage_free_bytes gauge\n";
+  prometheus::Header(&out, "sidetable_storage_free_bytes", "gauge", "Free bytes on the data directory's filesystem (checked every second).");
   Line(&out, "sidetable_storage_free_bytes", "", g.storage_free_bytes);
-  out += "# HELP sidetable_writes_stalled 1 while RocksDB delays or stops writes (a flush or compaction is behind; the frontend hands writes to its workers meanwhile), else 0.\n";
-  out += "# TYPE sidetable_writes_stalled gauge\n";
+  prometheus::Header(&out, "sidetable_writes_stalled", "gauge", "1 while RocksDB delays or stops writes (a flush or compaction is behind; the frontend hands writes to its workers meanwhile), else 0.");
   Line(&out, "sidetable_writes_stalled", "", g.writes_stalled ? 1 : 0);
   if (g.publishing) {
-    out += "# HELP sidetable_publisher_published_lsn Every change up to this LSN is on Kafka.\n";
-    out += "# TYPE sidetable_publisher_published_lsn gauge\n";
+    prometheus::Header(&out, "sidetable_publisher_published_lsn", "gauge", "Every change up to this LSN is on Kafka.");
     Line(&out, "sidetable_publisher_published_lsn", "", g.published_lsn);
-    out += "# HELP sidetable_publisher_backlog_events Committed changes not yet on Kafka.\n";
-    out += "# TYPE sidetable_publisher_backlog_events gauge\n";
+    prometheus::Header(&out, "sidetable_publisher_backlog_events", "gauge", "Committed changes not yet on Kafka.");
     Line(&out, "sidetable_publisher_backlog_events", "", g.backlog_events);
-    out +=
-        "# HELP sidetable_publisher_backlog_bytes Estimated bytes of the changes not yet on "
-        "Kafka.\n";
-    out += "# TYPE sidetable_publisher_backlog_bytes gauge\n";
+    prometheus::Header(&out, "sidetable_publisher_backlog_bytes", "gauge", "Estimated bytes of the changes not yet on Kafka.");
     Line(&out, "sidetable_publisher_backlog_bytes", "", g.backlog_bytes);
-    out +=
-        "# HELP sidetable_publisher_backlog_full 1 while the backlog is at "
-        "kafka.max_backlog_events and writes get ServerBusy.\n";
-    out += "# TYPE sidetable_publisher_backlog_full gauge\n";
+    prometheus::Header(&out, "sidetable_publisher_backlog_full", "gauge", "1 while the backlog is at kafka.max_backlog_events and writes get ServerBusy.");
     Line(&out, "sidetable_publisher_backlog_full", "", g.backlog_full ? 1 : 0);
-    out += "# HELP sidetable_publisher_events_total Events delivered to Kafka (rate() = publish rate).\n";
-    out += "# TYPE sidetable_publisher_events_total counter\n";
+    prometheus::Header(&out, "sidetable_publisher_events_total", "counter", "Events delivered to Kafka (rate() = publish rate).");
     Line(&out, "sidetable_publisher_events_total", "", g.published_events_total);
-    out += "# HELP sidetable_publisher_bytes_total Bytes delivered to Kafka.\n";
-    out += "# TYPE sidetable_publisher_bytes_total counter\n";
+    prometheus::Header(&out, "sidetable_publisher_bytes_total", "counter", "Bytes delivered to Kafka.");
     Line(&out, "sidetable_publisher_bytes_total", "", g.published_bytes_total);
-    out +=
-        "# HELP sidetable_publisher_delivery_errors_total Kafka deliveries that failed (retried; "
-        "the stream does not skip).\n";
-    out += "# TYPE sidetable_publisher_delivery_errors_total counter\n";
+    prometheus::Header(&out, "sidetable_publisher_delivery_errors_total", "counter", "Kafka deliveries that failed (retried; the stream does not skip).");
     Line(&out, "sidetable_publisher_delivery_errors_total", "", g.delivery_errors_total);
-    out += "# HELP sidetable_changestream_blocked_lsn The LSN the change stream is stuck at (0 = moving); "
-           "/health says why.\n";
-    out += "# TYPE sidetable_changestream_blocked_lsn gauge\n";
+    prometheus::Header(&out, "sidetable_changestream_blocked_lsn", "gauge", "The LSN the change stream is stuck at (0 = moving); /health says why.");
     Line(&out, "sidetable_changestream_blocked_lsn", "", g.blocked_lsn);
-    out += "# HELP sidetable_publisher_chunked_events_total Events delivered as chunk runs (larger than "
-           "kafka.chunk_bytes).\n";
-    out += "# TYPE sidetable_publisher_chunked_events_total counter\n";
+    prometheus::Header(&out, "sidetable_publisher_chunked_events_total", "counter", "Events delivered as chunk runs (larger than kafka.chunk_bytes).");
     Line(&out, "sidetable_publisher_chunked_events_total", "", g.chunked_events_total);
-    out += "# HELP sidetable_publisher_refused_writes_total Writes answered ServerBusy by the backlog bound.\n";
-    out += "# TYPE sidetable_publisher_refused_writes_total counter\n";
+    prometheus::Header(&out, "sidetable_publisher_refused_writes_total", "counter", "Writes answered ServerBusy by the backlog bound.");
     Line(&out, "sidetable_publisher_refused_writes_total", "", g.refused_writes_total);
   }
   std::lock_guard lock(tables_mu_);
-  out += "# HELP sidetable_table_operations_total Entity operations committed, by table.\n";
-  out += "# TYPE sidetable_table_operations_total counter\n";
+  prometheus::Header(&out, "sidetable_table_operations_total", "counter", "Entity operations committed, by table.");
   for (const auto& [key, t] : tables_) {
     Line(&out, "sidetable_table_operations_total", "table=\"" + Escape(t.name) + "\"",
          t.operations);
   }
-  out += "# HELP sidetable_table_batches_total Write batches (EGTs) committed, by table.\n";
-  out += "# TYPE sidetable_table_batches_total counter\n";
+  prometheus::Header(&out, "sidetable_table_batches_total", "counter", "Write batches (EGTs) committed, by table.");
   for (const auto& [key, t] : tables_) {
     Line(&out, "sidetable_table_batches_total", "table=\"" + Escape(t.name) + "\"", t.batches);
   }
-  out += "# HELP sidetable_table_entities_written_total Entities inserted or replaced, by table.\n";
-  out += "# TYPE sidetable_table_entities_written_total counter\n";
+  prometheus::Header(&out, "sidetable_table_entities_written_total", "counter", "Entities inserted or replaced, by table.");
   for (const auto& [key, t] : tables_) {
     Line(&out, "sidetable_table_entities_written_total", "table=\"" + Escape(t.name) + "\"",
          t.entities_written);

@@ -157,9 +157,7 @@ std::string MetricsText(Server& server, const Metrics& metrics, const ServerGaug
   std::string out = metrics.Render(g);
   server.tenant_metrics().Render(&out);
   if (gauges.curve) {
-    out += "# HELP sidetable_curve_handshakes_total CURVE handshakes by the allow-list's answer "
-           "(security.curve_clients_file).\n";
-    out += "# TYPE sidetable_curve_handshakes_total counter\n";
+    prometheus::Header(&out, "sidetable_curve_handshakes_total", "counter", "CURVE handshakes by the allow-list's answer (security.curve_clients_file).");
     out += "sidetable_curve_handshakes_total{result=\"allowed\"} " + std::to_string(gauges.curve_allowed) + "\n";
     out += "sidetable_curve_handshakes_total{result=\"refused\"} " + std::to_string(gauges.curve_refused) + "\n";
   }
