@@ -32,4 +32,10 @@ inline void Header(std::string* out, const char* name, const char* type, const c
   *out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
 }
 
+// A family of one unlabelled series: its header and its line.
+inline void Single(std::string* out, const char* name, const char* type, const char* help, uint64_t v) {
+  Header(out, name, type, help);
+  Line(out, name, "", v);
+}
+
 }  // namespace sidetable::prometheus
