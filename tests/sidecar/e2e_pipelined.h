@@ -10,12 +10,35 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <zmq.hpp>
 
 #include "protocol/wire.h"
 
 namespace sidetable::testing {
+
+// Server flags under which every write larger than kInlineMaxBytes waits
+// on its partition's queue, one of four worker threads: nothing of that
+// size runs on the frontend, alone or not. The ordering tests pipeline
+// such writes so that the order they ran in is the queues' doing.
+inline constexpr int kInlineMaxBytes = 2000;
+inline std::vector<std::string> FourQueuedWorkersArgs(const std::string& durability) {
+  return {"--durability",
+          durability,
+          "--workers",
+          "4",
+          "--inline-max-bytes",
+          std::to_string(kInlineMaxBytes),
+          "--inline-alone-max-bytes",
+          "0"};
+}
+
+// Pads `e` past kInlineMaxBytes, so that a write of it is queued.
+inline Entity& PadPastInline(Entity& e, char fill = 'x') {
+  e.Set("Pad", Value::String(std::string(kInlineMaxBytes + 1000, fill)));
+  return e;
+}
 
 // `Tag`: what the test remembers of each request (its name, what it
 // expects), handed back with its reply.

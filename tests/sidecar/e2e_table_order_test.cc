@@ -22,16 +22,7 @@ namespace {
 // one of them.
 class TableOrderTest : public SidecarTest {
  protected:
-  std::vector<std::string> ServerArgs() override {
-    return {"--durability",
-            "os",
-            "--workers",
-            "4",
-            "--inline-max-bytes",
-            "2000",
-            "--inline-alone-max-bytes",
-            "0"};
-  }
+  std::vector<std::string> ServerArgs() override { return FourQueuedWorkersArgs("os"); }
 };
 
 struct Sent {
@@ -52,8 +43,7 @@ TEST_F(TableOrderTest, WritesPipelinedAroundADeleteAndACreateRunInTheOrderSent) 
     r.op = wire::Op::kWrite;
     r.no_content = true;
     Entity e = Person(pk, rk, 1);
-    e.Set("Pad", Value::String(std::string(3000, 'x')));  // above inline_max_bytes
-    r.ops.push_back(Operation{OpKind::kInsert, std::move(e), "", 0});
+    r.ops.push_back(Operation{OpKind::kInsert, std::move(PadPastInline(e)), "", 0});
     send(std::move(r), "insert " + pk + "/" + rk, expected);
   };
   auto table_op = [&](wire::Op op, uint16_t expected) {
@@ -118,8 +108,7 @@ TEST_F(TableOrderTest, AQueryOfSeveralPartitionsSeesTheWritesSentBeforeIt) {
   PipelinedConnection<std::string> pipe(server_->endpoint());
   auto padded = [](const std::string& pk, const std::string& rk) {
     Entity e = Person(pk, rk, 1);
-    e.Set("Pad", Value::String(std::string(3000, 'x')));  // above inline_max_bytes
-    return e;
+    return PadPastInline(e);
   };
   constexpr int kRounds = 30, kPartitions = 16;
   int short_pages = 0;

@@ -24,16 +24,7 @@ namespace {
 // of a split request waits for its parts' newest LSN (durable_acks.cc).
 class WriteManyOrderTest : public SidecarTest, public ::testing::WithParamInterface<const char*> {
  protected:
-  std::vector<std::string> ServerArgs() override {
-    return {"--durability",
-            GetParam(),
-            "--workers",
-            "4",
-            "--inline-max-bytes",
-            "2000",
-            "--inline-alone-max-bytes",
-            "0"};
-  }
+  std::vector<std::string> ServerArgs() override { return FourQueuedWorkersArgs(GetParam()); }
 };
 
 Entity Padded(const std::string& pk, const std::string& rk, int version) {
@@ -41,8 +32,7 @@ Entity Padded(const std::string& pk, const std::string& rk, int version) {
   e.partition_key = pk;
   e.row_key = rk;
   e.Set("Age", Value::Int32(version));
-  e.Set("Pad", Value::String(std::string(3000, 'x')));  // above inline_max_bytes
-  return e;
+  return PadPastInline(e);
 }
 
 wire::WriteItem Egt(const std::string& table, OpKind kind, Entity e) {
@@ -100,7 +90,7 @@ TEST_P(WriteManyOrderTest, BatchesOnOtherPartitionsRunInTheOrderSent) {
       e.partition_key = "p" + std::to_string(p);
       e.row_key = rk;
       e.Set("Third", Value::Int32(3));
-      e.Set("Pad", Value::String(std::string(3000, 'y')));
+      PadPastInline(e, 'y');
       w.ops.push_back(Operation{OpKind::kMerge, std::move(e), "*", 0});
       send(std::move(w), "merge p" + std::to_string(p));
     }
