@@ -211,6 +211,42 @@ class KafkaSourceTest : public ::testing::Test {
     return o;
   }
 
+  // Each partition's low and high watermarks, as Kafka reports them now.
+  void WatermarksOf(const std::string& topic, int partitions,
+                    std::vector<replay::kafka::Watermarks>* out) {
+    auto rk = replay::kafka::NewConsumer(kafka_->bootstraps(), {});
+    ASSERT_TRUE(rk.ok()) << rk.status().ToString();
+    auto marks = replay::kafka::QueryAllWatermarks(*rk, topic, partitions,
+                                                   Clock::now() + std::chrono::seconds(10));
+    rd_kafka_destroy(*rk);
+    ASSERT_TRUE(marks.ok()) << marks.status().ToString();
+    *out = std::move(marks).value();
+  }
+
+  // Sends LSNs from..last of a two-partition topic: the even ones padded to
+  // 500 KB on partition 0, the odd ones on partition 1, so that the mock's
+  // retention (~5 MiB a partition) drops the oldest of partition 0 only.
+  static void SendEvenPadded(Producer& producer, const std::string& topic, uint64_t from,
+                             uint64_t last) {
+    const std::string pad(500 * 1000, 'x');
+    for (uint64_t lsn = from; lsn <= last; lsn++) {
+      producer.Send(topic, lsn % 2 == 0 ? 0 : 1,
+                    lsn % 2 == 0 ? EventJson(lsn, pad) : EventJson(lsn));
+    }
+  }
+
+  // The first offset and LSN partition 0 of SendEvenPadded's topic still
+  // holds, after checking that retention cut it and left partition 1 whole.
+  void FirstHeldOfPartition0(const std::string& topic, int64_t* low_out, uint64_t* first_held) {
+    std::vector<replay::kafka::Watermarks> marks;
+    ASSERT_NO_FATAL_FAILURE(WatermarksOf(topic, 2, &marks));
+    const int64_t low = marks[0].low;
+    ASSERT_GT(low, 0) << "the mock's retention should have removed some of 7 MB";
+    ASSERT_EQ(marks[1].low, 0) << "partition 1 must be whole";
+    *low_out = low;
+    *first_held = 2 * static_cast<uint64_t>(low + 1);  // partition 0, offset i: LSN 2(i + 1)
+  }
+
   std::unique_ptr<RecordSource> Open(const KafkaSourceOptions& o,
                                      const Position* resume = nullptr) {
     auto s = replay::OpenKafkaSource(o, resume);
@@ -946,24 +982,12 @@ TEST_F(KafkaSourceTest, RetentionOnOnePartitionIsNamedNotSkipped) {
   constexpr uint64_t kLast = 29;
   {
     Producer producer(kafka_->bootstraps());
-    const std::string pad(500 * 1000, 'x');
-    for (uint64_t lsn = 1; lsn <= kLast; lsn++) {
-      producer.Send(topic, lsn % 2 == 0 ? 0 : 1,
-                    lsn % 2 == 0 ? EventJson(lsn, pad) : EventJson(lsn));
-    }
+    SendEvenPadded(producer, topic, 1, kLast);
     ASSERT_NO_FATAL_FAILURE(producer.Flush());
   }
-  auto rk = replay::kafka::NewConsumer(kafka_->bootstraps(), {});
-  ASSERT_TRUE(rk.ok()) << rk.status().ToString();
-  auto marks =
-      replay::kafka::QueryAllWatermarks(*rk, topic, 2, Clock::now() + std::chrono::seconds(10));
-  rd_kafka_destroy(*rk);
-  ASSERT_TRUE(marks.ok()) << marks.status().ToString();
-  const int64_t low = (*marks)[0].low;
-  ASSERT_GT(low, 0) << "the mock's retention should have removed some of 7 MB";
-  ASSERT_EQ((*marks)[1].low, 0);
-  const uint64_t first_held =
-      2 * static_cast<uint64_t>(low + 1);  // partition 0, offset i: LSN 2(i + 1)
+  int64_t low = 0;
+  uint64_t first_held = 0;
+  ASSERT_NO_FATAL_FAILURE(FirstHeldOfPartition0(topic, &low, &first_held));
   std::vector<uint64_t> from_first_held;
   for (uint64_t lsn = first_held; lsn <= kLast; lsn++) from_first_held.push_back(lsn);
 
@@ -1084,25 +1108,14 @@ TEST_F(KafkaSourceTest, ARebuildFromATopicOfOneTableRefusesWhatRetentionCut) {
     created.table = "T";
     created.table_id = 1;
     producer.Send(topic, 1, events::EncodeEvent(created, "ks-test"));
-    // Partition 0: large inserts, whose oldest the mock's ~5 MiB drops.
-    const std::string pad(500 * 1000, 'x');
-    for (uint64_t lsn = 2; lsn <= kLast; lsn++) {
-      producer.Send(topic, lsn % 2 == 0 ? 0 : 1,
-                    lsn % 2 == 0 ? EventJson(lsn, pad) : EventJson(lsn));
-    }
+    // Partition 0: large inserts, whose oldest the mock's ~5 MiB drops;
+    // the creation stays on partition 1.
+    SendEvenPadded(producer, topic, 2, kLast);
     ASSERT_NO_FATAL_FAILURE(producer.Flush());
   }
-  auto rk = replay::kafka::NewConsumer(kafka_->bootstraps(), {});
-  ASSERT_TRUE(rk.ok()) << rk.status().ToString();
-  auto marks =
-      replay::kafka::QueryAllWatermarks(*rk, topic, 2, Clock::now() + std::chrono::seconds(10));
-  rd_kafka_destroy(*rk);
-  ASSERT_TRUE(marks.ok()) << marks.status().ToString();
-  const int64_t low = (*marks)[0].low;
-  ASSERT_GT(low, 0) << "the mock's retention should have removed some of 7 MB";
-  ASSERT_EQ((*marks)[1].low, 0) << "the creation must still be there";
-  const uint64_t first_held =
-      2 * static_cast<uint64_t>(low + 1);  // partition 0, offset i: LSN 2(i + 1)
+  int64_t low = 0;
+  uint64_t first_held = 0;
+  ASSERT_NO_FATAL_FAILURE(FirstHeldOfPartition0(topic, &low, &first_held));
 
   KafkaSourceOptions o = Options(topic);
   o.contiguous = false;
@@ -1159,13 +1172,9 @@ TEST_F(KafkaSourceTest, AChunkRunCutByRetentionIsHistoryGone) {
     for (uint64_t lsn = 1; lsn <= 13; lsn += 2) producer.Send(topic, 1, EventJson(lsn));
     ASSERT_NO_FATAL_FAILURE(producer.Flush());
   }
-  auto rk = replay::kafka::NewConsumer(kafka_->bootstraps(), {});
-  ASSERT_TRUE(rk.ok()) << rk.status().ToString();
-  auto marks =
-      replay::kafka::QueryAllWatermarks(*rk, topic, 2, Clock::now() + std::chrono::seconds(10));
-  rd_kafka_destroy(*rk);
-  ASSERT_TRUE(marks.ok()) << marks.status().ToString();
-  ASSERT_EQ((*marks)[0].low, 1) << "the mock should have removed the first chunk only";
+  std::vector<replay::kafka::Watermarks> marks;
+  ASSERT_NO_FATAL_FAILURE(WatermarksOf(topic, 2, &marks));
+  ASSERT_EQ(marks[0].low, 1) << "the mock should have removed the first chunk only";
 
   // By time, just after LSN 1: LSN 2 would be the first record, and it is gone.
   KafkaSourceOptions o = Options(topic);

@@ -829,6 +829,17 @@ std::string DropLastLine(const std::string& state) {
 // A shard claim (scale-out) carries no LSN, table or rows. The replay
 // sources consume claims, but one fed to the builder must change nothing:
 // not the state, not the last applied LSN, not the cut.
+// Table "Main" (id 7) created at LSN 1, time 100: the unit cases' start.
+ChangeRecord MainCreated() {
+  ChangeRecord created;
+  created.lsn = 1;
+  created.commit_time = 100;
+  created.kind = ChangeKind::kTableCreated;
+  created.table = "Main";
+  created.table_id = 7;
+  return created;
+}
+
 TEST(PointInTimeUnitTest, AShardClaimChangesNothing) {
   auto entity_record = [](uint64_t lsn, int64_t time, const std::string& rk) {
     ChangeRecord r;
@@ -851,12 +862,7 @@ TEST(PointInTimeUnitTest, AShardClaimChangesNothing) {
     r.ops.push_back(op);
     return r;
   };
-  ChangeRecord created;
-  created.lsn = 1;
-  created.commit_time = 100;
-  created.kind = ChangeKind::kTableCreated;
-  created.table = "Main";
-  created.table_id = 7;
+  const ChangeRecord created = MainCreated();
   ChangeRecord claim;
   claim.kind = ChangeKind::kShardClaimed;
   claim.epoch = 2;
@@ -882,12 +888,7 @@ TEST(PointInTimeUnitTest, AShardClaimChangesNothing) {
 // resume from the checkpoint (found from outside in session 42: the rebuild
 // gave the table without the lost entities, exit 0).
 TEST(PointInTimeUnitTest, ATableCreatedBeforeTheWholeHistoryIsRefusedAlsoAfterAResume) {
-  ChangeRecord created;
-  created.lsn = 1;
-  created.commit_time = 100;
-  created.kind = ChangeKind::kTableCreated;
-  created.table = "Main";
-  created.table_id = 7;
+  const ChangeRecord created = MainCreated();
   ChangeRecord insert;
   insert.lsn = 6;
   insert.commit_time = 600;
