@@ -39,15 +39,51 @@ bool Admission::TryAdmit(const std::string& identity, uint64_t bytes, BusyReason
   return true;
 }
 
-void Admission::Release(const std::string& identity, uint64_t bytes) {
+void Admission::Release(const std::string& identity, uint64_t bytes, const WorkerSet& queued_on) {
   std::lock_guard lock(mu_);
   auto it = connections_.find(identity);
   if (it == connections_.end()) {
     bytes_.store(bytes_.load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
     return;
   }
+  UnqueueLocked(it->second, queued_on);
   it->second.requests--;
   SubtractLocked(it, bytes);
+}
+
+void Admission::Unqueue(const std::string& identity, const WorkerSet& workers) {
+  std::lock_guard lock(mu_);
+  auto it = connections_.find(identity);
+  if (it != connections_.end()) UnqueueLocked(it->second, workers);
+}
+
+void Admission::UnqueueLocked(PerConnection& c, const WorkerSet& workers) {
+  if (workers.none()) return;
+  for (size_t w = 0; w < c.queued.size(); w++) {
+    if (workers.test(w) && c.queued[w] > 0) c.queued[w]--;
+  }
+}
+
+void Admission::NoteQueued(const std::string& identity, const WorkerSet& workers) {
+  std::lock_guard lock(mu_);
+  auto it = connections_.find(identity);
+  if (it == connections_.end()) return;
+  std::vector<uint32_t>& q = it->second.queued;
+  for (size_t w = 0; w < workers.size(); w++) {
+    if (!workers.test(w)) continue;
+    if (q.size() <= w) q.resize(w + 1);
+    q[w]++;
+  }
+}
+
+WorkerSet Admission::QueuedOn(const std::string& identity) const {
+  WorkerSet out;
+  std::lock_guard lock(mu_);
+  auto it = connections_.find(identity);
+  if (it == connections_.end()) return out;
+  const std::vector<uint32_t>& q = it->second.queued;
+  for (size_t w = 0; w < q.size(); w++) out.set(w, q[w] > 0);
+  return out;
 }
 
 bool Admission::TryChargeReply(const std::string& identity, uint64_t bytes, bool refusable,

@@ -33,11 +33,13 @@
 
 #include <array>
 #include <atomic>
+#include <bitset>
 #include <cstdint>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "protocol/wire.h"
 
@@ -55,6 +57,9 @@ enum class BusyReason : uint8_t {
 inline constexpr size_t kBusyReasons = 6;
 std::string_view BusyReasonName(BusyReason r);  // "queue_full", ...
 
+// Worker threads, by index (sidecar.workers is at most 256).
+using WorkerSet = std::bitset<256>;
+
 struct AdmissionLimits {
   uint64_t max_bytes = 0;
   uint64_t max_connection_requests = 0;
@@ -69,8 +74,21 @@ class Admission {
   // sets *why without charging anything. With charge false it only answers
   // whether it would admit (the frontend's check before decoding).
   bool TryAdmit(const std::string& identity, uint64_t bytes, BusyReason* why, bool charge = true);
-  // Gives back what TryAdmit() charged, once the request is answered.
-  void Release(const std::string& identity, uint64_t bytes);
+  // Gives back what TryAdmit() charged, once the request is answered, and
+  // the workers NoteQueued() counted it on.
+  void Release(const std::string& identity, uint64_t bytes, const WorkerSet& queued_on = {});
+  // Counts an admitted request of `identity` as queued on `workers` until
+  // its Release. Called before the push, so that a quick answer cannot
+  // release it first; a connection with nothing charged is not tracked.
+  void NoteQueued(const std::string& identity, const WorkerSet& workers);
+  // Takes a request off the workers NoteQueued() counted it on, before its
+  // reply is sent (so that the client's next request never sees it there);
+  // its Release is then given no workers.
+  void Unqueue(const std::string& identity, const WorkerSet& workers);
+  // The workers that hold requests of `identity` not answered yet: what a
+  // query of several partitions must wait for to see that connection's
+  // earlier writes (frontend.cc, the order mark).
+  WorkerSet QueuedOn(const std::string& identity) const;
   // Charges a large reply's `bytes` to `identity` while libzmq holds it.
   // Refuses (false, *why, nothing charged) only when `refusable` and the
   // connection holds queued replies already and this one would take it
@@ -92,7 +110,10 @@ class Admission {
     uint64_t requests = 0;
     uint64_t bytes = 0;        // requests' and replies' charges
     uint64_t reply_bytes = 0;  // replies' alone
+    std::vector<uint32_t> queued;  // requests queued or running, by worker (NoteQueued)
   };
+  // Requires mu_.
+  static void UnqueueLocked(PerConnection& c, const WorkerSet& workers);
   // Adds `bytes` to the server's total and its peak. Requires mu_.
   void AddLocked(uint64_t bytes);
   // Takes `bytes` off `it` and the total; forgets the connection once it

@@ -392,8 +392,9 @@ bool Server::Impl::OnRequest() {
       !job.forward && config_.workers > 1 && handler_.routing() == nullptr &&
       (job.request.op == wire::Op::kCreateTable || job.request.op == wire::Op::kDeleteTable);
   // A query that may read several partitions runs after everything queued
-  // before it on every worker, so that it sees every write sent before it
-  // on the connection; the other workers only mark the point and go on.
+  // before it on the workers that hold the connection's unanswered
+  // requests, so that it sees every write sent before it on the
+  // connection; those workers only mark the point and go on.
   // Not with session tokens (a read that waits for them loses its place
   // anyway, parked_reads.h).
   const bool catch_up = !job.forward && any_worker && config_.workers > 1 &&
@@ -404,33 +405,52 @@ bool Server::Impl::OnRequest() {
   if (split == Split::kQueued) return true;
   bool pushed = false;
   if (split != Split::kNoRoom) {
-    if (barrier || catch_up) {
-      pushed = PushBehindBarrier(w, job, /*shares_wait=*/barrier);
+    // Only the workers that hold this connection's unanswered requests can
+    // hold a write it sent before the query: the mark goes to those alone,
+    // and a query with none ahead of it elsewhere runs without one.
+    WorkerSet ahead;
+    if (catch_up) {
+      ahead = admission_->QueuedOn(job.envelope);
+      ahead.reset(w);
+    }
+    // Counted before the push: a quick answer releases what was noted.
+    if (!job.forward && w < static_cast<size_t>(config_.workers)) {
+      job.queued_on.set(w);
+      admission_->NoteQueued(job.envelope, job.queued_on);
+    }
+    if (barrier) {
+      pushed = PushBehindBarrier(w, job, /*shares_wait=*/true);
+    } else if (catch_up && ahead.any()) {
+      pushed = PushBehindBarrier(w, job, /*shares_wait=*/false, &ahead);
     } else {
       pushed = queues_[w]->TryPush(std::move(job));
     }
   }
   if (!pushed) {
     in_flight_.fetch_sub(1, std::memory_order_relaxed);
-    admission_->Release(job.envelope, job.charge);
+    admission_->Release(job.envelope, job.charge, job.queued_on);
     release_tenant();
     AnswerBusy(header, job.envelope, job.delimiter, BusyReason::kQueueFull, received);
   }
   return true;
 }
 
-bool Server::Impl::PushBehindBarrier(size_t executor, Job& job, bool shares_wait) {
+bool Server::Impl::PushBehindBarrier(size_t executor, Job& job, bool shares_wait,
+                                     const WorkerSet* on) {
   // All or nothing: a share on a queue whose operation was refused would
   // only pass through, but a refused share would hold the operation's
   // worker for good. The frontend is the only producer of new jobs, so the
   // room seen here is there at the push.
   const size_t workers = static_cast<size_t>(config_.workers);
+  auto gets_share = [&](size_t i) { return i != executor && (on == nullptr || on->test(i)); };
+  size_t shares = 0;
   for (size_t i = 0; i < workers; i++) {
-    if (!queues_[i]->HasRoom()) return false;
+    if ((i == executor || gets_share(i)) && !queues_[i]->HasRoom()) return false;
+    shares += gets_share(i);
   }
-  job.barrier = std::make_shared<WorkerBarrier>(workers - 1, shares_wait);
+  job.barrier = std::make_shared<WorkerBarrier>(shares, shares_wait);
   for (size_t i = 0; i < workers; i++) {
-    if (i == executor) continue;
+    if (!gets_share(i)) continue;
     Job share;
     share.barrier = job.barrier;
     share.barrier_share = true;

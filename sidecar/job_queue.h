@@ -25,6 +25,7 @@
 
 #include "protocol/token.h"
 #include "protocol/wire.h"
+#include "sidecar/admission.h"
 #include "sidecar/worker_barrier.h"
 
 namespace sidetable::sidecar {
@@ -37,6 +38,7 @@ struct Job {
   wire::Request request;
   std::chrono::steady_clock::time_point received;
   uint64_t charge = 0;  // bytes charged to admission, given back once answered
+  WorkerSet queued_on;  // the worker queues admission counts it on (Admission::NoteQueued)
   // The verified token (auth.mode: tokens; null otherwise). Its tenant
   // holds a quota slot until the job is answered.
   std::shared_ptr<const token::Token> principal;

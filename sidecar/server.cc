@@ -319,6 +319,12 @@ bool Server::Impl::ChargeReply(const Job& job, Code* code, std::string& reply) {
 
 void Server::Impl::FinishJob(Job& job, Code code, std::string& reply, zmq::socket_t& out,
                              uint64_t entities) {
+  // Executed: off its worker for the connection's next query (the order
+  // mark, frontend.cc) before the client can see the reply and send one.
+  if (job.queued_on.any()) {
+    admission_->Unqueue(job.envelope, job.queued_on);
+    job.queued_on.reset();
+  }
   // Before anything records the outcome: it may become ServerBusy.
   const Code executed = code;
   const bool charged = ChargeReply(job, &code, reply);
@@ -356,7 +362,7 @@ void Server::Impl::FinishJob(Job& job, Code code, std::string& reply, zmq::socke
     out.send(message, zmq::send_flags::none);
     replies_waiting_.fetch_add(1, std::memory_order_release);
   }
-  admission_->Release(job.envelope, job.charge);
+  admission_->Release(job.envelope, job.charge, job.queued_on);
   in_flight_.fetch_sub(1, std::memory_order_relaxed);
 }
 

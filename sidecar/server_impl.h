@@ -155,8 +155,10 @@ class Server::Impl {
   // Queues a table operation behind a barrier on every worker (false: a
   // queue is full, the job is still the caller's).
   // shares_wait false: the other workers only mark the point and go on
-  // (a query of several partitions, worker_barrier.h).
-  bool PushBehindBarrier(size_t executor, Job& job, bool shares_wait = true);
+  // (a query of several partitions, worker_barrier.h). `on`: the other
+  // workers that get a share (every one when none is given).
+  bool PushBehindBarrier(size_t executor, Job& job, bool shares_wait = true,
+                         const WorkerSet* on = nullptr);
   // Answers an executed request: at once, or (a write not yet durable in
   // fsync durability) through the acknowledger once its LSN is.
   void Complete(Job& job, Code code, std::string& reply, zmq::socket_t& out, uint64_t entities,

@@ -44,7 +44,7 @@ void Server::Impl::RefuseQueued() {
   for (Job& job : left) {
     wire::Header h{wire::kVersion, static_cast<uint8_t>(job.request.op), 0, job.request.id};
     AnswerBusy(h, job.envelope, job.delimiter, BusyReason::kShuttingDown, job.received);
-    admission_->Release(job.envelope, job.charge);
+    admission_->Release(job.envelope, job.charge, job.queued_on);
     in_flight_.fetch_sub(1, std::memory_order_relaxed);
   }
 }
@@ -57,7 +57,7 @@ void Server::Impl::RefuseParked() {
   for (Job& job : left) {
     wire::Header h{wire::kVersion, static_cast<uint8_t>(job.request.op), 0, job.request.id};
     AnswerBusy(h, job.envelope, job.delimiter, BusyReason::kShuttingDown, job.received);
-    admission_->Release(job.envelope, job.charge);
+    admission_->Release(job.envelope, job.charge, job.queued_on);
     in_flight_.fetch_sub(1, std::memory_order_relaxed);
   }
 }

@@ -57,6 +57,10 @@ Server::Impl::Split Server::Impl::PushWriteManyParts(Job& job) {
     part.part->indexes = std::move(per_worker[worker]);
     part_jobs.push_back(std::move(part));
   }
+  // Counted on every part's worker until the whole is answered (a query
+  // on the connection waits for them, frontend.cc), before any push.
+  for (size_t worker : targets) job.queued_on.set(worker);
+  admission_->NoteQueued(job.envelope, job.queued_on);
   auto gather = std::make_shared<WriteManyGather>(std::move(job), writes.size(), targets.size());
   for (size_t k = 0; k < targets.size(); k++) {
     const size_t worker = targets[k];

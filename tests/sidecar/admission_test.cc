@@ -77,5 +77,42 @@ TEST_F(AdmissionTest, ARequestAndAReplyOfOneConnectionAreReleasedApart) {
   EXPECT_EQ(admission_.bytes_in_flight(), 0u);
 }
 
+// The workers a connection's unanswered requests are queued on: what a
+// query of several partitions waits for (frontend.cc). Each request counts
+// until its Release, per connection, and a WriteMany split counts on each
+// of its parts' workers.
+TEST_F(AdmissionTest, QueuedOnNamesTheWorkersHoldingAConnectionsRequests) {
+  auto on = [](std::initializer_list<size_t> ws) {
+    WorkerSet s;
+    for (size_t w : ws) s.set(w);
+    return s;
+  };
+  EXPECT_TRUE(admission_.QueuedOn("a").none());
+  ASSERT_TRUE(admission_.TryAdmit("a", 100, &why_));
+  admission_.NoteQueued("a", on({2}));
+  ASSERT_TRUE(admission_.TryAdmit("a", 100, &why_));
+  admission_.NoteQueued("a", on({2}));
+  ASSERT_TRUE(admission_.TryAdmit("a", 100, &why_));
+  admission_.NoteQueued("a", on({0, 255}));  // a split WriteMany
+  ASSERT_TRUE(admission_.TryAdmit("b", 100, &why_));
+  admission_.NoteQueued("b", on({1}));
+  EXPECT_EQ(admission_.QueuedOn("a"), on({0, 2, 255}));
+  EXPECT_EQ(admission_.QueuedOn("b"), on({1}));
+  admission_.Release("a", 100, on({2}));
+  EXPECT_EQ(admission_.QueuedOn("a"), on({0, 2, 255}))
+      << "one of two requests on worker 2 is still there";
+  admission_.Release("a", 100, on({0, 255}));
+  EXPECT_EQ(admission_.QueuedOn("a"), on({2}));
+  admission_.Release("a", 100, on({2}));
+  EXPECT_TRUE(admission_.QueuedOn("a").none());
+  admission_.Release("b", 100, on({1}));
+  EXPECT_TRUE(admission_.QueuedOn("b").none());
+  EXPECT_EQ(admission_.connections_in_flight(), 0u);
+  // A connection with nothing charged is not tracked.
+  admission_.NoteQueued("c", on({3}));
+  EXPECT_TRUE(admission_.QueuedOn("c").none());
+  EXPECT_EQ(admission_.connections_in_flight(), 0u);
+}
+
 }  // namespace
 }  // namespace sidetable::sidecar
