@@ -95,6 +95,46 @@ void RaiseOpenFileLimitLogged() {
   }
 }
 
+Result<StackLimit> EnsureStackSize(size_t min_bytes) {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_STACK, &lim) != 0) {
+    return Status(Code::kInternal, std::string("getrlimit(RLIMIT_STACK): ") + std::strerror(errno));
+  }
+  auto bytes = [](rlim_t v) { return v == RLIM_INFINITY ? uint64_t{0} : static_cast<uint64_t>(v); };
+  StackLimit out;
+  out.soft_before = out.soft_after = bytes(lim.rlim_cur);
+  if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < min_bytes) {
+    if (lim.rlim_max != RLIM_INFINITY && lim.rlim_max < min_bytes) {
+      return Status(Code::kInvalidInput,
+                    "the stack limit (ulimit -s, LimitSTACK=, --ulimit stack=) is " +
+                        std::to_string(bytes(lim.rlim_max) >> 10) + " KiB; the sidecar needs " +
+                        std::to_string(min_bytes >> 10) +
+                        " KiB (a $filter nested to its limit of 64 overflowed less): raise it");
+    }
+    rlimit raised = lim;
+    raised.rlim_cur = min_bytes;
+    if (setrlimit(RLIMIT_STACK, &raised) != 0) {
+      return Status(Code::kInternal,
+                    std::string("setrlimit(RLIMIT_STACK): ") + std::strerror(errno));
+    }
+    out.soft_after = min_bytes;
+  }
+  pthread_attr_t attr;
+  if (int rc = pthread_getattr_default_np(&attr); rc != 0) {
+    return Status(Code::kInternal, std::string("pthread_getattr_default_np: ") + std::strerror(rc));
+  }
+  size_t size = 0;
+  int rc = pthread_attr_getstacksize(&attr, &size);
+  if (rc == 0 && size < min_bytes) {
+    rc = pthread_attr_setstacksize(&attr, min_bytes);
+    if (rc == 0) rc = pthread_setattr_default_np(&attr);
+  }
+  pthread_attr_destroy(&attr);
+  if (rc != 0)
+    return Status(Code::kInternal, std::string("thread stack size: ") + std::strerror(rc));
+  return out;
+}
+
 void NameAfterExecutable() {
   char path[4096];
   const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);

@@ -67,6 +67,25 @@ Result<FileLimit> RaiseOpenFileLimit();
 // hard limit, B", "open files: limit B", or a warning with the error.
 void RaiseOpenFileLimitLogged();
 
+// Makes sure every thread of the process may use at least `min_bytes` of
+// stack. The frontend runs on the main thread, whose stack RLIMIT_STACK
+// bounds, and glibc sizes every new thread's stack by RLIMIT_STACK too: under
+// `ulimit -s 64` a query whose $filter nests 63 levels (the documented limit
+// is 64) overflowed the 64 KiB and the sidecar died of SIGSEGV (found from
+// outside in session 43). So the soft RLIMIT_STACK is raised to `min_bytes`
+// when the hard one allows (the main thread's stack grows up to the limit
+// in force when it grows), new threads get at least `min_bytes` (glibc's
+// default thread attributes, which std::thread, RocksDB, libzmq and
+// librdkafka use), and a hard limit below `min_bytes` is an error, for
+// main() to refuse to start with rather than crash on a request later.
+// Larger limits are kept. Call it from main() before any thread starts.
+inline constexpr size_t kMinStackBytes = size_t{1} << 20;
+struct StackLimit {
+  uint64_t soft_before = 0;  // 0: unlimited
+  uint64_t soft_after = 0;
+};
+Result<StackLimit> EnsureStackSize(size_t min_bytes = kMinStackBytes);
+
 // Names the process (its comm: `ps`, `top`, `pgrep -x`, the threads it
 // starts later) after the file it runs from. A server that execs itself
 // through /proc/self/exe (sidecar/main.cc for its heap tunables,

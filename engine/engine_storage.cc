@@ -1,6 +1,7 @@
 // The engine on a full disk: StorageGuard (see internal/storage_guard.h).
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -53,6 +54,11 @@ void StorageGuard::Attach(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* marker_c
   // Only the gate: the state waits for the first Check (the reserve is not
   // re-created yet, and a state computed now would log a false no_space).
   std::lock_guard lock(mu_);
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) == 0) {
+    dir_dev_ = static_cast<uint64_t>(st.st_dev);
+    dir_ino_ = static_cast<uint64_t>(st.st_ino);
+  }
   marker_needed_ = marker_cf != nullptr;
   if (marker_needed_) writable_.store(false, std::memory_order_release);
 }
@@ -86,12 +92,29 @@ uint64_t StorageGuard::FreeBytes() const {
   return static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
 }
 
+std::string StorageGuard::DirectoryProblemLocked() const {
+  if (dir_ino_ == 0) return "";  // not attached (or stat failed at the open)
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) != 0) {
+    if (errno != ENOENT && errno != ENOTDIR) return "";  // cannot tell; RocksDB will
+    return "the data directory " + path_ +
+           " was removed while open (a write now would be lost with it): restart on it";
+  }
+  if (static_cast<uint64_t>(st.st_dev) != dir_dev_ ||
+      static_cast<uint64_t>(st.st_ino) != dir_ino_) {
+    return "the data directory " + path_ +
+           " was replaced by another while open: restart on the one intended";
+  }
+  return "";
+}
+
 StorageHealth StorageGuard::Check() {
   const uint64_t free = FreeBytes();
   bool resume = false;
   {
     std::lock_guard lock(mu_);
     free_bytes_ = free;
+    if (dir_error_.empty()) dir_error_ = DirectoryProblemLocked();
     // Twice the reserve: once for the file, once left free after it, so a
     // disk that just got the reserve back is not full again at once.
     if (reserve_bytes_ > 0 && !reserve_held_ && free >= 2 * reserve_bytes_) {
@@ -256,7 +279,10 @@ bool StorageGuard::RocksDbStallsWrites() const {
 void StorageGuard::UpdateLocked() {
   StorageState next = StorageState::kOk;
   std::string why;
-  if (!bg_error_.ok()) {
+  if (!dir_error_.empty()) {
+    next = StorageState::kFailed;
+    why = dir_error_;
+  } else if (!bg_error_.ok()) {
     next = IsSpaceError(bg_error_) ? StorageState::kNoSpace : StorageState::kFailed;
     why = "RocksDB stopped writes: " + bg_error_.ToString();
   } else if (reserve_bytes_ > 0 && !reserve_held_) {

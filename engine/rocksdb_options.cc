@@ -9,6 +9,7 @@
 #include <rocksdb/sst_file_manager.h>
 #include <rocksdb/table.h>
 #include <rocksdb/utilities/table_properties_collectors.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 
@@ -51,12 +52,39 @@ rocksdb::ColumnFamilyOptions LogCfOptions(const EngineOptions& o, const std::sha
   return cf;
 }
 
+uint64_t SoftOpenFileLimit() {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return 0;
+  return static_cast<uint64_t>(rl.rlim_cur);
+}
+
 }  // namespace
+
+int TableFilesOpenAtOnce(uint64_t soft_limit) {
+  if (soft_limit == 0) return -1;
+  const uint64_t share = soft_limit / kTableFileShareDivisor;
+  // Beyond RocksDB's own ceiling (0x400000) there is nothing to bound.
+  if (share >= 0x400000) return -1;
+  return static_cast<int>(std::max<uint64_t>(share, kMinTableFilesOpen));
+}
 
 RocksDbOptionSet MakeRocksDbOptions(const EngineOptions& options) {
   RocksDbOptionSet set;
   rocksdb::DBOptions& db = set.db;
   db.create_if_missing = options.create_if_missing;
+  // RocksDB's default (-1) keeps every table file open for good, one
+  // descriptor each, however many the store grows to. Under a low
+  // RLIMIT_NOFILE (a container's or a shell's ulimit -n that the sidecar
+  // cannot raise) the store outgrew it: the next flush or compaction failed
+  // with "Too many open files", the storage turned `failed` and refused every
+  // write until a restart, which opened the files again and failed again
+  // (found from outside in session 43: at 64 descriptors after ~1,700 EGTs,
+  // 29 table files). A bound makes RocksDB's table cache close the least
+  // recently used files instead. The listeners keep to their shares too
+  // (ZeroMQ a quarter, the REST gateway half: sidecar/transport.cc,
+  // sidecar/rest/http_server.cc); the table files take a quarter. Read at
+  // every open, after the sidecar raised its soft limit to the hard one.
+  db.max_open_files = TableFilesOpenAtOnce(SoftOpenFileLimit());
   db.create_missing_column_families = true;
   // Two flush threads and one compaction thread (RocksDB derives one of
   // each from max_background_jobs = 2). The entity and change-log column

@@ -235,6 +235,13 @@ int main(int argc, char** argv) {
                  arenas, common::MallocArenas(arenas));
   }
   common::RaiseOpenFileLimitLogged();
+  if (auto stack = common::EnsureStackSize(); !stack.ok()) {
+    spdlog::error("start-up failed: {}", stack.status().message());
+    return 1;
+  } else if (stack->soft_after != stack->soft_before) {
+    spdlog::info("stack: soft limit raised from {} KiB to {} KiB", stack->soft_before >> 10,
+                 stack->soft_after >> 10);
+  }
   // Before any thread starts, so that every thread inherits the blocked
   // stop signals (common/process.h).
   common::InstallStopSignals(OnSignal);

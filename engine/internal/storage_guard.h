@@ -14,6 +14,15 @@
 //    is 100% full, and re-created once twice its size is free. While it is
 //    missing, writes are refused: the gap between "re-created" and "full
 //    again" is the hysteresis that keeps the engine from flapping.
+//  - The data directory itself, looked at by every Check(): removed (rm -rf,
+//    a volume unmounted lazily) or replaced by another directory at its
+//    path, RocksDB goes on appending to the files it has open, now unlinked,
+//    and acknowledges writes a restart can never find; it notices only when
+//    it next creates a file (a flush: minutes at a low write rate). Session
+//    43 saw 7,400 writes acknowledged, /health "ok", before that. The state
+//    turns `failed` for good (a restart on the right directory is the way
+//    back), so at most one maintenance tick's writes are acknowledged into
+//    the void.
 //  - One state (ok / no_space / failed) that writes consult first, the
 //    health page reports, and the log records once per transition.
 //  - A WAL switch after every recovery. RocksDB 7.8 resumes by flushing the
@@ -112,6 +121,9 @@ class StorageGuard : public rocksdb::EventListener {
   // marker_mu_, not mu_ (a write may wait on threads whose callbacks take it).
   void PlaceMarker();
   uint64_t FreeBytes() const;
+  // What is wrong with the data directory ("" if nothing): gone, or another
+  // directory at its path than the one opened (dir_dev_, dir_ino_). Holds mu_.
+  std::string DirectoryProblemLocked() const;
 
   const std::string path_;
   const std::string reserve_file_;
@@ -128,6 +140,8 @@ class StorageGuard : public rocksdb::EventListener {
 
   mutable std::mutex mu_;
   rocksdb::Status bg_error_;   // RocksDB's current background error, OK if none
+  std::string dir_error_;      // DirectoryProblem() once seen; never cleared
+  uint64_t dir_dev_ = 0, dir_ino_ = 0;  // the directory opened (set by Attach)
   bool reserve_held_ = false;
   bool marker_needed_ = false;  // started, recovered or flushed; marker not yet placed
   StorageState state_ = StorageState::kOk;

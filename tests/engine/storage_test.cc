@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -297,6 +298,52 @@ TEST(EngineStorageTest, FailedGroupFlushFailsEveryDeferredWriteAndLeavesNoLsnGap
   ASSERT_TRUE(changes.ok());
   ASSERT_EQ(changes->records.size(), last_before + 1);
   for (size_t i = 0; i < changes->records.size(); i++) EXPECT_EQ(changes->records[i].lsn, i + 1);
+}
+
+// Session 43, from outside: `rm -rf` of a running sidecar's data directory.
+// RocksDB went on appending to its open (now unlinked) WAL, and the sidecar
+// acknowledged ~7,400 writes with /health "ok" until a flush failed to
+// create its file; a restart finds none of them. The maintenance check now
+// sees the directory gone (or replaced at its path) and refuses writes for
+// good. On the old engine the state stays ok and the write below succeeds.
+void ExpectWritesRefusedOnceTheDirectoryIs(const std::string& what,
+                                           const std::function<void(const std::string&)>& change) {
+  TempDir dir;
+  EngineOptions options;
+  options.durability = Durability::kOs;
+  options.storage_reserve_bytes = 0;
+  auto engine = Engine::Open(options, dir.Sub("db"));
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  ASSERT_TRUE((*engine)->CreateTable("Things").ok());
+  Batch first("Things");
+  first.Insert(MakeEntity("p", "before"));
+  ASSERT_TRUE((*engine)->Execute(first).ok());
+  ASSERT_EQ((*engine)->CheckStorage().state, StorageState::kOk);
+
+  change(dir.Sub("db"));
+  const StorageHealth h = (*engine)->CheckStorage();
+  EXPECT_EQ(h.state, StorageState::kFailed);
+  EXPECT_NE(h.error.find(what), std::string::npos) << h.error;
+  Batch after("Things");
+  after.Insert(MakeEntity("p", "after"));
+  auto r = (*engine)->Execute(after);
+  ASSERT_FALSE(r.ok()) << "a write into a " << what << " data directory was acknowledged";
+  EXPECT_EQ(r.status().code(), Code::kUnavailable) << r.status().ToString();
+  // For good: another check (and RocksDB's resume) does not bring writes back.
+  EXPECT_EQ((*engine)->CheckStorage().state, StorageState::kFailed);
+  EXPECT_FALSE((*engine)->Execute(after).ok());
+}
+
+TEST(EngineStorageTest, ARemovedDataDirectoryRefusesWrites) {
+  ExpectWritesRefusedOnceTheDirectoryIs(
+      "removed", [](const std::string& db) { std::filesystem::remove_all(db); });
+}
+
+TEST(EngineStorageTest, AReplacedDataDirectoryRefusesWrites) {
+  ExpectWritesRefusedOnceTheDirectoryIs("replaced", [](const std::string& db) {
+    std::filesystem::rename(db, db + ".moved");
+    std::filesystem::create_directory(db);
+  });
 }
 
 }  // namespace
