@@ -61,10 +61,12 @@ uint64_t SoftOpenFileLimit() {
 }  // namespace
 
 int TableFilesOpenAtOnce(uint64_t soft_limit) {
-  if (soft_limit == 0) return -1;
+  // With descriptors to spare for 16,384 table files and more (1 TB of 64
+  // MiB files) every file stays open, as RocksDB does by default: each then
+  // keeps its reader pinned, where a bounded table cache costs every read a
+  // cache lookup per file it probes. Below that, a low limit is the risk.
+  if (soft_limit == 0 || soft_limit >= kAllTableFilesOpenFrom) return -1;
   const uint64_t share = soft_limit / kTableFileShareDivisor;
-  // Beyond RocksDB's own ceiling (0x400000) there is nothing to bound.
-  if (share >= 0x400000) return -1;
   return static_cast<int>(std::max<uint64_t>(share, kMinTableFilesOpen));
 }
 

@@ -25,9 +25,11 @@ struct RocksDbOptionSet {
 
 // The table files RocksDB keeps open at once (DBOptions::max_open_files) under
 // a soft RLIMIT_NOFILE of `soft_limit` (0: unlimited): a quarter of it, at
-// least RocksDB's minimum; -1 (all of them) when unlimited or past RocksDB's
-// ceiling. MakeRocksDbOptions applies it to the process's current limit.
+// least RocksDB's minimum; -1 (all of them, each reader pinned) when
+// unlimited or at least kAllTableFilesOpenFrom. MakeRocksDbOptions applies
+// it to the process's current limit.
 inline constexpr uint64_t kTableFileShareDivisor = 4;
+inline constexpr uint64_t kAllTableFilesOpenFrom = 65536;
 inline constexpr uint64_t kMinTableFilesOpen = 20;  // RocksDB raises lower values to 20
 int TableFilesOpenAtOnce(uint64_t soft_limit);
 

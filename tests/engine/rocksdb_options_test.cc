@@ -78,7 +78,9 @@ TEST(RocksDbOptionsTest, TableFilesKeptOpenAreAQuarterOfTheDescriptorLimit) {
   EXPECT_EQ(internal::TableFilesOpenAtOnce(0), -1);   // unlimited
   EXPECT_EQ(internal::TableFilesOpenAtOnce(64), 20);  // RocksDB's minimum
   EXPECT_EQ(internal::TableFilesOpenAtOnce(1024), 256);
-  EXPECT_EQ(internal::TableFilesOpenAtOnce(65536), 16384);
+  EXPECT_EQ(internal::TableFilesOpenAtOnce(16384), 4096);
+  EXPECT_EQ(internal::TableFilesOpenAtOnce(65535), 16383);
+  EXPECT_EQ(internal::TableFilesOpenAtOnce(65536), -1);  // every file open, readers pinned
   EXPECT_EQ(internal::TableFilesOpenAtOnce(uint64_t{1} << 40), -1);
 }
 
