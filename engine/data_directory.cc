@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdarg>
+#include <memory>
 #include <vector>
 
 namespace sidetable::internal {
@@ -61,6 +63,62 @@ Status CheckNoDatabaseLeft(rocksdb::Env* env, const std::string& path) {
                     "Restore the directory from a backup, or move its files away to start empty");
 }
 
+// The format mark's value: a version this build reads, or a refusal.
+Status CheckFormatMark(const std::string& value, const std::string& path) {
+  uint64_t version = 0;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), version);
+  if (ec != std::errc() || end != value.data() + value.size() || version == 0) {
+    return Status(Code::kUnavailable, "cannot open database at " + path + ": its format version '" +
+                                          value + "' is not a number; the directory is damaged");
+  }
+  if (version > kDataFormatVersion) {
+    return Status(Code::kUnavailable,
+                  "cannot open database at " + path + ": it is in format version " +
+                      std::to_string(version) +
+                      ", written by a newer sidetable; this one reads format " +
+                      std::to_string(kDataFormatVersion) +
+                      " and older. Run the newer version (going back needs a backup from before "
+                      "the upgrade); refused before sidetable wrote anything");
+  }
+  return Status::OK();
+}
+
+// Discards what RocksDB says during the read-only look: the open that
+// follows says it again, and counts what its WAL recovery drops.
+class SilentLogger final : public rocksdb::Logger {
+ public:
+  using rocksdb::Logger::Logv;
+  void Logv(const char* /*format*/, va_list /*ap*/) override {}
+};
+
+// Reads the format mark with a read-only open, which replays the WAL in
+// memory and writes nothing. The read-write open cannot be what reads it: it
+// flushes the recovered WAL into a table file written with this build's
+// options, writes a new MANIFEST and OPTIONS file and deletes the old WAL,
+// so a rollback to an older build rewrote a newer build's directory before
+// refusing it (found from outside by session 43). A look that fails (a
+// damaged WAL, an I/O error) decides nothing: the open reports it, and
+// CheckFormatVersion looks again after it.
+Status PeekFormatVersion(const rocksdb::DBOptions& db, const std::string& path) {
+  rocksdb::DBOptions ro = db;
+  ro.info_log = std::make_shared<SilentLogger>();
+  ro.listeners.clear();
+  ro.sst_file_manager.reset();
+  std::vector<rocksdb::ColumnFamilyDescriptor> meta = {
+      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()}};
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  if (!rocksdb::DB::OpenForReadOnly(ro, path, meta, &handles, &raw).ok()) return Status::OK();
+  std::unique_ptr<rocksdb::DB> opened(raw);
+  std::string value;
+  rocksdb::Status s = raw->Get(rocksdb::ReadOptions(), handles[0], kMetaFormatVersion, &value);
+  for (auto* h : handles) raw->DestroyColumnFamilyHandle(h).PermitUncheckedError();
+  // Unmarked (a directory from before session 39) or unreadable: decided
+  // after the open.
+  if (!s.ok()) return Status::OK();
+  return CheckFormatMark(value, path);
+}
+
 Status CheckFamilies(const std::vector<std::string>& families, const std::string& path) {
   for (const std::string& name : families) {
     if (std::find(std::begin(kKnownFamilies), std::end(kKnownFamilies), name) ==
@@ -104,6 +162,7 @@ Result<DataDirectory> InspectDataDirectory(rocksdb::Env* env, const rocksdb::DBO
     return Status(Code::kUnavailable, "cannot open database at " + path + ": " + s.ToString());
   }
   ST_RETURN_IF_ERROR(CheckFamilies(families, path));
+  ST_RETURN_IF_ERROR(PeekFormatVersion(db, path));
   return dir;
 }
 
@@ -125,22 +184,7 @@ Status CheckFormatVersion(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta,
   if (!s.ok())
     return Status(Code::kUnavailable,
                   "reading the format version at " + path + ": " + s.ToString());
-  uint64_t version = 0;
-  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), version);
-  if (ec != std::errc() || end != value.data() + value.size() || version == 0) {
-    return Status(Code::kUnavailable, "cannot open database at " + path + ": its format version '" +
-                                          value + "' is not a number; the directory is damaged");
-  }
-  if (version > kDataFormatVersion) {
-    return Status(Code::kUnavailable,
-                  "cannot open database at " + path + ": it is in format version " +
-                      std::to_string(version) +
-                      ", written by a newer sidetable; this one reads format " +
-                      std::to_string(kDataFormatVersion) +
-                      " and older. Run the newer version (going back needs a backup from before "
-                      "the upgrade); refused before sidetable wrote anything");
-  }
-  return Status::OK();
+  return CheckFormatMark(value, path);
 }
 
 Status RefuseDamagedWal(const std::string& path, const rocksdb::Status& opened, uint64_t dropped,

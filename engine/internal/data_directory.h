@@ -33,8 +33,10 @@ struct DataDirectory {
 };
 
 // Looks at `path` before anything is opened there: a missing CURRENT beside
-// RocksDB's files, and a database whose column families are not sidetable's,
-// are refused (kUnavailable) with what was found and what to do.
+// RocksDB's files, a database whose column families are not sidetable's, and
+// a format mark above kDataFormatVersion (read with a read-only open, which
+// replays the WAL in memory), are refused (kUnavailable) with what was found
+// and what to do.
 Result<DataDirectory> InspectDataDirectory(rocksdb::Env* env, const rocksdb::DBOptions& db,
                                            const std::string& path);
 
@@ -47,7 +49,9 @@ Status RefuseDamagedWal(const std::string& path, const rocksdb::Status& opened, 
                         bool accept);
 
 // After the open: a directory without a mark gets this build's; one marked
-// with a newer or unreadable version is refused (nothing written).
+// with a newer or unreadable version is refused. InspectDataDirectory
+// refuses those before the open already; this is the check for a mark its
+// read-only look could not read.
 Status CheckFormatVersion(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta,
                           const std::string& path);
 

@@ -65,6 +65,15 @@ void MakeSidetableDirectory(const std::string& path, std::string* state) {
   *state = DumpState(**e);
 }
 
+// Bytes in write-ahead logs: what an open would replay.
+uintmax_t WalBytes(const std::string& dir) {
+  uintmax_t n = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() == ".log") n += e.file_size();
+  }
+  return n;
+}
+
 bool HasSstFile(const std::string& dir) {
   for (const auto& e : fs::directory_iterator(dir)) {
     if (e.path().extension() == ".sst") return true;
@@ -172,16 +181,19 @@ TEST(DataDirectoryTest, AnotherProgramsRocksDbIsRefusedAndLeftAlone) {
 }
 
 // Opens `path` with every column family it has and runs `edit` on the meta
-// (default) family's handle.
+// (default) family's handle. `keep_wal`: the recovered WAL is not flushed,
+// so it still holds what was in it, and the edit.
 template <typename Edit>
-void EditRaw(const std::string& path, Edit edit) {
+void EditRaw(const std::string& path, Edit edit, bool keep_wal = false) {
   std::vector<std::string> names;
   ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), path, &names).ok());
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
   for (const auto& n : names) cfs.emplace_back(n, rocksdb::ColumnFamilyOptions());
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), path, cfs, &handles, &raw).ok());
+  rocksdb::DBOptions options;
+  options.avoid_flush_during_recovery = keep_wal;
+  ASSERT_TRUE(rocksdb::DB::Open(options, path, cfs, &handles, &raw).ok());
   edit(raw, handles[0]);
   for (auto* h : handles) ASSERT_TRUE(raw->DestroyColumnFamilyHandle(h).ok());
   delete raw;
@@ -220,6 +232,52 @@ TEST(DataDirectoryTest, ADirectoryIsMarkedWithItsFormatAndANewerOneIsRefused) {
     ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), meta, internal::kMetaFormatVersion, &v).ok());
     EXPECT_EQ(v, "1");
   });
+}
+
+// A rollback: an older build started on a newer build's directory. It used
+// to read the mark only after RocksDB's read-write open, which had flushed
+// the recovered WAL into a table file written with the older build's
+// options, written a new MANIFEST and OPTIONS file and deleted the WAL (found
+// from outside by session 43); now the directory is as it was, byte for byte.
+TEST(DataDirectoryTest, ANewerFormatIsRefusedBeforeRocksDbChangesAnything) {
+  TempDir dir;
+  const std::string path = dir.Sub("db");
+  std::string before;
+  MakeSidetableDirectory(path, &before);
+  {  // The newer build's last rows, in its WAL only (closed without a flush).
+    auto e = Engine::Open(Options(), path);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    Batch b("Orders");
+    for (int i = 0; i < 50; i++) b.Insert(MakeEntity("q", "r" + std::to_string(i), i));
+    ASSERT_TRUE((*e)->Execute(b).ok());
+    before = DumpState(**e);
+  }
+  // Its mark, in the WAL too.
+  EditRaw(
+      path,
+      [](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta) {
+        ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), meta, internal::kMetaFormatVersion, "2").ok());
+      },
+      /*keep_wal=*/true);
+  ASSERT_GT(WalBytes(path), 1000u) << "the rows were flushed: the WAL is not tested";
+  const std::string files = Listing(path);
+
+  for (int attempt = 0; attempt < 2; attempt++) {  // a supervisor's restart too
+    auto e = Engine::Open(Options(), path);
+    ASSERT_FALSE(e.ok()) << "a directory of a newer format was opened";
+    EXPECT_NE(e.status().message().find("format version 2, written by a newer sidetable"),
+              std::string::npos)
+        << e.status().ToString();
+    EXPECT_EQ(Listing(path), files) << "the refused open changed the directory";
+  }
+
+  // The newer build (here: the mark taken back) finds its data as it left it.
+  EditRaw(path, [](rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta) {
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), meta, internal::kMetaFormatVersion, "1").ok());
+  });
+  auto reopened = Engine::Open(Options(), path);
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  EXPECT_EQ(DumpState(**reopened), before);
 }
 
 TEST(DataDirectoryTest, AnUnknownColumnFamilyIsRefused) {

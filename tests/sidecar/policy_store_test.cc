@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "protocol/wire.h"
 #include "testing/temp_dir.h"
 
 namespace sidetable::sidecar::auth {
@@ -55,6 +56,23 @@ TEST_F(PolicyStoreTest, RemovedPoliciesLeaveNoSettingBehind) {
   EXPECT_EQ(StoredSettings(), 0u);
   Reopen();
   EXPECT_TRUE(store_->Get("Orders").empty());
+}
+
+// A directory from before session 42 holds an empty list for every table it
+// deleted; Set() writes none now, and Load removes those it finds (found
+// from outside by session 43: they stayed after any number of starts).
+TEST_F(PolicyStoreTest, EmptyListsAnOlderReleaseLeftAreRemovedAtLoad) {
+  ASSERT_TRUE(store_->Set("Orders", {token::StoredPolicy{"readers", {}, {}, {}}}).ok());
+  std::string empty;
+  wire::EncodePolicies({}, &empty);
+  for (int i = 0; i < 100; i++) {
+    ASSERT_TRUE(engine_->PutSetting("auth/policies/scratch" + std::to_string(i), empty).ok());
+  }
+  EXPECT_EQ(StoredSettings(), 101u);
+  Reopen();
+  EXPECT_EQ(StoredSettings(), 1u);
+  EXPECT_EQ(store_->Get("Orders").size(), 1u);
+  EXPECT_TRUE(store_->Get("scratch0").empty());
 }
 
 }  // namespace
