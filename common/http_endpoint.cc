@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <system_error>
 #include <thread>
 
 #include "common/process.h"
@@ -43,11 +45,36 @@ namespace {
 constexpr size_t kHttpThreads = 32;
 constexpr time_t kHttpReadTimeoutSeconds = 1;
 
-void KeepConnectionsFromStarvingProbes(httplib::Server& http) {
-  http.new_task_queue = [] { return new httplib::ThreadPool(kHttpThreads); };
+// The pool is started here, on the caller's thread, so that threads the
+// process cannot get (ulimit -v, ulimit -u, a container's limits) are a
+// start-up error rather than an exception on the endpoint's own thread,
+// which nothing catches there (found from outside in session 43: the
+// sidecar said it was listening, then aborted).
+Status KeepConnectionsFromStarvingProbes(httplib::Server& http, const std::string& setting) {
+  // Until httplib takes it: a pool never taken (the bind failed) is shut
+  // down, which joins its threads (destroying it with them running would
+  // terminate the process).
+  struct Held {
+    std::unique_ptr<httplib::ThreadPool> pool;
+    ~Held() {
+      if (pool) pool->shutdown();
+    }
+  };
+  auto pool = std::make_shared<Held>();
+  try {
+    pool->pool = std::make_unique<httplib::ThreadPool>(kHttpThreads);
+  } catch (const std::system_error& e) {
+    return Status(Code::kUnavailable,
+                  setting + ": cannot start the HTTP endpoint's " + std::to_string(kHttpThreads) +
+                      " threads (" + e.what() +
+                      "): check ulimit -u and ulimit -v, or the container's limits");
+  }
+  // httplib asks for the queue once, when it starts listening, and owns it.
+  http.new_task_queue = [pool] { return pool->pool.release(); };
   http.set_keep_alive_max_count(1);
   http.set_read_timeout(kHttpReadTimeoutSeconds, 0);
   http.set_keep_alive_timeout(kHttpReadTimeoutSeconds);
+  return Status::OK();
 }
 
 }  // namespace
@@ -67,7 +94,7 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& hos
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   });
-  KeepConnectionsFromStarvingProbes(*ep->http_);
+  ST_RETURN_IF_ERROR(KeepConnectionsFromStarvingProbes(*ep->http_, setting));
   ep->http_->Get("/health", [health = std::move(handlers.health_json)](const httplib::Request&,
                                                                         httplib::Response& res) {
     res.set_content(health(), "application/json");

@@ -16,9 +16,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <fstream>
+#include <new>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <thread>
 
 namespace sidetable::common {
@@ -134,6 +137,38 @@ Result<StackLimit> EnsureStackSize(size_t min_bytes) {
     return Status(Code::kInternal, std::string("thread stack size: ") + std::strerror(rc));
   return out;
 }
+
+namespace {
+
+[[noreturn]] void OnTerminate() {
+  std::string what = "no exception (std::terminate called directly)";
+  if (std::exception_ptr e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::system_error& x) {
+      what = std::string("std::system_error: ") + x.what() +
+             (x.code() == std::errc::resource_unavailable_try_again
+                  ? " (a thread the process could not start: ulimit -u, ulimit -v, or a "
+                    "container's pids or memory limit)"
+                  : "");
+    } catch (const std::bad_alloc&) {
+      what =
+          "std::bad_alloc (memory the process could not get: ulimit -v, or a container's memory "
+          "limit)";
+    } catch (const std::exception& x) {
+      what = x.what();
+    } catch (...) {
+      what = "an exception of an unknown type";
+    }
+  }
+  spdlog::critical("stopping on an error nothing handled: {}", what);
+  spdlog::default_logger()->flush();
+  std::abort();
+}
+
+}  // namespace
+
+void LogUnhandledErrorsOnTerminate() { std::set_terminate(OnTerminate); }
 
 void NameAfterExecutable() {
   char path[4096];

@@ -86,6 +86,15 @@ struct StackLimit {
 };
 Result<StackLimit> EnsureStackSize(size_t min_bytes = kMinStackBytes);
 
+// Makes an exception nothing caught (std::terminate) say what it was and
+// what usually causes it before the process aborts: a thread or memory the
+// process could not get under `ulimit -v`, `ulimit -u` or a container's
+// limits throws std::system_error ("Resource temporarily unavailable") or
+// std::bad_alloc wherever it happens, and ended the sidecar with libstdc++'s
+// two bare lines (found from outside in session 43). Still an abort (a core
+// for a real bug), after one critical log line. Call it first in main().
+void LogUnhandledErrorsOnTerminate();
+
 // Names the process (its comm: `ps`, `top`, `pgrep -x`, the threads it
 // starts later) after the file it runs from. A server that execs itself
 // through /proc/self/exe (sidecar/main.cc for its heap tunables,

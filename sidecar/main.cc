@@ -120,6 +120,7 @@ void ExecWithHeapTunables(char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  common::LogUnhandledErrorsOnTerminate();
   common::NameAfterExecutable();  // "sidetable", not "exe", after the exec below
   ExecWithHeapTunables(argv);
   KeepLargeBlocksInTheHeap();

@@ -119,6 +119,7 @@ void Apply(const Flags& f, apply::WorkerConfig* c) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  common::LogUnhandledErrorsOnTerminate();
   common::NameAfterExecutable();  // not "exe" after RestartOn's exec
   CLI::App app{"sidetable-worker: pattern workers over the sidetable change stream"};
   std::string config_file;

@@ -1,10 +1,9 @@
 // Limits of the host a sidecar is started under (session 43, from outside):
-// a small stack (`ulimit -s`). The frontend runs on the main thread, whose
-// stack RLIMIT_STACK bounds, and glibc sizes every new thread's stack by it
-// too: under `ulimit -s 64` a query whose $filter nests 63 levels, within
-// the documented 64, overflowed it (SIGSEGV, the sidecar gone, while it had
-// started and served as usual). Now a low soft limit is raised to 1 MiB and
-// threads get 1 MiB (common::EnsureStackSize); a hard limit below that is
+// a small stack (`ulimit -s`) and a small address space (`ulimit -v`). The frontend runs on the
+// main thread, whose stack RLIMIT_STACK bounds, and glibc sizes every new thread's stack by it too:
+// under `ulimit -s 64` a query whose $filter nests 63 levels, within the documented 64, overflowed
+// it (SIGSEGV, the sidecar gone, while it had started and served as usual). Now a low soft limit is
+// raised to 1 MiB and threads get 1 MiB (common::EnsureStackSize); a hard limit below that is
 // refused at start with a message. Real processes, loopback.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -102,6 +101,27 @@ TEST(HostLimitsTest, ALowHardStackLimitIsRefusedAtStart) {
                               "stack=) is 64 KiB; the sidecar needs 1024 KiB"),
             std::string::npos)
       << server.Log();
+}
+
+// A small address space (`ulimit -v`, a container's memory limit counted
+// the same way): a thread or memory the process cannot get throws where
+// nothing can answer it. The sidecar may serve or stop, but when it stops it
+// says why in one line naming the limits; before session 43 it ended with
+// libstdc++'s "terminate called after throwing an instance of
+// 'std::system_error'", at start or just after it said it was listening.
+TEST(HostLimitsTest, AnAddressSpaceTooSmallStopsWithALineNamingTheLimits) {
+  TempDir dir;
+  SidecarProcess server(Wrapper(dir, "-v 200000"), dir.Sub("db"), {"--kafka", "none"});
+  if (server.Start()) {
+    // Enough here after all: then it must serve.
+    auto c = Connect(server);
+    EXPECT_TRUE(c->CreateTable("Small").ok()) << server.Log();
+    EXPECT_EQ(server.Stop(), 0) << server.Log();
+    return;
+  }
+  const std::string log = server.Log();
+  EXPECT_NE(log.find("ulimit -v"), std::string::npos) << log;
+  EXPECT_EQ(log.find("terminate called"), std::string::npos) << log;
 }
 
 }  // namespace
