@@ -140,7 +140,7 @@ class StorageGuard : public rocksdb::EventListener {
 
   mutable std::mutex mu_;
   rocksdb::Status bg_error_;   // RocksDB's current background error, OK if none
-  std::string dir_error_;      // DirectoryProblem() once seen; never cleared
+  std::string dir_error_;      // DirectoryProblemLocked() once seen; never cleared
   uint64_t dir_dev_ = 0, dir_ino_ = 0;  // the directory opened (set by Attach)
   bool reserve_held_ = false;
   bool marker_needed_ = false;  // started, recovered or flushed; marker not yet placed

@@ -64,13 +64,6 @@ Status ReadToEnd(const RowView& row) {
   return r.status();
 }
 
-// (pk, rk) order, as the engine stores entities.
-bool KeyBefore(const std::pair<std::string, std::string>& a,
-               const std::pair<std::string, std::string>& b) {
-  const int pk = CompareOrdinal(a.first, b.first);
-  return pk < 0 || (pk == 0 && CompareOrdinal(a.second, b.second) < 0);
-}
-
 Result<VisitedPage> VisitPoint(const Engine& engine, const Query& q, const Plan& plan,
                                const FilterNode* filter, RowVisitor& visitor) {
   VisitedPage page;
@@ -152,28 +145,23 @@ Result<VisitedPage> VisitQuery(const Engine& engine, const Query& q, RowVisitor&
       plan.kind = PlanKind::kEmpty;
     }
   }
-  if (plan.kind == PlanKind::kEmpty) {
+  // A page that reads nothing still needs the table to exist.
+  auto nothing = [&]() -> Result<VisitedPage> {
     ST_RETURN_IF_ERROR(engine.GetTable(q.table).status());
     VisitedPage page;
     page.stats.plan = plan.kind;
     return page;
-  }
+  };
+  if (plan.kind == PlanKind::kEmpty) return nothing();
   if (plan.kind == PlanKind::kPoint) return VisitPoint(engine, q, plan, parsed->get(), visitor);
 
   if (q.continuation) {
     // The continuation is where the scan starts, a bound rather than a seek
     // after opening at the range's start: that first seek would pass over
     // the deleted rows before it, which may be what stopped the last page.
-    std::pair<std::string, std::string> from{q.continuation->next_partition_key,
-                                             q.continuation->next_row_key};
-    if (!plan.bounds.start || KeyBefore(*plan.bounds.start, from))
-      plan.bounds.start = std::move(from);
-    if (plan.bounds.end && !KeyBefore(*plan.bounds.start, *plan.bounds.end)) {
-      ST_RETURN_IF_ERROR(engine.GetTable(q.table).status());
-      VisitedPage page;
-      page.stats.plan = plan.kind;
-      return page;
-    }
+    ScanBounds from;
+    from.start = std::make_pair(q.continuation->next_partition_key, q.continuation->next_row_key);
+    if (!Confine(from, &plan.bounds)) return nothing();
   }
   // Only what the bounds do not already guarantee is tested per entity.
   const std::unique_ptr<FilterNode> filter = ResidualFilter(parsed->get(), plan);

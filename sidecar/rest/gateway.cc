@@ -34,10 +34,10 @@ class Gateway::Impl {
         accounts_(EffectiveAccounts(config, loopback, tokens_required)), log_(spdlog::default_logger()->clone("rest")) {}
 
   void Serve(const HttpRequest& req, HttpResponse& res);
-  // The response to what the listener refuses itself (malformed, too
-  // large, over its bounds), in the service's form.
   // Logs what the 5xx throttle counted since its last line (the listener's tick).
   void WarnServerErrorsOverdue();
+  // The response to what the listener refuses itself (malformed, too
+  // large, over its bounds), in the service's form.
   void ListenerError(int status, const std::string& message, HttpResponse& res);
   // Cheap requests run on the listener's loop: point reads, and single-
   // entity writes when a write cannot wait (no fsync, no replica, no

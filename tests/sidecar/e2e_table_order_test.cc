@@ -23,6 +23,11 @@ namespace {
 class TableOrderTest : public SidecarTest {
  protected:
   std::vector<std::string> ServerArgs() override { return FourQueuedWorkersArgs("os"); }
+  // A person padded past inline_max_bytes, so that a write of it is queued.
+  static Entity PaddedPerson(const std::string& pk, const std::string& rk, int age = 1) {
+    Entity e = Person(pk, rk, age);
+    return PadPastInline(e);
+  }
 };
 
 struct Sent {
@@ -42,8 +47,7 @@ TEST_F(TableOrderTest, WritesPipelinedAroundADeleteAndACreateRunInTheOrderSent) 
     wire::Request r;
     r.op = wire::Op::kWrite;
     r.no_content = true;
-    Entity e = Person(pk, rk, 1);
-    r.ops.push_back(Operation{OpKind::kInsert, std::move(PadPastInline(e)), "", 0});
+    r.ops.push_back(Operation{OpKind::kInsert, PaddedPerson(pk, rk), "", 0});
     send(std::move(r), "insert " + pk + "/" + rk, expected);
   };
   auto table_op = [&](wire::Op op, uint16_t expected) {
@@ -106,10 +110,6 @@ TEST_F(TableOrderTest, AQueryOfSeveralPartitionsSeesTheWritesSentBeforeIt) {
   const std::string table = "Scanned";
   ASSERT_TRUE(client_->CreateTable(table).ok());
   PipelinedConnection<std::string> pipe(server_->endpoint());
-  auto padded = [](const std::string& pk, const std::string& rk) {
-    Entity e = Person(pk, rk, 1);
-    return PadPastInline(e);
-  };
   constexpr int kRounds = 30, kPartitions = 16;
   int short_pages = 0;
   std::string first_short;
@@ -123,7 +123,8 @@ TEST_F(TableOrderTest, AQueryOfSeveralPartitionsSeesTheWritesSentBeforeIt) {
         w.op = wire::Op::kWrite;
         w.table = table;
         w.no_content = true;
-        w.ops.push_back(Operation{OpKind::kInsert, padded("p" + std::to_string(p), row), "", 0});
+        w.ops.push_back(
+            Operation{OpKind::kInsert, PaddedPerson("p" + std::to_string(p), row), "", 0});
         pipe.Send(std::move(w), "insert");
       }
     }
@@ -165,8 +166,7 @@ TEST_F(TableOrderTest, AQueryWithNothingOfItsConnectionAheadIsNotHeldByAMark) {
   const std::string table = "Calm";
   ASSERT_TRUE(client_->CreateTable(table).ok());
   for (int p = 0; p < 16; p++) {
-    Entity e = Person("p" + std::to_string(p), "r", p);
-    ASSERT_TRUE(client_->Insert(table, PadPastInline(e), false).ok());
+    ASSERT_TRUE(client_->Insert(table, PaddedPerson("p" + std::to_string(p), "r", p), false).ok());
   }
   const uint64_t before = Metric(*server_, "sidetable_query_order_waits_total");
   ASSERT_NE(before, kNoMetric);
