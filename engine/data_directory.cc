@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cstdarg>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace sidetable::internal {
@@ -81,6 +82,45 @@ Status CheckFormatMark(const std::string& value, const std::string& path) {
                       "the upgrade); refused before sidetable wrote anything");
   }
   return Status::OK();
+}
+
+// kFormatFileName's text: one line, "sidetable data format <n>".
+constexpr std::string_view kFormatFilePrefix = "sidetable data format ";
+
+std::string FormatFilePath(const std::string& path) { return path + "/" + kFormatFileName; }
+
+// The mark as the file gives it; nullopt when the file is missing, too long
+// or not in its form (a torn write, a hand edit): the database decides then.
+std::optional<std::string> ReadFormatFile(rocksdb::Env* env, const std::string& path) {
+  const std::string file = FormatFilePath(path);
+  uint64_t size = 0;
+  if (!env->GetFileSize(file, &size).ok() || size > 64) return std::nullopt;
+  std::string text;
+  if (!rocksdb::ReadFileToString(env, file, &text).ok()) return std::nullopt;
+  if (!text.starts_with(kFormatFilePrefix) || !text.ends_with('\n')) return std::nullopt;
+  std::string value =
+      text.substr(kFormatFilePrefix.size(), text.size() - kFormatFilePrefix.size() - 1);
+  if (!AllDigits(value)) return std::nullopt;
+  return value;
+}
+
+// Replaces the file whole (a temporary file, synced, renamed over it, and
+// the directory synced), so a reader finds the old text or the new one.
+rocksdb::Status WriteFormatFile(rocksdb::Env* env, const std::string& path,
+                                const std::string& value) {
+  const std::string file = FormatFilePath(path);
+  const std::string tmp = file + ".tmp";
+  rocksdb::Status s =
+      rocksdb::WriteStringToFile(env, std::string(kFormatFilePrefix) + value + "\n", tmp,
+                                 /*should_sync=*/true);
+  if (s.ok()) s = env->RenameFile(tmp, file);
+  if (!s.ok()) {
+    env->DeleteFile(tmp).PermitUncheckedError();
+    return s;
+  }
+  std::unique_ptr<rocksdb::Directory> dir;
+  s = env->NewDirectory(path, &dir);
+  return s.ok() ? dir->Fsync() : s;
 }
 
 // Discards what RocksDB says during the read-only look: the open that
@@ -162,29 +202,45 @@ Result<DataDirectory> InspectDataDirectory(rocksdb::Env* env, const rocksdb::DBO
     return Status(Code::kUnavailable, "cannot open database at " + path + ": " + s.ToString());
   }
   ST_RETURN_IF_ERROR(CheckFamilies(families, path));
+  if (std::optional<std::string> mark = ReadFormatFile(env, path)) {
+    ST_RETURN_IF_ERROR(CheckFormatMark(*mark, path));
+    dir.format_from_file = true;
+    return dir;
+  }
   ST_RETURN_IF_ERROR(PeekFormatVersion(db, path));
   return dir;
 }
 
-Status CheckFormatVersion(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta,
+Status CheckFormatVersion(rocksdb::Env* env, rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta,
                           const std::string& path) {
   std::string value;
   rocksdb::Status s = db->Get(rocksdb::ReadOptions(), meta, kMetaFormatVersion, &value);
   if (s.IsNotFound()) {
     rocksdb::WriteOptions wo;
     wo.sync = true;
-    s = db->Put(wo, meta, kMetaFormatVersion, std::to_string(kDataFormatVersion));
+    value = std::to_string(kDataFormatVersion);
+    s = db->Put(wo, meta, kMetaFormatVersion, value);
     // Not fatal: a directory must still open (and serve reads) on a full
     // disk; the mark is written at a later start.
-    if (!s.ok())
+    if (!s.ok()) {
       spdlog::warn("engine: could not mark {} with format version {}: {}", path, kDataFormatVersion,
                    s.ToString());
-    return Status::OK();
-  }
-  if (!s.ok())
+      return Status::OK();  // and no file: it would copy a mark that is not there
+    }
+  } else if (!s.ok()) {
     return Status(Code::kUnavailable,
                   "reading the format version at " + path + ": " + s.ToString());
-  return CheckFormatMark(value, path);
+  } else {
+    ST_RETURN_IF_ERROR(CheckFormatMark(value, path));
+  }
+  if (ReadFormatFile(env, path) != value) {
+    if (rocksdb::Status w = WriteFormatFile(env, path, value); !w.ok()) {
+      spdlog::warn(
+          "engine: could not write {} (the next start replays the WAL to read the format): {}",
+          FormatFilePath(path), w.ToString());
+    }
+  }
+  return Status::OK();
 }
 
 Status RefuseDamagedWal(const std::string& path, const rocksdb::Status& opened, uint64_t dropped,

@@ -70,10 +70,8 @@ Result<VisitedPage> VisitPoint(const Engine& engine, const Query& q, const Plan&
   page.stats.plan = plan.kind;
   if (q.continuation) {
     // A point read fits one page; a continuation can only be past it.
-    Continuation here{plan.point_partition_key, plan.point_row_key};
-    if (CompareOrdinal(q.continuation->next_partition_key, here.next_partition_key) > 0 ||
-        (q.continuation->next_partition_key == here.next_partition_key &&
-         CompareOrdinal(q.continuation->next_row_key, here.next_row_key) > 0)) {
+    if (PairLess({plan.point_partition_key, plan.point_row_key},
+                 {q.continuation->next_partition_key, q.continuation->next_row_key})) {
       return page;
     }
   }
