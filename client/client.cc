@@ -266,6 +266,13 @@ Result<std::vector<Watermark>> Client::ReadWatermarks(const std::string& derived
   return out;
 }
 
+Status Client::ForgetWatermarks(const std::string& derived_table) {
+  wire::Request r = Make(wire::Op::kForgetWatermarks);
+  r.derived = derived_table;
+  std::string body;
+  return Call(Encode(r, options_), &body);
+}
+
 Status Client::SetTablePolicies(const std::string& table, const std::vector<tokens::StoredPolicy>& policies) {
   wire::Request r = Make(wire::Op::kSetTablePolicies, table);
   r.policies = policies;

@@ -280,6 +280,10 @@ class Client {
   Status AdvanceWatermarks(const std::vector<Watermark>& watermarks);
   // Every stored watermark, or those of one derived table.
   Result<std::vector<Watermark>> ReadWatermarks(const std::string& derived_table = "");
+  // Stops counting `derived_table` as derived: forgets its watermarks
+  // (durable; nothing registered is not an error). For a table no worker
+  // derives any more; a worker that still does registers it again.
+  Status ForgetWatermarks(const std::string& derived_table);
 
   // ---- pipelined calls ---------------------------------------------------
   // Each sends now; `done` runs from Poll()/Drain() when the final reply

@@ -54,8 +54,9 @@ enum class Op : uint8_t {
   kGetTablePolicies = 14,
   kIssueToken = 15,  // sign a token within the caller's own scope (docs/security.md)
   kBackup = 16,  // a checkpoint of the data directory into storage.backup_dir (docs/operations.md)
+  kForgetWatermarks = 17,  // stop counting a table as derived: an operator's (docs/consistency.md)
 };
-inline constexpr uint8_t kMaxOp = 16;
+inline constexpr uint8_t kMaxOp = 17;
 // WriteMany carries at most this many EGTs.
 inline constexpr size_t kMaxWriteManyBatches = 1000;
 std::string_view OpName(Op op);  // "Write", ... ("Unknown" otherwise)
@@ -166,7 +167,8 @@ struct Request {
   // committed id is answered with its first outcome (docs/protocol.md).
   std::string client_request_id;
   std::vector<WatermarkEntry> watermarks;  // kAdvanceWatermarks
-  std::string derived;                     // kReadWatermarks: only this derived table ("" = all)
+  // kReadWatermarks: only this derived table ("" = all); kForgetWatermarks: the table
+  std::string derived;
   std::vector<AfterToken> after;           // kGet, kQuery: wait until these are covered
   std::optional<uint64_t> wait_ms;         // with `after`: at most this long (else kDefaultWaitMs)
   // Every operation: the signed access token (docs/security.md), "" = none.

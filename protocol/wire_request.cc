@@ -30,7 +30,8 @@ constexpr std::string_view kOpNames[] = {"Unknown",
                                          "SetTablePolicies",
                                          "GetTablePolicies",
                                          "IssueToken",
-                                         "Backup"};
+                                         "Backup",
+                                         "ForgetWatermarks"};
 
 Status ReadString(msgpack::Reader& r, std::string_view key, std::string* out) {
   std::string_view s;
@@ -531,6 +532,10 @@ Status DecodeRequest(std::string_view frame, Request* q) {
       break;
     case Op::kIssueToken:
       if (!q->issue) return Invalid("IssueToken needs 'spec' (the fields of the token wanted)");
+      break;
+    case Op::kForgetWatermarks:
+      if (q->derived.empty())
+        return Invalid("ForgetWatermarks needs 'derived' (the table to forget)");
       break;
     default:
       break;

@@ -367,6 +367,16 @@ Status Handler::Run(const wire::Request& r, wire::Request* consumable, const tok
       ST_RETURN_IF_ERROR(watermarks_->Advance(r.watermarks));
       wire::EncodeEmpty(body);
       return Status::OK();
+    case Op::kForgetWatermarks:
+      // A derived table nobody derives any more whose table is kept (its
+      // pattern taken out of the workers' configuration), or one deleted
+      // under a build before session 42, which kept its watermarks: left
+      // registered, it holds the embedded Kafka's republish and `lag` back.
+      // A worker still deriving it registers it again with its next report.
+      ST_RETURN_IF_ERROR(ValidateTableName(r.derived));
+      ST_RETURN_IF_ERROR(watermarks_->ForgetDerived(r.derived));
+      wire::EncodeEmpty(body);
+      return Status::OK();
     case Op::kReadWatermarks:
       if (!r.derived.empty()) ST_RETURN_IF_ERROR(ValidateTableName(r.derived));
       {

@@ -206,7 +206,10 @@ void Server::Impl::WorkerLoop(size_t index) {
       }
       // Executed: the other workers go on while its reply leaves.
       if (job.barrier) std::exchange(job.barrier, nullptr)->Release();
-      const bool advanced = job.request.op == wire::Op::kAdvanceWatermarks && code == Code::kOk;
+      // Reads parked on a forgotten table have nothing left to wait for.
+      const bool advanced = (job.request.op == wire::Op::kAdvanceWatermarks ||
+                             job.request.op == wire::Op::kForgetWatermarks) &&
+                            code == Code::kOk;
       // A query page's continuation, read before the reply is handed away.
       next_page = NextPageRequest(job, code, reply);
       if (job.part) {

@@ -113,6 +113,11 @@ Status Authorize(const token::Token& t, const wire::Request& r) {
     case Op::kReadWatermarks:
       if (r.derived.empty()) return Status::OK();  // filtered by the handler
       return token::CheckTable(t, Permission::kRead, r.derived);
+    case Op::kForgetWatermarks:
+      // Session reads of the table stop waiting for its worker, and the
+      // embedded Kafka's republish stops counting it: the table's owner's.
+      ST_RETURN_IF_ERROR(token::CheckTable(t, Permission::kAdmin, r.derived));
+      return NeedWholeTable(t, "forgetting a derived table's watermarks");
   }
   return Denied("operation not covered by the authorisation rules");
 }

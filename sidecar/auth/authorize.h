@@ -24,6 +24,7 @@
 //   AdvanceWatermarks         u and c on each entry's derived table (what a
 //                             pattern worker's token holds), no key range
 //   ReadWatermarks            r on the derived table; all: only those covered
+//   ForgetWatermarks          m on the derived table, no key range
 //   IssueToken                m, and the wanted token within this one's scope
 //                             (token::CheckDelegation, run by the handler)
 //   Backup                    r, c and m, on a token for every table (prefix

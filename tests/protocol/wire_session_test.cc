@@ -54,6 +54,17 @@ TEST(WireSession, WatermarksRoundTrip) {
   EncodeRequest(rw, &frame);
   ASSERT_TRUE(DecodeRequest(frame, &out).ok());
   EXPECT_EQ(out.derived, "Idx");
+
+  Request fw;
+  fw.op = Op::kForgetWatermarks;
+  fw.derived = "Idx";
+  frame.clear();
+  EncodeRequest(fw, &frame);
+  Request forgotten;
+  ASSERT_TRUE(DecodeRequest(frame, &forgotten).ok());
+  EXPECT_EQ(forgotten.op, Op::kForgetWatermarks);
+  EXPECT_EQ(forgotten.derived, "Idx");
+  EXPECT_EQ(OpName(Op::kForgetWatermarks), "ForgetWatermarks");
 }
 
 TEST(WireSession, AfterTokensRoundTrip) {
@@ -179,6 +190,11 @@ TEST(WireSession, MalformedTokensAndWaitAreInvalidInput) {
               w.Str("\xc3\x28");
             })).code(),
             Code::kInvalidInput);
+  // ForgetWatermarks names its table: without one it would be read as "all".
+  Status no_table =
+      Decode(Frame(Op::kForgetWatermarks, [](msgpack::Writer& w) { w.MapHeader(0); }));
+  EXPECT_EQ(no_table.code(), Code::kInvalidInput);
+  EXPECT_NE(no_table.message().find("needs 'derived'"), std::string::npos) << no_table.ToString();
 }
 
 }  // namespace

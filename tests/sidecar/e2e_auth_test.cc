@@ -344,6 +344,24 @@ TEST_F(AuthTest, WatermarksAndArchiveNeedTheirPermissions) {
   EXPECT_TRUE(listed->empty());
   EXPECT_EQ(Connect(Issue(Spec("ordersBy", true, "r")))->ReadWatermarks()->size(), 1u);
 
+  // Forgetting a derived table changes what every session read of it waits
+  // for: the table's owner's (m), on the whole table. Each refusal forgets
+  // nothing.
+  EXPECT_EQ(
+      Connect(Issue(Spec("ordersByDate", false, "raudc")))->ForgetWatermarks("ordersByDate").code(),
+      Code::kAuthorizationPermissionMismatch);
+  EXPECT_EQ(Connect(Issue(Spec("other", false, "m")))->ForgetWatermarks("ordersByDate").code(),
+            Code::kAuthorizationFailure);
+  tok::TokenSpec ranged_owner = Spec("ordersByDate", false, "m");
+  ranged_owner.start_pk = "a";
+  ranged_owner.end_pk = "b";
+  EXPECT_EQ(Connect(Issue(ranged_owner))->ForgetWatermarks("ordersByDate").code(),
+            Code::kAuthorizationFailure);
+  ASSERT_EQ(admin_->ReadWatermarks()->size(), 1u);
+  EXPECT_TRUE(
+      Connect(Issue(Spec("ordersByDate", false, "m")))->ForgetWatermarks("ordersByDate").ok());
+  EXPECT_TRUE(admin_->ReadWatermarks()->empty());
+
   auto only_orders = Connect(Issue(Spec("orders", false, "rd")));
   EXPECT_EQ(only_orders->RequestArchive("orders", "p", {"r"}, "archive").status().code(),
             Code::kAuthorizationFailure);

@@ -174,6 +174,69 @@ TEST_F(SessionTest, WatermarksAreMonotonicAndSurviveRestart) {
   EXPECT_EQ(client_->Get("PeopleByAge", "4", "p_4", {}, token).status().code() == Code::kOk, p == 2);
 }
 
+// A derived table kept while nobody derives it any more (its pattern taken
+// out of the workers' configuration) used to stay registered for good:
+// `lag` showed it falling behind and every restart on the embedded Kafka
+// published again from its last watermark; only deleting the table ended
+// it. ForgetWatermarks forgets it and keeps the table; a read parked on it
+// is answered at once; it lasts across a restart; a worker that still
+// derives the table registers it again.
+TEST_F(SessionTest, AForgottenDerivedTableKeepsItsRowsAndHoldsNothing) {
+  CreateTables();
+  Register();
+  ASSERT_TRUE(client_->AdvanceWatermarks({Watermark{"Orders", "People", 0, 1, 0, 0}}).ok());
+  auto w = client_->Insert("People", Person("Sales", "1", 34));
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(client_->Insert("PeopleByAge", Person("34", "Sales_1", 34)).ok());
+
+  // Bad input first: refused, nothing forgotten.
+  EXPECT_EQ(client_->ForgetWatermarks("").code(), Code::kInvalidInput);
+  EXPECT_EQ(client_->ForgetWatermarks("no such!").code(), Code::kInvalidResourceName);
+  ASSERT_EQ(Stored().size(), static_cast<size_t>(kPartitions + 1));
+
+  // A read parked on PeopleByAge for the People write, for up to a minute.
+  bool done = false;
+  Result<Entity> got = Status(Code::kInternal, "not answered");
+  client_->SendGet(
+      "PeopleByAge", "34", "Sales_1",
+      [&](Result<Entity> r) {
+        got = std::move(r);
+        done = true;
+      },
+      {}, ReadOptions{{{"People", w->lsn}}, milliseconds(60000)});
+  for (int i = 0; i < 10 && !done; i++) client_->Poll(milliseconds(20));
+  ASSERT_FALSE(done) << got.status().ToString();
+  ASSERT_TRUE(WaitParked(1));
+
+  auto other = Connect();                                    // the operator
+  ASSERT_TRUE(other->ForgetWatermarks("peoplebyage").ok());  // names fold
+  // Answered once nothing is left to wait for, not at the minute's end.
+  const auto forgotten = Clock::now();
+  while (!done && Clock::now() - forgotten < milliseconds(30000)) client_->Poll(milliseconds(20));
+  ASSERT_TRUE(done) << "the parked read still waits for a forgotten table";
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->Find("Age")->as_int32(), 34);
+  // Only that table's pairs went; its rows stay; forgetting again is no error.
+  EXPECT_EQ(Stored(), (std::vector<Watermark>{Watermark{"Orders", "People", 0, 1, 0, 0}}));
+  EXPECT_TRUE(client_->Get("PeopleByAge", "34", "Sales_1").ok());
+  EXPECT_TRUE(client_->ForgetWatermarks("PeopleByAge").ok());
+  // Reads of it no longer wait.
+  EXPECT_TRUE(client_
+                  ->Get("PeopleByAge", "34", "Sales_1", {},
+                        ReadOptions{{{"People", w->lsn}}, milliseconds(0)})
+                  .ok());
+
+  other.reset();
+  client_.reset();
+  ASSERT_EQ(server_->Stop(), 0) << server_->Log();
+  ASSERT_TRUE(server_->Start()) << server_->Log();
+  client_ = Connect();
+  EXPECT_EQ(Stored(), (std::vector<Watermark>{Watermark{"Orders", "People", 0, 1, 0, 0}}));
+  // A worker still deriving it registers it again.
+  Register();
+  EXPECT_EQ(Stored().size(), static_cast<size_t>(kPartitions + 1));
+}
+
 // Every refusal is InvalidInput and leaves the stored watermarks as they were.
 TEST_F(SessionTest, BadInputIsInvalidAndChangesNothing) {
   CreateTables();

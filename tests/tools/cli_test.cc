@@ -758,6 +758,33 @@ TEST_F(CliTest, LagCountsRecordsAboveEachPartitionsWatermark) {
   EXPECT_TRUE(Contains(caught_up, R"("partitions":2,"lag":0,)")) << caught_up;
 }
 
+// forget-derived: a table nobody derives any more stops counting (lag no
+// longer shows it), keeps its rows, and says what it was derived from.
+TEST_F(CliTest, ForgetDerivedDropsATableFromLagAndKeepsItsRows) {
+  ASSERT_TRUE(client_->CreateTable("People").ok());
+  ASSERT_TRUE(client_->CreateTable("Idx").ok());
+  ASSERT_TRUE(client_->Insert("Idx", EntityBuilder("a", "1").Build()).ok());
+  ASSERT_TRUE(client_
+                  ->AdvanceWatermarks({{"Idx", "People", 0, 2, 0, 0},
+                                       {"Idx", "People", 1, 2, 0, 0},
+                                       {"Other", "People", 0, 1, 0, 0}})
+                  .ok());
+  ASSERT_EQ(Lines(Ok({"lag"})).size(), 4u);  // header, two of Idx, one of Other
+
+  EXPECT_EQ(
+      Ok({"forget-derived", "idx"}),
+      "forgot idx as derived from People (a worker still deriving it registers it again with its "
+      "next report)\n");
+  const std::string left = Ok({"lag"});
+  EXPECT_EQ(Lines(left).size(), 2u) << left;
+  EXPECT_TRUE(Contains(left, "Other")) << left;
+  EXPECT_TRUE(client_->Get("Idx", "a", "1").ok());
+  EXPECT_EQ(Ok({"forget-derived", "Idx"}),
+            "Idx was not registered as a derived table: nothing to forget\n");
+  ServerError({"forget-derived", "1bad"}, "InvalidResourceName (400)");
+  EXPECT_EQ(Cli({"forget-derived"}).exit_code, 2);
+}
+
 // Issue 14: a sidecar that is not there is said at once, with a hint; an
 // endpoint without its scheme gets the likely fix.
 TEST(CliStandaloneTest, NothingListeningIsSaidPromptlyAndSchemesAreHinted) {

@@ -123,6 +123,9 @@ int RunChanges(Session& s, const CommandArgs& a);
 // lag: watermarks and the change records above them (--derived in `table`,
 // --max-scan in `max`, --json as format "json").
 int RunLag(Session& s, const CommandArgs& a);
+// forget-derived: the table in `table` stops counting as derived (its
+// watermarks forgotten); says which pairs were registered.
+int RunForgetDerived(Session& s, const CommandArgs& a);
 // backup: the sidecar makes a backup in its storage.backup_dir; prints it.
 int RunBackup(Session& s, const CommandArgs& a);
 

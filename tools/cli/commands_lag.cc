@@ -165,4 +165,24 @@ int RunLag(Session& s, const CommandArgs& a) {
   return s.Finish();
 }
 
+int RunForgetDerived(Session& s, const CommandArgs& a) {
+  client::Client* c = s.Client();
+  if (!c) return s.connect_exit;
+  // What was registered, to say what goes (the forget itself answers
+  // nothing: forgetting what is not there is not an error).
+  auto marks = c->ReadWatermarks(a.table);
+  if (!marks.ok()) return s.Fail(marks.status());
+  std::map<std::string, std::string> sources;  // canonical name -> as reported
+  for (const auto& w : *marks) sources.emplace(TableKey(w.source_table).str(), w.source_table);
+  if (Status f = c->ForgetWatermarks(a.table); !f.ok()) return s.Fail(f);
+  if (sources.empty()) {
+    s.out = a.table + " was not registered as a derived table: nothing to forget\n";
+  } else {
+    s.out = "forgot " + a.table + " as derived from";
+    for (const auto& [key, name] : sources) s.out += " " + name;
+    s.out += " (a worker still deriving it registers it again with its next report)\n";
+  }
+  return s.Finish();
+}
+
 }  // namespace sidetable::cli

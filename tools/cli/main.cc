@@ -173,6 +173,12 @@ int main(int argc, char** argv) {
   bool lag_json = false;
   lag->add_flag("--json", lag_json, "one JSON object instead of the text table");
 
+  auto* forget = app.add_subcommand("forget-derived",
+                                    "stop counting TABLE as a derived table (forget its "
+                                    "watermarks): for a table kept after its pattern "
+                                    "left the workers' configuration");
+  forget->add_option("TABLE", a.table, "the derived table")->required();
+
   auto* verify = app.add_subcommand(
       "verify", "check derived tables against their sources (exit 4 on divergence)");
   verify->add_option("--config", a.input, "the worker configuration whose patterns to verify")
@@ -229,6 +235,7 @@ int main(int argc, char** argv) {
     a.format = lag_json ? "json" : "text";
     return RunLag(s, a);
   }
+  if (command == "forget-derived") return RunForgetDerived(s, a);
   if (IsReplayCommand(command)) return RunReplayCommand(s, replay_args, command);
   return s.Usage("unknown command " + command);
 }

@@ -377,6 +377,10 @@ class AsyncClient(_Requests):
     async def read_watermarks(self, derived=None):
         return await self._run(*self._req_read_watermarks(derived))
 
+    async def forget_watermarks(self, derived):
+        """As :meth:`sidetable.client.Client.forget_watermarks`."""
+        await self._run(*self._req_forget_watermarks(derived))
+
     async def set_table_policies(self, table, policies):
         await self._run(*self._req_set_table_policies(table, policies))
 

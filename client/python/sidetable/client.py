@@ -597,6 +597,9 @@ class _Requests(object):
     def _req_backup(self):
         return _w.BACKUP, {}, _dec_body
 
+    def _req_forget_watermarks(self, derived):
+        return _w.FORGET_WATERMARKS, {"derived": derived}, _dec_none
+
     def _req_read_watermarks(self, derived=None):
         body = {} if derived is None else {"derived": derived}
         return _w.READ_WATERMARKS, body, _dec_watermarks
@@ -1188,6 +1191,13 @@ class Client(_Requests):
     def read_watermarks(self, derived=None):
         """Every stored :class:`Watermark`, or those of one derived table."""
         return self._run(*self._req_read_watermarks(derived))
+
+    def forget_watermarks(self, derived):
+        """Stop counting ``derived`` as a derived table: forget its
+        watermarks (nothing registered is not an error). For a table no
+        worker derives any more; a worker that still does registers it
+        again with its next report. Needs permission ``m``."""
+        self._run(*self._req_forget_watermarks(derived))
 
     def set_table_policies(self, table, policies):
         """Replace ``table``'s stored access policies (at most 5 dicts with

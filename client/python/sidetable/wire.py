@@ -36,6 +36,7 @@ SET_TABLE_POLICIES = 13   # stored access policies (docs/security.md)
 GET_TABLE_POLICIES = 14
 ISSUE_TOKEN = 15          # the sidecar signs a token within the caller's scope
 BACKUP = 16               # a backup of the data directory (docs/operations.md)
+FORGET_WATERMARKS = 17    # stop counting a table as derived (docs/consistency.md)
 
 OP_NAMES = {PING: "Ping", CREATE_TABLE: "CreateTable",
             DELETE_TABLE: "DeleteTable", LIST_TABLES: "ListTables",
@@ -45,7 +46,7 @@ OP_NAMES = {PING: "Ping", CREATE_TABLE: "CreateTable",
             READ_WATERMARKS: "ReadWatermarks", WRITE_MANY: "WriteMany",
             SET_TABLE_POLICIES: "SetTablePolicies",
             GET_TABLE_POLICIES: "GetTablePolicies", ISSUE_TOKEN: "IssueToken",
-            BACKUP: "Backup"}
+            BACKUP: "Backup", FORGET_WATERMARKS: "ForgetWatermarks"}
 
 # How much longer than the client's timeout the sidecar may take on purpose,
 # per operation: a backup flushes, and copies files when its directory is on

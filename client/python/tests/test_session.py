@@ -59,6 +59,20 @@ class SessionTests(unittest.TestCase):
                                     "partition": 0, "partitions": 1, "lsn": 1}])
         self.assertEqual(self.c.read_watermarks(self.idx)[0].lsn, w.lsn)
 
+    def test_forget_watermarks_stops_counting_the_table_and_keeps_it(self):
+        w = self.c.insert(self.src, Entity("p", "1", {"n": 1}))
+        self.c.insert(self.idx, Entity("1", "p_1"))
+        with self.assertRaises(SidetableError) as e:
+            self.c.forget_watermarks("1bad")
+        self.assertEqual(e.exception.code, "InvalidResourceName")
+        self.assertEqual(len(self.c.read_watermarks(self.idx)), 1)
+        self.c.forget_watermarks(self.idx)
+        self.assertEqual(self.c.read_watermarks(self.idx), [])
+        # Nothing to wait for any more; the row is still there.
+        got = self.c.get(self.idx, "1", "p_1", after={self.src: w.lsn}, wait_ms=0)
+        self.assertEqual(got.rk, "p_1")
+        self.c.forget_watermarks(self.idx)  # nothing registered: no error
+
     def test_bad_input_is_invalid_and_changes_nothing(self):
         before = self.c.read_watermarks(self.idx)
         last = self.c.ping()["lsn"]
