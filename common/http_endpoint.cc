@@ -120,10 +120,16 @@ Result<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(const std::string& hos
     if (port < 0) return Status(Code::kUnavailable, setting + ": cannot bind on " + host);
   } else if (!ep->http_->bind_to_port(host, port)) {
     const int err = errno;
-    return Status(Code::kUnavailable,
-                  setting + ": cannot bind on " + host_port + " (" + std::strerror(err) +
-                      (err == EADDRINUSE ? "; another process, perhaps a second worker, already uses this port: "
-                                           "give each its own" : "") + ")");
+    return Status(
+        Code::kUnavailable,
+        setting + ": cannot bind on " + host_port + " (" + std::strerror(err) +
+            // Said for the sidecar and the worker alike: two of either started
+            // from one configuration is the usual cause.
+            (err == EADDRINUSE ? "; another process already uses this port, perhaps a second "
+                                 "sidetable or sidetable-worker started from the same "
+                                 "configuration: give each its own"
+                               : "") +
+            ")");
   }
   ep->port_ = port;
   ep->host_ = host;

@@ -133,7 +133,9 @@ int main(int argc, char** argv) {
   app.add_option("--http", f.http, "health and metrics host:port, '' = off (http)")->each([&](const std::string&) {
     f.http_set = true;
   });
-  app.add_option("--ready-file", f.ready_file, "file written once consuming (ready_file)");
+  app.add_option(
+      "--ready-file", f.ready_file,
+      "file written once started and subscribed; GET /ready says when it consumes (ready_file)");
   app.add_option("--dead-letter-topic", f.dlq, "dead-letter topic (dead_letter.topic)");
   app.add_option("--max-attempts", f.max_attempts, "attempts per event (retry.max_attempts)");
   app.add_option("--backoff-ms", f.backoff_ms, "first back-off (retry.backoff_ms)");

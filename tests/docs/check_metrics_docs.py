@@ -15,6 +15,13 @@ is any; otherwise prints a short summary and exits 0. Rules:
   stale         every sidetable_* name in those two documents is emitted by
                 the code (a metric renamed or removed leaves no stale name);
                 a family (`sidetable_cluster_*`) has a member the code emits
+  health        every field the /health body names (the JSON keys written by
+                HealthJson in sidecar/status_pages.cc, with the ServerBusy
+                reasons of sidecar/admission.cc under "busy", and in
+                workers/worker.cc) is named in the document's section on
+                health (operations.md "Health and metrics", workers.md
+                "Metrics and health"): an operator reading /health finds
+                each field explained
 
 A histogram's series (`_bucket`, `_sum`, `_count`) count as documented when
 the histogram's own name is. Python 3.11 standard library only.
@@ -35,6 +42,15 @@ DOCUMENTED_IN = {
 }
 # Emitted by the workers, documented for the operators of a cluster too.
 ALSO_IN_OPERATIONS = ["sidetable_worker_fenced_events_total"]
+
+# Where each /health body is written, and the section of the document that
+# describes it.
+HEALTH = {
+    "sidecar": ("sidecar/status_pages.cc", "docs/operations.md", "## Health and metrics"),
+    "workers": ("workers/worker.cc", "docs/workers.md", "## Metrics and health"),
+}
+# The "busy" object's keys are these names, written in a loop.
+BUSY_REASONS = "sidecar/admission.cc"
 
 SOURCE_SUFFIXES = (".h", ".cc")
 LITERAL = re.compile(r'"(sidetable_[a-z0-9_]+)')
@@ -67,6 +83,59 @@ def named_in(doc_text: str, name: str) -> bool:
         if name.endswith(suffix) and named_in(doc_text, name[: -len(suffix)]):
             return True
     return False
+
+
+JSON_KEY = re.compile(r'\\"([a-z_]+)\\":')
+BUSY_NAMES = re.compile(r"kNames\[kBusyReasons\]\s*=\s*\{([^}]*)\}")
+
+
+def read(source: str, rel: str) -> str | None:
+    path = os.path.join(source, rel)
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        return fh.read()
+
+
+def health_fields(code: str) -> list[str]:
+    """The JSON keys HealthJson writes: the escaped `\"key\":` literals
+    of the function's body (up to the closing brace in column 0)."""
+    m = re.search(r"^std::string\s+[A-Za-z:]*HealthJson\(.*?^\}", code, re.S | re.M)
+    return sorted(set(JSON_KEY.findall(m.group(0)))) if m else []
+
+
+def section(text: str, heading: str) -> str:
+    at = text.find(heading + "\n")
+    if at < 0:
+        return ""
+    end = text.find("\n## ", at + len(heading))
+    return text[at:] if end < 0 else text[at:end]
+
+
+def check_health(source: str) -> list[str]:
+    violations: list[str] = []
+    for part, (code_rel, doc, heading) in sorted(HEALTH.items()):
+        code = read(source, code_rel)
+        text = read(source, doc) or ""
+        fields = health_fields(code or "")
+        if not fields:
+            violations.append(f"{code_rel}: health: no HealthJson writing JSON keys found (moved? update HEALTH)")
+            continue
+        if part == "sidecar":
+            m = BUSY_NAMES.search(read(source, BUSY_REASONS) or "")
+            if not m:
+                violations.append(f"{BUSY_REASONS}: health: the ServerBusy reasons (kNames) are not found")
+            else:
+                fields = sorted(set(fields) | set(re.findall(r'"([a-z_]+)"', m.group(1))))
+        described = section(text, heading)
+        if not described:
+            violations.append(f"{doc}: health: no section '{heading}'")
+            continue
+        for field in fields:
+            if not named_in(described, field):
+                violations.append(f"{doc}: health: /health field {field} (written in {code_rel}) is not named "
+                                  f"in '{heading[3:]}'")
+    return violations
 
 
 def check(source: str) -> tuple[list[str], int]:
@@ -103,6 +172,7 @@ def check(source: str) -> tuple[list[str], int]:
                     name + suffix in all_emitted for suffix in HISTOGRAM_SERIES)
             if not known:
                 violations.append(f"{doc}: stale: {name} is named there but no code emits it")
+    violations += check_health(source)
     return violations, len(all_emitted)
 
 
@@ -116,15 +186,27 @@ def self_test() -> int:
                 fh.write(text)
         return root
 
+    # The /health bodies, as the C++ writes them (escaped quotes), and the
+    # documents' sections describing them.
+    sidecar_health = ('std::string HealthJson(Server& server) {\n'
+                      '  std::string body = "{\\"status\\":\\"" + s + "\\",\\"lsn\\":" + n + ",\\"busy\\":{";\n'
+                      '  return body;\n}\n')
+    worker_health = ('std::string Worker::Impl::HealthJson() const {\n'
+                     '  return "{\\"status\\":\\"" + s + "\\",\\"group\\":" + g;\n}\n')
+    ops_health = '\n## Health and metrics\n\n`{"status":"ok","lsn":n,"busy":{"queue_full":n}}`\n'
+    workers_health = '\n## Metrics and health\n\n`{"status":"ok","group":...}`\n'
     good = {
         "sidecar/m.cc": 'counter("sidetable_a_total"); h("sidetable_d_seconds_bucket"); '
                         'h("sidetable_d_seconds_sum");\n',
         "sidecar/cluster/c.cc": 'metric("sidetable_cluster_b", "gauge");\n',
+        "sidecar/status_pages.cc": sidecar_health,
+        "sidecar/admission.cc": 'static constexpr std::string_view kNames[kBusyReasons] = {\n    "queue_full"};\n',
         "workers/w.cc": 'Line(&out, "sidetable_worker_fenced_events_total", "", 1);\n',
+        "workers/worker.cc": worker_health,
         "docs/operations.md": "`sidetable_a_total`, `sidetable_cluster_b`, the histogram "
                               "`sidetable_d_seconds`, and `sidetable_worker_fenced_events_total`; "
-                              "the `sidetable_cluster_*` family.\n",
-        "docs/workers.md": "| `sidetable_worker_fenced_events_total` | counter |\n",
+                              "the `sidetable_cluster_*` family.\n" + ops_health,
+        "docs/workers.md": "| `sidetable_worker_fenced_events_total` | counter |\n" + workers_health,
     }
     cases = [
         ("consistent", {}, None),
@@ -148,6 +230,21 @@ def self_test() -> int:
          {"docs/operations.md": good["docs/operations.md"] + "the `sidetable_gone_*` metrics\n"},
          "stale: sidetable_gone_ "),
         ("no operations.md", {"docs/operations.md": None}, "missing"),
+        ("a sidecar /health field missing from operations.md",
+         {"sidecar/status_pages.cc": sidecar_health.replace('\\"lsn\\":', '\\"lsn\\":" + n + ",\\"new_field\\":')},
+         "docs/operations.md: health: /health field new_field"),
+        ("a ServerBusy reason missing from the /health description",
+         {"sidecar/admission.cc": 'kNames[kBusyReasons] = {"queue_full", "tenant_quota"};\n'},
+         "health: /health field tenant_quota"),
+        ("named outside the health section only",
+         {"docs/operations.md": good["docs/operations.md"].replace(',"lsn":n', "") + "\n## Other\n`lsn`\n"},
+         "health: /health field lsn"),
+        ("a worker /health field missing from workers.md",
+         {"workers/worker.cc": worker_health.replace('\\"group\\":', '\\"group\\":" + g + ",\\"lag_x\\":')},
+         "docs/workers.md: health: /health field lag_x"),
+        ("no HealthJson where the sidecar's /health is written",
+         {"sidecar/status_pages.cc": "// moved\n"},
+         "sidecar/status_pages.cc: health: no HealthJson"),
     ]
     failures = 0
     for title, change, want in cases:

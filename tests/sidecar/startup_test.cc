@@ -252,6 +252,21 @@ TEST(Startup, ARestPortInUseStopsTheStartInsteadOfHanging) {
   }
 }
 
+// sidecar.http's port in use: the start fails naming the key and the port.
+// Before session 44 the hint, shared with the worker, said "perhaps a second
+// worker" to an operator starting a second sidecar.
+TEST(Startup, AnHttpPortInUseNamesTheKeyAndBothKindsOfProcess) {
+  testing::TempDir dir;
+  HeldPort held;
+  ASSERT_GT(held.port, 0);
+  const std::string address = "127.0.0.1:" + std::to_string(held.port);
+  Outcome r = Sidetable(dir, {"--data", dir.Sub("data"), "--kafka", "none", "--listen",
+                              "tcp://127.0.0.1:*", "--http", address});
+  EXPECT_EQ(r.exit_code, 1) << "-1: still running after 20 s\n" << r.output;
+  EXPECT_TRUE(testing::Contains(r.output, "sidecar.http: cannot bind on " + address)) << r.output;
+  EXPECT_TRUE(testing::Contains(r.output, "a second sidetable or sidetable-worker")) << r.output;
+}
+
 // libzmq's ipc:// bind removes a socket path in use and binds anew: a second
 // sidecar (another storage.path, the same sidecar.listen) took the first
 // one's clients without an error, and the first served nobody (session 39).

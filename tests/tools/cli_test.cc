@@ -708,6 +708,53 @@ TEST_F(CliTest, ChangesFollowPrintsNewRecordsAsTheyCommit) {
   EXPECT_EQ(Lines(bounded.out).size(), 2u) << bounded.out;
 }
 
+// `changes --follow | head -1` on a sidecar where nothing more commits:
+// before session 44 the command noticed the closed pipe only when it had a
+// record to write, so it waited for the next commit, for good on a quiet
+// sidecar (docs/cli.md said it ended).
+TEST_F(CliTest, ChangesFollowEndsWhenItsReaderIsGoneOnAQuietSidecar) {
+  ASSERT_TRUE(client_->CreateTable("Quiet").ok());
+  int fds[2];
+  ASSERT_EQ(pipe2(fds, O_CLOEXEC), 0);
+  const std::string err = dir_.Sub("follow-quiet.err");
+  std::vector<std::string> args = {SIDETABLE_CLI, "--endpoint", server_->endpoint(), "changes",
+                                   "--follow"};
+  pid_t pid = fork();
+  if (pid == 0) {
+    const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (e < 0 || dup2(fds[1], STDOUT_FILENO) < 0 || dup2(e, STDERR_FILENO) < 0) _exit(126);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  ASSERT_GT(pid, 0);
+  close(fds[1]);
+  // Read the first line, as head -1 does, then go away.
+  std::string first;
+  char ch;
+  while (read(fds[0], &ch, 1) == 1 && ch != '\n') first += ch;
+  close(fds[0]);
+  EXPECT_TRUE(Contains(first, "\"TableCreated\"")) << first;
+
+  // Nothing commits from here on: the command ends by itself.
+  int status = 0;
+  bool exited = false;
+  for (int i = 0; i < 1000 && !exited; i++) {  // at most 10 s
+    exited = waitpid(pid, &status, WNOHANG) == pid;
+    if (!exited) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (!exited) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  ASSERT_TRUE(exited) << "still following with nobody reading its output";
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_TRUE(Contains(ReadAll(err), "sidetable-cli: cannot write stdout")) << ReadAll(err);
+}
+
 TEST_F(CliTest, LagCountsRecordsAboveEachPartitionsWatermark) {
   ASSERT_TRUE(client_->CreateTable("Other").ok());
   ASSERT_TRUE(client_->CreateTable("People").ok());

@@ -81,8 +81,9 @@ class Session {
   int connect_exit = kExitOk;
 
  private:
-  // The client options every connection shares (CURVE keys read once);
-  // false after reporting a bad key file.
+  // The client options every connection shares, the first Ping's included:
+  // CURVE keys, the token and the caller (files read once); false after
+  // reporting a bad key file or an unreadable token file.
   bool BaseOptions(client::ClientOptions* o);
 
   int StdoutFailed(int error);
@@ -91,6 +92,7 @@ class Session {
   bool stdout_failed_ = false;
   std::unique_ptr<client::Client> client_;
   std::optional<client::CurveClientKeys> curve_;
+  std::optional<std::string> token_;  // --token, or --token-file's text
 };
 
 // The text of a JSON argument: `arg` itself, or all of stdin when it is "-".

@@ -6,9 +6,15 @@
 // CLI's contract, commands.h). With --follow each record is written and
 // flushed as it arrives, so a pipe (`| jq`) sees it at once; an error after
 // some records leaves those on stdout and reports itself on stderr.
+#include <poll.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <string>
 #include <thread>
 
 #include "common/process.h"
@@ -24,6 +30,16 @@ void OnStop(int) { g_follow_stop.store(true); }
 // How often an idle follow asks for more: short enough to feel live, long
 // enough that an idle tail costs the sidecar nothing worth measuring.
 constexpr auto kFollowPoll = std::chrono::milliseconds(200);
+
+// True once nothing can read stdout any more: a pipe whose reader exited
+// (`changes --follow | head -1`) reports POLLERR on its write end, a
+// socket or a hung-up terminal POLLHUP. Asked while idle, because a write
+// only fails when there is something to write: on a quiet sidecar the
+// command waited for the next commit, for good if none came.
+bool StdoutGone() {
+  pollfd p{STDOUT_FILENO, 0, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP)) != 0;
+}
 
 }  // namespace
 
@@ -53,6 +69,8 @@ int RunChanges(Session& s, const CommandArgs& a) {
     if (caught_up) {
       for (auto waited = std::chrono::milliseconds(0);
            waited < kFollowPoll && !g_follow_stop.load(); waited += std::chrono::milliseconds(20)) {
+        if (StdoutGone())
+          return s.Usage(std::string("cannot write stdout: ") + std::strerror(EPIPE));
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
     }

@@ -29,7 +29,10 @@ client::Client* Session::Client() {
   client_ = ConnectTo(options_.endpoint);
   if (client_ == nullptr) return nullptr;
   // First contact: one short Ping, so that a sidecar that is not there is
-  // said at once instead of after every retry of the real request.
+  // said at once instead of after every retry of the real request. It
+  // carries the command's token like every request: without it a sidecar
+  // with auth.mode: tokens refused it, and every command, however valid its
+  // token, logged a refusal and counted an AuthenticationFailed there.
   client::ClientOptions probe_options;
   (void)BaseOptions(&probe_options);  // read once by ConnectTo above
   probe_options.endpoint = options_.endpoint;
@@ -71,18 +74,6 @@ std::unique_ptr<client::Client> Session::ConnectTo(const std::string& endpoint) 
   o.endpoint = endpoint;
   o.timeout = std::chrono::milliseconds(options_.timeout_ms);
   o.max_attempts = options_.retries + 1;
-  o.caller = options_.caller;
-  o.token = options_.token;
-  if (!options_.token_file.empty()) {
-    std::string text;
-    if (!ReadFileArgument(options_.token_file, &text)) {
-      std::fprintf(stderr, "sidetable-cli: cannot read --token-file %s\n", options_.token_file.c_str());
-      connect_exit = kExitUsage;
-      return nullptr;
-    }
-    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
-    o.token = text;
-  }
   auto c = client::Client::Connect(o);
   if (!c.ok()) {
     std::fprintf(stderr, "sidetable-cli: %s\n", c.status().message().c_str());
@@ -102,7 +93,23 @@ bool Session::BaseOptions(client::ClientOptions* o) {
     }
     curve_ = std::move(keys).value();
   }
+  if (!token_) {
+    std::string token = options_.token;
+    if (!options_.token_file.empty()) {
+      if (!ReadFileArgument(options_.token_file, &token)) {
+        std::fprintf(stderr, "sidetable-cli: cannot read --token-file %s\n",
+                     options_.token_file.c_str());
+        connect_exit = kExitUsage;
+        return false;
+      }
+      while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back())))
+        token.pop_back();
+    }
+    token_ = std::move(token);
+  }
   o->curve = *curve_;
+  o->token = *token_;
+  o->caller = options_.caller;
   return true;
 }
 
