@@ -798,6 +798,11 @@ TEST_F(CliTest, LagCountsRecordsAboveEachPartitionsWatermark) {
                                  R"(,"scanned":0,"complete":true,"pairs":[])"))
       << none;
   ServerError({"lag", "--derived", "1bad"}, "InvalidResourceName (400)");
+  // In text, a name with nothing registered says so instead of an empty
+  // table that reads as "no lag" (a typo looked like a caught-up index).
+  EXPECT_TRUE(
+      Contains(Ok({"lag", "--derived", "Idz"}), "(Idz is not registered as a derived table"));
+  EXPECT_FALSE(Contains(Ok({"lag", "--derived", "Idx"}), "not registered"));
   // Catching up to every record empties the lag.
   const uint64_t top = written.back().second;
   ASSERT_TRUE(client_->AdvanceWatermarks({{"Idx", "People", 0, 2, top, 0}, {"Idx", "People", 1, 2, top, 0}}).ok());

@@ -162,6 +162,12 @@ int RunLag(Session& s, const CommandArgs& a) {
     s.out += "(scan stopped after " + std::to_string(scanned) + " change records; counts are lower bounds)\n";
   }
   if (trimmed) s.out += "(records below LSN " + std::to_string(first) + " were trimmed; counts are lower bounds)\n";
+  // An empty table reads as "no lag": say why when a name was asked for (a
+  // typo, or a table no worker registered yet).
+  if (pairs.empty() && !a.table.empty()) {
+    s.out +=
+        "(" + a.table + " is not registered as a derived table: no worker has reported for it)\n";
+  }
   return s.Finish();
 }
 
