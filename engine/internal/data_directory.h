@@ -29,8 +29,9 @@ inline constexpr std::string_view kMetaFormatVersion = "format_version";
 
 // A copy of the format mark in a plain file beside the database, so that a
 // start reads it without replaying the write-ahead log (a read-only open
-// replays all of it: with 145 MB of WAL after a kill -9 that took a start
-// from ~1.2 s to ~1.8 s). It is a cache of the mark, never the reverse: a
+// replays all of it: within the noise on a quiet host, a median 1.6x a
+// start on a busy one, with 120 MB of WAL after a kill -9; storage-format.md
+// has the figures). It is a cache of the mark, never the reverse: a
 // missing or unreadable file means "look in the database". A build that
 // raises the format must write this file before the mark, so that a crash
 // between the two leaves an older build refusing rather than opening.

@@ -323,8 +323,8 @@ class WalReadCounter : public rocksdb::EnvWrapper {
 };
 
 // The format's file spares a start the read-only open that replays the
-// whole WAL only to read the mark (session 43's look: +0.4-0.7 s a start
-// with 145 MB of WAL after a kill -9). A missing or unreadable file falls
+// whole WAL only to read the mark (session 43's look; on a busy host a
+// median 1.6x a start with 120 MB of WAL after a kill -9). A missing or unreadable file falls
 // back to that look, and the next open writes the file again.
 TEST(DataDirectoryTest, AStartReadsTheFormatFromItsFileWithoutReplayingTheWal) {
   TempDir dir;
