@@ -319,6 +319,47 @@ TEST_F(EmbeddedRestartTest, AKillNineRepublishesWhatNoDerivedTableApplied) {
   EXPECT_EQ(server->Stop(), 0) << server->Log();
 }
 
+// Before any pattern worker ever registered, nothing says what was read:
+// the restart published from its publish watermark, so everything the first
+// mock held was lost to the workers started afterwards. Seen from outside
+// (session 44): a clean restart before the first worker ran, then a worker;
+// 10 acknowledged RequestArchive moves were never done (verify cannot see
+// that) and 10 index entries stayed missing.
+TEST_F(EmbeddedRestartTest, ARestartBeforeAnyWorkerRegisteredPublishesTheLogAgain) {
+  auto server = StartEmbedded();
+  ASSERT_TRUE(client_->CreateTable("Src").ok());
+  uint64_t last = 0;
+  for (int i = 0; i < 20; i++) {
+    auto r = client_->Insert("Src", Row("p", std::to_string(i), i));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    last = r->lsn;
+  }
+  ASSERT_TRUE(LsnsOnTopic(last, std::chrono::seconds(30)).count(last));
+  // The publish watermark is persisted every 200 ms (kafka.watermark_flush_ms).
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  ASSERT_EQ(server->Stop(), 0) << server->Log();
+  client_.reset();
+  server = StartEmbedded();
+  // Every LSN, not just the last: they travel on different partitions.
+  testing::KafkaReader reader(Bootstrap(), kTopic);
+  ASSERT_TRUE(reader.AssignAll());
+  std::set<uint64_t> lsns;
+  reader.ReadUntil(
+      [&](const std::vector<testing::KafkaMessage>& all) {
+        lsns.clear();
+        for (const auto& m : all) {
+          Event ev;
+          if (events::DecodeEvent(m.value, &ev).ok()) lsns.insert(ev.record.lsn);
+        }
+        return lsns.size() >= last;
+      },
+      std::chrono::seconds(20));
+  for (uint64_t l = 1; l <= last; l++)
+    EXPECT_TRUE(lsns.count(l)) << "LSN " << l << " never reached the new mock";
+  EXPECT_NE(server->Log().find("publishing again from LSN 1 "), std::string::npos) << server->Log();
+  EXPECT_EQ(server->Stop(), 0) << server->Log();
+}
+
 // Half of kafka.max_backlog_events at most goes out again (the rest would
 // count in the backlog and refuse writes), and the part left out is named.
 TEST_F(EmbeddedRestartTest, TheRepublishIsBoundedByHalfTheBacklogAndSaysSo) {
