@@ -7,6 +7,7 @@
 #include "common/process.h"
 #include "sidecar/backup.h"
 #include "sidecar/listener_policy.h"
+#include "sidecar/republish_point.h"
 #include "sidecar/server_impl.h"
 
 namespace sidetable::sidecar {
@@ -603,7 +604,11 @@ Status Server::StartChangeStream(const ServerConfig& config) {
     // (RequestArchive moves never done, index entries missing for good).
     const std::optional<uint64_t> lowest = watermarks_->LowestApplied();
     const uint64_t log_start = engine_->Stats().first_available_lsn - 1;
-    k.republish_after = lowest ? *lowest : watermarks_->EverRegistered() ? UINT64_MAX : log_start;
+    // From the lowest partition's watermark on, record by record: a
+    // partition that carries no record of a source stays at 0 for good.
+    k.republish_after = lowest ? FirstUnappliedAfter(*engine_, *watermarks_, *lowest)
+                        : watermarks_->EverRegistered() ? UINT64_MAX
+                                                        : log_start;
     if (!lowest && !watermarks_->EverRegistered() && engine_->Stats().last_lsn > log_start) {
       spdlog::info(
           "no pattern worker has registered a derived table yet: the embedded Kafka gets "
