@@ -10,6 +10,8 @@ namespace sidetable::sidecar {
 namespace {
 
 constexpr std::string_view kPrefix = "wm/";
+// Outside kPrefix, so that Load() does not read it as a pair.
+constexpr std::string_view kEverKey = "wm-registered";
 
 std::string SettingKey(const std::string& derived_key, const std::string& source_key) {
   return std::string(kPrefix) + derived_key + "/" + source_key;
@@ -60,6 +62,11 @@ Result<std::unique_ptr<Watermarks>> Watermarks::Load(Engine* engine) {
     w->derived_[k.first]++;
     w->pairs_[std::move(k)] = std::move(p);
   }
+  auto ever = engine->GetSetting(kEverKey);
+  if (!ever.ok()) return ever.status();
+  // A directory from before the flag that holds pairs had a worker too; the
+  // flag is written with its next report.
+  w->ever_ = ever->has_value() || !w->pairs_.empty();
   return w;
 }
 
@@ -110,8 +117,15 @@ Status Watermarks::Advance(const std::vector<wire::WatermarkEntry>& entries) {
   std::vector<std::pair<std::string, std::string>> settings;
   settings.reserve(changed.size());
   for (const auto& [k, p] : changed) settings.emplace_back(SettingKey(k.first, k.second), Encode(p));
+  bool first_ever = false;
+  {
+    std::shared_lock lock(mu_);
+    first_ever = !ever_;
+  }
+  if (first_ever) settings.emplace_back(std::string(kEverKey), "1");
   ST_RETURN_IF_ERROR(engine_->PutSettings(settings));
   std::unique_lock lock(mu_);
+  ever_ = true;
   for (auto& [k, p] : changed) {
     auto [it, fresh] = pairs_.insert_or_assign(k, std::move(p));
     if (fresh) derived_[k.first]++;
@@ -162,6 +176,11 @@ std::optional<uint64_t> Watermarks::LowestApplied() const {
     lowest = std::min(lowest.value_or(low), low);
   }
   return lowest;
+}
+
+bool Watermarks::EverRegistered() const {
+  std::shared_lock lock(mu_);
+  return ever_;
 }
 
 bool Watermarks::IsDerived(std::string_view derived) const {

@@ -12,7 +12,8 @@
 // touches, atomically) before the memory copy changes, so what a read was
 // answered on survives a crash; Load() reads them back at start-up. One
 // setting per pair, "wm/<derived key>/<source key>", holding the whole pair:
-// a change of the partition count replaces the pair in one write.
+// a change of the partition count replaces the pair in one write; and
+// "wm-registered", written with the first pair ever registered.
 //
 // Thread safety: every method may be called from any thread. Advance()
 // calls are serialised among themselves; readers take a shared lock and
@@ -78,6 +79,12 @@ class Watermarks {
   // is only registered); nullopt when nothing is registered. An embedded
   // Kafka restarts empty, so the publisher goes back to it (server.cc).
   std::optional<uint64_t> LowestApplied() const;
+  // Whether any pair was ever registered in this data directory, deleted
+  // ones included (a durable flag written with the first registration).
+  // Tells "no worker has run yet", when the records the last embedded
+  // Kafka held were read by no one, from "every derived table was
+  // deleted", when nobody needs them again.
+  bool EverRegistered() const;
   bool Covers(const Requirement& req) const;
   bool CoversAll(const std::vector<Requirement>& reqs) const;
 
@@ -103,6 +110,7 @@ class Watermarks {
   mutable std::shared_mutex mu_;
   std::map<PairKey, Pair> pairs_;
   std::map<std::string, int> derived_;  // derived key -> pairs registered
+  bool ever_ = false;                   // EverRegistered()
 };
 
 }  // namespace sidetable::sidecar

@@ -1,0 +1,46 @@
+#include "sidecar/republish_point.h"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/kafka/partitioner.h"
+#include "engine/table_name.h"
+#include "sidecar/changestream/publisher.h"
+
+namespace sidetable::sidecar {
+
+uint64_t FirstUnappliedAfter(const Engine& engine, const Watermarks& watermarks, uint64_t lowest) {
+  // source key -> (derived key, partition count) of every registered pair.
+  std::map<std::string, std::vector<std::pair<std::string, int32_t>>> pairs;
+  std::map<std::pair<std::string, std::string>, bool> seen;
+  for (const wire::WatermarkEntry& e : watermarks.Read("")) {
+    std::string derived = TableKey(e.derived).str(), source = TableKey(e.source).str();
+    if (seen.emplace(std::make_pair(derived, source), true).second) {
+      pairs[source].emplace_back(std::move(derived), e.partitions);
+    }
+  }
+  uint64_t applied = lowest;
+  const uint64_t last = engine.Stats().last_lsn;
+  while (applied < last) {
+    auto batch = engine.ReadChanges(applied + 1, 1000, 4 << 20);
+    if (!batch.ok() || batch->records.empty()) return applied;
+    for (const ChangeRecord& r : batch->records) {
+      if (r.lsn != applied + 1) return applied;  // trimmed: cannot tell its partition
+      auto it = pairs.find(TableKey(r.table).str());
+      if (it != pairs.end()) {
+        const std::string key = changestream::KeyFor(r);
+        for (const auto& [derived, partitions] : it->second) {
+          Requirement req{derived, it->first, kafka::KafkaPartitionFor(key, partitions), partitions,
+                          r.lsn};
+          if (!watermarks.Covers(req)) return applied;
+        }
+      }
+      applied = r.lsn;
+    }
+  }
+  return applied;
+}
+
+}  // namespace sidetable::sidecar
