@@ -130,6 +130,26 @@ Result<ChangeBatch> Engine::Impl::ReadChanges(uint64_t from_lsn, size_t max_reco
   return out;
 }
 
+Result<ChangeBatch> Engine::Impl::ReadChangeHeaders(uint64_t from_lsn, size_t max_records) const {
+  ChangeBatch out;
+  out.first_available_lsn = first_available_lsn_.load();
+  out.last_lsn = commits_->last_committed_lsn();
+  // As VisitChanges: never past the committed LSN.
+  std::string upper_key = codec::LogKey(out.last_lsn + 1);
+  rocksdb::Slice upper(upper_key);
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, log_cf_));
+  for (it->Seek(codec::LogKey(std::max(from_lsn, out.first_available_lsn)));
+       it->Valid() && out.records.size() < max_records; it->Next()) {
+    ST_RETURN_IF_ERROR(
+        codec::DecodeChangeHeader(it->value().ToStringView(), &out.records.emplace_back()));
+  }
+  if (!it->status().ok())
+    return Status(Code::kInternal, "reading change log: " + it->status().ToString());
+  return out;
+}
+
 Result<RawChangePage> Engine::Impl::ReadRawChanges(uint64_t from_lsn, size_t max_records, size_t max_bytes,
                                                    std::string* out) const {
   RawChangePage page;

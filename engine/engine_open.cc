@@ -265,6 +265,9 @@ Result<ChangeBatch> Engine::ReadChanges(uint64_t from_lsn, size_t max_records,
                                         size_t max_bytes) const {
   return impl_->ReadChanges(from_lsn, max_records, max_bytes);
 }
+Result<ChangeBatch> Engine::ReadChangeHeaders(uint64_t from_lsn, size_t max_records) const {
+  return impl_->ReadChangeHeaders(from_lsn, max_records);
+}
 Result<uint64_t> Engine::TrimChanges(uint64_t below_lsn) { return impl_->TrimChanges(below_lsn); }
 uint64_t Engine::ApproximateChangeBytes(uint64_t from_lsn) const {
   return impl_->ApproximateChangeBytes(from_lsn, impl_->commits_->last_committed_lsn());

@@ -1,5 +1,6 @@
 #include "sidecar/republish_point.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <utility>
@@ -11,7 +12,8 @@
 
 namespace sidetable::sidecar {
 
-uint64_t FirstUnappliedAfter(const Engine& engine, const Watermarks& watermarks, uint64_t lowest) {
+uint64_t FirstUnappliedAfter(const Engine& engine, const Watermarks& watermarks, uint64_t lowest,
+                             uint64_t max_records) {
   // source key -> (derived key, partition count) of every registered pair.
   std::map<std::string, std::vector<std::pair<std::string, int32_t>>> pairs;
   std::map<std::pair<std::string, std::string>, bool> seen;
@@ -22,12 +24,15 @@ uint64_t FirstUnappliedAfter(const Engine& engine, const Watermarks& watermarks,
     }
   }
   uint64_t applied = lowest;
-  const uint64_t last = engine.Stats().last_lsn;
+  const uint64_t last = std::min(engine.Stats().last_lsn, lowest + max_records);
   while (applied < last) {
-    auto batch = engine.ReadChanges(applied + 1, 1000, 4 << 20);
+    // Headers only: the table and PartitionKey say the partition (no image
+    // is looked up; 0.7 s for 200,000 records through ReadChanges).
+    auto batch = engine.ReadChangeHeaders(applied + 1, std::min<uint64_t>(10'000, last - applied));
     if (!batch.ok() || batch->records.empty()) return applied;
     for (const ChangeRecord& r : batch->records) {
-      if (r.lsn != applied + 1) return applied;  // trimmed: cannot tell its partition
+      if (r.lsn != applied + 1 || r.lsn > last)
+        return applied;  // trimmed: cannot tell its partition
       auto it = pairs.find(TableKey(r.table).str());
       if (it != pairs.end()) {
         const std::string key = changestream::KeyFor(r);

@@ -25,8 +25,12 @@ namespace sidetable::sidecar {
 
 // The highest LSN n >= `lowest` such that every record up to n is applied by
 // every registered derived table of its table (records of other tables need
-// nobody). Stops at a record trimmed from the log (it cannot be judged) and
-// at a read error, returning what it knew by then.
-uint64_t FirstUnappliedAfter(const Engine& engine, const Watermarks& watermarks, uint64_t lowest);
+// nobody). Stops at a record trimmed from the log (it cannot be judged), at
+// a read error, and after `max_records` records (the start-up waits for
+// this scan: the server passes half of kafka.max_backlog_events, what the
+// publisher would send again at most), returning what it knew by then:
+// publishing again from there is never short of what a worker needs.
+uint64_t FirstUnappliedAfter(const Engine& engine, const Watermarks& watermarks, uint64_t lowest,
+                             uint64_t max_records);
 
 }  // namespace sidetable::sidecar

@@ -609,7 +609,9 @@ Status Server::StartChangeStream(const ServerConfig& config) {
     const uint64_t log_start = engine_->Stats().first_available_lsn - 1;
     // From the lowest partition's watermark on, record by record: a
     // partition that carries no record of a source stays at 0 for good.
-    k.republish_after = lowest ? FirstUnappliedAfter(*engine_, *watermarks_, *lowest)
+    k.republish_after = lowest
+                            ? FirstUnappliedAfter(*engine_, *watermarks_, *lowest,
+                                                  std::max<uint64_t>(1, k.max_backlog_events / 2))
                         : watermarks_->EverRegistered() ? UINT64_MAX
                                                         : log_start;
     if (!lowest && !watermarks_->EverRegistered() && engine_->Stats().last_lsn > log_start) {

@@ -99,6 +99,7 @@ class Engine::Impl {
 
   // engine_changelog.cc
   Result<ChangeBatch> ReadChanges(uint64_t from_lsn, size_t max_records, size_t max_bytes) const;
+  Result<ChangeBatch> ReadChangeHeaders(uint64_t from_lsn, size_t max_records) const;
   Result<RawChangePage> ReadRawChanges(uint64_t from_lsn, size_t max_records, size_t max_bytes,
                                        std::string* out) const;
   // The stored records ReadChanges and ReadRawChanges return, each passed

@@ -43,6 +43,40 @@ TEST_F(ChangelogTest, PagesByCountAndBytes) {
   EXPECT_TRUE(past->records.empty());
 }
 
+// The headers ReadChanges gives, without the operations; bounded by count,
+// never before the log's first record or past its last.
+TEST_F(ChangelogTest, HeadersAreReadChangesWithoutTheOperations) {
+  auto full = engine_->ReadChanges(1, 1000);
+  auto heads = engine_->ReadChangeHeaders(1, 1000);
+  ASSERT_TRUE(full.ok() && heads.ok());
+  ASSERT_EQ(heads->records.size(), full->records.size());
+  EXPECT_EQ(heads->last_lsn, full->last_lsn);
+  for (size_t i = 0; i < full->records.size(); i++) {
+    const ChangeRecord &f = full->records[i], &h = heads->records[i];
+    EXPECT_EQ(h.lsn, f.lsn);
+    EXPECT_EQ(h.kind, f.kind);
+    EXPECT_EQ(h.commit_time, f.commit_time);
+    EXPECT_EQ(h.table, f.table);
+    EXPECT_EQ(h.partition_key, f.partition_key);
+    EXPECT_EQ(h.caller, f.caller);
+    EXPECT_TRUE(h.ops.empty());
+  }
+  auto five = engine_->ReadChangeHeaders(10, 5);
+  ASSERT_TRUE(five.ok());
+  ASSERT_EQ(five->records.size(), 5u);
+  EXPECT_EQ(five->records.front().lsn, 10u);
+  EXPECT_EQ(five->records.back().lsn, 14u);
+  ASSERT_TRUE(engine_->TrimChanges(21).ok());
+  auto trimmed = engine_->ReadChangeHeaders(3, 2);
+  ASSERT_TRUE(trimmed.ok());
+  EXPECT_EQ(trimmed->first_available_lsn, 21u);
+  ASSERT_EQ(trimmed->records.size(), 2u);
+  EXPECT_EQ(trimmed->records.front().lsn, 21u);
+  auto past = engine_->ReadChangeHeaders(52, 100);
+  ASSERT_TRUE(past.ok());
+  EXPECT_TRUE(past->records.empty());
+}
+
 TEST_F(ChangelogTest, TrimRemovesOnlyBelowAndSurvivesReopen) {
   auto first = engine_->TrimChanges(21);
   ASSERT_TRUE(first.ok());
