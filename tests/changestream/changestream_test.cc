@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -263,9 +264,10 @@ class EmbeddedRestartTest : public ChangeStreamTest {
     in >> b;
     return b;
   }
-  // The LSNs on the embedded topic once `until` is among them (or after
+  // The LSNs on the embedded topic once `done` says so of them (or after
   // `timeout`).
-  std::set<uint64_t> LsnsOnTopic(uint64_t until, std::chrono::seconds timeout) {
+  std::set<uint64_t> LsnsOnTopicWhen(const std::function<bool(const std::set<uint64_t>&)>& done,
+                                     std::chrono::seconds timeout) {
     testing::KafkaReader reader(Bootstrap(), kTopic);
     EXPECT_TRUE(reader.AssignAll());
     std::set<uint64_t> lsns;
@@ -276,10 +278,15 @@ class EmbeddedRestartTest : public ChangeStreamTest {
             Event ev;
             if (events::DecodeEvent(m.value, &ev).ok()) lsns.insert(ev.record.lsn);
           }
-          return lsns.count(until) > 0;
+          return done(lsns);
         },
         timeout);
     return lsns;
+  }
+  // ... once `until` is among them.
+  std::set<uint64_t> LsnsOnTopic(uint64_t until, std::chrono::seconds timeout) {
+    return LsnsOnTopicWhen([&](const std::set<uint64_t>& lsns) { return lsns.count(until) > 0; },
+                           timeout);
   }
   // Source "Src" with 20 rows (LSNs 2..21); derived table "Idx" reported
   // applied up to `applied` on every one of the topic's 12 partitions.
@@ -342,19 +349,9 @@ TEST_F(EmbeddedRestartTest, ARestartBeforeAnyWorkerRegisteredPublishesTheLogAgai
   client_.reset();
   server = StartEmbedded();
   // Every LSN, not just the last: they travel on different partitions.
-  testing::KafkaReader reader(Bootstrap(), kTopic);
-  ASSERT_TRUE(reader.AssignAll());
-  std::set<uint64_t> lsns;
-  reader.ReadUntil(
-      [&](const std::vector<testing::KafkaMessage>& all) {
-        lsns.clear();
-        for (const auto& m : all) {
-          Event ev;
-          if (events::DecodeEvent(m.value, &ev).ok()) lsns.insert(ev.record.lsn);
-        }
-        return lsns.size() >= last;
-      },
-      std::chrono::seconds(20));
+  const std::set<uint64_t> lsns =
+      LsnsOnTopicWhen([&](const std::set<uint64_t>& seen) { return seen.size() >= last; },
+                      std::chrono::seconds(20));
   for (uint64_t l = 1; l <= last; l++)
     EXPECT_TRUE(lsns.count(l)) << "LSN " << l << " never reached the new mock";
   EXPECT_NE(server->Log().find("publishing again from LSN 1 "), std::string::npos) << server->Log();

@@ -21,12 +21,13 @@ Python 3.11 standard library only.
 
 from __future__ import annotations
 
-import argparse
 import glob
 import os
 import re
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import doc_check  # noqa: E402  (beside this file)
 
 # The sources declaring each program's flags (relative; globs allowed).
 PROGRAMS = {
@@ -82,15 +83,6 @@ def check(source: str) -> tuple[list[str], int]:
 
 
 def self_test() -> int:
-    def tree(files: dict[str, str]) -> str:
-        root = tempfile.mkdtemp(prefix="flags-docs-")
-        for rel, text in files.items():
-            path = os.path.join(root, rel)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(text)
-        return root
-
     good = {
         "sidecar/main.cc": 'app.add_option("-c,--config", f, "file");\n'
                            'app.add_option(\n    "--max-connections", n, "bound");\n'
@@ -119,41 +111,12 @@ def self_test() -> int:
          "undocumented: sidetable-demo --with-workers"),
         ("a program's sources moved", {"workers/main.cc": None}, "missing: sidetable-worker"),
     ]
-    failures = 0
-    for title, change, want in cases:
-        files = dict(good)
-        for k, v in change.items():
-            if v is None:
-                files.pop(k, None)
-            else:
-                files[k] = v
-        violations, _ = check(tree(files))
-        ok = (not violations) if want is None else any(want in v for v in violations)
-        if not ok:
-            failures += 1
-            print(f"self-test FAILED: {title}: want {want!r}, got {violations}")
-    if failures:
-        return 1
-    print(f"self-test: {len(cases)} cases pass")
-    return 0
+    return doc_check.run_self_test(check, good, cases)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--source", help="the repository root")
-    parser.add_argument("--self-test", action="store_true")
-    args = parser.parse_args()
-    if args.self_test:
-        return self_test()
-    if not args.source:
-        parser.error("--source is required")
-    violations, n = check(args.source)
-    for v in violations:
-        print(v)
-    if violations:
-        return 1
-    print(f"flags docs: {n} flags declared, each named in the docs")
-    return 0
+    return doc_check.main(__doc__.splitlines()[0], check, self_test,
+                          "flags docs: {n} flags declared, each named in the docs")
 
 
 if __name__ == "__main__":

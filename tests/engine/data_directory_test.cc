@@ -66,6 +66,16 @@ void MakeSidetableDirectory(const std::string& path, std::string* state) {
   *state = DumpState(**e);
 }
 
+// 50 more rows, in the WAL only (the engine closes without a flush).
+void AddRowsToTheWal(const std::string& path, std::string* state) {
+  auto e = Engine::Open(Options(), path);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  Batch b("Orders");
+  for (int i = 0; i < 50; i++) b.Insert(MakeEntity("q", "r" + std::to_string(i), i));
+  ASSERT_TRUE((*e)->Execute(b).ok());
+  *state = DumpState(**e);
+}
+
 // Bytes in write-ahead logs: what an open would replay.
 uintmax_t WalBytes(const std::string& dir) {
   uintmax_t n = 0;
@@ -261,14 +271,7 @@ TEST(DataDirectoryTest, ANewerFormatIsRefusedBeforeRocksDbChangesAnything) {
   const std::string path = dir.Sub("db");
   std::string before;
   MakeSidetableDirectory(path, &before);
-  {  // The newer build's last rows, in its WAL only (closed without a flush).
-    auto e = Engine::Open(Options(), path);
-    ASSERT_TRUE(e.ok()) << e.status().ToString();
-    Batch b("Orders");
-    for (int i = 0; i < 50; i++) b.Insert(MakeEntity("q", "r" + std::to_string(i), i));
-    ASSERT_TRUE((*e)->Execute(b).ok());
-    before = DumpState(**e);
-  }
+  AddRowsToTheWal(path, &before);  // the newer build's last rows
   // Its mark, in the WAL too.
   EditRaw(
       path,
@@ -331,14 +334,7 @@ TEST(DataDirectoryTest, AStartReadsTheFormatFromItsFileWithoutReplayingTheWal) {
   const std::string path = dir.Sub("db");
   std::string before;
   MakeSidetableDirectory(path, &before);
-  {  // Rows in the WAL only.
-    auto e = Engine::Open(Options(), path);
-    ASSERT_TRUE(e.ok()) << e.status().ToString();
-    Batch b("Orders");
-    for (int i = 0; i < 50; i++) b.Insert(MakeEntity("q", "r" + std::to_string(i), i));
-    ASSERT_TRUE((*e)->Execute(b).ok());
-    before = DumpState(**e);
-  }
+  AddRowsToTheWal(path, &before);
   ASSERT_GT(WalBytes(path), 1000u) << "the rows were flushed: the WAL is not tested";
   ASSERT_EQ(ReadText(FormatFile(path)), "sidetable data format 1\n");
 
