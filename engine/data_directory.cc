@@ -202,9 +202,9 @@ Result<DataDirectory> InspectDataDirectory(rocksdb::Env* env, const rocksdb::DBO
     return Status(Code::kUnavailable, "cannot open database at " + path + ": " + s.ToString());
   }
   ST_RETURN_IF_ERROR(CheckFamilies(families, path));
-  if (std::optional<std::string> mark = ReadFormatFile(env, path)) {
-    ST_RETURN_IF_ERROR(CheckFormatMark(*mark, path));
-    dir.format_from_file = true;
+  dir.format_file = ReadFormatFile(env, path);
+  if (dir.format_file) {
+    ST_RETURN_IF_ERROR(CheckFormatMark(*dir.format_file, path));
     return dir;
   }
   ST_RETURN_IF_ERROR(PeekFormatVersion(db, path));
@@ -212,7 +212,7 @@ Result<DataDirectory> InspectDataDirectory(rocksdb::Env* env, const rocksdb::DBO
 }
 
 Status CheckFormatVersion(rocksdb::Env* env, rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta,
-                          const std::string& path) {
+                          const std::string& path, const std::optional<std::string>& format_file) {
   std::string value;
   rocksdb::Status s = db->Get(rocksdb::ReadOptions(), meta, kMetaFormatVersion, &value);
   if (s.IsNotFound()) {
@@ -233,7 +233,7 @@ Status CheckFormatVersion(rocksdb::Env* env, rocksdb::DB* db, rocksdb::ColumnFam
   } else {
     ST_RETURN_IF_ERROR(CheckFormatMark(value, path));
   }
-  if (ReadFormatFile(env, path) != value) {
+  if (format_file != value) {
     if (rocksdb::Status w = WriteFormatFile(env, path, value); !w.ok()) {
       spdlog::warn(
           "engine: could not write {} (the next start replays the WAL to read the format): {}",

@@ -152,8 +152,8 @@ Result<std::unique_ptr<Engine::Impl>> Engine::Impl::Open(const EngineOptions& op
   impl->entities_cf_ = impl->handles_[1];
   impl->log_cf_ = impl->handles_[2];
   impl->images_cf_ = impl->handles_[4];
-  ST_RETURN_IF_ERROR(
-      internal::CheckFormatVersion(opts.db.env, impl->db_.get(), impl->meta_cf_, path));
+  ST_RETURN_IF_ERROR(internal::CheckFormatVersion(opts.db.env, impl->db_.get(), impl->meta_cf_,
+                                                  path, dir->format_file));
   impl->row_cache_ = std::make_unique<internal::RowCache>(options.row_cache_bytes);
   impl->recent_ = std::make_unique<internal::RecentRecords>(
       options.write_images_once ? options.recent_records_bytes : 0);

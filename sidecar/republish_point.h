@@ -1,16 +1,24 @@
-// FirstUnappliedAfter: where a restarted embedded Kafka must get the change
-// log again from, record by record rather than per partition.
+// RepublishAfter: where a restarted embedded Kafka must get the change log
+// again from (the mock starts empty; what the last one held and no worker
+// had applied would otherwise be gone).
 //
-// Watermarks::LowestApplied() is per partition: a Kafka partition that never
-// carried a record of a source (few PartitionKeys, twelve partitions) keeps
-// the LSN 0 its worker registered, and held every restart at the log's
-// start, so each one published up to half of kafka.max_backlog_events again
-// (and said changes "a derived table has not applied" were left out) though
-// every derived table had applied everything (session 44, from outside).
-// This reads the log on from that point and stops at the first record that
-// some registered derived table of its table has not applied, judged on the
-// partition the publisher put it on (read_session.cc does the same for a
-// token).
+// - Derived tables registered: from the lowest LSN they reported
+//   (Watermarks::LowestApplied), then record by record. LowestApplied is per
+//   partition: a Kafka partition that never carried a record of a source
+//   (few PartitionKeys, twelve partitions) keeps the LSN 0 its worker
+//   registered, and held every restart at the log's start, so each one
+//   published up to half of kafka.max_backlog_events again (and said changes
+//   "a derived table has not applied" were left out) though every derived
+//   table had applied everything (session 44, from outside). The log is read
+//   on from that point to the first record that some registered derived
+//   table of its table has not applied, judged on the partition the
+//   publisher put it on (read_session.cc does the same for a token).
+// - None ever registered (no worker has run yet): none read anything, so the
+//   log from its first record (the publisher bounds it to half the backlog).
+//   Until session 44 nothing went again, and a restart before the first
+//   worker lost everything the old mock held.
+// - Registered once, none now (every derived table deleted or forgotten):
+//   nobody to publish for, UINT64_MAX.
 //
 // Thread safety: reads the engine and the watermarks, both thread-safe; run
 // at start-up, before the publisher starts.
@@ -23,14 +31,13 @@
 
 namespace sidetable::sidecar {
 
-// The highest LSN n >= `lowest` such that every record up to n is applied by
-// every registered derived table of its table (records of other tables need
-// nobody). Stops at a record trimmed from the log (it cannot be judged), at
-// a read error, and after `max_records` records (the start-up waits for
-// this scan: the server passes half of kafka.max_backlog_events, what the
-// publisher would send again at most), returning what it knew by then:
-// publishing again from there is never short of what a worker needs.
-uint64_t FirstUnappliedAfter(const Engine& engine, const Watermarks& watermarks, uint64_t lowest,
-                             uint64_t max_records);
+// The LSN after which publishing starts again (UINT64_MAX: from the publish
+// watermark). The record-by-record read stops at a record trimmed from the
+// log (it cannot be judged), at a read error, and after `max_records`
+// records (the start-up waits for it: the server passes half of
+// kafka.max_backlog_events, what the publisher would send again at most),
+// returning what it knew by then: publishing again from there is never
+// short of what a worker needs.
+uint64_t RepublishAfter(const Engine& engine, const Watermarks& watermarks, uint64_t max_records);
 
 }  // namespace sidetable::sidecar

@@ -597,28 +597,9 @@ Status Server::StartChangeStream(const ServerConfig& config) {
                  embedded_kafka_->bootstraps(), file);
     if (std::string warning = EmbeddedKafkaWarning(config); !warning.empty()) spdlog::warn("{}", warning);
     // The mock starts empty: changes published to the previous one that a
-    // derived table had not applied would never reach its worker. Before
-    // any worker ever registered, none had read anything: the log from its
-    // first record goes again (the publisher bounds it to half the backlog;
-    // what retention trimmed no worker could have needed). Only once
-    // every derived table was deleted is there nobody to publish for.
-    // Until session 44 the first case published nothing again: a restart
-    // before the first worker ran lost everything the old mock held
-    // (RequestArchive moves never done, index entries missing for good).
-    const std::optional<uint64_t> lowest = watermarks_->LowestApplied();
-    const uint64_t log_start = engine_->Stats().first_available_lsn - 1;
-    // From the lowest partition's watermark on, record by record: a
-    // partition that carries no record of a source stays at 0 for good.
-    k.republish_after = lowest
-                            ? FirstUnappliedAfter(*engine_, *watermarks_, *lowest,
-                                                  std::max<uint64_t>(1, k.max_backlog_events / 2))
-                        : watermarks_->EverRegistered() ? UINT64_MAX
-                                                        : log_start;
-    if (!lowest && !watermarks_->EverRegistered() && engine_->Stats().last_lsn > log_start) {
-      spdlog::info(
-          "no pattern worker has registered a derived table yet: the embedded Kafka gets "
-          "the change log again from its start");
-    }
+    // derived table had not applied would never reach its worker.
+    k.republish_after =
+        RepublishAfter(*engine_, *watermarks_, std::max<uint64_t>(1, k.max_backlog_events / 2));
   } else if (!config.cluster.enabled() && k.topic.find("{table}") == std::string::npos) {
     // A change topic that starts empty (a restore's new topic) is the same:
     // those changes went to the old topic only.

@@ -80,8 +80,8 @@ for ((r = 1; r <= ROUNDS; r++)); do
   elif (( r % 2 )); then start_once A "$A"; start_once B "$B"
   else start_once B "$B"; start_once A "$A"; fi
 done
-median() { awk -v l="$1" '$1==l {print $2}' "$W/starts" | sort -n |
-  awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+middle() { sort -n | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+median() { awk -v l="$1" '$1==l {print $2}' "$W/starts" | middle; }
 ma=$(median A); echo "median A: $ma ms"
 if [[ -n "$B" ]]; then
   mb=$(median B); echo "median B: $mb ms"
@@ -91,5 +91,5 @@ if [[ -n "$B" ]]; then
   paste <(awk '$1=="A" {print $2}' "$W/starts") <(awk '$1=="B" {print $2}' "$W/starts") |
     awk '{printf "%.3f\n", $2 / $1}' | sort -n > "$W/ratios"
   echo "B / A per round: $(tr '\n' ' ' < "$W/ratios")"
-  echo "median of the per-round B / A: $(awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}' "$W/ratios")"
+  echo "median of the per-round B / A: $(middle < "$W/ratios")"
 fi

@@ -14,6 +14,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/env.h>
 
+#include <optional>
 #include <string>
 
 #include "engine/status.h"
@@ -40,9 +41,10 @@ inline constexpr const char* kFormatFileName = "SIDETABLE-FORMAT";
 struct DataDirectory {
   // CURRENT exists: open the database, never create one.
   bool exists = false;
-  // How the format was checked: from kFormatFileName, or (false) by a
-  // read-only open of the database, or not at all (a new directory).
-  bool format_from_file = false;
+  // The mark kFormatFileName gave, when it was read and in its form: the
+  // format was checked from it. Otherwise (nullopt) by a read-only open of
+  // the database, or not at all (a new directory).
+  std::optional<std::string> format_file;
 };
 
 // Looks at `path` before anything is opened there: a missing CURRENT beside
@@ -65,9 +67,10 @@ Status RefuseDamagedWal(const std::string& path, const rocksdb::Status& opened, 
 // with a newer or unreadable version is refused. InspectDataDirectory
 // refuses those before the open already; this is the check for a mark its
 // read-only look could not read. Then kFormatFileName is made to say what
-// the mark says (written when missing or different; a failure to write it
-// is logged, not fatal: the next start looks in the database instead).
+// the mark says: written when `format_file` (InspectDataDirectory's) differs
+// from it; a failure to write it is logged, not fatal: the next start looks
+// in the database instead.
 Status CheckFormatVersion(rocksdb::Env* env, rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta,
-                          const std::string& path);
+                          const std::string& path, const std::optional<std::string>& format_file);
 
 }  // namespace sidetable::internal

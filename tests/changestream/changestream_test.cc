@@ -288,9 +288,9 @@ class EmbeddedRestartTest : public ChangeStreamTest {
     return LsnsOnTopicWhen([&](const std::set<uint64_t>& lsns) { return lsns.count(until) > 0; },
                            timeout);
   }
-  // Source "Src" with 20 rows (LSNs 2..21); derived table "Idx" reported
-  // applied up to `applied` on every one of the topic's 12 partitions.
-  uint64_t WriteAndReport(uint64_t applied) {
+  // Source "Src" with 20 rows of one PartitionKey (LSNs 2..21); the last
+  // LSN written.
+  uint64_t WriteSource() {
     EXPECT_TRUE(client_->CreateTable("Src").ok());
     uint64_t last = 0;
     for (int i = 0; i < 20; i++) {
@@ -298,6 +298,12 @@ class EmbeddedRestartTest : public ChangeStreamTest {
       EXPECT_TRUE(r.ok()) << r.status().ToString();
       if (r.ok()) last = r->lsn;
     }
+    return last;
+  }
+  // WriteSource; derived table "Idx" reported applied up to `applied` on
+  // every one of the topic's 12 partitions.
+  uint64_t WriteAndReport(uint64_t applied) {
+    const uint64_t last = WriteSource();
     // Everything is on the first mock, then the report, and the publish
     // watermark persisted (kafka.watermark_flush_ms is 200 ms).
     EXPECT_TRUE(LsnsOnTopic(last, std::chrono::seconds(30)).count(last));
@@ -335,13 +341,8 @@ TEST_F(EmbeddedRestartTest, AKillNineRepublishesWhatNoDerivedTableApplied) {
 // that) and 10 index entries stayed missing.
 TEST_F(EmbeddedRestartTest, ARestartBeforeAnyWorkerRegisteredPublishesTheLogAgain) {
   auto server = StartEmbedded();
-  ASSERT_TRUE(client_->CreateTable("Src").ok());
-  uint64_t last = 0;
-  for (int i = 0; i < 20; i++) {
-    auto r = client_->Insert("Src", Row("p", std::to_string(i), i));
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    last = r->lsn;
-  }
+  const uint64_t last = WriteSource();
+  ASSERT_FALSE(HasFailure());
   ASSERT_TRUE(LsnsOnTopic(last, std::chrono::seconds(30)).count(last));
   // The publish watermark is persisted every 200 ms (kafka.watermark_flush_ms).
   std::this_thread::sleep_for(std::chrono::milliseconds(800));
@@ -429,13 +430,8 @@ TEST_F(EmbeddedRestartTest, WithEverythingAppliedNothingIsRepublished) {
 // partition, and the restart logged "publishing again from LSN 1".
 TEST_F(EmbeddedRestartTest, PartitionsWithoutRecordsDoNotHoldTheRestartBack) {
   auto server = StartEmbedded();
-  ASSERT_TRUE(client_->CreateTable("Src").ok());
-  uint64_t last = 0;
-  for (int i = 0; i < 20; i++) {
-    auto r = client_->Insert("Src", Row("p", std::to_string(i), i));
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    last = r->lsn;
-  }
+  const uint64_t last = WriteSource();
+  ASSERT_FALSE(HasFailure());
   // What a worker that applied all of it reports.
   std::map<int32_t, uint64_t> seen;
   {

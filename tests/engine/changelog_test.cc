@@ -49,18 +49,9 @@ TEST_F(ChangelogTest, HeadersAreReadChangesWithoutTheOperations) {
   auto full = engine_->ReadChanges(1, 1000);
   auto heads = engine_->ReadChangeHeaders(1, 1000);
   ASSERT_TRUE(full.ok() && heads.ok());
-  ASSERT_EQ(heads->records.size(), full->records.size());
-  EXPECT_EQ(heads->last_lsn, full->last_lsn);
-  for (size_t i = 0; i < full->records.size(); i++) {
-    const ChangeRecord &f = full->records[i], &h = heads->records[i];
-    EXPECT_EQ(h.lsn, f.lsn);
-    EXPECT_EQ(h.kind, f.kind);
-    EXPECT_EQ(h.commit_time, f.commit_time);
-    EXPECT_EQ(h.table, f.table);
-    EXPECT_EQ(h.partition_key, f.partition_key);
-    EXPECT_EQ(h.caller, f.caller);
-    EXPECT_TRUE(h.ops.empty());
-  }
+  ChangeBatch stripped = *full;
+  for (ChangeRecord& r : stripped.records) r.ops.clear();
+  testing::ExpectSameChanges(*heads, stripped);
   auto five = engine_->ReadChangeHeaders(10, 5);
   ASSERT_TRUE(five.ok());
   ASSERT_EQ(five->records.size(), 5u);

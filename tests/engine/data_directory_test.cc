@@ -345,7 +345,8 @@ TEST(DataDirectoryTest, AStartReadsTheFormatFromItsFileWithoutReplayingTheWal) {
     auto d = internal::InspectDataDirectory(&env, db, path);
     ASSERT_TRUE(d.ok()) << d.status().ToString();
     EXPECT_TRUE(d->exists);
-    EXPECT_EQ(d->format_from_file, expect_file);
+    EXPECT_EQ(d->format_file.has_value(), expect_file);
+    if (expect_file) EXPECT_EQ(*d->format_file, "1");
     if (expect_file) {
       EXPECT_EQ(env.wal_reads, 0) << "the WAL was replayed although the file gave the format";
     } else {
