@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -54,7 +55,8 @@ uint64_t FirstUnappliedAfter(const Engine& engine, const Watermarks& watermarks,
 
 }  // namespace
 
-uint64_t RepublishAfter(const Engine& engine, const Watermarks& watermarks, uint64_t max_records) {
+uint64_t RepublishAfter(const Engine& engine, const Watermarks& watermarks, uint64_t max_records,
+                        std::string_view where) {
   if (const std::optional<uint64_t> lowest = watermarks.LowestApplied()) {
     return FirstUnappliedAfter(engine, watermarks, *lowest, max_records);
   }
@@ -62,8 +64,9 @@ uint64_t RepublishAfter(const Engine& engine, const Watermarks& watermarks, uint
   const EngineStats st = engine.Stats();
   if (st.last_lsn >= st.first_available_lsn) {
     spdlog::info(
-        "no pattern worker has registered a derived table yet: the embedded Kafka gets the change "
-        "log again from its start");
+        "no pattern worker has registered a derived table yet: {} gets the change log again from "
+        "its start",
+        where);
   }
   return st.first_available_lsn - 1;
 }

@@ -1,6 +1,7 @@
-// RepublishAfter: where a restarted embedded Kafka must get the change log
-// again from (the mock starts empty; what the last one held and no worker
-// had applied would otherwise be gone).
+// RepublishAfter: where a change topic that starts empty must get the change
+// log again from: a restarted embedded Kafka (the mock starts empty) or a new
+// topic on a real Kafka (a restore); what the old one held and no worker had
+// applied would otherwise be gone.
 //
 // - Derived tables registered: from the lowest LSN they reported
 //   (Watermarks::LowestApplied), then record by record. LowestApplied is per
@@ -20,11 +21,14 @@
 // - Registered once, none now (every derived table deleted or forgotten):
 //   nobody to publish for, UINT64_MAX.
 //
-// Thread safety: reads the engine and the watermarks, both thread-safe; run
-// at start-up, before the publisher starts.
+// Thread safety: reads the engine and the watermarks, both thread-safe. The
+// embedded Kafka's point is found at start-up, before the publisher starts;
+// a real Kafka's on the publishing thread, only when its topic is found
+// empty (KafkaOptions::republish_to_empty_topic_after), while writes go on.
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "engine/engine.h"
 #include "sidecar/watermarks.h"
@@ -34,10 +38,12 @@ namespace sidetable::sidecar {
 // The LSN after which publishing starts again (UINT64_MAX: from the publish
 // watermark). The record-by-record read stops at a record trimmed from the
 // log (it cannot be judged), at a read error, and after `max_records`
-// records (the start-up waits for it: the server passes half of
+// records (an embedded Kafka's start waits for it; the server passes half of
 // kafka.max_backlog_events, what the publisher would send again at most),
 // returning what it knew by then: publishing again from there is never
-// short of what a worker needs.
-uint64_t RepublishAfter(const Engine& engine, const Watermarks& watermarks, uint64_t max_records);
+// short of what a worker needs. `where` names the topic in the log line of
+// the never-registered case ("the embedded Kafka").
+uint64_t RepublishAfter(const Engine& engine, const Watermarks& watermarks, uint64_t max_records,
+                        std::string_view where);
 
 }  // namespace sidetable::sidecar

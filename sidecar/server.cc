@@ -599,11 +599,16 @@ Status Server::StartChangeStream(const ServerConfig& config) {
     // The mock starts empty: changes published to the previous one that a
     // derived table had not applied would never reach its worker.
     k.republish_after =
-        RepublishAfter(*engine_, *watermarks_, std::max<uint64_t>(1, k.max_backlog_events / 2));
+        RepublishAfter(*engine_, *watermarks_, std::max<uint64_t>(1, k.max_backlog_events / 2),
+                       "the embedded Kafka");
   } else if (!config.cluster.enabled() && k.topic.find("{table}") == std::string::npos) {
     // A change topic that starts empty (a restore's new topic) is the same:
-    // those changes went to the old topic only.
-    k.republish_to_empty_topic_after = watermarks_->LowestApplied().value_or(UINT64_MAX);
+    // those changes went to the old topic only. Found only then, by the
+    // publisher: the scan is not for every start.
+    k.republish_to_empty_topic_after = [engine = engine_.get(), watermarks = watermarks_.get(),
+                                        most = std::max<uint64_t>(1, k.max_backlog_events / 2)] {
+      return RepublishAfter(*engine, *watermarks, most, "the new change topic");
+    };
   }
   if (config.cluster.enabled()) {
     k.topic = ServiceTopic(config);

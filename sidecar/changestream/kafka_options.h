@@ -52,12 +52,17 @@ struct KafkaOptions {
   // for one change topic without {table}): a change topic that starts empty
   // (created by the sidecar, or by an operator, as a restore does:
   // docs/operations.md, "Backup and restore") is like the embedded mock at
-  // start. Before anything goes to it, publishing starts after at most this
-  // LSN (Watermarks::LowestApplied), so that changes the old topic had and a
-  // derived table had not applied reach its workers. Before session 41 a
-  // restore to a new topic started after the backup's publish watermark,
-  // and those changes never reached the derived tables.
-  uint64_t republish_to_empty_topic_after = UINT64_MAX;
+  // start. Called once, on the publishing thread, only when the topic is
+  // found empty before anything of this process went to it: publishing
+  // starts after at most the LSN it returns (UINT64_MAX: from the publish
+  // watermark), so that changes the old topic had and a derived table had
+  // not applied reach its workers. Before session 41 a restore to a new
+  // topic started after the backup's publish watermark, and those changes
+  // never reached the derived tables; until session 45 it was the lowest
+  // watermark alone, computed at every start (so from the log's start when
+  // a partition never carried a record, and nothing when no worker had
+  // registered yet). Empty: never.
+  std::function<uint64_t()> republish_to_empty_topic_after;
   // Not a config key: the server sets it outside scale-out (where members
   // share the topic, each with its own LSNs). An existing change topic on a
   // real Kafka is published to only once its newest message carries an LSN

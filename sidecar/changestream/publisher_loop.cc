@@ -86,13 +86,17 @@ rd_kafka_resp_err_t Publisher::Impl::ProduceOne(const std::string& topic, const 
 // nothing to produce (or no room, or it must wait), so the caller may wait.
 bool Publisher::Impl::ProduceMore(Clock::time_point now) {
   if (in_flight_.size() >= kMaxInFlight || rewind_ || now < retry_at_) return false;
-  if (!empty_topic_checked_ &&
-      options_.republish_to_empty_topic_after < owner_->published_.load()) {
-    // A derived table is behind: the topic is set up now, not at the next
-    // write, since whether it starts empty decides where publishing starts
-    // (a restored sidecar may get no write for a while).
+  if (!empty_topic_checked_ && options_.republish_to_empty_topic_after &&
+      owner_->published_.load() > 0) {
+    // Something was published before: the topic is set up now, not at the
+    // next write, since whether it starts empty decides where publishing
+    // starts (a restored sidecar may get no write for a while).
     const std::string topic = TopicFor(options_.topic, sidecar_id_, "");
-    if (!topics_->Ready(topic)) return false;
+    if (!topics_->Ready(topic)) {
+      waiting_topic_ = topic;  // health names a refused or missing topic from here on
+      return false;
+    }
+    waiting_topic_.clear();
     if (RewindForEmptyTopic(topic)) return true;
   }
   auto batch = engine_->ReadChanges(next_lsn_, std::min(kReadBatch, kMaxInFlight - in_flight_.size()));
@@ -147,12 +151,15 @@ bool Publisher::Impl::RewindForEmptyTopic(const std::string& topic) {
   if (empty_topic_checked_) return false;
   empty_topic_checked_ = true;
   const uint64_t published = owner_->published_.load();
-  const uint64_t after = options_.republish_to_empty_topic_after;
   // Only before this process produced anything: the topic has nothing of ours yet.
-  if (!topics_->TakeStartedEmpty(topic) || after >= published || !in_flight_.empty() ||
-      next_lsn_ != published + 1) {
+  if (!options_.republish_to_empty_topic_after || !topics_->TakeStartedEmpty(topic) ||
+      !in_flight_.empty() || next_lsn_ != published + 1) {
     return false;
   }
+  // Asked only now: finding the point reads the change log (bounded), which
+  // a start onto a topic that holds our history must not pay.
+  const uint64_t after = options_.republish_to_empty_topic_after();
+  if (after >= published) return false;
   const uint64_t from = RepublishFrom(after, published, "change topic " + topic + " starts empty");
   if (from >= published) return false;
   owner_->published_.store(from);

@@ -5,7 +5,7 @@
 # `sidetable-cli` against a mock cluster the test owns.
 st_test(NAME reliability_change_stream_test
   SOURCES change_stream_test.cc
-  DEPS sidetable::client sidetable::events sidetable::engine sidetable::embedded_kafka sidetable::testing
+  DEPS sidetable::client sidetable::common sidetable::events sidetable::engine sidetable::embedded_kafka sidetable::testing
        PkgConfig::RDKAFKA PkgConfig::HTTPLIB
   LABEL reliability
   TIMEOUT 300)

@@ -21,6 +21,7 @@
 #include "client/client.h"
 #include "client/entity_builder.h"
 #include "common/kafka/embedded_kafka.h"
+#include "common/kafka/partitioner.h"
 #include "engine/engine.h"
 #include "events/event.h"
 #include "testing/kafka_reader.h"
@@ -313,15 +314,19 @@ TEST_F(ChangeStreamReliabilityTest, BacklogBoundIsExactInFsyncDurability) {
 }
 
 // Every event on `topic`: read until `count` have come (at most 20 s), then
-// for 2 s more, so that one too many shows. LSN -> each value seen for it.
+// for 2 s more, so that one too many shows. LSN -> each value seen for it;
+// `messages`, when given, counts them all (a value published twice is one
+// value).
 std::map<uint64_t, std::set<std::string>> EventsOn(const std::string& bootstrap,
-                                                   const std::string& topic, size_t count) {
+                                                   const std::string& topic, size_t count,
+                                                   size_t* messages = nullptr) {
   testing::KafkaReader reader(bootstrap, topic);
   EXPECT_TRUE(reader.AssignAll());
   reader.ReadUntil([&](const auto& all) { return all.size() >= count; }, std::chrono::seconds(20));
   std::map<uint64_t, std::set<std::string>> by_lsn;
   for (const testing::KafkaMessage& m : reader.ReadUntil(
            [&](const auto& all) { return all.size() > count; }, std::chrono::seconds(2))) {
+    if (messages) ++*messages;
     events::Event ev;
     EXPECT_TRUE(events::DecodeEvent(m.value, &ev).ok());
     by_lsn[ev.record.lsn].insert(m.value);
@@ -387,15 +392,18 @@ TEST_F(ChangeStreamReliabilityTest, ADataDirectoryOlderThanItsTopicNeverPublishe
   client_.reset();
   ASSERT_EQ(server_->Stop(), 0) << server_->Log();
 
-  // The way out: a new topic. It starts where the backup's publishing had
-  // got to (LSN 6): the restored write, and what follows.
+  // The way out: a new topic. No pattern worker ever registered, so none
+  // read the old topic and any deployed later reads only this one: it gets
+  // the backup's change log again from its start (until session 45 it
+  // started after LSN 6, where the backup's publishing had got to), then
+  // the restored write and what follows.
   ASSERT_TRUE(kafka_->CreateTopic("rs-test.restored", 6).ok());
   StartSidecar(1'000'000, "os", "rs-test.restored");
   ASSERT_TRUE(client_->InsertOrReplace("Orders", Small("p", "after-restore", 100)).ok());
   EXPECT_TRUE(WaitPublished(8)) << Health();
-  auto restored = EventsOn(kafka_->bootstraps(), "rs-test.restored", 2);
-  EXPECT_EQ(restored.size(), 2u);
-  EXPECT_EQ(restored.begin()->first, 7u);
+  auto restored = EventsOn(kafka_->bootstraps(), "rs-test.restored", 8);
+  EXPECT_EQ(restored.size(), 8u);
+  EXPECT_EQ(restored.begin()->first, 1u);
   ASSERT_TRUE(restored.count(7));
   EXPECT_NE(restored[7].begin()->find("restored"), std::string::npos);
   EXPECT_NE(Health().find("\"status\":\"ok\""), std::string::npos) << Health();
@@ -436,6 +444,91 @@ TEST_F(ChangeStreamReliabilityTest, ANewTopicAfterARestoreGetsWhatDerivedTablesH
   EXPECT_EQ(on_topic.size(), 7u);
   EXPECT_TRUE(testing::Contains(server_->Log(), "starts empty: publishing again from LSN 5"))
       << server_->Log().substr(0, 4000);
+  client_.reset();
+  EXPECT_EQ(server_->Stop(), 0) << server_->Log();
+}
+
+// The same restore when every change is on one Kafka partition: the
+// derived table registered all six (its worker owned them) and applied
+// everything on the one that carries the rows and the one that carries the
+// table's creation, while the others never carried a record and keep the 0
+// registered. Until session 45 the new
+// topic's start was the lowest watermark alone, 0 here, so everything went
+// out again though nothing was missing; it is now the first record some
+// derived table has not applied, judged on its partition, found only when
+// the topic is found empty.
+TEST_F(ChangeStreamReliabilityTest,
+       ANewTopicAfterARestoreSkipsWhatPartitionsWithoutRecordsHeldBack) {
+  StartSidecar();
+  ASSERT_TRUE(client_->CreateTable("Orders").ok());
+  for (int i = 0; i < 9; i++)
+    ASSERT_TRUE(client_->InsertOrReplace("Orders", Small("p", std::to_string(i), i)).ok());
+  ASSERT_TRUE(WaitPublished(10)) << Health();
+  // The rows' partition applied all; the table's creation (LSN 1, keyed
+  // "Orders/") went to its own, which its worker passed too.
+  const int32_t carrier = kafka::KafkaPartitionFor("Orders/p", 6);
+  const int32_t created = kafka::KafkaPartitionFor("Orders/", 6);
+  std::vector<client::Watermark> applied;
+  for (int32_t p = 0; p < 6; p++) {
+    const uint64_t lsn = p == carrier ? 10 : p == created ? 1 : 0;
+    applied.push_back({"OrdersByColor", "Orders", p, 6, lsn, 0});
+  }
+  ASSERT_TRUE(client_->AdvanceWatermarks(applied).ok());
+  client_.reset();
+  ASSERT_EQ(server_->Stop(), 0) << server_->Log();
+
+  StartSidecar(1'000'000, "os", "rs-test.idle-partitions");
+  ASSERT_TRUE(client_->InsertOrReplace("Orders", Small("p", "after-restore", 100)).ok());
+  ASSERT_TRUE(WaitPublished(11)) << Health();
+  size_t messages = 0;
+  auto on_topic = EventsOn(kafka_->bootstraps(), "rs-test.idle-partitions", 1, &messages);
+  ASSERT_FALSE(on_topic.empty());
+  EXPECT_EQ(messages, 1u);
+  EXPECT_EQ(on_topic.begin()->first, 11u) << "published again though every change was applied";
+  EXPECT_EQ(on_topic.size(), 1u);
+  EXPECT_FALSE(testing::Contains(server_->Log(), "publishing again"))
+      << server_->Log().substr(0, 4000);
+  client_.reset();
+  EXPECT_EQ(server_->Stop(), 0) << server_->Log();
+}
+
+// A restore before any pattern worker ever ran: no derived table registered,
+// so none read anything of the old topic, and the workers started after the
+// restore read only the new one. Until session 45 nothing went to it again
+// (no watermark meant "nobody waits"): the changes before the backup's
+// publish watermark reached no worker. They go out again now, from the
+// change log's start.
+TEST_F(ChangeStreamReliabilityTest, ANewTopicAfterARestoreBeforeAnyWorkerGetsTheWholeLog) {
+  StartSidecar();
+  ASSERT_TRUE(client_->CreateTable("Orders").ok());
+  for (int i = 0; i < 9; i++)
+    ASSERT_TRUE(client_->InsertOrReplace("Orders", Small("p" + std::to_string(i), "r", i)).ok());
+  ASSERT_TRUE(WaitPublished(10)) << Health();
+  client_.reset();
+  ASSERT_EQ(server_->Stop(), 0) << server_->Log();
+
+  StartSidecar(1'000'000, "os", "rs-test.first-workers");
+  // At once, before any new write.
+  size_t first_messages = 0;
+  auto before_writes = EventsOn(kafka_->bootstraps(), "rs-test.first-workers", 10, &first_messages);
+  ASSERT_FALSE(before_writes.empty()) << server_->Log().substr(0, 4000);
+  EXPECT_EQ(first_messages, 10u);
+  EXPECT_EQ(before_writes.begin()->first, 1u);
+  EXPECT_EQ(before_writes.rbegin()->first, 10u);
+  EXPECT_EQ(before_writes.size(), 10u);
+  EXPECT_TRUE(
+      testing::Contains(server_->Log(), "no pattern worker has registered a derived table yet"))
+      << server_->Log().substr(0, 4000);
+  // A topic that holds this history already is not published to again.
+  client_.reset();
+  ASSERT_EQ(server_->Stop(), 0) << server_->Log();
+  StartSidecar(1'000'000, "os", "rs-test.first-workers");
+  ASSERT_TRUE(client_->InsertOrReplace("Orders", Small("p", "after-restart", 100)).ok());
+  ASSERT_TRUE(WaitPublished(11)) << Health();
+  size_t messages = 0;
+  auto after_restart = EventsOn(kafka_->bootstraps(), "rs-test.first-workers", 11, &messages);
+  EXPECT_EQ(after_restart.size(), 11u);
+  EXPECT_EQ(messages, 11u) << "published again to a topic that held the history";
   client_.reset();
   EXPECT_EQ(server_->Stop(), 0) << server_->Log();
 }
