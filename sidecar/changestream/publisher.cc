@@ -116,8 +116,8 @@ uint64_t Publisher::Impl::RepublishFrom(uint64_t after, uint64_t watermark, std:
     from = watermark - most;
   }
   log_->info(
-      "{}: publishing again from LSN {} (the oldest change a derived table has not applied that "
-      "the change log still holds; {} was published before)",
+      "{}: publishing again from LSN {} (the first change the change log still holds that is not "
+      "known to be applied by every derived table; {} was published before)",
       why, from + 1, watermark);
   return from;
 }

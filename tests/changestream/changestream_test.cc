@@ -382,6 +382,8 @@ TEST_F(EmbeddedRestartTest, TheRepublishIsBoundedByHalfTheBacklogAndSaysSo) {
 // "publishing again from LSN <the log's first> (the oldest change a derived
 // table has not applied ...)", which was not so, and the index was short of
 // them without a word (seen from outside: 14,000 changes, verify exit 4).
+// Since session 45 the line says only what is known: the first change the
+// log holds that is not known to be applied.
 TEST_F(EmbeddedRestartTest, ChangesTrimmedBeforeADerivedTableAppliedThemAreNamed) {
   const std::string retention = "changelog:\n  max_age_seconds: 1\n  check_interval_seconds: 1\n";
   auto server = StartEmbedded(1'000'000, retention);
@@ -404,7 +406,7 @@ TEST_F(EmbeddedRestartTest, ChangesTrimmedBeforeADerivedTableAppliedThemAreNamed
             std::string::npos)
       << log;
   EXPECT_NE(log.find("sidetable-cli derive"), std::string::npos) << log;
-  EXPECT_EQ(log.find("(the oldest change a derived table has not applied;"), std::string::npos)
+  EXPECT_EQ(log.find("the oldest change a derived table has not applied"), std::string::npos)
       << log;
   EXPECT_EQ(server->Stop(), 0) << server->Log();
 }
