@@ -9,6 +9,18 @@
 // the rate. Both use the same socket options as the sidecar's client
 // (no high-water marks, linger 0). The server stops on SIGTERM/SIGINT or
 // after --max-seconds.
+//
+// --store DIR makes the server the floor of a storage server with the same
+// hops (issue 17's single-insert rows): every message that one poll finds
+// waiting is Put into RocksDB, opened with the engine's options
+// (bench/stores.h RawDbOptions), under a key of its own over 1,000
+// partitions, in one WriteBatch with the WAL on and no sync (the sidecar's
+// `os` mode and its write group), and only then are the replies sent.
+// --store-get also reads each key first, as an Insert must to refuse an
+// existing row. The sidecar does more for an insert (validation, the change
+// record, the request id, the reply's ETag): this is what no design can skip.
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
 #include <CLI/CLI.hpp>
 #include <zmq.hpp>
 
@@ -19,8 +31,13 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <memory>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "bench/stores.h"
 
 namespace {
 
@@ -28,7 +45,46 @@ using Clock = std::chrono::steady_clock;
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop.store(true); }
 
-int Serve(const std::string& endpoint, double max_seconds) {
+// The storage floor of --store: one WriteBatch per burst.
+class BurstStore {
+ public:
+  BurstStore(const std::string& dir, bool get_first) : get_first_(get_first) {
+    rocksdb::DB* db = nullptr;
+    rocksdb::Status st = rocksdb::DB::Open(sidetable::bench::RawDbOptions({}), dir, &db);
+    if (!st.ok()) throw std::runtime_error("rocksdb open " + dir + ": " + st.ToString());
+    db_.reset(db);
+  }
+  void Add(const zmq::message_t& body) {
+    char key[48];
+    const int n = std::snprintf(key, sizeof key, "t1|p%03llu|r%016llu",
+                                static_cast<unsigned long long>(next_ % 1000),
+                                static_cast<unsigned long long>(next_));
+    next_++;
+    const rocksdb::Slice k(key, static_cast<size_t>(n));
+    if (get_first_) {
+      std::string old;
+      if (db_->Get(rocksdb::ReadOptions(), k, &old).ok()) throw std::runtime_error("key exists");
+    }
+    batch_.Put(k, rocksdb::Slice(static_cast<const char*>(body.data()), body.size()));
+  }
+  void Write() {
+    if (batch_.Count() == 0) return;
+    rocksdb::Status st = db_->Write(rocksdb::WriteOptions(), &batch_);
+    if (!st.ok()) throw std::runtime_error("rocksdb write: " + st.ToString());
+    batch_.Clear();
+    writes_++;
+  }
+  uint64_t rows() const { return next_; }
+  uint64_t writes() const { return writes_; }
+
+ private:
+  std::unique_ptr<rocksdb::DB> db_;
+  rocksdb::WriteBatch batch_;
+  bool get_first_;
+  uint64_t next_ = 0, writes_ = 0;
+};
+
+int Serve(const std::string& endpoint, double max_seconds, BurstStore* store) {
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
   zmq::context_t ctx(1);
@@ -45,18 +101,37 @@ int Serve(const std::string& endpoint, double max_seconds) {
     zmq::pollitem_t item = {s.handle(), 0, ZMQ_POLLIN, 0};
     int rc = zmq_poll(&item, 1, 100);
     if (rc <= 0) continue;
+    std::vector<std::pair<zmq::message_t, zmq::message_t>>
+        burst;  // --store: replied after the write
     for (int i = 0; i < 1024; i++) {
       zmq::message_t id, body;
       if (!s.recv(id, zmq::recv_flags::dontwait)) break;
       if (!id.more()) continue;  // not from a DEALER: ignore
       (void)s.recv(body, zmq::recv_flags::none);
       while (body.more()) (void)s.recv(body, zmq::recv_flags::none);  // keep the last frame
+      echoed++;
+      if (store) {
+        store->Add(body);
+        burst.emplace_back(std::move(id), std::move(body));
+        continue;
+      }
       s.send(id, zmq::send_flags::sndmore);
       s.send(body, zmq::send_flags::none);
-      echoed++;
+    }
+    if (store) {
+      store->Write();
+      for (auto& [id, body] : burst) {
+        s.send(id, zmq::send_flags::sndmore);
+        s.send(body, zmq::send_flags::none);
+      }
     }
   }
   std::fprintf(stderr, "zmq echo: %llu messages echoed\n", static_cast<unsigned long long>(echoed));
+  if (store) {
+    std::fprintf(stderr, "zmq echo: %llu rows in %llu RocksDB writes\n",
+                 static_cast<unsigned long long>(store->rows()),
+                 static_cast<unsigned long long>(store->writes()));
+  }
   return 0;
 }
 
@@ -130,8 +205,8 @@ int Client(const std::string& endpoint, size_t bytes, uint64_t requests, uint64_
 
 int main(int argc, char** argv) {
   CLI::App app{"sidetable-zmq-echo: bare ZeroMQ DEALER/ROUTER echo (server and client)"};
-  std::string endpoint = "tcp://127.0.0.1:5600", json_path, label;
-  bool serve = false;
+  std::string endpoint = "tcp://127.0.0.1:5600", json_path, label, store_dir;
+  bool serve = false, store_get = false;
   double max_seconds = 1800;
   size_t bytes = 1024;
   uint64_t requests = 20000, warmup = 1000;
@@ -146,10 +221,18 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 4096))->capture_default_str();
   app.add_option("--json", json_path, "client: append the result as JSON to this file");
   app.add_option("--label", label, "client: a name for this run");
+  app.add_option(
+      "--store", store_dir,
+      "server: Put every message into RocksDB at DIR, one WriteBatch per burst, before replying");
+  app.add_flag("--store-get", store_get,
+               "server, with --store: read each key before its Put, as an Insert must");
   CLI11_PARSE(app, argc, argv);
   try {
-    return serve ? Serve(endpoint, max_seconds) : Client(endpoint, bytes, requests, warmup, depth, json_path, label);
-  } catch (const zmq::error_t& e) {
+    if (!serve) return Client(endpoint, bytes, requests, warmup, depth, json_path, label);
+    std::unique_ptr<BurstStore> store;
+    if (!store_dir.empty()) store = std::make_unique<BurstStore>(store_dir, store_get);
+    return Serve(endpoint, max_seconds, store.get());
+  } catch (const std::exception& e) {
     std::fprintf(stderr, "sidetable-zmq-echo: %s\n", e.what());
     return 1;
   }
