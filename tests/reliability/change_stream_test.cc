@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <set>
 #include <thread>
@@ -96,6 +97,20 @@ class ChangeStreamReliabilityTest : public ::testing::Test {
     o.max_attempts = 1;  // a ServerBusy is an answer here, not something to retry
     o.timeout = std::chrono::milliseconds(20000);
     client_ = std::move(client::Client::Connect(o)).value();
+  }
+
+  // The history the restore tests start from: Orders created (LSN 1), then
+  // nine rows (LSNs 2-10), PartitionKey `pk(i)` for row i, all published.
+  void WriteNineOrders(const std::function<std::string(int)>& pk) {
+    StartSidecar();
+    ASSERT_TRUE(client_->CreateTable("Orders").ok());
+    for (int i = 0; i < 9; i++)
+      ASSERT_TRUE(client_->InsertOrReplace("Orders", Small(pk(i), std::to_string(i), i)).ok());
+    ASSERT_TRUE(WaitPublished(10)) << Health();
+  }
+  void StopSidecar() {
+    client_.reset();
+    ASSERT_EQ(server_->Stop(), 0) << server_->Log();
   }
 
   // With Kafka down: 300 writes pipelined over 8 partitions (the frontend's
@@ -418,16 +433,13 @@ TEST_F(ChangeStreamReliabilityTest, ADataDirectoryOlderThanItsTopicNeverPublishe
 // reached no worker, and `verify` found the derived table missing them for
 // good (found from outside with sidetable-worker and a restored sidecar).
 TEST_F(ChangeStreamReliabilityTest, ANewTopicAfterARestoreGetsWhatDerivedTablesHadNotApplied) {
-  StartSidecar();
-  ASSERT_TRUE(client_->CreateTable("Orders").ok());
-  for (int i = 0; i < 9; i++)
-    ASSERT_TRUE(client_->InsertOrReplace("Orders", Small("p" + std::to_string(i), "r", i)).ok());
-  ASSERT_TRUE(WaitPublished(10)) << Health();
+  WriteNineOrders([](int i) { return "p" + std::to_string(i); });
+  if (HasFatalFailure()) return;
   std::vector<client::Watermark> applied;
   for (int32_t p = 0; p < 6; p++) applied.push_back({"OrdersByColor", "Orders", p, 6, 4, 0});
   ASSERT_TRUE(client_->AdvanceWatermarks(applied).ok());
-  client_.reset();
-  ASSERT_EQ(server_->Stop(), 0) << server_->Log();
+  StopSidecar();
+  if (HasFatalFailure()) return;
 
   StartSidecar(1'000'000, "os", "rs-test.after-restore");  // created by the sidecar
   // At once, before any new write (a restored sidecar may get none for a while).
@@ -459,11 +471,8 @@ TEST_F(ChangeStreamReliabilityTest, ANewTopicAfterARestoreGetsWhatDerivedTablesH
 // the topic is found empty.
 TEST_F(ChangeStreamReliabilityTest,
        ANewTopicAfterARestoreSkipsWhatPartitionsWithoutRecordsHeldBack) {
-  StartSidecar();
-  ASSERT_TRUE(client_->CreateTable("Orders").ok());
-  for (int i = 0; i < 9; i++)
-    ASSERT_TRUE(client_->InsertOrReplace("Orders", Small("p", std::to_string(i), i)).ok());
-  ASSERT_TRUE(WaitPublished(10)) << Health();
+  WriteNineOrders([](int) { return std::string("p"); });
+  if (HasFatalFailure()) return;
   // The rows' partition applied all; the table's creation (LSN 1, keyed
   // "Orders/") went to its own, which its worker passed too.
   const int32_t carrier = kafka::KafkaPartitionFor("Orders/p", 6);
@@ -474,8 +483,8 @@ TEST_F(ChangeStreamReliabilityTest,
     applied.push_back({"OrdersByColor", "Orders", p, 6, lsn, 0});
   }
   ASSERT_TRUE(client_->AdvanceWatermarks(applied).ok());
-  client_.reset();
-  ASSERT_EQ(server_->Stop(), 0) << server_->Log();
+  StopSidecar();
+  if (HasFatalFailure()) return;
 
   StartSidecar(1'000'000, "os", "rs-test.idle-partitions");
   ASSERT_TRUE(client_->InsertOrReplace("Orders", Small("p", "after-restore", 100)).ok());
@@ -499,13 +508,10 @@ TEST_F(ChangeStreamReliabilityTest,
 // publish watermark reached no worker. They go out again now, from the
 // change log's start.
 TEST_F(ChangeStreamReliabilityTest, ANewTopicAfterARestoreBeforeAnyWorkerGetsTheWholeLog) {
-  StartSidecar();
-  ASSERT_TRUE(client_->CreateTable("Orders").ok());
-  for (int i = 0; i < 9; i++)
-    ASSERT_TRUE(client_->InsertOrReplace("Orders", Small("p" + std::to_string(i), "r", i)).ok());
-  ASSERT_TRUE(WaitPublished(10)) << Health();
-  client_.reset();
-  ASSERT_EQ(server_->Stop(), 0) << server_->Log();
+  WriteNineOrders([](int i) { return "p" + std::to_string(i); });
+  if (HasFatalFailure()) return;
+  StopSidecar();
+  if (HasFatalFailure()) return;
 
   StartSidecar(1'000'000, "os", "rs-test.first-workers");
   // At once, before any new write.
@@ -520,8 +526,8 @@ TEST_F(ChangeStreamReliabilityTest, ANewTopicAfterARestoreBeforeAnyWorkerGetsThe
       testing::Contains(server_->Log(), "no pattern worker has registered a derived table yet"))
       << server_->Log().substr(0, 4000);
   // A topic that holds this history already is not published to again.
-  client_.reset();
-  ASSERT_EQ(server_->Stop(), 0) << server_->Log();
+  StopSidecar();
+  if (HasFatalFailure()) return;
   StartSidecar(1'000'000, "os", "rs-test.first-workers");
   ASSERT_TRUE(client_->InsertOrReplace("Orders", Small("p", "after-restart", 100)).ok());
   ASSERT_TRUE(WaitPublished(11)) << Health();
