@@ -2,7 +2,7 @@
 run the way docs/scale-out.md ("Try a cluster on one machine") runs it:
 bad input refused with a clear error and exit 2, a port in use named with
 exit 1, fixed ports and the ready file, a clean stop on SIGTERM and SIGINT,
-and two real sidecars (SIDETABLE) of one service with
+a member refused the sidecar's own embedded Kafka, and two real sidecars (SIDETABLE) of one service with
 configs/sidetable.cluster.dev.yaml around it, each accepting a write that
 the other reads back. Ports: the system's choice (port 0, tcp://127.0.0.1:*)
 read back from ready files, as the neighbouring tests do; one probed free
@@ -156,6 +156,16 @@ class KafkaMockTest(unittest.TestCase):
                     pass
                 self.assertEqual(stop(mock, sig, timeout=20), 0)
                 self.assertFalse(os.path.exists(ready), "the ready file is removed at a clean stop")
+
+    def test_a_member_with_the_embedded_kafka_is_refused_naming_the_tool(self):
+        # Each member's embedded mock is its own Kafka: before session 45 two
+        # members with it both started, each serving every shard with its
+        # own tables. Refused before anything starts.
+        p = subprocess.run([SIDETABLE, "--config", CONFIG, "--kafka", "embedded", "--id", "m1",
+                            "--data", self.path("m1")], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("kafka.bootstrap: embedded cannot hold a cluster", p.stderr)
+        self.assertIn("sidetable-kafka-mock", p.stderr)
 
     def test_two_members_around_it_accept_a_write_through_each(self):
         ready = self.path("kafka.ready")
