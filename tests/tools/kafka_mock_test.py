@@ -167,6 +167,18 @@ class KafkaMockTest(unittest.TestCase):
         self.assertIn("kafka.bootstrap: embedded cannot hold a cluster", p.stderr)
         self.assertIn("sidetable-kafka-mock", p.stderr)
 
+    def test_a_member_started_before_its_kafka_names_the_address(self):
+        # Nothing listens on the port: the member's start-up fails (exit 1)
+        # naming where it looked. Before session 45 the message was only
+        # "cluster: looking up topic ...: Local: Broker transport failure".
+        port = free_port()
+        p = subprocess.run([SIDETABLE, "--config", CONFIG, "--kafka", f"127.0.0.1:{port}", "--id", "m1",
+                            "--listen", "tcp://127.0.0.1:*", "--http", "127.0.0.1:0", "--data", self.path("m1")],
+                           capture_output=True, text=True, timeout=90)
+        self.assertEqual(p.returncode, 1, p.stderr[-2000:])
+        self.assertIn(f"cluster: Kafka at 127.0.0.1:{port} (kafka.bootstrap) did not answer", p.stderr)
+        self.assertIn("Start Kafka first, or correct kafka.bootstrap", p.stderr)
+
     def test_two_members_around_it_accept_a_write_through_each(self):
         ready = self.path("kafka.ready")
         mock = self.start_mock("--port", "0", "--topic", f"sidetable.demo.changes={SHARDS}",
