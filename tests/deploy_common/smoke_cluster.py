@@ -56,10 +56,11 @@ def run(config, members, kafka_mock, sidetable, stable_within_s=120):
     topics = [(change_topic, shards), (cluster_topic, 1)] + ([(state_topic, shards)] if state_topic else [])
     workdir = tempfile.mkdtemp(prefix="deploy-smoke-")
     # Ports the system picks (--port 0): this run's members use the
-    # example's own ports on addresses of their own.
-    mock = subprocess.Popen([kafka_mock, "--port", "0", "--log-level", "warn"] +
+    # example's own ports on addresses of their own. Its stdin is this
+    # process's pipe: a run killed by CTest's timeout takes the mock with it.
+    mock = subprocess.Popen([kafka_mock, "--port", "0", "--log-level", "warn", "--stop-on-stdin-eof"] +
                             [a for name, n in topics for a in ("--topic", f"{name}={n}")],
-                            stdout=subprocess.PIPE, text=True)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     procs = []
     try:
         bootstrap = mock.stdout.readline().strip()
@@ -178,6 +179,7 @@ def run(config, members, kafka_mock, sidetable, stable_within_s=120):
                 p.wait()
         if mock.poll() is None:
             mock.send_signal(signal.SIGTERM)
+        mock.stdin.close()
         try:
             mock.wait(timeout=10)
         except subprocess.TimeoutExpired:

@@ -69,8 +69,9 @@ def stop(proc, sig=signal.SIGTERM, timeout=40):
         proc.wait()
         return None
     finally:
-        if proc.stdout:
-            proc.stdout.close()
+        for f in (proc.stdin, proc.stdout):
+            if f:
+                f.close()
 
 
 class KafkaMockTest(unittest.TestCase):
@@ -91,8 +92,11 @@ class KafkaMockTest(unittest.TestCase):
             return f.read()[-2000:]
 
     def start_mock(self, *args):
+        # --stop-on-stdin-eof with a pipe: a test run killed midway takes
+        # the mock with it.
         with open(self.path("mock.log"), "a") as log:
-            p = subprocess.Popen([MOCK, *args], stdout=subprocess.PIPE, stderr=log, text=True)
+            p = subprocess.Popen([MOCK, "--stop-on-stdin-eof", *args], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=log, text=True)
         self.procs.append(p)
         return p
 
@@ -178,6 +182,21 @@ class KafkaMockTest(unittest.TestCase):
         self.assertEqual(p.returncode, 1, p.stderr[-2000:])
         self.assertIn(f"cluster: Kafka at 127.0.0.1:{port} (kafka.bootstrap) did not answer", p.stderr)
         self.assertIn("Start Kafka first, or correct kafka.bootstrap", p.stderr)
+
+    def test_stop_on_stdin_eof(self):
+        # Started as a child with a pipe: it stops cleanly when the pipe
+        # closes (its parent exited or was killed), and not before.
+        ready = self.path("kafka.ready")
+        mock = subprocess.Popen([MOCK, "--port", "0", "--brokers", "1", "--stop-on-stdin-eof",
+                                 "--ready-file", ready], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True)
+        self.procs.append(mock)
+        if read_ready(ready, 30, mock) is None:
+            self.fail(f"no ready file; exit {mock.poll()}")
+        self.assertIsNone(mock.poll())
+        mock.stdin.close()
+        self.assertEqual(mock.wait(timeout=20), 0)
+        self.assertFalse(os.path.exists(ready))
 
     def test_two_members_around_it_accept_a_write_through_each(self):
         ready = self.path("kafka.ready")

@@ -8,10 +8,13 @@
 //       kafka.ready
 //
 // Prints the bootstrap address on stdout once it serves (and writes it to
-// --ready-file), then runs until SIGTERM, SIGINT or SIGHUP.
+// --ready-file), then runs until SIGTERM, SIGINT or SIGHUP (or, with
+// --stop-on-stdin-eof, until its standard input closes).
 // Exit codes: 0 clean stop, 1 start-up failure (a port in use), 2 bad flags.
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
+
+#include <unistd.h>
 
 #include <condition_variable>
 #include <cstdio>
@@ -71,6 +74,7 @@ int main(int argc, char** argv) {
   std::string ready_file;
   std::string log_level = "info";
   std::string log_format = "text";
+  bool stop_on_stdin_eof = false;
   app.add_option(
       "--port", port,
       "the first broker's port on 127.0.0.1; the others take the next ones (0 = the system picks "
@@ -82,6 +86,10 @@ int main(int argc, char** argv) {
       "created with 4 partitions when a client first asks for it");
   app.add_option("--ready-file", ready_file,
                  "file written with the bootstrap address ('kafka HOST:PORT,...') once it serves");
+  app.add_flag(
+      "--stop-on-stdin-eof", stop_on_stdin_eof,
+      "also stop when standard input closes: for a script or test that starts it as a child "
+      "(it then stops with its parent even when the parent is killed)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, off");
   app.add_option("--log-format", log_format, "text or json");
   app.set_version_flag("--version", std::string("sidetable-kafka-mock ") + SIDETABLE_VERSION);
@@ -145,6 +153,16 @@ int main(int argc, char** argv) {
       "Ctrl-C",
       brokers, (*kafka)->bootstraps());
   std::cout << (*kafka)->bootstraps() << std::endl;
+  if (stop_on_stdin_eof) {
+    // Started after InstallStopSignals: the stop signals stay blocked here.
+    common::NamedThread("st-stdin", [] {
+      char buf[256];
+      while (::read(STDIN_FILENO, buf, sizeof buf) > 0) {
+      }
+      spdlog::info("standard input closed: stopping");
+      OnSignal(0);
+    }).detach();
+  }
   {
     std::unique_lock<std::mutex> lock(g_mu);
     g_cv.wait(lock, [] { return g_stop; });
