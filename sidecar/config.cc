@@ -240,6 +240,18 @@ Status ValidateCluster(const ServerConfig& c) {
   if (c.kafka.bootstrap.empty()) {
     return bad("kafka.bootstrap must name the service's Kafka cluster when cluster.service is set");
   }
+  // Each sidecar's embedded mock is its own Kafka: two members with it were
+  // two services of the same name, each serving every shard with its own
+  // tables, both healthy (found trying a cluster on one machine, session 45).
+  if (c.kafka.bootstrap == "embedded") {
+    return bad(
+        "kafka.bootstrap: embedded cannot hold a cluster (cluster.service '" + o.service +
+        "'): it is a mock Kafka inside this one sidecar, so no other member shares it (each member "
+        "with its own would be a service of its own, with its own tables) and it stops with this "
+        "member. Give the members one Kafka: on one machine, sidetable-kafka-mock "
+        "(docs/scale-out.md, "
+        "\"Try a cluster on one machine\"); anywhere else, a real cluster");
+  }
   if (c.kafka.topic.find("{sidecar}") != std::string::npos || c.kafka.topic.find("{table}") != std::string::npos) {
     return bad("kafka.topic must not contain {sidecar} or {table} when cluster.service is set: the service's "
                "sidecars share one change topic (e.g. sidetable.{service}.changes)");

@@ -151,7 +151,12 @@ Status Cluster::Impl::EnsureTopic(TopicRole role, const std::string& topic, int 
     rd_kafka_resp_err_t e = rd_kafka_metadata(producer_, 0, t, &md, 5000);
     rd_kafka_topic_destroy(t);
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      return Status(Code::kUnavailable, "cluster: looking up topic " + topic + ": " + rd_kafka_err2str(e));
+      // Named by address: a member started before its Kafka (or with a
+      // wrong kafka.bootstrap) said only "Local: Broker transport failure".
+      return Status(Code::kUnavailable,
+                    "cluster: Kafka at " + bootstrap_ +
+                        " (kafka.bootstrap) did not answer: " + "looking up topic " + topic + ": " +
+                        rd_kafka_err2str(e) + ". Start Kafka first, or correct kafka.bootstrap");
     }
     const bool exists = md->topic_cnt == 1 && md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR &&
                         md->topics[0].partition_cnt > 0;

@@ -518,7 +518,7 @@ def main():
     ap.add_argument("--sidetable", help="the sidetable binary: load the scale-out sidecars' configurations")
     ap.add_argument("--self-test", action="store_true")
     ap.add_argument("--smoke", metavar="KAFKA_MOCK",
-                    help="start the scale-out file's sidecars around this Kafka stand-in (deploy_kafka_mock)")
+                    help="start the scale-out file's sidecars around this Kafka stand-in (sidetable-kafka-mock)")
     args = ap.parse_args()
     if args.self_test:
         self_test(args.source)

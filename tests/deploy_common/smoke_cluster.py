@@ -1,7 +1,8 @@
 """A smoke run of a scale-out example's own configuration: its sidecars, as
 the example starts them (the mounted config, each member's flags), form one
-cluster on this machine around a Kafka stand-in (deploy_kafka_mock, the
-librdkafka mock with three brokers), and answer for every row.
+cluster on this machine around a Kafka stand-in (sidetable-kafka-mock, the
+librdkafka mock with three brokers, tools/kafka-mock/), and answer for every
+row.
 
 What stands in for what: each member gets its own loopback address
 (127.x.y.1, .2, ...) where the example has a Pod IP or a container's
@@ -52,10 +53,14 @@ def run(config, members, kafka_mock, sidetable, stable_within_s=120):
     change_topic = config["kafka"]["topic"].replace("{service}", service)
     cluster_topic = cl.get("topic", "sidetable.{service}.cluster").replace("{service}", service)
     state_topic = cl.get("state_topic", "sidetable.{service}.state").replace("{service}", service)
-    topics = [change_topic, str(shards), cluster_topic, "1"] + ([state_topic, str(shards)] if state_topic else [])
+    topics = [(change_topic, shards), (cluster_topic, 1)] + ([(state_topic, shards)] if state_topic else [])
     workdir = tempfile.mkdtemp(prefix="deploy-smoke-")
-    mock = subprocess.Popen([kafka_mock] + topics, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    # Ports the system picks (--port 0): this run's members use the
+    # example's own ports on addresses of their own. Its stdin is this
+    # process's pipe: a run killed by CTest's timeout takes the mock with it.
+    mock = subprocess.Popen([kafka_mock, "--port", "0", "--log-level", "warn", "--stop-on-stdin-eof"] +
+                            [a for name, n in topics for a in ("--topic", f"{name}={n}")],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     procs = []
     try:
         bootstrap = mock.stdout.readline().strip()
@@ -172,8 +177,9 @@ def run(config, members, kafka_mock, sidetable, stable_within_s=120):
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-        if mock.stdin:
-            mock.stdin.close()
+        if mock.poll() is None:
+            mock.send_signal(signal.SIGTERM)
+        mock.stdin.close()
         try:
             mock.wait(timeout=10)
         except subprocess.TimeoutExpired:

@@ -35,6 +35,7 @@ PROGRAMS = {
     "sidetable-worker": ["workers/main.cc"],
     "sidetable-cli": ["tools/cli/*.cc"],
     "sidetable-demo": ["tools/demo/demo.cc"],
+    "sidetable-kafka-mock": ["tools/kafka-mock/*.cc"],
     "sidetable-loadgen": ["bench/loadgen/loadgen.cc"],
 }
 DOCS = ["README.md", "*/README.md", "*/*/README.md", "docs/*.md"]
@@ -91,9 +92,11 @@ def self_test() -> int:
         "tools/cli/main.cc": 'app.add_option("--endpoint", e, "where");\n',
         "tools/cli/commands_x.cc": 'sub->add_option_function<uint64_t>("--from-lsn", f, "first");\n',
         "tools/demo/demo.cc": 'app.add_flag("--with-workers", w, "also");\n',
+        "tools/kafka-mock/main.cc": 'app.add_option("--brokers", b, "how many");\n',
         "bench/loadgen/loadgen.cc": 'app.add_option("--seconds", s, "run");\n',
         "README.md": "`--config`, `--group`, `--endpoint`\n",
         "tools/README.md": "`--with-workers`\n",
+        "tools/kafka-mock/README.md": "`--brokers N`\n",
         "docs/operations.md": "`--max-connections`, `--accept-wal-damage`, `--from-lsn`, `--seconds`\n",
     }
     cases = [
@@ -109,6 +112,8 @@ def self_test() -> int:
          "undocumented: sidetable-cli --pk-start"),
         ("the demo's flag left out of tools/README.md", {"tools/README.md": "nothing\n"},
          "undocumented: sidetable-demo --with-workers"),
+        ("the mock's flag left out of its README", {"tools/kafka-mock/README.md": "nothing\n"},
+         "undocumented: sidetable-kafka-mock --brokers"),
         ("a program's sources moved", {"workers/main.cc": None}, "missing: sidetable-worker"),
     ]
     return doc_check.run_self_test(check, good, cases)

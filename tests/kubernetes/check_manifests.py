@@ -673,7 +673,7 @@ def main():
     ap.add_argument("--worker")
     ap.add_argument("--self-test", action="store_true")
     ap.add_argument("--smoke", metavar="KAFKA_MOCK",
-                    help="start the scale-out example's sidecars around this Kafka stand-in (deploy_kafka_mock)")
+                    help="start the scale-out example's sidecars around this Kafka stand-in (sidetable-kafka-mock)")
     args = ap.parse_args()
     if args.self_test:
         self_test(args.source)

@@ -82,7 +82,7 @@ SOURCE_SUFFIXES = (".h", ".cc", ".hh", ".hpp", ".cpp", ".cxx", ".ipp")
 # Folders that must hold a README.md.
 README_REQUIRED = [
     "engine", "protocol", "events", "common", "client", "patterns", "apply",
-    "sidecar", "workers", "tools", "tools/cli", "tools/replay", "testing",
+    "sidecar", "workers", "tools", "tools/cli", "tools/replay", "tools/kafka-mock", "testing",
     "bench", "tests",
 ]
 
@@ -96,6 +96,7 @@ LINK_RULES = [
     ("sidetable-worker", FORBIDDEN_IN_CLIENT_PROCESSES, []),
     ("sidetable-cli", FORBIDDEN_IN_CLIENT_PROCESSES, []),
     ("sidetable-demo", FORBIDDEN_IN_CLIENT_PROCESSES, []),
+    ("sidetable-kafka-mock", FORBIDDEN_IN_CLIENT_PROCESSES, []),
     # The positive control: proves the parser sees RocksDB and the engine.
     ("sidetable", [], ["librocksdb", "libst_engine.a"]),
 ]
@@ -691,6 +692,10 @@ build tools/cli/sidetable-cli tools/cli/sidetable-cli[1]_tests.cmake: CXX_EXECUT
 build tools/sidetable-demo: CXX_EXECUTABLE_LINKER__sidetable-demo_Debug tools/demo.cc.o | client/libst_client.a
   LINK_LIBRARIES = client/libst_client.a
   TARGET_FILE = tools/sidetable-demo
+
+build tools/kafka-mock/sidetable-kafka-mock: CXX_EXECUTABLE_LINKER__sidetable-kafka-mock_Debug tools/kafka-mock/main.cc.o | common/libst_embedded_kafka.a
+  LINK_LIBRARIES = common/libst_embedded_kafka.a  common/libst_common.a  -lrdkafka
+  TARGET_FILE = tools/kafka-mock/sidetable-kafka-mock
 """
 
 

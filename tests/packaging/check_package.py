@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 
-PROGRAMS = ["sidetable", "sidetable-worker", "sidetable-cli", "sidetable-demo"]
+PROGRAMS = ["sidetable", "sidetable-worker", "sidetable-cli", "sidetable-demo", "sidetable-kafka-mock"]
 
 
 def run(args, **kw):
@@ -43,7 +43,7 @@ def unit_exec(path):
 
 
 def check_version(root, bindir):
-    for p in ["sidetable", "sidetable-worker", "sidetable-cli"]:
+    for p in ["sidetable", "sidetable-worker", "sidetable-cli", "sidetable-kafka-mock"]:
         out = run([os.path.join(root, bindir.lstrip("/"), p), "--version"]).strip()
         expect(re.fullmatch(re.escape(p) + r" \d+\.\d+\.\d+", out) is not None, f"{p} --version said {out!r}")
 
@@ -55,7 +55,8 @@ def check_install(build, scratch):
     for p in PROGRAMS:
         path = os.path.join(prefix, "bin", p)
         expect(os.access(path, os.X_OK), f"cmake --install: {path} missing or not executable")
-    for c in ["sidetable.dev.yaml", "sidetable.prod.yaml", "worker.dev.yaml", "worker.prod.yaml"]:
+    for c in ["sidetable.dev.yaml", "sidetable.prod.yaml", "sidetable.cluster.dev.yaml", "worker.dev.yaml",
+              "worker.prod.yaml"]:
         expect(os.path.isfile(os.path.join(prefix, "share/sidetable/configs", c)), f"cmake --install: configs/{c}")
     for c in ["sidetable.yaml", "worker.yaml"]:
         expect(os.path.isfile(os.path.join(prefix, "etc/sidetable", c)),

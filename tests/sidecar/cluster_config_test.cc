@@ -95,6 +95,24 @@ TEST(ClusterConfig, BadKeysAreNamed) {
   }
 }
 
+// The embedded mock lives in one sidecar: members that each start their own
+// are not one cluster. Before session 45 two members of one service with
+// `--kafka embedded` both started, each serving every shard with tables of
+// its own, both healthy.
+TEST(ClusterConfig, TheEmbeddedKafkaIsRefusedNamingWhatToRunInstead) {
+  ServerConfig c;
+  ASSERT_TRUE(LoadConfigText(With("kafka", "bootstrap", "embedded"), &c).ok());
+  Status s = ValidateConfig(c);
+  EXPECT_EQ(s.code(), Code::kInvalidInput);
+  EXPECT_NE(s.message().find("kafka.bootstrap: embedded cannot hold a cluster"), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("sidetable-kafka-mock"), std::string::npos) << s.message();
+  // Without a cluster it stays the development default.
+  ServerConfig one;
+  ASSERT_TRUE(LoadConfigText("kafka:\n  bootstrap: embedded\n", &one).ok());
+  EXPECT_TRUE(ValidateConfig(one).ok());
+}
+
 // {service} without a cluster has nothing to stand for.
 TEST(ClusterConfig, ServicePlaceholderNeedsAService) {
   ServerConfig off;
