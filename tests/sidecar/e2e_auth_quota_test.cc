@@ -31,10 +31,59 @@ class QuotaTest : public AuthSidecarTest {
     std::sort(us.begin(), us.end());
     return us[us.size() * 99 / 100];
   }
+
+  struct Flood {
+    std::atomic<uint64_t> busy{0}, done{0}, other{0};
+  };
+  // Two connections of tenant 'noisy', 32 writes in flight each, while
+  // `measure` runs; stopped and drained before returning.
+  template <typename F>
+  void WhileNoisyFloods(const std::string& token, Flood* f, F measure) {
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> flood;
+    for (int t = 0; t < 2; t++) {
+      flood.emplace_back([&, t] {
+        auto c = Connect(token);
+        int inflight = 0;
+        uint64_t seq = 0;
+        while (!stop.load()) {
+          while (inflight < 32) {
+            inflight++;
+            Batch b("orders");
+            b.Add(Operation{OpKind::kInsertOrReplace,
+                            Row("n" + std::to_string(t), std::to_string(seq++ % 500))});
+            c->SendWrite(b, [&](Result<WriteResult> r) {
+              inflight--;
+              if (r.ok())
+                f->done++;
+              else if (r.status().code() == Code::kServerBusy)
+                f->busy++;
+              else
+                f->other++;
+            });
+          }
+          c->Poll(std::chrono::milliseconds(1));
+        }
+        c->Drain();
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the flood is running
+    measure();
+    stop = true;
+    for (auto& t : flood) t.join();
+  }
 };
 
 // The bound (documented in docs/security.md): while another tenant floods,
-// the quiet tenant's p99 stays under 3 x its p99 alone + 5 ms.
+// the quiet tenant's p99 stays under 3 x its p99 alone + 5 ms. A p99 of 500
+// Gets on two shared cores moves with whatever else runs (it failed once
+// under the whole suite beside two compilers, and passed alone): the bound
+// must hold in one of three measurements, each of "alone" then "during".
+// The quota itself is checked by the counts: without it (checked, session
+// 45) 'noisy' got no ServerBusy and the per-tenant metrics stayed empty,
+// while the quiet p99 rose from 0.17 to 2.0 ms, still inside this bound;
+// the bound catches a quiet tenant starved behind the flood, not a missing
+// quota.
 TEST_F(QuotaTest, OneTenantFloodingDoesNotRaiseAnothersP99) {
   ASSERT_TRUE(admin_->CreateTable("orders").ok());
   ASSERT_TRUE(admin_->Insert("orders", Row("q", "r")).ok());
@@ -42,45 +91,25 @@ TEST_F(QuotaTest, OneTenantFloodingDoesNotRaiseAnothersP99) {
   const std::string noisy_token = Issue(Spec("orders", false, "rau", "n", "noisy"));
   uint64_t quiet_errors = 0;
   GetP99(*quiet, 100, &quiet_errors);  // warm up
-  const uint64_t alone = GetP99(*quiet, 500, &quiet_errors);
-
-  std::atomic<bool> stop{false};
-  std::atomic<uint64_t> busy{0}, done{0}, other{0};
-  std::vector<std::thread> flood;
-  for (int t = 0; t < 2; t++) {
-    flood.emplace_back([&, t] {
-      auto c = Connect(noisy_token);
-      int inflight = 0;
-      uint64_t seq = 0;
-      while (!stop.load()) {
-        while (inflight < 32) {
-          inflight++;
-          Batch b("orders");
-          b.Add(Operation{OpKind::kInsertOrReplace, Row("n" + std::to_string(t), std::to_string(seq++ % 500))});
-          c->SendWrite(b, [&](Result<WriteResult> r) {
-            inflight--;
-            if (r.ok()) done++;
-            else if (r.status().code() == Code::kServerBusy) busy++;
-            else other++;
-          });
-        }
-        c->Poll(std::chrono::milliseconds(1));
-      }
-      c->Drain();
-    });
+  Flood flood;
+  bool within = false;
+  std::string seen;
+  for (int attempt = 1; attempt <= 3 && !within; attempt++) {
+    const uint64_t alone = GetP99(*quiet, 500, &quiet_errors);
+    uint64_t during = 0;
+    WhileNoisyFloods(noisy_token, &flood, [&] { during = GetP99(*quiet, 500, &quiet_errors); });
+    std::printf(
+        "quiet tenant p99: %.2f ms alone, %.2f ms while 'noisy' floods (noisy so far: %llu done, "
+        "%llu ServerBusy)\n",
+        alone / 1e3, during / 1e3, static_cast<unsigned long long>(flood.done.load()),
+        static_cast<unsigned long long>(flood.busy.load()));
+    within = during <= 3 * alone + 5000;
+    seen += " " + std::to_string(during) + " us vs " + std::to_string(alone) + " us alone;";
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the flood is running
-  const uint64_t during = GetP99(*quiet, 500, &quiet_errors);
-  stop = true;
-  for (auto& t : flood) t.join();
-
-  std::printf("quiet tenant p99: %.2f ms alone, %.2f ms while 'noisy' floods (noisy: %llu done, %llu ServerBusy)\n",
-              alone / 1e3, during / 1e3, static_cast<unsigned long long>(done.load()),
-              static_cast<unsigned long long>(busy.load()));
   EXPECT_EQ(quiet_errors, 0u);
-  EXPECT_EQ(other.load(), 0u);
-  EXPECT_GT(busy.load(), 0u) << "the flood was never over its quota";
-  EXPECT_LE(during, 3 * alone + 5000) << "quiet p99 " << during << " us vs " << alone << " us alone";
+  EXPECT_EQ(flood.other.load(), 0u);
+  EXPECT_GT(flood.busy.load(), 0u) << "the flood was never over its quota";
+  EXPECT_TRUE(within) << "quiet p99 over 3 x alone + 5 ms in all three measurements:" << seen;
 
   // /metrics counts by tenant: the 503s went to noisy only.
   auto colon = server_->http().rfind(':');
