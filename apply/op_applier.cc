@@ -171,6 +171,10 @@ Status OpApplier::FencedClear(const std::string& table, uint64_t version, OpResu
     next = page->next;
   } while (next);
   *r = wrote ? OpResult::kWritten : fenced ? OpResult::kFenced : OpResult::kNoop;
+  // A cluster's clear (patterns::ClearVersion) covers whole epochs, which
+  // the re-created table's entities may share: remembered, it would drop
+  // them.
+  if (version > patterns::kMaxStampedLsn) return Status::OK();
   std::lock_guard lock(cleared_mu_);
   uint64_t& cleared = cleared_[TableKey(table)];
   cleared = std::max(cleared, version);

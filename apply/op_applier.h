@@ -78,6 +78,7 @@ class OpApplier {
   // travel on different Kafka partitions, so an upsert from before the clear
   // may arrive after it; it must not re-create an entry (docs/patterns.md).
   // In memory: a restart forgets it, and the replay applies the clear again.
+  // A cluster's clears are not kept (patterns::ClearVersion, pattern.h).
   std::mutex cleared_mu_;
   std::map<TableKey, uint64_t> cleared_;
 };

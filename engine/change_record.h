@@ -82,6 +82,17 @@ struct ChangeRecord {
   std::vector<ChangeOp> ops;
 };
 
+// Scale-out (docs/scale-out.md, "Table events in a cluster"): what a member
+// applying a table record of the cluster topic writes into its table event
+// besides its own LSN. The cluster's request id is the same on every
+// member, so the publisher can send only the event of the member that
+// wrote the record; the epoch lets the event's readers fence and clear with
+// it. Empty outside a cluster.
+struct TableEventStamp {
+  std::string client_request_id;
+  uint64_t epoch = 0;
+};
+
 // A page of the change log as Engine::ReadChanges returns it (and the wire's
 // ReadChanges reply carries it).
 struct ChangeBatch {

@@ -213,9 +213,11 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // ---- tables ----
-  Status CreateTable(std::string_view name, std::string_view caller = "");
+  Status CreateTable(std::string_view name, std::string_view caller = "",
+                     const TableEventStamp& stamp = {});
   // Drops every entity of the table in time independent of its size.
-  Status DeleteTable(std::string_view name, std::string_view caller = "");
+  Status DeleteTable(std::string_view name, std::string_view caller = "",
+                     const TableEventStamp& stamp = {});
   Result<TableInfo> GetTable(std::string_view name) const;
   // Sorted by name; only names starting with `prefix` (case-insensitive).
   std::vector<TableInfo> ListTables(std::string_view prefix = "") const;

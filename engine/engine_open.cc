@@ -218,13 +218,15 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options,
 
 // The caller is checked at every entry that records one in the change log,
 // so nothing downstream (audits, clients, Kafka) ever sees a bad one.
-Status Engine::CreateTable(std::string_view name, std::string_view caller) {
+Status Engine::CreateTable(std::string_view name, std::string_view caller,
+                           const TableEventStamp& stamp) {
   ST_RETURN_IF_ERROR(ValidateCaller(caller));
-  return impl_->CreateTable(name, caller);
+  return impl_->CreateTable(name, caller, stamp);
 }
-Status Engine::DeleteTable(std::string_view name, std::string_view caller) {
+Status Engine::DeleteTable(std::string_view name, std::string_view caller,
+                           const TableEventStamp& stamp) {
   ST_RETURN_IF_ERROR(ValidateCaller(caller));
-  return impl_->DeleteTable(name, caller);
+  return impl_->DeleteTable(name, caller, stamp);
 }
 Result<TableInfo> Engine::GetTable(std::string_view name) const {
   auto t = impl_->FindTable(name);

@@ -37,14 +37,16 @@ std::string MetaTableKey(std::string_view lower_name) {
 
 // A table event in the change log (no rows).
 void EncodeTableEvent(ChangeKind kind, const TableInfo& t, std::string_view caller,
-                      uint64_t lsn, int64_t time, std::string* dst) {
-  codec::EncodeChangeHeader(lsn, kind, time, t.name, t.id, "", caller, 0, dst);
+                      const TableEventStamp& stamp, uint64_t lsn, int64_t time, std::string* dst) {
+  codec::EncodeChangeHeader(lsn, kind, time, t.name, t.id, "", caller, 0, dst, {},
+                            stamp.client_request_id, stamp.epoch);
 }
 
 class CreateTableWork : public CommitWork {
  public:
-  CreateTableWork(Engine::Impl* e, TableInfo* info, std::string_view caller)
-      : e_(e), info_(info), caller_(caller) {}
+  CreateTableWork(Engine::Impl* e, TableInfo* info, std::string_view caller,
+                  const TableEventStamp& stamp)
+      : e_(e), info_(info), caller_(caller), stamp_(stamp) {}
   void Encode(uint64_t lsn, int64_t time, rocksdb::WriteBatch* wb) override {
     info_->created = time;
     std::string next_id;
@@ -52,7 +54,7 @@ class CreateTableWork : public CommitWork {
     wb->Put(e_->meta_cf_, MetaTableKey(TableKey(info_->name).str()), EncodeTableInfo(*info_));
     wb->Put(e_->meta_cf_, kMetaNextTableId, next_id);
     std::string rec;
-    EncodeTableEvent(ChangeKind::kTableCreated, *info_, caller_, lsn, time, &rec);
+    EncodeTableEvent(ChangeKind::kTableCreated, *info_, caller_, stamp_, lsn, time, &rec);
     wb->Put(e_->log_cf_, codec::LogKey(lsn), rec);
   }
   size_t ApproximateBytes() const override { return 128 + info_->name.size(); }
@@ -61,12 +63,14 @@ class CreateTableWork : public CommitWork {
   Engine::Impl* e_;
   TableInfo* info_;
   std::string_view caller_;
+  const TableEventStamp& stamp_;
 };
 
 class DeleteTableWork : public CommitWork {
  public:
-  DeleteTableWork(Engine::Impl* e, const TableInfo& info, std::string_view caller)
-      : e_(e), info_(info), caller_(caller) {}
+  DeleteTableWork(Engine::Impl* e, const TableInfo& info, std::string_view caller,
+                  const TableEventStamp& stamp)
+      : e_(e), info_(info), caller_(caller), stamp_(stamp) {}
   void Encode(uint64_t lsn, int64_t time, rocksdb::WriteBatch* wb) override {
     wb->Delete(e_->meta_cf_, MetaTableKey(TableKey(info_.name).str()));
     // Its rows may be the after images of records still in the log: they
@@ -74,7 +78,7 @@ class DeleteTableWork : public CommitWork {
     // once the log is trimmed past this record (internal/images.h).
     e_->DeferDrop(info_.id, lsn, wb);
     std::string rec;
-    EncodeTableEvent(ChangeKind::kTableDeleted, info_, caller_, lsn, time, &rec);
+    EncodeTableEvent(ChangeKind::kTableDeleted, info_, caller_, stamp_, lsn, time, &rec);
     wb->Put(e_->log_cf_, codec::LogKey(lsn), rec);
   }
   size_t ApproximateBytes() const override { return 128 + info_.name.size(); }
@@ -83,6 +87,7 @@ class DeleteTableWork : public CommitWork {
   Engine::Impl* e_;
   const TableInfo& info_;
   std::string_view caller_;
+  const TableEventStamp& stamp_;
 };
 
 }  // namespace
@@ -139,7 +144,8 @@ Status Engine::Impl::NextTableId(uint32_t* id) const {
   return Status::OK();
 }
 
-Status Engine::Impl::CreateTable(std::string_view name, std::string_view caller) {
+Status Engine::Impl::CreateTable(std::string_view name, std::string_view caller,
+                                 const TableEventStamp& stamp) {
   ST_RETURN_IF_ERROR(ValidateTableName(name));
   std::lock_guard ddl(ddl_mu_);
   if (FindTable(name)) {
@@ -148,7 +154,7 @@ Status Engine::Impl::CreateTable(std::string_view name, std::string_view caller)
   auto t = std::make_shared<TableState>();
   t->info.name = std::string(name);
   ST_RETURN_IF_ERROR(NextTableId(&t->info.id));
-  CreateTableWork work(this, &t->info, caller);
+  CreateTableWork work(this, &t->info, caller, stamp);
   uint64_t lsn;
   int64_t time;
   ST_RETURN_IF_ERROR(commits_->Commit(&work, &lsn, &time));
@@ -158,7 +164,8 @@ Status Engine::Impl::CreateTable(std::string_view name, std::string_view caller)
   return Status::OK();
 }
 
-Status Engine::Impl::DeleteTable(std::string_view name, std::string_view caller) {
+Status Engine::Impl::DeleteTable(std::string_view name, std::string_view caller,
+                                 const TableEventStamp& stamp) {
   std::lock_guard ddl(ddl_mu_);
   auto t = FindTable(name);
   if (!t) return Status(Code::kTableNotFound, "table '" + std::string(name) + "' not found");
@@ -167,7 +174,7 @@ Status Engine::Impl::DeleteTable(std::string_view name, std::string_view caller)
   // Before the range deletion is visible, and no reader can cache a row of
   // the table while the lock is held (row_cache.h).
   row_cache_->Clear();
-  DeleteTableWork work(this, t->info, caller);
+  DeleteTableWork work(this, t->info, caller, stamp);
   uint64_t lsn;
   int64_t time;
   ST_RETURN_IF_ERROR(commits_->Commit(&work, &lsn, &time));

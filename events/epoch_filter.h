@@ -6,7 +6,10 @@
 // the floor was written by an owner that had already been replaced, and is
 // skipped. Claims themselves are not data and are not admitted either.
 // Records with epoch 0 come from sidecars outside a cluster and are always
-// admitted while no claim has been read on their partition.
+// admitted while no claim has been read on their partition. Table events
+// with an epoch are always admitted: one member publishes each, for a
+// record of the cluster topic, which alone decides tables
+// (docs/scale-out.md, "Table events in a cluster").
 //
 // A filter that knows its reader's service (the cluster's readers do) only
 // lets that service's claims fence: a claim naming another service (a
@@ -48,6 +51,11 @@ class EpochFilter {
       claims_++;
       return Verdict::kClaim;
     }
+    // A table event with an epoch was published once, by the member that
+    // wrote its record on the cluster topic, which decided it (not an
+    // owner of this shard): no claim fences it. Table events with epoch 0
+    // (every member published one before session 45) are fenced as before.
+    if (record.epoch != 0 && IsTableEvent(record)) return Verdict::kApply;
     if (record.epoch < Floor(partition)) {
       fenced_++;
       return Verdict::kFenced;
@@ -56,6 +64,9 @@ class EpochFilter {
   }
   bool Admit(int32_t partition, const ChangeRecord& record) {
     return Check(partition, record) == Verdict::kApply;
+  }
+  static bool IsTableEvent(const ChangeRecord& record) {
+    return record.kind == ChangeKind::kTableCreated || record.kind == ChangeKind::kTableDeleted;
   }
   // A claim of another service than this filter's (never with no service).
   bool IsForeign(const ChangeRecord& claim) const {

@@ -27,6 +27,22 @@ namespace sidetable::patterns {
 // The engine's fenced operations read the same property (engine/batch.h).
 inline constexpr const char* kSourceVersionProperty = kFenceProperty;
 
+// Scale-out (docs/scale-out.md): entity versions are epoch << 40 | lsn, each
+// owner counting its own LSNs; outside a cluster a version is an LSN, never
+// above this.
+inline constexpr uint64_t kMaxStampedLsn = (uint64_t{1} << 40) - 1;
+
+// The source version up to which a TableDeleted clears a derived table
+// (kFencedClear). Outside a cluster its LSN: every version of the deleted
+// table is an earlier LSN of the same log, every later one a higher LSN. In
+// a cluster no LSN separates them (each owner has its own), so the event
+// carries the highest owner epoch when the table was deleted
+// (docs/scale-out.md, "Table events in a cluster") and every version of
+// that epoch or below is cleared.
+inline uint64_t ClearVersion(const ChangeRecord& deleted) {
+  return deleted.epoch == 0 ? deleted.lsn : (deleted.epoch << 40 | kMaxStampedLsn);
+}
+
 struct TableOp {
   enum class Kind : uint8_t {
     // Write `entity` into `table` unless the stored entity already carries a
@@ -41,6 +57,10 @@ struct TableOp {
     // than its TableDeleted event, so one with a version <= `version` can
     // arrive after the clear and re-create an entry; only a clear fence the
     // runtime remembers per table (drop upserts <= it) closes that gap.
+    // In a cluster (`version` above kMaxStampedLsn, see ClearVersion) the
+    // runtime remembers none: the re-created table's entities can have
+    // versions below it. And a re-created table's entity applied before
+    // the clear is cleared too (docs/scale-out.md says when).
     kFencedClear,
     // The eventually consistent move (archive pattern): copy the source
     // entity (source_table, pk, rk) into `table` with a fenced upsert (the

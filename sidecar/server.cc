@@ -451,6 +451,11 @@ ServerGauges Server::Impl::Gauges() const {
   return g;
 }
 
+// This sidecar's id in its cluster (cluster.member_id, default the sidecar id).
+static std::string ClusterMemberId(const ServerConfig& config) {
+  return config.cluster.member_id.empty() ? config.id : config.cluster.member_id;
+}
+
 // The change topic a service's sidecars share: "{service}" replaced.
 static std::string ServiceTopic(const ServerConfig& config) {
   return cluster::ExpandService(config.kafka.topic, config.cluster.service);
@@ -523,16 +528,19 @@ Status Server::StartCluster(const ServerConfig& config) {
       return set[static_cast<size_t>(kafka::KafkaPartitionFor(key, shards))] != 0;
     });
   };
-  hooks.apply_table = [engine](const std::string& table, bool created) {
-    Status s = created ? engine->CreateTable(table) : engine->DeleteTable(table);
-    if (s.code() == Code::kTableAlreadyExists || s.code() == Code::kTableNotFound) return Status::OK();
+  hooks.apply_table = [engine](const std::string& table, bool created,
+                               const TableEventStamp& stamp) {
+    Status s =
+        created ? engine->CreateTable(table, "", stamp) : engine->DeleteTable(table, "", stamp);
+    if (s.code() == Code::kTableAlreadyExists || s.code() == Code::kTableNotFound)
+      return Status::OK();
     return s;
   };
   hooks.table_id = [engine](const std::string& table) -> uint32_t {
     auto info = engine->GetTable(table);
     return info.ok() ? info->id : 0;
   };
-  const std::string member = config.cluster.member_id.empty() ? config.id : config.cluster.member_id;
+  const std::string member = ClusterMemberId(config);
   const std::string advertise = config.cluster.advertise.empty() ? endpoints_.at(0) : config.cluster.advertise;
   changestream::KafkaOptions kafka = config.kafka;
   kafka.bootstrap = publisher_->bootstrap();
@@ -619,6 +627,9 @@ Status Server::StartChangeStream(const ServerConfig& config) {
     if (!incarnations.ok()) return incarnations.status();
     table_incarnations_ = std::move(incarnations).value();
     k.table_incarnation = [t = table_incarnations_](uint32_t id) { return t->Of(id); };
+    // Each table change once: only the table events of this member's own
+    // table records (docs/scale-out.md, "Table events in a cluster").
+    k.table_events_of = ClusterMemberId(config) + "/";
   }
   auto publisher = changestream::Publisher::Start(engine_.get(), k, config.id, embedded_kafka_.get());
   if (!publisher.ok()) return publisher.status();

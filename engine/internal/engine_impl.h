@@ -64,8 +64,10 @@ class Engine::Impl {
   Result<CheckpointInfo> Checkpoint(const std::string& dir);
 
   // engine_tables.cc
-  Status CreateTable(std::string_view name, std::string_view caller);
-  Status DeleteTable(std::string_view name, std::string_view caller);
+  Status CreateTable(std::string_view name, std::string_view caller,
+                     const TableEventStamp& stamp = {});
+  Status DeleteTable(std::string_view name, std::string_view caller,
+                     const TableEventStamp& stamp = {});
   std::shared_ptr<TableState> FindTable(std::string_view name) const;
   std::vector<TableInfo> ListTables(std::string_view prefix) const;
   Status LoadCatalog();

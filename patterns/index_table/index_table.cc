@@ -181,7 +181,7 @@ Status IndexTablePattern::Apply(const ChangeRecord& record, std::vector<TableOp>
     TableOp op;
     op.kind = TableOp::Kind::kFencedClear;
     op.table = config_.target;
-    op.version = record.lsn;
+    op.version = ClearVersion(record);
     out->push_back(std::move(op));
     return Status::OK();
   }

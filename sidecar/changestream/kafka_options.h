@@ -42,6 +42,14 @@ struct KafkaOptions {
   // a re-created table's readers can skip its predecessor's records. Called
   // on the publishing thread: must be thread-safe and cheap.
   std::function<uint64_t(uint32_t local_table_id)> table_incarnation;
+  // Scale-out (not a config key: the server sets it in cluster mode): this
+  // member's id followed by '/'. Every member writes a table event when it
+  // applies a table record of the cluster topic, with the record's request
+  // id (TableEventStamp); only the event whose request id starts with this
+  // prefix, the one of the member that wrote the record, is published, so
+  // the change topic gets each table change once. Other table events stay
+  // in the local change log only. "" = every table event is published.
+  std::string table_events_of;
   // Embedded Kafka (not a config key: the server sets it): the mock cluster
   // lives in this process and starts empty, so what the last one held and
   // no consumer had applied yet would be gone. Publishing starts after at

@@ -106,6 +106,13 @@ bool Publisher::Impl::ProduceMore(Clock::time_point now) {
   }
   if (batch->records.empty()) return false;
   for (const ChangeRecord& rec : batch->records) {
+    if (!PublishesTableEvent(rec)) {
+      // Another member's table change (or a local repair): nothing to send,
+      // but the watermark passes it like a delivered record.
+      in_flight_.push_back({rec.lsn, 0, true});
+      next_lsn_ = rec.lsn + 1;
+      continue;
+    }
     const std::string topic = TopicFor(options_.topic, sidecar_id_, rec.table);
     if (!topics_->Ready(topic)) {  // being set up on its own thread
       waiting_topic_ = topic;
@@ -145,6 +152,12 @@ bool Publisher::Impl::ProduceMore(Clock::time_point now) {
     next_lsn_ = rec.lsn + 1;
   }
   return true;
+}
+
+bool Publisher::Impl::PublishesTableEvent(const ChangeRecord& rec) const {
+  if (options_.table_events_of.empty()) return true;
+  if (rec.kind != ChangeKind::kTableCreated && rec.kind != ChangeKind::kTableDeleted) return true;
+  return rec.client_request_id.rfind(options_.table_events_of, 0) == 0;
 }
 
 bool Publisher::Impl::RewindForEmptyTopic(const std::string& topic) {

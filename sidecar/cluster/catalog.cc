@@ -7,6 +7,13 @@
 namespace sidetable::cluster {
 
 Status Cluster::Impl::ApplyAdmitted(const ChangeRecord& record) {
+  // The cluster topic is the service's catalog: every member applies its
+  // table records there, in its order. A table event on the change topic
+  // (published by one member, and admitted after claims) is for the
+  // workers and replay; applied here it could delete a table that was
+  // created again since.
+  if (record.kind == ChangeKind::kTableCreated || record.kind == ChangeKind::kTableDeleted)
+    return Status::OK();
   if (record.kind == ChangeKind::kEntities) {
     bool behind = false;
     const uint64_t live = LiveIncarnation(record.table, record.table_incarnation, &behind);
@@ -159,7 +166,7 @@ void Cluster::Impl::HandleClusterRecord(std::string_view key, std::string_view v
       // A table this member has already (from before a restart) may be
       // another incarnation than this create's.
       const uint32_t had_id = record.created && hooks_.table_id ? hooks_.table_id(table) : 0;
-      outcome = hooks_.apply_table(table, record.created);
+      outcome = hooks_.apply_table(table, record.created, TableEventStampFor(record));
       if (!outcome.ok()) {
         log_->error("applying table {} ({}): {}", table, record.created ? "created" : "deleted", outcome.ToString());
       } else if (record.created) {
@@ -175,6 +182,24 @@ void Cluster::Impl::HandleClusterRecord(std::string_view key, std::string_view v
     }
     if (auto it = table_waits_.find(record.request); it != table_waits_.end()) it->second = outcome;
   }
+}
+
+TableEventStamp Cluster::Impl::TableEventStampFor(const TableRecord& record) const {
+  // Every member writes the same request id into its table event; the
+  // publisher sends only the event of the member whose request it is, so
+  // the change topic gets one event per table record, not one per member.
+  // Its epoch is the highest owner epoch this member has read before the
+  // record (at least 1): readers admit a table event with an epoch after
+  // any claim, and the workers clear a deleted table's derived rows up to
+  // it (docs/scale-out.md, "Table events in a cluster").
+  TableEventStamp stamp;
+  if (record.request.empty())
+    return stamp;  // a record written before requests: nobody publishes it
+  stamp.client_request_id = record.request;
+  stamp.epoch = 1;
+  std::shared_lock l(routes_mu_);
+  for (const OwnerRecord& owner : owners_) stamp.epoch = std::max(stamp.epoch, owner.epoch);
+  return stamp;
 }
 
 void Cluster::Impl::MapLocalTable(const std::string& table, uint32_t had_id, uint64_t incarnation) {
@@ -193,8 +218,8 @@ void Cluster::Impl::MapLocalTable(const std::string& table, uint32_t had_id, uin
         log_->warn("table {}: the local table (id {}, incarnation {}) predates the catalog's (incarnation {}): "
                    "deleting and creating it again",
                    table, had_id, mapped, incarnation);
-        Status s = hooks_.apply_table(table, false);
-        if (s.ok()) s = hooks_.apply_table(table, true);
+        Status s = hooks_.apply_table(table, false, {});
+        if (s.ok()) s = hooks_.apply_table(table, true, {});
         if (!s.ok()) {
           log_->error("table {}: creating it again: {}", table, s.ToString());
           return;

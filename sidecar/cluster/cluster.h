@@ -83,8 +83,14 @@ struct ClusterHooks {
   // ShardOf); returns the rows dropped.
   std::function<Result<uint64_t>(const std::vector<int32_t>& shards)> drop_shards;
   // A table record read from the cluster topic, in topic order: make the
-  // local catalog agree (create if missing / delete if present).
-  std::function<Status(const std::string& table, bool created)> apply_table;
+  // local catalog agree (create if missing / delete if present). `stamp`
+  // goes into the local table event (Engine::CreateTable): the record's
+  // request id, whose member alone publishes the event, and the epoch its
+  // readers admit and clear it with (docs/scale-out.md, "Table events in a
+  // cluster"). Empty for a member's own repair of its local table, which
+  // is no change of the service's catalog and is not published.
+  std::function<Status(const std::string& table, bool created, const TableEventStamp& stamp)>
+      apply_table;
   // The local id of `table` (Engine::GetTable(..)->id); 0 when it does not
   // exist locally. Null: tables get no incarnation map (records stay
   // unstamped and are applied as before).

@@ -193,6 +193,8 @@ class Cluster::Impl {
   // `offset`: the record's offset on the cluster topic (a create record's
   // offset + 1 is its table's incarnation).
   void HandleClusterRecord(std::string_view key, std::string_view value, int64_t offset);
+  // The stamp of the local table event that applying `record` writes.
+  TableEventStamp TableEventStampFor(const TableRecord& record) const;
   // After the catalog applied a create of `table` with `incarnation`: maps
   // the local table (existing before: `had_id`) to it; one that belongs to
   // another incarnation is deleted and created again first.

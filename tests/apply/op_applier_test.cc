@@ -209,6 +209,28 @@ TEST(OpApplierTest, UpsertFromBeforeAClearDoesNotRecreateTheEntry) {
   EXPECT_EQ(store.tables["Idx"].size(), 1u);
 }
 
+// In a cluster a clear covers whole epochs (patterns::ClearVersion): the
+// re-created table's entities can share them, so the clear is not
+// remembered, or every one of them would be dropped by this process.
+TEST(OpApplierTest, AClustersClearIsNotRememberedAgainstLaterUpserts) {
+  FakeTableStore store;
+  store.tables["Idx"];
+  store.Put("Idx", WithVersion("a", "old", static_cast<int64_t>((uint64_t{2} << 40) | 900)));
+  OpApplier a(&store, 4);
+  OpResult r;
+  TableOp clear;
+  clear.kind = TableOp::Kind::kFencedClear;
+  clear.table = "Idx";
+  clear.version = (uint64_t{3} << 40) | patterns::kMaxStampedLsn;
+  ASSERT_TRUE(a.Apply(clear, &r).ok());
+  EXPECT_EQ(r, OpResult::kWritten);
+  EXPECT_TRUE(store.tables["Idx"].empty());
+  EXPECT_FALSE(a.FencedByClear("Idx", (uint64_t{3} << 40) | 5));
+  ASSERT_TRUE(a.Apply(Upsert("Idx", "a", "new", (uint64_t{3} << 40) | 5), &r).ok());
+  EXPECT_EQ(r, OpResult::kWritten)
+      << "an entity of the table created again, at an owner epoch the clear covered";
+}
+
 TEST(OpApplierTest, MoveCopiesWithTheSourceVersionThenDeletesTheSource) {
   FakeTableStore store;
   store.tables["Orders"];

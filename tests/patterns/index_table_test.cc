@@ -169,6 +169,15 @@ TEST(IndexTableTest, TableEventsAndOtherTables) {
   EXPECT_EQ(ops[0].kind, Kind::kFencedClear);
   EXPECT_EQ(ops[0].table, "EmployeesByEmail");
   EXPECT_EQ(ops[0].version, deleted.lsn);
+  // In a cluster (docs/scale-out.md, "Table events in a cluster") entity
+  // versions are epoch << 40 | lsn with each owner's own LSNs: the clear
+  // covers every version of the event's epoch and below, whatever the LSN.
+  deleted.epoch = 3;
+  ops = IndexOps(*index, deleted);
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_EQ(ops[0].version, (uint64_t{3} << 40) | ((uint64_t{1} << 40) - 1));
+  EXPECT_GT(ops[0].version, (uint64_t{3} << 40) | 987654321) << "another owner's higher LSN";
+  EXPECT_LT(ops[0].version, uint64_t{4} << 40);
 
   SourceSim other("Customers");
   auto o = other.Write(OpKind::kInsert, Emp("e", {{"Email", Value::String("x")}}));

@@ -882,6 +882,56 @@ TEST(PointInTimeUnitTest, AShardClaimChangesNothing) {
   EXPECT_EQ((*state)->size(), 2u);
 }
 
+// A scale-out service's records (docs/scale-out.md, "Table events in a
+// cluster"): its TableCreated is read since session 45, but each owner
+// numbers its own commits and each member has its own table ids, so the
+// order read puts a creation stamped with epoch 3 after a row another
+// member wrote at epoch 2. Taken as it came, the creation dropped that row
+// and the rebuild answered without it; now the table is refused, also
+// after a resume from the checkpoint.
+TEST(PointInTimeUnitTest, AScaleOutServicesTableIsRefusedNotRebuiltWithoutSomeRows) {
+  auto row = [](uint64_t lsn, uint64_t epoch, uint32_t table_id, const std::string& rk) {
+    ChangeRecord r;
+    r.lsn = lsn;
+    r.epoch = epoch;
+    r.commit_time = static_cast<int64_t>(100 + lsn);
+    r.table = "Main";
+    r.table_id = table_id;
+    r.partition_key = rk;
+    ChangeOp op;
+    op.row_key = rk;
+    op.kind = OpKind::kInsert;
+    op.version = epoch << 40 | lsn;
+    Entity e;
+    e.partition_key = rk;
+    e.row_key = rk;
+    op.after = e;
+    r.ops.push_back(op);
+    return r;
+  };
+  ChangeRecord created = MainCreated();
+  created.epoch = 3;
+  PointInTime p("Main", ReplayFilter{}, Cut{});
+  p.Apply(row(5, 2, 9, "a"));  // another member's row (its own table id), lower epoch
+  p.Apply(created);
+  p.Apply(row(2, 3, 7, "b"));
+  auto state = p.State();
+  ASSERT_FALSE(state.ok()) << "rebuilt with " << (*state)->size()
+                           << " row(s): the row of shard epoch 2 is lost";
+  EXPECT_EQ(state.status().code(), Code::kResourceNotFound);
+  EXPECT_NE(state.status().message().find("scale-out"), std::string::npos)
+      << state.status().ToString();
+
+  PointInTime resumed("Main", ReplayFilter{}, Cut{});
+  ASSERT_TRUE(resumed.Load(p.SaveMeta(), p.SaveState()).ok());
+  EXPECT_EQ(resumed.State().status().code(), Code::kResourceNotFound);
+
+  PointInTime plain("Main", ReplayFilter{}, Cut{});
+  plain.Apply(MainCreated());
+  plain.Apply(row(2, 0, 7, "b"));
+  ASSERT_TRUE(plain.State().ok()) << "outside a cluster: rebuilt as before";
+}
+
 // A source whose history is whole only from some LSN on (a topic of one
 // table one of whose partitions lost messages to retention): a table created
 // before that may have lost changes, so State() refuses it, also after a

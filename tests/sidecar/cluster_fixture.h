@@ -45,6 +45,7 @@ struct Recorder {
   std::mutex mu;
   std::map<int32_t, std::vector<ChangeRecord>> rows;  // shard -> applied records, in order
   std::vector<std::pair<std::string, bool>> tables;
+  std::vector<TableEventStamp> table_stamps;  // of each entry of `tables`
   int drops = 0;
   std::atomic<int> failing_applies{0};  // the next n applies fail (a full disk, say)
   // With track_ids: the local tables and their ids, as the engine keeps
@@ -73,9 +74,10 @@ struct Recorder {
       drops++;
       return n;
     };
-    h.apply_table = [this](const std::string& t, bool created) {
+    h.apply_table = [this](const std::string& t, bool created, const TableEventStamp& stamp) {
       std::lock_guard l(mu);
       tables.emplace_back(t, created);
+      table_stamps.push_back(stamp);
       if (created && !local_ids.count(t)) local_ids[t] = ++next_id;
       if (!created) local_ids.erase(t);
       return Status::OK();

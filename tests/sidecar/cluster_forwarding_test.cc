@@ -94,7 +94,9 @@ class ClusterForwardingTest : public ::testing::Test {
     cluster::ClusterHooks hooks;
     hooks.apply = [](const ChangeRecord&) { return Status::OK(); };
     hooks.drop_shards = [](const std::vector<int32_t>&) -> Result<uint64_t> { return uint64_t{0}; };
-    hooks.apply_table = [](const std::string&, bool) { return Status::OK(); };
+    hooks.apply_table = [](const std::string&, bool, const TableEventStamp&) {
+      return Status::OK();
+    };
     Status peer_started = Status::OK();
     std::thread join([&] {
       auto c = cluster::Cluster::Start(copts, kopts, s.harness->ChangeTopic(), "peer", s.fake->endpoint(),

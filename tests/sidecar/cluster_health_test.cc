@@ -24,7 +24,7 @@ ClusterHooks NoHooks() {
   ClusterHooks h;
   h.apply = [](const ChangeRecord&) { return Status::OK(); };
   h.drop_shards = [](const std::vector<int32_t>&) -> Result<uint64_t> { return uint64_t{0}; };
-  h.apply_table = [](const std::string&, bool) { return Status::OK(); };
+  h.apply_table = [](const std::string&, bool, const TableEventStamp&) { return Status::OK(); };
   return h;
 }
 

@@ -675,6 +675,52 @@ TEST_F(ClusterTest, EveryTableRecordHasAKeyOfItsOwn) {
 
 // The state writer keeps each record's stamp on its projection, so that a
 // state load tells the predecessor's rows apart too.
+// Every member applies a table record with the same stamp (docs/scale-out.md,
+// "Table events in a cluster"): the record's request id, which names the
+// member that wrote it (its publisher alone sends the event), and the
+// highest owner epoch read before it, so that readers admit the event after
+// any claim and a worker's clear covers the rows written until then.
+TEST_F(ClusterTest, EveryMemberStampsATableRecordsEventWithItsRequestAndTheOwnersEpoch) {
+  StartMembers({"a", "b"});
+  ASSERT_TRUE(Eventually([&] { return Stable(); }, 60s)) << Describe();
+  Member* a = members_[0].get();
+  Member* b = members_[1].get();
+  auto highest = [&] {
+    uint64_t h = 0;
+    for (Member* m : {a, b}) {
+      for (const Route& r : m->cluster->Routes()) h = std::max(h, r.epoch);
+    }
+    return h;
+  };
+  const uint64_t before = highest();
+  ASSERT_GT(before, 0u);
+  ASSERT_TRUE(b->cluster->CreateTable("Stamped", "test", 10s).ok());
+  ASSERT_TRUE(a->cluster->DeleteTable("Stamped", "test", 10s).ok());
+  std::vector<std::vector<TableEventStamp>> stamps;
+  for (Member* m : {a, b}) {
+    ASSERT_TRUE(Eventually([&] {
+      std::lock_guard l(m->rec.mu);
+      return m->rec.tables.size() >= 2;
+    })) << m->cluster->StatusJson();
+    std::lock_guard l(m->rec.mu);
+    ASSERT_EQ(m->rec.tables.size(), 2u);
+    EXPECT_EQ(m->rec.tables[0], std::make_pair(std::string("Stamped"), true));
+    EXPECT_EQ(m->rec.tables[1], std::make_pair(std::string("Stamped"), false));
+    stamps.push_back(m->rec.table_stamps);
+  }
+  EXPECT_EQ(stamps[0][0].client_request_id.rfind("b/", 0), 0u) << stamps[0][0].client_request_id;
+  EXPECT_EQ(stamps[0][1].client_request_id.rfind("a/", 0), 0u) << stamps[0][1].client_request_id;
+  for (int i = 0; i < 2; i++) {
+    EXPECT_EQ(stamps[1][i].client_request_id, stamps[0][i].client_request_id)
+        << "the same on every member";
+    EXPECT_EQ(stamps[1][i].epoch, stamps[0][i].epoch)
+        << "the owner records before it, the same for every member";
+    // A rebalance's second round may still claim a shard meanwhile.
+    EXPECT_GE(stamps[0][i].epoch, before);
+    EXPECT_LE(stamps[0][i].epoch, highest());
+  }
+}
+
 TEST_F(ClusterTest, ARecreatedTableNeverGetsItsPredecessorsRowsFromTheStateTopic) { RecreatedTableCase(true); }
 
 // A new state writer's copy of another writer's projection keeps the stamps.

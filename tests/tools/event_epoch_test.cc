@@ -197,6 +197,26 @@ TEST(EpochFilterTest, AClaimOfAnotherServiceFencesNothingForAReaderOfThisService
   EXPECT_EQ(any.Check(0, DataRecord(2)), EpochFilter::Verdict::kFenced);
 }
 
+// A table event with an epoch was published once, by the member that wrote
+// its record on the cluster topic, not by an owner of the shard it lands
+// on: no claim fences it (docs/scale-out.md, "Table events in a cluster").
+// One with epoch 0 (every member published one before) is fenced as before.
+TEST(EpochFilterTest, TableEventsWithAnEpochAreNeverFenced) {
+  EpochFilter f;
+  EXPECT_EQ(f.Check(0, Claim(7, 0)), EpochFilter::Verdict::kClaim);
+  for (ChangeKind kind : {ChangeKind::kTableCreated, ChangeKind::kTableDeleted}) {
+    ChangeRecord table;
+    table.kind = kind;
+    table.table = "Orders";
+    table.lsn = 4;
+    table.epoch = 2;  // below the floor: the highest owner epoch its member knew
+    EXPECT_EQ(f.Check(0, table), EpochFilter::Verdict::kApply) << ChangeKindName(kind);
+    table.epoch = 0;
+    EXPECT_EQ(f.Check(0, table), EpochFilter::Verdict::kFenced) << ChangeKindName(kind);
+  }
+  EXPECT_EQ(f.Check(0, DataRecord(2)), EpochFilter::Verdict::kFenced) << "data records still are";
+}
+
 TEST(EventEpochTest, AClaimsServiceRoundTripsAndIsAbsentWhenEmpty) {
   ChangeRecord claim = Claim(4, 1);
   EXPECT_EQ(EncodeEvent(claim, "m1").find("service"), std::string::npos);

@@ -36,6 +36,7 @@ bool PointInTime::Accept(const ChangeRecord& r) {
   if (first_seen_ == 0) first_seen_ = r.lsn;
   last_applied_ = r.lsn;
   if (!TableNameEquals(r.table, table_)) return false;
+  if (r.epoch != 0 && stamped_lsn_ == 0) stamped_lsn_ = r.lsn;
   switch (r.kind) {
     case ChangeKind::kTableCreated:
     case ChangeKind::kTableDeleted:
@@ -82,6 +83,21 @@ void PointInTime::Apply(ChangeRecord&& r) {
 }
 
 Result<const EntityMap*> PointInTime::State() const {
+  // A scale-out service's records (docs/scale-out.md, "Table events in a
+  // cluster"): each owner numbers its own commits and each member has its
+  // own local table ids, so neither the order read nor tableId says which
+  // rows follow the creation. Since session 45 its table events are read
+  // (before, the fencing rule skipped them and this was "creation not
+  // read"); taken as they come, a creation sorted after rows of shards with
+  // lower epochs would drop those rows silently.
+  if (stamped_lsn_ != 0) {
+    return Status(
+        Code::kResourceNotFound,
+        "table '" + table_ + "' is a scale-out service's (its record at LSN " +
+            std::to_string(stamped_lsn_) +
+            " carries an owner epoch): its members' LSNs and table ids do not order one history, "
+            "so it cannot be rebuilt from its change records; nothing was rebuilt");
+  }
   const std::string from = first_seen_ ? " (the history read starts at LSN " + std::to_string(first_seen_) + ")" : "";
   if (!known_) {
     if (orphan_lsn_ != 0) {
@@ -131,6 +147,7 @@ std::string PointInTime::SaveMeta() const {
   w.Key("eventLsn").UInt(event_lsn_);
   w.Key("orphanLsn").UInt(orphan_lsn_);
   w.Key("wholeFrom").UInt(whole_from_);
+  w.Key("stampedLsn").UInt(stamped_lsn_);
   w.Key("entities").UInt(state_.size());
   w.EndObject();
   return w.Take();
@@ -161,6 +178,8 @@ Status PointInTime::Load(std::string_view meta, std::string_view state) {
   table_id_ = static_cast<uint32_t>(table_id);
   // Absent in checkpoints written before session 42: nothing known lost.
   if (doc["wholeFrom"].get(whole_from_) != simdjson::SUCCESS) whole_from_ = 0;
+  // Absent in checkpoints written before session 45.
+  if (doc["stampedLsn"].get(stamped_lsn_) != simdjson::SUCCESS) stamped_lsn_ = 0;
   state_.clear();
   simdjson::dom::parser line_parser;
   size_t pos = 0;

@@ -71,7 +71,9 @@ class PointInTime {
   // (its deletion was read), or nothing of it was read at all. ResourceNotFound:
   // changes of the table were read but not its creation (the history read
   // starts too late), or its creation is older than the source's whole
-  // history (SetWholeFrom); the messages name the LSNs involved.
+  // history (SetWholeFrom), or a record of the table carries an epoch (a
+  // scale-out service's, which this cannot order); the messages name the
+  // LSNs involved.
   Result<const EntityMap*> State() const;
 
   // Checkpoint form: the builder's fields as JSON and the state as JSON lines.
@@ -101,6 +103,9 @@ class PointInTime {
   // started before the replay did.
   uint64_t orphan_lsn_ = 0;
   uint64_t whole_from_ = 0;
+  // LSN of the first record of the table with an epoch (a scale-out
+  // service's): State() refuses it.
+  uint64_t stamped_lsn_ = 0;
   EntityMap state_;
 };
 
