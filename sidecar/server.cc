@@ -585,6 +585,9 @@ Status Server::StartChangeStream(const ServerConfig& config) {
   // of a cluster share the topic, each with LSNs of its own: not for them.
   k.check_topic_tail = !config.cluster.enabled();
   if (k.bootstrap.empty()) return Status::OK();
+  // How far RepublishAfter reads the log: at most what the publisher would
+  // send again (half of kafka.max_backlog_events, RepublishFrom).
+  const uint64_t republish_scan = std::max<uint64_t>(1, k.max_backlog_events / 2);
   if (k.bootstrap == "embedded") {
     auto embedded = kafka::EmbeddedKafka::Start(k.embedded_brokers);
     if (!embedded.ok()) return embedded.status();
@@ -607,15 +610,14 @@ Status Server::StartChangeStream(const ServerConfig& config) {
     // The mock starts empty: changes published to the previous one that a
     // derived table had not applied would never reach its worker.
     k.republish_after =
-        RepublishAfter(*engine_, *watermarks_, std::max<uint64_t>(1, k.max_backlog_events / 2),
-                       "the embedded Kafka");
+        RepublishAfter(*engine_, *watermarks_, republish_scan, "the embedded Kafka");
   } else if (!config.cluster.enabled() && k.topic.find("{table}") == std::string::npos) {
     // A change topic that starts empty (a restore's new topic) is the same:
     // those changes went to the old topic only. Found only then, by the
     // publisher: the scan is not for every start.
     k.republish_to_empty_topic_after = [engine = engine_.get(), watermarks = watermarks_.get(),
-                                        most = std::max<uint64_t>(1, k.max_backlog_events / 2)] {
-      return RepublishAfter(*engine, *watermarks, most, "the new change topic");
+                                        republish_scan] {
+      return RepublishAfter(*engine, *watermarks, republish_scan, "the new change topic");
     };
   }
   if (config.cluster.enabled()) {

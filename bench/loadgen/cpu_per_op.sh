@@ -5,7 +5,8 @@
 # behind "where an insert's CPU goes" in docs/performance.md (issue 17).
 #   bench/loadgen/cpu_per_op.sh [--build build-load] [--rounds 3]
 # Run it on a quiet machine; it starts and stops its own processes on
-# 127.0.0.1 ports 27700-27702 and works in a temporary directory.
+# 127.0.0.1 (the sidecar on a free port, the echo on 27702) and works in a
+# temporary directory.
 set -euo pipefail
 BUILD=build-load; ROUNDS=3
 while [[ $# -gt 0 ]]; do
@@ -19,32 +20,28 @@ cd "$(dirname "$0")/../.."
 W="$(mktemp -d)"; SP=""; EP=""
 cleanup() { [[ -n "$SP" ]] && kill "$SP" 2>/dev/null; [[ -n "$EP" ]] && kill "$EP" 2>/dev/null; rm -rf "$W"; }
 trap cleanup EXIT
-TCK="$(getconf CLK_TCK)"
-cpu() { awk -v t="$TCK" '{print ($14+$15)/t}' "/proc/$1/stat"; }
-per() { echo "scale=1; ($1)*1000000/$2" | bc; }  # seconds of CPU, operations -> µs
+# shellcheck source=bench/loadgen/sidecar_run.sh
+source bench/loadgen/sidecar_run.sh
 
-"$BUILD/sidecar/sidetable" --listen tcp://127.0.0.1:27700 --data "$W/d" --durability os \
-  --http 127.0.0.1:27701 --ready-file "$W/r" --log-level warn > "$W/log" 2>&1 &
-SP=$!
-for _ in $(seq 50); do [[ -s "$W/r" ]] && break; sleep 0.1; done
+start_sidecar "$BUILD/sidecar/sidetable" "" "" "$W/d" os "$W"
 for ((r = 1; r <= ROUNDS; r++)); do
-  s0="$(cpu "$SP")"
-  /usr/bin/time -f "%U %S" -o "$W/t" "$BUILD/bench/loadgen/sidetable-loadgen" --endpoint tcp://127.0.0.1:27700 \
-    --table "ins$r" --mix insert=100 --connections 1 --depth 32 --partitions 1000 --duration 5 --warmup 0 > "$W/o" 2>&1
-  s1="$(cpu "$SP")"; read -r u s < "$W/t"
+  s0="$(proc_cpu "$SPID")"
+  /usr/bin/time -f "%U %S" -o "$W/t" "$BUILD/bench/loadgen/sidetable-loadgen" --endpoint "$ENDPOINT" \
+    --table "ins$r" "${INSERT_SHAPE[@]}" --duration 5 --warmup 0 > "$W/o" 2>&1
+  s1="$(proc_cpu "$SPID")"; read -r u s < "$W/t"
   n="$(awk '$1=="insert"{print $2}' "$W/o")"; rate="$(awk '$1=="insert"{print $3}' "$W/o")"
-  echo "insert round $r: $rate /s, client $(per "$u+$s" "$n") µs, server $(per "$s1-$s0" "$n") µs per insert"
+  echo "insert round $r: $rate /s, client $(us_per_op "$u+$s" "$n") µs, server $(us_per_op "$s1-$s0" "$n") µs per insert"
 done
 kill "$SP"; wait "$SP" 2>/dev/null || true; SP=""
 
 "$BUILD/bench/loadgen/sidetable-zmq-echo" --serve --endpoint tcp://127.0.0.1:27702 --max-seconds 120 > /dev/null 2>&1 &
 EP=$!; sleep 0.5
 for ((r = 1; r <= ROUNDS; r++)); do
-  s0="$(cpu "$EP")"
+  s0="$(proc_cpu "$EP")"
   /usr/bin/time -f "%U %S" -o "$W/t" "$BUILD/bench/loadgen/sidetable-zmq-echo" --endpoint tcp://127.0.0.1:27702 \
     --bytes 1024 --requests 200000 --warmup 0 --depth 32 > "$W/o" 2>&1
-  s1="$(cpu "$EP")"; read -r u s < "$W/t"
-  echo "echo round $r: $(grep -o '[0-9,]* /s' "$W/o" | head -1), client $(per "$u+$s" 200000) µs, server $(per "$s1-$s0" 200000) µs per message"
+  s1="$(proc_cpu "$EP")"; read -r u s < "$W/t"
+  echo "echo round $r: $(grep -o '[0-9,]* /s' "$W/o" | head -1), client $(us_per_op "$u+$s" 200000) µs, server $(us_per_op "$s1-$s0" 200000) µs per message"
 done
 kill "$EP"; wait "$EP" 2>/dev/null || true; EP=""
 
@@ -53,5 +50,5 @@ for ((r = 1; r <= ROUNDS; r++)); do
   /usr/bin/time -f "%U %S" -o "$W/t" "$BUILD/bench/loadgen/sidetable-rawref" --workload single --n 200000 \
     --threads 1 --dir "$W/raw" > "$W/o" 2>&1
   read -r u s < "$W/t"
-  echo "raw RocksDB Put round $r: $(grep -o '[0-9]* ops/s' "$W/o" | head -1), $(per "$u+$s" 200000) µs per Put"
+  echo "raw RocksDB Put round $r: $(grep -o '[0-9]* ops/s' "$W/o" | head -1), $(us_per_op "$u+$s" 200000) µs per Put"
 done

@@ -1,9 +1,12 @@
 # shellcheck shell=bash disable=SC2034  # what it sets is read by the scripts that source it
-# Sourced by ab_pairs.sh and sustained.sh: the compare bench's two load
-# shapes, and starting a sidecar on a free loopback port.
+# Sourced by ab_pairs.sh, sustained.sh, cpu_per_op.sh and storage_floor.sh:
+# the compare bench's two load shapes, starting a sidecar on a free loopback
+# port, and a process's CPU per operation.
 
-# The two shapes the compare bench runs one after the other.
-LOAD_INSERT=(--table ins --mix insert=100 --connections 1 --depth 32 --partitions 1000)
+# The two shapes the compare bench runs one after the other; INSERT_SHAPE is
+# the insert load without its table, for a script that names one per round.
+INSERT_SHAPE=(--mix insert=100 --connections 1 --depth 32 --partitions 1000)
+LOAD_INSERT=(--table ins "${INSERT_SHAPE[@]}")
 LOAD_EGT=(--table egt --mix batch=100 --batch-size 100 --connections 1 --depth 1 --partitions 1000)
 
 # start_sidecar BIN ENVS ARGS DATA DURABILITY DIR: starts BIN (with the
@@ -25,3 +28,8 @@ start_sidecar() {
     echo "the sidecar did not start:" >&2; cat "$dir/log" >&2; exit 1
   fi
 }
+
+# proc_cpu PID: the process's user + system CPU so far, in seconds.
+proc_cpu() { awk -v t="$(getconf CLK_TCK)" '{print ($14+$15)/t}' "/proc/$1/stat"; }
+# us_per_op SECONDS OPS: seconds of CPU (an expression) over OPS, in µs.
+us_per_op() { echo "scale=1; ($1)*1000000/$2" | bc; }

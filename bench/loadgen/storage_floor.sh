@@ -10,8 +10,8 @@
 # (`--store --store-get`). Prints each round's rates, server CPU per operation
 # and the ratios to the plain echo, then their medians.
 #   bench/loadgen/storage_floor.sh [--build build-load] [--rounds 5]
-# Starts and stops its own processes on 127.0.0.1 ports 27710-27712 and works
-# in a temporary directory. docs/performance.md, "The storage floor".
+# Starts and stops its own processes on 127.0.0.1 (the sidecar on a free
+# port, the echo on 27712) and works in a temporary directory. docs/performance.md, "The storage floor".
 set -euo pipefail
 BUILD=build-load; ROUNDS=5
 while [[ $# -gt 0 ]]; do
@@ -26,17 +26,12 @@ ECHO="$BUILD/bench/loadgen/sidetable-zmq-echo"
 W="$(mktemp -d)"; SP=""; EP=""
 cleanup() { [[ -n "$SP" ]] && kill "$SP" 2>/dev/null; [[ -n "$EP" ]] && kill "$EP" 2>/dev/null; rm -rf "$W"; }
 trap cleanup EXIT
-TCK="$(getconf CLK_TCK)"
-cpu() { awk -v t="$TCK" '{print ($14+$15)/t}' "/proc/$1/stat"; }
-per() { echo "scale=1; ($1)*1000000/$2" | bc; }  # seconds of CPU, operations -> µs
+# shellcheck source=bench/loadgen/sidecar_run.sh
+source bench/loadgen/sidecar_run.sh
 ratio() { echo "scale=3; $1/$2" | bc; }
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
 
-"$BUILD/sidecar/sidetable" --listen tcp://127.0.0.1:27710 --data "$W/d" --durability os \
-  --http 127.0.0.1:27711 --ready-file "$W/r" --log-level warn > "$W/log" 2>&1 &
-SP=$!
-for _ in $(seq 50); do [[ -s "$W/r" ]] && break; sleep 0.1; done
-[[ -s "$W/r" ]] || { echo "the sidecar did not start:" >&2; cat "$W/log" >&2; exit 1; }
+start_sidecar "$BUILD/sidecar/sidetable" "" "" "$W/d" os "$W"
 
 echo_run() {  # label [server flags...]: prints "rate server-µs"
   local label="$1"; shift
@@ -44,23 +39,23 @@ echo_run() {  # label [server flags...]: prints "rate server-µs"
   "$ECHO" --serve --endpoint tcp://127.0.0.1:27712 --max-seconds 60 "$@" > "$W/echo.log" 2>&1 &
   EP=$!; sleep 0.5
   local s0 s1 rate
-  s0="$(cpu "$EP")"
+  s0="$(proc_cpu "$EP")"
   "$ECHO" --endpoint tcp://127.0.0.1:27712 --bytes 1024 --requests 200000 --warmup 2000 --depth 32 \
     --label "$label" > "$W/o" 2>&1
-  s1="$(cpu "$EP")"
+  s1="$(proc_cpu "$EP")"
   kill "$EP"; wait "$EP" 2>/dev/null || true; EP=""
   rate="$(sed -n 's/.* round trips: \([0-9]*\) \/s.*/\1/p' "$W/o")"
   GROUP="$(awk '/rows in/ {printf "%.1f", $3 / $6}' "$W/echo.log")"
-  echo "$rate $(per "$s1-$s0" 202000)" > "$W/$label"
+  echo "$rate $(us_per_op "$s1-$s0" 202000)" > "$W/$label"
 }
 sidecar_run() {  # round
   local s0 s1 n
-  s0="$(cpu "$SP")"
-  "$BUILD/bench/loadgen/sidetable-loadgen" --endpoint tcp://127.0.0.1:27710 --table "ins$1" --mix insert=100 \
-    --connections 1 --depth 32 --partitions 1000 --duration 5 --warmup 0 > "$W/o" 2>&1
-  s1="$(cpu "$SP")"
+  s0="$(proc_cpu "$SPID")"
+  "$BUILD/bench/loadgen/sidetable-loadgen" --endpoint "$ENDPOINT" --table "ins$1" "${INSERT_SHAPE[@]}" \
+    --duration 5 --warmup 0 > "$W/o" 2>&1
+  s1="$(proc_cpu "$SPID")"
   n="$(awk '$1=="insert"{print $2}' "$W/o")"
-  echo "$(awk '$1=="insert"{printf "%d", $3}' "$W/o") $(per "$s1-$s0" "$n")" > "$W/sidecar"
+  echo "$(awk '$1=="insert"{printf "%d", $3}' "$W/o") $(us_per_op "$s1-$s0" "$n")" > "$W/sidecar"
 }
 
 R_STORE=""; R_GET=""; R_SIDECAR=""; R_SIDECAR_STORE=""

@@ -76,6 +76,8 @@ class Publisher::Impl {
   // to RepublishFrom (KafkaOptions::republish_to_empty_topic_after); true
   // when it did (read the log again from next_lsn_).
   bool RewindForEmptyTopic(const std::string& topic);
+  // topics_->Ready(topic), keeping waiting_topic_ (what /health names) in step.
+  bool TopicReady(const std::string& topic);
   // False for a table event another member publishes (table_events_of).
   bool PublishesTableEvent(const ChangeRecord& rec) const;
   rd_kafka_resp_err_t ProduceOne(const std::string& topic, const std::string& key, uint64_t lsn,

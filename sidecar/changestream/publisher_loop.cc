@@ -92,11 +92,7 @@ bool Publisher::Impl::ProduceMore(Clock::time_point now) {
     // next write, since whether it starts empty decides where publishing
     // starts (a restored sidecar may get no write for a while).
     const std::string topic = TopicFor(options_.topic, sidecar_id_, "");
-    if (!topics_->Ready(topic)) {
-      waiting_topic_ = topic;  // health names a refused or missing topic from here on
-      return false;
-    }
-    waiting_topic_.clear();
+    if (!TopicReady(topic)) return false;
     if (RewindForEmptyTopic(topic)) return true;
   }
   auto batch = engine_->ReadChanges(next_lsn_, std::min(kReadBatch, kMaxInFlight - in_flight_.size()));
@@ -114,11 +110,7 @@ bool Publisher::Impl::ProduceMore(Clock::time_point now) {
       continue;
     }
     const std::string topic = TopicFor(options_.topic, sidecar_id_, rec.table);
-    if (!topics_->Ready(topic)) {  // being set up on its own thread
-      waiting_topic_ = topic;
-      return false;
-    }
-    waiting_topic_.clear();
+    if (!TopicReady(topic)) return false;
     if (RewindForEmptyTopic(topic)) return true;
     const std::string key = KeyFor(rec);
     const std::string value = events::EncodeEvent(rec, sidecar_id_);
@@ -151,6 +143,15 @@ bool Publisher::Impl::ProduceMore(Clock::time_point now) {
     partial_lsn_ = 0;
     next_lsn_ = rec.lsn + 1;
   }
+  return true;
+}
+
+bool Publisher::Impl::TopicReady(const std::string& topic) {
+  if (!topics_->Ready(topic)) {  // being set up on its own thread
+    waiting_topic_ = topic;      // /health names a refused or missing topic from here on
+    return false;
+  }
+  waiting_topic_.clear();
   return true;
 }
 
