@@ -29,14 +29,15 @@ struct CommitQueue::Waiter {
   std::condition_variable cv;
 };
 
-CommitQueue::CommitQueue(rocksdb::DB* db, bool sync, uint64_t last_lsn,
-                         int64_t last_commit_time, size_t max_group,
-                         std::function<int64_t()> clock, StorageGuard* storage)
+CommitQueue::CommitQueue(rocksdb::DB* db, bool sync, uint64_t last_lsn, int64_t last_commit_time,
+                         size_t max_group, std::function<int64_t()> clock, StorageGuard* storage,
+                         ChangeObserver* observer)
     : db_(db),
       sync_(sync),
       max_group_(std::max<size_t>(1, max_group)),
       clock_(std::move(clock)),
       storage_(storage),
+      observer_(observer),
       next_lsn_(last_lsn + 1),
       last_time_(last_commit_time),
       last_written_(last_lsn),
@@ -142,6 +143,9 @@ Status CommitQueue::Write(CommitWork* work, uint64_t* lsn, int64_t* commit_time)
     // Never synced here: SyncTo() makes groups durable, one fsync for as
     // many of them as have been written meanwhile.
     s = db_->Write(rocksdb::WriteOptions(), &wb);
+    // Still the head of the queue: the next group waits, and no writer of
+    // this one has been told yet.
+    if (observer_ != nullptr) observer_->Settled(s.ok());
   }
 
   lock.lock();
@@ -234,6 +238,9 @@ Status CommitQueue::Release(HeldGroup* group) {
   if (group->works > 0) {
     if (storage_ != nullptr) refused = storage_->AdmitWrite(/*client_write=*/false);
     if (refused.ok()) s = db_->Write(rocksdb::WriteOptions(), group->batch.get());
+    // The works were encoded (and staged) by Add() whether or not the
+    // gate let them through.
+    if (observer_ != nullptr) observer_->Settled(refused.ok() && s.ok());
   }
   Status result;
   {

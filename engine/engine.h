@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "engine/batch.h"
+#include "engine/change_observer.h"
 #include "engine/change_record.h"
 #include "engine/edm.h"
 #include "engine/row_view.h"
@@ -90,6 +91,9 @@ struct EngineOptions {
   bool accept_wal_damage = false;
   // The wall clock in DateTime ticks (tests inject one); null = system clock.
   std::function<int64_t()> clock;
+  // Told of every change record as it commits (change_observer.h); not
+  // owned, must outlive the engine. Null = none.
+  ChangeObserver* change_observer = nullptr;
 };
 
 struct TableInfo {

@@ -171,7 +171,8 @@ Result<std::unique_ptr<Engine::Impl>> Engine::Impl::Open(const EngineOptions& op
   impl->storage_->Check();  // re-creates the reserve if there is room
   impl->commits_ = std::make_unique<CommitQueue>(
       impl->db_.get(), options.durability == Durability::kFsync, last_lsn, last_time,
-      options.max_group_commit, impl->options_.clock, impl->storage_.get());
+      options.max_group_commit, impl->options_.clock, impl->storage_.get(),
+      options.change_observer);
   spdlog::debug("engine: opened {} with {} tables, change log {}..{}", path,
                 impl->tables_.size(), impl->first_available_lsn_.load(), last_lsn);
   // Once per process: which CRC32C checksums the WAL (internal/crc32c.h).

@@ -56,6 +56,7 @@ class CreateTableWork : public CommitWork {
     std::string rec;
     EncodeTableEvent(ChangeKind::kTableCreated, *info_, caller_, stamp_, lsn, time, &rec);
     wb->Put(e_->log_cf_, codec::LogKey(lsn), rec);
+    if (ChangeObserver* o = e_->options_.change_observer) o->Staged(lsn, info_->name, "");
   }
   size_t ApproximateBytes() const override { return 128 + info_->name.size(); }
 
@@ -80,6 +81,7 @@ class DeleteTableWork : public CommitWork {
     std::string rec;
     EncodeTableEvent(ChangeKind::kTableDeleted, info_, caller_, stamp_, lsn, time, &rec);
     wb->Put(e_->log_cf_, codec::LogKey(lsn), rec);
+    if (ChangeObserver* o = e_->options_.change_observer) o->Staged(lsn, info_.name, "");
   }
   size_t ApproximateBytes() const override { return 128 + info_.name.size(); }
 

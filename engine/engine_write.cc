@@ -177,6 +177,9 @@ class EgtWork : public CommitWork {
       }
     }
     wb->Put(e_->log_cf_, codec::LogKey(lsn), record);
+    if (ChangeObserver* o = e_->options_.change_observer) {
+      o->Staged(lsn, table_.name, batch_.operations()[0].entity.partition_key);
+    }
     if (keep_resolved) e_->recent_->Add(lsn, record, std::move(resolved));
     if (!batch_.client_request_id().empty()) {
       // The outcome is remembered in the same WriteBatch: it exists exactly
@@ -294,6 +297,7 @@ class ArchiveRequestWork : public CommitWork {
                               pk_, caller_, rks_.size(), &record, target_, {}, epoch_);
     for (const auto& rk : rks_) codec::EncodeChangeOp({rk, OpKind::kDelete, {}, {}}, &record);
     wb->Put(e_->log_cf_, codec::LogKey(lsn), record);
+    if (ChangeObserver* o = e_->options_.change_observer) o->Staged(lsn, table_.name, pk_);
   }
   size_t ApproximateBytes() const override { return 128 + rks_.size() * 64; }
 

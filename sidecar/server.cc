@@ -389,11 +389,15 @@ void Server::Impl::MaintenanceLoop() {
     lock.unlock();
     owner_->engine_->CheckStorage();  // logs its own transitions
     if (prefetch_) prefetch_->Expire();
-    if (std::chrono::steady_clock::now() >= next_retention) {
+    const bool retain = std::chrono::steady_clock::now() >= next_retention;
+    // Never trim what Kafka has not received. Read before the session
+    // routes are persisted, so that they know every record trimmed below.
+    const uint64_t keep_from =
+        owner_->publisher_ ? owner_->publisher_->published_lsn() + 1 : UINT64_MAX;
+    // Every second: a restart reads about a second of the log's headers.
+    owner_->routes_->Persist(owner_->engine_.get()).IgnoreError();  // logs its own failures
+    if (retain) {
       next_retention = std::chrono::steady_clock::now() + retention_every;
-      // Never trim what Kafka has not received.
-      const uint64_t keep_from =
-          owner_->publisher_ ? owner_->publisher_->published_lsn() + 1 : UINT64_MAX;
       auto first = owner_->engine_->ApplyRetention(keep_from);
       if (!first.ok()) log_->warn("change log retention: {}", first.status().ToString());
     }
@@ -476,6 +480,12 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
       BackupSettings{config.backup_dir, config.backup_keep, config.data_dir, config.id, ""});
   if (!backup_lock.ok()) return backup_lock.status();
   server->backup_lock_ = std::move(backup_lock).value();
+  // Session tokens (source_routes.h): the topic's partition count is the
+  // one derived pairs register; other counts are tracked when asked for.
+  server->routes_ = std::make_unique<SourceRoutes>(
+      config.kafka.bootstrap.empty() ? std::vector<int32_t>{}
+                                     : std::vector<int32_t>{config.kafka.partitions});
+  engine_options.change_observer = server->routes_.get();
   auto engine = Engine::Open(engine_options, config.data_dir);
   if (!engine.ok()) return engine.status();
   server->engine_ = std::move(engine).value();
@@ -490,6 +500,15 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   auto watermarks = Watermarks::Load(server->engine_.get());
   if (!watermarks.ok()) return watermarks.status();
   server->watermarks_ = std::move(watermarks).value();
+  {
+    // The registered pairs' counts are tracked from the snapshot on too.
+    for (const wire::WatermarkEntry& e : server->watermarks_->Read(""))
+      server->routes_->Track(e.partitions);
+    server->watermarks_->OnPartitionCount(
+        [routes = server->routes_.get()](int32_t p) { routes->Track(p); });
+    const uint64_t scan = std::max<uint64_t>(1, config.kafka.max_backlog_events / 2);
+    ST_RETURN_IF_ERROR(server->routes_->Load(*server->engine_, scan));
+  }
   auto policies = auth::PolicyStore::Load(server->engine_.get());
   if (!policies.ok()) return policies.status();
   server->policies_ = std::move(policies).value();

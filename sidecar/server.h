@@ -52,6 +52,7 @@
 #include "sidecar/cluster_routing.h"
 #include "sidecar/config.h"
 #include "sidecar/metrics.h"
+#include "sidecar/source_routes.h"
 #include "sidecar/watermarks.h"
 
 namespace sidetable::sidecar {
@@ -97,6 +98,8 @@ class Server {
   // storage.backup_dir, this sidecar's while it runs (sidecar/backup.h).
   BackupDirLock backup_lock_;
   // Destroyed in reverse order: workers, then the publisher, then Kafka, then the engine.
+  // The engine's change observer: outlives it.
+  std::unique_ptr<SourceRoutes> routes_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<Watermarks> watermarks_;
   std::unique_ptr<auth::PolicyStore> policies_;

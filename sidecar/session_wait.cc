@@ -29,7 +29,8 @@ bool Server::Impl::AdmitSession(Job& job, zmq::socket_t& out) {
     }
   }
   std::vector<Requirement> waiting;
-  Status s = ResolveSession(*owner_->engine_, *owner_->watermarks_, job.request, &waiting);
+  Status s = ResolveSession(*owner_->engine_, *owner_->watermarks_, owner_->routes_.get(),
+                            job.request, &waiting);
   if (!s.ok()) {
     FinishWithError(job, s, out);
     return false;

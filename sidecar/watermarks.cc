@@ -13,8 +13,15 @@ constexpr std::string_view kPrefix = "wm/";
 // Outside kPrefix, so that Load() does not read it as a pair.
 constexpr std::string_view kEverKey = "wm-registered";
 
+// A pair's registration LSN (Watermarks::Since), apart from the pair's own
+// setting so that binaries before session 46 still read that one.
+constexpr std::string_view kSincePrefix = "wm-since/";
+
 std::string SettingKey(const std::string& derived_key, const std::string& source_key) {
   return std::string(kPrefix) + derived_key + "/" + source_key;
+}
+std::string SinceKey(const std::string& derived_key, const std::string& source_key) {
+  return std::string(kSincePrefix) + derived_key + "/" + source_key;
 }
 
 }  // namespace
@@ -62,6 +69,30 @@ Result<std::unique_ptr<Watermarks>> Watermarks::Load(Engine* engine) {
     w->derived_[k.first]++;
     w->pairs_[std::move(k)] = std::move(p);
   }
+  auto since = engine->ListSettings(kSincePrefix);
+  if (!since.ok()) return since.status();
+  const uint64_t now = engine->Stats().last_lsn;
+  for (auto& [k, p] : w->pairs_) {
+    // Registered before session 46 kept no LSN: from this start on (stored
+    // with the pair's next report).
+    p.since = now;
+    p.since_stored = false;
+  }
+  for (const auto& [key, value] : *since) {
+    const std::string_view rest = std::string_view(key).substr(kSincePrefix.size());
+    const size_t slash = rest.find('/');
+    uint64_t lsn = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), lsn);
+    if (slash == std::string_view::npos || ec != std::errc() ||
+        end != value.data() + value.size()) {
+      return Status(Code::kInternal, "damaged watermark setting '" + key + "': '" + value + "'");
+    }
+    auto it = w->pairs_.find(
+        PairKey(std::string(rest.substr(0, slash)), std::string(rest.substr(slash + 1))));
+    if (it == w->pairs_.end()) continue;  // its pair was forgotten by a binary before session 46
+    it->second.since = lsn;
+    it->second.since_stored = true;
+  }
   auto ever = engine->GetSetting(kEverKey);
   if (!ever.ok()) return ever.status();
   // A directory from before the flag that holds pairs had a worker too; the
@@ -97,6 +128,12 @@ Status Watermarks::Advance(const std::vector<wire::WatermarkEntry>& entries) {
       if (it == changed.end()) {
         auto old = pairs_.find(k);
         Pair p = old != pairs_.end() ? old->second : Pair{};
+        if (old == pairs_.end()) {
+          // Changes before the registration are not promised to a session
+          // (docs/consistency.md): its routes count from here.
+          p.since = last;
+          p.since_stored = false;
+        }
         if (old == pairs_.end() || p.partitions != e.partitions) {
           // New pair, or the topic's partition count changed: partitions
           // that no longer exist go; the others keep what they applied.
@@ -116,7 +153,12 @@ Status Watermarks::Advance(const std::vector<wire::WatermarkEntry>& entries) {
   }
   std::vector<std::pair<std::string, std::string>> settings;
   settings.reserve(changed.size());
-  for (const auto& [k, p] : changed) settings.emplace_back(SettingKey(k.first, k.second), Encode(p));
+  for (auto& [k, p] : changed) {
+    settings.emplace_back(SettingKey(k.first, k.second), Encode(p));
+    if (!p.since_stored)
+      settings.emplace_back(SinceKey(k.first, k.second), std::to_string(p.since));
+    p.since_stored = true;
+  }
   bool first_ever = false;
   {
     std::shared_lock lock(mu_);
@@ -124,6 +166,9 @@ Status Watermarks::Advance(const std::vector<wire::WatermarkEntry>& entries) {
   }
   if (first_ever) settings.emplace_back(std::string(kEverKey), "1");
   ST_RETURN_IF_ERROR(engine_->PutSettings(settings));
+  if (on_count_) {
+    for (const auto& [k, p] : changed) on_count_(p.partitions);
+  }
   std::unique_lock lock(mu_);
   ever_ = true;
   for (auto& [k, p] : changed) {
@@ -142,6 +187,7 @@ Status Watermarks::ForgetDerived(std::string_view derived) {
     for (auto it = pairs_.lower_bound(PairKey(key, ""));
          it != pairs_.end() && it->first.first == key; ++it) {
       settings.push_back(SettingKey(it->first.first, it->first.second));
+      settings.push_back(SinceKey(it->first.first, it->first.second));
     }
   }
   if (settings.empty()) return Status::OK();
@@ -195,6 +241,15 @@ std::optional<int32_t> Watermarks::Partitions(std::string_view derived, std::str
   auto it = pairs_.find(k);
   if (it == pairs_.end()) return std::nullopt;
   return it->second.partitions;
+}
+
+std::optional<Watermarks::Registration> Watermarks::Registered(std::string_view derived,
+                                                               std::string_view source) const {
+  PairKey k{TableKey(derived).str(), TableKey(source).str()};
+  std::shared_lock lock(mu_);
+  auto it = pairs_.find(k);
+  if (it == pairs_.end()) return std::nullopt;
+  return Registration{it->second.partitions, it->second.since};
 }
 
 bool Watermarks::CoversLocked(const Requirement& req) const {

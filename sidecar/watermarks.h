@@ -13,7 +13,10 @@
 // answered on survives a crash; Load() reads them back at start-up. One
 // setting per pair, "wm/<derived key>/<source key>", holding the whole pair:
 // a change of the partition count replaces the pair in one write; and
-// "wm-registered", written with the first pair ever registered.
+// "wm-registered", written with the first pair ever registered; and per
+// pair "wm-since/<derived key>/<source key>", its registration LSN, written
+// with the pair's first report (a key of its own: binaries before session
+// 46 read the pair's setting unchanged).
 //
 // Thread safety: every method may be called from any thread. Advance()
 // calls are serialised among themselves; readers take a shared lock and
@@ -21,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -73,6 +77,14 @@ class Watermarks {
   // The partition count registered for the pair; nullopt when the pair is
   // not registered.
   std::optional<int32_t> Partitions(std::string_view derived, std::string_view source) const;
+  // The pair's partition count and the change log's last LSN when it was
+  // first registered (for a pair registered before session 46: when this
+  // process started); nullopt when the pair is not registered.
+  struct Registration {
+    int32_t partitions = 0;
+    uint64_t since = 0;
+  };
+  std::optional<Registration> Registered(std::string_view derived, std::string_view source) const;
   // The highest LSN that every registered derived table has applied on
   // every partition of each of its sources: each record up to it is
   // applied everywhere. 0 when some partition has not reported (or a pair
@@ -85,6 +97,10 @@ class Watermarks {
   // Kafka held were read by no one, from "every derived table was
   // deleted", when nobody needs them again.
   bool EverRegistered() const;
+  // Called with the partition count of every pair an Advance() wrote,
+  // after the write (the server tracks session routes for it,
+  // source_routes.h). Set before requests are served; must be cheap.
+  void OnPartitionCount(std::function<void(int32_t)> fn) { on_count_ = std::move(fn); }
   bool Covers(const Requirement& req) const;
   bool CoversAll(const std::vector<Requirement>& reqs) const;
 
@@ -97,6 +113,8 @@ class Watermarks {
     std::string derived, source;  // display names (as last reported)
     int32_t partitions = 1;
     std::map<int32_t, Applied> applied;
+    uint64_t since = 0;         // Registered()
+    bool since_stored = false;  // its "wm-since/" setting exists
   };
   using PairKey = std::pair<std::string, std::string>;  // (derived key, source key)
 
@@ -111,6 +129,7 @@ class Watermarks {
   std::map<PairKey, Pair> pairs_;
   std::map<std::string, int> derived_;  // derived key -> pairs registered
   bool ever_ = false;                   // EverRegistered()
+  std::function<void(int32_t)> on_count_;
 };
 
 }  // namespace sidetable::sidecar

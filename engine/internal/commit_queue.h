@@ -46,6 +46,7 @@
 #include <memory>
 #include <mutex>
 
+#include "engine/change_observer.h"
 #include "engine/status.h"
 
 namespace rocksdb {
@@ -92,7 +93,8 @@ class CommitQueue {
   };
 
   CommitQueue(rocksdb::DB* db, bool sync, uint64_t last_lsn, int64_t last_commit_time,
-              size_t max_group, std::function<int64_t()> clock, StorageGuard* storage);
+              size_t max_group, std::function<int64_t()> clock, StorageGuard* storage,
+              ChangeObserver* observer = nullptr);
 
   // Blocks until `work` is written and, with wait_durable, durable; or
   // failed. On success fills lsn and time.
@@ -135,6 +137,9 @@ class CommitQueue {
   const size_t max_group_;
   const std::function<int64_t()> clock_;
   StorageGuard* const storage_;  // admits writes and names failures; outlives the queue
+  // Told whether what the works staged was written (change_observer.h);
+  // may be null. The works stage their records in Encode().
+  ChangeObserver* const observer_;
 
   std::mutex mu_;
   std::deque<Waiter*> queue_;

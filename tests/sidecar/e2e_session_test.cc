@@ -119,6 +119,45 @@ TEST_F(SessionTest, ParkedReadCompletesRightAfterItsWatermarkAndNotBefore) {
   EXPECT_NE(m.find("sidetable_errors_total{code=\"ReadSessionNotAvailable\"} 2"), std::string::npos) << m;
 }
 
+// A token means every write of the session to its source, not only the
+// newest: a session that wrote A then B holds B's LSN, and the read must
+// wait for A's partition too (before session 46 it was answered as soon as
+// B's partition had applied B). What the sidecar knows of where records
+// went survives a kill -9.
+TEST_F(SessionTest, ATokenCoversTheSessionsEarlierWritesOnOtherPartitionsAcrossAKill) {
+  CreateTables();
+  Register();
+  std::string a = "a0", b;
+  for (int i = 1; i < 100 && b.empty(); i++) {
+    if (PartitionOf("a" + std::to_string(i)) != PartitionOf(a)) b = "a" + std::to_string(i);
+  }
+  ASSERT_FALSE(b.empty());
+  auto wa = client_->Insert("People", Person(a, "1", 30));
+  auto wb = client_->Insert("People", Person(b, "1", 31));
+  ASSERT_TRUE(wa.ok() && wb.ok());
+  ASSERT_TRUE(client_->Insert("PeopleByAge", Person("30", a + "_1", 30)).ok());
+  ASSERT_TRUE(client_->Insert("PeopleByAge", Person("31", b + "_1", 31)).ok());
+  ASSERT_TRUE(
+      client_->AdvanceWatermarks({Mark(PartitionOf(b), wb->lsn)}).ok());  // B applied, A not
+  const ReadOptions mine{{{"People", wb->lsn}}, milliseconds(0)};
+  EXPECT_EQ(client_->Get("PeopleByAge", "30", a + "_1", {}, mine).status().code(),
+            Code::kReadSessionNotAvailable);
+
+  client_.reset();
+  server_->Kill();
+  ASSERT_TRUE(server_->Start()) << server_->Log();
+  client_ = Connect();
+  ASSERT_NE(client_, nullptr);
+  EXPECT_EQ(client_->Get("PeopleByAge", "30", a + "_1", {}, mine).status().code(),
+            Code::kReadSessionNotAvailable);
+  ASSERT_TRUE(client_->AdvanceWatermarks({Mark(PartitionOf(a), wa->lsn)}).ok());
+  auto got = client_->Get("PeopleByAge", "30", a + "_1", {}, mine);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  // The partitions nothing of People went to since the registration were
+  // never waited for: they are still at 0.
+  EXPECT_TRUE(client_->Get("PeopleByAge", "31", b + "_1", {}, mine).ok());
+}
+
 TEST_F(SessionTest, TokensWithNothingToWaitForAreAnsweredAtOnce) {
   CreateTables();
   Register();
