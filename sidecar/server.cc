@@ -395,7 +395,8 @@ void Server::Impl::MaintenanceLoop() {
     const uint64_t keep_from =
         owner_->publisher_ ? owner_->publisher_->published_lsn() + 1 : UINT64_MAX;
     // Every second: a restart reads about a second of the log's headers.
-    owner_->routes_->Persist(owner_->engine_.get()).IgnoreError();  // logs its own failures
+    if (owner_->routes_)
+      owner_->routes_->Persist(owner_->engine_.get()).IgnoreError();  // logs its own failures
     if (retain) {
       next_retention = std::chrono::steady_clock::now() + retention_every;
       auto first = owner_->engine_->ApplyRetention(keep_from);
@@ -482,10 +483,15 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   server->backup_lock_ = std::move(backup_lock).value();
   // Session tokens (source_routes.h): the topic's partition count is the
   // one derived pairs register; other counts are tracked when asked for.
-  server->routes_ = std::make_unique<SourceRoutes>(
-      config.kafka.bootstrap.empty() ? std::vector<int32_t>{}
-                                     : std::vector<int32_t>{config.kafka.partitions});
-  engine_options.change_observer = server->routes_.get();
+  // Not in a cluster: each member's change log holds table events it never
+  // publishes (KafkaOptions::table_events_of), and its LSNs are its own on
+  // a shared topic, so a token keeps waiting for its own record there.
+  if (!config.cluster.enabled()) {
+    server->routes_ = std::make_unique<SourceRoutes>(
+        config.kafka.bootstrap.empty() ? std::vector<int32_t>{}
+                                       : std::vector<int32_t>{config.kafka.partitions});
+    engine_options.change_observer = server->routes_.get();
+  }
   auto engine = Engine::Open(engine_options, config.data_dir);
   if (!engine.ok()) return engine.status();
   server->engine_ = std::move(engine).value();
@@ -500,7 +506,7 @@ Result<std::unique_ptr<Server>> Server::Start(const ServerConfig& config) {
   auto watermarks = Watermarks::Load(server->engine_.get());
   if (!watermarks.ok()) return watermarks.status();
   server->watermarks_ = std::move(watermarks).value();
-  {
+  if (server->routes_ != nullptr) {
     // The registered pairs' counts are tracked from the snapshot on too.
     for (const wire::WatermarkEntry& e : server->watermarks_->Read(""))
       server->routes_->Track(e.partitions);
