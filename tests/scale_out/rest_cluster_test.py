@@ -295,6 +295,22 @@ class RestClusterTest(ClusterCase):
             self.assert_error(r, 409, "EntityAlreadyExists")
             other = self.m2 if rest is self.m1 else self.m1
             self.assert_entity(other.get(t, pk, "r1"), pk, "r1", {"Total": (theirs + ours).index(pk)}, etags[pk])
+        # A retry (the same x-ms-client-request-id) through the other member
+        # is answered with the first outcome, not 409: the owner remembers it.
+        pk = theirs[1]
+        once = {"x-ms-client-request-id": "rest-cluster-retry-1"}
+        first = self.m1.insert(t, {"PartitionKey": pk, "RowKey": "retried", "V": 1}, headers=once)
+        self.assertEqual(first.status, 201, first)
+        again = self.m2.insert(t, {"PartitionKey": pk, "RowKey": "retried", "V": 1}, headers=once)
+        self.assertEqual(again.status, 201, again)
+        self.assertEqual(again.headers["etag"], first.headers["etag"])
+        # The table named in another case: the shard is the created name's.
+        r = self.m2.insert(t.lower(), {"PartitionKey": ours[1], "RowKey": "lower", "V": 2})
+        self.assertEqual(r.status, 201, r)
+        self.assert_entity(self.m1.get(t, ours[1], "lower"), ours[1], "lower", {"V": 2}, r.headers["etag"])
+        for rest in (self.m1, self.m2):
+            names = [x["TableName"] for x in rest.call("GET", "/Tables").json()["value"]]
+            self.assertIn(t, names, f"tables listed through {rest.name}")
         # A row that is not there, on another member's shard: 404 ResourceNotFound.
         self.assert_error(self.m1.get(t, theirs[0], "nope"), 404, "ResourceNotFound")
         # A table that is not there, on another member's shard: 404 TableNotFound.
@@ -337,9 +353,26 @@ class RestClusterTest(ClusterCase):
         self.assertEqual(r.status, 200, r)
         self.assertEqual([(e["RowKey"], e["Amount"]) for e in r.json()["value"]],
                          [(rk, a) for p, rk, a in written if p == pk])
-        # A bad $filter, answered the same through either member.
+        # A $select without the keys over both members: only what was
+        # selected, in key order, paged.
+        got, params = [], {"$select": "Amount", "$top": "7"}
+        for _ in range(10):
+            r = self.m1.query(t, params)
+            self.assertEqual(r.status, 200, r)
+            for e in r.json()["value"]:
+                self.assertEqual(sorted(k for k in e if not k.startswith("odata.")), ["Amount"], e)
+                got.append(e["Amount"])
+            if "x-ms-continuation-nextpartitionkey" not in r.headers:
+                break
+            params = {"$select": "Amount", "$top": "7",
+                      "NextPartitionKey": r.headers["x-ms-continuation-nextpartitionkey"],
+                      "NextRowKey": r.headers.get("x-ms-continuation-nextrowkey", "")}
+        self.assertEqual(got, [a for _, _, a in written])
+        # Bad queries, answered the same through either member.
         for rest in (self.m1, self.m2):
             self.assert_error(rest.query(t, {"$filter": "Amount gt"}), 400, "InvalidInput")
+            self.assert_error(rest.query(t, {"$top": "1001"}), 400, "InvalidInput")
+            self.assert_error(rest.query("NoSuchTable", {}), 404, "TableNotFound")
 
     def test_3_stale_etag_is_412_and_changes_nothing(self):
         t = "RestEtags"
