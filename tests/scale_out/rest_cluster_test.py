@@ -13,7 +13,7 @@ from /cluster, so the test writes through one member keys another member
 owns (the request is forwarded) and reads them through the other member.
 The members' sidetable_cluster_forwarded_total proves the forwarding
 happened. Errors are checked to change nothing (read back through the
-other member). Bounded: the cluster is up in about 10 s; each request has a
+other member). Bounded: the cluster forms in 7 to 25 s; each request has a
 time-out, and a 503 ServerBusy (a rebalance finishing) is retried with the
 same x-ms-client-request-id for at most REQUEST_DEADLINE_S.
 """
