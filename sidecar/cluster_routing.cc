@@ -247,24 +247,25 @@ bool ClusterRouting::NeedsForwarding(const wire::Request& r) const {
   }
 }
 
-bool ClusterRouting::Intercept(const wire::Request& r, const RunLocal& local, std::string* out, Code* code,
-                               uint64_t* entities) {
+bool ClusterRouting::Intercept(const wire::Request& r, const RunLocal& local, std::string* out,
+                               Code* code, uint64_t* entities, std::string_view token) {
   if (r.forwarded) return false;  // runs here or is refused as NotOwner (Handler)
   using wire::Op;
   switch (r.op) {
     case Op::kWrite:
       if (r.ops.empty()) return false;  // the engine's own error
-      return ForwardKeyed(r, ShardOf(r.table, r.ops[0].entity.partition_key), out, code, entities);
+      return ForwardKeyed(r, ShardOf(r.table, r.ops[0].entity.partition_key), out, code, entities,
+                          token);
     case Op::kGet:
     case Op::kRequestArchive:
-      return ForwardKeyed(r, ShardOf(r.table, r.pk), out, code, entities);
+      return ForwardKeyed(r, ShardOf(r.table, r.pk), out, code, entities, token);
     case Op::kQuery: {
       auto pk = QueryPartition(r);
-      if (pk) return ForwardKeyed(r, ShardOf(r.table, *pk), out, code, entities);
-      return FanOutQuery(r, local, out, code, entities);
+      if (pk) return ForwardKeyed(r, ShardOf(r.table, *pk), out, code, entities, token);
+      return FanOutQuery(r, local, out, code, entities, token);
     }
     case Op::kWriteMany:
-      return SplitWriteMany(r, local, out, code, entities);
+      return SplitWriteMany(r, local, out, code, entities, token);
     default:
       return false;  // tables, watermarks, the change log, tokens: this sidecar's own
   }
@@ -278,8 +279,8 @@ std::string ClusterRouting::NoOwner(const std::string& what) const {
   return what + " has no serving owner (a rebalance or restore is under way); not executed, retry";
 }
 
-bool ClusterRouting::ForwardKeyed(const wire::Request& r, int32_t shard, std::string* out, Code* code,
-                                  uint64_t* entities) {
+bool ClusterRouting::ForwardKeyed(const wire::Request& r, int32_t shard, std::string* out,
+                                  Code* code, uint64_t* entities, std::string_view token) {
   const auto deadline = Clock::now() + rebalance_wait_;
   for (;;) {
     cluster::Route route = Resolve(shard, deadline);
@@ -289,7 +290,13 @@ bool ClusterRouting::ForwardKeyed(const wire::Request& r, int32_t shard, std::st
       return true;
     }
     std::string frame;
-    wire::EncodeRequest(r, &frame);
+    if (token.empty()) {
+      wire::EncodeRequest(r, &frame);
+    } else {
+      wire::Request with_token = r;
+      with_token.token = std::string(token);
+      wire::EncodeRequest(with_token, &frame);
+    }
     auto reply = forwarder_.Call(route.endpoint, route.curve_public_key, frame, Clock::now() + forward_timeout_);
     if (!reply.ok()) {
       *code = Answer(r, reply.status(), out);
@@ -318,8 +325,8 @@ bool ClusterRouting::ForwardKeyed(const wire::Request& r, int32_t shard, std::st
   }
 }
 
-bool ClusterRouting::FanOutQuery(const wire::Request& r, const RunLocal& local, std::string* out, Code* code,
-                                 uint64_t* entities) {
+bool ClusterRouting::FanOutQuery(const wire::Request& r, const RunLocal& local, std::string* out,
+                                 Code* code, uint64_t* entities, std::string_view token) {
   fanouts_.fetch_add(1, std::memory_order_relaxed);
   const auto deadline = Clock::now() + rebalance_wait_;
   const int32_t n = cluster_->shards();
@@ -349,6 +356,7 @@ bool ClusterRouting::FanOutQuery(const wire::Request& r, const RunLocal& local, 
     wire::Request sub = r;
     sub.forwarded = true;
     sub.select = PartSelect(r.select);
+    if (!token.empty()) sub.token = std::string(token);
     std::string frame;
     wire::EncodeRequest(sub, &frame);
     std::vector<wire::QueryReply> pages;
@@ -423,8 +431,8 @@ bool ClusterRouting::FanOutQuery(const wire::Request& r, const RunLocal& local, 
   return true;
 }
 
-bool ClusterRouting::SplitWriteMany(const wire::Request& r, const RunLocal& local, std::string* out, Code* code,
-                                    uint64_t* entities) {
+bool ClusterRouting::SplitWriteMany(const wire::Request& r, const RunLocal& local, std::string* out,
+                                    Code* code, uint64_t* entities, std::string_view token) {
   const auto deadline = Clock::now() + rebalance_wait_;
   // Where each EGT goes: "" here, else the owner's endpoint.
   std::vector<std::string> where(r.writes.size());
@@ -459,6 +467,7 @@ bool ClusterRouting::SplitWriteMany(const wire::Request& r, const RunLocal& loca
   uint64_t written = 0;
   for (const auto& [endpoint, indexes] : groups) {
     wire::Request sub = r;
+    if (!token.empty()) sub.token = std::string(token);
     sub.writes.clear();
     for (size_t i : indexes) sub.writes.push_back(r.writes[i]);
     std::string reply;

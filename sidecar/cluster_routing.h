@@ -69,8 +69,12 @@ class ClusterRouting {
   // Before executing `r`: true when the request was answered here (*out has
   // the whole reply frame, *code its outcome): forwarded, merged from a
   // fan-out, or refused. False: execute it on this sidecar.
+  // `token`, when not empty, is what the requests sent to other members
+  // carry instead of r.token: the caller's principal for the owner to
+  // enforce, when this sidecar verified it without a token text (the REST
+  // gateway's SharedKey and SAS; Handler::ForwardToken).
   bool Intercept(const wire::Request& r, const RunLocal& local, std::string* out, Code* code,
-                 uint64_t* entities);
+                 uint64_t* entities, std::string_view token = {});
 
   // For a write about to run here: the shard and epoch of (table, pk), or
   // ServerBusy when this sidecar does not serve that shard (now).
@@ -142,11 +146,12 @@ class ClusterRouting {
   // The route of a shard, waiting while it has no serving owner.
   cluster::Route Resolve(int32_t shard, std::chrono::steady_clock::time_point deadline) const;
   // Forwards `r` to the owner of `shard`, re-routing on NotOwner until the deadline.
-  bool ForwardKeyed(const wire::Request& r, int32_t shard, std::string* out, Code* code, uint64_t* entities);
+  bool ForwardKeyed(const wire::Request& r, int32_t shard, std::string* out, Code* code,
+                    uint64_t* entities, std::string_view token);
   bool FanOutQuery(const wire::Request& r, const RunLocal& local, std::string* out, Code* code,
-                   uint64_t* entities);
+                   uint64_t* entities, std::string_view token);
   bool SplitWriteMany(const wire::Request& r, const RunLocal& local, std::string* out, Code* code,
-                      uint64_t* entities);
+                      uint64_t* entities, std::string_view token);
   Code Answer(const wire::Request& r, const Status& s, std::string* out) const;
   // The ServerBusy message for `what` ("shard 3") without a serving owner:
   // names Kafka when this sidecar cannot reach it.

@@ -335,6 +335,17 @@ bool Server::Impl::OnRequest() {
   // forwarded again (forwarder.h).
   job.request.forwarded = handler_.routing() != nullptr && identity.starts_with(kForwardedIdPrefix);
   if (owner_->authenticator_ && !Authenticate(job, header, identity, delimiter)) return true;
+  if (!owner_->authenticator_ && job.request.forwarded && !job.request.token.empty()) {
+    // With authentication off, a token of Handler::ForwardToken's unchecked
+    // key on a forwarded request is the scope of a principal the forwarding
+    // member verified (the REST gateway's SAS): applied unverified, since it
+    // only narrows what any request may do here anyway. Any other token is
+    // ignored, as it is on requests that are not forwarded.
+    auto scope = token::ParseToken(job.request.token);
+    if (scope.ok() && scope->key_id == Handler::kUncheckedForwardKeyId) {
+      job.principal = std::make_shared<const token::Token>(std::move(scope).value());
+    }
+  }
   // Gives back the tenant's quota slot of a request refused below.
   auto release_tenant = [&] {
     if (job.principal) quotas_.Release(job.principal->spec.tenant);

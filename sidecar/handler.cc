@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <optional>
 
 #include "engine/limits.h"
@@ -468,6 +469,24 @@ Status Handler::IssueToken(const wire::Request& r, const token::Token* principal
   return Status::OK();
 }
 
+Result<std::string> Handler::ForwardToken(const token::Token& principal) const {
+  token::TokenSpec spec = principal.spec;
+  // Its start was checked here (a SAS's st is allowed 5 minutes of clock
+  // skew, which the owner's check would not allow).
+  spec.start.reset();
+  // Valid for the forward only (a SharedKey principal has no expiry), and
+  // rounded up to the minute so that one caller's forwards share a token
+  // text, which the owner's authenticator verifies once (its cache).
+  const auto until = std::chrono::ceil<std::chrono::minutes>(
+      std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()) +
+      std::chrono::minutes(5));
+  if (!spec.expiry || *spec.expiry > until) spec.expiry = token::TimePoint(until);
+  if (authenticator_ != nullptr) return authenticator_->Sign(spec);
+  static constexpr std::string_view kUncheckedKey =
+      "forwarded with authentication off: never verified";
+  return token::IssueToken(spec, kUncheckedForwardKeyId, kUncheckedKey);
+}
+
 Code Handler::Handle(const wire::Request& r, const token::Token* principal, std::string* out,
                      uint64_t* entities, uint64_t* await_lsn, std::vector<ShardEpoch>* fence,
                      WriteGroup* group) const {
@@ -487,6 +506,31 @@ Code Handler::HandleImpl(const wire::Request& r, wire::Request* consumable, cons
                          std::vector<ShardEpoch>* fence, WriteGroup* group) const {
   if (await_lsn != nullptr) *await_lsn = 0;
   if (routing_ != nullptr) {
+    // A principal verified here without a token text (the REST gateway's
+    // SharedKey with auth.mode tokens, or a SAS in any mode) must hold
+    // where the request runs. Before session 46 a request forwarded to its
+    // owner carried no token: the owner, with authentication off, ran it
+    // with full access (a read-only or key-range SAS wrote, read and
+    // listed outside its scope on every shard another member owned), and
+    // with auth.mode tokens refused it (AuthenticationFailed, no token).
+    // So it is checked here first (a refusal without a hop) and forwarded
+    // with a token the owner enforces (tests/scale_out/rest_cluster_test.py).
+    std::string forward_token;
+    if (principal != nullptr && r.token.empty() && !r.forwarded) {
+      Status s = auth::Authorize(*principal, r);
+      if (s.ok()) {
+        auto t = ForwardToken(*principal);
+        if (t.ok())
+          forward_token = std::move(t).value();
+        else
+          s = t.status();
+      }
+      if (!s.ok()) {
+        wire::EncodeError(wire::Header{wire::kVersion, static_cast<uint8_t>(r.op), 0, r.id}, s,
+                          out);
+        return s.code();
+      }
+    }
     // Another sidecar's shard: forwarded, fanned out or split, and answered
     // whole (cluster_routing.h). Parts that run here come back through
     // Handle as forwarded requests.
@@ -495,7 +539,7 @@ Code Handler::HandleImpl(const wire::Request& r, wire::Request* consumable, cons
     auto local = [&](const wire::Request& sub, std::string* sub_out, uint64_t* sub_n) {
       return Handle(sub, principal, sub_out, sub_n);
     };
-    if (routing_->Intercept(r, local, out, &code, &n)) {
+    if (routing_->Intercept(r, local, out, &code, &n, forward_token)) {
       if (entities != nullptr) *entities = n;
       return code;
     }

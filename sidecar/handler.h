@@ -83,6 +83,17 @@ class Handler {
   void SetRouting(ClusterRouting* routing) { routing_ = routing; }
   ClusterRouting* routing() const { return routing_; }
 
+  // The token a request forwarded to another member carries for a
+  // principal this sidecar verified without a token text (the REST
+  // gateway's SharedKey and SAS): the owner enforces it (cluster_routing.h
+  // Intercept). Signed with auth.keys[0] with authentication on (every
+  // member has the same keys); with it off, signed with a key no one
+  // checks, since an owner with authentication off applies a forwarded
+  // token's scope unverified (frontend.cc).
+  Result<std::string> ForwardToken(const token::Token& principal) const;
+  // The key id of ForwardToken's tokens with authentication off.
+  static constexpr std::string_view kUncheckedForwardKeyId = "forwarded-unchecked";
+
  private:
   // What the writes of one request did, for replicated acknowledgement.
   struct Written {

@@ -8,16 +8,13 @@ the other reads back. Ports: the system's choice (port 0, tcp://127.0.0.1:*)
 read back from ready files, as the neighbouring tests do; one probed free
 port for the fixed-port case."""
 
-import json
 import os
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
-import urllib.request
 
 MOCK = os.environ["KAFKA_MOCK"]
 SIDETABLE = os.environ["SIDETABLE"]
@@ -26,52 +23,10 @@ CONFIG = os.path.join(SOURCE, "configs", "sidetable.cluster.dev.yaml")
 SHARDS = 6  # the file's kafka.partitions
 
 sys.path.insert(0, os.path.join(SOURCE, "client", "python"))
+sys.path.insert(0, os.path.join(SOURCE, "tests", "deploy_common"))
 from sidetable import Client, Entity  # noqa: E402  (python3-zmq, python3-msgpack)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def read_ready(path, deadline_s, proc):
-    """The ready file's lines as (key, value) pairs once it exists; None if
-    `proc` exited or the deadline passed first."""
-    until = time.time() + deadline_s
-    while time.time() < until:
-        if os.path.exists(path):
-            with open(path) as f:
-                return [tuple(line.rstrip("\n").split(" ", 1)) for line in f if line.strip()]
-        if proc.poll() is not None:
-            return None
-        time.sleep(0.05)
-    return None
-
-
-def http_get(address, path):
-    try:
-        with urllib.request.urlopen(f"http://{address}{path}", timeout=2) as r:
-            return r.read().decode()
-    except OSError:
-        return None
-
-
-def stop(proc, sig=signal.SIGTERM, timeout=40):
-    if proc.poll() is None:
-        proc.send_signal(sig)
-    try:
-        return proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        return None
-    finally:
-        for f in (proc.stdin, proc.stdout):
-            if f:
-                f.close()
+from local_cluster import free_port, http_get, read_ready, start_member, stop  # noqa: E402
+import local_cluster  # noqa: E402
 
 
 class KafkaMockTest(unittest.TestCase):
@@ -94,9 +49,7 @@ class KafkaMockTest(unittest.TestCase):
     def start_mock(self, *args):
         # --stop-on-stdin-eof with a pipe: a test run killed midway takes
         # the mock with it.
-        with open(self.path("mock.log"), "a") as log:
-            p = subprocess.Popen([MOCK, "--stop-on-stdin-eof", *args], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, stderr=log, text=True)
+        p = local_cluster.start_mock(MOCK, args, self.path("mock.log"))
         self.procs.append(p)
         return p
 
@@ -212,12 +165,10 @@ class KafkaMockTest(unittest.TestCase):
         members = []
         for name in ("m1", "m2"):
             member_ready = self.path(f"{name}.ready")
-            with open(self.path(f"{name}.log"), "w") as log:
-                p = subprocess.Popen(
-                    [SIDETABLE, "--config", CONFIG, "--kafka", bootstrap, "--id", name,
-                     "--listen", "tcp://127.0.0.1:*", "--http", "127.0.0.1:0", "--data", self.path(name),
-                     "--ready-file", member_ready],
-                    stdout=log, stderr=subprocess.STDOUT)
+            p = start_member(SIDETABLE, ["--config", CONFIG, "--kafka", bootstrap, "--id", name,
+                                         "--listen", "tcp://127.0.0.1:*", "--http", "127.0.0.1:0",
+                                         "--data", self.path(name), "--ready-file", member_ready],
+                             self.path(f"{name}.log"))
             self.procs.append(p)
             got = read_ready(member_ready, 60, p)
             if got is None:
@@ -226,19 +177,7 @@ class KafkaMockTest(unittest.TestCase):
             members.append({"name": name, "zmq": d["zmq"], "http": d["http"], "proc": p})
 
         # Stable: each member sees both, and every shard is served once.
-        states = []
-        until = time.time() + 120
-        while time.time() < until:
-            pages = [http_get(m["http"], "/cluster") for m in members]
-            if all(pages):
-                states = [json.loads(p) for p in pages]
-                served = sorted(s for st in states for s in st["serving"])
-                if served == list(range(SHARDS)) and all(len(st["members"]) == 2 for st in states):
-                    break
-            self.assertTrue(all(m["proc"].poll() is None for m in members), "a member exited")
-            time.sleep(0.5)
-        else:
-            self.fail(f"no stable cluster within 120 s: {states}")
+        local_cluster.wait_stable(members, SHARDS, 120)
 
         # A rebalance may still be finishing (the mock's second round):
         # retries that outlast a rebalance_wait_ms each, as an application's.
