@@ -3,15 +3,16 @@
 // and dead letters").
 //
 // Two budgets, because failures differ in what they say about time:
-//  - The service is busy or out of reach: ServerBusy ("not executed, retry"
-//    in every case the sidecar answers it), Unavailable, NoReply. Nothing is
+//  - The service is busy or out of reach: ServerBusy ("not executed, retry",
+//    docs/protocol.md), Unavailable, NoReply. Nothing is
 //    wrong with the write; the service cannot take it now: a shard being
 //    handed over in a cluster (19-30 s after a member is killed), a sidecar
 //    restarting, Kafka away. Outages are measured in seconds, not attempts,
 //    so these are retried until `max_wait_ms` has passed since the first of
 //    them. The code alone decides: what the apply path writes is fenced, so
-//    a NoReply (or a forwarded ServerBusy) whose write did run is harmless
-//    to send again.
+//    a NoReply whose write did run (or a member's ServerBusy after the owner
+//    it forwarded to did not answer in time, sidecar/forwarder.h) is
+//    harmless to send again.
 //  - Any other transient failure (Internal, TableBeingDeleted, a fence loop
 //    out of rounds): the service answered, and may answer differently next
 //    time. Counted against `max_attempts`, first try included.
