@@ -20,32 +20,6 @@ const char* FailureKindName(FailureKind kind) {
   return "unknown";
 }
 
-bool IsTransient(Code code) {
-  switch (code) {
-    case Code::kServerBusy:
-    case Code::kUnavailable:
-    case Code::kNoReply:
-    case Code::kInternal:
-    case Code::kTableBeingDeleted:
-    // Only returned to us after a fence loop ran out of rounds: contention.
-    case Code::kUpdateConditionNotSatisfied:
-    case Code::kEntityAlreadyExists:
-      return true;
-    default:
-      return false;
-  }
-}
-
-int BackoffMs(const RetryPolicy& p, int attempt, uint64_t seed) {
-  int64_t ms = p.backoff_ms;
-  for (int i = 2; i < attempt && ms < p.backoff_max_ms; i++) ms *= 2;
-  ms = std::min<int64_t>(ms, p.backoff_max_ms);
-  // +-25% jitter so that workers do not retry in lock step.
-  const int64_t span = ms / 2;
-  if (span > 0) ms = ms - span / 2 + static_cast<int64_t>(seed % static_cast<uint64_t>(span + 1));
-  return static_cast<int>(ms);
-}
-
 bool EventProcessor::Prepare(std::string_view value, const EventFence* fence, ChangeRecord* rec,
                              std::vector<patterns::TableOp>* ops, EventOutcome* out) {
   const bool fencing = fence != nullptr && fence->filter != nullptr;
@@ -128,7 +102,7 @@ std::vector<EventOutcome> EventProcessor::ProcessBatch(const std::vector<std::st
     }
     return outs;
   }
-  GroupedWrites grouped(store_, applier_, &policy_, observer_, &sleep_);
+  GroupedWrites grouped(store_, applier_, &policy_, observer_, &sleep_, now_);
   std::vector<EventOp> run;      // fenced upserts and deletes of consecutive events
   std::vector<MoveItem> moves;   // moves of consecutive events
   std::vector<EventFailure> failures(values.size());
@@ -225,14 +199,37 @@ std::vector<EventOutcome> EventProcessor::ProcessBatch(const std::vector<std::st
 
 void EventProcessor::ApplyInOrder(const ChangeRecord& rec, const std::vector<patterns::TableOp>& ops,
                                   EventOutcome* out) {
+  RetryBudget budget(&policy_);
   Status last;
-  for (int attempt = 1; attempt <= policy_.max_attempts; attempt++) {
+  int64_t logged_wait_at = -1;  // a wait is logged when it starts, then every kWaitLogEveryMs
+  WaitScope wait_scope(observer_);
+  for (int attempt = 1;; attempt++) {
     if (attempt > 1) {
       observer_->OnRetry();
       jitter_ = jitter_ * 6364136223846793005ull + 1442695040888963407ull;
-      const int wait = BackoffMs(policy_, attempt, jitter_ >> 33);
-      spdlog::warn("lsn={} table={} pk={}: attempt {}/{} after {} ms: {}", rec.lsn, rec.table,
-                   rec.partition_key, attempt, policy_.max_attempts, wait, last.ToString());
+      const int64_t now = now_();
+      const int wait = budget.NextBackoffMs(now, jitter_ >> 33);
+      if (budget.waiting()) {
+        wait_scope.Waiting(last);
+        if (logged_wait_at < 0) {
+          spdlog::warn(
+              "lsn={} table={} pk={}: the sidecar is busy or out of reach ({}); "
+              "retrying for up to {} s (retry.max_wait_seconds)",
+              rec.lsn, rec.table, rec.partition_key, last.ToString(), policy_.max_wait_ms / 1000);
+          logged_wait_at = now;
+        } else if (now - logged_wait_at >= kWaitLogEveryMs) {
+          spdlog::warn("lsn={} table={} pk={}: still waiting after {} s, attempt {}: {}", rec.lsn,
+                       rec.table, rec.partition_key, budget.waited_ms(now) / 1000, attempt,
+                       last.ToString());
+          logged_wait_at = now;
+        } else {
+          spdlog::debug("lsn={} table={} pk={}: attempt {} after {} ms: {}", rec.lsn, rec.table,
+                        rec.partition_key, attempt, wait, last.ToString());
+        }
+      } else {
+        spdlog::warn("lsn={} table={} pk={}: attempt {}/{} after {} ms: {}", rec.lsn, rec.table,
+                     rec.partition_key, attempt, policy_.max_attempts, wait, last.ToString());
+      }
       if (!sleep_(wait)) {
         out->kind = EventOutcome::Kind::kInterrupted;
         out->reason = "stopped during back-off: " + last.ToString();
@@ -257,8 +254,14 @@ void EventProcessor::ApplyInOrder(const ChangeRecord& rec, const std::vector<pat
     }
     if (last.ok() && !refused.ok()) last = refused;
     if (last.ok()) {
-      spdlog::debug("lsn={} table={} pk={}: {} operation(s) applied", rec.lsn, rec.table,
-                   rec.partition_key, ops.size());
+      if (logged_wait_at >= 0) {
+        spdlog::info(
+            "lsn={} table={} pk={}: applied after waiting {} s for the sidecar ({} attempts)",
+            rec.lsn, rec.table, rec.partition_key, budget.waited_ms(now_()) / 1000, attempt);
+      } else {
+        spdlog::debug("lsn={} table={} pk={}: {} operation(s) applied", rec.lsn, rec.table,
+                      rec.partition_key, ops.size());
+      }
       return;
     }
     if (!IsTransient(last.code())) {
@@ -267,6 +270,7 @@ void EventProcessor::ApplyInOrder(const ChangeRecord& rec, const std::vector<pat
       out->reason = "apply: " + last.ToString();
       return;
     }
+    if (!budget.Again(last.code(), now_())) break;
   }
   if (!sleep_(0)) {
     // A stop abandoned the last attempt's requests: not the event's fault.
@@ -276,7 +280,7 @@ void EventProcessor::ApplyInOrder(const ChangeRecord& rec, const std::vector<pat
   }
   out->kind = EventOutcome::Kind::kDeadLetter;
   out->reason_kind = FailureKind::kRetriesExhausted;
-  out->reason = "apply: gave up after " + std::to_string(policy_.max_attempts) + " attempts: " + last.ToString();
+  out->reason = "apply: " + budget.GaveUp(now_()) + ": " + last.ToString();
 }
 
 }  // namespace sidetable::apply

@@ -2,11 +2,13 @@
 //
 // Decodes the change event, runs every pattern that Wants() it, and applies
 // all their operations in order through an OpApplier. A transient failure
-// (ServerBusy, Unavailable = no reply in time, Internal, TableBeingDeleted,
-// or a fence loop that ran out of rounds) re-applies the whole event after an
-// exponential back-off, up to retry.max_attempts in all; re-applying is
-// harmless because every operation is fenced. Anything that cannot succeed
-// (undecodable event, a pattern error, a permanent error code, attempts
+// re-applies the whole event after an exponential back-off; re-applying is
+// harmless because every operation is fenced. How long (apply/retry.h): a
+// service that is busy or out of reach (ServerBusy, Unavailable, NoReply)
+// is waited out for retry.max_wait_seconds, any other transient failure
+// (Internal, TableBeingDeleted, a fence loop that ran out of rounds) is
+// tried retry.max_attempts times. Anything that cannot succeed
+// (undecodable event, a pattern error, a permanent error code, the retries
 // exhausted) is reported as a dead letter with a reason. The moves of an
 // archive request concern different entities: one that fails permanently
 // (e.g. a copy over the entity limits) does not keep the others from being
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "apply/op_applier.h"
+#include "apply/retry.h"
 #include "apply/table_store.h"
 #include "engine/change_record.h"
 #include "events/epoch_filter.h"
@@ -45,20 +48,34 @@ class ApplyObserver {
   // Scale-out: a record of a replaced owner, skipped (events/epoch_filter.h).
   virtual void OnFencedEvent() {}
   virtual void OnRetry() {}         // the whole event is tried again
+  // Waiting out a busy or unreachable service (apply/retry.h): OnWaiting at
+  // each retry for that reason (`last` the failure), OnWaitOver once the
+  // wait ends (applied, given up or stopped). Lets /health say "waiting"
+  // where it would otherwise see a stalled consumer.
+  virtual void OnWaiting(const Status& last) {}
+  virtual void OnWaitOver() {}
   virtual void OnOp(patterns::TableOp::Kind kind, OpResult result) {}
 };
 
-struct RetryPolicy {
-  int max_attempts = 8;
-  int backoff_ms = 100;
-  int backoff_max_ms = 5000;
-};
+// Tells `observer` of a wait for the service, and of its end when the scope
+// ends (however the event or group ends: applied, given up or stopped).
+class WaitScope {
+ public:
+  explicit WaitScope(ApplyObserver* observer) : observer_(observer) {}
+  ~WaitScope() {
+    if (waited_) observer_->OnWaitOver();
+  }
+  WaitScope(const WaitScope&) = delete;
+  WaitScope& operator=(const WaitScope&) = delete;
+  void Waiting(const Status& last) {
+    waited_ = true;
+    observer_->OnWaiting(last);
+  }
 
-// Worth retrying: the request was not executed or may succeed later.
-bool IsTransient(Code code);
-// Back-off before attempt `attempt` (2, 3, ...): backoff_ms * 2^(attempt-2),
-// capped, with +-25% jitter.
-int BackoffMs(const RetryPolicy& policy, int attempt, uint64_t jitter_seed);
+ private:
+  ApplyObserver* observer_;
+  bool waited_ = false;
+};
 
 struct EventOutcome {
   enum class Kind : uint8_t {
@@ -90,12 +107,19 @@ struct EventFence {
 class EventProcessor {
  public:
   // `sleep_ms` waits between attempts and returns false when a stop was
-  // requested meanwhile (tests pass one that does not sleep). `observer`
-  // may be null.
+  // requested meanwhile (tests pass one that does not sleep); `now_ms`
+  // measures retry.max_wait_seconds (tests pass one their sleep advances).
+  // `observer` may be null.
   using Sleeper = std::function<bool(int ms)>;
-  EventProcessor(const std::vector<std::unique_ptr<patterns::Pattern>>* patterns, OpApplier* applier,
-                 RetryPolicy policy, ApplyObserver* observer, Sleeper sleep_ms)
-      : patterns_(patterns), applier_(applier), policy_(policy), observer_(observer ? observer : &null_observer_), sleep_(std::move(sleep_ms)) {}
+  EventProcessor(const std::vector<std::unique_ptr<patterns::Pattern>>* patterns,
+                 OpApplier* applier, RetryPolicy policy, ApplyObserver* observer, Sleeper sleep_ms,
+                 NowMs now_ms = SteadyNowMs)
+      : patterns_(patterns),
+        applier_(applier),
+        policy_(policy),
+        observer_(observer ? observer : &null_observer_),
+        sleep_(std::move(sleep_ms)),
+        now_(std::move(now_ms)) {}
 
   // With `fence`, the record passes the partition's EpochFilter first:
   // claims and fenced records are skipped (EventOutcome::skip).
@@ -131,6 +155,7 @@ class EventProcessor {
   ApplyObserver null_observer_;
   ApplyObserver* observer_;
   Sleeper sleep_;
+  NowMs now_;
   uint64_t jitter_ = 0x9e3779b97f4a7c15ull;
   TableStore* store_ = nullptr;
   std::vector<ChangeRecord> records_;

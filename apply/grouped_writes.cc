@@ -17,9 +17,11 @@ using Kind = patterns::TableOp::Kind;
 constexpr size_t kMaxGroupBytes = 3u << 20;      // under the 4 MiB EGT payload limit
 
 struct Group {
+  Group(std::string t, const RetryPolicy* policy) : table(std::move(t)), budget(policy) {}
   std::string table;
   std::vector<EventOp> ops;
-  int attempts = 0;
+  int creates = 0;       // of its table after TableNotFound, at most max_attempts
+  RetryBudget budget;    // its transient failures
   bool backoff = false;  // its last failure was transient
   Status last;
   std::vector<uint32_t> skipped;  // of the last successful write, ascending
@@ -104,7 +106,7 @@ void GroupedWrites::Apply(const std::vector<EventOp>& ops, std::vector<EventFail
     const size_t size = OpBytes(op);
     if (it == open.end() || groups[it->second].ops.size() >= Limits::kMaxBatchOperations ||
         bytes[it->second] + size > kMaxGroupBytes) {
-      groups.push_back(Group{op.table, {}, 0, false, Status::OK(), {}});
+      groups.emplace_back(op.table, policy_);
       bytes.push_back(0);
       open[k] = groups.size() - 1;
       it = open.find(k);
@@ -117,17 +119,47 @@ void GroupedWrites::Apply(const std::vector<EventOp>& ops, std::vector<EventFail
   std::vector<Group*> todo;
   todo.reserve(groups.size());
   for (Group& g : groups) todo.push_back(&g);
+  WaitScope wait_scope(observer_);
+  int64_t logged_wait_at = -1;  // a wait is logged when it starts, then every kWaitLogEveryMs
+  int64_t wait_started = -1;
   for (int round = 1; !todo.empty(); round++) {
-    bool backoff = false;
-    for (Group* g : todo) backoff = backoff || g->backoff;
-    if (backoff) {
+    // The longest back-off of the groups that failed; a group waiting for
+    // the service never past the end of its wait.
+    const Group* counted = nullptr;  // the first whose failure counts attempts
+    const Group* waiting = nullptr;  // the first waiting for the service
+    int wait = 0;
+    const int64_t now = now_();
+    jitter_ = jitter_ * 6364136223846793005ull + 1442695040888963407ull;
+    for (Group* g : todo) {
+      if (!g->backoff) continue;
+      wait = std::max(wait, g->budget.NextBackoffMs(now, jitter_ >> 33));
+      if (g->budget.waiting()) {
+        if (waiting == nullptr) waiting = g;
+      } else if (counted == nullptr) {
+        counted = g;
+      }
+    }
+    if (counted != nullptr || waiting != nullptr) {
       observer_->OnRetry();
-      jitter_ = jitter_ * 6364136223846793005ull + 1442695040888963407ull;
-      int max_attempts = 0;
-      for (Group* g : todo) max_attempts = std::max(max_attempts, g->attempts);
-      const int wait = BackoffMs(*policy_, max_attempts + 1, jitter_ >> 33);
-      spdlog::warn("{} group(s) of derived writes again in {} ms (round {}): {}", todo.size(), wait, round,
-                   todo.front()->last.ToString());
+      if (waiting != nullptr) wait_scope.Waiting(waiting->last);
+      if (counted != nullptr) {
+        spdlog::warn("{} group(s) of derived writes again in {} ms (round {}): {}", todo.size(),
+                     wait, round, counted->last.ToString());
+      } else if (logged_wait_at < 0) {
+        spdlog::warn(
+            "{} group(s) of derived writes: the sidecar is busy or out of reach ({}); "
+            "retrying for up to {} s (retry.max_wait_seconds)",
+            todo.size(), waiting->last.ToString(), policy_->max_wait_ms / 1000);
+        logged_wait_at = wait_started = now;
+      } else if (now - logged_wait_at >= kWaitLogEveryMs) {
+        spdlog::warn("{} group(s) of derived writes still waiting after {} s (round {}): {}",
+                     todo.size(), waiting->budget.waited_ms(now) / 1000, round,
+                     waiting->last.ToString());
+        logged_wait_at = now;
+      } else {
+        spdlog::debug("{} group(s) of derived writes again in {} ms (round {}): {}", todo.size(),
+                      wait, round, waiting->last.ToString());
+      }
       if (!(*sleep_)(wait)) {
         for (Group* g : todo) {
           for (const EventOp& eo : g->ops) {
@@ -140,7 +172,6 @@ void GroupedWrites::Apply(const std::vector<EventOp>& ops, std::vector<EventFail
       }
     }
     for (Group* g : todo) {
-      g->attempts++;
       groups_sent_++;
       store_->SendWrite(BuildBatch(*g), [g](Result<WriteResult> r) {
         g->last = r.ok() ? Status::OK() : r.status();
@@ -168,7 +199,10 @@ void GroupedWrites::Apply(const std::vector<EventOp>& ops, std::vector<EventFail
         // Derived tables appear by themselves.
         Status created = store_->CreateTable(g->table);
         if (created.ok() || created.code() == Code::kTableAlreadyExists) {
-          if (g->attempts < policy_->max_attempts) {
+          // Bounded by the creations alone: the sends before them may have
+          // waited out a busy sidecar (session 46: counted with them, a wait
+          // of 9 rounds and then TableNotFound dead-lettered the group).
+          if (g->creates++ < policy_->max_attempts) {
             next.push_back(g);
             continue;
           }
@@ -178,15 +212,15 @@ void GroupedWrites::Apply(const std::vector<EventOp>& ops, std::vector<EventFail
       } else if (IsTransient(c)) {
         // A stop abandons the requests in flight (they fail as time-outs do):
         // on the last attempt too that is no fault of the events, which are
-        // left interrupted by the back-off below, not given up.
-        if (g->attempts < policy_->max_attempts || !(*sleep_)(0)) {
+        // left interrupted by the back-off above, not given up.
+        const int64_t at = now_();
+        if (g->budget.Again(c, at) || !(*sleep_)(0)) {
           g->backoff = true;
           next.push_back(g);
           continue;
         }
         for (const EventOp& eo : g->ops) {
-          Fail(failures, eo.event,
-               Status(c, "gave up after " + std::to_string(g->attempts) + " attempts: " + s.ToString()), false);
+          Fail(failures, eo.event, Status(c, g->budget.GaveUp(at) + ": " + s.ToString()), false);
         }
         continue;
       } else if (s.op_index() >= 0 && static_cast<size_t>(s.op_index()) < g->ops.size()) {
@@ -198,6 +232,10 @@ void GroupedWrites::Apply(const std::vector<EventOp>& ops, std::vector<EventFail
         continue;
       }
       for (const EventOp& eo : g->ops) Fail(failures, eo.event, g->last, true);
+    }
+    if (next.empty() && wait_started >= 0) {
+      spdlog::info("derived writes finished after waiting {} s for the sidecar ({} rounds)",
+                   (now_() - wait_started) / 1000, round);
     }
     todo = std::move(next);
   }

@@ -12,10 +12,13 @@
 //  - A group is one EGT: at most 100 operations of one (table, PartitionKey),
 //    under the 4 MiB payload limit.
 // Failures, per group: TableNotFound creates the table and sends it again;
-// a transient code (apply::IsTransient) sends it again after a back-off, up
-// to the policy's attempts; a permanent error naming an operation fails that
-// operation's event and sends the rest again at once; a permanent error
-// naming none fails every event of the group. Other groups are not held up.
+// a transient code (apply::IsTransient) sends it again after a back-off,
+// within the group's own RetryBudget (apply/retry.h: a busy or unreachable
+// service for max_wait_ms, other failures max_attempts times); a permanent
+// error naming an operation fails that operation's event and sends the
+// rest again at once; a permanent error naming none fails every event of
+// the group. Other groups are not held up by its failures, only by the
+// rounds' back-off (groups are sent in rounds, the longest back-off wins).
 //
 // Thread safety: not thread-safe; the consumer thread owns it.
 #pragma once
@@ -23,16 +26,17 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "apply/op_applier.h"
+#include "apply/retry.h"
 #include "apply/table_store.h"
 #include "patterns/pattern.h"
 
 namespace sidetable::apply {
 
 class ApplyObserver;
-struct RetryPolicy;
 
 // An operation and the index of the event it came from.
 struct EventOp {
@@ -51,9 +55,15 @@ struct EventFailure {
 class GroupedWrites {
  public:
   using Sleeper = std::function<bool(int ms)>;
-  GroupedWrites(TableStore* store, OpApplier* applier, const RetryPolicy* policy, ApplyObserver* observer,
-                Sleeper* sleep)
-      : store_(store), applier_(applier), policy_(policy), observer_(observer), sleep_(sleep) {}
+  // `now_ms` measures the policy's max_wait_ms; empty: the steady clock.
+  GroupedWrites(TableStore* store, OpApplier* applier, const RetryPolicy* policy,
+                ApplyObserver* observer, Sleeper* sleep, NowMs now_ms = {})
+      : store_(store),
+        applier_(applier),
+        policy_(policy),
+        observer_(observer),
+        sleep_(sleep),
+        now_(now_ms ? std::move(now_ms) : NowMs(SteadyNowMs)) {}
 
   // Applies `ops` (kFencedUpsert and kFencedDelete only). `failures` has one
   // slot per event; an event's slot is set when one of its operations failed
@@ -73,6 +83,7 @@ class GroupedWrites {
   const RetryPolicy* policy_;
   ApplyObserver* observer_;
   Sleeper* sleep_;
+  NowMs now_;
   uint64_t jitter_ = 0x2545f4914f6cdd1dull;
   uint64_t groups_sent_ = 0;
 };

@@ -2,15 +2,19 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <chrono>
 #include <cctype>
+#include <chrono>
 #include <fstream>
-#include <sstream>
 #include <set>
+#include <sstream>
+#include <stdexcept>
 #include <thread>
 
 namespace sidetable::apply {
 namespace {
+
+// librdkafka's max.poll.interval.ms when kafka.properties does not set it.
+constexpr int64_t kDefaultMaxPollIntervalMs = 300000;
 
 Status Bad(const std::string& origin, const std::string& message) {
   return Status(Code::kInvalidInput, origin + ": " + message);
@@ -117,9 +121,12 @@ Status LoadRoot(const YAML::Node& root, const std::string& origin, WorkerConfig*
   }
 
   const YAML::Node r = root["retry"];
-  ST_RETURN_IF_ERROR(
-      CheckKeys(r, "retry", {"max_attempts", "backoff_ms", "backoff_max_ms", "fence_attempts"}, origin));
+  ST_RETURN_IF_ERROR(CheckKeys(
+      r, "retry",
+      {"max_attempts", "max_wait_seconds", "backoff_ms", "backoff_max_ms", "fence_attempts"},
+      origin));
   ST_RETURN_IF_ERROR(Read(r, "retry", "max_attempts", &c->max_attempts, origin));
+  ST_RETURN_IF_ERROR(Read(r, "retry", "max_wait_seconds", &c->max_wait_seconds, origin));
   ST_RETURN_IF_ERROR(Read(r, "retry", "backoff_ms", &c->backoff_ms, origin));
   ST_RETURN_IF_ERROR(Read(r, "retry", "backoff_max_ms", &c->backoff_max_ms, origin));
   ST_RETURN_IF_ERROR(Read(r, "retry", "fence_attempts", &c->fence_attempts, origin));
@@ -210,6 +217,30 @@ Status ValidateWorkerConfig(const WorkerConfig& c) {
     return bad("sidecar.curve_server_key_file and sidecar.curve_key_file: give both (CURVE) or neither");
   }
   if (c.max_attempts < 1 || c.max_attempts > 1000) return bad("retry.max_attempts must be 1..1000");
+  if (c.max_wait_seconds < 0 || c.max_wait_seconds > 86400)
+    return bad("retry.max_wait_seconds must be 0..86400");
+  // The consumer does not poll while an event waits: a wait as long as
+  // max.poll.interval.ms takes the worker out of its group mid-event.
+  {
+    int64_t poll_ms = kDefaultMaxPollIntervalMs;
+    auto it = c.properties.find("max.poll.interval.ms");
+    const bool set = it != c.properties.end();
+    if (set) {
+      try {
+        poll_ms = std::stoll(it->second);
+      } catch (const std::exception&) {
+        poll_ms = -1;  // librdkafka names a bad value itself
+      }
+    }
+    if (poll_ms >= 0 && static_cast<int64_t>(c.max_wait_seconds) * 1000 >= poll_ms) {
+      return bad("retry.max_wait_seconds (" + std::to_string(c.max_wait_seconds) +
+                 " s) must be below the consumer's max.poll.interval.ms (" +
+                 std::to_string(poll_ms) + " ms" +
+                 (set ? ", kafka.properties" : ", librdkafka's default") +
+                 "): the worker does not poll while an event waits, and Kafka would take its "
+                 "partitions away");
+    }
+  }
   if (c.backoff_ms < 0) return bad("retry.backoff_ms must not be negative");
   if (c.backoff_max_ms < c.backoff_ms) return bad("retry.backoff_max_ms must be >= retry.backoff_ms");
   if (c.fence_attempts < 1) return bad("retry.fence_attempts must be at least 1");

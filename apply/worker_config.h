@@ -45,8 +45,13 @@ struct WorkerConfig {
   std::string curve_server_key_file;              // sidecar.curve_server_key_file: the sidecar's public key
   std::string curve_key_file;                     // sidecar.curve_key_file: this worker's secret key (0600)
 
-  // retry.*
+  // retry.* (apply/retry.h)
   int max_attempts = 8;      // retry.max_attempts: per event, first try included
+  // retry.max_wait_seconds: how long an event waits out a busy or
+  // unreachable sidecar (ServerBusy, Unavailable, NoReply) before it is
+  // dead-lettered, from the first such failure; 0 = those count against
+  // max_attempts too. Long enough for a scale-out hand-over (19-30 s).
+  int max_wait_seconds = 120;
   int backoff_ms = 100;      // retry.backoff_ms: first back-off, doubled per attempt
   int backoff_max_ms = 5000; // retry.backoff_max_ms
   int fence_attempts = 16;   // retry.fence_attempts: read-check-write rounds per operation

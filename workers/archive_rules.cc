@@ -56,8 +56,9 @@ Status RunArchiveRule(const ArchiveRule& rule, int64_t now_ticks, apply::TableSt
                       const UnmovableEntities* known, ArchiveRun* run) {
   *run = ArchiveRun();
   const std::string filter = ArchiveFilter(rule, now_ticks);
-  // Retries stay with the scheduler (the next run); a group is tried twice.
-  const apply::RetryPolicy policy{2, 50, 200};
+  // Retries stay with the scheduler (the next run); a group is tried twice,
+  // whatever the failure: no wait for a busy service (max_wait_ms 0).
+  const apply::RetryPolicy policy{2, 50, 200, /*max_wait_ms=*/0};
   apply::ApplyObserver observer;
   apply::GroupedWrites::Sleeper sleep = [&stop](int ms) {
     // In steps, so that a stop is not held up by a back-off either.

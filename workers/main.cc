@@ -16,6 +16,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <thread>
 
@@ -75,10 +76,14 @@ void OnSignal(int) {
   if (Worker* w = g_worker.load()) w->RequestStop();
 }
 
+constexpr int kNotGiven = std::numeric_limits<int>::min();
+
 struct Flags {
   std::string bootstrap, bootstrap_file, group, endpoint, http, ready_file, log_level, log_format, dlq;
   std::vector<std::string> topics;
   int max_attempts = -1, backoff_ms = -1;  // -1 = not given
+  // 0 is meaningful and -1 is refused by the validation, not taken as "not given".
+  int max_wait_seconds = kNotGiven;
   bool http_set = false;
 };
 
@@ -94,6 +99,7 @@ void Apply(const Flags& f, apply::WorkerConfig* c) {
   if (!f.log_format.empty()) c->log_format = f.log_format;
   if (!f.dlq.empty()) c->dead_letter_topic = f.dlq;
   if (f.max_attempts != -1) c->max_attempts = f.max_attempts;
+  if (f.max_wait_seconds != kNotGiven) c->max_wait_seconds = f.max_wait_seconds;
   if (f.backoff_ms != -1) c->backoff_ms = f.backoff_ms;
 }
 
@@ -138,6 +144,9 @@ int main(int argc, char** argv) {
       "file written once started and subscribed; GET /ready says when it consumes (ready_file)");
   app.add_option("--dead-letter-topic", f.dlq, "dead-letter topic (dead_letter.topic)");
   app.add_option("--max-attempts", f.max_attempts, "attempts per event (retry.max_attempts)");
+  app.add_option(
+      "--max-wait-seconds", f.max_wait_seconds,
+      "how long an event waits out a busy or unreachable sidecar (retry.max_wait_seconds)");
   app.add_option("--backoff-ms", f.backoff_ms, "first back-off (retry.backoff_ms)");
   app.add_option("--log-level", f.log_level, "trace, debug, info, warn, error, off (log.level)");
   app.add_option("--log-format", f.log_format, "text or json (log.format)");

@@ -26,6 +26,28 @@ void WorkerMetrics::SetLag(std::map<std::pair<std::string, int32_t>, int64_t> la
   lag_ = std::move(lag);
 }
 
+void WorkerMetrics::OnWaiting(const Status& last) {
+  std::lock_guard lock(wait_mu_);
+  if (wait_since_ == std::chrono::steady_clock::time_point{})
+    wait_since_ = std::chrono::steady_clock::now();
+  wait_last_ = last.ToString();
+}
+
+void WorkerMetrics::OnWaitOver() {
+  std::lock_guard lock(wait_mu_);
+  wait_since_ = {};
+  wait_last_.clear();
+}
+
+WorkerMetrics::Wait WorkerMetrics::waiting() const {
+  std::lock_guard lock(wait_mu_);
+  Wait w;
+  if (wait_since_ == std::chrono::steady_clock::time_point{}) return w;
+  w.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_since_).count();
+  w.last = wait_last_;
+  return w;
+}
+
 uint64_t WorkerMetrics::dead_letters() const {
   uint64_t n = 0;
   for (const auto& d : dead_) n += d.load(std::memory_order_relaxed);
@@ -64,6 +86,11 @@ std::string WorkerMetrics::Render() const {
   Header(&out, "sidetable_worker_retries_total", "counter",
          "Event re-applications after a transient failure (back-off between them).");
   Line(&out, "sidetable_worker_retries_total", "", load(retries_));
+  prometheus::Single(
+      &out, "sidetable_worker_waiting_seconds", "gauge",
+      "How long the events being applied have waited for a busy or unreachable sidecar "
+      "(retry.max_wait_seconds); 0 when not waiting.",
+      static_cast<uint64_t>(waiting().seconds));
   Header(&out, "sidetable_worker_dead_letters_total", "counter",
          "Events sent to the dead-letter topic, by reason.");
   for (size_t r = 0; r < kReasons; r++) {

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -31,6 +32,10 @@ class WorkerMetrics final : public apply::ApplyObserver {
   void OnSkippedEvent() override { RecordSkippedEvent(); }
   void OnFencedEvent() override { fenced_.fetch_add(1, std::memory_order_relaxed); }
   void OnRetry() override { RecordRetry(); }
+  // Waiting out a busy or unreachable sidecar (apply/retry.h), for /health
+  // and /metrics: since when, and the last failure.
+  void OnWaiting(const Status& last) override;
+  void OnWaitOver() override;
   void OnOp(patterns::TableOp::Kind kind, apply::OpResult result) override { RecordOp(kind, result); }
 
   void RecordEvent() { events_.fetch_add(1, std::memory_order_relaxed); }
@@ -67,6 +72,11 @@ class WorkerMetrics final : public apply::ApplyObserver {
   int assigned() const { return assigned_.load(std::memory_order_relaxed); }
   uint64_t last_lsn() const { return last_lsn_.load(std::memory_order_relaxed); }
   int64_t total_lag() const;
+  struct Wait {
+    double seconds = 0;  // 0: not waiting
+    std::string last;    // the failure waited out
+  };
+  Wait waiting() const;
 
   std::string Render() const;
 
@@ -78,6 +88,9 @@ class WorkerMetrics final : public apply::ApplyObserver {
   std::atomic<int> assigned_{0};
   std::array<std::array<std::atomic<uint64_t>, kResults>, kKinds> ops_{};
   std::array<std::atomic<uint64_t>, kReasons> dead_{};
+  mutable std::mutex wait_mu_;
+  std::chrono::steady_clock::time_point wait_since_{};  // epoch: not waiting
+  std::string wait_last_;
   mutable std::mutex lag_mu_;
   std::map<std::pair<std::string, int32_t>, int64_t> lag_;
 };

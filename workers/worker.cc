@@ -230,7 +230,8 @@ Status Worker::Impl::Init() {
   probe_ = std::move(probe).value();
   store_ = apply::NewClientTableStore(client_.get(), static_cast<size_t>(config_.inflight));
   applier_ = std::make_unique<apply::OpApplier>(store_.get(), config_.fence_attempts);
-  apply::RetryPolicy policy{config_.max_attempts, config_.backoff_ms, config_.backoff_max_ms};
+  apply::RetryPolicy policy{config_.max_attempts, config_.backoff_ms, config_.backoff_max_ms,
+                            int64_t{config_.max_wait_seconds} * 1000};
   processor_ = std::make_unique<apply::EventProcessor>(&patterns_, applier_.get(), policy, &metrics_,
                                                 [this](int ms) { return SleepUnlessStopped(ms); });
   processor_->EnableGrouping(store_.get());
@@ -909,14 +910,27 @@ std::string Worker::Impl::HealthJson() const {
     if (gaps_not_listed_ > 0)
       problems.push_back("history lost: " + std::to_string(gaps_not_listed_) + " more gaps");
   }
+  // While the consumer thread waits out a busy or unreachable sidecar
+  // (retry.max_wait_seconds), no partition hands anything out: say that,
+  // not "stalled", once either would be reported.
+  const WorkerMetrics::Wait wait = metrics_.waiting();
   {
     std::lock_guard lock(stall_mu_);
-    for (const auto& s :
-         stalls_.Stalled(StallWatch::Clock::now(), std::chrono::seconds(config_.lag_max_seconds))) {
-      problems.push_back("stalled: " + s.tp.first + "/" + std::to_string(s.tp.second) + " has " +
-                         std::to_string(s.waiting) + " messages waiting and handed out none for " +
-                         std::to_string(static_cast<int64_t>(s.seconds)) + " s > lag.max_seconds " +
-                         std::to_string(config_.lag_max_seconds));
+    const auto stalled =
+        stalls_.Stalled(StallWatch::Clock::now(), std::chrono::seconds(config_.lag_max_seconds));
+    if (wait.seconds > 0 && (!stalled.empty() || wait.seconds > config_.lag_max_seconds)) {
+      problems.push_back("waiting: the sidecar has been busy or out of reach for " +
+                         std::to_string(static_cast<int64_t>(wait.seconds)) +
+                         " s; events are retried for up to retry.max_wait_seconds " +
+                         std::to_string(config_.max_wait_seconds) + " (" + wait.last + ")");
+    } else {
+      for (const auto& s : stalled) {
+        problems.push_back("stalled: " + s.tp.first + "/" + std::to_string(s.tp.second) + " has " +
+                           std::to_string(s.waiting) +
+                           " messages waiting and handed out none for " +
+                           std::to_string(static_cast<int64_t>(s.seconds)) +
+                           " s > lag.max_seconds " + std::to_string(config_.lag_max_seconds));
+      }
     }
   }
   const GroupState group = group_state_.load();
@@ -941,6 +955,7 @@ std::string Worker::Impl::HealthJson() const {
                   ",\"dead_letters_total\":" + std::to_string(metrics_.dead_letters()) +
                   ",\"archive_unmovable\":" + std::to_string(metrics_.archive_unmovable()) +
                   ",\"retries_total\":" + std::to_string(metrics_.retries()) +
+                  ",\"waiting_seconds\":" + std::to_string(static_cast<int64_t>(wait.seconds)) +
                   ",\"last_lsn\":" + std::to_string(metrics_.last_lsn()) +
                   ",\"consumer_lag\":" + std::to_string(metrics_.total_lag()) +
                   ",\"lag_seconds\":" + std::to_string(lag) +

@@ -19,7 +19,13 @@ struct CountingObserver : ApplyObserver {
   void OnFencedEvent() override { fenced++; }
   void OnRetry() override { retries++; }
   void OnOp(patterns::TableOp::Kind, OpResult) override { ops++; }
-  uint64_t skipped = 0, retries = 0, ops = 0, fenced = 0;
+  void OnWaiting(const Status& last) override {
+    waiting++;
+    wait_last = last.ToString();
+  }
+  void OnWaitOver() override { waits_over++; }
+  uint64_t skipped = 0, retries = 0, ops = 0, fenced = 0, waiting = 0, waits_over = 0;
+  std::string wait_last;
 };
 
 using testing::CopyPattern;
@@ -46,15 +52,22 @@ std::string EventJson(const std::string& table, uint64_t lsn, const std::string&
   return events::EncodeEvent(rec, "test");
 }
 
+// The sleep takes no time: it moves `now`, the processor's clock, on.
 struct Fixture {
-  explicit Fixture(Status pattern_fail = Status::OK(), int attempts = 4) {
+  explicit Fixture(Status pattern_fail = Status::OK(), int attempts = 4)
+      : Fixture(RetryPolicy{attempts, 10, 40}, std::move(pattern_fail)) {}
+  explicit Fixture(RetryPolicy policy, Status pattern_fail = Status::OK()) {
     patterns.push_back(std::make_unique<CopyPattern>(pattern_fail));
     applier = std::make_unique<OpApplier>(&store, 4);
     processor = std::make_unique<EventProcessor>(
-        &patterns, applier.get(), RetryPolicy{attempts, 10, 40}, &metrics, [this](int ms) {
+        &patterns, applier.get(), policy, &metrics,
+        [this](int ms) {
           if (ms > 0) slept.push_back(ms);  // 0: asks for a stop only
+          now += ms;
+          if (stop_at >= 0 && now >= stop_at) stop = true;
           return !stop;
-        });
+        },
+        [this] { return now; });
   }
   testing::FakeTableStore store;
   std::vector<std::unique_ptr<patterns::Pattern>> patterns;
@@ -62,6 +75,8 @@ struct Fixture {
   CountingObserver metrics;
   std::vector<int> slept;
   bool stop = false;
+  int64_t now = 0;       // ms
+  int64_t stop_at = -1;  // the sleep reports a stop from this time on
   std::unique_ptr<EventProcessor> processor;
 };
 
@@ -116,14 +131,112 @@ TEST(EventProcessorTest, TransientFailuresBackOffExponentiallyThenSucceed) {
   EXPECT_LE(f.slept[2], 50);
 }
 
+// A failure the service answered (Internal here) counts attempts; a busy or
+// unreachable service is waited out instead (below).
 TEST(EventProcessorTest, ExhaustedRetriesBecomeADeadLetter) {
   Fixture f(Status::OK(), 3);
-  f.store.before = [](const std::string&, const std::string&) { return Status(Code::kUnavailable, "no reply"); };
+  f.store.before = [](const std::string&, const std::string&) {
+    return Status(Code::kInternal, "oops");
+  };
   EventOutcome o = f.processor->Process(EventJson("Src", 7, "r1"));
   EXPECT_EQ(o.kind, EventOutcome::Kind::kDeadLetter);
   EXPECT_EQ(o.reason_kind, FailureKind::kRetriesExhausted);
-  EXPECT_NE(o.reason.find("Unavailable"), std::string::npos) << o.reason;
+  EXPECT_NE(o.reason.find("gave up after 3 attempts: InternalError: oops"), std::string::npos)
+      << o.reason;
   EXPECT_EQ(f.slept.size(), 2u);
+  EXPECT_EQ(f.metrics.waiting, 0u);
+}
+
+// Session 46: a shard with no serving owner (a scale-out hand-over, 19-30 s
+// after a member is killed) answered ServerBusy past the 8 attempts of the
+// default policy (~13 s of back-off), and the event was dead-lettered: its
+// derived row was missing for good. ServerBusy, Unavailable and NoReply are
+// now retried for retry.max_wait_seconds (120 s by default).
+TEST(EventProcessorTest, AShardHandOverLongerThanTheAttemptsIsWaitedOut) {
+  for (Code code : {Code::kServerBusy, Code::kUnavailable, Code::kNoReply}) {
+    SCOPED_TRACE(std::string(ErrorCodeName(code)));
+    Fixture f{RetryPolicy{}};  // the worker's defaults: 8 attempts, 100 ms doubling to 5 s, 120 s
+    f.store.before = [&](const std::string&, const std::string&) {
+      return f.now < 30000
+                 ? Status(code,
+                          "shard 3 has no serving owner (a rebalance or restore is under way); "
+                          "not executed, retry")
+                 : Status::OK();
+    };
+    EventOutcome o = f.processor->Process(EventJson("Src", 7, "r1"));
+    ASSERT_EQ(o.kind, EventOutcome::Kind::kApplied) << o.reason;
+    EXPECT_NE(f.store.Find("Derived", "p", "r1"), nullptr);
+    EXPECT_GE(f.now, 30000);
+    EXPECT_LT(f.now, 30000 + 5000 * 5 / 4 + 1) << "the back-off is capped at backoff_max_ms";
+    EXPECT_GT(f.metrics.retries, 8u);
+    for (int ms : f.slept) EXPECT_LE(ms, 5000 * 5 / 4);
+    EXPECT_EQ(f.metrics.waiting, f.metrics.retries);
+    EXPECT_NE(f.metrics.wait_last.find("no serving owner"), std::string::npos)
+        << f.metrics.wait_last;
+    EXPECT_EQ(f.metrics.waits_over, 1u) << "the end of the wait is reported once";
+  }
+}
+
+TEST(EventProcessorTest, AWaitPastMaxWaitIsADeadLetterThatSaysSo) {
+  Fixture f{RetryPolicy{}};
+  f.store.before = [](const std::string&, const std::string&) {
+    return Status(Code::kServerBusy, "no owner");
+  };
+  EventOutcome o = f.processor->Process(EventJson("Src", 7, "r1"));
+  ASSERT_EQ(o.kind, EventOutcome::Kind::kDeadLetter);
+  EXPECT_EQ(o.reason_kind, FailureKind::kRetriesExhausted);
+  EXPECT_EQ(o.reason,
+            "apply: gave up after waiting 120 s for the service (retry.max_wait_seconds 120): "
+            "ServerBusy: no owner");
+  // The last attempt is made at the end of the wait, not a back-off past it.
+  EXPECT_GE(f.now, 120000);
+  EXPECT_LE(f.now, 120000);
+  EXPECT_EQ(f.metrics.waits_over, 1u);
+}
+
+TEST(EventProcessorTest, AStopDuringALongWaitReturnsAtOnce) {
+  Fixture f{RetryPolicy{}};
+  f.stop_at = 40000;  // SIGTERM 40 s into the wait
+  int tries = 0;
+  f.store.before = [&](const std::string&, const std::string&) {
+    tries++;
+    return Status(Code::kServerBusy, "no owner");
+  };
+  EventOutcome o = f.processor->Process(EventJson("Src", 7, "r1"));
+  EXPECT_EQ(o.kind, EventOutcome::Kind::kInterrupted) << o.reason;
+  EXPECT_LT(f.now, 40000 + 5000 * 5 / 4 + 1) << "nothing is waited after the stop";
+  const int at_stop = tries;
+  EXPECT_EQ(f.processor->Process(EventJson("Src", 8, "r2")).kind, EventOutcome::Kind::kInterrupted);
+  EXPECT_EQ(tries, at_stop + 1)
+      << "a stopped processor tries once, then stops at the first back-off";
+  EXPECT_EQ(f.metrics.waits_over, 2u);
+}
+
+// Waits and attempts are separate budgets: a failure the service answered
+// still counts, also after a wait.
+TEST(EventProcessorTest, AttemptsStillBoundWhatTheServiceAnswersDuringAWait) {
+  Fixture f{RetryPolicy{3, 100, 5000, 60000}};
+  int n = 0;
+  f.store.before = [&](const std::string&, const std::string&) {
+    return n++ % 2 == 0 ? Status(Code::kServerBusy, "busy")
+                        : Status(Code::kTableBeingDeleted, "deleting");
+  };
+  EventOutcome o = f.processor->Process(EventJson("Src", 7, "r1"));
+  ASSERT_EQ(o.kind, EventOutcome::Kind::kDeadLetter);
+  EXPECT_NE(o.reason.find("gave up after 6 attempts: TableBeingDeleted"), std::string::npos)
+      << o.reason;
+}
+
+// retry.max_wait_seconds 0: a busy service counts attempts, as before session 46.
+TEST(EventProcessorTest, WithoutAWaitBudgetABusyServiceCountsAttempts) {
+  Fixture f{RetryPolicy{3, 10, 40, 0}};
+  f.store.before = [](const std::string&, const std::string&) {
+    return Status(Code::kServerBusy, "busy");
+  };
+  EventOutcome o = f.processor->Process(EventJson("Src", 7, "r1"));
+  ASSERT_EQ(o.kind, EventOutcome::Kind::kDeadLetter);
+  EXPECT_NE(o.reason.find("gave up after 3 attempts: ServerBusy"), std::string::npos) << o.reason;
+  EXPECT_EQ(f.metrics.waiting, 0u);
 }
 
 // A stop abandons the requests in flight (client::ClientOptions::abandon):
@@ -185,6 +298,11 @@ TEST(EventProcessorTest, BackoffIsCapped) {
   EXPECT_TRUE(IsTransient(Code::kUnavailable));
   EXPECT_FALSE(IsTransient(Code::kInvalidInput));
   EXPECT_FALSE(IsTransient(Code::kTableNotFound));
+  for (Code c : {Code::kServerBusy, Code::kUnavailable, Code::kNoReply})
+    EXPECT_TRUE(WaitsForService(c));
+  for (Code c : {Code::kInternal, Code::kTableBeingDeleted, Code::kUpdateConditionNotSatisfied,
+                 Code::kInvalidInput})
+    EXPECT_FALSE(WaitsForService(c));
 }
 
 // A claim as the sidecar writes it (sidecar/cluster/records.cc): no "time".

@@ -21,7 +21,9 @@ using testing::CopyPattern;
 struct Counting : ApplyObserver {
   void OnRetry() override { retries++; }
   void OnOp(TableOp::Kind, OpResult r) override { (r == OpResult::kWritten ? written : fenced)++; }
-  int retries = 0, written = 0, fenced = 0;
+  void OnWaiting(const Status&) override { waiting++; }
+  void OnWaitOver() override { waits_over++; }
+  int retries = 0, written = 0, fenced = 0, waiting = 0, waits_over = 0;
 };
 
 // One event: an EGT of `rks` in partition `pk` of "Src" at `lsn`; a
@@ -53,15 +55,21 @@ std::string Event(uint64_t lsn, const std::string& pk, const std::vector<std::pa
   return events::EncodeEvent(rec, "test");
 }
 
+// The sleep takes no time: it moves `now`, the processor's clock, on.
 struct GroupedFixture {
-  explicit GroupedFixture(int attempts = 4) {
+  explicit GroupedFixture(int attempts = 4) : GroupedFixture(RetryPolicy{attempts, 10, 40}) {}
+  explicit GroupedFixture(RetryPolicy policy) {
     patterns.push_back(std::make_unique<CopyPattern>());
     applier = std::make_unique<OpApplier>(&store, 4);
     processor = std::make_unique<EventProcessor>(
-        &patterns, applier.get(), RetryPolicy{attempts, 10, 40}, &seen, [this](int ms) {
+        &patterns, applier.get(), policy, &seen,
+        [this](int ms) {
           if (ms > 0) slept.push_back(ms);  // 0: asks for a stop only
+          now += ms;
+          if (stop_at >= 0 && now >= stop_at) stop = true;
           return !stop;
-        });
+        },
+        [this] { return now; });
     processor->EnableGrouping(&store);
     store.tables["Derived"];
   }
@@ -79,6 +87,8 @@ struct GroupedFixture {
   Counting seen;
   std::vector<int> slept;
   bool stop = false;
+  int64_t now = 0;       // ms
+  int64_t stop_at = -1;  // the sleep reports a stop from this time on
   std::unique_ptr<EventProcessor> processor;
 };
 
@@ -167,13 +177,95 @@ TEST(GroupedWritesTest, TransientGroupFailureIsRetriedAloneAfterBackOff) {
 TEST(GroupedWritesTest, RetriesRunOutForThatGroupsEventsOnly) {
   GroupedFixture f(3);
   f.store.write_hook = [](const Batch& b) {
-    return b.operations()[0].entity.partition_key == "down" ? Status(Code::kUnavailable, "no reply") : Status::OK();
+    return b.operations()[0].entity.partition_key == "down" ? Status(Code::kInternal, "oops")
+                                                            : Status::OK();
   };
   auto outs = f.Run({Event(1, "down", {{"a", 1}}), Event(2, "up", {{"b", 2}})});
   ASSERT_EQ(outs[0].kind, EventOutcome::Kind::kDeadLetter);
   EXPECT_EQ(outs[0].reason_kind, FailureKind::kRetriesExhausted);
+  EXPECT_EQ(outs[0].reason, "apply: InternalError: gave up after 3 attempts: InternalError: oops");
   EXPECT_EQ(outs[1].kind, EventOutcome::Kind::kApplied);
   EXPECT_EQ(f.slept.size(), 2u);
+}
+
+// Session 46: a target partition whose shard has no serving owner (a
+// scale-out hand-over, 19-30 s) answered ServerBusy past the default 8
+// attempts (~13 s), and its events were dead-lettered. The group is now
+// retried for retry.max_wait_seconds; the others are written at once.
+TEST(GroupedWritesTest, AGroupWaitsOutAShardHandOverLongerThanTheAttempts) {
+  for (Code code : {Code::kServerBusy, Code::kUnavailable, Code::kNoReply}) {
+    SCOPED_TRACE(std::string(ErrorCodeName(code)));
+    GroupedFixture f{RetryPolicy{}};  // the worker's defaults
+    f.store.write_hook = [&](const Batch& b) {
+      return b.operations()[0].entity.partition_key == "moving" && f.now < 30000
+                 ? Status(code, "shard 3 has no serving owner; not executed, retry")
+                 : Status::OK();
+    };
+    auto outs = f.Run({Event(1, "moving", {{"a", 1}}), Event(2, "up", {{"b", 2}}),
+                       Event(3, "moving", {{"c", 3}})});
+    for (const auto& o : outs) ASSERT_EQ(o.kind, EventOutcome::Kind::kApplied) << o.reason;
+    EXPECT_EQ(f.N("moving", "a"), 1);
+    EXPECT_EQ(f.N("moving", "c"), 3);
+    EXPECT_EQ(f.N("up", "b"), 2);
+    EXPECT_GE(f.now, 30000);
+    EXPECT_LT(f.now, 30000 + 5000 * 5 / 4 + 1) << "the back-off is capped at backoff_max_ms";
+    EXPECT_GT(f.seen.retries, 8);
+    EXPECT_EQ(f.seen.waiting, f.seen.retries);
+    EXPECT_EQ(f.seen.waits_over, 1);
+    size_t up = 0;
+    for (const Batch& b : f.store.writes) up += b.operations()[0].entity.partition_key == "up";
+    EXPECT_EQ(up, 1u) << "a group written is not sent again";
+  }
+}
+
+// Found by WorkerE2eTest.ASidecarGoneLongerThanTheAttemptsIsWaitedOutNotDeadLettered:
+// a missing derived table is created and the group sent again only while
+// its sends were under max_attempts, so a group that had waited out a busy
+// sidecar for more sends than that was dead-lettered as TableNotFound.
+TEST(GroupedWritesTest, ATableMissingAfterAWaitIsCreatedAndWritten) {
+  GroupedFixture f{RetryPolicy{2, 100, 5000, 60000}};
+  f.store.tables.clear();
+  f.store.write_hook = [&](const Batch&) {
+    return f.now < 10000 ? Status(Code::kNoReply, "the sidecar did not answer in time")
+                         : Status::OK();
+  };
+  auto outs = f.Run({Event(1, "p", {{"a", 1}})});
+  ASSERT_EQ(outs[0].kind, EventOutcome::Kind::kApplied) << outs[0].reason;
+  EXPECT_EQ(f.N("p", "a"), 1);
+  EXPECT_EQ(f.store.calls["CreateTable"], 1);
+}
+
+TEST(GroupedWritesTest, AGroupsWaitPastMaxWaitDeadLettersItsEventsSayingSo) {
+  GroupedFixture f{RetryPolicy{}};
+  f.store.write_hook = [](const Batch& b) {
+    return b.operations()[0].entity.partition_key == "down" ? Status(Code::kServerBusy, "no owner")
+                                                            : Status::OK();
+  };
+  auto outs = f.Run({Event(1, "down", {{"a", 1}}), Event(2, "up", {{"b", 2}})});
+  ASSERT_EQ(outs[0].kind, EventOutcome::Kind::kDeadLetter);
+  EXPECT_EQ(outs[0].reason_kind, FailureKind::kRetriesExhausted);
+  EXPECT_EQ(outs[0].reason,
+            "apply: ServerBusy: gave up after waiting 120 s for the service "
+            "(retry.max_wait_seconds 120): "
+            "ServerBusy: no owner");
+  EXPECT_EQ(outs[1].kind, EventOutcome::Kind::kApplied);
+  EXPECT_EQ(f.now, 120000) << "the last attempt is made at the end of the wait";
+}
+
+TEST(GroupedWritesTest, AStopDuringALongWaitReturnsAtOnce) {
+  GroupedFixture f{RetryPolicy{}};
+  f.stop_at = 40000;  // SIGTERM 40 s into the wait
+  f.store.write_hook = [](const Batch& b) {
+    return b.operations()[0].entity.partition_key == "down" ? Status(Code::kServerBusy, "no owner")
+                                                            : Status::OK();
+  };
+  auto outs =
+      f.Run({Event(1, "up", {{"a", 1}}), Event(2, "down", {{"b", 2}}), Event(3, "up", {{"c", 3}})});
+  EXPECT_EQ(outs[0].kind, EventOutcome::Kind::kApplied);
+  EXPECT_EQ(outs[1].kind, EventOutcome::Kind::kInterrupted) << outs[1].reason;
+  EXPECT_EQ(outs[2].kind, EventOutcome::Kind::kInterrupted);
+  EXPECT_LT(f.now, 40000 + 5000 * 5 / 4 + 1) << "nothing is waited after the stop";
+  EXPECT_EQ(f.seen.waits_over, 1);
 }
 
 TEST(GroupedWritesTest, MissingDerivedTableIsCreated) {

@@ -33,6 +33,7 @@ sidecar:
   curve_key_file: /etc/sidetable/w1.key
 retry:
   max_attempts: 3
+  max_wait_seconds: 45
   backoff_ms: 20
   backoff_max_ms: 200
   fence_attempts: 5
@@ -77,6 +78,7 @@ TEST(WorkerConfigTest, ReadsEveryKey) {
   EXPECT_EQ(c.timeout_ms, 900);
   EXPECT_EQ(c.caller, "w1");
   EXPECT_EQ(c.max_attempts, 3);
+  EXPECT_EQ(c.max_wait_seconds, 45);
   EXPECT_EQ(c.backoff_ms, 20);
   EXPECT_EQ(c.backoff_max_ms, 200);
   EXPECT_EQ(c.fence_attempts, 5);
@@ -127,6 +129,7 @@ TEST(WorkerConfigTest, BadConfigNamesTheKey) {
       {"kafka:\n  bootstrp: x\n", "kafka.bootstrp"},
       {"kafak:\n  bootstrap: x\n", "kafak"},
       {"retry:\n  max_attempts: many\n", "retry.max_attempts"},
+      {"retry:\n  max_wait_seconds: 2m\n", "retry.max_wait_seconds"},
       {"kafka:\n  properties: [a]\n", "kafka.properties"},
       {"patterns:\n  - source: x\n", "patterns[0].name"},
       {"patterns:\n  - name: index_table\n    source: {a: b}\n", "patterns[0].source"},
@@ -168,9 +171,20 @@ TEST(WorkerConfigTest, ValidationNamesTheKey) {
       {[](apply::WorkerConfig* c) { c->poll_batch = 0; }, "kafka.poll_batch"},
       {[](apply::WorkerConfig* c) { c->poll_batch = 100001; }, "kafka.poll_batch"},
       {[](apply::WorkerConfig* c) { c->inflight = 0; }, "sidecar.inflight"},
-      {[](apply::WorkerConfig* c) { c->curve_key_file = "w.key"; }, "sidecar.curve_server_key_file"},
-      {[](apply::WorkerConfig* c) { c->curve_server_key_file = "s.pub"; }, "sidecar.curve_key_file"},
+      {[](apply::WorkerConfig* c) { c->curve_key_file = "w.key"; },
+       "sidecar.curve_server_key_file"},
+      {[](apply::WorkerConfig* c) { c->curve_server_key_file = "s.pub"; },
+       "sidecar.curve_key_file"},
       {[](apply::WorkerConfig* c) { c->lag_max_seconds = 0; }, "lag.max_seconds"},
+      {[](apply::WorkerConfig* c) { c->max_wait_seconds = -1; },
+       "retry.max_wait_seconds must be 0..86400"},
+      // The worker does not poll while it waits: a wait as long as
+      // librdkafka's max.poll.interval.ms (300 s) would cost it its partitions.
+      {[](apply::WorkerConfig* c) { c->max_wait_seconds = 300; },
+       "retry.max_wait_seconds (300 s) must be below the consumer's max.poll.interval.ms (300000 "
+       "ms, librdkafka's"},
+      {[](apply::WorkerConfig* c) { c->properties["max.poll.interval.ms"] = "60000"; },
+       "max.poll.interval.ms (60000 ms, kafka.properties)"},
   };
   for (const auto& bc : cases) {
     apply::WorkerConfig c = valid();
@@ -179,6 +193,18 @@ TEST(WorkerConfigTest, ValidationNamesTheKey) {
     ASSERT_FALSE(s.ok()) << bc.key;
     EXPECT_NE(s.message().find(bc.key), std::string::npos) << s.message();
   }
+}
+
+TEST(WorkerConfigTest, AWaitLongerThanTheDefaultPollIntervalNeedsItRaised) {
+  apply::WorkerConfig c;
+  c.bootstrap = "x:1";
+  c.patterns.push_back({"index_table", {}});
+  EXPECT_EQ(c.max_wait_seconds, 120) << "the default covers a scale-out hand-over (19-30 s)";
+  c.max_wait_seconds = 600;
+  c.properties["max.poll.interval.ms"] = "900000";
+  EXPECT_TRUE(apply::ValidateWorkerConfig(c).ok()) << apply::ValidateWorkerConfig(c).ToString();
+  c.max_wait_seconds = 0;  // off: a busy sidecar counts attempts
+  EXPECT_TRUE(apply::ValidateWorkerConfig(c).ok());
 }
 
 TEST(WorkerConfigTest, BootstrapFromFile) {

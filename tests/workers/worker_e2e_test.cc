@@ -7,13 +7,14 @@
 #include <librdkafka/rdkafka.h>
 
 #include <algorithm>
+#include <csignal>
+#include <fstream>
 #include <functional>
 #include <iostream>
-#include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
 #include <set>
-#include <csignal>
 #include <thread>
 
 #include "client/client.h"
@@ -817,6 +818,65 @@ TEST_F(WorkerE2eTest, AStopIsBoundedWhileTheSidecarIsFrozen) {
       << ReadAll("Old").size() << " left in Old\n"
       << again->Log();
   EXPECT_EQ(again->Stop(), 0) << again->Log();
+}
+
+// Session 46: retries counted in attempts ended before the outage they were
+// for (in a cluster, a shard handed over for 19-30 s after a member dies)
+// and the events went to the dead-letter topic, their index entries missing
+// for good. Here the sidecar is frozen for longer than the worker's two
+// attempts of 300 ms last: the worker waits it out (retry.max_wait_seconds),
+// says so in /health instead of looking stalled, and applies everything
+// once the sidecar answers again, with no dead letter.
+TEST_F(WorkerE2eTest, ASidecarGoneLongerThanTheAttemptsIsWaitedOutNotDeadLettered) {
+  std::string cfg;
+  {
+    std::ifstream in(worker_cfg_);
+    cfg.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  auto replace = [&](const std::string& from, const std::string& to) {
+    const size_t at = cfg.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    cfg.replace(at, from.size(), to);
+  };
+  ASSERT_NO_FATAL_FAILURE(replace("  timeout_ms: 5000\n", "  timeout_ms: 300\n"));
+  ASSERT_NO_FATAL_FAILURE(
+      replace("retry:\n  max_attempts: 5\n",
+              "lag:\n  max_seconds: 1\nretry:\n  max_attempts: 2\n  max_wait_seconds: 60\n"));
+  std::ofstream(worker_cfg_) << cfg;
+  auto w = StartWorker("w-wait");
+  ASSERT_TRUE(WaitUntil([&] { return HealthField(*w, "assigned_partitions") > 0; },
+                        std::chrono::seconds(30)))
+      << HealthBody(*w);
+  EXPECT_EQ(HealthField(*w, "waiting_seconds"), 0) << HealthBody(*w);
+  // Work waits on Kafka while the worker is paused; then the sidecar
+  // freezes and the worker wakes into a batch it cannot apply.
+  ASSERT_EQ(::kill(w->pid(), SIGSTOP), 0);
+  ASSERT_NO_FATAL_FAILURE(WritePeople("gone", 20));
+  ASSERT_EQ(::kill(server_->pid(), SIGSTOP), 0);
+  ASSERT_EQ(::kill(w->pid(), SIGCONT), 0);
+  // Past lag.max_seconds of waiting /health names the wait (not "stalled"),
+  // and the sidecar stays away for several times the attempts' 2 x 300 ms.
+  const bool said = WaitUntil(
+      [&] {
+        return HealthField(*w, "waiting_seconds") >= 4 &&
+               testing::Contains(HealthBody(*w),
+                                 "waiting: the sidecar has been busy or out of reach");
+      },
+      std::chrono::seconds(30));
+  const std::string during = HealthBody(*w);
+  ASSERT_EQ(::kill(server_->pid(), SIGCONT), 0);
+  EXPECT_TRUE(said) << during << "\n" << w->Log();
+  EXPECT_FALSE(testing::Contains(during, "stalled:")) << during;
+  std::vector<std::string> expected, actual;
+  EXPECT_TRUE(WaitForIndex(std::chrono::seconds(30), &expected, &actual)) << w->Log();
+  EXPECT_EQ(expected.size(), 20u);
+  EXPECT_TRUE(
+      WaitUntil([&] { return HealthField(*w, "waiting_seconds") == 0; }, std::chrono::seconds(10)))
+      << HealthBody(*w);
+  EXPECT_EQ(HealthField(*w, "dead_letters_total"), 0) << HealthBody(*w);
+  EXPECT_TRUE(testing::Contains(w->Log(), "the sidecar is busy or out of reach")) << w->Log();
+  EXPECT_EQ(w->Stop(), 0) << w->Log();
+  EXPECT_TRUE(ReadDeadLetters(1, std::chrono::seconds(2)).empty());
 }
 
 // The HTTP status and body of a worker's GET `path` (0 when it does not answer).
