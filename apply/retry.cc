@@ -10,6 +10,10 @@ bool IsTransient(Code code) {
     case Code::kServerBusy:
     case Code::kUnavailable:
     case Code::kNoReply:
+    // The sidecar's disk is full: not applied, and writes resume once space
+    // is freed (docs/operations.md, "Faults"). Until session 46 this was
+    // permanent, and a worker dead-lettered every event while the disk was full.
+    case Code::kInsufficientStorage:
     case Code::kInternal:
     case Code::kTableBeingDeleted:
     // Only returned to us after a fence loop ran out of rounds: contention.
@@ -22,7 +26,8 @@ bool IsTransient(Code code) {
 }
 
 bool WaitsForService(Code code) {
-  return code == Code::kServerBusy || code == Code::kUnavailable || code == Code::kNoReply;
+  return code == Code::kServerBusy || code == Code::kUnavailable || code == Code::kNoReply ||
+         code == Code::kInsufficientStorage;
 }
 
 int BackoffMs(const RetryPolicy& p, int attempt, uint64_t seed) {

@@ -4,7 +4,8 @@
 //
 // Two budgets, because failures differ in what they say about time:
 //  - The service is busy or out of reach: ServerBusy ("not executed, retry",
-//    docs/protocol.md), Unavailable, NoReply. Nothing is
+//    docs/protocol.md), Unavailable, NoReply, InsufficientStorage (the
+//    sidecar's disk is full; writes resume once space is freed). Nothing is
 //    wrong with the write; the service cannot take it now: a shard being
 //    handed over in a cluster (19-30 s after a member is killed), a sidecar
 //    restarting, Kafka away. Outages are measured in seconds, not attempts,

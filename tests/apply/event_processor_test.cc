@@ -177,6 +177,22 @@ TEST(EventProcessorTest, AShardHandOverLongerThanTheAttemptsIsWaitedOut) {
   }
 }
 
+// A full disk on the sidecar refuses writes until space is freed (the
+// write is not applied): until session 46 the worker took it as permanent
+// and dead-lettered every event meanwhile.
+TEST(EventProcessorTest, ASidecarsFullDiskIsWaitedOutNotDeadLettered) {
+  Fixture f{RetryPolicy{}};
+  f.store.before = [&](const std::string&, const std::string&) {
+    return f.now < 20000 ? Status(Code::kInsufficientStorage, "the disk is full; not applied")
+                         : Status::OK();
+  };
+  EventOutcome o = f.processor->Process(EventJson("Src", 7, "r1"));
+  ASSERT_EQ(o.kind, EventOutcome::Kind::kApplied) << o.reason;
+  EXPECT_NE(f.store.Find("Derived", "p", "r1"), nullptr);
+  EXPECT_GE(f.now, 20000);
+  EXPECT_GT(f.metrics.retries, 8u);
+}
+
 TEST(EventProcessorTest, AWaitPastMaxWaitIsADeadLetterThatSaysSo) {
   Fixture f{RetryPolicy{}};
   f.store.before = [](const std::string&, const std::string&) {
