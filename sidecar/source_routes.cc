@@ -288,39 +288,53 @@ Status SourceRoutes::Load(const Engine& engine, uint64_t max_scan) {
 }
 
 Status SourceRoutes::Persist(Engine* engine) {
-  std::vector<std::pair<std::string, std::string>> settings;
+  // Copied under the lock, encoded outside it: the commit path (Settled)
+  // waits for this lock, and text for thousands of tables takes a while.
+  struct Dirty {
+    const std::string* key;  // sources_ never erases: stable
+    std::string name;
+    std::vector<std::vector<uint64_t>> newest;
+  };
+  std::vector<Dirty> dirty;
   std::vector<Source*> written;
+  std::vector<Count> counts;
+  uint64_t observed = 0;
   {
     std::unique_lock lock(mu_);
     if (counts_.empty()) return Status::OK();
     for (auto& [key, src] : sources_) {
       if (!src.dirty) continue;
-      std::string v = src.name + "\n";
-      for (size_t i = 0; i < counts_.size() && i < src.newest.size(); i++) {
-        if (src.newest[i].empty()) continue;
-        v += std::to_string(counts_[i].partitions) + "=";
-        for (size_t q = 0; q < src.newest[i].size(); q++) {
-          if (q > 0) v += ',';
-          v += std::to_string(src.newest[i][q]);
-        }
-        v += ';';
-      }
-      settings.emplace_back(std::string(kRoutesTablePrefix) + key, std::move(v));
+      dirty.push_back(Dirty{&key, src.name, src.newest});
       src.dirty = false;
       written.push_back(&src);
     }
-    const uint64_t observed = observed_.load(std::memory_order_acquire);
-    if (settings.empty() && !counts_dirty_ && observed == persisted_) return Status::OK();
-    std::string state = "observed=" + std::to_string(observed) + " counts=";
-    for (size_t i = 0; i < counts_.size(); i++) {
-      if (i > 0) state += ',';
-      state +=
-          std::to_string(counts_[i].partitions) + ":" + std::to_string(counts_[i].complete_from);
-    }
-    settings.emplace_back(std::string(kRoutesStateKey), std::move(state));
+    observed = observed_.load(std::memory_order_acquire);
+    if (dirty.empty() && !counts_dirty_ && observed == persisted_) return Status::OK();
+    counts = counts_;
     counts_dirty_ = false;
     persisted_ = observed;
   }
+  std::vector<std::pair<std::string, std::string>> settings;
+  settings.reserve(dirty.size() + 1);
+  for (const Dirty& d : dirty) {
+    std::string v = d.name + "\n";
+    for (size_t i = 0; i < counts.size() && i < d.newest.size(); i++) {
+      if (d.newest[i].empty()) continue;
+      v += std::to_string(counts[i].partitions) + "=";
+      for (size_t q = 0; q < d.newest[i].size(); q++) {
+        if (q > 0) v += ',';
+        v += std::to_string(d.newest[i][q]);
+      }
+      v += ';';
+    }
+    settings.emplace_back(std::string(kRoutesTablePrefix) + *d.key, std::move(v));
+  }
+  std::string state = "observed=" + std::to_string(observed) + " counts=";
+  for (size_t i = 0; i < counts.size(); i++) {
+    if (i > 0) state += ',';
+    state += std::to_string(counts[i].partitions) + ":" + std::to_string(counts[i].complete_from);
+  }
+  settings.emplace_back(std::string(kRoutesStateKey), std::move(state));
   Status s = engine->PutSettings(settings);
   if (!s.ok()) {
     // Written again at the next call; logged once, not every second.

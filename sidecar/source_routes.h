@@ -56,7 +56,8 @@ class SourceRoutes : public ChangeObserver {
   // damaged snapshot is logged and read again from the log: the routes are
   // derived data, never a reason not to start.
   Status Load(const Engine& engine, uint64_t max_scan);
-  // Writes what changed since the last call; OK when nothing did.
+  // Writes what changed since the last call; OK when nothing did. One
+  // caller at a time (the maintenance thread).
   Status Persist(Engine* engine);
 
   struct Routes {
