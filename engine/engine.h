@@ -203,6 +203,10 @@ struct StorageHealth {
   std::string error;            // why writes are refused; empty when ok
   int64_t since = 0;            // DateTime ticks of the last change of state; 0 = ok since open
   uint64_t free_bytes = 0;      // free on the data directory's filesystem at the last check
+  // Whether that check could measure it (statvfs answered): false when the
+  // data path cannot be looked up (removed), and free_bytes is then 0. Until
+  // session 46 /health said 0 free bytes then, which reads as a full disk.
+  bool free_known = false;
   uint64_t reserve_bytes = 0;   // EngineOptions::storage_reserve_bytes
   bool reserve_held = false;
   uint64_t write_refusals = 0;  // writes refused for storage since open

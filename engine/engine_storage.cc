@@ -86,9 +86,9 @@ bool StorageGuard::CreateReserve() {
   return true;
 }
 
-uint64_t StorageGuard::FreeBytes() const {
+std::optional<uint64_t> StorageGuard::FreeBytes() const {
   struct statvfs st {};
-  if (::statvfs(path_.c_str(), &st) != 0) return 0;
+  if (::statvfs(path_.c_str(), &st) != 0) return std::nullopt;
   return static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
 }
 
@@ -109,17 +109,19 @@ std::string StorageGuard::DirectoryProblemLocked() const {
 }
 
 StorageHealth StorageGuard::Check() {
-  const uint64_t free = FreeBytes();
+  const std::optional<uint64_t> measured = FreeBytes();
+  const uint64_t free = measured.value_or(0);
   bool resume = false;
   {
     std::lock_guard lock(mu_);
     free_bytes_ = free;
+    free_known_ = measured.has_value();
     if (dir_error_.empty()) dir_error_ = DirectoryProblemLocked();
     // Twice the reserve: once for the file, once left free after it, so a
     // disk that just got the reserve back is not full again at once.
     if (reserve_bytes_ > 0 && !reserve_held_ && free >= 2 * reserve_bytes_) {
       reserve_held_ = CreateReserve();
-      if (reserve_held_) free_bytes_ = FreeBytes();
+      if (reserve_held_) free_bytes_ = FreeBytes().value_or(free_bytes_);
     }
     const auto now = std::chrono::steady_clock::now();
     if (!bg_error_.ok() && db_ != nullptr && now - last_resume_ >= kResumeInterval) {
@@ -153,6 +155,7 @@ StorageHealth StorageGuard::Health() const {
   h.error = error_;
   h.since = since_;
   h.free_bytes = free_bytes_;
+  h.free_known = free_known_;
   h.reserve_bytes = reserve_bytes_;
   h.reserve_held = reserve_held_;
   h.write_refusals = refusals_.load(std::memory_order_relaxed);

@@ -188,7 +188,12 @@ std::string Metrics::Render(const Gauges& g) const {
   prometheus::Single(&out, "sidetable_row_cache_bytes", "gauge", "Bytes the row cache holds (rows, keys and a fixed overhead each).", g.row_cache_bytes);
   prometheus::Single(&out, "sidetable_storage_ok", "gauge", "1 while writes are accepted, 0 while a full disk (or another storage error) refuses them.", g.storage_ok ? 1 : 0);
   prometheus::Single(&out, "sidetable_storage_write_refusals_total", "counter", "Writes refused because the disk was full or storage failed.", g.storage_write_refusals_total);
-  prometheus::Single(&out, "sidetable_storage_free_bytes", "gauge", "Free bytes on the data directory's filesystem (checked every second).", g.storage_free_bytes);
+  if (g.storage_free_known) {
+    prometheus::Single(&out, "sidetable_storage_free_bytes", "gauge",
+                       "Free bytes on the data directory's filesystem (checked every second; "
+                       "absent when it cannot be measured).",
+                       g.storage_free_bytes);
+  }
   prometheus::Single(&out, "sidetable_writes_stalled", "gauge", "1 while RocksDB delays or stops writes (a flush or compaction is behind; the frontend hands writes to its workers meanwhile), else 0.", g.writes_stalled ? 1 : 0);
   if (g.publishing) {
     prometheus::Single(&out, "sidetable_publisher_published_lsn", "gauge", "Every change up to this LSN is on Kafka.", g.published_lsn);

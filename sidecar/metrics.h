@@ -134,6 +134,7 @@ class Metrics {
     bool storage_ok = true;
     uint64_t storage_write_refusals_total = 0;
     uint64_t storage_free_bytes = 0;
+    bool storage_free_known = false;  // not emitted when it could not be measured
     bool writes_stalled = false;  // RocksDB delays or stops writes (Engine::WritesMayWait)
   };
   std::string Render(const Gauges& g) const;

@@ -78,7 +78,8 @@ std::string HealthJson(Server& server, const ServerGauges& gauges,
   body += "]";
   // Why writes are refused, and since when (docs/operations.md#faults).
   body += ",\"storage\":{\"state\":" + JsonQuote(std::string(StorageStateName(storage.state))) +
-          ",\"free_bytes\":" + std::to_string(storage.free_bytes) +
+          // null, not 0, when it could not be measured: 0 reads as a full disk.
+          ",\"free_bytes\":" + (storage.free_known ? std::to_string(storage.free_bytes) : "null") +
           ",\"reserve_held\":" + (storage.reserve_held ? "true" : "false") +
           ",\"write_refusals\":" + std::to_string(storage.write_refusals) +
           // Not "degraded": the loss happened before this start; the number
@@ -139,6 +140,7 @@ std::string MetricsText(Server& server, const Metrics& metrics, const ServerGaug
   g.storage_ok = storage.state == StorageState::kOk;
   g.storage_write_refusals_total = storage.write_refusals;
   g.storage_free_bytes = storage.free_bytes;
+  g.storage_free_known = storage.free_known;
   g.writes_stalled = server.engine().WritesMayWait();
   if (auto* p = server.publisher()) {
     changestream::PublisherStats ps = p->Stats();

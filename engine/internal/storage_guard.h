@@ -56,6 +56,7 @@
 #include <chrono>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "engine/engine.h"
@@ -120,7 +121,8 @@ class StorageGuard : public rocksdb::EventListener {
   // After a recovery: puts the marker (no WAL) and opens writes. Holds
   // marker_mu_, not mu_ (a write may wait on threads whose callbacks take it).
   void PlaceMarker();
-  uint64_t FreeBytes() const;
+  // nullopt when the path cannot be looked up.
+  std::optional<uint64_t> FreeBytes() const;
   // What is wrong with the data directory ("" if nothing): gone, or another
   // directory at its path than the one opened (dir_dev_, dir_ino_). Holds mu_.
   std::string DirectoryProblemLocked() const;
@@ -148,6 +150,7 @@ class StorageGuard : public rocksdb::EventListener {
   std::string error_;
   int64_t since_ = 0;
   uint64_t free_bytes_ = 0;
+  bool free_known_ = false;
   std::chrono::steady_clock::time_point last_resume_{};
 
   // Read on every write without the mutex.

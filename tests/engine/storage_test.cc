@@ -319,9 +319,13 @@ void ExpectWritesRefusedOnceTheDirectoryIs(const std::string& what,
   first.Insert(MakeEntity("p", "before"));
   ASSERT_TRUE((*engine)->Execute(first).ok());
   ASSERT_EQ((*engine)->CheckStorage().state, StorageState::kOk);
+  ASSERT_TRUE((*engine)->CheckStorage().free_known);
 
   change(dir.Sub("db"));
   const StorageHealth h = (*engine)->CheckStorage();
+  // Gone: its free space is not known (0 would read as a full disk);
+  // replaced: the new directory's filesystem answers.
+  EXPECT_EQ(h.free_known, what != "removed");
   EXPECT_EQ(h.state, StorageState::kFailed);
   EXPECT_NE(h.error.find(what), std::string::npos) << h.error;
   Batch after("Things");
