@@ -235,14 +235,6 @@ bool Watermarks::IsDerived(std::string_view derived) const {
   return derived_.count(TableKey(derived).str()) > 0;
 }
 
-std::optional<int32_t> Watermarks::Partitions(std::string_view derived, std::string_view source) const {
-  PairKey k{TableKey(derived).str(), TableKey(source).str()};
-  std::shared_lock lock(mu_);
-  auto it = pairs_.find(k);
-  if (it == pairs_.end()) return std::nullopt;
-  return it->second.partitions;
-}
-
 std::optional<Watermarks::Registration> Watermarks::Registered(std::string_view derived,
                                                                std::string_view source) const {
   PairKey k{TableKey(derived).str(), TableKey(source).str()};

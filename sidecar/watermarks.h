@@ -74,9 +74,6 @@ class Watermarks {
   // Cheap: false for a table nothing is registered as derived into (every
   // read without a registered derived table stays on the fast path).
   bool IsDerived(std::string_view derived) const;
-  // The partition count registered for the pair; nullopt when the pair is
-  // not registered.
-  std::optional<int32_t> Partitions(std::string_view derived, std::string_view source) const;
   // The pair's partition count and the change log's last LSN when it was
   // first registered (for a pair registered before session 46: when this
   // process started); nullopt when the pair is not registered.
